@@ -1,0 +1,148 @@
+// simulation.hpp -- the discrete-event core: clock, event queue, processes.
+//
+// Five verbs, as in SimPy: now(), schedule(), step(), peek(), run(until).
+// Model code either registers plain Handlers (hottest paths) or is written
+// as coroutine processes (see process.hpp) that co_await delays, servers and
+// stores. Coroutines are always resumed from this event loop, never from
+// inside another coroutine's await, so the C++ stack stays flat however long
+// a process runs (see BUILD-NOTES: deep symmetric-transfer chains overflow
+// GCC debug builds).
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "sim/errors.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/op_log.hpp"
+#include "sim/rng.hpp"
+#include "sim/units.hpp"
+
+namespace kernbench::sim {
+
+class Process;
+class Simulation;
+
+namespace detail {
+/// Bookkeeping every top-level process carries (its promise derives from
+/// this): a name for error messages and a place in the live list, so the
+/// simulation can name the processes still waiting and free their frames.
+struct ProcessNode {
+  ProcessNode* prev = nullptr;
+  ProcessNode* next = nullptr;
+  Simulation* sim = nullptr;
+  std::string name;
+  std::coroutine_handle<> handle;
+};
+}  // namespace detail
+
+/// Awaitable returned by Simulation::delay().
+struct DelayAwaiter;
+
+/// One simulation run: the clock, the pending events, the seeded random
+/// stream, the op log and the processes still alive. No globals: two
+/// Simulations never share anything.
+class Simulation {
+ public:
+  explicit Simulation(std::uint64_t seed = 1);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  /// Current simulated time (ps).
+  Time now() const { return now_; }
+
+  /// Wakes `target` after `delay` (>= 0); `arg` reaches a Handler.
+  void schedule(Time delay, Target target, std::uint64_t arg = 0) {
+    if (delay < 0) [[unlikely]]
+      throw_negative_delay(delay);
+    const Event e{now_ + delay, seq_++, target, arg};
+    if (delay == 0) {
+      queue_.push_now(e);
+    } else {
+      queue_.push_heap(e);
+    }
+  }
+  void schedule(Time delay, Handler& handler, std::uint64_t arg = 0) {
+    schedule(delay, Target::call(handler), arg);
+  }
+  /// Wakes `target` at absolute time `when` (>= now()).
+  void schedule_at(Time when, Target target, std::uint64_t arg = 0) { schedule(when - now_, target, arg); }
+
+  /// Awaitable: `co_await sim.delay(t)` resumes the process t ps later
+  /// (t = 0 yields: the process goes behind everything already due now).
+  DelayAwaiter delay(Time t);
+
+  /// Time of the next event, or kTimeInfinity when none is pending.
+  Time peek() const { return queue_.empty() ? kTimeInfinity : queue_.top().time; }
+
+  /// Processes the next event. Returns false if there was none.
+  bool step() {
+    if (queue_.empty()) return false;
+    const Event e = queue_.pop();
+    now_ = e.time;
+    ++events_processed_;
+    e.target.fire(e.arg);
+    if (failure_) [[unlikely]]
+      rethrow_failure();
+    return true;
+  }
+
+  /// Runs until no event is pending or stop() is called.
+  void run();
+  /// Runs every event due strictly before `until`, then sets the clock to
+  /// `until` (SimPy's semantics: events at `until` itself stay pending).
+  /// A run cut short by stop() leaves the clock at the last event.
+  void run(Time until);
+  /// Asks the running run() to return after the current event.
+  void stop() { stop_requested_ = true; }
+
+  /// Starts a process: it first runs at the current time, after the events
+  /// already due now. `name` appears in its errors and in live_processes().
+  void spawn(std::string name, Process process);
+  /// Names of processes started and not finished (e.g. waiting forever).
+  std::vector<std::string> live_processes() const;
+
+  std::uint64_t events_processed() const { return events_processed_; }
+  std::size_t pending_events() const { return queue_.size(); }
+  const EventQueue& queue() const { return queue_; }
+  EventQueue& queue() { return queue_; }
+
+  Rng& rng() { return rng_; }
+  std::uint64_t seed() const { return seed_; }
+  OpLog& op_log() { return op_log_; }
+
+  // Called by process promises; not for model code.
+  void retire_process(detail::ProcessNode& node) noexcept;
+  void fail_process(detail::ProcessNode& node, std::exception_ptr error) noexcept;
+
+ private:
+  [[noreturn]] static void throw_negative_delay(Time delay);
+  [[noreturn]] void rethrow_failure();
+
+  Time now_ = 0;
+  std::uint64_t seq_ = 0;
+  std::uint64_t events_processed_ = 0;
+  bool stop_requested_ = false;
+  EventQueue queue_;
+  std::exception_ptr failure_;
+  detail::ProcessNode* live_head_ = nullptr;
+  std::uint64_t seed_;
+  Rng rng_;
+  OpLog op_log_;
+};
+
+struct DelayAwaiter {
+  Simulation& sim;
+  Time duration;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { sim.schedule(duration, Target::resume(h)); }
+  void await_resume() const noexcept {}
+};
+
+inline DelayAwaiter Simulation::delay(Time t) { return DelayAwaiter{*this, t}; }
+
+}  // namespace kernbench::sim
