@@ -1,0 +1,10 @@
+// bindings.hpp -- one function per binding translation unit.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace kernbench::bindings {
+
+void bind_sim(pybind11::module_& m);
+
+}  // namespace kernbench::bindings

@@ -1,0 +1,28 @@
+// module.cpp -- the kernbench._core extension: exceptions and sub-bindings.
+//
+// Every typed C++ error becomes a Python exception deriving from
+// KernbenchError (and from the matching builtin, e.g. ConfigError is also a
+// ValueError), so callers can catch precisely or broadly.
+#include <pybind11/pybind11.h>
+
+#include "bindings.hpp"
+#include "sim/errors.hpp"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "kernbench C++ core: the discrete-event engine and the models built on it.";
+
+  auto base = py::register_exception<kernbench::Error>(m, "KernbenchError", PyExc_RuntimeError);
+  auto both = [&](PyObject* builtin) { return py::make_tuple(base, py::handle(builtin)); };
+  // Registered after the base: pybind11 tries the most recent translator first.
+  py::register_exception<kernbench::ConfigError>(m, "ConfigError", both(PyExc_ValueError));
+  py::register_exception<kernbench::UsageError>(m, "UsageError", both(PyExc_ValueError));
+  py::register_exception<kernbench::TopologyError>(m, "TopologyError", base);
+  py::register_exception<kernbench::DeadlockError>(m, "DeadlockError", base);
+  py::register_exception<kernbench::CapacityError>(m, "CapacityError", base);
+  py::register_exception<kernbench::ProcessError>(m, "ProcessError", base);
+  py::register_exception<kernbench::InternalError>(m, "InternalError", base);
+
+  kernbench::bindings::bind_sim(m);
+}

@@ -1,0 +1,59 @@
+"""kernbench: a discrete-event simulator of accelerator hardware.
+
+The C++ core (``kernbench._core``) runs the simulation; this package
+describes, drives and analyses. Start with the CLI (``kernbench list``,
+``kernbench run --bench NAME``) or, from Python::
+
+    import kernbench
+    sim = kernbench.Simulation(seed=1)
+    r = kernbench.run_queue(sim, mean_interarrival_ps=1_000_000, mean_service_ps=900_000)
+    log = sim.take_op_log().columns()      # numpy views, no copies
+"""
+
+from kernbench._core import (
+    MICROSECOND,
+    MILLISECOND,
+    NANOSECOND,
+    PICOSECOND,
+    SECOND,
+    CapacityError,
+    ConfigError,
+    DeadlockError,
+    InternalError,
+    KernbenchError,
+    OpLog,
+    ProcessError,
+    Simulation,
+    TopologyError,
+    UsageError,
+    run_phold,
+    run_queue,
+)
+from kernbench.registry import Bench, BenchAuditError, bench, get_bench, list_benches
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MICROSECOND",
+    "MILLISECOND",
+    "NANOSECOND",
+    "PICOSECOND",
+    "SECOND",
+    "Bench",
+    "BenchAuditError",
+    "CapacityError",
+    "ConfigError",
+    "DeadlockError",
+    "InternalError",
+    "KernbenchError",
+    "OpLog",
+    "ProcessError",
+    "Simulation",
+    "TopologyError",
+    "UsageError",
+    "bench",
+    "get_bench",
+    "list_benches",
+    "run_phold",
+    "run_queue",
+]

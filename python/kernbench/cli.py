@@ -1,0 +1,74 @@
+"""The ``kernbench`` command line.
+
+    kernbench list
+    kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
+
+Library errors become one line on stderr and an exit code: 2 for bad input
+(unknown bench, bad --set), 1 when a bench ran and reported failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kernbench._core import KernbenchError
+from kernbench.registry import list_benches
+from kernbench.runner import DEFAULT_SEED, run_bench
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kernbench", description="Discrete-event simulation of accelerator hardware.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="list the benches with their indices")
+
+    r = sub.add_parser("run", help="run one bench")
+    r.add_argument("--bench", required=True, help="bench name or index (see `kernbench list`)")
+    r.add_argument("--out", default=None, help="output folder (default: out/<bench>)")
+    r.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a parameter: bench.KEY=VALUE, or a config path (repeatable)",
+    )
+    r.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    r.add_argument("--config", default=None, help="machine config file, for benches that simulate one")
+    r.add_argument("--quiet", action="store_true", help="no progress or summary output")
+    return p
+
+
+def _cmd_list() -> int:
+    benches = list_benches()
+    width = max((len(b.name) for b in benches), default=4)
+    for i, b in enumerate(benches):
+        print(f"{i:>3}  {b.name:<{width}}  {b.description}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    sweep = run_bench(
+        args.bench, out=args.out, sets=args.sets, seed=args.seed, config=args.config, quiet=args.quiet
+    )
+    out = args.out or f"out/{sweep['bench']}"
+    n_fail = len(sweep["failures"])
+    if not args.quiet:
+        print(f"wrote {out}/sweep.json ({len(sweep['results'])} results, {n_fail} failures)")
+    return 1 if n_fail else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return _cmd_list()
+        return _cmd_run(args)
+    except KernbenchError as e:
+        print(f"kernbench: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
