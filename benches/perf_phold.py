@@ -150,7 +150,7 @@ def _plot(ctx, rows: list[dict]) -> None:
     ax.set_ylabel("million events / s (wall)")
     ax.set_yscale("log")
     ax.set_title("PHOLD event rate by engine (same run)")
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False)
     ax.grid(axis="y", which="both", alpha=0.3)
     ctx.save_figure(fig, "phold.png")
     plt.close(fig)
