@@ -1,0 +1,128 @@
+// config.hpp -- the typed machine configuration (what topology.yaml says).
+//
+// Each YAML section maps to one struct here, with its defaults in one place.
+// Loading (config_loader.cpp) is strict: unknown keys, wrong types, missing
+// units and non-positive rates are ConfigErrors naming the file and the YAML
+// path. Quantities carry units in the YAML (`256 GB/s`, `5 ns`, `4 KiB`) and
+// arrive here as integers: Time in ps, Bytes, Bandwidth in B/s.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace kernbench::topology {
+
+using sim::Bandwidth;
+using sim::Bytes;
+using sim::Time;
+
+/// What a node is. The generated machine uses the first five; explicit
+/// graphs (K200 host, vGPU path) may use any.
+enum class NodeKind { Pe, Router, HbmCtrl, Ucie, PcieEp, Host, Cpu, Memory, Switch, Engine, Gsp, Other };
+
+/// Processing cost of a node, paid by every chunk that passes (a pipeline
+/// delay, not a throughput limit), and whether it forwards chunk by chunk
+/// (flit-aware, cut-through) or only whole transfers (store-and-forward).
+struct NodeParams {
+  Time overhead = 0;
+  bool flit_aware = true;
+};
+
+/// A physical link: `bandwidth` per direction per connection (full duplex),
+/// wire latency, and `connections` parallel lanes (each its own Server).
+struct LinkParams {
+  Bandwidth bandwidth{};
+  Time latency = 0;
+  int connections = 1;
+};
+
+enum class SipTopology { Ring, Torus, Mesh };
+
+struct GridSize {
+  int w = 1;
+  int h = 1;
+  int count() const { return w * h; }
+};
+
+/// Where a SIP's PCIe endpoint attaches inside the SIP.
+struct PcieAttach {
+  int cube = 0;    ///< cube index (row-major in the cube grid)
+  int row = 0;     ///< router row inside that cube
+  int col = 0;     ///< router column
+};
+
+/// The SIP -> CUBE -> PE generator's input.
+struct SystemConfig {
+  std::string name = "machine";
+  GridSize sips{1, 1};
+  SipTopology sip_topology = SipTopology::Ring;
+  GridSize cubes{1, 1};        ///< cube grid per SIP (a mesh, no wraparound)
+  GridSize routers{4, 2};      ///< router mesh per cube
+  int pes_per_cube = 8;        ///< PE i attaches to router i mod (w*h), row-major
+  PcieAttach pcie_attach;
+
+  // Per-kind node parameters.
+  NodeParams pe{};
+  NodeParams router{};
+  NodeParams hbm_ctrl{};
+  NodeParams ucie{};
+  NodeParams pcie_ep{0, false};
+
+  // Link classes.
+  LinkParams pe_link;      ///< PE <-> its router
+  LinkParams noc;          ///< router <-> router inside a cube
+  LinkParams hbm;          ///< router <-> the PE's HBM controller slice
+  LinkParams ucie_port;    ///< edge router <-> the cube side's UCIe adapter
+  LinkParams ucie;         ///< UCIe adapter <-> the neighbour cube's adapter
+  LinkParams pcie_port;    ///< attach router <-> the SIP's PCIe endpoint
+  LinkParams pcie;         ///< PCIe endpoint <-> neighbour SIP's endpoint
+};
+
+/// One node of an explicit graph.
+struct ExplicitNode {
+  std::string name;
+  NodeKind kind = NodeKind::Other;
+  NodeParams params;
+};
+
+/// One link of an explicit graph (both directions, same parameters).
+struct ExplicitEdge {
+  std::string a;
+  std::string b;
+  std::string link_class = "link";
+  LinkParams link;
+};
+
+struct ExplicitGraphConfig {
+  std::vector<ExplicitNode> nodes;
+  std::vector<ExplicitEdge> edges;
+};
+
+enum class FabricModel { Packet, Flow };
+
+struct FabricConfig {
+  FabricModel model = FabricModel::Packet;
+  Bytes chunk = 4 * sim::kKiB;  ///< packet model: transfers are cut into chunks of this size
+  Bytes flit = 64;              ///< smallest unit; chunk must be a multiple of it
+  Bytes request = 64;           ///< size of a DMA read request packet
+  Bytes stripe = 0;             ///< lane striping unit on multi-connection links (0: the chunk)
+};
+
+/// A whole configuration file (after includes and overrides).
+struct Config {
+  std::string source;  ///< file it came from (for messages)
+  std::optional<SystemConfig> system;
+  std::optional<ExplicitGraphConfig> graph;
+  FabricConfig fabric;
+};
+
+/// Names used in YAML and messages.
+const char* to_string(NodeKind kind);
+const char* to_string(SipTopology topology);
+const char* to_string(FabricModel model);
+
+}  // namespace kernbench::topology
