@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/units.hpp"
@@ -65,21 +66,25 @@ struct SystemConfig {
   int pes_per_cube = 8;        ///< PE i attaches to router i mod (w*h), row-major
   PcieAttach pcie_attach;
 
-  // Per-kind node parameters.
-  NodeParams pe{};
-  NodeParams router{};
-  NodeParams hbm_ctrl{};
-  NodeParams ucie{};
-  NodeParams pcie_ep{0, false};
+  /// Per-kind node parameters (the YAML `nodes:` section).
+  struct Nodes {
+    NodeParams pe{};
+    NodeParams router{};
+    NodeParams hbm_ctrl{};
+    NodeParams ucie{};
+    NodeParams pcie_ep{0, false};
+  } nodes;
 
-  // Link classes.
-  LinkParams pe_link;      ///< PE <-> its router
-  LinkParams noc;          ///< router <-> router inside a cube
-  LinkParams hbm;          ///< router <-> the PE's HBM controller slice
-  LinkParams ucie_port;    ///< edge router <-> the cube side's UCIe adapter
-  LinkParams ucie;         ///< UCIe adapter <-> the neighbour cube's adapter
-  LinkParams pcie_port;    ///< attach router <-> the SIP's PCIe endpoint
-  LinkParams pcie;         ///< PCIe endpoint <-> neighbour SIP's endpoint
+  /// Link classes (the YAML `links:` section).
+  struct Links {
+    LinkParams pe;         ///< PE <-> its router
+    LinkParams noc;        ///< router <-> router inside a cube
+    LinkParams hbm;        ///< router <-> the PE's HBM controller slice
+    LinkParams ucie_port;  ///< edge router <-> the cube side's UCIe adapter
+    LinkParams ucie;       ///< UCIe adapter <-> the neighbour cube's adapter
+    LinkParams pcie_port;  ///< attach router <-> the SIP's PCIe endpoint
+    LinkParams pcie;       ///< PCIe endpoint <-> neighbour SIP's endpoint
+  } links;
 };
 
 /// One node of an explicit graph.
@@ -124,5 +129,15 @@ struct Config {
 const char* to_string(NodeKind kind);
 const char* to_string(SipTopology topology);
 const char* to_string(FabricModel model);
+
+/// Inverses of to_string (exact, case-sensitive names); nullopt for an unknown name.
+std::optional<NodeKind> node_kind_from_string(std::string_view name);
+std::optional<SipTopology> sip_topology_from_string(std::string_view name);
+std::optional<FabricModel> fabric_model_from_string(std::string_view name);
+
+/// Every name of each enum, in declaration order (for messages and the schema).
+std::vector<std::string> node_kind_names();
+std::vector<std::string> sip_topology_names();
+std::vector<std::string> fabric_model_names();
 
 }  // namespace kernbench::topology

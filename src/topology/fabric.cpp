@@ -1,0 +1,63 @@
+// fabric.cpp -- what the two fabric models share: records and completion.
+#include "topology/fabric.hpp"
+
+#include "sim/errors.hpp"
+#if __has_include("topology/flow_fabric.hpp")  // TEMP until the flow model lands
+#include "topology/flow_fabric.hpp"
+#define KB_HAVE_FLOW 1
+#endif
+#include "topology/packet_fabric.hpp"
+
+namespace kernbench::topology {
+
+Fabric::Fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config)
+    : sim_(sim), machine_(machine), config_(config), router_(machine) {
+  if (config_.flit <= 0) throw ConfigError("fabric.flit must be > 0");
+  if (config_.chunk <= 0 || config_.chunk % config_.flit != 0)
+    throw ConfigError("fabric.chunk must be a positive multiple of fabric.flit (" + std::to_string(config_.flit) +
+                      " B), got " + std::to_string(config_.chunk) + " B");
+  if (config_.stripe < 0) throw ConfigError("fabric.stripe must be >= 0");
+  if (config_.stripe == 0) config_.stripe = config_.chunk;
+}
+
+const Route& Fabric::open(const TransferSpec& spec, TransferId& id) {
+  if (spec.src >= machine_.num_nodes() || spec.dst >= machine_.num_nodes())
+    throw UsageError("transfer: node id out of range");
+  if (spec.bytes < 0) throw UsageError("transfer " + machine_.node(spec.src).name + " -> " +
+                                       machine_.node(spec.dst).name + ": negative size " +
+                                       std::to_string(spec.bytes) + " B");
+  const Route& route = router_.route(spec.src, spec.dst);
+  id = records_.size();
+  TransferRecord r;
+  r.id = id;
+  r.src = spec.src;
+  r.dst = spec.dst;
+  r.bytes = spec.bytes;
+  r.issue = sim_.now();
+  r.hops = static_cast<std::uint32_t>(route.hops());
+  r.tag = spec.tag;
+  r.agent = spec.agent;
+  records_.push_back(r);
+  ++in_flight_;
+  return route;
+}
+
+void Fabric::close(TransferId id, Time end, const Breakdown& parts, sim::Target on_done) {
+  TransferRecord& r = records_[id];
+  r.end = end;
+  r.parts = parts;
+  if (parts.total() != end - r.issue)
+    throw InternalError("fabric: breakdown of transfer " + std::to_string(id) + " sums to " +
+                        std::to_string(parts.total()) + " ps, latency is " + std::to_string(end - r.issue) + " ps");
+  --in_flight_;
+  if (!on_done.empty()) sim_.schedule(end - sim_.now(), on_done, id);
+}
+
+std::unique_ptr<Fabric> make_fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config) {
+#ifdef KB_HAVE_FLOW
+  if (config.model == FabricModel::Flow) return std::make_unique<FlowFabric>(sim, machine, config);
+#endif
+  return std::make_unique<PacketFabric>(sim, machine, config);
+}
+
+}  // namespace kernbench::topology

@@ -1,0 +1,125 @@
+// fabric.hpp -- what moves bytes through a Machine, and what it cost.
+//
+// Two models share this interface: the packet model (packet_fabric.hpp:
+// chunks pipelining hop by hop through one sim::Server per lane) and the
+// flow model (flow_fabric.hpp: max-min fair sharing of channel bandwidth).
+// Both report, per transfer, its latency split into four parts that are
+// measured from events and sum exactly to the total:
+//   overhead      node processing (every node on the path)
+//   transmission  wire latency + serialisation of the last byte's chunk
+//   drain         waiting behind the transfer's own earlier bytes
+//   queuing       waiting behind other transfers (contention)
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/event.hpp"
+#include "sim/simulation.hpp"
+#include "topology/config.hpp"
+#include "topology/machine.hpp"
+#include "topology/routing.hpp"
+
+namespace kernbench::topology {
+
+using TransferId = std::uint64_t;
+
+struct Breakdown {
+  Time overhead = 0;
+  Time transmission = 0;
+  Time drain = 0;
+  Time queuing = 0;
+  Time total() const { return overhead + transmission + drain + queuing; }
+};
+
+/// What to move.
+struct TransferSpec {
+  NodeId src = 0;
+  NodeId dst = 0;
+  Bytes bytes = 0;
+  std::uint64_t address = 0;  ///< picks the first lane on multi-connection links
+  std::int32_t tag = 0;       ///< free label, copied to the record
+  std::int32_t agent = -1;    ///< who asked (a PE, a traffic source), copied to the record
+};
+
+/// What a transfer did. Complete once its last byte has arrived.
+struct TransferRecord {
+  TransferId id = 0;
+  NodeId src = 0;
+  NodeId dst = 0;
+  Bytes bytes = 0;
+  Time issue = 0;
+  Time end = -1;       ///< -1 while in flight
+  Breakdown parts;
+  std::uint32_t hops = 0;
+  std::uint32_t chunks = 0;
+  std::int32_t tag = 0;
+  std::int32_t agent = -1;
+  bool done() const { return end >= 0; }
+  Time latency() const { return end - issue; }
+};
+
+/// Per-channel totals (one direction of a link).
+struct ChannelStats {
+  Bytes bytes = 0;          ///< payload bytes that crossed it
+  double busy_time = 0.0;   ///< lane-time spent serialising (ps, summed over lanes)
+};
+
+class Fabric {
+ public:
+  Fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config);
+  virtual ~Fabric() = default;
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  /// Starts moving `spec.bytes` from src to dst at the current time. When the
+  /// last byte has arrived the record is complete and `on_done` (if any) is
+  /// woken with arg = the transfer id. Never completes synchronously.
+  virtual TransferId start(const TransferSpec& spec, sim::Target on_done = {}) = 0;
+
+  /// Awaitable form: `const TransferRecord& r = co_await fabric.transfer(spec);`
+  auto transfer(const TransferSpec& spec) {
+    struct Awaiter {
+      Fabric& fabric;
+      TransferSpec spec;
+      TransferId id = 0;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) { id = fabric.start(spec, sim::Target::resume(h)); }
+      const TransferRecord& await_resume() const { return fabric.record(id); }
+    };
+    return Awaiter{*this, spec};
+  }
+
+  const TransferRecord& record(TransferId id) const { return records_.at(id); }
+  const std::vector<TransferRecord>& records() const { return records_; }
+  std::size_t in_flight() const { return in_flight_; }
+
+  /// Totals per channel so far.
+  virtual ChannelStats channel_stats(ChannelId channel) const = 0;
+
+  sim::Simulation& sim() { return sim_; }
+  const Machine& machine() const { return machine_; }
+  Router& router() { return router_; }
+  const FabricConfig& config() const { return config_; }
+  virtual const char* model_name() const = 0;
+
+ protected:
+  /// Validates the spec, creates its record and returns its route.
+  const Route& open(const TransferSpec& spec, TransferId& id);
+  /// Fills the record's end and parts and wakes `on_done` at `end`.
+  void close(TransferId id, Time end, const Breakdown& parts, sim::Target on_done);
+
+  sim::Simulation& sim_;
+  const Machine& machine_;
+  FabricConfig config_;
+  Router router_;
+  std::vector<TransferRecord> records_;
+  std::size_t in_flight_ = 0;
+};
+
+/// The fabric the config asks for.
+std::unique_ptr<Fabric> make_fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config);
+
+}  // namespace kernbench::topology

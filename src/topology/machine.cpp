@@ -1,0 +1,272 @@
+// machine.cpp -- the two graph builders: SIP/CUBE/PE generator and explicit lists.
+#include "topology/machine.hpp"
+
+#include <algorithm>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::topology {
+namespace {
+
+std::string router_name(int row, int col) { return "r" + std::to_string(row) + "c" + std::to_string(col); }
+
+const char* side_suffix(Side s) {
+  switch (s) {
+    case Side::North: return "ucie_n";
+    case Side::East: return "ucie_e";
+    case Side::South: return "ucie_s";
+    case Side::West: return "ucie_w";
+  }
+  return "?";
+}
+
+// Routing weight of a hop: wire latency plus the next node's overhead, plus
+// one ps so that, between equal-latency paths, the one with fewer hops wins.
+Time hop_weight(const LinkParams& link, const NodeParams& to) { return link.latency + to.overhead + 1; }
+
+}  // namespace
+
+Machine::Machine(const Config& config) : config_(config) {
+  if (config.system && config.graph)
+    throw TopologyError(config.source + ": a config describes either a system or an explicit graph, not both");
+  if (config.system) {
+    build_system(*config.system);
+  } else if (config.graph) {
+    build_explicit(*config.graph);
+  } else {
+    throw TopologyError(config.source + ": no machine: expected a `system:` or a `graph:` section");
+  }
+}
+
+NodeId Machine::add_node(NodeInfo info) {
+  const auto id = static_cast<NodeId>(nodes_.size());
+  if (!by_name_.emplace(info.name, id).second)
+    throw TopologyError(config_.source + ": duplicate node name '" + info.name + "'");
+  nodes_.push_back(std::move(info));
+  out_.emplace_back();
+  boost::add_vertex(graph_);
+  return id;
+}
+
+void Machine::add_link(NodeId a, NodeId b, const LinkParams& link, const std::string& link_class) {
+  if (link.bandwidth.bytes_per_s <= 0)
+    throw TopologyError(config_.source + ": link " + nodes_[a].name + " <-> " + nodes_[b].name +
+                        ": bandwidth must be positive");
+  if (link.connections < 1)
+    throw TopologyError(config_.source + ": link " + nodes_[a].name + " <-> " + nodes_[b].name +
+                        ": connections must be >= 1");
+  const auto ab = static_cast<ChannelId>(channels_.size());
+  const ChannelId ba = ab + 1;
+  for (const auto& [from, to, rev] : {std::tuple{a, b, ba}, std::tuple{b, a, ab}}) {
+    ChannelInfo ch{from, to, link, link_class, rev, static_cast<LaneId>(lane_channel_.size())};
+    const auto id = static_cast<ChannelId>(channels_.size());
+    for (int k = 0; k < link.connections; ++k) lane_channel_.push_back(id);
+    channels_.push_back(ch);
+    out_[from].push_back(id);
+    boost::add_edge(from, to, EdgeProps{id, hop_weight(link, nodes_[to].params)}, graph_);
+  }
+}
+
+void Machine::build_system(const SystemConfig& s) {
+  const auto bad = [&](const std::string& what) { return TopologyError(config_.source + ": system: " + what); };
+  if (s.sips.w < 1 || s.sips.h < 1) throw bad("sips.w and sips.h must be >= 1");
+  if (s.cubes.w < 1 || s.cubes.h < 1) throw bad("cubes.w and cubes.h must be >= 1");
+  if (s.routers.w < 1 || s.routers.h < 1) throw bad("routers.w and routers.h must be >= 1");
+  if (s.pes_per_cube < 1) throw bad("pes_per_cube must be >= 1");
+  if (s.pcie_attach.cube < 0 || s.pcie_attach.cube >= s.cubes.count())
+    throw bad("pcie_attach.cube " + std::to_string(s.pcie_attach.cube) + " is outside the " +
+              std::to_string(s.cubes.count()) + "-cube grid");
+  if (s.pcie_attach.row < 0 || s.pcie_attach.row >= s.routers.h || s.pcie_attach.col < 0 ||
+      s.pcie_attach.col >= s.routers.w)
+    throw bad("pcie_attach.router " + router_name(s.pcie_attach.row, s.pcie_attach.col) + " is outside the " +
+              std::to_string(s.routers.h) + "x" + std::to_string(s.routers.w) + " router mesh");
+
+  const int n_sips = s.sips.count();
+  const int n_cubes = s.cubes.count();
+  const int rw = s.routers.w, rh = s.routers.h;
+  pe_ids_.reserve(static_cast<std::size_t>(n_sips * n_cubes * s.pes_per_cube));
+
+  for (int sip = 0; sip < n_sips; ++sip) {
+    const std::string sip_name = "sip" + std::to_string(sip);
+    for (int cube = 0; cube < n_cubes; ++cube) {
+      const std::string prefix = sip_name + ".cube" + std::to_string(cube) + ".";
+      // Router mesh.
+      for (int r = 0; r < rh; ++r)
+        for (int c = 0; c < rw; ++c) {
+          NodeInfo n{prefix + router_name(r, c), NodeKind::Router, s.nodes.router, sip, cube, r, c};
+          router_ids_.push_back(add_node(std::move(n)));
+        }
+      auto rid = [&](int r, int c) { return router_ids_[static_cast<std::size_t>((sip * n_cubes + cube) * rw * rh + r * rw + c)]; };
+      for (int r = 0; r < rh; ++r)
+        for (int c = 0; c < rw; ++c) {
+          if (c + 1 < rw) add_link(rid(r, c), rid(r, c + 1), s.links.noc, "noc");
+          if (r + 1 < rh) add_link(rid(r, c), rid(r + 1, c), s.links.noc, "noc");
+        }
+      // PEs and their HBM controller slices, on router i mod (w*h).
+      for (int p = 0; p < s.pes_per_cube; ++p) {
+        const int idx = p % (rw * rh);
+        const int r = idx / rw, c = idx % rw;
+        NodeInfo pe{prefix + "pe" + std::to_string(p), NodeKind::Pe, s.nodes.pe, sip, cube, r, c, p};
+        NodeInfo hbm{prefix + "hbm_ctrl.pe" + std::to_string(p), NodeKind::HbmCtrl, s.nodes.hbm_ctrl, sip, cube, r, c, p};
+        const NodeId pe_id = add_node(std::move(pe));
+        const NodeId hbm_id = add_node(std::move(hbm));
+        pe_ids_.push_back(pe_id);
+        hbm_ids_.push_back(hbm_id);
+        add_link(pe_id, rid(r, c), s.links.pe, "pe");
+        add_link(rid(r, c), hbm_id, s.links.hbm, "hbm");
+      }
+      // UCIe adapters on the sides that face another cube.
+      const int cx = cube % s.cubes.w, cy = cube / s.cubes.w;
+      for (int sd = 0; sd < 4; ++sd) {
+        const auto side = static_cast<Side>(sd);
+        const bool faces = (side == Side::North && cy > 0) || (side == Side::South && cy + 1 < s.cubes.h) ||
+                           (side == Side::West && cx > 0) || (side == Side::East && cx + 1 < s.cubes.w);
+        if (!faces) {
+          ucie_ids_.push_back(std::nullopt);
+          continue;
+        }
+        NodeInfo u{prefix + side_suffix(side), NodeKind::Ucie, s.nodes.ucie, sip, cube};
+        u.side = sd;
+        const NodeId uid = add_node(std::move(u));
+        ucie_ids_.push_back(uid);
+        // Every router on that side reaches the adapter: traffic spreads over
+        // the side instead of funnelling through one entry router.
+        if (side == Side::North || side == Side::South) {
+          const int r = side == Side::North ? 0 : rh - 1;
+          for (int c = 0; c < rw; ++c) add_link(rid(r, c), uid, s.links.ucie_port, "ucie_port");
+        } else {
+          const int c = side == Side::West ? 0 : rw - 1;
+          for (int r = 0; r < rh; ++r) add_link(rid(r, c), uid, s.links.ucie_port, "ucie_port");
+        }
+      }
+    }
+    // Cube-to-cube UCIe links (east and south neighbours; the reverse
+    // direction is the link's other channel).
+    for (int cube = 0; cube < n_cubes; ++cube) {
+      const int cx = cube % s.cubes.w, cy = cube / s.cubes.w;
+      if (cx + 1 < s.cubes.w)
+        add_link(*ucie(sip, cube, Side::East), *ucie(sip, cube + 1, Side::West), s.links.ucie, "ucie");
+      if (cy + 1 < s.cubes.h)
+        add_link(*ucie(sip, cube, Side::South), *ucie(sip, cube + s.cubes.w, Side::North), s.links.ucie, "ucie");
+    }
+    // The SIP's PCIe endpoint.
+    NodeInfo ep{sip_name + ".pcie_ep", NodeKind::PcieEp, s.nodes.pcie_ep, sip};
+    const NodeId ep_id = add_node(std::move(ep));
+    pcie_ids_.push_back(ep_id);
+    add_link(router(sip, s.pcie_attach.cube, s.pcie_attach.row, s.pcie_attach.col), ep_id, s.links.pcie_port,
+             "pcie_port");
+  }
+
+  // SIP grid: ring (row-major order), torus or mesh over the PCIe endpoints.
+  // Links that would duplicate an existing one (a 2-long ring or torus
+  // dimension) are not added twice.
+  auto link_sips = [&](int a, int b) {
+    if (a == b) return;
+    if (channel_between(pcie_ids_[static_cast<std::size_t>(a)], pcie_ids_[static_cast<std::size_t>(b)])) return;
+    add_link(pcie_ids_[static_cast<std::size_t>(a)], pcie_ids_[static_cast<std::size_t>(b)], s.links.pcie, "pcie");
+  };
+  const int W = s.sips.w, H = s.sips.h;
+  if (s.sip_topology == SipTopology::Ring) {
+    for (int i = 0; i + 1 < n_sips; ++i) link_sips(i, i + 1);
+    if (n_sips > 2) link_sips(n_sips - 1, 0);
+  } else {
+    const bool wrap = s.sip_topology == SipTopology::Torus;
+    for (int y = 0; y < H; ++y)
+      for (int x = 0; x < W; ++x) {
+        const int i = y * W + x;
+        if (x + 1 < W) link_sips(i, i + 1);
+        else if (wrap && W > 2) link_sips(i, y * W);
+        if (y + 1 < H) link_sips(i, i + W);
+        else if (wrap && H > 2) link_sips(i, x);
+      }
+  }
+}
+
+void Machine::build_explicit(const ExplicitGraphConfig& g) {
+  for (const ExplicitNode& n : g.nodes) add_node(NodeInfo{n.name, n.kind, n.params});
+  for (const ExplicitEdge& e : g.edges) add_link(at(e.a), at(e.b), e.link, e.link_class);
+}
+
+const SystemConfig& Machine::system() const {
+  if (!config_.system) throw TopologyError(config_.source + ": not a generated (system:) machine");
+  return *config_.system;
+}
+
+std::optional<NodeId> Machine::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+NodeId Machine::at(std::string_view name) const {
+  if (auto id = find(name)) return *id;
+  // Name a few nodes of the same shape to help the user.
+  std::string hint;
+  int shown = 0;
+  const auto dot = name.rfind('.');
+  const std::string tail(dot == std::string_view::npos ? name : name.substr(dot + 1));
+  for (const NodeInfo& n : nodes_) {
+    if (shown == 3) break;
+    if (!tail.empty() && n.name.size() >= tail.size() &&
+        n.name.compare(n.name.size() - tail.size(), tail.size(), tail) == 0) {
+      hint += (shown++ ? ", " : "") + n.name;
+    }
+  }
+  if (hint.empty() && !nodes_.empty()) hint = nodes_.front().name + ", ...";
+  throw TopologyError(config_.source + ": unknown node '" + std::string(name) + "' (e.g. " + hint + ")");
+}
+
+std::optional<ChannelId> Machine::channel_between(NodeId a, NodeId b) const {
+  for (ChannelId c : out_.at(a))
+    if (channels_[c].to == b) return c;
+  return std::nullopt;
+}
+
+std::string Machine::lane_name(LaneId lane) const {
+  const ChannelId c = lane_channel_.at(lane);
+  const ChannelInfo& ch = channels_[c];
+  const int k = static_cast<int>(lane - ch.first_lane);
+  // A node with one multi-lane channel out names its lanes after itself.
+  int multi = 0;
+  for (ChannelId o : out_[ch.from]) multi += channels_[o].link.connections > 1 ? 1 : 0;
+  if (ch.link.connections > 1 && multi == 1) return nodes_[ch.from].name + ".conn" + std::to_string(k);
+  return nodes_[ch.from].name + "->" + nodes_[ch.to].name + ".conn" + std::to_string(k);
+}
+
+int Machine::pes_per_sip() const { return system().cubes.count() * system().pes_per_cube; }
+
+NodeId Machine::pe(int sip, int cube, int p) const {
+  const SystemConfig& s = system();
+  if (sip < 0 || sip >= s.sips.count() || cube < 0 || cube >= s.cubes.count() || p < 0 || p >= s.pes_per_cube)
+    throw TopologyError("no PE sip" + std::to_string(sip) + ".cube" + std::to_string(cube) + ".pe" +
+                        std::to_string(p) + " in this machine");
+  return pe_ids_[static_cast<std::size_t>((sip * s.cubes.count() + cube) * s.pes_per_cube + p)];
+}
+
+NodeId Machine::hbm_ctrl(int sip, int cube, int p) const {
+  const SystemConfig& s = system();
+  pe(sip, cube, p);  // range check
+  return hbm_ids_[static_cast<std::size_t>((sip * s.cubes.count() + cube) * s.pes_per_cube + p)];
+}
+
+NodeId Machine::router(int sip, int cube, int row, int col) const {
+  const SystemConfig& s = system();
+  if (sip < 0 || sip >= s.sips.count() || cube < 0 || cube >= s.cubes.count() || row < 0 || row >= s.routers.h ||
+      col < 0 || col >= s.routers.w)
+    throw TopologyError("no router sip" + std::to_string(sip) + ".cube" + std::to_string(cube) + "." +
+                        router_name(row, col) + " in this machine");
+  return router_ids_[static_cast<std::size_t>((sip * s.cubes.count() + cube) * s.routers.count() + row * s.routers.w + col)];
+}
+
+NodeId Machine::pcie_ep(int sip) const {
+  if (sip < 0 || sip >= static_cast<int>(pcie_ids_.size()))
+    throw TopologyError("no SIP " + std::to_string(sip) + " in this machine");
+  return pcie_ids_[static_cast<std::size_t>(sip)];
+}
+
+std::optional<NodeId> Machine::ucie(int sip, int cube, Side side) const {
+  const SystemConfig& s = system();
+  return ucie_ids_.at(static_cast<std::size_t>((sip * s.cubes.count() + cube) * 4 + static_cast<int>(side)));
+}
+
+}  // namespace kernbench::topology

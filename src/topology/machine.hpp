@@ -1,0 +1,117 @@
+// machine.hpp -- the hardware as a graph.
+//
+// Nodes (PEs, routers, HBM controller slices, UCIe adapters, PCIe endpoints,
+// or any explicit node) and channels: one channel per direction of each
+// physical link, each with `connections` lanes. Lanes are what the fabric
+// models queue on (one sim::Server per lane). The graph itself is a
+// Boost.Graph adjacency_list with bundled properties; the Machine adds the
+// name index and, for generated machines, the coordinate lookups.
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "topology/config.hpp"
+
+namespace kernbench::topology {
+
+using NodeId = std::uint32_t;
+using ChannelId = std::uint32_t;
+using LaneId = std::uint32_t;
+
+enum class Side { North = 0, East = 1, South = 2, West = 3 };
+
+struct NodeInfo {
+  std::string name;
+  NodeKind kind = NodeKind::Other;
+  NodeParams params;
+  // Coordinates in a generated machine (-1 where they do not apply).
+  int sip = -1;
+  int cube = -1;
+  int row = -1;   ///< router row (routers), or the attach router's row (PE, hbm_ctrl)
+  int col = -1;
+  int pe = -1;    ///< PE index within its cube (PEs and their HBM slices)
+  int side = -1;  ///< Side of a UCIe adapter
+};
+
+/// One direction of a physical link.
+struct ChannelInfo {
+  NodeId from = 0;
+  NodeId to = 0;
+  LinkParams link;
+  std::string link_class;
+  ChannelId reverse = 0;
+  LaneId first_lane = 0;  ///< lanes first_lane .. first_lane + link.connections - 1
+};
+
+/// Boost.Graph view: vertex index == NodeId, edge carries its ChannelId and
+/// the routing weight (ps).
+struct EdgeProps {
+  ChannelId channel = 0;
+  Time weight = 0;
+};
+using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, EdgeProps>;
+
+class Machine {
+ public:
+  /// Builds the graph from a config (system generator or explicit graph).
+  explicit Machine(const Config& config);
+
+  std::size_t num_nodes() const { return nodes_.size(); }
+  std::size_t num_channels() const { return channels_.size(); }
+  std::size_t num_lanes() const { return lane_channel_.size(); }
+
+  const NodeInfo& node(NodeId id) const { return nodes_.at(id); }
+  const ChannelInfo& channel(ChannelId id) const { return channels_.at(id); }
+  const std::vector<NodeInfo>& nodes() const { return nodes_; }
+  const std::vector<ChannelInfo>& channels() const { return channels_; }
+  ChannelId lane_channel(LaneId lane) const { return lane_channel_.at(lane); }
+  /// `sip0.cube3.ucie_e.conn2`-style name of a lane.
+  std::string lane_name(LaneId lane) const;
+
+  std::optional<NodeId> find(std::string_view name) const;
+  /// The node called `name`; a TopologyError naming it otherwise.
+  NodeId at(std::string_view name) const;
+  /// The channel from a to b, if they are adjacent.
+  std::optional<ChannelId> channel_between(NodeId a, NodeId b) const;
+  const std::vector<ChannelId>& out_channels(NodeId id) const { return out_.at(id); }
+
+  const BoostGraph& graph() const { return graph_; }
+  const Config& config() const { return config_; }
+  bool generated() const { return config_.system.has_value(); }
+  const SystemConfig& system() const;
+
+  // Generated machines: coordinates -> nodes (TopologyError when out of range).
+  NodeId pe(int sip, int cube, int pe) const;
+  NodeId hbm_ctrl(int sip, int cube, int pe) const;
+  NodeId router(int sip, int cube, int row, int col) const;
+  NodeId pcie_ep(int sip) const;
+  std::optional<NodeId> ucie(int sip, int cube, Side side) const;
+  /// All PEs of the machine in (sip, cube, pe) order.
+  const std::vector<NodeId>& pes() const { return pe_ids_; }
+  int pes_per_sip() const;
+
+ private:
+  NodeId add_node(NodeInfo info);
+  void add_link(NodeId a, NodeId b, const LinkParams& link, const std::string& link_class);
+  void build_system(const SystemConfig& s);
+  void build_explicit(const ExplicitGraphConfig& g);
+
+  Config config_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<ChannelInfo> channels_;
+  std::vector<ChannelId> lane_channel_;
+  std::vector<std::vector<ChannelId>> out_;
+  std::unordered_map<std::string, NodeId> by_name_;
+  BoostGraph graph_;
+  // Generated-machine lookups (flattened tables).
+  std::vector<NodeId> pe_ids_, hbm_ids_, router_ids_, pcie_ids_;
+  std::vector<std::optional<NodeId>> ucie_ids_;
+};
+
+}  // namespace kernbench::topology

@@ -1,0 +1,195 @@
+// packet_fabric.cpp -- chunk events: request a lane, serialise, fly, arrive.
+#include "topology/packet_fabric.hpp"
+
+#include <cmath>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::topology {
+
+PacketFabric::PacketFabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config)
+    : Fabric(sim, machine, config), channel_stats_(machine.num_channels()) {
+  for (LaneId l = 0; l < machine.num_lanes(); ++l) lanes_.emplace_back(sim, machine.lane_name(l), 1);
+}
+
+std::uint32_t PacketFabric::alloc_chunk() {
+  if (!free_chunks_.empty()) {
+    const std::uint32_t c = free_chunks_.back();
+    free_chunks_.pop_back();
+    return c;
+  }
+  chunks_.emplace_back();
+  return static_cast<std::uint32_t>(chunks_.size() - 1);
+}
+
+std::uint32_t PacketFabric::alloc_transfer() {
+  if (!free_transfers_.empty()) {
+    const std::uint32_t t = free_transfers_.back();
+    free_transfers_.pop_back();
+    return t;
+  }
+  transfers_.emplace_back();
+  return static_cast<std::uint32_t>(transfers_.size() - 1);
+}
+
+std::uint32_t PacketFabric::segment_end(const Route& r, std::uint32_t begin) const {
+  const auto hops = static_cast<std::uint32_t>(r.hops());
+  for (std::uint32_t h = begin; h < hops; ++h) {
+    if (h + 1 == hops) return hops;
+    if (!machine_.node(r.nodes[h + 1]).params.flit_aware) return h + 1;  // store-and-forward stop
+  }
+  return hops;
+}
+
+TransferId PacketFabric::start(const TransferSpec& spec, sim::Target on_done) {
+  TransferId id = 0;
+  const Route& route = open(spec, id);
+  const std::uint32_t t = alloc_transfer();
+  Transfer& tr = transfers_[t];
+  tr.id = id;
+  tr.route = &route;
+  tr.on_done = on_done;
+  tr.bytes = spec.bytes;
+  tr.address = spec.address;
+  tr.chunks = spec.bytes == 0 ? 1 : static_cast<std::uint32_t>((spec.bytes + config_.chunk - 1) / config_.chunk);
+  records_[id].chunks = tr.chunks;
+  tr.seg_begin = 0;
+  tr.seg_end = segment_end(route, 0);
+  tr.lane_offset.clear();
+  std::uint32_t offset = 0;
+  for (ChannelId c : route.channels) {
+    tr.lane_offset.push_back(offset);
+    offset += static_cast<std::uint32_t>(machine_.channel(c).link.connections);
+  }
+  tr.use.assign(offset, LaneUse{});
+  const Time o = machine_.node(spec.src).params.overhead;
+  tr.stream_base = Breakdown{o, 0, 0, 0};
+  sim_.schedule(o, on_stream_, t);
+  return id;
+}
+
+void PacketFabric::start_segment(std::uint32_t t) {
+  Transfer& tr = transfers_[t];
+  tr.injected = 0;
+  tr.arrived = 0;
+  if (tr.seg_begin == tr.route->hops()) {  // src == dst: nothing to cross
+    const TransferId id = tr.id;
+    const Breakdown parts = tr.stream_base;
+    const sim::Target done = tr.on_done;
+    free_transfers_.push_back(t);
+    close(id, sim_.now(), parts, done);
+    return;
+  }
+  inject(t, tr.stream_base);
+}
+
+void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
+  const std::uint32_t c = alloc_chunk();
+  Transfer& tr = transfers_[t];
+  Chunk& ch = chunks_[c];
+  ch.transfer = t;
+  ch.index = tr.injected++;
+  ch.hop = tr.seg_begin;
+  const Bytes offset = static_cast<Bytes>(ch.index) * config_.chunk;
+  ch.size = std::min(config_.chunk, tr.bytes - offset);
+  ch.parts = parts;
+  request(c);
+}
+
+Time PacketFabric::own_busy(const Transfer& t, std::uint32_t slot) const {
+  const LaneUse& u = t.use[slot];
+  return u.completed + (u.since >= 0 ? sim_.now() - u.since : 0);
+}
+
+void PacketFabric::request(std::uint32_t c) {
+  Chunk& ch = chunks_[c];
+  const Transfer& tr = transfers_[ch.transfer];
+  const ChannelInfo& channel = machine_.channel(tr.route->channels[ch.hop]);
+  const auto lanes = static_cast<std::uint64_t>(channel.link.connections);
+  const auto k = static_cast<std::uint32_t>((tr.address / static_cast<std::uint64_t>(config_.stripe) + ch.index) % lanes);
+  ch.lane = channel.first_lane + k;
+  ch.use_slot = tr.lane_offset[ch.hop] + k;
+  ch.wait_start = sim_.now();
+  sim::Server& lane = lanes_[ch.lane];
+  ch.lane_busy_at_wait = lane.stats().busy_unit_time;
+  ch.own_at_wait = own_busy(tr, ch.use_slot);
+  if (lane.request(on_grant_, c)) granted(c);
+}
+
+void PacketFabric::granted(std::uint32_t c) {
+  const Time now = sim_.now();
+  Chunk& ch = chunks_[c];
+  Transfer& tr = transfers_[ch.transfer];
+  const sim::Server& lane = lanes_[ch.lane];
+  if (const Time wait = now - ch.wait_start; wait > 0) {
+    // The lane was busy the whole wait (a released lane goes straight to
+    // the next waiter); split that busy time by whose chunks it served.
+    const auto busy = static_cast<Time>(std::llround(lane.stats().busy_unit_time - ch.lane_busy_at_wait));
+    const Time own = own_busy(tr, ch.use_slot) - ch.own_at_wait;
+    if (busy != wait || own < 0 || own > busy)
+      throw InternalError("packet fabric: lane " + lane.name() + " wait of " + std::to_string(wait) +
+                          " ps has busy " + std::to_string(busy) + " ps, own " + std::to_string(own) + " ps");
+    ch.parts.drain += own;
+    ch.parts.queuing += busy - own;
+  }
+  const Breakdown at_grant = ch.parts;
+  const ChannelInfo& channel = machine_.channel(tr.route->channels[ch.hop]);
+  const Time ser = sim::transfer_time(ch.size, channel.link.bandwidth);
+  ch.parts.transmission += ser;
+  tr.use[ch.use_slot].since = now;
+  ChannelStats& stats = channel_stats_[tr.route->channels[ch.hop]];
+  stats.bytes += ch.size;
+  stats.busy_time += static_cast<double>(ser);
+  ++chunk_hops_;
+  sim_.schedule(ser, on_serialised_, c);
+  // The next chunk of the stream may ask for a lane now; it inherits the
+  // breakdown of this one at the moment it got its lane.
+  if (ch.hop == tr.seg_begin && tr.injected < tr.chunks) inject(ch.transfer, at_grant);
+}
+
+void PacketFabric::serialised(std::uint32_t c) {
+  Chunk& ch = chunks_[c];
+  Transfer& tr = transfers_[ch.transfer];
+  LaneUse& use = tr.use[ch.use_slot];
+  use.completed += sim_.now() - use.since;
+  use.since = -1;
+  lanes_[ch.lane].release();
+  const ChannelInfo& channel = machine_.channel(tr.route->channels[ch.hop]);
+  ch.parts.transmission += channel.link.latency;
+  if (ch.hop + 1 == tr.seg_end) {
+    sim_.schedule(channel.link.latency, on_arrive_, c);
+    return;
+  }
+  const Time o = machine_.node(tr.route->nodes[ch.hop + 1]).params.overhead;
+  ch.parts.overhead += o;
+  ++ch.hop;
+  sim_.schedule(channel.link.latency + o, on_ready_, c);
+}
+
+void PacketFabric::arrived(std::uint32_t c) {
+  const Chunk ch = chunks_[c];
+  free_chunks_.push_back(c);
+  Transfer& tr = transfers_[ch.transfer];
+  tr.last = ch.parts;  // events run in time order: this is the latest arrival
+  if (++tr.arrived < tr.chunks) return;
+  // The whole transfer is at the segment's end node: pay its overhead once.
+  Breakdown parts = tr.last;
+  const Time o = machine_.node(tr.route->nodes[tr.seg_end]).params.overhead;
+  parts.overhead += o;
+  if (tr.seg_end == tr.route->hops()) {
+    const TransferId id = tr.id;
+    const sim::Target done = tr.on_done;
+    free_transfers_.push_back(ch.transfer);
+    close(id, sim_.now() + o, parts, done);
+    return;
+  }
+  // Store-and-forward: re-stream from this node after its processing.
+  tr.seg_begin = tr.seg_end;
+  tr.seg_end = segment_end(*tr.route, tr.seg_begin);
+  tr.stream_base = parts;
+  sim_.schedule(o, on_stream_, ch.transfer);
+}
+
+ChannelStats PacketFabric::channel_stats(ChannelId channel) const { return channel_stats_.at(channel); }
+
+}  // namespace kernbench::topology

@@ -1,0 +1,130 @@
+// packet_fabric.hpp -- the packet model: chunks pipelining hop by hop.
+//
+// A transfer is cut into chunks (fabric.chunk, down to one flit). Chunks
+// enter the first channel of their segment in order -- chunk k+1 asks for a
+// lane once chunk k has one -- so two transfers sharing a channel interleave
+// chunk by chunk. Each lane of each channel is a capacity-1 sim::Server held
+// for the chunk's serialisation time; then the chunk flies for the wire
+// latency and passes the next node's pipeline (its overhead). Flit-aware
+// nodes forward chunk by chunk (cut-through); a store-and-forward node
+// (PCIe endpoint) waits for the whole transfer, pays its overhead once and
+// re-streams it. On multi-connection links chunk k of a transfer at address
+// A takes lane (A / stripe + k) mod connections.
+//
+// Attribution: every chunk carries a Breakdown of its own elapsed time. A
+// wait for a lane is split, from the lanes' busy-time integrals, into the
+// time that lane served this transfer's own chunks (drain) and other
+// transfers (queuing); a chunk entering a stream inherits the breakdown of
+// the chunk ahead of it at the moment that chunk got its lane. The
+// transfer's breakdown is that of its last chunk to arrive, so the four
+// parts sum to its latency exactly.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "sim/server.hpp"
+#include "topology/fabric.hpp"
+
+namespace kernbench::topology {
+
+class PacketFabric final : public Fabric {
+ public:
+  PacketFabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config);
+
+  TransferId start(const TransferSpec& spec, sim::Target on_done = {}) override;
+  ChannelStats channel_stats(ChannelId channel) const override;
+  const char* model_name() const override { return "packet"; }
+
+  /// The Server of one lane (for utilisation and queue statistics).
+  const sim::Server& lane(LaneId id) const { return lanes_[id]; }
+  /// Chunk-hops simulated so far (the packet model's unit of work).
+  std::uint64_t chunk_hops() const { return chunk_hops_; }
+
+ private:
+  struct LaneUse {           // this transfer's use of one lane of one hop
+    Time completed = 0;      // service time finished so far
+    Time since = -1;         // start of the current service, or -1
+  };
+  struct Transfer {
+    TransferId id = 0;
+    const Route* route = nullptr;
+    sim::Target on_done;
+    Bytes bytes = 0;
+    std::uint64_t address = 0;
+    std::uint32_t chunks = 0;
+    std::uint32_t seg_begin = 0;   // first hop of the current segment
+    std::uint32_t seg_end = 0;     // one past its last hop
+    std::uint32_t injected = 0;    // chunks injected into the current segment
+    std::uint32_t arrived = 0;     // chunks arrived at the segment's end node
+    Breakdown stream_base;         // breakdown of chunk 0 when the segment starts
+    Breakdown last;                // breakdown of the latest arrival
+    std::vector<std::uint32_t> lane_offset;  // hop -> first index into `use`
+    std::vector<LaneUse> use;
+  };
+  struct Chunk {
+    std::uint32_t transfer = 0;
+    std::uint32_t index = 0;
+    std::uint32_t hop = 0;
+    LaneId lane = 0;
+    std::uint32_t use_slot = 0;
+    Bytes size = 0;
+    Time wait_start = 0;
+    double lane_busy_at_wait = 0.0;
+    Time own_at_wait = 0;
+    Breakdown parts;
+  };
+
+  // Event handlers: the arg is a chunk or transfer slot.
+  struct OnGrant final : sim::Handler {
+    explicit OnGrant(PacketFabric& f) : f(f) {}
+    void on_event(std::uint64_t chunk) override { f.granted(static_cast<std::uint32_t>(chunk)); }
+    PacketFabric& f;
+  };
+  struct OnSerialised final : sim::Handler {
+    explicit OnSerialised(PacketFabric& f) : f(f) {}
+    void on_event(std::uint64_t chunk) override { f.serialised(static_cast<std::uint32_t>(chunk)); }
+    PacketFabric& f;
+  };
+  struct OnReady final : sim::Handler {
+    explicit OnReady(PacketFabric& f) : f(f) {}
+    void on_event(std::uint64_t chunk) override { f.request(static_cast<std::uint32_t>(chunk)); }
+    PacketFabric& f;
+  };
+  struct OnArrive final : sim::Handler {
+    explicit OnArrive(PacketFabric& f) : f(f) {}
+    void on_event(std::uint64_t chunk) override { f.arrived(static_cast<std::uint32_t>(chunk)); }
+    PacketFabric& f;
+  };
+  struct OnStream final : sim::Handler {
+    explicit OnStream(PacketFabric& f) : f(f) {}
+    void on_event(std::uint64_t transfer) override { f.start_segment(static_cast<std::uint32_t>(transfer)); }
+    PacketFabric& f;
+  };
+
+  std::uint32_t alloc_chunk();
+  std::uint32_t alloc_transfer();
+  void start_segment(std::uint32_t t);
+  void inject(std::uint32_t t, const Breakdown& parts);
+  void request(std::uint32_t c);
+  void granted(std::uint32_t c);
+  void serialised(std::uint32_t c);
+  void arrived(std::uint32_t c);
+  std::uint32_t segment_end(const Route& r, std::uint32_t begin) const;
+  Time own_busy(const Transfer& t, std::uint32_t slot) const;
+
+  std::deque<sim::Server> lanes_;
+  std::vector<ChannelStats> channel_stats_;
+  std::vector<Chunk> chunks_;
+  std::vector<std::uint32_t> free_chunks_;
+  std::vector<Transfer> transfers_;
+  std::vector<std::uint32_t> free_transfers_;
+  std::uint64_t chunk_hops_ = 0;
+  OnGrant on_grant_{*this};
+  OnSerialised on_serialised_{*this};
+  OnReady on_ready_{*this};
+  OnArrive on_arrive_{*this};
+  OnStream on_stream_{*this};
+};
+
+}  // namespace kernbench::topology

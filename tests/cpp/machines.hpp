@@ -1,0 +1,61 @@
+// machines.hpp -- small machine configs built in C++ for the topology tests
+// (no YAML, so these tests do not depend on the loader).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "topology/config.hpp"
+
+namespace kernbench::testing {
+
+using namespace kernbench::topology;
+using sim::Bandwidth;
+using sim::kNanosecond;
+
+inline LinkParams link(double gbps, Time latency, int connections = 1) {
+  return LinkParams{Bandwidth::gb_per_s(gbps), latency, connections};
+}
+
+/// A generated machine with round numbers: every overhead and latency is a
+/// distinct multiple of 1 ns so closed forms are easy to check.
+inline Config system_config(int sips_w = 1, int sips_h = 1, SipTopology topo = SipTopology::Ring, int cubes_w = 2,
+                            int cubes_h = 1, int routers_w = 4, int routers_h = 2, int pes = 8) {
+  Config c;
+  c.source = "test-system";
+  SystemConfig s;
+  s.sips = {sips_w, sips_h};
+  s.sip_topology = topo;
+  s.cubes = {cubes_w, cubes_h};
+  s.routers = {routers_w, routers_h};
+  s.pes_per_cube = pes;
+  s.nodes.pe = {1 * kNanosecond, true};
+  s.nodes.router = {2 * kNanosecond, true};
+  s.nodes.hbm_ctrl = {10 * kNanosecond, true};
+  s.nodes.ucie = {3 * kNanosecond, true};
+  s.nodes.pcie_ep = {50 * kNanosecond, false};
+  s.links.pe = link(512, 500);
+  s.links.noc = link(256, 500);
+  s.links.hbm = link(256, 1 * kNanosecond);
+  s.links.ucie_port = link(512, 500);
+  s.links.ucie = link(128, 2 * kNanosecond, 4);
+  s.links.pcie_port = link(256, 500);
+  s.links.pcie = link(64, 100 * kNanosecond);
+  c.system = s;
+  return c;
+}
+
+/// An explicit chain a - b - c - ... with the given link and node parameters.
+inline Config chain_config(const std::vector<NodeParams>& nodes, const std::vector<LinkParams>& links) {
+  Config c;
+  c.source = "test-chain";
+  ExplicitGraphConfig g;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    g.nodes.push_back(ExplicitNode{"n" + std::to_string(i), NodeKind::Other, nodes[i]});
+  for (std::size_t i = 0; i < links.size(); ++i)
+    g.edges.push_back(ExplicitEdge{"n" + std::to_string(i), "n" + std::to_string(i + 1), "link", links[i]});
+  c.graph = g;
+  return c;
+}
+
+}  // namespace kernbench::testing
