@@ -6,5 +6,7 @@
 namespace kernbench::bindings {
 
 void bind_sim(pybind11::module_& m);
+void bind_topology(pybind11::module_& m);
+void bind_config(pybind11::module_& m);
 
 }  // namespace kernbench::bindings

@@ -25,4 +25,6 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<kernbench::InternalError>(m, "InternalError", base);
 
   kernbench::bindings::bind_sim(m);
+  kernbench::bindings::bind_topology(m);
+  kernbench::bindings::bind_config(m);
 }

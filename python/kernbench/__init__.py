@@ -30,6 +30,7 @@ from kernbench._core import (
     run_queue,
 )
 from kernbench.registry import Bench, BenchAuditError, bench, get_bench, list_benches
+from kernbench.system import System, config_path
 
 __version__ = "0.1.0"
 
@@ -49,9 +50,11 @@ __all__ = [
     "OpLog",
     "ProcessError",
     "Simulation",
+    "System",
     "TopologyError",
     "UsageError",
     "bench",
+    "config_path",
     "get_bench",
     "list_benches",
     "run_phold",

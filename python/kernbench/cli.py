@@ -1,10 +1,12 @@
 """The ``kernbench`` command line.
 
     kernbench list
+    kernbench validate FILE [--set PATH=VALUE]...
     kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
 
 Library errors become one line on stderr and an exit code: 2 for bad input
-(unknown bench, bad --set), 1 when a bench ran and reported failures.
+(unknown bench, bad --set), 1 when a bench ran and reported failures or
+when ``validate`` found the config invalid.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kernbench._core import KernbenchError
+from kernbench._core import ConfigError, KernbenchError
+from kernbench.config import describe, validate
 from kernbench.registry import list_benches
 from kernbench.runner import DEFAULT_SEED, run_bench
 
@@ -22,6 +25,17 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="list the benches with their indices")
+
+    v = sub.add_parser("validate", help="check a machine config strictly and summarise it")
+    v.add_argument("file", help="YAML machine config")
+    v.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="override a config value, e.g. system.sips.w=4 (repeatable)",
+    )
 
     r = sub.add_parser("run", help="run one bench")
     r.add_argument("--bench", required=True, help="bench name or index (see `kernbench list`)")
@@ -37,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     r.add_argument("--config", default=None, help="machine config file, for benches that simulate one")
     r.add_argument("--quiet", action="store_true", help="no progress or summary output")
+    r.add_argument("--verify", action="store_true", help="check the bench's invariants; violations fail the run")
     return p
 
 
@@ -48,9 +63,27 @@ def _cmd_list() -> int:
     return 0
 
 
+def _cmd_validate(args: argparse.Namespace) -> int:
+    # A bad config is the expected failure of this command: exit 1, not the
+    # generic bad-input 2 of main().
+    try:
+        summary = validate(args.file, args.sets)
+    except ConfigError as e:
+        print(f"kernbench: error: {e}", file=sys.stderr)
+        return 1
+    print(describe(summary))
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     sweep = run_bench(
-        args.bench, out=args.out, sets=args.sets, seed=args.seed, config=args.config, quiet=args.quiet
+        args.bench,
+        out=args.out,
+        sets=args.sets,
+        seed=args.seed,
+        config=args.config,
+        quiet=args.quiet,
+        verify=args.verify,
     )
     out = args.out or f"out/{sweep['bench']}"
     n_fail = len(sweep["failures"])
@@ -64,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "list":
             return _cmd_list()
+        if args.command == "validate":
+            return _cmd_validate(args)
         return _cmd_run(args)
     except KernbenchError as e:
         print(f"kernbench: error: {e}", file=sys.stderr)

@@ -33,6 +33,15 @@ class BenchContext:
     config_overrides: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     quiet: bool = False
+    verify: bool = False
+
+    def load_system(self, extra: Mapping[str, Any] | None = None, seed: int | None = None):
+        """The bench's machine: --config (default topology.yaml) with --set overrides, then `extra`."""
+        from kernbench.system import System
+
+        sets: dict[str, Any] = dict(self.config_overrides)
+        sets.update(extra or {})
+        return System.load(self.config, set=sets, seed=self.seed if seed is None else seed)
 
     def log(self, message: str) -> None:
         """Progress and summary lines (stdout; off when quiet)."""
@@ -59,6 +68,7 @@ def run_bench(
     seed: int = DEFAULT_SEED,
     config: Path | str | None = None,
     quiet: bool = False,
+    verify: bool = False,
 ) -> dict[str, Any]:
     """Run one bench; returns the sweep dict that was written to ``out/sweep.json``.
 
@@ -76,6 +86,13 @@ def run_bench(
             )
         if config is not None:
             raise ConfigError(f"--config {config}: bench {b.name!r} models no machine config")
+    else:
+        # Load the machine once up front: a bad file or override is a clear
+        # error before anything runs.
+        from kernbench.system import System, config_path
+
+        config = config_path(config)
+        System.load(config, set=config_overrides)
     out_dir = Path(out) if out is not None else Path("out") / b.name
     ctx = BenchContext(
         bench=b,
@@ -85,6 +102,7 @@ def run_bench(
         config=Path(config) if config is not None else None,
         config_overrides=config_overrides,
         quiet=quiet,
+        verify=verify,
     )
     sweep: dict[str, Any] = {
         "bench": b.name,
@@ -93,6 +111,7 @@ def run_bench(
         "seed": seed,
         "config": str(config) if config is not None else None,
         "config_overrides": config_overrides,
+        "verify": verify,
         "results": [],
         "failures": [],
     }

@@ -51,6 +51,15 @@ class OpLog {
   /// Row i as a struct (for tests and small reports).
   OpRecord row(std::size_t i) const;
 
+  /// The code of kind `name`, registering it on first use (codes are
+  /// indices into kind_names(), so they are stable within a run).
+  std::int32_t kind_code(const std::string& name) {
+    for (std::size_t i = 0; i < kind_names_.size(); ++i)
+      if (kind_names_[i] == name) return static_cast<std::int32_t>(i);
+    kind_names_.push_back(name);
+    return static_cast<std::int32_t>(kind_names_.size() - 1);
+  }
+
   /// Names for the kind codes, owned by whoever records (index = code).
   std::vector<std::string>& kind_names() { return kind_names_; }
   const std::vector<std::string>& kind_names() const { return kind_names_; }

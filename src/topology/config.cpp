@@ -1,7 +1,36 @@
-// config.cpp -- names of the config enums (placeholder until the loader lands).
+// config.cpp -- names of the config enums, both ways.
+//
+// The value lists sit next to the to_string switches on purpose: adding an
+// enumerator means touching this file, and -Wswitch points here.
 #include "topology/config.hpp"
 
+#include <array>
+
 namespace kernbench::topology {
+namespace {
+
+constexpr std::array kNodeKinds = {NodeKind::Pe,     NodeKind::Router, NodeKind::HbmCtrl, NodeKind::Ucie,
+                                   NodeKind::PcieEp, NodeKind::Host,   NodeKind::Cpu,     NodeKind::Memory,
+                                   NodeKind::Switch, NodeKind::Engine, NodeKind::Gsp,     NodeKind::Other};
+constexpr std::array kSipTopologies = {SipTopology::Ring, SipTopology::Torus, SipTopology::Mesh};
+constexpr std::array kFabricModels = {FabricModel::Packet, FabricModel::Flow};
+
+template <typename E, std::size_t N>
+std::optional<E> from_name(const std::array<E, N>& all, std::string_view name) {
+  for (E e : all)
+    if (name == to_string(e)) return e;
+  return std::nullopt;
+}
+
+template <typename E, std::size_t N>
+std::vector<std::string> names(const std::array<E, N>& all) {
+  std::vector<std::string> out;
+  out.reserve(N);
+  for (E e : all) out.emplace_back(to_string(e));
+  return out;
+}
+
+}  // namespace
 
 const char* to_string(NodeKind kind) {
   switch (kind) {
@@ -37,5 +66,17 @@ const char* to_string(FabricModel model) {
   }
   return "?";
 }
+
+std::optional<NodeKind> node_kind_from_string(std::string_view name) { return from_name(kNodeKinds, name); }
+std::optional<SipTopology> sip_topology_from_string(std::string_view name) {
+  return from_name(kSipTopologies, name);
+}
+std::optional<FabricModel> fabric_model_from_string(std::string_view name) {
+  return from_name(kFabricModels, name);
+}
+
+std::vector<std::string> node_kind_names() { return names(kNodeKinds); }
+std::vector<std::string> sip_topology_names() { return names(kSipTopologies); }
+std::vector<std::string> fabric_model_names() { return names(kFabricModels); }
 
 }  // namespace kernbench::topology

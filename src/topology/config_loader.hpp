@@ -38,6 +38,13 @@ Bytes parse_bytes(const std::string& text, const std::string& where);
 Bandwidth parse_bandwidth(const std::string& text, const std::string& where);
 double parse_frequency_hz(const std::string& text, const std::string& where);
 
+// The inverse, for messages and schema defaults: the largest unit that
+// divides the value exactly ("4 KiB", "1500 ps", "256 GB/s"); parsing the
+// result gives the value back.
+std::string format_time(Time t);
+std::string format_bytes(Bytes b);
+std::string format_bandwidth(Bandwidth bw);
+
 /// The schema (sections, keys, types, units, defaults, docs) as JSON text,
 /// defined once here so Python can validate overrides and document configs.
 std::string config_schema_json();

@@ -2,10 +2,7 @@
 #include "topology/fabric.hpp"
 
 #include "sim/errors.hpp"
-#if __has_include("topology/flow_fabric.hpp")  // TEMP until the flow model lands
 #include "topology/flow_fabric.hpp"
-#define KB_HAVE_FLOW 1
-#endif
 #include "topology/packet_fabric.hpp"
 
 namespace kernbench::topology {
@@ -37,6 +34,7 @@ const Route& Fabric::open(const TransferSpec& spec, TransferId& id) {
   r.hops = static_cast<std::uint32_t>(route.hops());
   r.tag = spec.tag;
   r.agent = spec.agent;
+  r.request = spec.request;
   records_.push_back(r);
   ++in_flight_;
   return route;
@@ -54,9 +52,7 @@ void Fabric::close(TransferId id, Time end, const Breakdown& parts, sim::Target 
 }
 
 std::unique_ptr<Fabric> make_fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config) {
-#ifdef KB_HAVE_FLOW
   if (config.model == FabricModel::Flow) return std::make_unique<FlowFabric>(sim, machine, config);
-#endif
   return std::make_unique<PacketFabric>(sim, machine, config);
 }
 

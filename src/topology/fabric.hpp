@@ -42,6 +42,10 @@ struct TransferSpec {
   std::uint64_t address = 0;  ///< picks the first lane on multi-connection links
   std::int32_t tag = 0;       ///< free label, copied to the record
   std::int32_t agent = -1;    ///< who asked (a PE, a traffic source), copied to the record
+  std::int64_t request = -1;  ///< the caller's own id for it, copied to the record
+  /// False for the data leg of a DMA read: the memory node already paid its
+  /// processing when the request arrived.
+  bool charge_src_overhead = true;
 };
 
 /// What a transfer did. Complete once its last byte has arrived.
@@ -57,6 +61,7 @@ struct TransferRecord {
   std::uint32_t chunks = 0;
   std::int32_t tag = 0;
   std::int32_t agent = -1;
+  std::int64_t request = -1;
   bool done() const { return end >= 0; }
   Time latency() const { return end - issue; }
 };

@@ -56,13 +56,16 @@ TransferId PacketFabric::start(const TransferSpec& spec, sim::Target on_done) {
   tr.seg_begin = 0;
   tr.seg_end = segment_end(route, 0);
   tr.lane_offset.clear();
+  tr.slot_lane.clear();
   std::uint32_t offset = 0;
   for (ChannelId c : route.channels) {
+    const ChannelInfo& ch = machine_.channel(c);
     tr.lane_offset.push_back(offset);
-    offset += static_cast<std::uint32_t>(machine_.channel(c).link.connections);
+    offset += static_cast<std::uint32_t>(ch.link.connections);
+    for (int k = 0; k < ch.link.connections; ++k) tr.slot_lane.push_back(ch.first_lane + static_cast<LaneId>(k));
   }
   tr.use.assign(offset, LaneUse{});
-  const Time o = machine_.node(spec.src).params.overhead;
+  const Time o = spec.charge_src_overhead ? machine_.node(spec.src).params.overhead : 0;
   tr.stream_base = Breakdown{o, 0, 0, 0};
   sim_.schedule(o, on_stream_, t);
   return id;
@@ -93,6 +96,7 @@ void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
   const Bytes offset = static_cast<Bytes>(ch.index) * config_.chunk;
   ch.size = std::min(config_.chunk, tr.bytes - offset);
   ch.parts = parts;
+  ch.tail_ready = sim_.now();  // the whole chunk is here: at the source or a store-and-forward node
   request(c);
 }
 
@@ -105,8 +109,10 @@ void PacketFabric::request(std::uint32_t c) {
   Chunk& ch = chunks_[c];
   const Transfer& tr = transfers_[ch.transfer];
   const ChannelInfo& channel = machine_.channel(tr.route->channels[ch.hop]);
-  const auto lanes = static_cast<std::uint64_t>(channel.link.connections);
-  const auto k = static_cast<std::uint32_t>((tr.address / static_cast<std::uint64_t>(config_.stripe) + ch.index) % lanes);
+  // Address striping: the lane is picked by the chunk's address.
+  const std::uint64_t offset = static_cast<std::uint64_t>(ch.index) * static_cast<std::uint64_t>(config_.chunk);
+  const auto k = static_cast<std::uint32_t>(((tr.address + offset) / static_cast<std::uint64_t>(config_.stripe)) %
+                                            static_cast<std::uint64_t>(channel.link.connections));
   ch.lane = channel.first_lane + k;
   ch.use_slot = tr.lane_offset[ch.hop] + k;
   ch.wait_start = sim_.now();
@@ -122,8 +128,8 @@ void PacketFabric::granted(std::uint32_t c) {
   Transfer& tr = transfers_[ch.transfer];
   const sim::Server& lane = lanes_[ch.lane];
   if (const Time wait = now - ch.wait_start; wait > 0) {
-    // The lane was busy the whole wait (a released lane goes straight to
-    // the next waiter); split that busy time by whose chunks it served.
+    // The lane was held the whole wait (a released lane goes straight to
+    // the next waiter); split that time by whose chunks held it.
     const auto busy = static_cast<Time>(std::llround(lane.stats().busy_unit_time - ch.lane_busy_at_wait));
     const Time own = own_busy(tr, ch.use_slot) - ch.own_at_wait;
     if (busy != wait || own < 0 || own > busy)
@@ -133,37 +139,46 @@ void PacketFabric::granted(std::uint32_t c) {
     ch.parts.queuing += busy - own;
   }
   const Breakdown at_grant = ch.parts;
-  const ChannelInfo& channel = machine_.channel(tr.route->channels[ch.hop]);
-  const Time ser = sim::transfer_time(ch.size, channel.link.bandwidth);
-  ch.parts.transmission += ser;
+  const bool stream_head_hop = ch.hop == tr.seg_begin;
+  const ChannelId cid = tr.route->channels[ch.hop];
+  const ChannelInfo& channel = machine_.channel(cid);
+  // Cut-through: the head flit leaves after one flit time; the lane is held
+  // until the whole chunk has gone, which may wait for its tail to arrive.
+  const Time head = sim::transfer_time(std::min(config_.flit, ch.size), channel.link.bandwidth);
+  const Time hold_end = std::max(now + sim::transfer_time(ch.size, channel.link.bandwidth), ch.tail_ready + head);
   tr.use[ch.use_slot].since = now;
-  ChannelStats& stats = channel_stats_[tr.route->channels[ch.hop]];
+  ChannelStats& stats = channel_stats_[cid];
   stats.bytes += ch.size;
-  stats.busy_time += static_cast<double>(ser);
+  stats.busy_time += static_cast<double>(hold_end - now);
   ++chunk_hops_;
-  sim_.schedule(ser, on_serialised_, c);
+  sim_.schedule(hold_end - now, on_serialised_, (static_cast<std::uint64_t>(ch.use_slot) << 32) | c);
+  const Time lat = channel.link.latency;
+  ch.parts.transmission += head + lat;
+  if (ch.hop + 1 == tr.seg_end) {
+    // The chunk is complete at the segment's end when its tail arrives:
+    // the rest of its body streams behind its own head (drain).
+    ch.parts.drain += hold_end - now - head;
+    sim_.schedule(hold_end - now + lat, on_arrive_, c);
+  } else {
+    const Time o = machine_.node(tr.route->nodes[ch.hop + 1]).params.overhead;
+    ch.parts.overhead += o;
+    ch.tail_ready = hold_end + lat + o;
+    ++ch.hop;
+    sim_.schedule(head + lat + o, on_ready_, c);
+  }
   // The next chunk of the stream may ask for a lane now; it inherits the
   // breakdown of this one at the moment it got its lane.
-  if (ch.hop == tr.seg_begin && tr.injected < tr.chunks) inject(ch.transfer, at_grant);
+  if (stream_head_hop && tr.injected < tr.chunks) inject(ch.transfer, at_grant);
 }
 
-void PacketFabric::serialised(std::uint32_t c) {
-  Chunk& ch = chunks_[c];
-  Transfer& tr = transfers_[ch.transfer];
-  LaneUse& use = tr.use[ch.use_slot];
+void PacketFabric::serialised(std::uint64_t arg) {
+  const auto slot = static_cast<std::uint32_t>(arg >> 32);
+  const auto c = static_cast<std::uint32_t>(arg & 0xffffffffU);
+  Transfer& tr = transfers_[chunks_[c].transfer];
+  LaneUse& use = tr.use[slot];
   use.completed += sim_.now() - use.since;
   use.since = -1;
-  lanes_[ch.lane].release();
-  const ChannelInfo& channel = machine_.channel(tr.route->channels[ch.hop]);
-  ch.parts.transmission += channel.link.latency;
-  if (ch.hop + 1 == tr.seg_end) {
-    sim_.schedule(channel.link.latency, on_arrive_, c);
-    return;
-  }
-  const Time o = machine_.node(tr.route->nodes[ch.hop + 1]).params.overhead;
-  ch.parts.overhead += o;
-  ++ch.hop;
-  sim_.schedule(channel.link.latency + o, on_ready_, c);
+  lanes_[tr.slot_lane[slot]].release();
 }
 
 void PacketFabric::arrived(std::uint32_t c) {
@@ -177,10 +192,10 @@ void PacketFabric::arrived(std::uint32_t c) {
   const Time o = machine_.node(tr.route->nodes[tr.seg_end]).params.overhead;
   parts.overhead += o;
   if (tr.seg_end == tr.route->hops()) {
-    const TransferId id = tr.id;
-    const sim::Target done = tr.on_done;
-    free_transfers_.push_back(ch.transfer);
-    close(id, sim_.now() + o, parts, done);
+    // Close at the real end, after the destination's processing, so that
+    // in_flight() and the record are exact at every instant.
+    tr.last = parts;
+    sim_.schedule(o, on_finish_, ch.transfer);
     return;
   }
   // Store-and-forward: re-stream from this node after its processing.
@@ -188,6 +203,15 @@ void PacketFabric::arrived(std::uint32_t c) {
   tr.seg_end = segment_end(*tr.route, tr.seg_begin);
   tr.stream_base = parts;
   sim_.schedule(o, on_stream_, ch.transfer);
+}
+
+void PacketFabric::finish(std::uint32_t t) {
+  const Transfer& tr = transfers_[t];
+  const TransferId id = tr.id;
+  const Breakdown parts = tr.last;
+  const sim::Target done = tr.on_done;
+  free_transfers_.push_back(t);
+  close(id, sim_.now(), parts, done);
 }
 
 ChannelStats PacketFabric::channel_stats(ChannelId channel) const { return channel_stats_.at(channel); }

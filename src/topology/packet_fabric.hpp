@@ -3,19 +3,25 @@
 // A transfer is cut into chunks (fabric.chunk, down to one flit). Chunks
 // enter the first channel of their segment in order -- chunk k+1 asks for a
 // lane once chunk k has one -- so two transfers sharing a channel interleave
-// chunk by chunk. Each lane of each channel is a capacity-1 sim::Server held
-// for the chunk's serialisation time; then the chunk flies for the wire
-// latency and passes the next node's pipeline (its overhead). Flit-aware
-// nodes forward chunk by chunk (cut-through); a store-and-forward node
-// (PCIe endpoint) waits for the whole transfer, pays its overhead once and
-// re-streams it. On multi-connection links chunk k of a transfer at address
-// A takes lane (A / stripe + k) mod connections.
+// chunk by chunk. Each lane of each channel is a capacity-1 sim::Server.
+// Forwarding is cut-through at flit granularity: a chunk's head flit moves
+// on one flit time after it got a lane (plus wire latency and the next
+// node's pipeline overhead), while the lane stays held until the chunk's
+// tail has passed, with chunk-sized buffering at each node (virtual
+// cut-through). An uncontended transfer therefore takes exactly the
+// wormhole time -- first-flit arrival + (n_flits - 1) x flit / bottleneck --
+// whatever the chunk size; the chunk size only sets how finely contending
+// transfers interleave (and how many events are simulated).
+// A store-and-forward node (PCIe endpoint) waits for the whole transfer,
+// pays its overhead once and re-streams it. On multi-connection links a
+// chunk at address A takes lane (A / stripe) mod connections.
 //
-// Attribution: every chunk carries a Breakdown of its own elapsed time. A
-// wait for a lane is split, from the lanes' busy-time integrals, into the
-// time that lane served this transfer's own chunks (drain) and other
+// Attribution: every chunk carries a Breakdown of its head flit's elapsed
+// time. A wait for a lane is split, from the lanes' busy-time integrals,
+// into time the lane served this transfer's own chunks (drain) and other
 // transfers (queuing); a chunk entering a stream inherits the breakdown of
-// the chunk ahead of it at the moment that chunk got its lane. The
+// the chunk ahead of it at the moment that chunk got its lane; at the end
+// of a segment the chunk's body streaming behind its head is drain. The
 // transfer's breakdown is that of its last chunk to arrive, so the four
 // parts sum to its latency exactly.
 #pragma once
@@ -60,6 +66,7 @@ class PacketFabric final : public Fabric {
     Breakdown stream_base;         // breakdown of chunk 0 when the segment starts
     Breakdown last;                // breakdown of the latest arrival
     std::vector<std::uint32_t> lane_offset;  // hop -> first index into `use`
+    std::vector<LaneId> slot_lane;           // index into `use` -> lane
     std::vector<LaneUse> use;
   };
   struct Chunk {
@@ -72,7 +79,8 @@ class PacketFabric final : public Fabric {
     Time wait_start = 0;
     double lane_busy_at_wait = 0.0;
     Time own_at_wait = 0;
-    Breakdown parts;
+    Time tail_ready = 0;     // when its last byte is at the current node
+    Breakdown parts;         // of its head flit's journey so far
   };
 
   // Event handlers: the arg is a chunk or transfer slot.
@@ -83,7 +91,7 @@ class PacketFabric final : public Fabric {
   };
   struct OnSerialised final : sim::Handler {
     explicit OnSerialised(PacketFabric& f) : f(f) {}
-    void on_event(std::uint64_t chunk) override { f.serialised(static_cast<std::uint32_t>(chunk)); }
+    void on_event(std::uint64_t slot_and_chunk) override { f.serialised(slot_and_chunk); }
     PacketFabric& f;
   };
   struct OnReady final : sim::Handler {
@@ -102,14 +110,21 @@ class PacketFabric final : public Fabric {
     PacketFabric& f;
   };
 
+  struct OnFinish final : sim::Handler {
+    explicit OnFinish(PacketFabric& f) : f(f) {}
+    void on_event(std::uint64_t transfer) override { f.finish(static_cast<std::uint32_t>(transfer)); }
+    PacketFabric& f;
+  };
+
   std::uint32_t alloc_chunk();
   std::uint32_t alloc_transfer();
   void start_segment(std::uint32_t t);
   void inject(std::uint32_t t, const Breakdown& parts);
   void request(std::uint32_t c);
   void granted(std::uint32_t c);
-  void serialised(std::uint32_t c);
+  void serialised(std::uint64_t slot_and_chunk);
   void arrived(std::uint32_t c);
+  void finish(std::uint32_t t);
   std::uint32_t segment_end(const Route& r, std::uint32_t begin) const;
   Time own_busy(const Transfer& t, std::uint32_t slot) const;
 
@@ -125,6 +140,7 @@ class PacketFabric final : public Fabric {
   OnReady on_ready_{*this};
   OnArrive on_arrive_{*this};
   OnStream on_stream_{*this};
+  OnFinish on_finish_{*this};
 };
 
 }  // namespace kernbench::topology

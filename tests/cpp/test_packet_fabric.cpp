@@ -36,21 +36,27 @@ struct Run {
 
 TEST_CASE("uncontended multi-hop latency matches the closed form to the ps", "[packet]") {
   // n0 -256-> n1 -128-> n2 -256-> n3; overheads 1,2,3,4 ns; latencies .5,1,1.5 ns.
-  // 16 KiB in 4 KiB chunks (K = 4): serialisation 16, 32, 16 ns per chunk.
-  // Flow-shop closed form: sum(o) + sum(lat) + sum(ser) + (K-1) * max(ser).
-  Run run(chain_config({{1000, true}, {2000, true}, {3000, true}, {4000, true}},
-                       {link(256, 500), link(128, 1000), link(256, 1500)}));
-  const TransferId id = run.go("n0", "n3", 16 * kKiB);
-  run.sim.run();
-  const TransferRecord& r = run.fabric.record(id);
-  REQUIRE(r.done());
-  CHECK(r.latency() == 10'000 + 3'000 + 64'000 + 3 * 32'000);
-  CHECK(r.parts.overhead == 10'000);
-  CHECK(r.parts.transmission == 3'000 + 64'000);
-  CHECK(r.parts.drain == 96'000);  // (K-1) chunks through the 128 GB/s bottleneck
-  CHECK(r.parts.queuing == 0);
-  CHECK(r.chunks == 4);
-  CHECK(r.hops == 3);
+  // 16 KiB in 4 KiB chunks, 64 B flits (256 of them). Cut-through gives the
+  // wormhole closed form whatever the chunk size:
+  //   sum(o) + sum(lat) + sum_h flit/bw_h + (n_flits - 1) * flit / min(bw)
+  // with flit/bw = 250, 500, 250 ps.
+  for (const Bytes chunk : {Bytes{64}, Bytes{1024}, 4 * kKiB, 16 * kKiB}) {
+    INFO("chunk " << chunk);
+    Run run(chain_config({{1000, true}, {2000, true}, {3000, true}, {4000, true}},
+                         {link(256, 500), link(128, 1000), link(256, 1500)}),
+            packet(chunk));
+    const TransferId id = run.go("n0", "n3", 16 * kKiB);
+    run.sim.run();
+    const TransferRecord& r = run.fabric.record(id);
+    REQUIRE(r.done());
+    CHECK(r.latency() == 10'000 + 3'000 + 1'000 + 255 * 500);
+    CHECK(r.parts.overhead == 10'000);
+    CHECK(r.parts.transmission == 3'000 + 1'000);  // wire latency + one flit per hop
+    CHECK(r.parts.drain == 255 * 500);             // the other flits through the bottleneck
+    CHECK(r.parts.queuing == 0);
+    CHECK(r.chunks == 16 * kKiB / chunk);
+    CHECK(r.hops == 3);
+  }
 }
 
 TEST_CASE("flit-sized chunks give the wormhole drain term", "[packet]") {
@@ -77,7 +83,7 @@ TEST_CASE("a store-and-forward node doubles the serialisation", "[packet]") {
   sf.sim.run();
   ct.sim.run();
   CHECK(sf.fabric.record(a).latency() == 2 * 16 * 64'000);  // whole payload, twice
-  CHECK(ct.fabric.record(b).latency() == 17 * 64'000);      // pipelined: one extra chunk
+  CHECK(ct.fabric.record(b).latency() == 1025 * 1'000);     // cut-through: one extra flit (1 ns)
 }
 
 TEST_CASE("two transfers sharing a channel get half the bandwidth each", "[packet]") {
@@ -91,12 +97,14 @@ TEST_CASE("two transfers sharing a channel get half the bandwidth each", "[packe
   // from then on they alternate: A0 A1 B0 A2 B1 ... A15 B14 B15.
   CHECK(ra.latency() == 30 * 64'000);
   CHECK(rb.latency() == 32 * 64'000);
-  // B waited behind all 16 of A's chunks (queuing) and 15 of its own (drain);
-  // A's last chunk waited behind B0..B13.
+  // B waited behind all 16 of A's chunks (queuing) and 15 of its own, plus
+  // its last chunk's body behind its head flit (drain); A's last chunk
+  // waited behind B0..B13. Flits take 1 ns at 64 GB/s.
   CHECK(rb.parts.queuing == 16 * 64'000);
-  CHECK(rb.parts.drain == 15 * 64'000);
+  CHECK(rb.parts.drain == 15 * 64'000 + 63'000);
+  CHECK(rb.parts.transmission == 1'000);
   CHECK(ra.parts.queuing == 14 * 64'000);
-  CHECK(ra.parts.drain == 15 * 64'000);
+  CHECK(ra.parts.drain == 15 * 64'000 + 63'000);
   // Each got half of 64 GB/s over the shared interval.
   const double rate_b = 64.0 * 1024 / (static_cast<double>(rb.latency()) * 1e-12) / 1e9;
   CHECK(rate_b == Approx(32.0).epsilon(0.01));

@@ -1,0 +1,295 @@
+// bind_topology.cpp -- System: load a machine, schedule work, read records.
+//
+// Records come back as dicts of numpy arrays (copied out of the C++
+// structs once, after the run); node and channel tables likewise. Runs
+// release the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "bindings.hpp"
+#include "sim/errors.hpp"
+#include "topology/config_loader.hpp"
+#include "topology/maxmin.hpp"
+#include "topology/packet_fabric.hpp"
+#include "topology/system.hpp"
+
+namespace py = pybind11;
+using namespace kernbench::topology;
+using kernbench::sim::Time;
+
+namespace kernbench::bindings {
+namespace {
+
+using NodeRef = std::variant<NodeId, std::string>;
+
+NodeId resolve(const System& s, const NodeRef& ref) {
+  if (const auto* id = std::get_if<NodeId>(&ref)) {
+    if (*id >= s.machine().num_nodes())
+      throw UsageError("node id " + std::to_string(*id) + " out of range (" +
+                       std::to_string(s.machine().num_nodes()) + " nodes)");
+    return *id;
+  }
+  return s.machine().at(std::get<std::string>(ref));
+}
+
+Time when(System& s, std::optional<Time> at) { return at ? *at : s.sim().now(); }
+
+template <typename T, typename F>
+py::array_t<T> column(std::size_t n, F&& get) {
+  py::array_t<T> a(static_cast<py::ssize_t>(n));
+  auto m = a.template mutable_unchecked<1>();
+  for (std::size_t i = 0; i < n; ++i) m(static_cast<py::ssize_t>(i)) = get(i);
+  return a;
+}
+
+std::vector<Override> to_overrides(const std::vector<std::pair<std::string, std::string>>& sets) {
+  std::vector<Override> out;
+  for (const auto& [k, v] : sets) out.push_back(Override{k, v});
+  return out;
+}
+
+py::dict transfers_dict(const Fabric& f) {
+  const auto& r = f.records();
+  const std::size_t n = r.size();
+  py::dict d;
+  d["id"] = column<std::uint64_t>(n, [&](auto i) { return r[i].id; });
+  d["request"] = column<std::int64_t>(n, [&](auto i) { return r[i].request; });
+  d["src"] = column<std::uint32_t>(n, [&](auto i) { return r[i].src; });
+  d["dst"] = column<std::uint32_t>(n, [&](auto i) { return r[i].dst; });
+  d["bytes"] = column<std::int64_t>(n, [&](auto i) { return r[i].bytes; });
+  d["issue_ps"] = column<std::int64_t>(n, [&](auto i) { return r[i].issue; });
+  d["end_ps"] = column<std::int64_t>(n, [&](auto i) { return r[i].end; });
+  d["overhead_ps"] = column<std::int64_t>(n, [&](auto i) { return r[i].parts.overhead; });
+  d["transmission_ps"] = column<std::int64_t>(n, [&](auto i) { return r[i].parts.transmission; });
+  d["drain_ps"] = column<std::int64_t>(n, [&](auto i) { return r[i].parts.drain; });
+  d["queuing_ps"] = column<std::int64_t>(n, [&](auto i) { return r[i].parts.queuing; });
+  d["hops"] = column<std::uint32_t>(n, [&](auto i) { return r[i].hops; });
+  d["chunks"] = column<std::uint32_t>(n, [&](auto i) { return r[i].chunks; });
+  d["tag"] = column<std::int32_t>(n, [&](auto i) { return r[i].tag; });
+  d["agent"] = column<std::int32_t>(n, [&](auto i) { return r[i].agent; });
+  return d;
+}
+
+py::dict dma_dict(const System& s) {
+  const auto& ops = s.dma_ops();
+  const std::size_t n = ops.size();
+  py::dict d;
+  d["kind"] = py::cast([&] {
+    std::vector<std::string> k;
+    for (const auto& o : ops) k.push_back(o.kind == DmaKind::Read ? "read" : "write");
+    return k;
+  }());
+  d["issuer"] = column<std::uint32_t>(n, [&](auto i) { return ops[i].issuer; });
+  d["memory"] = column<std::uint32_t>(n, [&](auto i) { return ops[i].memory; });
+  d["bytes"] = column<std::int64_t>(n, [&](auto i) { return ops[i].bytes; });
+  d["tag"] = column<std::int32_t>(n, [&](auto i) { return ops[i].tag; });
+  d["done"] = column<bool>(n, [&](auto i) { return ops[i].done; });
+  d["issue_ps"] = column<std::int64_t>(n, [&](auto i) { return ops[i].result.issue; });
+  d["end_ps"] = column<std::int64_t>(n, [&](auto i) { return ops[i].done ? ops[i].result.end : Time{-1}; });
+  d["overhead_ps"] = column<std::int64_t>(n, [&](auto i) { return ops[i].result.parts.overhead; });
+  d["transmission_ps"] = column<std::int64_t>(n, [&](auto i) { return ops[i].result.parts.transmission; });
+  d["drain_ps"] = column<std::int64_t>(n, [&](auto i) { return ops[i].result.parts.drain; });
+  d["queuing_ps"] = column<std::int64_t>(n, [&](auto i) { return ops[i].result.parts.queuing; });
+  return d;
+}
+
+}  // namespace
+
+void bind_topology(py::module_& m) {
+  py::class_<System>(m, "System", "A machine ready to run: config, graph, simulation and fabric.")
+      .def_static(
+          "load",
+          [](const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets,
+             std::uint64_t seed) { return std::make_unique<System>(load_config(path, to_overrides(sets)), seed); },
+          py::arg("path"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{},
+          py::arg("seed") = 1, "Load a YAML machine config (with --set style overrides) and build it.")
+      .def_static(
+          "from_yaml",
+          [](const std::string& text, const std::string& source,
+             const std::vector<std::pair<std::string, std::string>>& sets, std::uint64_t seed) {
+            return std::make_unique<System>(parse_config(text, source, to_overrides(sets)), seed);
+          },
+          py::arg("text"), py::arg("source") = "<string>",
+          py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{}, py::arg("seed") = 1)
+      .def_property_readonly("now", [](System& s) { return s.sim().now(); }, "Current simulated time (ps).")
+      .def_property_readonly("fabric_model", [](const System& s) { return std::string(s.fabric().model_name()); })
+      .def_property_readonly("num_nodes", [](const System& s) { return s.machine().num_nodes(); })
+      .def_property_readonly("in_flight", [](const System& s) { return s.fabric().in_flight(); })
+      .def_property_readonly("events_processed", [](System& s) { return s.sim().events_processed(); })
+      .def_property_readonly("chunk_hops",
+                             [](System& s) -> std::uint64_t {
+                               auto* p = dynamic_cast<PacketFabric*>(&s.fabric());
+                               return p ? p->chunk_hops() : 0;
+                             })
+      .def("node_id", [](const System& s, const std::string& name) { return s.machine().at(name); })
+      .def("node_name", [](const System& s, NodeId id) { return s.machine().node(id).name; })
+      .def("pes", [](const System& s) {
+        std::vector<std::string> out;
+        for (NodeId id : s.machine().pes()) out.push_back(s.machine().node(id).name);
+        return out;
+      }, "Names of all PEs, in (sip, cube, pe) order.")
+      .def("nodes",
+           [](const System& s) {
+             const auto& n = s.machine().nodes();
+             py::dict d;
+             std::vector<std::string> names, kinds;
+             for (const auto& x : n) {
+               names.push_back(x.name);
+               kinds.push_back(to_string(x.kind));
+             }
+             d["name"] = names;
+             d["kind"] = kinds;
+             d["sip"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].sip; });
+             d["cube"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].cube; });
+             d["row"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].row; });
+             d["col"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].col; });
+             d["pe"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].pe; });
+             d["overhead_ps"] = column<std::int64_t>(n.size(), [&](auto i) { return n[i].params.overhead; });
+             d["flit_aware"] = column<bool>(n.size(), [&](auto i) { return n[i].params.flit_aware; });
+             return d;
+           },
+           "Node table: name, kind, coordinates, overhead, flit_aware.")
+      .def("channels",
+           [](const System& s) {
+             const auto& c = s.machine().channels();
+             py::dict d;
+             std::vector<std::string> cls;
+             for (const auto& x : c) cls.push_back(x.link_class);
+             d["src"] = column<std::uint32_t>(c.size(), [&](auto i) { return c[i].from; });
+             d["dst"] = column<std::uint32_t>(c.size(), [&](auto i) { return c[i].to; });
+             d["class"] = cls;
+             d["bandwidth_Bps"] = column<std::int64_t>(c.size(), [&](auto i) { return c[i].link.bandwidth.bytes_per_s; });
+             d["latency_ps"] = column<std::int64_t>(c.size(), [&](auto i) { return c[i].link.latency; });
+             d["connections"] = column<std::int32_t>(c.size(), [&](auto i) { return c[i].link.connections; });
+             d["bytes"] = column<std::int64_t>(c.size(), [&](auto i) { return s.fabric().channel_stats(static_cast<ChannelId>(i)).bytes; });
+             d["busy_ps"] = column<double>(c.size(), [&](auto i) { return s.fabric().channel_stats(static_cast<ChannelId>(i)).busy_time; });
+             return d;
+           },
+           "Channel table (one row per link direction) with the bytes and busy time so far.")
+      .def(
+          "route",
+          [](System& s, const NodeRef& a, const NodeRef& b) {
+            const Route& r = s.fabric().router().route(resolve(s, a), resolve(s, b));
+            std::vector<std::string> names;
+            for (NodeId n : r.nodes) names.push_back(s.machine().node(n).name);
+            return names;
+          },
+          py::arg("src"), py::arg("dst"), "Node names along the route from src to dst.")
+      .def(
+          "route_info",
+          [](System& s, const NodeRef& a, const NodeRef& b) {
+            const Route& r = s.fabric().router().route(resolve(s, a), resolve(s, b));
+            py::dict d;
+            std::vector<std::string> names, classes;
+            for (NodeId n : r.nodes) names.push_back(s.machine().node(n).name);
+            for (ChannelId c : r.channels) classes.push_back(s.machine().channel(c).link_class);
+            d["nodes"] = names;
+            d["channels"] = r.channels;
+            d["classes"] = classes;
+            d["hops"] = r.hops();
+            d["bottleneck_Bps"] = r.bottleneck.bytes_per_s;
+            d["wire_latency_ps"] = r.wire_latency;
+            d["node_overhead_ps"] = r.node_overhead;
+            return d;
+          },
+          py::arg("src"), py::arg("dst"),
+          "Route details: nodes, channel ids and classes, hops, per-lane bottleneck (B/s), latency sums.")
+      .def(
+          "max_min_rates",
+          [](System& s, const std::vector<std::pair<NodeRef, NodeRef>>& paths) {
+            // Exact max-min (progressive filling) allocation of the paths'
+            // routes, each channel a resource of bandwidth x connections.
+            MaxMinSolver solver;
+            std::unordered_map<ChannelId, MaxMinSolver::ResourceId> res;
+            std::vector<MaxMinSolver::FlowId> flows;
+            for (const auto& [a, b] : paths) {
+              const Route& r = s.fabric().router().route(resolve(s, a), resolve(s, b));
+              if (r.channels.empty()) throw UsageError("max_min_rates: a path from a node to itself has no rate");
+              std::vector<MaxMinSolver::ResourceId> uses;
+              for (ChannelId c : r.channels) {
+                auto it = res.find(c);
+                if (it == res.end()) {
+                  const LinkParams& l = s.machine().channel(c).link;
+                  it = res.emplace(c, solver.add_resource(static_cast<double>(l.bandwidth.bytes_per_s) *
+                                                          l.connections)).first;
+                }
+                uses.push_back(it->second);
+              }
+              flows.push_back(solver.add_flow(uses));
+            }
+            solver.solve();
+            std::vector<double> rates;
+            for (auto f : flows) rates.push_back(solver.rate(f));
+            return rates;
+          },
+          py::arg("paths"),
+          "Max-min fair rates (B/s) of concurrent flows along the routes of (src, dst) pairs.")
+      .def(
+          "transfer",
+          [](System& s, const NodeRef& src, const NodeRef& dst, Bytes bytes, std::optional<Time> at, std::int32_t tag,
+             std::uint64_t address) { return s.transfer(resolve(s, src), resolve(s, dst), bytes, when(s, at), tag, address); },
+          py::arg("src"), py::arg("dst"), py::arg("bytes"), py::arg("at_ps") = py::none(), py::arg("tag") = 0,
+          py::arg("address") = 0, "Schedule a transfer; returns its request id (the `request` column).")
+      .def(
+          "dma",
+          [](System& s, const std::string& kind, const NodeRef& issuer, const NodeRef& memory, Bytes bytes,
+             std::optional<Time> at, std::int32_t tag, std::uint64_t address) {
+            DmaKind k;
+            if (kind == "read") {
+              k = DmaKind::Read;
+            } else if (kind == "write") {
+              k = DmaKind::Write;
+            } else {
+              throw ConfigError("dma: unknown kind '" + kind + "' (known: read, write)");
+            }
+            return s.dma(k, resolve(s, issuer), resolve(s, memory), bytes, when(s, at), tag, address);
+          },
+          py::arg("kind"), py::arg("issuer"), py::arg("memory"), py::arg("bytes"), py::arg("at_ps") = py::none(),
+          py::arg("tag") = 0, py::arg("address") = 0, "Schedule a DMA read or write; returns its index in dma_ops().")
+      .def(
+          "traffic",
+          [](System& s, const std::string& pattern, const std::vector<NodeRef>& endpoints, double offered_gbps,
+             Bytes packet, Time start_ps, Time stop_ps, const std::string& injection, std::optional<NodeRef> hotspot,
+             double hotspot_fraction, int grid_w, std::int32_t tag) {
+            TrafficSpec spec;
+            spec.pattern = traffic_pattern_from_name(pattern);
+            spec.injection = injection_from_name(injection);
+            for (const auto& e : endpoints) spec.endpoints.push_back(resolve(s, e));
+            spec.offered = kernbench::sim::Bandwidth::gb_per_s(offered_gbps);
+            spec.packet = packet;
+            spec.start = start_ps;
+            spec.stop = stop_ps;
+            if (hotspot) spec.hotspot = resolve(s, *hotspot);
+            else if (spec.pattern == TrafficPattern::Hotspot) throw ConfigError("traffic: hotspot pattern needs `hotspot`");
+            spec.hotspot_fraction = hotspot_fraction;
+            spec.grid_w = grid_w;
+            spec.tag = tag;
+            return s.traffic(std::move(spec)).injected();
+          },
+          py::arg("pattern"), py::arg("endpoints"), py::arg("offered_gbps"), py::arg("packet_bytes"),
+          py::arg("start_ps"), py::arg("stop_ps"), py::arg("injection") = "poisson", py::arg("hotspot") = py::none(),
+          py::arg("hotspot_fraction") = 0.5, py::arg("grid_w") = 0, py::arg("tag") = 0,
+          "Start a synthetic traffic generator over `endpoints` (per-source offered load in GB/s).")
+      .def(
+          "run",
+          [](System& s, std::optional<Time> until) {
+            py::gil_scoped_release nogil;
+            if (until) {
+              s.run(*until);
+            } else {
+              s.run();
+            }
+          },
+          py::arg("until_ps") = py::none(), "Run until idle, or through every event before until_ps.")
+      .def("transfers", [](const System& s) { return transfers_dict(s.fabric()); },
+           "Per-transfer records (numpy columns), including the four-part breakdown.")
+      .def("dma_ops", &dma_dict, "Per-DMA-op results (numpy columns).")
+      .def("op_log_kinds", [](System& s) { return s.sim().op_log().kind_names(); });
+}
+
+}  // namespace kernbench::bindings

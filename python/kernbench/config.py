@@ -1,0 +1,80 @@
+"""Machine configs from Python: strict loading, summaries and the schema.
+
+The C++ loader does all the checking (one schema, one set of messages, each
+naming the file and the YAML path); this module adapts ``--set PATH=VALUE``
+strings to it and writes the one-paragraph summary ``kernbench validate``
+prints::
+
+    from kernbench.config import validate, describe
+    print(describe(validate("configs/topology.yaml", ["system.sips.w=4"])))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable
+
+from kernbench._core import ConfigError, config_schema, load_config_summary
+from kernbench.overrides import BENCH_PREFIX, split_assignment
+
+__all__ = ["config_overrides", "describe", "schema", "validate"]
+
+
+def config_overrides(sets: Iterable[str]) -> list[tuple[str, str]]:
+    """``["system.sips.w=4"]`` -> ``[("system.sips.w", "4")]``.
+
+    ``bench.`` parameters are refused here: they belong to ``kernbench run``,
+    and a machine config would only report them as an unknown ``bench`` key.
+    """
+    pairs = []
+    for text in sets:
+        key, value = split_assignment(text)
+        if key.startswith(BENCH_PREFIX):
+            raise ConfigError(
+                f"--set {key}={value}: bench parameters belong to `kernbench run`, not to a machine config"
+            )
+        pairs.append((key, value))
+    return pairs
+
+
+def validate(path: str | os.PathLike[str], sets: Iterable[str] = ()) -> dict[str, Any]:
+    """Load the config at ``path`` strictly, with ``--set`` strings applied; return its summary.
+
+    The summary holds ``source``, ``kind`` ("system" or "graph"), the SIP,
+    cube and router grids, PEs per cube and ``total_pes`` (system) or the
+    node and edge counts (graph), and ``fabric``. Raises ConfigError.
+    """
+    return load_config_summary(os.fspath(path), config_overrides(sets))
+
+
+def schema() -> dict[str, Any]:
+    """The config schema (sections, keys, types, units, defaults, docs) as a dict."""
+    return json.loads(config_schema())
+
+
+def _size(n: int) -> str:
+    """4096 -> "4 KiB": the largest binary unit that divides exactly."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def describe(summary: dict[str, Any]) -> str:
+    """The one-paragraph, human summary of a ``validate`` result."""
+    f = summary["fabric"]
+    if f["model"] == "packet":
+        fabric = f"packet model, {_size(f['chunk'])} chunks of {_size(f['flit'])} flits"
+    else:
+        fabric = f"{f['model']} model"
+    if summary["kind"] == "system":
+        sips, cubes, routers = summary["sips"], summary["cubes"], summary["routers"]
+        body = (
+            f"system {summary['name']!r}: {sips['w']}x{sips['h']} SIPs ({sips['topology']}), "
+            f"{cubes['w']}x{cubes['h']} cubes per SIP, {routers['w']}x{routers['h']} routers and "
+            f"{summary['pes_per_cube']} PEs per cube, {summary['total_pes']} PEs in all"
+        )
+    else:
+        body = f"explicit graph: {summary['nodes']} nodes, {summary['edges']} edges"
+    return f"{summary['source']}: valid. {body}; fabric: {fabric}."

@@ -1,0 +1,128 @@
+"""Machines from Python: load a config, schedule work, run, read records.
+
+    sys = kernbench.System.load(set={"system.sips.w": 1})      # default config
+    sys.dma("read", "sip0.cube0.pe0", "sip0.cube1.hbm_ctrl.pe3", 16384)
+    sys.run()
+    df = sys.transfers_df()      # one row per transfer, with the latency breakdown
+
+The C++ System does the work; this wrapper adds config lookup, ``set=``
+dicts and pandas views.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from kernbench import _core
+from kernbench._core import ConfigError
+
+DEFAULT_CONFIG = "topology.yaml"
+
+
+def config_dirs() -> list[Path]:
+    """Where named configs are looked up: $KERNBENCH_CONFIGS, the installed package, the source tree."""
+    dirs = []
+    if os.environ.get("KERNBENCH_CONFIGS"):
+        dirs.append(Path(os.environ["KERNBENCH_CONFIGS"]))
+    here = Path(__file__).resolve().parent
+    dirs.append(here / "configs")                 # installed wheel
+    dirs.append(here.parent.parent / "configs")   # source tree (editable install, tests)
+    return dirs
+
+
+def config_path(name_or_path: str | os.PathLike | None = None) -> Path:
+    """Resolve a config: an existing path as given, else a name in config_dirs()."""
+    name = Path(name_or_path) if name_or_path is not None else Path(DEFAULT_CONFIG)
+    if name.exists():
+        return name
+    for d in config_dirs():
+        if (d / name).exists():
+            return d / name
+    searched = ", ".join(str(d) for d in config_dirs())
+    raise ConfigError(f"{name}: no such config file (also looked in: {searched})")
+
+
+def _overrides(set: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, str]]:
+    if set is None:
+        return []
+    if isinstance(set, Mapping):
+        items = set.items()
+    else:
+        items = []
+        for text in set:
+            key, sep, value = str(text).partition("=")
+            if not sep:
+                raise ConfigError(f"--set {text!r}: expected PATH=VALUE, e.g. system.sips.w=4")
+            items.append((key.strip(), value.strip()))
+    out = []
+    for k, v in items:
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        out.append((str(k), str(v)))
+    return out
+
+
+class System:
+    """A machine ready to run: config, graph, simulation and fabric (see ``_core.System``)."""
+
+    def __init__(self, core: _core.System, source: str = "<string>"):
+        self._core = core
+        self.source = source
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None, *, set=None, seed: int = 1) -> "System":
+        """Load a YAML config (default: the packaged ``topology.yaml``) with overrides."""
+        p = config_path(path)
+        return cls(_core.System.load(str(p), _overrides(set), seed), str(p))
+
+    @classmethod
+    def from_yaml(cls, text: str, *, source: str = "<string>", set=None, seed: int = 1) -> "System":
+        """Build from YAML text (relative includes resolve against the current folder)."""
+        return cls(_core.System.from_yaml(text, source, _overrides(set), seed), source)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
+
+    def __repr__(self) -> str:
+        return f"<kernbench.System {self.source}: {self._core.num_nodes} nodes, {self._core.fabric_model} model>"
+
+    # ---- pandas views ---------------------------------------------------------
+    def _names(self, ids) -> list[str]:
+        names = self._core.nodes()["name"]
+        return [names[i] for i in ids]
+
+    def transfers_df(self):
+        """One row per transfer: endpoints by name, times and the four-part breakdown (ps)."""
+        import pandas as pd
+
+        df = pd.DataFrame(self._core.transfers())
+        df.insert(2, "src_name", self._names(df["src"]))
+        df.insert(4, "dst_name", self._names(df["dst"]))
+        df["latency_ps"] = df["end_ps"] - df["issue_ps"]
+        return df
+
+    def dma_df(self):
+        """One row per DMA op."""
+        import pandas as pd
+
+        df = pd.DataFrame(self._core.dma_ops())
+        df["issuer_name"] = self._names(df["issuer"])
+        df["memory_name"] = self._names(df["memory"])
+        df["latency_ps"] = df["end_ps"] - df["issue_ps"]
+        return df
+
+    def nodes_df(self):
+        import pandas as pd
+
+        return pd.DataFrame(self._core.nodes())
+
+    def channels_df(self):
+        """One row per link direction, with bytes carried and busy time so far."""
+        import pandas as pd
+
+        df = pd.DataFrame(self._core.channels())
+        df.insert(1, "src_name", self._names(df["src"]))
+        df.insert(3, "dst_name", self._names(df["dst"]))
+        return df

@@ -1,0 +1,86 @@
+// traffic.cpp -- one self-rescheduling handler drives every source.
+#include "topology/traffic.hpp"
+
+#include <cmath>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::topology {
+
+TrafficPattern traffic_pattern_from_name(const std::string& name) {
+  if (name == "uniform") return TrafficPattern::Uniform;
+  if (name == "transpose") return TrafficPattern::Transpose;
+  if (name == "hotspot") return TrafficPattern::Hotspot;
+  if (name == "neighbour" || name == "neighbor") return TrafficPattern::Neighbour;
+  throw ConfigError("traffic: unknown pattern '" + name + "' (known: uniform, transpose, hotspot, neighbour)");
+}
+
+Injection injection_from_name(const std::string& name) {
+  if (name == "poisson") return Injection::Poisson;
+  if (name == "periodic") return Injection::Periodic;
+  throw ConfigError("traffic: unknown injection '" + name + "' (known: poisson, periodic)");
+}
+
+TrafficGenerator::TrafficGenerator(Fabric& fabric, TrafficSpec spec) : fabric_(fabric), spec_(std::move(spec)) {
+  const std::size_t n = spec_.endpoints.size();
+  if (n < 2) throw ConfigError("traffic: needs at least two endpoints, got " + std::to_string(n));
+  if (spec_.packet <= 0) throw ConfigError("traffic: packet size must be > 0 B");
+  if (spec_.offered.bytes_per_s <= 0) throw ConfigError("traffic: offered load must be > 0 B/s per source");
+  if (spec_.stop <= spec_.start) throw ConfigError("traffic: stop must be after start");
+  if (spec_.pattern == TrafficPattern::Transpose &&
+      (spec_.grid_w < 1 || static_cast<std::size_t>(spec_.grid_w) * static_cast<std::size_t>(spec_.grid_w) != n))
+    throw ConfigError("traffic: transpose needs a square grid of endpoints; " + std::to_string(n) +
+                      " endpoints with grid_w " + std::to_string(spec_.grid_w));
+  if (spec_.pattern == TrafficPattern::Hotspot && !(spec_.hotspot_fraction >= 0.0 && spec_.hotspot_fraction <= 1.0))
+    throw ConfigError("traffic: hotspot_fraction must be within [0, 1]");
+  mean_gap_ps_ = static_cast<double>(spec_.packet) * 1e12 / static_cast<double>(spec_.offered.bytes_per_s);
+  sim::Simulation& sim = fabric_.sim();
+  const Time now = sim.now();
+  for (std::size_t s = 0; s < n; ++s) {
+    // Poisson sources start at a random phase too, so they do not all fire together.
+    const Time first = std::max(spec_.start, now) + (spec_.injection == Injection::Poisson ? gap() : 0);
+    sim.schedule(first - now, *this, s);
+  }
+}
+
+Time TrafficGenerator::gap() {
+  if (spec_.injection == Injection::Periodic) return std::max<Time>(1, std::llround(mean_gap_ps_));
+  return std::max<Time>(1, std::llround(fabric_.sim().rng().exponential(mean_gap_ps_)));
+}
+
+NodeId TrafficGenerator::destination(std::size_t s) {
+  const auto& ep = spec_.endpoints;
+  const std::size_t n = ep.size();
+  auto uniform_other = [&] {
+    std::size_t d = fabric_.sim().rng().below(n - 1);
+    if (d >= s) ++d;  // never itself
+    return ep[d];
+  };
+  switch (spec_.pattern) {
+    case TrafficPattern::Uniform: return uniform_other();
+    case TrafficPattern::Transpose: {
+      const auto w = static_cast<std::size_t>(spec_.grid_w);
+      return ep[(s % w) * w + s / w];
+    }
+    case TrafficPattern::Hotspot:
+      return fabric_.sim().rng().uniform() < spec_.hotspot_fraction ? spec_.hotspot : uniform_other();
+    case TrafficPattern::Neighbour: return ep[(s + 1) % n];
+  }
+  return ep[s];
+}
+
+void TrafficGenerator::on_event(std::uint64_t source) {
+  sim::Simulation& sim = fabric_.sim();
+  if (sim.now() >= spec_.stop) return;
+  const auto s = static_cast<std::size_t>(source);
+  const NodeId src = spec_.endpoints[s];
+  const NodeId dst = destination(s);
+  if (dst != src) {  // transpose maps the diagonal onto itself: nothing to send
+    fabric_.start(TransferSpec{src, dst, spec_.packet, injected_ * static_cast<std::uint64_t>(spec_.packet), spec_.tag,
+                               static_cast<std::int32_t>(s), static_cast<std::int64_t>(injected_)});
+    ++injected_;
+  }
+  sim.schedule(gap(), *this, source);
+}
+
+}  // namespace kernbench::topology
