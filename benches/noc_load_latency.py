@@ -5,7 +5,8 @@ router mesh, on (a) the default machine's cube (4x2 routers, 8 PEs) and
 (b) an 8x8 mesh (64 PEs), with the packet model at flit granularity. For
 each offered load the bench measures the mean latency of the packets
 injected after a warm-up and the accepted throughput. Beside the curve it
-reports the channel-load bound of the topology: with dimension-order routes
+reports the channel-load bound of the topology and the measured saturation (the
+highest offered load still accepted). With dimension-order routes
 and uniform destinations, the busiest channel carries gamma_max x lambda, so
 no routing can accept more than bw / gamma_max per PE. gamma_max is computed
 exactly from the simulator's own routes, for every channel including the PE
@@ -30,7 +31,7 @@ MESHES = {
     description="NoC latency vs offered load (uniform random) on a cube's mesh and an 8x8 mesh, vs the channel-load bound",
     params={
         "meshes": ["cube-4x2", "mesh-8x8"],
-        "loads": [0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.3],  # fractions of the channel-load bound
+        "loads": [0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.3],  # fractions of the channel-load bound
         "packet_bytes": 256,
         "window_ns": 4000.0,
         "warmup_ns": 1000.0,
@@ -75,8 +76,15 @@ def noc_load_latency(ctx):
     for mesh, bound in bounds.items():
         rows = [r for r in results if r["mesh"] == mesh]
         if rows:
-            sat = max(r["accepted_GBps"] for r in rows)
-            summary[mesh] = {**bound, "saturation_GBps": sat, "saturation_vs_bound": sat / bound["lambda_sat_GBps"]}
+            # Saturation: the highest offered load the network still accepts
+            # (>= 95 % delivered). Past it the average accepted rate can keep
+            # creeping up -- pairs whose routes avoid the hot channel still
+            # get through -- but the traffic is no longer the uniform load
+            # the bound is about.
+            ok = [r for r in rows if r["accepted_GBps"] >= 0.95 * r["offered_GBps"]]
+            sat = max((r["offered_GBps"] for r in ok), default=0.0)
+            summary[mesh] = {**bound, "saturation_GBps": sat, "saturation_vs_bound": sat / bound["lambda_sat_GBps"],
+                             "zero_load_latency_ns": min(r["mean_latency_ns"] for r in rows)}
     if results:
         ctx.write_csv("load_latency.csv", results)
         _plot(ctx, results, summary)

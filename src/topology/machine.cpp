@@ -63,6 +63,7 @@ void Machine::add_link(NodeId a, NodeId b, const LinkParams& link, const std::st
     for (int k = 0; k < link.connections; ++k) lane_channel_.push_back(id);
     channels_.push_back(ch);
     out_[from].push_back(id);
+    by_ends_.emplace((static_cast<std::uint64_t>(from) << 32) | to, id);
     boost::add_edge(from, to, EdgeProps{id, hop_weight(link, nodes_[to].params)}, graph_);
   }
 }
@@ -217,9 +218,9 @@ NodeId Machine::at(std::string_view name) const {
 }
 
 std::optional<ChannelId> Machine::channel_between(NodeId a, NodeId b) const {
-  for (ChannelId c : out_.at(a))
-    if (channels_[c].to == b) return c;
-  return std::nullopt;
+  const auto it = by_ends_.find((static_cast<std::uint64_t>(a) << 32) | b);
+  if (it == by_ends_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string Machine::lane_name(LaneId lane) const {

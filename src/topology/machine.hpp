@@ -108,6 +108,7 @@ class Machine {
   std::vector<ChannelId> lane_channel_;
   std::vector<std::vector<ChannelId>> out_;
   std::unordered_map<std::string, NodeId> by_name_;
+  std::unordered_map<std::uint64_t, ChannelId> by_ends_;  // (from << 32 | to) -> channel
   BoostGraph graph_;
   // Generated-machine lookups (flattened tables).
   std::vector<NodeId> pe_ids_, hbm_ids_, router_ids_, pcie_ids_;
