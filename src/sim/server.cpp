@@ -8,27 +8,27 @@
 namespace kernbench::sim {
 
 Server::Server(Simulation& sim, std::string name, int capacity, Arbitration arbitration, int ports)
-    : sim_(sim), name_(std::move(name)), capacity_(capacity), arbitration_(arbitration),
-      created_(sim.now()), last_change_(sim.now()) {
+    : sim_(sim), capacity_(capacity), last_change_(sim.now()), arbitration_(arbitration), created_(sim.now()),
+      name_(std::move(name)) {
   if (capacity < 1)
     throw UsageError("server '" + name_ + "': capacity must be >= 1, got " + std::to_string(capacity));
   if (ports < 1) throw UsageError("server '" + name_ + "': ports must be >= 1, got " + std::to_string(ports));
   if (arbitration == Arbitration::Fifo && ports != 1)
     throw UsageError("server '" + name_ + "': FIFO arbitration has a single queue (ports = 1), got " +
                      std::to_string(ports) + " ports");
-  queues_.resize(static_cast<std::size_t>(ports));
+  more_.resize(static_cast<std::size_t>(ports - 1));
 }
 
 int Server::check_port(int port) const {
-  if (port < 0 || port >= static_cast<int>(queues_.size())) [[unlikely]]
+  if (port < 0 || port >= ports()) [[unlikely]]
     throw UsageError("server '" + name_ + "': port " + std::to_string(port) + " out of range [0, " +
-                     std::to_string(queues_.size()) + ")");
+                     std::to_string(ports()) + ")");
   return port;
 }
 
 void Server::enqueue(Target target, std::uint64_t arg, int port) {
   account();
-  queues_[static_cast<std::size_t>(port)].push_back(Waiter{target, arg, sim_.now()});
+  queue(static_cast<std::size_t>(port)).push_back(Waiter{target, arg, sim_.now()});
   ++waiting_;
   stats_.max_queue = std::max(stats_.max_queue, waiting_);
 }
@@ -44,17 +44,17 @@ void Server::release() {
   // after the last one served (round-robin).
   std::size_t q = 0;
   if (arbitration_ == Arbitration::RoundRobin) {
-    const auto n = static_cast<int>(queues_.size());
+    const int n = ports();
     for (int k = 1; k <= n; ++k) {
       const int p = (last_port_ + k) % n;
-      if (!queues_[static_cast<std::size_t>(p)].empty()) {
+      if (!queue(static_cast<std::size_t>(p)).empty()) {
         q = static_cast<std::size_t>(p);
         last_port_ = p;
         break;
       }
     }
   }
-  const Waiter w = queues_[q].pop_front();
+  const Waiter w = queue(q).pop_front();
   --waiting_;
   const Time wait = sim_.now() - w.since;
   ++stats_.grants;

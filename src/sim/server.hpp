@@ -82,6 +82,10 @@ class Server {
 
   /// Statistics integrated up to now().
   ServerStats stats() const;
+  /// Just the busy integral (unit-ps) up to now(): the cheap query hot paths use.
+  double busy_unit_time() const {
+    return stats_.busy_unit_time + static_cast<double>(sim_.now() - last_change_) * in_use_;
+  }
   /// Busy fraction of the capacity since the server was created.
   double utilization() const;
 
@@ -102,17 +106,24 @@ class Server {
     last_change_ = now;
   }
 
+  RingQueue<Waiter>& queue(std::size_t port) { return port == 0 ? first_ : more_[port - 1]; }
+  int ports() const { return 1 + static_cast<int>(more_.size()); }
+
+  // Hot fields first: a request, grant or release touches only the first
+  // cache line or two (fabrics keep thousands of lanes).
   Simulation& sim_;
-  std::string name_;
-  int capacity_;
-  Arbitration arbitration_;
   int in_use_ = 0;
+  int capacity_;
   std::size_t waiting_ = 0;
+  Time last_change_ = 0;
+  RingQueue<Waiter> first_;               // port 0's queue, inline: the only one under FIFO
+  ServerStats stats_;
+  // Cold.
+  Arbitration arbitration_;
   int last_port_ = -1;  // round-robin pointer
   Time created_ = 0;
-  Time last_change_ = 0;
-  ServerStats stats_;
-  std::vector<RingQueue<Waiter>> queues_;  // one per port (one for FIFO)
+  std::vector<RingQueue<Waiter>> more_;   // ports 1.. (round-robin only)
+  std::string name_;
 };
 
 }  // namespace kernbench::sim

@@ -3,10 +3,10 @@
 // The YAML is first copied into a small tree of our own (Value) that keeps,
 // for every node, the file and line it came from and the --set that made it.
 // Includes are merged and overrides applied on that tree, and only then is
-// it typed. yaml-cpp is therefore used in one place (to_value), where every
-// YAML::Exception becomes a ConfigError: typing can never hit a
-// YAML::InvalidNode, and every message can name the right file and line even
-// after a deep merge.
+// it typed. yaml-cpp is therefore used in one place (parse_document and
+// to_value), where every YAML::Exception becomes a ConfigError: typing can
+// never hit a YAML::InvalidNode, and every message can name the right file
+// and line even after a deep merge.
 //
 // The schema (class Schema) is the single description of sections and keys:
 // the unknown-key and required-key checks, the typed getters (which refuse a
@@ -15,6 +15,7 @@
 // table takes them from default-constructed structs of config.hpp.
 #include "topology/config_loader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -23,10 +24,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <span>
-#include <iterator>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 
@@ -40,6 +42,38 @@ using json = nlohmann::ordered_json;  // keeps the table's key order in the expo
 using u128 = unsigned __int128;
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Messages carry user text (keys, values, file names) and end up as Python
+// str: keep valid UTF-8, escape control bytes and invalid UTF-8 as \xNN so
+// the message stays one printable line and always converts.
+std::string printable(std::string_view s) {
+  std::string out;
+  const auto escape = [&](unsigned char c) {
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xc2);
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (!ok) {
+      escape(c);
+      ++i;
+    } else if (len == 1 && (c < 0x20 || c == 0x7f)) {
+      escape(c);
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void throw_config(const std::string& message) { throw ConfigError(printable(message)); }
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
@@ -247,7 +281,7 @@ std::string parse_quantity(std::string_view text, const QuantityKind& k, std::in
 std::int64_t parse_or_throw(const std::string& text, const QuantityKind& k, const std::string& where) {
   std::int64_t v = 0;
   const std::string err = parse_quantity(text, k, v);
-  if (!err.empty()) throw ConfigError(where.empty() ? err : where + ": " + err);
+  if (!err.empty()) throw_config(where.empty() ? err : where + ": " + err);
   return v;
 }
 
@@ -453,7 +487,9 @@ class Schema {
 
     node.doc = "Parameters of one node kind.";
     node.keys = {
-        key("overhead", Type::Time, "processing delay paid by every chunk passing the node").req().min(Bound::NonNegative),
+        key("overhead", Type::Time, "processing delay paid by every chunk passing the node")
+            .req()
+            .min(Bound::NonNegative),
         key("flit_aware", Type::Bool, "forwards chunk by chunk (cut-through); false: store-and-forward")
             .dflt(NodeParams{}.flit_aware),
     };
@@ -491,7 +527,9 @@ class Schema {
     graph_node.keys = {
         key("name", Type::String, "unique, non-empty node name").req(),
         key("kind", Type::Enum, "what the node is").req().one_of(node_kind_names()),
-        key("overhead", Type::Time, "processing delay paid by every chunk passing the node").req().min(Bound::NonNegative),
+        key("overhead", Type::Time, "processing delay paid by every chunk passing the node")
+            .req()
+            .min(Bound::NonNegative),
         key("flit_aware", Type::Bool, "forwards chunk by chunk (cut-through); false: store-and-forward")
             .dflt(ExplicitNode{}.params.flit_aware),
     };
@@ -524,7 +562,9 @@ class Schema {
             .dflt(format_bytes(fab.chunk))
             .min(Bound::Positive),
         key("flit", Type::Bytes, "smallest unit on a link").dflt(format_bytes(fab.flit)).min(Bound::Positive),
-        key("request", Type::Bytes, "size of a DMA read request packet").dflt(format_bytes(fab.request)).min(Bound::Positive),
+        key("request", Type::Bytes, "size of a DMA read request packet")
+            .dflt(format_bytes(fab.request))
+            .min(Bound::Positive),
         key("stripe", Type::Bytes, "lane striping unit on multi-connection links (0: the chunk)")
             .dflt(format_bytes(fab.stripe))
             .min(Bound::NonNegative),
@@ -572,13 +612,13 @@ class Loader {
     }
     s += ": " + msg;
     if (w.file >= 0 && w.line > 0) s += " (line " + std::to_string(w.line) + ")";
-    throw ConfigError(s);
+    throw_config(s);
   }
 
   /// The top-level file, its includes merged in.
   Value load_root_file(const std::string& path) {
     std::string text;
-    if (std::string err = read_file(path, text); !err.empty()) throw ConfigError(path + ": " + err);
+    if (std::string err = read_file(path, text); !err.empty()) throw_config(path + ": " + err);
     return load_text(text, path);
   }
 
@@ -599,7 +639,8 @@ class Loader {
     Value merged;
     merged.type = Value::Type::Map;
     merged.where = root.where;
-    const auto inc = std::find_if(root.entries.begin(), root.entries.end(), [](const Entry& e) { return e.key == "include"; });
+    const auto inc =
+        std::find_if(root.entries.begin(), root.entries.end(), [](const Entry& e) { return e.key == "include"; });
     if (inc != root.entries.end()) {
       const Value includes = std::move(inc->value);
       root.entries.erase(inc);
@@ -629,20 +670,56 @@ class Loader {
     return "";
   }
 
+  // Receives parser events only to see where each document starts.
+  struct DocumentStarts : YAML::EventHandler {
+    YAML::Mark start;
+    void OnDocumentStart(const YAML::Mark& m) override { start = m; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  };
+
   Value parse_document(const std::string& text, int file) {
-    std::vector<YAML::Node> docs;
+    const auto syntax_error = [&](const std::string& what, const YAML::Mark& m) {
+      std::string msg = files_[static_cast<std::size_t>(file)] + ": invalid YAML: " + what;
+      if (m.line >= 0) msg += " (line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1) + ")";
+      throw_config(msg);
+    };
+    YAML::Node doc;
     try {
-      docs = YAML::LoadAll(text);
+      // Count the documents ourselves instead of YAML::LoadAll: yaml-cpp 0.7
+      // loops forever, allocating, on a stray ',' (jbeder/yaml-cpp#1040,
+      // fixed after 0.7). A parser that starts the next document where the
+      // previous one started has consumed nothing: that is the bug, and the
+      // character there is what it could not parse.
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      DocumentStarts starts;
+      int docs = 0;
+      int previous = -1;
+      while (docs < 2 && parser.HandleNextDocument(starts)) {
+        if (starts.start.pos == previous) {
+          const auto at = static_cast<std::size_t>(std::max(starts.start.pos, 0));
+          syntax_error("unexpected " + (at < text.size() ? in_quotes(text.substr(at, 1)) : "end of input"),
+                       starts.start);
+        }
+        previous = starts.start.pos;
+        ++docs;
+      }
+      if (docs > 1)
+        fail({file, starts.start.line + 1, -1}, "",
+             "a config file holds one YAML document, found more (the second starts here)");
+      if (docs == 0) return Value{};
+      doc = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-      std::string msg = files_[static_cast<std::size_t>(file)] + ": invalid YAML: " + e.msg;
-      if (e.mark.line >= 0)
-        msg += " (line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) + ")";
-      throw ConfigError(msg);
+      syntax_error(e.msg, e.mark);
     }
-    if (docs.size() > 1)
-      fail({file, 1, -1}, "", "a config file holds one YAML document, found " + std::to_string(docs.size()));
-    if (docs.empty()) return Value{};
-    return to_value(docs[0], file, 1, "");
+    return to_value(doc, file, 1, "");
   }
 
   // The only place yaml-cpp nodes are read.
@@ -677,7 +754,8 @@ class Loader {
             const std::string name = kv.first.Scalar();
             for (const Entry& e : v.entries)
               if (e.key == name)
-                fail(kw, child_path(path, name), "duplicate key (first given on line " + std::to_string(e.key_where.line) + ")");
+                fail(kw, child_path(path, name),
+                     "duplicate key (first given on line " + std::to_string(e.key_where.line) + ")");
             v.entries.push_back({name, kw, to_value(kv.second, file, kw.line, child_path(path, name))});
           }
           break;
@@ -813,7 +891,8 @@ class MapReader {
                  join(sec.names(), ", ") + suggestion(e.key, sec.names()));
     }
     for (const KeyDef& k : sec.keys)
-      if (k.required && !v.find(k.name)) l.fail(v.where, child_path(path_, k.name), "required key is missing (" + k.doc + ")");
+      if (k.required && !v.find(k.name))
+        l.fail(v.where, child_path(path_, k.name), "required key is missing (" + k.doc + ")");
   }
 
   const Value& value() const { return v_; }
@@ -846,7 +925,8 @@ class MapReader {
     const Value* v = v_.find(name);
     if (!v) return out;
     if (v->type != Value::Type::List)
-      l_.fail(v->where, path_of(name), "expected a list (- {" + join(k.section->names(), ", ") + "}), got " + describe(*v));
+      l_.fail(v->where, path_of(name),
+              "expected a list (- {" + join(k.section->names(), ", ") + "}), got " + describe(*v));
     for (std::size_t i = 0; i < v->items.size(); ++i)
       out.emplace_back(l_, v->items[i], item_path(path_of(name), i), *k.section);
     return out;
@@ -868,7 +948,8 @@ class MapReader {
     t.remove_prefix(std::min(t.find_first_not_of('0'), t.size()));
     const long long magnitude = t.empty() ? 0 : t.size() > 10 ? LLONG_MAX : std::stoll(std::string(t));
     if (magnitude > INT_MAX)
-      l_.fail(v->where, path_of(name), "expected " + what + " of at most " + std::to_string(INT_MAX) + ", got " + describe(*v));
+      l_.fail(v->where, path_of(name),
+              "expected " + what + " of at most " + std::to_string(INT_MAX) + ", got " + describe(*v));
     const long long x = neg ? -magnitude : magnitude;
     if ((k.bound == Bound::Positive && x <= 0) || (k.bound == Bound::NonNegative && x < 0))
       l_.fail(v->where, path_of(name), "expected " + what + ", got " + describe(*v));
@@ -931,7 +1012,8 @@ class MapReader {
     const KeyDef* k = sec_.find(name);
     if (!k || (type && k->type != *type))
       throw InternalError("config loader: " + path_of(name) + " read as a " +
-                          (type ? type_name(*type) : "?") + " but the schema says " + (k ? type_name(k->type) : "nothing"));
+                          (type ? type_name(*type) : "?") + " but the schema says " +
+                          (k ? type_name(k->type) : "nothing"));
     return *k;
   }
 
@@ -944,7 +1026,8 @@ class MapReader {
     std::int64_t x = 0;
     if (std::string err = parse_quantity(v->text, q, x); !err.empty()) l_.fail(v->where, path_of(name), err);
     if ((k.bound == Bound::Positive && x <= 0) || (k.bound == Bound::NonNegative && x < 0))
-      l_.fail(v->where, path_of(name), "expected a " + std::string(q.noun) + bound_text(k.bound) + ", got " + describe(*v));
+      l_.fail(v->where, path_of(name),
+              "expected a " + std::string(q.noun) + bound_text(k.bound) + ", got " + describe(*v));
     out = x;
     return true;
   }
@@ -979,7 +1062,9 @@ void read_sips(const MapReader& r, SystemConfig& s) {
     return;
   }
   for (const char* k : {"w", "h"})
-    if (!r.get(k)) r.fail(k, "required key is missing (give " + r.path_of("w") + " and " + r.path_of("h") + ", or " + r.path_of("count") + ")");
+    if (!r.get(k))
+      r.fail(k, "required key is missing (give " + r.path_of("w") + " and " + r.path_of("h") + ", or " +
+                    r.path_of("count") + ")");
   r.get_int("w", s.sips.w);
   r.get_int("h", s.sips.h);
 }
@@ -995,7 +1080,9 @@ bool parse_router_name(std::string_view s, int& row, int& col) {
   const std::size_t c = s.find('c');
   if (c == std::string_view::npos) return false;
   const std::string_view r = s.substr(1, c - 1), k = s.substr(c + 1);
-  const auto digits = [](std::string_view d) { return !d.empty() && d.size() <= 9 && std::all_of(d.begin(), d.end(), is_digit); };
+  const auto digits = [](std::string_view d) {
+    return !d.empty() && d.size() <= 9 && std::all_of(d.begin(), d.end(), is_digit);
+  };
   if (!digits(r) || !digits(k)) return false;
   row = std::stoi(std::string(r));
   col = std::stoi(std::string(k));
@@ -1080,7 +1167,8 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
     m.get_string("name", n.name);
     if (trim(n.name).empty()) m.fail("name", "a node name must not be empty");
     if (const auto it = index.find(n.name); it != index.end())
-      m.fail("name", "duplicate node name " + in_quotes(n.name) + " (first defined at " + item_path(r.path_of("nodes"), it->second) + ")");
+      m.fail("name", "duplicate node name " + in_quotes(n.name) + " (first defined at " +
+                         item_path(r.path_of("nodes"), it->second) + ")");
     m.get_enum("kind", n.kind, node_kind_from_string);
     m.get_time("overhead", n.params.overhead);
     m.get_bool("flit_aware", n.params.flit_aware);
@@ -1100,7 +1188,8 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
       const std::string& name = side ? e.b : e.a;
       const auto it = index.find(name);
       if (it == index.end())
-        m.fail(side ? "b" : "a", "no node named " + in_quotes(name) + " in " + r.path_of("nodes") + suggestion(name, names));
+        m.fail(side ? "b" : "a",
+               "no node named " + in_quotes(name) + " in " + r.path_of("nodes") + suggestion(name, names));
       ends[side] = it->second;
     }
     if (ends[0] == ends[1]) m.fail("b", "self-loop: both ends are " + in_quotes(e.a));
@@ -1123,8 +1212,9 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
   }
   for (std::size_t i = 0; i < seen.size(); ++i)
     if (!seen[i])
-      nodes[i].fail("name", "the graph is disconnected: node " + in_quotes(g.nodes[i].name) + " cannot be reached from " +
-                                in_quotes(g.nodes[0].name) + " (" + item_path(r.path_of("nodes"), 0) + ")");
+      nodes[i].fail("name", "the graph is disconnected: node " + in_quotes(g.nodes[i].name) +
+                                " cannot be reached from " + in_quotes(g.nodes[0].name) + " (" +
+                                item_path(r.path_of("nodes"), 0) + ")");
   return g;
 }
 
@@ -1136,8 +1226,8 @@ FabricConfig read_fabric(const MapReader& r) {
   r.get_bytes("request", f.request);
   r.get_bytes("stripe", f.stripe);
   if (f.chunk % f.flit != 0)
-    r.fail(r.get("chunk") ? "chunk" : "flit", "the chunk (" + format_bytes(f.chunk) + ") must be a multiple of the flit (" +
-                                                 format_bytes(f.flit) + ")");
+    r.fail(r.get("chunk") ? "chunk" : "flit",
+           "the chunk (" + format_bytes(f.chunk) + ") must be a multiple of the flit (" + format_bytes(f.flit) + ")");
   return f;
 }
 
@@ -1150,7 +1240,8 @@ Config type_config(const Loader& l, const Value& root) {
   if (sys && graph) l.fail(top.entry("graph").key_where, "graph", "give either system or graph, not both");
   if (!sys && !graph)
     l.fail(root.where, "",
-           "missing system or graph: a config describes either a generated machine (system) or an explicit graph (graph)");
+           "missing system or graph: a config describes either a generated machine (system) or an explicit "
+           "graph (graph)");
   if (sys) {
     for (const char* k : {"nodes", "links"})
       if (!top.get(k))
@@ -1237,12 +1328,14 @@ double parse_frequency_hz(const std::string& text, const std::string& where) {
   const auto prefix = [&](const std::string& msg) { return where.empty() ? msg : where + ": " + msg; };
   const SplitResult s = split_quantity(text, d, unit);
   if (s == SplitResult::TooManyDigits)
-    throw ConfigError(prefix(in_quotes(text) + " has too many significant digits (at most " + std::to_string(kMaxDigits) + ")"));
-  const auto it = std::find_if(std::begin(kFrequencyUnits), std::end(kFrequencyUnits), [&](const Unit& u) { return u.name == unit; });
+    throw_config(
+        prefix(in_quotes(text) + " has too many significant digits (at most " + std::to_string(kMaxDigits) + ")"));
+  const auto it = std::find_if(std::begin(kFrequencyUnits), std::end(kFrequencyUnits),
+                               [&](const Unit& u) { return u.name == unit; });
   if (s == SplitResult::NoNumber || it == std::end(kFrequencyUnits))
-    throw ConfigError(prefix(expected_quantity(kFrequency, in_quotes(text), unit)));
+    throw_config(prefix(expected_quantity(kFrequency, in_quotes(text), unit)));
   const long double x = static_cast<long double>(d.mantissa) * std::pow(10.0L, d.exp10) * it->num;
-  if (!std::isfinite(static_cast<double>(x))) throw ConfigError(prefix(in_quotes(text) + " is too large"));
+  if (!std::isfinite(static_cast<double>(x))) throw_config(prefix(in_quotes(text) + " is too large"));
   return static_cast<double>(d.negative ? -x : x);
 }
 
@@ -1267,8 +1360,10 @@ std::string config_schema_json() {
   json j;
   j["schema"] = "kernbench machine config";
   j["version"] = 1;
+  // Keyed like the key types ("bytes", not the messages' "size").
   json units;
-  for (const QuantityKind* q : {&kTime, &kSize, &kRate, &kFrequency}) units[std::string(q->noun)] = unit_names(*q);
+  for (Type t : {Type::Time, Type::Bytes, Type::Bandwidth}) units[type_name(t)] = unit_names(*quantity_kind(t));
+  units["frequency"] = unit_names(kFrequency);
   j["units"] = std::move(units);
   const json root = section_json(s.root);  // named: items() of a temporary would dangle
   for (const auto& [name, v] : root.items()) j[name] = v;

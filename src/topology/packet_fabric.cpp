@@ -36,7 +36,7 @@ std::uint32_t PacketFabric::segment_end(const Route& r, std::uint32_t begin) con
   const auto hops = static_cast<std::uint32_t>(r.hops());
   for (std::uint32_t h = begin; h < hops; ++h) {
     if (h + 1 == hops) return hops;
-    if (!machine_.node(r.nodes[h + 1]).params.flit_aware) return h + 1;  // store-and-forward stop
+    if (!r.hop[h].next_flit_aware) return h + 1;  // store-and-forward stop
   }
   return hops;
 }
@@ -58,11 +58,10 @@ TransferId PacketFabric::start(const TransferSpec& spec, sim::Target on_done) {
   tr.lane_offset.clear();
   tr.slot_lane.clear();
   std::uint32_t offset = 0;
-  for (ChannelId c : route.channels) {
-    const ChannelInfo& ch = machine_.channel(c);
+  for (const Hop& hop : route.hop) {
     tr.lane_offset.push_back(offset);
-    offset += static_cast<std::uint32_t>(ch.link.connections);
-    for (int k = 0; k < ch.link.connections; ++k) tr.slot_lane.push_back(ch.first_lane + static_cast<LaneId>(k));
+    offset += static_cast<std::uint32_t>(hop.connections);
+    for (int k = 0; k < hop.connections; ++k) tr.slot_lane.push_back(hop.first_lane + static_cast<LaneId>(k));
   }
   tr.use.assign(offset, LaneUse{});
   const Time o = spec.charge_src_overhead ? machine_.node(spec.src).params.overhead : 0;
@@ -108,16 +107,20 @@ Time PacketFabric::own_busy(const Transfer& t, std::uint32_t slot) const {
 void PacketFabric::request(std::uint32_t c) {
   Chunk& ch = chunks_[c];
   const Transfer& tr = transfers_[ch.transfer];
-  const ChannelInfo& channel = machine_.channel(tr.route->channels[ch.hop]);
-  // Address striping: the lane is picked by the chunk's address.
-  const std::uint64_t offset = static_cast<std::uint64_t>(ch.index) * static_cast<std::uint64_t>(config_.chunk);
-  const auto k = static_cast<std::uint32_t>(((tr.address + offset) / static_cast<std::uint64_t>(config_.stripe)) %
-                                            static_cast<std::uint64_t>(channel.link.connections));
-  ch.lane = channel.first_lane + k;
+  const Hop& hop = tr.route->hop[ch.hop];
+  // Address striping: on a multi-connection link the lane is picked by the
+  // chunk's address (two 64-bit divisions, so only where there is a choice).
+  std::uint32_t k = 0;
+  if (hop.connections > 1) {
+    const std::uint64_t addr = tr.address + static_cast<std::uint64_t>(ch.index) * static_cast<std::uint64_t>(config_.chunk);
+    k = static_cast<std::uint32_t>((addr / static_cast<std::uint64_t>(config_.stripe)) %
+                                   static_cast<std::uint64_t>(hop.connections));
+  }
+  ch.lane = hop.first_lane + k;
   ch.use_slot = tr.lane_offset[ch.hop] + k;
   ch.wait_start = sim_.now();
   sim::Server& lane = lanes_[ch.lane];
-  ch.lane_busy_at_wait = lane.stats().busy_unit_time;
+  ch.lane_busy_at_wait = lane.busy_unit_time();
   ch.own_at_wait = own_busy(tr, ch.use_slot);
   if (lane.request(on_grant_, c)) granted(c);
 }
@@ -130,7 +133,7 @@ void PacketFabric::granted(std::uint32_t c) {
   if (const Time wait = now - ch.wait_start; wait > 0) {
     // The lane was held the whole wait (a released lane goes straight to
     // the next waiter); split that time by whose chunks held it.
-    const auto busy = static_cast<Time>(std::llround(lane.stats().busy_unit_time - ch.lane_busy_at_wait));
+    const auto busy = static_cast<Time>(std::llround(lane.busy_unit_time() - ch.lane_busy_at_wait));
     const Time own = own_busy(tr, ch.use_slot) - ch.own_at_wait;
     if (busy != wait || own < 0 || own > busy)
       throw InternalError("packet fabric: lane " + lane.name() + " wait of " + std::to_string(wait) +
@@ -140,19 +143,18 @@ void PacketFabric::granted(std::uint32_t c) {
   }
   const Breakdown at_grant = ch.parts;
   const bool stream_head_hop = ch.hop == tr.seg_begin;
-  const ChannelId cid = tr.route->channels[ch.hop];
-  const ChannelInfo& channel = machine_.channel(cid);
+  const Hop& hop = tr.route->hop[ch.hop];
   // Cut-through: the head flit leaves after one flit time; the lane is held
   // until the whole chunk has gone, which may wait for its tail to arrive.
-  const Time head = sim::transfer_time(std::min(config_.flit, ch.size), channel.link.bandwidth);
-  const Time hold_end = std::max(now + sim::transfer_time(ch.size, channel.link.bandwidth), ch.tail_ready + head);
+  const Time head = sim::transfer_time(std::min(config_.flit, ch.size), hop.bandwidth);
+  const Time hold_end = std::max(now + sim::transfer_time(ch.size, hop.bandwidth), ch.tail_ready + head);
   tr.use[ch.use_slot].since = now;
-  ChannelStats& stats = channel_stats_[cid];
+  ChannelStats& stats = channel_stats_[hop.channel];
   stats.bytes += ch.size;
   stats.busy_time += static_cast<double>(hold_end - now);
   ++chunk_hops_;
   sim_.schedule(hold_end - now, on_serialised_, (static_cast<std::uint64_t>(ch.use_slot) << 32) | c);
-  const Time lat = channel.link.latency;
+  const Time lat = hop.latency;
   ch.parts.transmission += head + lat;
   if (ch.hop + 1 == tr.seg_end) {
     // The chunk is complete at the segment's end when its tail arrives:
@@ -160,7 +162,7 @@ void PacketFabric::granted(std::uint32_t c) {
     ch.parts.drain += hold_end - now - head;
     sim_.schedule(hold_end - now + lat, on_arrive_, c);
   } else {
-    const Time o = machine_.node(tr.route->nodes[ch.hop + 1]).params.overhead;
+    const Time o = hop.next_overhead;
     ch.parts.overhead += o;
     ch.tail_ready = hold_end + lat + o;
     ++ch.hop;
@@ -189,7 +191,7 @@ void PacketFabric::arrived(std::uint32_t c) {
   if (++tr.arrived < tr.chunks) return;
   // The whole transfer is at the segment's end node: pay its overhead once.
   Breakdown parts = tr.last;
-  const Time o = machine_.node(tr.route->nodes[tr.seg_end]).params.overhead;
+  const Time o = tr.route->hop[tr.seg_end - 1].next_overhead;
   parts.overhead += o;
   if (tr.seg_end == tr.route->hops()) {
     // Close at the real end, after the destination's processing, so that

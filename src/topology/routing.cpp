@@ -184,8 +184,13 @@ void Router::finish(Route& r) const {
   r.node_overhead = 0;
   r.bottleneck = Bandwidth{std::numeric_limits<std::int64_t>::max()};
   for (NodeId n : r.nodes) r.node_overhead += m_.node(n).params.overhead;
-  for (ChannelId c : r.channels) {
+  r.hop.clear();
+  for (std::size_t h = 0; h < r.channels.size(); ++h) {
+    const ChannelId c = r.channels[h];
     const ChannelInfo& ch = m_.channel(c);
+    const NodeParams& next = m_.node(r.nodes[h + 1]).params;
+    r.hop.push_back(Hop{c, ch.first_lane, ch.link.connections, ch.link.bandwidth, ch.link.latency, next.overhead,
+                        next.flit_aware});
     r.wire_latency += ch.link.latency;
     r.bottleneck.bytes_per_s = std::min(r.bottleneck.bytes_per_s, ch.link.bandwidth.bytes_per_s);
   }

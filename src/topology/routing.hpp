@@ -17,11 +17,24 @@
 
 namespace kernbench::topology {
 
+/// What a fabric needs about one hop, copied into the route so the hot path
+/// reads one compact array instead of the machine's node and channel tables.
+struct Hop {
+  ChannelId channel = 0;
+  LaneId first_lane = 0;
+  std::int32_t connections = 1;
+  Bandwidth bandwidth{};       ///< per lane
+  Time latency = 0;
+  Time next_overhead = 0;      ///< overhead of the node this hop leads to
+  bool next_flit_aware = true;
+};
+
 struct Route {
   NodeId src = 0;
   NodeId dst = 0;
   std::vector<ChannelId> channels;  ///< in order, src -> dst
   std::vector<NodeId> nodes;        ///< src, every intermediate node, dst
+  std::vector<Hop> hop;             ///< per channel, in order
   Time wire_latency = 0;            ///< sum of the channels' latencies
   Time node_overhead = 0;           ///< sum of the overheads of every node on the path
   Bandwidth bottleneck{};           ///< smallest per-lane bandwidth on the path

@@ -267,7 +267,15 @@ TEST_CASE("duplicate YAML keys and invalid YAML are refused with a line", "[conf
                           Contains("(line 7)"));
   REQUIRE_THROWS_WITH(parse("system: {sips: [1, 2\n"), Contains("test.yaml: invalid YAML") && Contains("line "));
   REQUIRE_THROWS_WITH(parse(kSystem + "---\n" + kSystem),
-                      Contains("test.yaml: (top level): a config file holds one YAML document, found 2"));
+                      Contains("test.yaml: (top level): a config file holds one YAML document, found more") &&
+                          Contains("(line 28)"));
+  // yaml-cpp 0.7's LoadAll would loop forever on these (jbeder/yaml-cpp#1040).
+  REQUIRE_THROWS_WITH(parse(",\n"), "test.yaml: invalid YAML: unexpected \",\" (line 1, column 1)");
+  REQUIRE_THROWS_WITH(parse(", " + kSystem), Contains("test.yaml: invalid YAML: unexpected \",\""));
+  REQUIRE_THROWS_WITH(parse("a: 1\n---\n,\n"),
+                      Contains("test.yaml: (top level): a config file holds one YAML document"));
+  // Control bytes and invalid UTF-8 from the input are escaped, so messages stay printable.
+  REQUIRE_THROWS_WITH(parse(kSystem + "bad\x01\xff: 1\n"), Contains("test.yaml: bad\\x01\\xff: unknown key"));
 }
 
 // ---- values ---------------------------------------------------------------------
@@ -290,9 +298,10 @@ TEST_CASE("counts must be positive integers", "[config]") {
 }
 
 TEST_CASE("bandwidths are > 0, latencies and overheads >= 0", "[config]") {
-  REQUIRE_THROWS_WITH(parse(with(kSystem, "{bandwidth: 256 GB/s, latency: 1 ns}", "{bandwidth: 0 GB/s, latency: 1 ns}")),
+  const std::string hbm = "{bandwidth: 256 GB/s, latency: 1 ns}";
+  REQUIRE_THROWS_WITH(parse(with(kSystem, hbm, "{bandwidth: 0 GB/s, latency: 1 ns}")),
                       Contains("test.yaml: links.hbm.bandwidth: expected a bandwidth > 0, got \"0 GB/s\" (line 17)"));
-  REQUIRE_THROWS_WITH(parse(with(kSystem, "{bandwidth: 256 GB/s, latency: 1 ns}", "{bandwidth: -5 GB/s, latency: 1 ns}")),
+  REQUIRE_THROWS_WITH(parse(with(kSystem, hbm, "{bandwidth: -5 GB/s, latency: 1 ns}")),
                       Contains("test.yaml: links.hbm.bandwidth: expected a bandwidth > 0, got \"-5 GB/s\""));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "latency: 150 ns", "latency: -1 ns")),
                       Contains("test.yaml: links.pcie.latency: expected a time >= 0, got \"-1 ns\""));
@@ -387,7 +396,8 @@ TEST_CASE("format_* give the largest exact unit and parse back", "[config]") {
   CHECK(format_time(2'000'000) == "2 us");
   CHECK(format_time(0) == "0 ns");
   CHECK(format_bandwidth({3'125'000'000}) == "3125 MB/s");
-  for (Bytes b : {Bytes{1}, Bytes{4096}, Bytes{1'000'000}, Bytes{3 << 20}}) CHECK(parse_bytes(format_bytes(b), "") == b);
+  for (Bytes b : {Bytes{1}, Bytes{4096}, Bytes{1'000'000}, Bytes{3 << 20}})
+    CHECK(parse_bytes(format_bytes(b), "") == b);
   for (Time t : {Time{1}, Time{500}, Time{150'000}, Time{7'000'000'000'000}})
     CHECK(parse_time(format_time(t), "") == t);
 }
@@ -431,7 +441,8 @@ TEST_CASE("pcie_attach is checked against the cube grid and the router mesh", "[
                       Contains("test.yaml: system.pcie_attach.router: expected a router name like \"r0c1\" "
                                "(r<row>c<col>), got \"router3\""));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "cube: 3", "cube: 16")),
-                      Contains("test.yaml: system.pcie_attach.cube: cube 16 is outside the 4x4 cube grid (cubes 0..15)"));
+                      Contains("test.yaml: system.pcie_attach.cube: cube 16 is outside the 4x4 cube grid (cubes "
+                               "0..15)"));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "cube: 3", "cube: -1")),
                       Contains("test.yaml: system.pcie_attach.cube: expected a non-negative integer, got \"-1\""));
 }
@@ -606,6 +617,8 @@ TEST_CASE("the schema JSON describes every section and key", "[config]") {
   const auto j = nlohmann::json::parse(config_schema_json());
   CHECK(j["version"] == 1);
   CHECK(j["units"]["time"] == nlohmann::json({"ps", "ns", "us", "ms", "s"}));
+  CHECK(j["units"]["bytes"] == nlohmann::json({"B", "KB", "MB", "GB", "KiB", "MiB", "GiB"}));
+  CHECK(j["units"]["frequency"] == nlohmann::json({"Hz", "kHz", "MHz", "GHz"}));
   const auto& keys = j["keys"];
   for (const char* k : {"include", "system", "nodes", "links", "graph", "fabric"}) CHECK(keys.contains(k));
   const auto& sips = keys["system"]["keys"]["sips"];
@@ -643,7 +656,8 @@ TEST_CASE("the schema and the unknown-key check agree", "[config]") {
   // an unknown one lists exactly those keys, in the schema's order.
   const auto j = nlohmann::ordered_json::parse(config_schema_json());  // keeps the key order
   std::string listed;
-  for (const auto& [name, v] : j["keys"]["links"]["keys"]["pe"]["keys"].items()) listed += (listed.empty() ? "" : ", ") + name;
+  for (const auto& [name, v] : j["keys"]["links"]["keys"]["pe"]["keys"].items())
+    listed += (listed.empty() ? "" : ", ") + name;
   REQUIRE_THROWS_WITH(parse(with(kSystem, "latency: 0.5 ns}", "latency: 0.5 ns, bogus: 1}")),
                       Contains("known keys of links.pe: " + listed));
   std::string top;
