@@ -2,6 +2,7 @@
 
     kernbench list
     kernbench validate FILE [--set PATH=VALUE]...
+    kernbench schema [--markdown]
     kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
 
 Library errors become one line on stderr and an exit code: 2 for bad input
@@ -12,6 +13,7 @@ when ``validate`` found the config invalid.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from kernbench._core import ConfigError, KernbenchError
@@ -36,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH=VALUE",
         help="override a config value, e.g. system.sips.w=4 (repeatable)",
     )
+
+    sc = sub.add_parser("schema", help="print the machine-config schema (JSON, or the Markdown reference)")
+    sc.add_argument("--markdown", action="store_true", help="the reference as Markdown (docs/config-reference.md)")
 
     r = sub.add_parser("run", help="run one bench")
     r.add_argument("--bench", required=True, help="bench name or index (see `kernbench list`)")
@@ -75,6 +80,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from kernbench.config import reference_markdown, schema
+
+    print(reference_markdown() if args.markdown else json.dumps(schema(), indent=2))
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     sweep = run_bench(
         args.bench,
@@ -99,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_list()
         if args.command == "validate":
             return _cmd_validate(args)
+        if args.command == "schema":
+            return _cmd_schema(args)
         return _cmd_run(args)
     except KernbenchError as e:
         print(f"kernbench: error: {e}", file=sys.stderr)

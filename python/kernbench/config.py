@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from kernbench._core import ConfigError, config_schema, load_config_summary
 from kernbench.overrides import BENCH_PREFIX, split_assignment
 
-__all__ = ["config_overrides", "describe", "schema", "validate"]
+__all__ = ["config_overrides", "describe", "reference_markdown", "schema", "validate"]
 
 
 def config_overrides(sets: Iterable[str]) -> list[tuple[str, str]]:
@@ -78,3 +78,61 @@ def describe(summary: dict[str, Any]) -> str:
     else:
         body = f"explicit graph: {summary['nodes']} nodes, {summary['edges']} edges"
     return f"{summary['source']}: valid. {body}; fabric: {fabric}."
+
+
+def reference_markdown() -> str:
+    """The config reference (docs/config-reference.md), generated from the C++ schema."""
+    s = schema()
+    lines = [
+        "# Machine config reference",
+        "",
+        "Generated from the schema the C++ loader checks against "
+        "(`kernbench schema --markdown`); do not edit by hand.",
+        "",
+        s.get("doc", ""),
+        "",
+    ]
+    units = s.get("units", {})
+    if units:
+        lines += ["Quantities carry units:", ""]
+        for kind, us in units.items():
+            lines.append(f"- {kind}: {', '.join(us) if isinstance(us, list) else us}")
+        lines.append("")
+    for rule in s.get("rules", []):
+        lines.append(f"- {rule}")
+    if s.get("rules"):
+        lines.append("")
+
+    def walk(keys: dict[str, Any], prefix: str) -> None:
+        rows = []
+        nested = []
+        for name, k in keys.items():
+            path = f"{prefix}{name}"
+            typ = k.get("type", "")
+            if k.get("values"):
+                typ += " (" + " \\| ".join(str(v) for v in k["values"]) + ")"
+            if k.get("units"):
+                u = k["units"]
+                typ += " [" + (", ".join(u) if isinstance(u, list) else str(u)) + "]"
+            req = "required" if k.get("required") else (f"default `{k['default']}`" if "default" in k else "optional")
+            extra = f" ({k['constraint']})" if k.get("constraint") else ""
+            rows.append(f"| `{path}` | {typ} | {req} | {k.get('doc', '')}{extra} |")
+            if "keys" in k:
+                nested.append((k, path + "."))
+            elif isinstance(k.get("items"), dict) and "keys" in k["items"]:
+                nested.append((k["items"], path + "[i]."))
+        lines.extend(["| key | type | | meaning |", "|---|---|---|---|", *rows, ""])
+        for k, p in nested:
+            lines.append(f"### `{p[:-1]}`")
+            lines.append("")
+            if k.get("doc"):
+                lines.extend([k["doc"], ""])
+            for rule in k.get("rules", []):
+                lines.append(f"- {rule}")
+            if k.get("rules"):
+                lines.append("")
+            walk(k["keys"], p)
+
+    lines += ["## Top level", ""]
+    walk(s.get("keys", {}), "")
+    return "\n".join(lines).rstrip() + "\n"
