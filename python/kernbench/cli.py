@@ -83,7 +83,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_schema(args: argparse.Namespace) -> int:
     from kernbench.config import reference_markdown, schema
 
-    print(reference_markdown() if args.markdown else json.dumps(schema(), indent=2))
+    if args.markdown:
+        sys.stdout.write(reference_markdown())
+    else:
+        print(json.dumps(schema(), indent=2))
     return 0
 
 
