@@ -25,6 +25,19 @@ class Handler {
   ~Handler() = default;
 };
 
+/// A Handler that calls a member function of its owner:
+///   sim::MemberHandler<Fabric, &Fabric::granted> on_grant_{*this};
+/// One per event kind, held by value: no std::function, no allocation.
+template <typename T, void (T::*Method)(std::uint64_t)>
+class MemberHandler final : public Handler {
+ public:
+  explicit MemberHandler(T& owner) : owner_(owner) {}
+  void on_event(std::uint64_t arg) override { (owner_.*Method)(arg); }
+
+ private:
+  T& owner_;
+};
+
 /// What an event wakes: a suspended coroutine or a Handler.
 class Target {
  public:

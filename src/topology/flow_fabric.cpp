@@ -122,7 +122,8 @@ TransferId FlowFabric::start(const TransferSpec& spec, sim::Target on_done) {
 
 // The transfer's payload has reached the start node of its next segment (and
 // been processed there): start that segment's flow, or finish the transfer.
-void FlowFabric::on_arrival(std::uint32_t slot) {
+void FlowFabric::on_arrival(std::uint64_t slot64) {
+  const auto slot = static_cast<std::uint32_t>(slot64);
   Transfer& t = transfers_[slot];
   const Plan& plan = plans_[t.plan];
   if (t.next == plan.segments) {
@@ -187,7 +188,7 @@ void FlowFabric::request_solve() {
   sim_.schedule(0, solve_, 0);
 }
 
-void FlowFabric::on_solve() {
+void FlowFabric::on_solve(std::uint64_t) {
   solve_pending_ = false;
   solver_.solve();
   const Time now = sim_.now();

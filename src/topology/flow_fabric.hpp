@@ -110,27 +110,11 @@ class FlowFabric final : public Fabric {
     std::uint32_t version = 0;
   };
 
-  // Event entry points (sim::Handler subobjects: no allocation per event).
-  struct OnArrival final : sim::Handler {
-    explicit OnArrival(FlowFabric& f) : f(f) {}
-    void on_event(std::uint64_t transfer) override { f.on_arrival(static_cast<std::uint32_t>(transfer)); }
-    FlowFabric& f;
-  };
-  struct OnCompletion final : sim::Handler {
-    explicit OnCompletion(FlowFabric& f) : f(f) {}
-    void on_event(std::uint64_t flow_and_version) override { f.on_completion(flow_and_version); }
-    FlowFabric& f;
-  };
-  struct OnSolve final : sim::Handler {
-    explicit OnSolve(FlowFabric& f) : f(f) {}
-    void on_event(std::uint64_t) override { f.on_solve(); }
-    FlowFabric& f;
-  };
-
   std::uint32_t plan_for(const Route& route);
-  void on_arrival(std::uint32_t slot);
-  void on_completion(std::uint64_t arg);
-  void on_solve();
+  // Event entry points (held as sim::MemberHandlers: no allocation per event).
+  void on_arrival(std::uint64_t slot);
+  void on_completion(std::uint64_t flow_and_version);
+  void on_solve(std::uint64_t unused);
   void request_solve();
 
   MaxMinSolver solver_;
@@ -143,9 +127,9 @@ class FlowFabric final : public Fabric {
   std::vector<std::uint32_t> free_transfers_;
   std::vector<Flow> flows_;
   bool solve_pending_ = false;
-  OnArrival arrival_{*this};
-  OnCompletion completion_{*this};
-  OnSolve solve_{*this};
+  sim::MemberHandler<FlowFabric, &FlowFabric::on_arrival> arrival_{*this};
+  sim::MemberHandler<FlowFabric, &FlowFabric::on_completion> completion_{*this};
+  sim::MemberHandler<FlowFabric, &FlowFabric::on_solve> solve_{*this};
 };
 
 }  // namespace kernbench::topology

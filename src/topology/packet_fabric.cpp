@@ -70,7 +70,7 @@ TransferId PacketFabric::start(const TransferSpec& spec, sim::Target on_done) {
   return id;
 }
 
-void PacketFabric::start_segment(std::uint32_t t) {
+void PacketFabric::start_segment(std::uint64_t t) {
   Transfer& tr = transfers_[t];
   tr.injected = 0;
   tr.arrived = 0;
@@ -78,11 +78,11 @@ void PacketFabric::start_segment(std::uint32_t t) {
     const TransferId id = tr.id;
     const Breakdown parts = tr.stream_base;
     const sim::Target done = tr.on_done;
-    free_transfers_.push_back(t);
+    free_transfers_.push_back(static_cast<std::uint32_t>(t));
     close(id, sim_.now(), parts, done);
     return;
   }
-  inject(t, tr.stream_base);
+  inject(static_cast<std::uint32_t>(t), tr.stream_base);
 }
 
 void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
@@ -104,7 +104,7 @@ Time PacketFabric::own_busy(const Transfer& t, std::uint32_t slot) const {
   return u.completed + (u.since >= 0 ? sim_.now() - u.since : 0);
 }
 
-void PacketFabric::request(std::uint32_t c) {
+void PacketFabric::request(std::uint64_t c) {
   Chunk& ch = chunks_[c];
   const Transfer& tr = transfers_[ch.transfer];
   const Hop& hop = tr.route->hop[ch.hop];
@@ -125,7 +125,7 @@ void PacketFabric::request(std::uint32_t c) {
   if (lane.request(on_grant_, c)) granted(c);
 }
 
-void PacketFabric::granted(std::uint32_t c) {
+void PacketFabric::granted(std::uint64_t c) {
   const Time now = sim_.now();
   Chunk& ch = chunks_[c];
   Transfer& tr = transfers_[ch.transfer];
@@ -183,9 +183,9 @@ void PacketFabric::serialised(std::uint64_t arg) {
   lanes_[tr.slot_lane[slot]].release();
 }
 
-void PacketFabric::arrived(std::uint32_t c) {
+void PacketFabric::arrived(std::uint64_t c) {
   const Chunk ch = chunks_[c];
-  free_chunks_.push_back(c);
+  free_chunks_.push_back(static_cast<std::uint32_t>(c));
   Transfer& tr = transfers_[ch.transfer];
   tr.last = ch.parts;  // events run in time order: this is the latest arrival
   if (++tr.arrived < tr.chunks) return;
@@ -207,12 +207,12 @@ void PacketFabric::arrived(std::uint32_t c) {
   sim_.schedule(o, on_stream_, ch.transfer);
 }
 
-void PacketFabric::finish(std::uint32_t t) {
+void PacketFabric::finish(std::uint64_t t) {
   const Transfer& tr = transfers_[t];
   const TransferId id = tr.id;
   const Breakdown parts = tr.last;
   const sim::Target done = tr.on_done;
-  free_transfers_.push_back(t);
+  free_transfers_.push_back(static_cast<std::uint32_t>(t));
   close(id, sim_.now(), parts, done);
 }
 

@@ -83,48 +83,16 @@ class PacketFabric final : public Fabric {
     Breakdown parts;         // of its head flit's journey so far
   };
 
-  // Event handlers: the arg is a chunk or transfer slot.
-  struct OnGrant final : sim::Handler {
-    explicit OnGrant(PacketFabric& f) : f(f) {}
-    void on_event(std::uint64_t chunk) override { f.granted(static_cast<std::uint32_t>(chunk)); }
-    PacketFabric& f;
-  };
-  struct OnSerialised final : sim::Handler {
-    explicit OnSerialised(PacketFabric& f) : f(f) {}
-    void on_event(std::uint64_t slot_and_chunk) override { f.serialised(slot_and_chunk); }
-    PacketFabric& f;
-  };
-  struct OnReady final : sim::Handler {
-    explicit OnReady(PacketFabric& f) : f(f) {}
-    void on_event(std::uint64_t chunk) override { f.request(static_cast<std::uint32_t>(chunk)); }
-    PacketFabric& f;
-  };
-  struct OnArrive final : sim::Handler {
-    explicit OnArrive(PacketFabric& f) : f(f) {}
-    void on_event(std::uint64_t chunk) override { f.arrived(static_cast<std::uint32_t>(chunk)); }
-    PacketFabric& f;
-  };
-  struct OnStream final : sim::Handler {
-    explicit OnStream(PacketFabric& f) : f(f) {}
-    void on_event(std::uint64_t transfer) override { f.start_segment(static_cast<std::uint32_t>(transfer)); }
-    PacketFabric& f;
-  };
-
-  struct OnFinish final : sim::Handler {
-    explicit OnFinish(PacketFabric& f) : f(f) {}
-    void on_event(std::uint64_t transfer) override { f.finish(static_cast<std::uint32_t>(transfer)); }
-    PacketFabric& f;
-  };
-
   std::uint32_t alloc_chunk();
   std::uint32_t alloc_transfer();
-  void start_segment(std::uint32_t t);
+  // Event entry points; the arg is a chunk or transfer slot.
+  void start_segment(std::uint64_t t);
   void inject(std::uint32_t t, const Breakdown& parts);
-  void request(std::uint32_t c);
-  void granted(std::uint32_t c);
+  void request(std::uint64_t c);
+  void granted(std::uint64_t c);
   void serialised(std::uint64_t slot_and_chunk);
-  void arrived(std::uint32_t c);
-  void finish(std::uint32_t t);
+  void arrived(std::uint64_t c);
+  void finish(std::uint64_t t);
   std::uint32_t segment_end(const Route& r, std::uint32_t begin) const;
   Time own_busy(const Transfer& t, std::uint32_t slot) const;
 
@@ -135,12 +103,12 @@ class PacketFabric final : public Fabric {
   std::vector<Transfer> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   std::uint64_t chunk_hops_ = 0;
-  OnGrant on_grant_{*this};
-  OnSerialised on_serialised_{*this};
-  OnReady on_ready_{*this};
-  OnArrive on_arrive_{*this};
-  OnStream on_stream_{*this};
-  OnFinish on_finish_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::granted> on_grant_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::serialised> on_serialised_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::request> on_ready_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::arrived> on_arrive_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::start_segment> on_stream_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::finish> on_finish_{*this};
 };
 
 }  // namespace kernbench::topology

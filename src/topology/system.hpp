@@ -58,11 +58,7 @@ class System {
   const std::vector<std::unique_ptr<TrafficGenerator>>& generators() const { return generators_; }
 
  private:
-  struct Starter final : sim::Handler {
-    explicit Starter(System& s) : system(s) {}
-    void on_event(std::uint64_t i) override { system.fabric_->start(system.pending_[i]); }
-    System& system;
-  };
+  void start_pending(std::uint64_t i) { fabric_->start(pending_[i]); }
   void check_time(Time at, const char* what) const;
 
   Config config_;
@@ -73,7 +69,7 @@ class System {
   std::int64_t next_request_ = 0;
   std::vector<DmaOp> dma_ops_;
   std::vector<std::unique_ptr<TrafficGenerator>> generators_;
-  Starter starter_{*this};
+  sim::MemberHandler<System, &System::start_pending> starter_{*this};
 };
 
 }  // namespace kernbench::topology

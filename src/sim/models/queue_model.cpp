@@ -23,7 +23,7 @@ void check(const QueueParams& p) {
 class QueueModel {
  public:
   QueueModel(Simulation& sim, const QueueParams& p)
-      : sim_(sim), p_(p), server_(sim, "queue", p.servers), arrive_(*this), grant_(*this), depart_(*this) {}
+      : sim_(sim), p_(p), server_(sim, "queue", p.servers) {}
 
   QueueResult run() {
     if (p_.record_ops) {
@@ -49,33 +49,20 @@ class QueueModel {
   }
 
  private:
-  struct Arrive final : Handler {
-    explicit Arrive(QueueModel& m) : m(m) {}
-    void on_event(std::uint64_t) override { m.on_arrival(); }
-    QueueModel& m;
-  };
-  struct Grant final : Handler {
-    explicit Grant(QueueModel& m) : m(m) {}
-    void on_event(std::uint64_t arrived) override { m.start_service(static_cast<Time>(arrived)); }
-    QueueModel& m;
-  };
-  struct Depart final : Handler {
-    explicit Depart(QueueModel& m) : m(m) {}
-    void on_event(std::uint64_t arrived) override { m.on_departure(static_cast<Time>(arrived)); }
-    QueueModel& m;
-  };
-
   Time interarrival() { return static_cast<Time>(sim_.rng().exponential(static_cast<double>(p_.mean_interarrival)) + 0.5); }
   Time service() {
     if (p_.service == ServiceDistribution::Deterministic) return p_.mean_service;
     return static_cast<Time>(sim_.rng().exponential(static_cast<double>(p_.mean_service)) + 0.5);
   }
 
-  void on_arrival() {
+  // Event entry points; the arg carries the customer's arrival time.
+  void on_arrival(std::uint64_t) {
     const Time now = sim_.now();
     if (++arrived_ < p_.customers) sim_.schedule(interarrival(), arrive_);
     if (server_.request(grant_, static_cast<std::uint64_t>(now))) start_service(now);
   }
+
+  void granted(std::uint64_t arrived) { start_service(static_cast<Time>(arrived)); }
 
   void start_service(Time arrived) {
     const Time now = sim_.now();
@@ -89,8 +76,8 @@ class QueueModel {
     sim_.schedule(duration, depart_, static_cast<std::uint64_t>(arrived));
   }
 
-  void on_departure(Time arrived) {
-    sojourn_sum_ += static_cast<double>(sim_.now() - arrived);
+  void on_departure(std::uint64_t arrived) {
+    sojourn_sum_ += static_cast<double>(sim_.now() - static_cast<Time>(arrived));
     ++served_;
     server_.release();
   }
@@ -98,9 +85,9 @@ class QueueModel {
   Simulation& sim_;
   const QueueParams& p_;
   Server server_;
-  Arrive arrive_;
-  Grant grant_;
-  Depart depart_;
+  MemberHandler<QueueModel, &QueueModel::on_arrival> arrive_{*this};
+  MemberHandler<QueueModel, &QueueModel::granted> grant_{*this};
+  MemberHandler<QueueModel, &QueueModel::on_departure> depart_{*this};
   std::uint64_t arrived_ = 0;
   std::uint64_t started_ = 0;
   std::uint64_t served_ = 0;
