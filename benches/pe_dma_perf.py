@@ -277,24 +277,31 @@ def _summary(rows, flit):
 
 
 def _plot_breakdown(ctx, rows):
+    """Share of each part in the latency of the last op to finish, total written beside each bar.
+
+    Shares on a linear axis: stacked bars on a log axis would misstate the parts.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     labels = [r["scenario"] for r in rows]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.8))
     left = np.zeros(len(rows))
+    totals = np.array([sum(r[f"{p}_ns"] for p in ("overhead", "transmission", "drain", "queuing")) for r in rows])
     colors = {"overhead": "#4c72b0", "transmission": "#55a868", "drain": "#c44e52", "queuing": "#8172b2"}
     for part, color in colors.items():
-        vals = np.array([r[f"{part}_ns"] for r in rows])
+        vals = 100 * np.array([r[f"{part}_ns"] for r in rows]) / totals
         ax.barh(labels, vals, left=left, color=color, label=part)
         left += vals
+    for i, t in enumerate(totals):
+        ax.text(101, i, f"{t:,.1f} ns", va="center", fontsize=8)
     ax.invert_yaxis()
-    ax.set_xscale("symlog", linthresh=100)
-    ax.set_xlabel("latency of the last op to finish (ns)")
+    ax.set_xlim(0, 118)
+    ax.set_xlabel("share of the latency of the last op to finish (%)")
     ax.set_title("PE DMA latency breakdown (measured from events)")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.45, -0.12), ncol=4, frameon=False)
     ctx.save_figure(fig, "breakdown.png")
     plt.close(fig)
 
@@ -311,8 +318,9 @@ def _plot_util(ctx, rows):
     ax.bar(x - 0.2, [100 * r["util_single"] for r in multi], 0.4, label="util_single")
     ax.bar(x + 0.2, [100 * r["util_aggregate"] for r in multi], 0.4, label="util_aggregate (max-min)")
     ax.axhline(100, color="k", lw=0.8, ls="--")
+    ax.set_yscale("log")  # util_single of independent paths runs to thousands of %
     ax.set_xticks(x, [r["scenario"] for r in multi], rotation=30, ha="right")
-    ax.set_ylabel("% of peak")
+    ax.set_ylabel("% of peak (log)")
     ax.set_title("PE DMA utilisation under congestion")
     ax.legend()
     ctx.save_figure(fig, "utilization.png")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_pe_dma_perf_verify_passes(cli, tmp_path):
     """pe-dma-perf --verify: every reference invariant holds on the default machine."""
@@ -56,7 +58,12 @@ def test_noc_load_latency_smoke(cli, tmp_path):
     lat = [r["mean_latency_ns"] for r in rows]
     assert lat[0] < lat[1] < lat[2]
     s = sweep["summary"]["cube-4x2"]
-    assert s["gamma_max"] > 0 and s["lambda_sat_GBps"] > 0
+    # 4x2 mesh, XY routes, uniform over 8 PEs: the row-0 middle channel
+    # r0c1 -> r0c2 carries 8/7 of a PE's injection rate.
+    assert s["gamma_max"] == pytest.approx(8 / 7)
+    assert s["lambda_sat_GBps"] == pytest.approx(256 * 7 / 8)
+    # Saturation lies between the swept 0.6x and 1.4x of the bound.
+    assert 0.6 * s["lambda_sat_GBps"] < s["saturation_GBps"] < 1.4 * s["lambda_sat_GBps"]
     assert (tmp_path / "load_latency.png").exists()
 
 
