@@ -59,7 +59,6 @@ class BenchContext:
         return path
 
 
-
 def run_bench(
     key: str | int,
     *,
@@ -78,10 +77,10 @@ def run_bench(
     params, config_overrides = apply_bench_overrides(b.name, b.params, sets)
     if not b.uses_config:
         if config_overrides:
-            key = next(iter(config_overrides))
+            path = next(iter(config_overrides))
             known = ", ".join("bench." + k for k in b.params) or "none"
             raise ConfigError(
-                f"--set {key}={config_overrides[key]}: unknown key {key!r}: bench {b.name!r} "
+                f"--set {path}={config_overrides[path]}: unknown key {path!r}: bench {b.name!r} "
                 f"models no machine config (its parameters: {known})"
             )
         if config is not None:

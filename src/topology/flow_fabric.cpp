@@ -96,14 +96,7 @@ TransferId FlowFabric::start(const TransferSpec& spec, sim::Target on_done) {
   TransferId id = 0;
   const Route& route = open(spec, id);
   const std::uint32_t plan = plan_for(route);
-  std::uint32_t slot;
-  if (!free_transfers_.empty()) {
-    slot = free_transfers_.back();
-    free_transfers_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(transfers_.size());
-    transfers_.emplace_back();
-  }
+  const std::uint32_t slot = transfers_.acquire();
   Transfer& t = transfers_[slot];
   t.id = id;
   t.plan = plan;
@@ -129,7 +122,7 @@ void FlowFabric::on_arrival(std::uint64_t slot64) {
   if (t.next == plan.segments) {
     close(t.id, sim_.now(), t.parts, t.on_done);
     t.on_done = sim::Target{};
-    free_transfers_.push_back(slot);
+    transfers_.release(slot);
     return;
   }
   const std::uint32_t si = plan.first_segment + t.next++;

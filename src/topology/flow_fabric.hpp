@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "sim/event.hpp"
+#include "sim/slot_pool.hpp"
 #include "sim/simulation.hpp"
 #include "topology/fabric.hpp"
 #include "topology/maxmin.hpp"
@@ -123,8 +124,7 @@ class FlowFabric final : public Fabric {
   std::vector<Segment> segments_;
   std::vector<Plan> plans_;
   std::unordered_map<const Route*, std::uint32_t> plan_of_;  // lookup only, never iterated
-  std::vector<Transfer> transfers_;
-  std::vector<std::uint32_t> free_transfers_;
+  sim::SlotPool<Transfer> transfers_;
   std::vector<Flow> flows_;
   bool solve_pending_ = false;
   sim::MemberHandler<FlowFabric, &FlowFabric::on_arrival> arrival_{*this};

@@ -12,26 +12,6 @@ PacketFabric::PacketFabric(sim::Simulation& sim, const Machine& machine, const F
   for (LaneId l = 0; l < machine.num_lanes(); ++l) lanes_.emplace_back(sim, machine.lane_name(l), 1);
 }
 
-std::uint32_t PacketFabric::alloc_chunk() {
-  if (!free_chunks_.empty()) {
-    const std::uint32_t c = free_chunks_.back();
-    free_chunks_.pop_back();
-    return c;
-  }
-  chunks_.emplace_back();
-  return static_cast<std::uint32_t>(chunks_.size() - 1);
-}
-
-std::uint32_t PacketFabric::alloc_transfer() {
-  if (!free_transfers_.empty()) {
-    const std::uint32_t t = free_transfers_.back();
-    free_transfers_.pop_back();
-    return t;
-  }
-  transfers_.emplace_back();
-  return static_cast<std::uint32_t>(transfers_.size() - 1);
-}
-
 std::uint32_t PacketFabric::segment_end(const Route& r, std::uint32_t begin) const {
   const auto hops = static_cast<std::uint32_t>(r.hops());
   for (std::uint32_t h = begin; h < hops; ++h) {
@@ -44,7 +24,7 @@ std::uint32_t PacketFabric::segment_end(const Route& r, std::uint32_t begin) con
 TransferId PacketFabric::start(const TransferSpec& spec, sim::Target on_done) {
   TransferId id = 0;
   const Route& route = open(spec, id);
-  const std::uint32_t t = alloc_transfer();
+  const std::uint32_t t = transfers_.acquire();
   Transfer& tr = transfers_[t];
   tr.id = id;
   tr.route = &route;
@@ -78,7 +58,7 @@ void PacketFabric::start_segment(std::uint64_t t) {
     const TransferId id = tr.id;
     const Breakdown parts = tr.stream_base;
     const sim::Target done = tr.on_done;
-    free_transfers_.push_back(static_cast<std::uint32_t>(t));
+    transfers_.release(t);
     close(id, sim_.now(), parts, done);
     return;
   }
@@ -86,7 +66,7 @@ void PacketFabric::start_segment(std::uint64_t t) {
 }
 
 void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
-  const std::uint32_t c = alloc_chunk();
+  const std::uint32_t c = chunks_.acquire();
   Transfer& tr = transfers_[t];
   Chunk& ch = chunks_[c];
   ch.transfer = t;
@@ -185,7 +165,7 @@ void PacketFabric::serialised(std::uint64_t arg) {
 
 void PacketFabric::arrived(std::uint64_t c) {
   const Chunk ch = chunks_[c];
-  free_chunks_.push_back(static_cast<std::uint32_t>(c));
+  chunks_.release(c);
   Transfer& tr = transfers_[ch.transfer];
   tr.last = ch.parts;  // events run in time order: this is the latest arrival
   if (++tr.arrived < tr.chunks) return;
@@ -212,7 +192,7 @@ void PacketFabric::finish(std::uint64_t t) {
   const TransferId id = tr.id;
   const Breakdown parts = tr.last;
   const sim::Target done = tr.on_done;
-  free_transfers_.push_back(static_cast<std::uint32_t>(t));
+  transfers_.release(t);
   close(id, sim_.now(), parts, done);
 }
 

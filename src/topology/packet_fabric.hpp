@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "sim/server.hpp"
+#include "sim/slot_pool.hpp"
 #include "topology/fabric.hpp"
 
 namespace kernbench::topology {
@@ -83,8 +84,6 @@ class PacketFabric final : public Fabric {
     Breakdown parts;         // of its head flit's journey so far
   };
 
-  std::uint32_t alloc_chunk();
-  std::uint32_t alloc_transfer();
   // Event entry points; the arg is a chunk or transfer slot.
   void start_segment(std::uint64_t t);
   void inject(std::uint32_t t, const Breakdown& parts);
@@ -98,10 +97,8 @@ class PacketFabric final : public Fabric {
 
   std::deque<sim::Server> lanes_;
   std::vector<ChannelStats> channel_stats_;
-  std::vector<Chunk> chunks_;
-  std::vector<std::uint32_t> free_chunks_;
-  std::vector<Transfer> transfers_;
-  std::vector<std::uint32_t> free_transfers_;
+  sim::SlotPool<Chunk> chunks_;
+  sim::SlotPool<Transfer> transfers_;
   std::uint64_t chunk_hops_ = 0;
   sim::MemberHandler<PacketFabric, &PacketFabric::granted> on_grant_{*this};
   sim::MemberHandler<PacketFabric, &PacketFabric::serialised> on_serialised_{*this};
