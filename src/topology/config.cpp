@@ -59,6 +59,16 @@ const char* to_string(SipTopology topology) {
   return "?";
 }
 
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::Fp32: return "fp32";
+    case Precision::Fp16: return "fp16";
+    case Precision::Bf16: return "bf16";
+    case Precision::Int8: return "int8";
+  }
+  return "?";
+}
+
 const char* to_string(FabricModel model) {
   switch (model) {
     case FabricModel::Packet: return "packet";

@@ -107,6 +107,27 @@ struct ExplicitGraphConfig {
   std::vector<ExplicitEdge> edges;
 };
 
+/// Arithmetic precisions a GEMM engine may support.
+enum class Precision { Fp32, Fp16, Bf16, Int8 };
+
+/// The engines of every PE of a generated machine (the YAML `pe:` section).
+/// The runtime turns each into a sim::Server per PE.
+struct PeConfig {
+  std::int64_t clock_hz = 1'000'000'000;  ///< engine clock
+  Time dispatch = 20 * sim::kNanosecond;  ///< PE_CPU cost of dispatching one command
+  Bytes scratch = sim::kMiB;              ///< per-PE SRAM budget
+  int dma_channels = 2;                   ///< DMA commands in flight per PE
+  /// GEMM engine throughput in multiply-accumulates per cycle, by precision
+  /// (0: the engine has no such mode -- asking for it is an error).
+  int gemm_macs_fp32 = 256;
+  int gemm_macs_fp16 = 1024;
+  int gemm_macs_bf16 = 1024;
+  int gemm_macs_int8 = 2048;
+  int vector_bytes_per_cycle = 128;       ///< vector engine (softmax, elementwise)
+  int ipcq_slots = 8;                     ///< inter-PE queue slots
+  Bytes ipcq_slot = 4 * sim::kKiB;        ///< bytes per slot
+};
+
 enum class FabricModel { Packet, Flow };
 
 struct FabricConfig {
@@ -123,12 +144,14 @@ struct Config {
   std::optional<SystemConfig> system;
   std::optional<ExplicitGraphConfig> graph;
   FabricConfig fabric;
+  PeConfig pe;  ///< engines of every PE (system machines)
 };
 
 /// Names used in YAML and messages.
 const char* to_string(NodeKind kind);
 const char* to_string(SipTopology topology);
 const char* to_string(FabricModel model);
+const char* to_string(Precision precision);
 
 /// Inverses of to_string (exact, case-sensitive names); nullopt for an unknown name.
 std::optional<NodeKind> node_kind_from_string(std::string_view name);

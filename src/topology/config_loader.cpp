@@ -364,7 +364,7 @@ void merge(Value& base, Value&& top) {
 
 // ---- the schema table ----------------------------------------------------------
 
-enum class Type { Int, String, Enum, Bool, Time, Bytes, Bandwidth, Strings, Map, List };
+enum class Type { Int, String, Enum, Bool, Time, Bytes, Bandwidth, Frequency, Strings, Map, List };
 enum class Bound { Any, Positive, NonNegative };
 
 const char* type_name(Type t) {
@@ -376,6 +376,7 @@ const char* type_name(Type t) {
     case Type::Time: return "time";
     case Type::Bytes: return "bytes";
     case Type::Bandwidth: return "bandwidth";
+    case Type::Frequency: return "frequency";
     case Type::Strings: return "list";
     case Type::Map: return "map";
     case Type::List: return "list";
@@ -388,6 +389,7 @@ const QuantityKind* quantity_kind(Type t) {
     case Type::Time: return &kTime;
     case Type::Bytes: return &kSize;
     case Type::Bandwidth: return &kRate;
+    case Type::Frequency: return &kFrequency;
     default: return nullptr;
   }
 }
@@ -442,7 +444,7 @@ struct SectionDef {
 class Schema {
  public:
   SectionDef root, system, sips, grid, pcie_attach, nodes, node, pcie_ep_node, links, link, graph, graph_node,
-      graph_edge, fabric;
+      graph_edge, fabric, pe, pe_gemm, pe_ipcq;
 
   Schema() {
     const SystemConfig sys{};
@@ -570,6 +572,34 @@ class Schema {
             .min(Bound::NonNegative),
     };
 
+    const PeConfig pec{};
+    pe_gemm.doc = "GEMM engine throughput in multiply-accumulates per cycle, by precision (0: no such mode).";
+    pe_gemm.keys = {
+        key("fp32", Type::Int, "FP32 MACs per cycle").dflt(pec.gemm_macs_fp32).min(Bound::NonNegative),
+        key("fp16", Type::Int, "FP16 MACs per cycle").dflt(pec.gemm_macs_fp16).min(Bound::NonNegative),
+        key("bf16", Type::Int, "BF16 MACs per cycle").dflt(pec.gemm_macs_bf16).min(Bound::NonNegative),
+        key("int8", Type::Int, "INT8 MACs per cycle").dflt(pec.gemm_macs_int8).min(Bound::NonNegative),
+    };
+    pe_ipcq.doc = "Inter-PE queues: slots of a fixed size at each PE.";
+    pe_ipcq.keys = {
+        key("slots", Type::Int, "slots per PE").dflt(pec.ipcq_slots).min(Bound::Positive),
+        key("slot", Type::Bytes, "bytes per slot").dflt(format_bytes(pec.ipcq_slot)).min(Bound::Positive),
+    };
+    pe.doc = "The engines of every PE: PE_CPU (dispatch), DMA channels, GEMM, vector, IPCQ, and the scratch.";
+    pe.keys = {
+        key("clock", Type::Frequency, "engine clock").dflt(std::to_string(pec.clock_hz / 1'000'000) + " MHz")
+            .min(Bound::Positive),
+        key("dispatch", Type::Time, "PE_CPU cost of dispatching one command").dflt(format_time(pec.dispatch))
+            .min(Bound::NonNegative),
+        key("scratch", Type::Bytes, "per-PE SRAM budget").dflt(format_bytes(pec.scratch)).min(Bound::Positive),
+        key("dma_channels", Type::Int, "DMA commands in flight per PE").dflt(pec.dma_channels).min(Bound::Positive),
+        key("gemm", Type::Map, "GEMM engine MACs per cycle by precision").of(pe_gemm),
+        key("vector_bytes_per_cycle", Type::Int, "vector engine throughput")
+            .dflt(pec.vector_bytes_per_cycle)
+            .min(Bound::Positive),
+        key("ipcq", Type::Map, "inter-PE queues").of(pe_ipcq),
+    };
+
     root.doc = "A kernbench machine configuration.";
     root.rules = {"exactly one of system and graph", "nodes and links are required with system, refused with graph",
                   "included files are merged first (maps deep-merged, this file's keys win); cycles are errors",
@@ -581,6 +611,7 @@ class Schema {
         key("links", Type::Map, "link classes (with system)").of(links),
         key("graph", Type::Map, "an explicit graph (instead of system)").of(graph),
         key("fabric", Type::Map, "the fabric model; every key has a default").of(fabric),
+        key("pe", Type::Map, "the engines of every PE; every key has a default").of(pe),
     };
   }
   Schema(const Schema&) = delete;  // sections point at each other: never copy
@@ -999,6 +1030,7 @@ class MapReader {
   bool get_bandwidth(std::string_view name, Bandwidth& out) const {
     return get_quantity(name, Type::Bandwidth, out.bytes_per_s);
   }
+  bool get_frequency(std::string_view name, std::int64_t& hz) const { return get_quantity(name, Type::Frequency, hz); }
 
   [[noreturn]] void fail(std::string_view name, const std::string& msg) const {
     const Value* v = v_.find(name);
@@ -1231,6 +1263,28 @@ FabricConfig read_fabric(const MapReader& r) {
   return f;
 }
 
+PeConfig read_pe(const MapReader& r) {
+  PeConfig p;
+  r.get_frequency("clock", p.clock_hz);
+  r.get_time("dispatch", p.dispatch);
+  r.get_bytes("scratch", p.scratch);
+  r.get_int("dma_channels", p.dma_channels);
+  if (r.get("gemm")) {
+    const MapReader g = r.child("gemm");
+    g.get_int("fp32", p.gemm_macs_fp32);
+    g.get_int("fp16", p.gemm_macs_fp16);
+    g.get_int("bf16", p.gemm_macs_bf16);
+    g.get_int("int8", p.gemm_macs_int8);
+  }
+  r.get_int("vector_bytes_per_cycle", p.vector_bytes_per_cycle);
+  if (r.get("ipcq")) {
+    const MapReader q = r.child("ipcq");
+    q.get_int("slots", p.ipcq_slots);
+    q.get_bytes("slot", p.ipcq_slot);
+  }
+  return p;
+}
+
 Config type_config(const Loader& l, const Value& root) {
   const MapReader top(l, root, "", schema().root);
   Config c;
@@ -1257,6 +1311,7 @@ Config type_config(const Loader& l, const Value& root) {
     c.graph = read_graph(top);
   }
   if (top.get("fabric")) c.fabric = read_fabric(top.child("fabric"));
+  if (top.get("pe")) c.pe = read_pe(top.child("pe"));
   return c;
 }
 

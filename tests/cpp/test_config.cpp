@@ -664,3 +664,28 @@ TEST_CASE("the schema and the unknown-key check agree", "[config]") {
   for (const auto& [name, v] : j["keys"].items()) top += (top.empty() ? "" : ", ") + name;
   REQUIRE_THROWS_WITH(parse(kSystem + "bogus: 1\n"), Contains("known keys of the top level: " + top));
 }
+
+TEST_CASE("the pe section types every engine and defaults what it omits", "[config]") {
+  const Config c = parse(kSystem + R"(pe:
+  clock: 1.5 GHz
+  dispatch: 30 ns
+  scratch: 1 MiB
+  dma_channels: 4
+  gemm: {fp32: 128, int8: 0}
+  ipcq: {slots: 16}
+)");
+  CHECK(c.pe.clock_hz == 1'500'000'000);
+  CHECK(c.pe.dispatch == 30'000);
+  CHECK(c.pe.scratch == 1 << 20);
+  CHECK(c.pe.dma_channels == 4);
+  CHECK(c.pe.gemm_macs_fp32 == 128);
+  CHECK(c.pe.gemm_macs_fp16 == PeConfig{}.gemm_macs_fp16);  // omitted: the default
+  CHECK(c.pe.gemm_macs_int8 == 0);                          // explicitly absent mode
+  CHECK(c.pe.ipcq_slots == 16);
+  CHECK(c.pe.ipcq_slot == PeConfig{}.ipcq_slot);
+  CHECK(parse(kSystem).pe.clock_hz == PeConfig{}.clock_hz);  // no section: all defaults
+  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {clock: 1.5 GT/s}\n"), Contains("test.yaml: pe.clock: expected a frequency"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {dma_channels: 0}\n"),
+                      Contains("test.yaml: pe.dma_channels: expected a positive integer"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {gemm: {fp8: 4}}\n"), Contains("test.yaml: pe.gemm.fp8: unknown key"));
+}
