@@ -1,0 +1,411 @@
+// executor.cpp -- dependency counting, engines as Servers, ops as processes.
+#include "runtime/executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "sim/errors.hpp"
+#include "sim/process.hpp"
+#include "sim/server.hpp"
+#include "sim/trigger.hpp"
+
+namespace kernbench::runtime {
+
+const char* to_string(Engine engine) {
+  switch (engine) {
+    case Engine::PeCpu: return "pe_cpu";
+    case Engine::Dma: return "dma";
+    case Engine::Gemm: return "gemm";
+    case Engine::Vector: return "vector";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string bytes_text(Bytes b) {
+  if (b % sim::kKiB == 0 && b >= sim::kKiB) return std::to_string(b / sim::kKiB) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+}  // namespace
+
+// One PE's engines for the duration of a run.
+struct PeEngines {
+  PeEngines(sim::Simulation& sim, const std::string& pe, const topology::PeConfig& c)
+      : cpu(sim, pe + ".pe_cpu", 1), dma(sim, pe + ".dma", c.dma_channels), gemm(sim, pe + ".gemm", 1),
+        vector(sim, pe + ".vector", 1) {}
+  sim::Server cpu, dma, gemm, vector;
+  Bytes scratch = 0;
+  Bytes peak = 0;
+  int resource[4] = {-1, -1, -1, -1};  // index into RunResult::engines, per Engine
+};
+
+// A node of the run graph: a program op, a composite's dispatch, or a stage.
+struct Node {
+  OpKind kind = OpKind::Barrier;
+  NodeId agent = 0;
+  Move move;
+  double flops = 0.0;
+  Precision precision = Precision::Fp16;
+  Bytes bytes = 0;
+  std::int32_t tag = 0;
+  NodeId peer = 0;
+  std::int64_t key = 0;
+  bool dispatch = true;        // pays a PE_CPU dispatch
+  bool logged = true;          // gets an op-log row of its own
+  std::int64_t program_op = -1;
+  std::int64_t composite = -1;  // stages: the composite op they belong to
+  std::uint32_t waiting = 0;
+  std::vector<std::uint32_t> dependents;
+  std::string name;
+  Time ready = -1, start = -1, end = -1;
+};
+
+struct Executor::Impl {
+  Impl(topology::System& s, const Program& p) : system(s), sim(s.sim()), cfg(s.config().pe), program(p) {}
+
+  topology::System& system;
+  sim::Simulation& sim;
+  const topology::PeConfig& cfg;
+  const Program& program;
+  std::vector<Node> nodes;
+  std::map<NodeId, std::unique_ptr<PeEngines>> pes;
+  std::map<std::tuple<NodeId, NodeId, std::int64_t>, std::unique_ptr<sim::Trigger>> mailboxes;
+  RunResult result;
+  std::size_t remaining = 0;
+
+  sim::Trigger& mailbox(NodeId to, NodeId from, std::int64_t key) {
+    auto& slot = mailboxes[{to, from, key}];
+    if (!slot) slot = std::make_unique<sim::Trigger>(sim);
+    return *slot;
+  }
+
+  PeEngines& pe(NodeId agent) {
+    auto& slot = pes[agent];
+    if (!slot) {
+      const std::string& name = system.machine().node(agent).name;
+      slot = std::make_unique<PeEngines>(sim, name, cfg);
+      for (int e = 0; e < 4; ++e) {
+        slot->resource[e] = static_cast<int>(result.engines.size());
+        const auto eng = static_cast<Engine>(e);
+        result.engines.push_back(EngineUse{agent, eng, name + "." + to_string(eng),
+                                           eng == Engine::Dma ? cfg.dma_channels : 1});
+      }
+    }
+    return *slot;
+  }
+
+  std::string describe(std::uint32_t n) const {
+    const Node& nd = nodes[n];
+    const std::string where = system.machine().node(nd.agent).name;
+    if (nd.program_op >= 0) return program.describe(static_cast<OpId>(nd.program_op), system.machine());
+    return "stage '" + nd.name + "' of " + program.describe(static_cast<OpId>(nd.composite), system.machine());
+  }
+
+  void build();
+  void spawn(std::uint32_t n) { sim.spawn(describe(n), run_node(n)); }
+  sim::Process run_node(std::uint32_t n);
+  sim::Task<> move(const Node& nd);
+  Time gemm_time(const Node& nd) const;
+  Time vector_time(const Node& nd) const;
+  void finish(std::uint32_t n, int resource);
+  [[noreturn]] void report_deadlock() const;
+};
+
+void Executor::Impl::build() {
+  const auto& ops = program.ops();
+  const auto n_ops = static_cast<std::uint32_t>(ops.size());
+  nodes.resize(n_ops);
+  auto link = [&](std::uint32_t node, std::uint32_t on) {
+    nodes[on].dependents.push_back(node);
+    ++nodes[node].waiting;
+  };
+  for (std::uint32_t i = 0; i < n_ops; ++i) {
+    const Op& op = ops[i];
+    Node& nd = nodes[i];
+    nd.kind = op.kind;
+    nd.agent = op.agent;
+    nd.move = op.move;
+    nd.flops = op.flops;
+    nd.precision = op.precision;
+    nd.bytes = op.bytes;
+    nd.tag = op.tag;
+    nd.peer = op.peer;
+    nd.key = op.key;
+    nd.program_op = i;
+    nd.name = op.name;
+    if (op.agent >= system.machine().num_nodes())
+      throw UsageError(program.name() + ": op " + std::to_string(i) + " '" + op.name + "': agent node id " +
+                       std::to_string(op.agent) + " out of range");
+  }
+  for (std::uint32_t i = 0; i < n_ops; ++i) {
+    const Op& op = ops[i];
+    if (op.kind != OpKind::Composite) {
+      for (OpId d : op.deps) link(i, d);
+      continue;
+    }
+    // A composite: a dispatch node (the op's own deps), the stages, and the
+    // op's node itself as the join of the last stages (what others wait on).
+    const Pipeline& p = program.pipelines()[op.pipeline];
+    nodes[i].dispatch = false;
+    nodes[i].logged = true;
+    const auto stage = [&](OpKind kind, std::string name, std::int32_t tag) {
+      Node s;
+      s.kind = kind;
+      s.agent = op.agent;
+      s.dispatch = false;
+      s.composite = i;
+      s.name = std::move(name);
+      s.tag = tag >= 0 ? tag : op.tag;
+      nodes.push_back(std::move(s));
+      return static_cast<std::uint32_t>(nodes.size() - 1);
+    };
+    const std::uint32_t d = stage(OpKind::Barrier, "dispatch", op.tag);
+    nodes[d].dispatch = true;
+    nodes[d].logged = false;
+    for (OpId dep : op.deps) link(d, dep);
+    std::vector<std::uint32_t> computes;
+    for (std::uint32_t t = 0; t < p.tiles; ++t) {
+      const std::string tile = " tile " + std::to_string(t);
+      std::vector<std::uint32_t> loads;
+      for (std::size_t j = 0; j < p.loads.size(); ++j) {
+        const std::uint32_t l = stage(OpKind::Dma, "load " + std::to_string(j) + tile, p.load_tag);
+        nodes[l].move = p.loads[j];
+        nodes[l].bytes = p.loads[j].bytes;
+        link(l, d);
+        if (t >= p.buffers) link(l, computes[t - p.buffers]);  // its buffer is free again
+        loads.push_back(l);
+      }
+      const std::uint32_t c = stage(p.compute, "compute" + tile, p.compute_tag);
+      nodes[c].flops = p.flops;
+      nodes[c].precision = p.precision;
+      nodes[c].bytes = p.vector_bytes;
+      link(c, d);
+      for (std::uint32_t l : loads) link(c, l);
+      computes.push_back(c);
+      if (p.stores.empty()) link(i, c);
+      for (std::size_t j = 0; j < p.stores.size(); ++j) {
+        const std::uint32_t s = stage(OpKind::Dma, "store " + std::to_string(j) + tile, p.store_tag);
+        nodes[s].move = p.stores[j];
+        nodes[s].bytes = p.stores[j].bytes;
+        link(s, c);
+        link(i, s);
+      }
+    }
+  }
+  remaining = nodes.size();
+}
+
+Time Executor::Impl::gemm_time(const Node& nd) const {
+  int macs = 0;
+  switch (nd.precision) {
+    case Precision::Fp32: macs = cfg.gemm_macs_fp32; break;
+    case Precision::Fp16: macs = cfg.gemm_macs_fp16; break;
+    case Precision::Bf16: macs = cfg.gemm_macs_bf16; break;
+    case Precision::Int8: macs = cfg.gemm_macs_int8; break;
+  }
+  if (macs <= 0)
+    throw ConfigError("the GEMM engine has no " + std::string(topology::to_string(nd.precision)) +
+                      " mode (pe.gemm." + topology::to_string(nd.precision) + " = 0)");
+  // FLOPs = 2 x MACs; cycles rounded up, then to ps (rounded up).
+  const double cycles = std::ceil(nd.flops / (2.0 * macs));
+  return static_cast<Time>(std::ceil(cycles * 1e12 / static_cast<double>(cfg.clock_hz)));
+}
+
+Time Executor::Impl::vector_time(const Node& nd) const {
+  const double cycles = std::ceil(static_cast<double>(nd.bytes) / cfg.vector_bytes_per_cycle);
+  return static_cast<Time>(std::ceil(cycles * 1e12 / static_cast<double>(cfg.clock_hz)));
+}
+
+sim::Task<> Executor::Impl::move(const Node& nd) {
+  topology::Fabric& fabric = system.fabric();
+  const auto agent = static_cast<std::int32_t>(nd.agent);
+  bool paid = true;
+  if (nd.move.src != nd.agent) {
+    // A read: the request packet goes to the source first; the source's
+    // processing is then paid once, on the request's arrival.
+    co_await fabric.transfer(
+        topology::TransferSpec{nd.agent, nd.move.src, fabric.config().request, 0, nd.tag, agent});
+    paid = false;
+  }
+  if (nd.move.src != nd.move.dst) {
+    topology::TransferSpec data{nd.move.src, nd.move.dst, nd.move.bytes, 0, nd.tag, agent};
+    data.charge_src_overhead = paid;
+    co_await fabric.transfer(data);
+  }
+}
+
+sim::Process Executor::Impl::run_node(std::uint32_t n) {
+  // A composite's join node keeps the ready time of its dispatch.
+  if (nodes[n].kind != OpKind::Composite || nodes[n].ready < 0) nodes[n].ready = sim.now();
+  const Node& nd = nodes[n];
+  PeEngines& e = pe(nd.agent);
+  if (nd.dispatch) {
+    co_await e.cpu.acquire();
+    co_await sim.delay(cfg.dispatch);
+    e.cpu.release();
+  }
+  int resource = -1;
+  switch (nd.kind) {
+    case OpKind::Dma:
+    case OpKind::Send: {
+      co_await e.dma.acquire();
+      nodes[n].start = sim.now();
+      co_await move(nd);
+      e.dma.release();
+      resource = e.resource[static_cast<int>(Engine::Dma)];
+      if (nd.kind == OpKind::Send) mailbox(nd.move.dst, nd.agent, nd.key).fire();
+      break;
+    }
+    case OpKind::Gemm: {
+      const Time t = gemm_time(nd);
+      co_await e.gemm.acquire();
+      nodes[n].start = sim.now();
+      co_await sim.delay(t);
+      e.gemm.release();
+      resource = e.resource[static_cast<int>(Engine::Gemm)];
+      break;
+    }
+    case OpKind::Vector: {
+      const Time t = vector_time(nd);
+      co_await e.vector.acquire();
+      nodes[n].start = sim.now();
+      co_await sim.delay(t);
+      e.vector.release();
+      resource = e.resource[static_cast<int>(Engine::Vector)];
+      break;
+    }
+    case OpKind::Alloc:
+      if (e.scratch + nd.bytes > cfg.scratch)
+        throw CapacityError("scratch of " + system.machine().node(nd.agent).name + " overflows: " + nd.name +
+                            " asks for " + bytes_text(nd.bytes) + " with " + bytes_text(e.scratch) + " of " +
+                            bytes_text(cfg.scratch) + " in use");
+      e.scratch += nd.bytes;
+      e.peak = std::max(e.peak, e.scratch);
+      break;
+    case OpKind::Free: e.scratch -= nd.bytes; break;
+    case OpKind::Recv: co_await mailbox(nd.agent, nd.peer, nd.key).wait(); break;
+    case OpKind::Barrier:
+    case OpKind::Composite: break;
+  }
+  finish(n, resource);
+}
+
+void Executor::Impl::finish(std::uint32_t n, int resource) {
+  Node& nd = nodes[n];
+  const Time now = sim.now();
+  nd.end = now;
+  if (nd.kind == OpKind::Composite) {
+    if (nd.start < 0) nd.start = now;  // a pipeline whose stages did no timed work
+  } else if (nd.start < 0) {
+    nd.start = now;  // no engine: alloc, free, barrier, recv (when the message came)
+  }
+  if (nd.composite >= 0) {
+    // A composite spans its stages: ready when dispatched, started with its
+    // first stage.
+    Node& c = nodes[static_cast<std::size_t>(nd.composite)];
+    if (!nd.logged) {
+      c.ready = nd.ready;
+    } else {
+      c.start = c.start < 0 ? nd.start : std::min(c.start, nd.start);
+    }
+  }
+  if (nd.logged) {
+    const char* kind = to_string(nd.kind);
+    result.op_counts[kind] += 1;
+    if (nd.kind == OpKind::Dma || nd.kind == OpKind::Send) result.op_bytes[kind] += nd.move.bytes;
+    result.log.record(sim::OpRecord{static_cast<std::int64_t>(n), static_cast<std::int32_t>(nd.agent), resource,
+                                    result.log.kind_code(kind), nd.tag, nd.ready, nd.start, nd.end,
+                                    nd.kind == OpKind::Vector ? nd.bytes : nd.move.bytes, nd.flops});
+  }
+  --remaining;
+  for (std::uint32_t d : nd.dependents)
+    if (--nodes[d].waiting == 0) spawn(d);
+}
+
+void Executor::Impl::report_deadlock() const {
+  std::string msg = program.name() + ": deadlock: " + std::to_string(remaining) + " of " +
+                    std::to_string(nodes.size()) + " ops and stages can never finish";
+  int shown = 0;
+  for (std::uint32_t n = 0; n < nodes.size() && shown < 8; ++n) {
+    const Node& nd = nodes[n];
+    if (nd.end >= 0 || (nd.program_op < 0 && nd.waiting > 0)) continue;
+    msg += shown++ ? "; " : ": ";
+    msg += describe(n);
+    if (nd.kind == OpKind::Recv && nd.ready >= 0 && nd.waiting == 0) {
+      msg += " waits for a send from " + system.machine().node(nd.peer).name + " with key " + std::to_string(nd.key) +
+             " that never came";
+      continue;
+    }
+    std::string on;
+    for (std::uint32_t m = 0; m < nodes.size(); ++m) {
+      const Node& other = nodes[m];
+      if (other.end >= 0) continue;
+      if (std::find(other.dependents.begin(), other.dependents.end(), n) == other.dependents.end()) continue;
+      on += (on.empty() ? "" : ", ") + (other.program_op >= 0 ? "op " + std::to_string(other.program_op)
+                                                              : "stage '" + other.name + "'");
+    }
+    msg += on.empty() ? " never started" : " waits for " + on;
+  }
+  throw DeadlockError(msg);
+}
+
+Executor::Executor(topology::System& system) : system_(system) {}
+Executor::~Executor() = default;
+
+RunResult Executor::run(const Program& program) {
+  Impl x(system_, program);
+  x.result.program = program.name();
+  x.result.tags = program.tags();
+  x.result.start = system_.sim().now();
+  x.build();
+  for (std::uint32_t n = 0; n < x.nodes.size(); ++n)
+    if (x.nodes[n].waiting == 0) x.spawn(n);
+  system_.sim().run();
+  if (x.remaining > 0) x.report_deadlock();
+  x.result.end = x.result.start;
+  x.result.ops.resize(program.size());
+  for (std::uint32_t i = 0; i < program.size(); ++i) {
+    const Node& nd = x.nodes[i];
+    x.result.ops[i] = OpTiming{nd.ready, nd.start, nd.end};
+    x.result.end = std::max(x.result.end, nd.end);
+  }
+  for (auto& [agent, e] : x.pes) {
+    const sim::Server* servers[4] = {&e->cpu, &e->dma, &e->gemm, &e->vector};
+    for (int k = 0; k < 4; ++k) {
+      EngineUse& u = x.result.engines[static_cast<std::size_t>(e->resource[k])];
+      const sim::ServerStats st = servers[k]->stats();
+      u.busy = st.busy_unit_time;
+      u.grants = st.grants;
+      u.total_wait = st.total_wait;
+    }
+    if (e->peak > 0) x.result.peak_scratch[agent] = e->peak;
+  }
+  return std::move(x.result);
+}
+
+std::pair<Time, Time> RunResult::window(std::int32_t tag) const {
+  Time first = -1, last = -1;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (log.tag()[i] != tag) continue;
+    first = first < 0 ? log.start()[i] : std::min(first, log.start()[i]);
+    last = std::max(last, log.end()[i]);
+  }
+  return {first, last};
+}
+
+double RunResult::busy_within(NodeId pe, Engine engine, Time t0, Time t1) const {
+  double busy = 0.0;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const int r = log.resource()[i];
+    if (r < 0 || engines[static_cast<std::size_t>(r)].pe != pe || engines[static_cast<std::size_t>(r)].engine != engine)
+      continue;
+    const Time a = std::max(t0, log.start()[i]), b = std::min(t1, log.end()[i]);
+    if (b > a) busy += static_cast<double>(b - a);
+  }
+  return busy;
+}
+
+}  // namespace kernbench::runtime

@@ -1,0 +1,81 @@
+// executor.hpp -- runs a Program on a System.
+//
+// Each op becomes a coroutine process once its dependencies are done. It
+// pays one PE_CPU dispatch (a Server per PE, held for pe.dispatch), then
+// queues for its engine -- DMA channels, GEMM, vector: Servers with the
+// config's rates -- and does its work: DMA moves go through the machine's
+// fabric (a read sends a request packet to the source first; the channel is
+// held for the whole round trip, so queue wait shows as wait, not as longer
+// service). A composite pays one dispatch and runs its tile pipeline on the
+// engines. Every op and pipeline stage is one op-log row (issue = ready,
+// start = engine granted, end). A program that cannot finish -- a cycle, a
+// recv with no send -- ends in a DeadlockError naming the stuck ops; scratch
+// overflow is a CapacityError naming the PE, the op and the bytes.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/program.hpp"
+#include "sim/op_log.hpp"
+#include "topology/system.hpp"
+
+namespace kernbench::runtime {
+
+enum class Engine { PeCpu = 0, Dma = 1, Gemm = 2, Vector = 3 };
+const char* to_string(Engine engine);
+
+/// When a program op happened (composites: the span of their stages).
+struct OpTiming {
+  Time ready = -1;       ///< dependencies done
+  Time start = -1;       ///< engine granted (composite: first stage started)
+  Time end = -1;
+  bool done() const { return end >= 0; }
+};
+
+/// Busy time of one engine of one PE over the run.
+struct EngineUse {
+  NodeId pe = 0;
+  Engine engine = Engine::PeCpu;
+  std::string name;      ///< "sip0.cube0.pe3.gemm"
+  int capacity = 1;      ///< units (DMA channels)
+  double busy = 0.0;     ///< unit-ps
+  std::uint64_t grants = 0;
+  Time total_wait = 0;   ///< queueing for the engine, summed over grants
+};
+
+struct RunResult {
+  std::string program;
+  Time start = 0;        ///< when run() began
+  Time end = 0;          ///< when the last op ended
+  Time makespan() const { return end - start; }
+  std::vector<OpTiming> ops;                       ///< per program op
+  std::vector<EngineUse> engines;                  ///< per PE and engine used (op log `resource` indexes this)
+  std::map<std::string, std::uint64_t> op_counts;  ///< by kind, pipeline stages included
+  std::map<std::string, Bytes> op_bytes;           ///< bytes moved by kind (dma, send)
+  std::map<NodeId, Bytes> peak_scratch;            ///< per PE that allocated
+  std::vector<std::string> tags;                   ///< the program's tag names (op log `tag` indexes this)
+  sim::OpLog log;                                  ///< one row per op and pipeline stage
+
+  /// [first start, last end] of the ops and stages tagged `tag`.
+  std::pair<Time, Time> window(std::int32_t tag) const;
+  /// Busy unit-time of `engine` on `pe` inside [t0, t1), from the op log.
+  double busy_within(NodeId pe, Engine engine, Time t0, Time t1) const;
+};
+
+class Executor {
+ public:
+  explicit Executor(topology::System& system);
+  ~Executor();
+  /// Runs `program` to completion from the system's current time.
+  RunResult run(const Program& program);
+
+ private:
+  struct Impl;
+  topology::System& system_;
+};
+
+}  // namespace kernbench::runtime

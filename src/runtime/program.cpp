@@ -1,0 +1,160 @@
+// program.cpp -- building Programs, with their inputs checked as they come.
+#include "runtime/program.hpp"
+
+#include "sim/errors.hpp"
+
+namespace kernbench::runtime {
+
+const char* to_string(OpKind kind) {
+  switch (kind) {
+    case OpKind::Dma: return "dma";
+    case OpKind::Gemm: return "gemm";
+    case OpKind::Vector: return "vector";
+    case OpKind::Alloc: return "alloc";
+    case OpKind::Free: return "free";
+    case OpKind::Send: return "send";
+    case OpKind::Recv: return "recv";
+    case OpKind::Barrier: return "barrier";
+    case OpKind::Composite: return "composite";
+  }
+  return "?";
+}
+
+OpId Program::add(Op op, std::vector<OpId> deps) {
+  const auto id = static_cast<OpId>(ops_.size());
+  for (OpId d : deps)
+    if (d >= id)
+      throw UsageError(name_ + ": op " + std::to_string(id) + " '" + op.name + "' depends on op " +
+                       std::to_string(d) + ", which does not exist yet (use depend() for later ops)");
+  op.deps = std::move(deps);
+  if (op.name.empty()) op.name = to_string(op.kind) + std::string("#") + std::to_string(id);
+  ops_.push_back(std::move(op));
+  return id;
+}
+
+OpId Program::dma(NodeId agent, Move move, std::vector<OpId> deps, std::string name, std::int32_t tag) {
+  if (move.bytes < 0) throw UsageError(name_ + ": dma '" + name + "': negative size");
+  Op op;
+  op.kind = OpKind::Dma;
+  op.agent = agent;
+  op.move = move;
+  op.name = std::move(name);
+  op.tag = tag;
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::gemm(NodeId agent, double flops, Precision precision, std::vector<OpId> deps, std::string name,
+                   std::int32_t tag) {
+  if (!(flops >= 0)) throw UsageError(name_ + ": gemm '" + name + "': FLOPs must be >= 0");
+  Op op;
+  op.kind = OpKind::Gemm;
+  op.agent = agent;
+  op.flops = flops;
+  op.precision = precision;
+  op.name = std::move(name);
+  op.tag = tag;
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::vector(NodeId agent, Bytes bytes, std::vector<OpId> deps, std::string name, std::int32_t tag) {
+  if (bytes < 0) throw UsageError(name_ + ": vector '" + name + "': negative size");
+  Op op;
+  op.kind = OpKind::Vector;
+  op.agent = agent;
+  op.bytes = bytes;
+  op.name = std::move(name);
+  op.tag = tag;
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::alloc(NodeId agent, Bytes bytes, std::vector<OpId> deps, std::string name) {
+  if (bytes < 0) throw UsageError(name_ + ": alloc '" + name + "': negative size");
+  Op op;
+  op.kind = OpKind::Alloc;
+  op.agent = agent;
+  op.bytes = bytes;
+  op.name = std::move(name);
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::free(OpId alloc, std::vector<OpId> deps, std::string name) {
+  if (alloc >= ops_.size() || ops_[alloc].kind != OpKind::Alloc)
+    throw UsageError(name_ + ": free '" + name + "': op " + std::to_string(alloc) + " is not an alloc");
+  Op op;
+  op.kind = OpKind::Free;
+  op.agent = ops_[alloc].agent;
+  op.bytes = ops_[alloc].bytes;
+  op.target = alloc;
+  op.name = std::move(name);
+  deps.push_back(alloc);  // nothing is freed before it is allocated
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps,
+                   std::string name, std::int32_t tag) {
+  if (bytes < 0) throw UsageError(name_ + ": send '" + name + "': negative size");
+  Op op;
+  op.kind = OpKind::Send;
+  op.agent = agent;
+  op.move = Move{agent, peer, bytes};
+  op.key = key;
+  op.name = std::move(name);
+  op.tag = tag;
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId> deps, std::string name,
+                   std::int32_t tag) {
+  Op op;
+  op.kind = OpKind::Recv;
+  op.agent = agent;
+  op.peer = peer;
+  op.key = key;
+  op.name = std::move(name);
+  op.tag = tag;
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::barrier(NodeId agent, std::vector<OpId> deps, std::string name) {
+  Op op;
+  op.kind = OpKind::Barrier;
+  op.agent = agent;
+  op.name = std::move(name);
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps, std::string name,
+                        std::int32_t tag) {
+  if (pipeline.tiles == 0) throw UsageError(name_ + ": composite '" + name + "': needs at least one tile");
+  if (pipeline.buffers == 0) throw UsageError(name_ + ": composite '" + name + "': needs at least one buffer");
+  if (pipeline.compute != OpKind::Gemm && pipeline.compute != OpKind::Vector)
+    throw UsageError(name_ + ": composite '" + name + "': the compute stage runs on gemm or vector");
+  Op op;
+  op.kind = OpKind::Composite;
+  op.agent = agent;
+  op.pipeline = static_cast<std::uint32_t>(pipelines_.size());
+  op.name = std::move(name);
+  op.tag = tag;
+  pipelines_.push_back(std::move(pipeline));
+  return add(std::move(op), std::move(deps));
+}
+
+void Program::depend(OpId op, OpId on) {
+  if (op >= ops_.size() || on >= ops_.size())
+    throw UsageError(name_ + ": depend(" + std::to_string(op) + ", " + std::to_string(on) + "): no such op");
+  ops_[op].deps.push_back(on);
+}
+
+std::int32_t Program::tag(const std::string& label) {
+  for (std::size_t i = 0; i < tags_.size(); ++i)
+    if (tags_[i] == label) return static_cast<std::int32_t>(i);
+  tags_.push_back(label);
+  return static_cast<std::int32_t>(tags_.size() - 1);
+}
+
+std::string Program::describe(OpId id, const topology::Machine& m) const {
+  const Op& o = ops_.at(id);
+  return "op " + std::to_string(id) + " '" + o.name + "' (" + to_string(o.kind) + " on " + m.node(o.agent).name + ")";
+}
+
+}  // namespace kernbench::runtime

@@ -1,0 +1,124 @@
+// program.hpp -- a Program: a DAG of ops placed on agents.
+//
+// Kernels and collectives are not hand-written event code: they build a
+// Program and the Executor runs it on a machine. An op runs on one agent (a
+// PE), waits for its dependencies, costs one PE_CPU dispatch, then does its
+// work on one of the agent's engines:
+//   dma        move bytes src -> dst through the fabric (DMA channel)
+//   gemm       FLOPs at a precision (GEMM engine)
+//   vector     bytes through the vector engine (softmax, elementwise)
+//   alloc/free claim and return per-PE scratch
+//   send/recv  point-to-point between agents (a recv completes when the
+//              matching send's data has arrived)
+//   barrier    no work: joins dependencies
+//   composite  a tile pipeline (loads -> compute -> stores, with N-buffering)
+//              dispatched once, its stages running on the engines
+// Dependencies are ops of the same program (by id). Every op carries a tag
+// (an interned label: stage, kernel, case) that reaches the op log.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/config.hpp"
+#include "topology/machine.hpp"
+
+namespace kernbench::runtime {
+
+using sim::Bytes;
+using sim::Time;
+using topology::NodeId;
+using topology::Precision;
+
+using OpId = std::uint32_t;
+
+enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite };
+const char* to_string(OpKind kind);
+
+/// One data movement: `bytes` from `src` to `dst` (an HBM slice, a PE's
+/// scratch = the PE node itself, any node of the machine).
+struct Move {
+  NodeId src = 0;
+  NodeId dst = 0;
+  Bytes bytes = 0;
+};
+
+/// A tile pipeline run by one composite command. Tile i loads `loads`,
+/// computes, then stores `stores`; with `buffers` scratch buffers, tile i's
+/// loads wait until tile i - buffers has finished computing (its buffer is
+/// free again). The composite completes when every tile is stored.
+struct Pipeline {
+  std::uint32_t tiles = 1;
+  std::vector<Move> loads;         ///< per tile
+  OpKind compute = OpKind::Gemm;   ///< Gemm or Vector
+  double flops = 0.0;              ///< per tile (Gemm)
+  Precision precision = Precision::Fp16;
+  Bytes vector_bytes = 0;          ///< per tile (Vector)
+  std::vector<Move> stores;        ///< per tile
+  std::uint32_t buffers = 2;
+  std::int32_t load_tag = -1;      ///< tags of the stages (-1: the composite's)
+  std::int32_t compute_tag = -1;
+  std::int32_t store_tag = -1;
+};
+
+struct Op {
+  OpKind kind = OpKind::Barrier;
+  NodeId agent = 0;            ///< the PE that dispatches it
+  std::vector<OpId> deps;
+  std::string name;            ///< for errors and traces
+  std::int32_t tag = 0;
+  Move move;                   ///< Dma, Send (dst = peer)
+  double flops = 0.0;          ///< Gemm
+  Precision precision = Precision::Fp16;
+  Bytes bytes = 0;             ///< Vector (bytes processed), Alloc (scratch)
+  OpId target = 0;             ///< Free: the Alloc it returns
+  NodeId peer = 0;             ///< Recv: who sends
+  std::int64_t key = 0;        ///< Send/Recv: which message
+  std::uint32_t pipeline = 0;  ///< Composite: index into pipelines()
+};
+
+class Program {
+ public:
+  explicit Program(std::string name = "program") : name_(std::move(name)) { tags_.push_back(""); }
+
+  OpId dma(NodeId agent, Move move, std::vector<OpId> deps = {}, std::string name = {}, std::int32_t tag = 0);
+  OpId gemm(NodeId agent, double flops, Precision precision, std::vector<OpId> deps = {}, std::string name = {},
+            std::int32_t tag = 0);
+  OpId vector(NodeId agent, Bytes bytes, std::vector<OpId> deps = {}, std::string name = {}, std::int32_t tag = 0);
+  OpId alloc(NodeId agent, Bytes bytes, std::vector<OpId> deps = {}, std::string name = {});
+  OpId free(OpId alloc, std::vector<OpId> deps = {}, std::string name = {});
+  OpId send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps = {},
+            std::string name = {}, std::int32_t tag = 0);
+  OpId recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId> deps = {}, std::string name = {},
+            std::int32_t tag = 0);
+  OpId barrier(NodeId agent, std::vector<OpId> deps, std::string name = {});
+  OpId composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps = {}, std::string name = {},
+                 std::int32_t tag = 0);
+
+  /// Adds a dependency after the fact (may form a cycle: the executor then
+  /// reports a deadlock naming the ops).
+  void depend(OpId op, OpId on);
+
+  /// The id of tag `label`, interned (0 is the empty tag).
+  std::int32_t tag(const std::string& label);
+  const std::vector<std::string>& tags() const { return tags_; }
+
+  const std::vector<Op>& ops() const { return ops_; }
+  const Op& op(OpId id) const { return ops_.at(id); }
+  const std::vector<Pipeline>& pipelines() const { return pipelines_; }
+  const std::string& name() const { return name_; }
+  std::size_t size() const { return ops_.size(); }
+  /// "op 12 'load A' (dma on sip0.cube0.pe3)"-style label, for messages.
+  std::string describe(OpId id, const topology::Machine& m) const;
+
+ private:
+  OpId add(Op op, std::vector<OpId> deps);
+
+  std::string name_;
+  std::vector<Op> ops_;
+  std::vector<Pipeline> pipelines_;
+  std::vector<std::string> tags_;
+};
+
+}  // namespace kernbench::runtime
