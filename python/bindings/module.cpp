@@ -26,5 +26,6 @@ PYBIND11_MODULE(_core, m) {
 
   kernbench::bindings::bind_sim(m);
   kernbench::bindings::bind_topology(m);
+  kernbench::bindings::bind_runtime(m);
   kernbench::bindings::bind_config(m);
 }

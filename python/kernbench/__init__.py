@@ -30,6 +30,7 @@ from kernbench._core import (
     run_queue,
 )
 from kernbench.registry import Bench, BenchAuditError, bench, get_bench, list_benches
+from kernbench.program import Program, RunResult
 from kernbench.system import System, config_path
 
 __version__ = "0.1.0"
@@ -49,6 +50,8 @@ __all__ = [
     "KernbenchError",
     "OpLog",
     "ProcessError",
+    "Program",
+    "RunResult",
     "Simulation",
     "System",
     "TopologyError",

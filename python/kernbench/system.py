@@ -88,6 +88,20 @@ class System:
     def __repr__(self) -> str:
         return f"<kernbench.System {self.source}: {self._core.num_nodes} nodes, {self._core.fabric_model} model>"
 
+    # ---- programs ---------------------------------------------------------------
+    def program(self, name: str = "program"):
+        """A new Program bound to this machine (nodes by name)."""
+        from kernbench.program import Program
+
+        return Program(self, name)
+
+    def run_program(self, program):
+        """Run a Program (a kernbench.Program or a _core.Program) to completion; returns a RunResult."""
+        from kernbench.program import Program, RunResult
+
+        core = program._core if isinstance(program, Program) else program
+        return RunResult(_core.run_program(self._core, core), self)
+
     # ---- pandas views ---------------------------------------------------------
     def _names(self, ids) -> list[str]:
         names = self._core.nodes()["name"]

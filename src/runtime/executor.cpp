@@ -319,6 +319,8 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
     result.log.record(sim::OpRecord{static_cast<std::int64_t>(n), static_cast<std::int32_t>(nd.agent), resource,
                                     result.log.kind_code(kind), nd.tag, nd.ready, nd.start, nd.end,
                                     nd.kind == OpKind::Vector ? nd.bytes : nd.move.bytes, nd.flops});
+    result.log_names.push_back(nd.composite >= 0 ? nodes[static_cast<std::size_t>(nd.composite)].name + ": " + nd.name
+                                                 : nd.name);
   }
   --remaining;
   for (std::uint32_t d : nd.dependents)

@@ -59,6 +59,7 @@ struct RunResult {
   std::map<NodeId, Bytes> peak_scratch;            ///< per PE that allocated
   std::vector<std::string> tags;                   ///< the program's tag names (op log `tag` indexes this)
   sim::OpLog log;                                  ///< one row per op and pipeline stage
+  std::vector<std::string> log_names;              ///< per log row: the op's or stage's name
 
   /// [first start, last end] of the ops and stages tagged `tag`.
   std::pair<Time, Time> window(std::int32_t tag) const;

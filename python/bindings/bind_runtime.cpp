@@ -1,0 +1,217 @@
+// bind_runtime.cpp -- Program, RunResult and running a Program on a System.
+//
+// Programs take node ids (the Python wrapper in kernbench/program.py maps
+// names to ids). A RunResult is immutable once returned, so its op-log
+// columns reach numpy as views whose base is the result object.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "runtime/executor.hpp"
+#include "sim/errors.hpp"
+
+namespace py = pybind11;
+using namespace kernbench::runtime;
+using kernbench::topology::Precision;
+
+namespace kernbench::bindings {
+namespace {
+
+Precision precision_from(const std::string& name) {
+  if (name == "fp32") return Precision::Fp32;
+  if (name == "fp16") return Precision::Fp16;
+  if (name == "bf16") return Precision::Bf16;
+  if (name == "int8") return Precision::Int8;
+  throw ConfigError("unknown precision '" + name + "' (known: fp32, fp16, bf16, int8)");
+}
+
+OpKind compute_from(const std::string& name) {
+  if (name == "gemm") return OpKind::Gemm;
+  if (name == "vector") return OpKind::Vector;
+  throw ConfigError("composite: unknown compute stage '" + name + "' (known: gemm, vector)");
+}
+
+std::vector<Move> moves(const std::vector<std::tuple<NodeId, NodeId, Bytes>>& in) {
+  std::vector<Move> out;
+  for (const auto& [s, d, b] : in) out.push_back(Move{s, d, b});
+  return out;
+}
+
+template <typename T>
+py::array view(const std::vector<T>& v, py::handle owner) {
+  return py::array_t<T>({static_cast<py::ssize_t>(v.size())}, {static_cast<py::ssize_t>(sizeof(T))}, v.data(), owner);
+}
+
+std::int32_t tag_index(const RunResult& r, const py::object& tag) {
+  if (py::isinstance<py::int_>(tag)) return tag.cast<std::int32_t>();
+  const auto name = tag.cast<std::string>();
+  for (std::size_t i = 0; i < r.tags.size(); ++i)
+    if (r.tags[i] == name) return static_cast<std::int32_t>(i);
+  throw ConfigError("no tag '" + name + "' in program " + r.program);
+}
+
+Engine engine_from(const std::string& name) {
+  for (int e = 0; e < 4; ++e)
+    if (name == to_string(static_cast<Engine>(e))) return static_cast<Engine>(e);
+  throw ConfigError("unknown engine '" + name + "' (known: pe_cpu, dma, gemm, vector)");
+}
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  using Ids = std::vector<OpId>;
+  py::class_<Program>(m, "Program", "A DAG of ops placed on agents (node ids).")
+      .def(py::init<std::string>(), py::arg("name") = "program")
+      .def_property_readonly("name", &Program::name)
+      .def("__len__", &Program::size)
+      .def("tag", &Program::tag, py::arg("label"), "The id of a tag label (interned).")
+      .def_property_readonly("tags", &Program::tags)
+      .def(
+          "dma",
+          [](Program& p, NodeId agent, NodeId src, NodeId dst, Bytes bytes, Ids deps, std::string name,
+             std::int32_t tag) { return p.dma(agent, Move{src, dst, bytes}, std::move(deps), std::move(name), tag); },
+          py::arg("agent"), py::arg("src"), py::arg("dst"), py::arg("bytes"), py::arg("deps") = Ids{},
+          py::arg("name") = "", py::arg("tag") = 0)
+      .def(
+          "gemm",
+          [](Program& p, NodeId agent, double flops, const std::string& precision, Ids deps, std::string name,
+             std::int32_t tag) { return p.gemm(agent, flops, precision_from(precision), std::move(deps), std::move(name), tag); },
+          py::arg("agent"), py::arg("flops"), py::arg("precision") = "fp16", py::arg("deps") = Ids{},
+          py::arg("name") = "", py::arg("tag") = 0)
+      .def("vector", &Program::vector, py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{},
+           py::arg("name") = "", py::arg("tag") = 0)
+      .def("alloc", &Program::alloc, py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "")
+      .def("free", &Program::free, py::arg("alloc"), py::arg("deps") = Ids{}, py::arg("name") = "")
+      .def("send", &Program::send, py::arg("agent"), py::arg("peer"), py::arg("bytes"), py::arg("key"),
+           py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0)
+      .def("recv", &Program::recv, py::arg("agent"), py::arg("peer"), py::arg("key"), py::arg("deps") = Ids{},
+           py::arg("name") = "", py::arg("tag") = 0)
+      .def("barrier", &Program::barrier, py::arg("agent"), py::arg("deps"), py::arg("name") = "")
+      .def(
+          "composite",
+          [](Program& p, NodeId agent, std::uint32_t tiles, const std::vector<std::tuple<NodeId, NodeId, Bytes>>& loads,
+             const std::string& compute, double flops, const std::string& precision, Bytes vector_bytes,
+             const std::vector<std::tuple<NodeId, NodeId, Bytes>>& stores, std::uint32_t buffers, Ids deps,
+             std::string name, std::int32_t tag, std::int32_t load_tag, std::int32_t compute_tag,
+             std::int32_t store_tag) {
+            Pipeline pipe;
+            pipe.tiles = tiles;
+            pipe.loads = moves(loads);
+            pipe.compute = compute_from(compute);
+            pipe.flops = flops;
+            pipe.precision = precision_from(precision);
+            pipe.vector_bytes = vector_bytes;
+            pipe.stores = moves(stores);
+            pipe.buffers = buffers;
+            pipe.load_tag = load_tag;
+            pipe.compute_tag = compute_tag;
+            pipe.store_tag = store_tag;
+            return p.composite(agent, std::move(pipe), std::move(deps), std::move(name), tag);
+          },
+          py::arg("agent"), py::arg("tiles"), py::arg("loads"), py::arg("compute") = "gemm", py::arg("flops") = 0.0,
+          py::arg("precision") = "fp16", py::arg("vector_bytes") = 0,
+          py::arg("stores") = std::vector<std::tuple<NodeId, NodeId, Bytes>>{}, py::arg("buffers") = 2,
+          py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0, py::arg("load_tag") = -1,
+          py::arg("compute_tag") = -1, py::arg("store_tag") = -1,
+          "A tile pipeline: per tile, `loads` (src, dst, bytes), a compute stage, `stores`; N-buffered.")
+      .def("depend", &Program::depend, py::arg("op"), py::arg("on"), "Add a dependency (may form a cycle).");
+
+  py::class_<RunResult, std::shared_ptr<RunResult>>(m, "RunResult", "What a Program did on a machine.")
+      .def_readonly("program", &RunResult::program)
+      .def_readonly("start_ps", &RunResult::start)
+      .def_readonly("end_ps", &RunResult::end)
+      .def_property_readonly("makespan_ps", &RunResult::makespan)
+      .def_readonly("tags", &RunResult::tags)
+      .def_readonly("op_counts", &RunResult::op_counts)
+      .def_readonly("op_bytes", &RunResult::op_bytes)
+      .def_readonly("peak_scratch", &RunResult::peak_scratch)
+      .def_property_readonly("kind_names", [](const RunResult& r) { return r.log.kind_names(); })
+      .def_readonly("log_names", &RunResult::log_names)
+      .def("ops",
+           [](const RunResult& r) {
+             const std::size_t n = r.ops.size();
+             py::array_t<std::int64_t> ready(static_cast<py::ssize_t>(n)), start(static_cast<py::ssize_t>(n)),
+                 end(static_cast<py::ssize_t>(n));
+             for (std::size_t i = 0; i < n; ++i) {
+               ready.mutable_at(i) = r.ops[i].ready;
+               start.mutable_at(i) = r.ops[i].start;
+               end.mutable_at(i) = r.ops[i].end;
+             }
+             py::dict d;
+             d["ready_ps"] = ready;
+             d["start_ps"] = start;
+             d["end_ps"] = end;
+             return d;
+           },
+           "Per program op: ready (dependencies done), start (engine granted), end; numpy columns.")
+      .def("log",
+           [](py::object self) {
+             const auto& l = self.cast<const RunResult&>().log;
+             py::dict d;
+             d["op"] = view(l.op(), self);
+             d["agent"] = view(l.agent(), self);
+             d["resource"] = view(l.resource(), self);
+             d["kind"] = view(l.kind(), self);
+             d["tag"] = view(l.tag(), self);
+             d["issue_ps"] = view(l.issue(), self);
+             d["start_ps"] = view(l.start(), self);
+             d["end_ps"] = view(l.end(), self);
+             d["bytes"] = view(l.bytes(), self);
+             d["work"] = view(l.work(), self);
+             return d;
+           },
+           "The op log (one row per op and pipeline stage) as numpy views.")
+      .def("engines",
+           [](const RunResult& r) {
+             py::dict d;
+             std::vector<std::string> names, kinds;
+             std::vector<NodeId> pes;
+             std::vector<double> busy;
+             std::vector<std::uint64_t> grants;
+             std::vector<std::int64_t> wait;
+             std::vector<int> cap;
+             for (const EngineUse& u : r.engines) {
+               names.push_back(u.name);
+               kinds.push_back(to_string(u.engine));
+               pes.push_back(u.pe);
+               busy.push_back(u.busy);
+               grants.push_back(u.grants);
+               wait.push_back(u.total_wait);
+               cap.push_back(u.capacity);
+             }
+             d["name"] = names;
+             d["engine"] = kinds;
+             d["pe"] = pes;
+             d["capacity"] = cap;
+             d["busy_ps"] = busy;
+             d["grants"] = grants;
+             d["wait_ps"] = wait;
+             return d;
+           },
+           "Per PE engine: busy unit-time, grants, queueing wait (the op log's `resource` indexes rows).")
+      .def(
+          "window", [](const RunResult& r, const py::object& tag) { return r.window(tag_index(r, tag)); },
+          py::arg("tag"), "(first start, last end) in ps of the ops and stages with this tag (name or id).")
+      .def(
+          "busy_within",
+          [](const RunResult& r, NodeId pe, const std::string& engine, Time t0, Time t1) {
+            return r.busy_within(pe, engine_from(engine), t0, t1);
+          },
+          py::arg("pe"), py::arg("engine"), py::arg("t0_ps"), py::arg("t1_ps"),
+          "Busy unit-time of an engine of a PE inside [t0, t1).");
+
+  m.def(
+      "run_program",
+      [](topology::System& system, const Program& program) {
+        std::shared_ptr<RunResult> r;
+        {
+          py::gil_scoped_release nogil;
+          r = std::make_shared<RunResult>(Executor(system).run(program));
+        }
+        return r;
+      },
+      py::arg("system"), py::arg("program"), "Run a Program on a System to completion.");
+}
+
+}  // namespace kernbench::bindings

@@ -1,0 +1,194 @@
+"""Programs from Python: build a DAG of ops on PEs, run it, read the results.
+
+    sys = kernbench.System.load(set={"system.sips.w": 1, "system.sips.h": 1})
+    prog = kernbench.Program(sys, "demo")
+    a = prog.dma("sip0.cube0.pe0", src="sip0.cube0.hbm_ctrl.pe0", dst="sip0.cube0.pe0", bytes=16384, tag="load")
+    g = prog.gemm("sip0.cube0.pe0", flops=2 * 64**3, precision="fp16", deps=[a], tag="compute")
+    res = prog.run()
+    res.ops_df(); res.log_df(); res.to_chrome_trace("trace.json")   # Perfetto / chrome://tracing
+
+Nodes are given by name or id, tags by label; ops return integer handles
+that later ops list in ``deps``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Sequence, Union
+
+from kernbench import _core
+from kernbench import io as kio
+
+Node = Union[int, str]
+
+
+class Program:
+    """A Program bound to a System, so nodes can be named."""
+
+    def __init__(self, system, name: str = "program"):
+        self.system = system
+        self._core = _core.Program(name)
+
+    # ---- helpers ---------------------------------------------------------------
+    def _id(self, node: Node) -> int:
+        return self.system.node_id(node) if isinstance(node, str) else int(node)
+
+    def _tag(self, tag: str | int | None) -> int:
+        if tag is None:
+            return 0
+        return self._core.tag(tag) if isinstance(tag, str) else int(tag)
+
+    def _moves(self, moves: Iterable[Sequence]) -> list[tuple[int, int, int]]:
+        return [(self._id(s), self._id(d), int(b)) for s, d, b in moves]
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    @property
+    def name(self) -> str:
+        return self._core.name
+
+    # ---- ops -------------------------------------------------------------------------
+    def dma(self, agent: Node, src: Node, dst: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
+        """Move `bytes` from `src` to `dst` with `agent`'s DMA engine (a read asks `src` first)."""
+        return self._core.dma(self._id(agent), self._id(src), self._id(dst), int(bytes), list(deps), name,
+                              self._tag(tag))
+
+    def gemm(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
+        """`flops` on `agent`'s GEMM engine at `precision`."""
+        return self._core.gemm(self._id(agent), float(flops), precision, list(deps), name, self._tag(tag))
+
+    def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
+        """`bytes` through `agent`'s vector engine (softmax, elementwise)."""
+        return self._core.vector(self._id(agent), int(bytes), list(deps), name, self._tag(tag))
+
+    def alloc(self, agent: Node, bytes: int, deps=(), name: str = "") -> int:
+        """Claim scratch on `agent` (CapacityError past the PE's budget)."""
+        return self._core.alloc(self._id(agent), int(bytes), list(deps), name)
+
+    def free(self, alloc: int, deps=(), name: str = "") -> int:
+        """Return an alloc's scratch."""
+        return self._core.free(alloc, list(deps), name)
+
+    def send(self, agent: Node, peer: Node, bytes: int, key: int, deps=(), name: str = "", tag=None) -> int:
+        """Send `bytes` to `peer`; the recv with the same key there completes when they arrive."""
+        return self._core.send(self._id(agent), self._id(peer), int(bytes), int(key), list(deps), name,
+                               self._tag(tag))
+
+    def recv(self, agent: Node, peer: Node, key: int, deps=(), name: str = "", tag=None) -> int:
+        """Wait on `agent` for `peer`'s send with this key."""
+        return self._core.recv(self._id(agent), self._id(peer), int(key), list(deps), name, self._tag(tag))
+
+    def barrier(self, agent: Node, deps, name: str = "") -> int:
+        """Join dependencies (no work)."""
+        return self._core.barrier(self._id(agent), list(deps), name)
+
+    def composite(self, agent: Node, tiles: int, loads, flops: float = 0.0, *, compute: str = "gemm",
+                  precision: str = "fp16", vector_bytes: int = 0, stores=(), buffers: int = 2, deps=(),
+                  name: str = "", tag=None, load_tag=None, compute_tag=None, store_tag=None) -> int:
+        """A tile pipeline dispatched once: per tile `loads` (src, dst, bytes), compute, `stores`; N-buffered."""
+
+        def stage(t):
+            return -1 if t is None else self._tag(t)
+
+        return self._core.composite(
+            self._id(agent), int(tiles), self._moves(loads), compute, float(flops), precision, int(vector_bytes),
+            self._moves(stores), int(buffers), list(deps), name, self._tag(tag), stage(load_tag), stage(compute_tag),
+            stage(store_tag))
+
+    def depend(self, op: int, on: int) -> None:
+        """Add a dependency after the fact (a cycle ends the run in a DeadlockError)."""
+        self._core.depend(op, on)
+
+    def run(self) -> "RunResult":
+        """Run on the bound System from its current time."""
+        return self.system.run_program(self)
+
+
+class RunResult:
+    """What a Program did: op timings, engine occupancy, counts, the op log, traces."""
+
+    def __init__(self, core: _core.RunResult, system):
+        self._core = core
+        self.system = system
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
+
+    @property
+    def makespan_ns(self) -> float:
+        return self._core.makespan_ps / 1e3
+
+    def ops_df(self):
+        """One row per program op: ready, start, end (ps)."""
+        import pandas as pd
+
+        return pd.DataFrame(self._core.ops())
+
+    def log_df(self):
+        """One row per op and pipeline stage, with kind, tag, PE and engine names."""
+        import pandas as pd
+
+        log = self._core.log()
+        df = pd.DataFrame({k: v.copy() for k, v in log.items()})
+        kinds = self._core.kind_names
+        tags = self._core.tags
+        eng = self._core.engines()
+        df["kind_name"] = [kinds[k] for k in df["kind"]]
+        df["tag_name"] = [tags[t] if 0 <= t < len(tags) else "" for t in df["tag"]]
+        df["engine"] = [eng["name"][r] if r >= 0 else "" for r in df["resource"]]
+        df["name"] = self._core.log_names
+        df["pe"] = [self.system.node_name(a) for a in df["agent"]]
+        return df
+
+    def engines_df(self):
+        """Per PE engine: busy time, grants, queueing wait, utilisation over the makespan."""
+        import pandas as pd
+
+        df = pd.DataFrame(self._core.engines())
+        span = max(self._core.makespan_ps, 1)
+        df["utilization"] = df["busy_ps"] / (span * df["capacity"])
+        return df
+
+    def chrome_trace(self) -> dict:
+        """The Trace Event format: one process per PE, one thread per engine, one event per op-log row."""
+        log = self._core.log()
+        eng = self._core.engines()
+        kinds = self._core.kind_names
+        tags = self._core.tags
+        names = self._core.log_names
+        pes: dict[int, int] = {}
+        events: list[dict] = []
+        threads: set[tuple[int, int]] = set()
+        engine_ids = {"pe_cpu": 0, "dma": 1, "gemm": 2, "vector": 3}
+        for i in range(len(log["op"])):
+            agent = int(log["agent"][i])
+            pid = pes.setdefault(agent, len(pes) + 1)
+            r = int(log["resource"][i])
+            tid = engine_ids[eng["engine"][r]] if r >= 0 else 4  # 4: control (alloc, free, barrier, composite)
+            threads.add((pid, tid))
+            kind = kinds[int(log["kind"][i])]
+            events.append({
+                "name": names[i],
+                "cat": kind,
+                "ph": "X",
+                "ts": int(log["start_ps"][i]) / 1e6,
+                "dur": (int(log["end_ps"][i]) - int(log["start_ps"][i])) / 1e6,
+                "pid": pid,
+                "tid": tid,
+                "args": {"op": int(log["op"][i]), "kind": kind, "tag": tags[int(log["tag"][i])],
+                         "bytes": int(log["bytes"][i]), "flops": float(log["work"][i]),
+                         "ready_us": int(log["issue_ps"][i]) / 1e6},
+            })
+        meta = []
+        for agent, pid in pes.items():
+            meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": self.system.node_name(agent)}})
+        labels = {0: "pe_cpu", 1: "dma", 2: "gemm", 3: "vector", 4: "control"}
+        for pid, tid in sorted(threads):
+            meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": labels[tid]}})
+        return {"traceEvents": meta + events, "displayTimeUnit": "ns",
+                "otherData": {"program": self._core.program, "makespan_ps": int(self._core.makespan_ps)}}
+
+    def to_chrome_trace(self, path: str | Path) -> Path:
+        """Write the Chrome/Perfetto trace (JSON, atomically)."""
+        return kio.write_json(Path(path), self.chrome_trace())
