@@ -27,5 +27,6 @@ PYBIND11_MODULE(_core, m) {
   kernbench::bindings::bind_sim(m);
   kernbench::bindings::bind_topology(m);
   kernbench::bindings::bind_runtime(m);
+  kernbench::bindings::bind_kernels(m);
   kernbench::bindings::bind_config(m);
 }
