@@ -22,18 +22,6 @@ using kernbench::topology::System;
 namespace kernbench::bindings {
 namespace {
 
-using NodeRef = std::variant<NodeId, std::string>;
-
-NodeId resolve(const System& s, const NodeRef& ref, const char* what) {
-  if (const auto* id = std::get_if<NodeId>(&ref)) {
-    if (*id >= s.machine().num_nodes())
-      throw ConfigError(std::string(what) + ": node id " + std::to_string(*id) + " out of range (" +
-                        std::to_string(s.machine().num_nodes()) + " nodes)");
-    return *id;
-  }
-  return s.machine().at(std::get<std::string>(ref));
-}
-
 Precision parse_precision(const std::string& name) {
   for (Precision p : {Precision::Fp32, Precision::Fp16, Precision::Bf16, Precision::Int8})
     if (name == topology::to_string(p)) return p;

@@ -25,18 +25,6 @@ using kernbench::sim::Time;
 namespace kernbench::bindings {
 namespace {
 
-using NodeRef = std::variant<NodeId, std::string>;
-
-NodeId resolve(const System& s, const NodeRef& ref) {
-  if (const auto* id = std::get_if<NodeId>(&ref)) {
-    if (*id >= s.machine().num_nodes())
-      throw UsageError("node id " + std::to_string(*id) + " out of range (" +
-                       std::to_string(s.machine().num_nodes()) + " nodes)");
-    return *id;
-  }
-  return s.machine().at(std::get<std::string>(ref));
-}
-
 Time when(System& s, std::optional<Time> at) { return at ? *at : s.sim().now(); }
 
 template <typename T, typename F>

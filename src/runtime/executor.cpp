@@ -259,22 +259,16 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
       if (nd.kind == OpKind::Send) mailbox(nd.move.dst, nd.agent, nd.key).fire();
       break;
     }
-    case OpKind::Gemm: {
-      const Time t = gemm_time(nd);
-      co_await e.gemm.acquire();
-      nodes[n].start = sim.now();
-      co_await sim.delay(t);
-      e.gemm.release();
-      resource = e.resource[static_cast<int>(Engine::Gemm)];
-      break;
-    }
+    case OpKind::Gemm:
     case OpKind::Vector: {
-      const Time t = vector_time(nd);
-      co_await e.vector.acquire();
+      const bool gemm = nd.kind == OpKind::Gemm;
+      const Time t = gemm ? gemm_time(nd) : vector_time(nd);
+      sim::Server& engine = gemm ? e.gemm : e.vector;
+      co_await engine.acquire();
       nodes[n].start = sim.now();
       co_await sim.delay(t);
-      e.vector.release();
-      resource = e.resource[static_cast<int>(Engine::Vector)];
+      engine.release();
+      resource = e.resource[static_cast<int>(gemm ? Engine::Gemm : Engine::Vector)];
       break;
     }
     case OpKind::Alloc:
