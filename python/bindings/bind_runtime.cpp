@@ -205,6 +205,7 @@ void bind_runtime(py::module_& m) {
       "run_program",
       [](topology::System& system, const Program& program) {
         std::shared_ptr<RunResult> r;
+        poll_python_signals(system.sim());
         {
           py::gil_scoped_release nogil;
           r = std::make_shared<RunResult>(Executor(system).run(program));

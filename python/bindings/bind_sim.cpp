@@ -88,6 +88,7 @@ void bind_sim(py::module_& m) {
       .def(
           "run",
           [](Simulation& s, std::optional<Time> until) {
+            poll_python_signals(s);
             py::gil_scoped_release nogil;
             if (until) {
               s.run(*until);
@@ -97,6 +98,13 @@ void bind_sim(py::module_& m) {
           },
           py::arg("until") = py::none(),
           "Run until no event is pending, or through every event before `until` (ps).")
+      .def(
+          "set_limits",
+          [](Simulation& s, std::optional<std::uint64_t> max_events, std::optional<Time> max_time_ps) {
+            s.set_limits(max_events.value_or(UINT64_MAX), max_time_ps.value_or(kTimeInfinity));
+          },
+          py::arg("max_events") = py::none(), py::arg("max_time_ps") = py::none(),
+          "Guard against runaway models: run() raises LimitError past either limit (None: no limit).")
       .def("live_processes", &Simulation::live_processes, "Names of processes started and not finished.")
       .def(
           "take_op_log",
@@ -114,6 +122,7 @@ void bind_sim(py::module_& m) {
         const auto e = models::phold_engine_from_name(engine);
         models::PholdParams p{lps, events_per_lp, events, mean_delay_ps};
         models::PholdResult r;
+        poll_python_signals(sim);
         {
           py::gil_scoped_release nogil;
           r = models::run_phold(sim, e, p);
@@ -136,6 +145,7 @@ void bind_sim(py::module_& m) {
         p.customers = customers;
         p.record_ops = record_ops;
         models::QueueResult r;
+        poll_python_signals(sim);
         {
           py::gil_scoped_release nogil;
           r = models::run_queue(sim, p);

@@ -266,6 +266,7 @@ void bind_topology(py::module_& m) {
       .def(
           "run",
           [](System& s, std::optional<Time> until) {
+            poll_python_signals(s.sim());
             py::gil_scoped_release nogil;
             if (until) {
               s.run(*until);
@@ -274,6 +275,13 @@ void bind_topology(py::module_& m) {
             }
           },
           py::arg("until_ps") = py::none(), "Run until idle, or through every event before until_ps.")
+      .def(
+          "set_limits",
+          [](System& s, std::optional<std::uint64_t> max_events, std::optional<Time> max_time_ps) {
+            s.sim().set_limits(max_events.value_or(UINT64_MAX), max_time_ps.value_or(kernbench::sim::kTimeInfinity));
+          },
+          py::arg("max_events") = py::none(), py::arg("max_time_ps") = py::none(),
+          "Guard against runaway models: runs raise LimitError past either limit (None: no limit).")
       .def("transfers", [](const System& s) { return transfers_dict(s.fabric()); },
            "Per-transfer records (numpy columns), including the four-part breakdown.")
       .def("dma_ops", &dma_dict, "Per-DMA-op results (numpy columns).")

@@ -11,6 +11,16 @@
 
 namespace kernbench::bindings {
 
+/// Lets Ctrl-C reach a long run: every 2^18 events (a few ms) the run loop
+/// takes the GIL, asks Python whether a signal arrived, and if so abandons
+/// the run with the KeyboardInterrupt Python raised.
+inline void poll_python_signals(sim::Simulation& s) {
+  s.set_poll(1U << 18, [] {
+    pybind11::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
+  });
+}
+
 /// A node given from Python: by id or by name.
 using NodeRef = std::variant<topology::NodeId, std::string>;
 

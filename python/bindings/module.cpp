@@ -23,6 +23,7 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<kernbench::CapacityError>(m, "CapacityError", base);
   py::register_exception<kernbench::ProcessError>(m, "ProcessError", base);
   py::register_exception<kernbench::InternalError>(m, "InternalError", base);
+  py::register_exception<kernbench::LimitError>(m, "LimitError", base);
 
   kernbench::bindings::bind_sim(m);
   kernbench::bindings::bind_topology(m);

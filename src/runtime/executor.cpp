@@ -360,6 +360,12 @@ RunResult Executor::run(const Program& program) {
   for (std::uint32_t n = 0; n < x.nodes.size(); ++n)
     if (x.nodes[n].waiting == 0) x.spawn(n);
   system_.sim().run();
+  // Invariant, always on: an op that got its engine also finished; one that
+  // did not is the engine's or the fabric's fault, not the program's.
+  for (std::uint32_t n = 0; n < x.nodes.size(); ++n)
+    if (x.nodes[n].start >= 0 && x.nodes[n].end < 0)
+      throw InternalError("executor: " + x.describe(n) + " started at t=" + std::to_string(x.nodes[n].start) +
+                          " ps and never ended");
   if (x.remaining > 0) x.report_deadlock();
   x.result.end = x.result.start;
   x.result.ops.resize(program.size());

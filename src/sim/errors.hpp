@@ -39,6 +39,8 @@ class ProcessError : public Error { using Error::Error; };
 /// An API was called with arguments that make no sense (negative delay,
 /// running backwards in time...).
 class UsageError : public Error { using Error::Error; };
+/// A run hit a guard the user set (max_events, max_time): a runaway model.
+class LimitError : public Error { using Error::Error; };
 /// The simulator broke one of its own invariants (a bug, not bad input).
 class InternalError : public Error { using Error::Error; };
 

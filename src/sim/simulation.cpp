@@ -18,19 +18,60 @@ Simulation::~Simulation() {
   }
 }
 
-void Simulation::run() {
-  stop_requested_ = false;
-  while (!stop_requested_ && step()) {
-  }
-}
+void Simulation::run() { run_loop(kTimeInfinity); }
 
 void Simulation::run(Time until) {
   if (until < now_)
     throw UsageError("run(until=" + std::to_string(until) + " ps) is before the current time " +
                      std::to_string(now_) + " ps");
-  stop_requested_ = false;
-  while (!stop_requested_ && peek() < until) step();
+  run_loop(until);
   if (!stop_requested_ && until != kTimeInfinity) now_ = until;
+}
+
+void Simulation::run_loop(Time until) {
+  stop_requested_ = false;
+  while (!stop_requested_) {
+    const Time next = peek();
+    if (next >= until) break;  // also the empty queue: kTimeInfinity
+    if (next > max_time_) [[unlikely]]
+      throw LimitError("simulated-time limit: the next event is at t=" + std::to_string(next) +
+                       " ps, past max_time " + std::to_string(max_time_) + " ps (" +
+                       std::to_string(events_processed_) + " events processed)");
+    if (events_processed_ >= next_checkpoint_) [[unlikely]]
+      checkpoint();
+    step();
+  }
+}
+
+void Simulation::set_limits(std::uint64_t max_events, Time max_time) {
+  if (max_time < 0) throw UsageError("set_limits: max_time must be >= 0 ps");
+  max_events_ = max_events;
+  max_time_ = max_time;
+  arm_checkpoint();
+}
+
+void Simulation::set_poll(std::uint64_t every, std::function<void()> poll) {
+  poll_every_ = poll ? std::max<std::uint64_t>(every, 1) : 0;
+  poll_ = std::move(poll);
+  arm_checkpoint();
+}
+
+void Simulation::arm_checkpoint() {
+  next_checkpoint_ = max_events_;
+  if (poll_every_ > 0) next_checkpoint_ = std::min(next_checkpoint_, events_processed_ + poll_every_);
+}
+
+void Simulation::checkpoint() {
+  if (events_processed_ >= max_events_)
+    throw LimitError("event limit: " + std::to_string(max_events_) + " events processed by t=" +
+                     std::to_string(now_) + " ps and the model is still running (max_events)");
+  if (poll_) poll_();  // may throw (e.g. Ctrl-C)
+  arm_checkpoint();
+}
+
+void Simulation::throw_time_backwards(Time t) const {
+  throw InternalError("time went backwards: an event at t=" + std::to_string(t) + " ps came after t=" +
+                      std::to_string(now_) + " ps");
 }
 
 void Simulation::spawn(std::string name, Process process) {

@@ -12,6 +12,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,8 @@ class Simulation {
   bool step() {
     if (queue_.empty()) return false;
     const Event e = queue_.pop();
+    if (e.time < now_) [[unlikely]]
+      throw_time_backwards(e.time);
     now_ = e.time;
     ++events_processed_;
     e.target.fire(e.arg);
@@ -99,6 +102,15 @@ class Simulation {
   void run(Time until);
   /// Asks the running run() to return after the current event.
   void stop() { stop_requested_ = true; }
+
+  /// Guards against runaway models: run() throws LimitError once more than
+  /// `max_events` events have been processed in all, or before processing an
+  /// event later than `max_time`. kTimeInfinity / UINT64_MAX: no limit.
+  void set_limits(std::uint64_t max_events, Time max_time);
+  /// Calls `poll` from the run loops every `every` events (between events,
+  /// never inside one): how the Python bindings notice Ctrl-C. `poll` may
+  /// throw to abandon the run.
+  void set_poll(std::uint64_t every, std::function<void()> poll);
 
   /// Starts a process: it first runs at the current time, after the events
   /// already due now. `name` appears in its errors and in live_processes().
@@ -121,12 +133,21 @@ class Simulation {
 
  private:
   [[noreturn]] static void throw_negative_delay(Time delay);
+  [[noreturn]] void throw_time_backwards(Time t) const;
+  void run_loop(Time until);
+  void checkpoint();
+  void arm_checkpoint();
   [[noreturn]] void rethrow_failure();
 
   Time now_ = 0;
   std::uint64_t seq_ = 0;
   std::uint64_t events_processed_ = 0;
   bool stop_requested_ = false;
+  std::uint64_t max_events_ = UINT64_MAX;
+  Time max_time_ = kTimeInfinity;
+  std::uint64_t poll_every_ = 0;
+  std::function<void()> poll_;
+  std::uint64_t next_checkpoint_ = UINT64_MAX;  // events_processed_ at which to check limits / poll
   EventQueue queue_;
   std::exception_ptr failure_;
   detail::ProcessNode* live_head_ = nullptr;

@@ -218,6 +218,15 @@ void MaxMinSolver::solve() {
     }
   }
 
+  // Invariant, always on: no resource carries more than its capacity (up to
+  // rounding). Rates are constant between solves, so this covers every window.
+  for (ResourceId id : comp_res_) {
+    const Resource& r = resources_[id];
+    if (r.remaining < -1e-9 * r.capacity)
+      throw InternalError("max-min invariant broken: resource " + std::to_string(id) + " carries " +
+                          std::to_string(r.capacity - r.remaining) + " > its capacity " + std::to_string(r.capacity));
+  }
+
   for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
     Flow& f = flows_[comp_flows_[i]];
     if (f.fresh || f.rate != old_rate_[i]) changed_.push_back(comp_flows_[i]);

@@ -54,6 +54,7 @@ void PacketFabric::start_segment(std::uint64_t t) {
   Transfer& tr = transfers_[t];
   tr.injected = 0;
   tr.arrived = 0;
+  tr.delivered = 0;
   if (tr.seg_begin == tr.route->hops()) {  // src == dst: nothing to cross
     const TransferId id = tr.id;
     const Breakdown parts = tr.stream_base;
@@ -168,7 +169,13 @@ void PacketFabric::arrived(std::uint64_t c) {
   chunks_.release(c);
   Transfer& tr = transfers_[ch.transfer];
   tr.last = ch.parts;  // events run in time order: this is the latest arrival
+  tr.delivered += ch.size;
   if (++tr.arrived < tr.chunks) return;
+  // Invariant, always on: every byte sent arrived, once.
+  if (tr.delivered != tr.bytes)
+    throw InternalError("packet fabric: transfer " + std::to_string(tr.id) + " delivered " +
+                        std::to_string(tr.delivered) + " B of " + std::to_string(tr.bytes) + " B at t=" +
+                        std::to_string(sim_.now()) + " ps");
   // The whole transfer is at the segment's end node: pay its overhead once.
   Breakdown parts = tr.last;
   const Time o = tr.route->hop[tr.seg_end - 1].next_overhead;

@@ -64,6 +64,7 @@ class PacketFabric final : public Fabric {
     std::uint32_t seg_end = 0;     // one past its last hop
     std::uint32_t injected = 0;    // chunks injected into the current segment
     std::uint32_t arrived = 0;     // chunks arrived at the segment's end node
+    Bytes delivered = 0;           // bytes arrived at the segment's end node (invariant: == bytes)
     Breakdown stream_base;         // breakdown of chunk 0 when the segment starts
     Breakdown last;                // breakdown of the latest arrival
     std::vector<std::uint32_t> lane_offset;  // hop -> first index into `use`

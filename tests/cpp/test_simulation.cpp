@@ -126,3 +126,50 @@ TEST_CASE("negative delays are refused", "[simulation]") {
   Recorder r(sim);
   CHECK_THROWS_AS(sim.schedule(-1, r), kernbench::UsageError);
 }
+
+TEST_CASE("limits stop a runaway model with a LimitError", "[simulation][limits]") {
+  struct Forever final : Handler {
+    explicit Forever(Simulation& s) : sim(s) {}
+    void on_event(std::uint64_t) override { sim.schedule(1000, *this); }
+    Simulation& sim;
+  };
+  Simulation sim;
+  Forever f(sim);
+  sim.schedule(0, f);
+  sim.set_limits(500, kTimeInfinity);
+  CHECK_THROWS_AS(sim.run(), kernbench::LimitError);
+  CHECK(sim.events_processed() == 500);
+  CHECK_THROWS_WITH(sim.run(), Catch::Contains("event limit: 500 events"));
+
+  Simulation timed;
+  Forever g(timed);
+  timed.schedule(0, g);
+  timed.set_limits(UINT64_MAX, 10'000);
+  CHECK_THROWS_WITH(timed.run(), Catch::Contains("simulated-time limit") && Catch::Contains("max_time 10000 ps"));
+  CHECK(timed.now() == 10'000);  // the events up to the limit ran
+  // run(until) below the limit is unaffected.
+  Simulation ok;
+  Forever h(ok);
+  ok.schedule(0, h);
+  ok.set_limits(UINT64_MAX, 1'000'000);
+  ok.run(50'000);
+  CHECK(ok.now() == 50'000);
+}
+
+TEST_CASE("the poll runs between events at its period and may abandon the run", "[simulation][limits]") {
+  struct Forever final : Handler {
+    explicit Forever(Simulation& s) : sim(s) {}
+    void on_event(std::uint64_t) override { sim.schedule(1, *this); }
+    Simulation& sim;
+  };
+  Simulation sim;
+  Forever f(sim);
+  sim.schedule(0, f);
+  std::vector<std::uint64_t> seen;
+  sim.set_poll(100, [&] {
+    seen.push_back(sim.events_processed());
+    if (seen.size() == 3) throw std::runtime_error("interrupted");
+  });
+  CHECK_THROWS_WITH(sim.run(), "interrupted");
+  CHECK(seen == std::vector<std::uint64_t>{100, 200, 300});
+}
