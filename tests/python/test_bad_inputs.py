@@ -1,0 +1,562 @@
+"""The bad-input corpus: broken configs, CLI calls and API calls, each refused with the right error.
+
+A simulator is only trusted when it never returns a wrong number silently, so
+every input here must fail loudly: with exactly the expected kernbench error
+class, a message holding the expected words (and the config file, for config
+errors), and, from the CLI, one ``kernbench: error:`` line and a non-zero exit
+code -- never a crash, a hang or a traceback.
+
+The cases live in data:
+
+* ``tests/bad_inputs/cases.yaml`` lists the broken config files (under
+  ``tests/bad_inputs/configs/``) and the CLI calls;
+* ``API_CASES`` below lists the Python API calls (they are code).
+
+A case with a ``bug`` is a known defect: it runs as a strict xfail, so the
+fix turns it into an XPASS failure that asks for the marker to go. Inputs that
+could hang or eat memory if a guard broke run in a child process with a time
+and an address-space limit (``isolate``).
+
+Run this module as a script (``python test_bad_inputs.py child KIND KEY``) to
+execute one case in the current process and print its outcome as JSON; the
+tests use that for the isolated cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+import kernbench
+from kernbench import _core
+from kernbench._core import CapacityError, ConfigError, DeadlockError, TopologyError, UsageError
+
+CORPUS = Path(__file__).resolve().parent.parent / "bad_inputs"
+CONFIGS = CORPUS / "configs"
+MANIFEST = yaml.safe_load((CORPUS / "cases.yaml").read_text())
+BASE_SYSTEM = CONFIGS / "_base_system.yaml"
+BASE_GRAPH = CONFIGS / "_base_graph.yaml"
+
+CHILD_TIMEOUT_S = 20  # an isolated case or CLI call that runs longer is a hang
+CHILD_MEMORY_BYTES = 4 << 30  # address-space limit of child processes
+
+# The error classes a case may name (all kernbench._core exceptions).
+ERRORS: dict[str, type[BaseException]] = {
+    name: getattr(_core, name)
+    for name in ("KernbenchError", "ConfigError", "UsageError", "TopologyError", "DeadlockError",
+                 "CapacityError", "ProcessError", "InternalError")
+}
+
+# ---- the Python API cases ------------------------------------------------------------
+
+PE0, PE1 = "sip0.cube0.pe0", "sip0.cube0.pe1"
+HBM0 = "sip0.cube0.hbm_ctrl.pe0"
+ROUTER = "sip0.cube0.r0c0"
+
+
+def _tiny(**kw) -> kernbench.System:
+    """The 2-PE machine of tests/bad_inputs/configs/_base_system.yaml (7 nodes)."""
+    return kernbench.System.load(BASE_SYSTEM, **kw)
+
+
+@dataclass(frozen=True)
+class ApiCase:
+    """One bad API call: `call` must raise exactly `error` with every one of `words` in its message."""
+
+    id: str
+    call: Callable[[], Any]
+    error: type[BaseException]
+    words: tuple[str, ...]
+    isolate: bool = False  # run in a child process with a time and memory limit
+    timeout_s: float = CHILD_TIMEOUT_S
+    bug: str | None = None  # a known bug: strict xfail until fixed
+
+
+def _after_a_run() -> kernbench.System:
+    """A machine whose clock has moved past 0 (one small transfer ran)."""
+    s = _tiny()
+    s.transfer(PE0, PE1, 64)
+    s.run()
+    return s
+
+
+def _run_transfer(nbytes: int, model: str = "packet") -> int:
+    s = _tiny(set={"fabric.model": model})
+    s.transfer(PE0, PE1, nbytes)
+    s.run()
+    return s.now
+
+
+def _run_dma(nbytes: int) -> int:
+    s = _tiny()
+    s.dma("read", PE0, HBM0, nbytes)
+    s.run()
+    return s.now
+
+
+def _sim_after_queue() -> kernbench.Simulation:
+    sim = kernbench.Simulation(1)
+    kernbench.run_queue(sim, 1000, 900, customers=10)
+    return sim
+
+
+def _program(name: str):
+    return _tiny().program(name)
+
+
+def _free_of_gemm():
+    p = _program("p")
+    return p.free(p.gemm(PE0, 1e3))
+
+
+def _scratch_overflow():
+    p = _program("big")
+    a = p.alloc(PE1, 800 * 1024, name="A")
+    p.alloc(PE1, 400 * 1024, deps=[a], name="B")
+    return p.run()
+
+
+def _scratch_single_alloc():
+    p = _program("huge")
+    p.alloc(PE0, 2 * 1024 * 1024, name="H")
+    return p.run()
+
+
+def _cyclic_program():
+    p = _program("cycle")
+    x = p.barrier(PE0, [], name="x")
+    y = p.gemm(PE0, 1e3, deps=[x], name="y")
+    z = p.gemm(PE0, 1e3, deps=[y], name="z")
+    p.depend(y, z)
+    return p.run()
+
+
+def _self_dependency():
+    p = _program("self")
+    y = p.gemm(PE0, 1e3, name="y")
+    p.depend(y, y)
+    return p.run()
+
+
+def _recv_without_send():
+    p = _program("lonely")
+    p.recv(PE1, PE0, key=5, name="r")
+    return p.run()
+
+
+def _recv_other_key():
+    p = _program("keys")
+    p.send(PE0, PE1, 64, key=1, name="s")
+    p.recv(PE1, PE0, key=2, name="r")
+    return p.run()
+
+
+def _agent_out_of_range():
+    p = _program("p")
+    p.gemm(999, 1e3, name="g")
+    return p.run()
+
+
+def _gemm_int8_op_without_int8():
+    p = _tiny(set={"pe.gemm.int8": 0}).program("p")
+    p.gemm(PE0, 1e3, precision="int8", name="q")
+    return p.run()
+
+
+def _double_free():
+    # 800 KiB freed twice; then 1000 + 800 KiB fit a 1 MiB scratch only if the
+    # second free was (wrongly) counted.
+    p = _program("df")
+    a = p.alloc(PE0, 800 * 1024, name="a")
+    f1 = p.free(a, deps=[a], name="f1")
+    f2 = p.free(a, deps=[f1], name="f2")
+    b = p.alloc(PE0, 1000 * 1024, deps=[f2], name="b")
+    p.alloc(PE0, 800 * 1024, deps=[b], name="c")
+    return p.run()
+
+
+def _gemm_on_a_router():
+    p = _program("p")
+    p.gemm(ROUTER, 1e6, name="g")
+    return p.run()
+
+
+def _gemm_flops(flops: float):
+    p = _program("p")
+    p.gemm(PE0, flops, name="g")
+    return p.run()
+
+
+def _many_keys(n: int = 100_000):
+    text = "".join(f"k{i}: 1\n" for i in range(n))
+    return kernbench.System.from_yaml(text, source="many_keys.yaml")
+
+
+def _absurd_machine():
+    # 10^9 PEs: below the loader's INT_MAX guard, far beyond any memory.
+    return _tiny(set={"system.sips.w": 1000, "system.sips.h": 1000, "system.routers.w": 1,
+                      "system.routers.h": 1, "system.pes_per_cube": 1000})
+
+
+API_CASES: list[ApiCase] = [
+    # ---- machines from Python -------------------------------------------------------
+    ApiCase("load-missing-config", lambda: kernbench.System.load("no_such_config.yaml"), ConfigError,
+            ("no_such_config.yaml", "no such config file")),
+    ApiCase("load-set-unknown-key", lambda: _tiny(set={"system.nonsense": 1}), ConfigError,
+            ("_base_system.yaml", "system.nonsense", "--set system.nonsense=1", "unknown key")),
+    ApiCase("load-set-bad-value", lambda: _tiny(set={"system.sips.w": "two"}), ConfigError,
+            ("_base_system.yaml", "system.sips.w", 'got "two"')),
+    ApiCase("load-set-empty-path-component", lambda: _tiny(set={"links..pcie": 1}), ConfigError,
+            ("_base_system.yaml", "links..pcie", "dotted path")),
+    ApiCase("from-yaml-bad-text", lambda: kernbench.System.from_yaml("system: [", source="inline.yaml"),
+            ConfigError, ("inline.yaml", "invalid YAML")),
+    ApiCase("load-absurd-machine", _absurd_machine, ConfigError, ("too large",), isolate=True,
+            bug="a 10^9-PE machine passes the loader's INT_MAX guard; building it raises MemoryError "
+                "(std::bad_alloc), or takes minutes with enough memory"),
+    ApiCase("from-yaml-many-keys", _many_keys, ConfigError, ("many_keys.yaml", "k0", "unknown key"),
+            isolate=True, timeout_s=5,
+            bug="map loading is quadratic in the number of keys (the duplicate-key scan of "
+                "config_loader.cpp): 40k keys take ~6 s, 100k keys ~40 s"),
+    # ---- nodes, transfers, DMA ------------------------------------------------------------
+    ApiCase("transfer-unknown-node", lambda: _tiny().transfer(PE0, "nowhere", 64), TopologyError,
+            ("_base_system.yaml", "unknown node 'nowhere'")),
+    ApiCase("transfer-node-id-out-of-range", lambda: _tiny().transfer(0, 1_000_000, 64), UsageError,
+            ("node id 1000000", "out of range", "7 nodes")),
+    ApiCase("transfer-negative-node-id", lambda: _tiny().transfer(-1, 0, 64), UsageError,
+            ("-1", "out of range"),
+            bug="a negative node id is a pybind11 TypeError ('incompatible function arguments' and the "
+                "whole signature) instead of the UsageError an id past the end gets"),
+    ApiCase("transfer-negative-size", lambda: _tiny().transfer(PE0, PE1, -64), UsageError,
+            ("transfer", "negative size")),
+    ApiCase("transfer-in-the-past", lambda: _tiny().transfer(PE0, PE1, 64, at_ps=-5), UsageError,
+            ("t=-5 ps", "in the past")),
+    ApiCase("transfer-too-large-packet-model", lambda: _run_transfer(1 << 50), UsageError, ("too large",),
+            isolate=True,
+            bug="a 2^50 B transfer on the packet model is accepted and 'completes' in 26 ns "
+                "(9 events): the chunk count wraps (any size >= 2^44 B at 4 KiB chunks)"),
+    ApiCase("transfer-too-large-flow-model", lambda: _run_transfer(1 << 62, "flow"), UsageError,
+            ("too large",), isolate=True,
+            bug="a 2^62 B transfer on the flow model is accepted and 'completes' in 9.5 ns: "
+                "the transmission time overflows int64 ps"),
+    ApiCase("dma-unknown-node", lambda: _tiny().dma("read", PE0, "sip0.cube0.hbm_ctrl.pe9", 64),
+            TopologyError, ("_base_system.yaml", "unknown node 'sip0.cube0.hbm_ctrl.pe9'")),
+    ApiCase("dma-node-id-out-of-range", lambda: _tiny().dma("read", 0, 99_999, 64), UsageError,
+            ("node id 99999", "out of range")),
+    ApiCase("dma-in-the-past", lambda: _after_a_run().dma("read", PE0, HBM0, 64, at_ps=0), UsageError,
+            ("dma at t=0 ps", "in the past")),
+    ApiCase("dma-negative-size", lambda: _tiny().dma("read", PE0, HBM0, -1), UsageError,
+            ("dma", "negative size")),
+    ApiCase("dma-unknown-kind", lambda: _tiny().dma("copy", PE0, HBM0, 64), ConfigError,
+            ("unknown kind 'copy'", "read, write")),
+    ApiCase("dma-too-large", lambda: _run_dma(1 << 62), UsageError, ("too large",), isolate=True,
+            bug="a 2^62 B DMA read is accepted and 'completes' in 31.75 ns"),
+    ApiCase("route-unknown-node", lambda: _tiny().route(PE0, "x"), TopologyError, ("unknown node 'x'",)),
+    ApiCase("node-name-out-of-range", lambda: _tiny().node_name(12345), UsageError, ("12345", "out of range"),
+            bug="node_name(12345) raises IndexError 'vector::_M_range_check: __n (which is 12345) >= "
+                "this->size() (which is 7)' instead of a UsageError"),
+    # ---- traffic ------------------------------------------------------------------------------
+    ApiCase("traffic-unknown-pattern", lambda: _tiny().traffic("random", [PE0, PE1], 1.0, 64, 0, 1000),
+            ConfigError, ("unknown pattern 'random'", "uniform, transpose, hotspot")),
+    ApiCase("traffic-transpose-not-square",
+            lambda: _tiny().traffic("transpose", [PE0, PE1, ROUTER], 1.0, 64, 0, 1000), ConfigError,
+            ("transpose needs a square grid", "3 endpoints")),
+    ApiCase("traffic-zero-rate", lambda: _tiny().traffic("uniform", [PE0, PE1], 0.0, 64, 0, 1000),
+            ConfigError, ("offered load must be > 0",)),
+    ApiCase("traffic-nan-rate", lambda: _tiny().traffic("uniform", [PE0, PE1], float("nan"), 64, 0, 1000),
+            ConfigError, ("offered load must be > 0",)),
+    ApiCase("traffic-zero-packet", lambda: _tiny().traffic("uniform", [PE0, PE1], 1.0, 0, 0, 1000),
+            ConfigError, ("packet size must be > 0",)),
+    ApiCase("traffic-stop-before-start", lambda: _tiny().traffic("uniform", [PE0, PE1], 1.0, 64, 1000, 0),
+            ConfigError, ("stop must be after start",)),
+    ApiCase("traffic-one-endpoint", lambda: _tiny().traffic("uniform", [PE0], 1.0, 64, 0, 1000),
+            ConfigError, ("at least two endpoints", "got 1")),
+    ApiCase("traffic-unknown-injection",
+            lambda: _tiny().traffic("uniform", [PE0, PE1], 1.0, 64, 0, 1000, injection="bursty"), ConfigError,
+            ("unknown injection 'bursty'", "poisson, periodic")),
+    # ---- running ------------------------------------------------------------------------------
+    ApiCase("system-run-until-the-past", lambda: _after_a_run().run(until_ps=0), UsageError,
+            ("run(until=0 ps)", "before the current time")),
+    ApiCase("simulation-run-until-the-past", lambda: _sim_after_queue().run(until=0), UsageError,
+            ("run(until=0 ps)", "before the current time")),
+    ApiCase("phold-unknown-engine",
+            lambda: kernbench.run_phold(kernbench.Simulation(1), engine="threads", lps=4, events=10),
+            ConfigError, ("unknown engine 'threads'", "bare, callbacks, coroutines")),
+    ApiCase("phold-zero-lps", lambda: kernbench.run_phold(kernbench.Simulation(1), lps=0, events=10),
+            ConfigError, ("lps must be >= 1",)),
+    ApiCase("queue-zero-servers",
+            lambda: kernbench.run_queue(kernbench.Simulation(1), 1000, 900, servers=0, customers=10),
+            ConfigError, ("servers must be >= 1, got 0",)),
+    ApiCase("queue-unknown-service",
+            lambda: kernbench.run_queue(kernbench.Simulation(1), 1000, 900, service="pareto", customers=10),
+            ConfigError, ("unknown service distribution 'pareto'",)),
+    ApiCase("queue-zero-interarrival",
+            lambda: kernbench.run_queue(kernbench.Simulation(1), 0, 900, customers=10), ConfigError,
+            ("mean_interarrival must be > 0",)),
+    # ---- programs -----------------------------------------------------------------------------
+    ApiCase("program-scratch-overflow", _scratch_overflow, CapacityError,
+            ("scratch of sip0.cube0.pe1 overflows", "B asks for 400 KiB", "800 KiB of 1024 KiB in use")),
+    ApiCase("program-alloc-beyond-scratch", _scratch_single_alloc, CapacityError,
+            ("scratch of sip0.cube0.pe0 overflows", "H asks for 2048 KiB")),
+    ApiCase("program-cycle", _cyclic_program, DeadlockError,
+            ("cycle: deadlock", "op 1 'y'", "waits for op 2", "op 2 'z'", "waits for op 1")),
+    ApiCase("program-self-dependency", _self_dependency, DeadlockError, ("op 0 'y'", "waits for op 0")),
+    ApiCase("program-recv-without-send", _recv_without_send, DeadlockError,
+            ("lonely: deadlock", "op 0 'r'", "recv on sip0.cube0.pe1", "send from sip0.cube0.pe0 with key 5",
+             "never came")),
+    ApiCase("program-recv-other-key", _recv_other_key, DeadlockError, ("op 1 'r'", "key 2", "never came")),
+    ApiCase("program-unknown-precision", lambda: _program("p").gemm(PE0, 1e3, precision="fp8"), ConfigError,
+            ("unknown precision 'fp8'", "fp32, fp16, bf16, int8")),
+    ApiCase("program-unknown-agent", lambda: _program("p").gemm("sip0.cube0.pe9", 1e3), TopologyError,
+            ("unknown node 'sip0.cube0.pe9'",)),
+    ApiCase("program-agent-id-out-of-range", _agent_out_of_range, UsageError,
+            ("op 0 'g'", "agent node id 999 out of range")),
+    ApiCase("program-dependency-on-a-later-op", lambda: _program("p").gemm(PE0, 1e3, deps=[42]), UsageError,
+            ("depends on op 42", "does not exist yet")),
+    ApiCase("program-depend-on-missing-op", lambda: _program("p").depend(0, 5), UsageError,
+            ("depend(0, 5)", "no such op")),
+    ApiCase("program-free-of-a-non-alloc", _free_of_gemm, UsageError, ("op 0 is not an alloc",)),
+    ApiCase("program-negative-flops", lambda: _program("p").gemm(PE0, -1.0), UsageError, ("FLOPs must be >= 0",)),
+    ApiCase("program-nan-flops", lambda: _program("p").gemm(PE0, float("nan")), UsageError,
+            ("FLOPs must be >= 0",)),
+    ApiCase("program-negative-dma-size", lambda: _program("p").dma(PE0, HBM0, PE0, -1), UsageError,
+            ("dma", "negative size")),
+    ApiCase("program-negative-alloc", lambda: _program("p").alloc(PE0, -1), UsageError,
+            ("alloc", "negative size")),
+    ApiCase("program-composite-unknown-compute",
+            lambda: _program("p").composite(PE0, tiles=2, loads=[(HBM0, PE0, 1024)], flops=1e3, compute="conv"),
+            ConfigError, ("unknown compute stage 'conv'", "gemm, vector")),
+    ApiCase("program-composite-zero-tiles",
+            lambda: _program("p").composite(PE0, tiles=0, loads=[(HBM0, PE0, 1024)], flops=1e3), UsageError,
+            ("composite", "at least one tile")),
+    ApiCase("program-composite-zero-buffers",
+            lambda: _program("p").composite(PE0, tiles=2, loads=[(HBM0, PE0, 1024)], flops=1e3, buffers=0),
+            UsageError, ("composite", "at least one buffer")),
+    ApiCase("program-int8-gemm-without-int8", _gemm_int8_op_without_int8, ConfigError,
+            ("op 0 'q'", "no int8 mode", "pe.gemm.int8 = 0")),
+    ApiCase("program-double-free", _double_free, UsageError, ("f2", "freed"),
+            bug="freeing one alloc twice is accepted and returns its bytes twice: a later 1000 + 800 KiB "
+                "fit the 1 MiB scratch (peak_scratch says 1000 KiB) instead of a CapacityError"),
+    ApiCase("program-gemm-on-a-router", _gemm_on_a_router, UsageError, ("sip0.cube0.r0c0", "not a PE"),
+            bug="program ops accept any node as agent: a GEMM on router sip0.cube0.r0c0 runs on an "
+                "invented 'sip0.cube0.r0c0.gemm' engine (gemm_plan refuses the same node)"),
+    ApiCase("program-infinite-flops", lambda: _gemm_flops(float("inf")), UsageError, ("FLOPs",),
+            bug="gemm(flops=inf) is accepted (NaN is refused); the run then fails with "
+                "'schedule: negative delay -9223372036854775808 ps'"),
+    ApiCase("program-flops-overflow-the-clock", lambda: _gemm_flops(1e30), UsageError, ("'g'", "too large"),
+            bug="a 1e30-FLOP GEMM overflows int64 ps and surfaces as 'schedule: negative delay "
+                "-9223372036854775808 ps' instead of naming the size"),
+    # ---- the GEMM kernel helper ---------------------------------------------------------------
+    ApiCase("gemm-plan-int8-without-int8",
+            lambda: _core.gemm_plan(kernbench.System.load(set={"pe.gemm.int8": 0, "system.sips.w": 1,
+                                                               "system.sips.h": 1})._core,
+                                    64, 64, 64, precision="int8"),
+            ConfigError, ("int8", "no int8 mode", "pe.gemm.int8 = 0")),
+    ApiCase("gemm-plan-unknown-precision", lambda: _core.gemm_plan(_tiny()._core, 64, 64, 64, precision="fp8"),
+            ConfigError, ("unknown precision 'fp8'",)),
+    ApiCase("gemm-plan-zero-dimension", lambda: _core.gemm_plan(_tiny()._core, 0, 64, 64), ConfigError,
+            ("GEMM 0x64x64", "must be positive")),
+    ApiCase("gemm-plan-on-a-router", lambda: _core.gemm_plan(_tiny()._core, 64, 64, 64, pes=[ROUTER]),
+            ConfigError, ("sip0.cube0.r0c0 is a router, not a PE",)),
+    ApiCase("gemm-plan-pe-twice", lambda: _core.gemm_plan(_tiny()._core, 64, 64, 64, pes=[PE0, PE0]),
+            ConfigError, ("sip0.cube0.pe0 is listed twice",)),
+    ApiCase("gemm-plan-tiles-overflow-scratch",
+            lambda: _core.gemm_plan(_tiny()._core, 4096, 4096, 4096, tile_m=4096, tile_n=4096, tile_k=4096),
+            CapacityError, ("sip0.cube0.pe0", "need 256 MiB of scratch per PE", "pe.scratch = 1 MiB")),
+    ApiCase("gemm-plan-absurd-size", lambda: _core.gemm_plan(_tiny()._core, 1 << 40, 1 << 40, 1 << 40),
+            ConfigError, ("beyond 2^56 bytes",)),
+]
+API_BY_ID = {c.id: c for c in API_CASES}
+
+
+# ---- the manifest cases ------------------------------------------------------------------
+
+CONFIG_CASES: list[dict[str, Any]] = MANIFEST["configs"]
+CONFIG_BY_FILE = {c["file"]: c for c in CONFIG_CASES}
+
+
+def _validate_cli_cases() -> list[dict[str, Any]]:
+    """`kernbench validate FILE` for each config case marked `validate: true`."""
+    out = []
+    for c in CONFIG_CASES:
+        if c.get("validate"):
+            out.append({"id": "validate-" + Path(c["file"]).stem, "args": ["validate", "{configs}/" + c["file"]],
+                        "exit": 1, "words": [c["file"], *c["words"]], **({"bug": c["bug"]} if "bug" in c else {})})
+    return out
+
+
+CLI_CASES: list[dict[str, Any]] = MANIFEST["cli"] + _validate_cli_cases()
+
+
+def _marks(case) -> list:
+    bug = case.bug if isinstance(case, ApiCase) else case.get("bug")
+    return [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
+
+
+# ---- running a case ----------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What a case raised: the class's module and name and the message (None: nothing raised)."""
+
+    module: str | None
+    name: str | None
+    message: str
+
+    @classmethod
+    def of(cls, call: Callable[[], Any]) -> "Outcome":
+        try:
+            call()
+        except Exception as e:  # noqa: BLE001 -- the class is what is checked
+            return cls(type(e).__module__, type(e).__qualname__, str(e))
+        return cls(None, None, "")
+
+
+def _limit_child() -> None:
+    """preexec_fn: cap the child's address space so a runaway allocation fails instead of swapping."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _child_env() -> dict[str, str]:
+    return dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
+
+
+def _run_child(args: list[str], timeout_s: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout_s, cwd=cwd, env=_child_env(),
+                              preexec_fn=_limit_child if os.name == "posix" else None)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"did not finish within {timeout_s} s (a hang?): {' '.join(args)}")
+
+
+def _isolated(kind: str, key: str, timeout_s: float) -> Outcome:
+    """Run one case in a child process (this module as a script) and read its outcome."""
+    proc = _run_child([sys.executable, __file__, "child", kind, key], timeout_s)
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and lines, (
+        f"the child running {kind} case {key!r} crashed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return Outcome(**json.loads(lines[-1]))
+
+
+def _check(outcome: Outcome, error: type[BaseException], words, where: str) -> None:
+    """Exactly `error`, with every one of `words` in the message."""
+    assert outcome.name is not None, f"{where}: nothing was raised; expected {error.__name__}"
+    assert (outcome.module, outcome.name) == (error.__module__, error.__qualname__), (
+        f"{where}: raised {outcome.module}.{outcome.name}, expected {error.__module__}.{error.__qualname__}: "
+        f"{outcome.message}")
+    missing = [w for w in words if w not in outcome.message]
+    assert not missing, f"{where}: the message lacks {missing}: {outcome.message}"
+
+
+def _child_main(argv: list[str]) -> int:
+    """`python test_bad_inputs.py child api|config KEY`: run one case here, print its Outcome as JSON."""
+    if len(argv) != 3 or argv[0] != "child" or argv[1] not in ("api", "config"):
+        print("usage: test_bad_inputs.py child api|config KEY", file=sys.stderr)
+        return 2
+    kind, key = argv[1], argv[2]
+    if kind == "api":
+        outcome = Outcome.of(API_BY_ID[key].call)
+    else:
+        outcome = Outcome.of(lambda: kernbench.System.load(CONFIGS / key))
+    print(json.dumps(outcome.__dict__))
+    return 0
+
+
+# ---- the tests ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=Path(c["file"]).stem, marks=_marks(c)) for c in CONFIG_CASES])
+def test_bad_config(case):
+    """Loading a broken config raises exactly its error class, with the expected words and the file name."""
+    error = ERRORS[case["error"]]
+    if case.get("isolate"):
+        outcome = _isolated("config", case["file"], CHILD_TIMEOUT_S)
+    else:
+        outcome = Outcome.of(lambda: kernbench.System.load(CONFIGS / case["file"]))
+    _check(outcome, error, [*case["words"], case["file"]], case["file"])
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["id"], marks=_marks(c)) for c in CLI_CASES])
+def test_bad_cli_call(case, tmp_path):
+    """A bad CLI call exits non-zero with one `kernbench: error:` line holding the words, and no traceback."""
+    subst = {"{configs}": str(CONFIGS), "{out}": str(tmp_path / "out")}
+
+    def expand(arg: str) -> str:
+        for k, v in subst.items():
+            arg = arg.replace(k, v)
+        return arg
+
+    args = [expand(str(a)) for a in case["args"]]
+    proc = _run_child([sys.executable, "-m", "kernbench", *args], CHILD_TIMEOUT_S, cwd=tmp_path)
+    where = f"kernbench {' '.join(args)}"
+    assert "Traceback" not in proc.stderr, f"{where}: printed a traceback:\n{proc.stderr[-3000:]}"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kernbench: error:"), (
+        f"{where}: expected one 'kernbench: error:' line on stderr, got:\n{proc.stderr[-3000:]}")
+    assert proc.returncode == case["exit"], f"{where}: exit {proc.returncode}, expected {case['exit']}"
+    assert proc.stdout == "", f"{where}: printed on stdout: {proc.stdout[-1000:]}"
+    missing = [w for w in case["words"] if w not in lines[0]]
+    assert not missing, f"{where}: the message lacks {missing}: {lines[0]}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_marks(c)) for c in API_CASES])
+def test_bad_api_call(case):
+    """A bad Python API call raises exactly its error class, with every expected word in the message."""
+    if case.isolate:
+        outcome = _isolated("api", case.id, case.timeout_s)
+    else:
+        outcome = Outcome.of(case.call)
+    _check(outcome, case.error, case.words, case.id)
+
+
+def test_corpus_size():
+    """The corpus cannot silently shrink: at least 40 cases in all, and each part keeps its floor."""
+    assert len(CONFIG_CASES) >= 60
+    assert len(CLI_CASES) >= 30
+    assert len(API_CASES) >= 60
+    assert len(CONFIG_CASES) + len(CLI_CASES) + len(API_CASES) >= 40
+
+
+def test_manifest_is_consistent():
+    """Case ids are unique, errors are kernbench classes, words are given, and every config file is used."""
+    for kind, ids in (("config", [c["file"] for c in CONFIG_CASES]), ("cli", [c["id"] for c in CLI_CASES]),
+                      ("api", [c.id for c in API_CASES])):
+        dupes = {i for i in ids if ids.count(i) > 1}
+        assert not dupes, f"duplicate {kind} case ids: {sorted(dupes)}"
+    for c in CONFIG_CASES:
+        assert set(c) <= {"file", "error", "words", "validate", "isolate", "bug"}, c
+        assert c["error"] in ERRORS and c["words"], c
+        assert (CONFIGS / c["file"]).is_file(), c["file"]
+    for c in CLI_CASES:
+        assert set(c) <= {"id", "args", "exit", "words", "bug"}, c
+        assert c["exit"] != 0 and c["words"], c
+    for c in API_CASES:
+        assert c.words and issubclass(c.error, _core.KernbenchError), c.id
+    helpers = {"include_cycle_b.yaml"}  # reached through include_cycle_a.yaml
+    unused = sorted(p.name for p in CONFIGS.glob("*.yaml")
+                    if not p.name.startswith("_") and p.name not in CONFIG_BY_FILE and p.name not in helpers)
+    assert not unused, f"config files with no case in cases.yaml: {unused}"
+
+
+def test_base_configs_are_valid():
+    """The configs the broken ones include load, so each case fails for its own reason only."""
+    assert len(kernbench.System.load(BASE_SYSTEM).pes()) == 2
+    assert kernbench.System.load(BASE_GRAPH).num_nodes == 3
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(sys.argv[1:]))
