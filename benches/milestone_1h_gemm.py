@@ -72,7 +72,7 @@ def milestone_1h_gemm(ctx):
         ctx.log(f"milestone-1h-gemm: figures re-rendered from sweep.json in {time.perf_counter() - t0:.1f} s")
         return out
     p = ctx.params
-    results, failures, timelines, pinned_rows = [], [], [], []
+    results, failures, timelines, pinned_rows = ctx.results, ctx.failures, [], []
 
     def attempt(name, fn):
         try:

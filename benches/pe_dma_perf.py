@@ -52,7 +52,7 @@ def pe_dma_perf(ctx):
     p = ctx.params
     probe = ctx.load_system()
     scenarios = _scenarios(probe, p["sip"])
-    results, failures = [], []
+    results, failures = ctx.results, ctx.failures  # kept if the run is interrupted
     for name, kind, ops in scenarios:
         try:
             results.append(_run(ctx, name, kind, ops, p["bytes"]))

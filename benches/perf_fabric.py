@@ -37,7 +37,7 @@ from kernbench import bench
 )
 def perf_fabric(ctx):
     p = ctx.params
-    results, failures = [], []
+    results, failures = ctx.results, ctx.failures  # kept if the run is interrupted
     # 1. scale
     for n_pe in p["pe_counts"]:
         sips = {128: (1, 1), 512: (2, 2)}.get(n_pe)

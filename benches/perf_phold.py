@@ -36,7 +36,7 @@ def perf_phold(ctx):
     mean_ps = int(round(p["mean_delay_ns"] * kernbench.NANOSECOND))
     from kernbench.benches._simpy_phold import run_simpy_phold
 
-    results, failures = [], []
+    results, failures = ctx.results, ctx.failures  # kept if the run is interrupted
     for pop in p["populations"]:
         try:
             n_lps, per_lp = _parse_population(pop)

@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     except KernbenchError as e:
         print(f"kernbench: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("kernbench: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

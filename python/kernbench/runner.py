@@ -34,6 +34,9 @@ class BenchContext:
     files: list[str] = field(default_factory=list)
     quiet: bool = False
     verify: bool = False
+    # Benches append here as they go, so an interrupted run keeps what it finished.
+    results: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     def load_system(self, extra: Mapping[str, Any] | None = None, seed: int | None = None):
         """The bench's machine: --config (default topology.yaml) with --set overrides, then `extra`."""
@@ -124,7 +127,17 @@ def run_bench(
                 sweep[k] = v
     except ConfigError:
         raise
+    except KeyboardInterrupt:
+        # Ctrl-C: write what the bench had finished, then stop.
+        sweep["results"] = list(ctx.results)
+        sweep["failures"] = [*ctx.failures, {"name": b.name, "error": "interrupted (KeyboardInterrupt)"}]
+        sweep["wall_s"] = round(time.perf_counter() - t0, 3)
+        sweep["files"] = ["sweep.json", *ctx.files]
+        kio.write_json(out_dir / "sweep.json", sweep)
+        raise
     except Exception as e:  # the bench crashed: keep what we know, say why
+        sweep["results"] = list(ctx.results)
+        sweep["failures"] = list(ctx.failures)
         sweep["failures"].append(
             {"name": b.name, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         )

@@ -73,3 +73,25 @@ def test_same_seed_same_sweep(cli, tmp_path, bench, sets):
         assert proc.returncode == 0, proc.stderr
     assert _sweep_without_wall_clock(a / "sweep.json") == _sweep_without_wall_clock(b / "sweep.json")
     assert (a / "sweep.json").read_text().replace(str(a), "") != ""  # written, not empty
+
+
+def test_interrupted_bench_keeps_what_it_finished(tmp_path):
+    """Ctrl-C in the middle of a bench: exit 130, and sweep.json holds the finished points plus 'interrupted'."""
+    pops = ",".join(["256x1"] * 20)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench", "run", "--bench", "perf-phold", "--out", str(tmp_path),
+         "--set", "bench.events=2000000", "--set", "bench.simpy_events=20000", "--set", f"bench.populations={pops}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Wait until a few populations are done (each prints its simpy line last).
+    done = 0
+    while done < 2:
+        line = proc.stdout.readline()
+        assert line, "the bench ended before it could be interrupted"
+        done += "simpy" in line
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert "kernbench: interrupted" in err and "Traceback" not in err
+    sweep = json.loads((tmp_path / "sweep.json").read_text())
+    assert len(sweep["results"]) >= 2
+    assert sweep["failures"][-1]["error"] == "interrupted (KeyboardInterrupt)"
