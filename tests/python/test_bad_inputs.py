@@ -468,6 +468,7 @@ def _child_main(argv: list[str]) -> int:
         print("usage: test_bad_inputs.py child api|config KEY", file=sys.stderr)
         return 2
     kind, key = argv[1], argv[2]
+    _limit_child()  # also when started by hand: an absurd machine must not take the host's memory
     if kind == "api":
         outcome = Outcome.of(API_BY_ID[key].call)
     else:
