@@ -78,7 +78,8 @@ void bind_sim(py::module_& m) {
           "All columns as read-only-by-convention numpy views sharing this log's memory.");
 
   py::class_<Simulation>(m, "Simulation", "One simulation run: clock (ps), event queue, seeded RNG, op log.")
-      .def(py::init<std::uint64_t>(), py::arg("seed") = 1)
+      .def(py::init([](std::int64_t seed) { return std::make_unique<Simulation>(non_negative(seed, "seed")); }),
+           py::arg("seed") = 1)
       .def_property_readonly("now", &Simulation::now, "Current simulated time in ps.")
       .def_property_readonly("seed", &Simulation::seed)
       .def_property_readonly("events_processed", &Simulation::events_processed)
@@ -117,10 +118,14 @@ void bind_sim(py::module_& m) {
 
   m.def(
       "run_phold",
-      [](Simulation& sim, const std::string& engine, std::uint32_t lps, std::uint32_t events_per_lp,
-         std::uint64_t events, Time mean_delay_ps) {
+      [](Simulation& sim, const std::string& engine, std::int64_t lps, std::int64_t events_per_lp,
+         std::int64_t events, Time mean_delay_ps) {
         const auto e = models::phold_engine_from_name(engine);
-        models::PholdParams p{lps, events_per_lp, events, mean_delay_ps};
+        const auto n = non_negative(lps, "phold: lps"), per = non_negative(events_per_lp, "phold: events_per_lp");
+        if (n > UINT32_MAX || per > UINT32_MAX || n * per > (1ULL << 28))
+          throw UsageError("phold: lps x events_per_lp must stay below 2^28 pending events");
+        models::PholdParams p{static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(per),
+                              non_negative(events, "phold: events"), mean_delay_ps};
         models::PholdResult r;
         poll_python_signals(sim);
         {
@@ -136,13 +141,13 @@ void bind_sim(py::module_& m) {
   m.def(
       "run_queue",
       [](Simulation& sim, Time mean_interarrival_ps, Time mean_service_ps, const std::string& service, int servers,
-         std::uint64_t customers, bool record_ops) {
+         std::int64_t customers, bool record_ops) {
         models::QueueParams p;
         p.mean_interarrival = mean_interarrival_ps;
         p.mean_service = mean_service_ps;
         p.service = models::service_from_name(service);
         p.servers = servers;
-        p.customers = customers;
+        p.customers = non_negative(customers, "queue: customers");
         p.record_ops = record_ops;
         models::QueueResult r;
         poll_python_signals(sim);

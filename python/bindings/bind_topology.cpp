@@ -115,7 +115,7 @@ void bind_topology(py::module_& m) {
                                return p ? p->chunk_hops() : 0;
                              })
       .def("node_id", [](const System& s, const std::string& name) { return s.machine().at(name); })
-      .def("node_name", [](const System& s, NodeId id) { return s.machine().node(id).name; })
+      .def("node_name", [](const System& s, const NodeRef& id) { return s.machine().node(resolve(s, id, "node_name")).name; })
       .def("pes", [](const System& s) {
         std::vector<std::string> out;
         for (NodeId id : s.machine().pes()) out.push_back(s.machine().node(id).name);

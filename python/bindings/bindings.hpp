@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string>
 #include <variant>
 
@@ -21,17 +22,25 @@ inline void poll_python_signals(sim::Simulation& s) {
   });
 }
 
-/// A node given from Python: by id or by name.
-using NodeRef = std::variant<topology::NodeId, std::string>;
+/// A count from Python that must not be negative (taken as int64 so that a
+/// negative value gets a clear error instead of a pybind11 TypeError).
+inline std::uint64_t non_negative(std::int64_t v, const char* what) {
+  if (v < 0) throw UsageError(std::string(what) + " must be >= 0, got " + std::to_string(v));
+  return static_cast<std::uint64_t>(v);
+}
+
+/// A node given from Python: by id or by name (ids are signed here so that
+/// a negative one gets our error, not a pybind11 signature dump).
+using NodeRef = std::variant<std::int64_t, std::string>;
 
 /// The node id of `ref`; an unknown name or an out-of-range id is an error
 /// that says so (prefixed by `what`, e.g. "gemm: pes[3]").
 inline topology::NodeId resolve(const topology::System& s, const NodeRef& ref, const std::string& what = "node") {
-  if (const auto* id = std::get_if<topology::NodeId>(&ref)) {
-    if (*id >= s.machine().num_nodes())
+  if (const auto* id = std::get_if<std::int64_t>(&ref)) {
+    if (*id < 0 || static_cast<std::uint64_t>(*id) >= s.machine().num_nodes())
       throw UsageError(what + ": node id " + std::to_string(*id) + " out of range (" +
                        std::to_string(s.machine().num_nodes()) + " nodes)");
-    return *id;
+    return static_cast<topology::NodeId>(*id);
   }
   return s.machine().at(std::get<std::string>(ref));
 }

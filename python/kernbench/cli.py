@@ -22,9 +22,16 @@ from kernbench.registry import list_benches
 from kernbench.runner import DEFAULT_SEED, run_bench
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (exit 2), like every other error."""
+
+    def error(self, message: str):
+        self.exit(2, f"kernbench: error: {message} (see `{self.prog} --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kernbench", description="Discrete-event simulation of accelerator hardware.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="kernbench", description="Discrete-event simulation of accelerator hardware.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     sub.add_parser("list", help="list the benches with their indices")
 

@@ -39,7 +39,11 @@ def _parse_number(text: str) -> int | float:
 
 
 def coerce(value: str, default: Any) -> Any:
-    """Parse ``value`` to the type of ``default``; ValueError says what was expected."""
+    """Parse ``value`` to the type of ``default``; ValueError says what was expected.
+
+    A number whose default is positive (a size, a count, a rate, a time)
+    must stay positive: ``bench.events=-5`` is refused here, not deep in a run.
+    """
     if isinstance(default, bool):
         low = value.lower()
         if low in ("1", "true", "yes", "on"):
@@ -53,9 +57,14 @@ def coerce(value: str, default: Any) -> Any:
             if not x.is_integer():
                 raise ValueError(f"expected an integer, got {value!r}")
             x = int(x)
+        if default > 0 and x <= 0:
+            raise ValueError(f"expected a positive integer, got {value!r}")
         return x
     if isinstance(default, float):
-        return float(_parse_number(value))
+        x = float(_parse_number(value))
+        if default > 0 and x <= 0:
+            raise ValueError(f"expected a positive number, got {value!r}")
+        return x
     if isinstance(default, (list, tuple)):
         items = [v.strip() for v in value.split(",") if v.strip()]
         if not items:

@@ -38,6 +38,17 @@ class Program:
             return 0
         return self._core.tag(tag) if isinstance(tag, str) else int(tag)
 
+    def _deps(self, deps) -> list[int]:
+        # Negative or non-integer handles get a clear error here; ids past the
+        # end are refused by the C++ builder ("depends on op N, which does
+        # not exist yet").
+        out = []
+        for d in deps:
+            if isinstance(d, bool) or not isinstance(d, int) or d < 0:
+                raise _core.UsageError(f"{self.name}: dependency {d!r} is not an op handle")
+            out.append(d)
+        return out
+
     def _moves(self, moves: Iterable[Sequence]) -> list[tuple[int, int, int]]:
         return [(self._id(s), self._id(d), int(b)) for s, d, b in moves]
 
@@ -51,37 +62,37 @@ class Program:
     # ---- ops -------------------------------------------------------------------------
     def dma(self, agent: Node, src: Node, dst: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """Move `bytes` from `src` to `dst` with `agent`'s DMA engine (a read asks `src` first)."""
-        return self._core.dma(self._id(agent), self._id(src), self._id(dst), int(bytes), list(deps), name,
+        return self._core.dma(self._id(agent), self._id(src), self._id(dst), int(bytes), self._deps(deps), name,
                               self._tag(tag))
 
     def gemm(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
         """`flops` on `agent`'s GEMM engine at `precision`."""
-        return self._core.gemm(self._id(agent), float(flops), precision, list(deps), name, self._tag(tag))
+        return self._core.gemm(self._id(agent), float(flops), precision, self._deps(deps), name, self._tag(tag))
 
     def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """`bytes` through `agent`'s vector engine (softmax, elementwise)."""
-        return self._core.vector(self._id(agent), int(bytes), list(deps), name, self._tag(tag))
+        return self._core.vector(self._id(agent), int(bytes), self._deps(deps), name, self._tag(tag))
 
     def alloc(self, agent: Node, bytes: int, deps=(), name: str = "") -> int:
         """Claim scratch on `agent` (CapacityError past the PE's budget)."""
-        return self._core.alloc(self._id(agent), int(bytes), list(deps), name)
+        return self._core.alloc(self._id(agent), int(bytes), self._deps(deps), name)
 
     def free(self, alloc: int, deps=(), name: str = "") -> int:
         """Return an alloc's scratch."""
-        return self._core.free(alloc, list(deps), name)
+        return self._core.free(alloc, self._deps(deps), name)
 
     def send(self, agent: Node, peer: Node, bytes: int, key: int, deps=(), name: str = "", tag=None) -> int:
         """Send `bytes` to `peer`; the recv with the same key there completes when they arrive."""
-        return self._core.send(self._id(agent), self._id(peer), int(bytes), int(key), list(deps), name,
+        return self._core.send(self._id(agent), self._id(peer), int(bytes), int(key), self._deps(deps), name,
                                self._tag(tag))
 
     def recv(self, agent: Node, peer: Node, key: int, deps=(), name: str = "", tag=None) -> int:
         """Wait on `agent` for `peer`'s send with this key."""
-        return self._core.recv(self._id(agent), self._id(peer), int(key), list(deps), name, self._tag(tag))
+        return self._core.recv(self._id(agent), self._id(peer), int(key), self._deps(deps), name, self._tag(tag))
 
     def barrier(self, agent: Node, deps, name: str = "") -> int:
         """Join dependencies (no work)."""
-        return self._core.barrier(self._id(agent), list(deps), name)
+        return self._core.barrier(self._id(agent), self._deps(deps), name)
 
     def composite(self, agent: Node, tiles: int, loads, flops: float = 0.0, *, compute: str = "gemm",
                   precision: str = "fp16", vector_bytes: int = 0, stores=(), buffers: int = 2, deps=(),
@@ -93,7 +104,7 @@ class Program:
 
         return self._core.composite(
             self._id(agent), int(tiles), self._moves(loads), compute, float(flops), precision, int(vector_bytes),
-            self._moves(stores), int(buffers), list(deps), name, self._tag(tag), stage(load_tag), stage(compute_tag),
+            self._moves(stores), int(buffers), self._deps(deps), name, self._tag(tag), stage(load_tag), stage(compute_tag),
             stage(store_tag))
 
     def depend(self, op: int, on: int) -> None:

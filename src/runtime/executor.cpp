@@ -110,6 +110,7 @@ struct Executor::Impl {
   sim::Task<> move(const Node& nd);
   Time gemm_time(const Node& nd) const;
   Time vector_time(const Node& nd) const;
+  Time cycles_to_time(double cycles, const Node& nd) const;
   void finish(std::uint32_t n, int resource);
   [[noreturn]] void report_deadlock() const;
 };
@@ -139,6 +140,12 @@ void Executor::Impl::build() {
     if (op.agent >= system.machine().num_nodes())
       throw UsageError(program.name() + ": op " + std::to_string(i) + " '" + op.name + "': agent node id " +
                        std::to_string(op.agent) + " out of range");
+    // On a generated machine only PEs own engines (explicit graphs name
+    // their own agents: a K200 die, a host thread).
+    const topology::NodeInfo& agent = system.machine().node(op.agent);
+    if (system.machine().generated() && agent.kind != topology::NodeKind::Pe)
+      throw UsageError(program.name() + ": op " + std::to_string(i) + " '" + op.name + "': agent " + agent.name +
+                       " is a " + topology::to_string(agent.kind) + ", not a PE");
   }
   for (std::uint32_t i = 0; i < n_ops; ++i) {
     const Op& op = ops[i];
@@ -210,13 +217,19 @@ Time Executor::Impl::gemm_time(const Node& nd) const {
     throw ConfigError("the GEMM engine has no " + std::string(topology::to_string(nd.precision)) +
                       " mode (pe.gemm." + topology::to_string(nd.precision) + " = 0)");
   // FLOPs = 2 x MACs; cycles rounded up, then to ps (rounded up).
-  const double cycles = std::ceil(nd.flops / (2.0 * macs));
-  return static_cast<Time>(std::ceil(cycles * 1e12 / static_cast<double>(cfg.clock_hz)));
+  return cycles_to_time(std::ceil(nd.flops / (2.0 * macs)), nd);
+}
+
+Time Executor::Impl::cycles_to_time(double cycles, const Node& nd) const {
+  const double ps = std::ceil(cycles * 1e12 / static_cast<double>(cfg.clock_hz));
+  if (!(ps < 0x1p62))  // far from int64 overflow (~53 days)
+    throw UsageError("'" + nd.name + "' is too large: it would take " + std::to_string(ps) +
+                     " ps, longer than the simulator's time range (2^62 ps)");
+  return static_cast<Time>(ps);
 }
 
 Time Executor::Impl::vector_time(const Node& nd) const {
-  const double cycles = std::ceil(static_cast<double>(nd.bytes) / cfg.vector_bytes_per_cycle);
-  return static_cast<Time>(std::ceil(cycles * 1e12 / static_cast<double>(cfg.clock_hz)));
+  return cycles_to_time(std::ceil(static_cast<double>(nd.bytes) / cfg.vector_bytes_per_cycle), nd);
 }
 
 sim::Task<> Executor::Impl::move(const Node& nd) {

@@ -1,7 +1,10 @@
 // program.cpp -- building Programs, with their inputs checked as they come.
 #include "runtime/program.hpp"
 
+#include <cmath>
+
 #include "sim/errors.hpp"
+#include "topology/fabric.hpp"
 
 namespace kernbench::runtime {
 
@@ -33,7 +36,7 @@ OpId Program::add(Op op, std::vector<OpId> deps) {
 }
 
 OpId Program::dma(NodeId agent, Move move, std::vector<OpId> deps, std::string name, std::int32_t tag) {
-  if (move.bytes < 0) throw UsageError(name_ + ": dma '" + name + "': negative size");
+  topology::check_transfer_size(move.bytes, name_ + ": dma '" + name + "'");
   Op op;
   op.kind = OpKind::Dma;
   op.agent = agent;
@@ -45,7 +48,8 @@ OpId Program::dma(NodeId agent, Move move, std::vector<OpId> deps, std::string n
 
 OpId Program::gemm(NodeId agent, double flops, Precision precision, std::vector<OpId> deps, std::string name,
                    std::int32_t tag) {
-  if (!(flops >= 0)) throw UsageError(name_ + ": gemm '" + name + "': FLOPs must be >= 0");
+  if (!(flops >= 0) || !std::isfinite(flops))
+    throw UsageError(name_ + ": gemm '" + name + "': FLOPs must be >= 0 and finite, got " + std::to_string(flops));
   Op op;
   op.kind = OpKind::Gemm;
   op.agent = agent;
@@ -80,6 +84,10 @@ OpId Program::alloc(NodeId agent, Bytes bytes, std::vector<OpId> deps, std::stri
 OpId Program::free(OpId alloc, std::vector<OpId> deps, std::string name) {
   if (alloc >= ops_.size() || ops_[alloc].kind != OpKind::Alloc)
     throw UsageError(name_ + ": free '" + name + "': op " + std::to_string(alloc) + " is not an alloc");
+  for (const Op& o : ops_)
+    if (o.kind == OpKind::Free && o.target == alloc)
+      throw UsageError(name_ + ": free '" + name + "': alloc op " + std::to_string(alloc) + " '" + ops_[alloc].name +
+                       "' is already freed by '" + o.name + "'");
   Op op;
   op.kind = OpKind::Free;
   op.agent = ops_[alloc].agent;
@@ -92,7 +100,7 @@ OpId Program::free(OpId alloc, std::vector<OpId> deps, std::string name) {
 
 OpId Program::send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps,
                    std::string name, std::int32_t tag) {
-  if (bytes < 0) throw UsageError(name_ + ": send '" + name + "': negative size");
+  topology::check_transfer_size(bytes, name_ + ": send '" + name + "'");
   Op op;
   op.kind = OpKind::Send;
   op.agent = agent;

@@ -15,7 +15,12 @@ Time transfer_time(Bytes bytes, Bandwidth bw) {
   // below 2^63 and any bandwidth, so closed-form tests match to the ps.
   const __int128 num = static_cast<__int128>(bytes) * static_cast<__int128>(kSecond);
   const __int128 den = bw.bytes_per_s;
-  return static_cast<Time>((num + den - 1) / den);
+  const __int128 t = (num + den - 1) / den;
+  // Keep every time far from int64 overflow (2^62 ps is ~53 days).
+  if (t > (static_cast<__int128>(1) << 62))
+    throw UsageError("moving " + std::to_string(bytes) + " B at " + std::to_string(bw.bytes_per_s) +
+                     " B/s takes longer than the simulator's time range (2^62 ps, ~53 days)");
+  return static_cast<Time>(t);
 }
 
 }  // namespace kernbench::sim

@@ -354,11 +354,16 @@ void merge(Value& base, Value&& top) {
     return;
   }
   base.where = top.where;
+  // Index base's keys once: merging n keys stays O(n), not O(n^2).
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < base.entries.size(); ++i) index.emplace(base.entries[i].key, i);
   for (auto& e : top.entries) {
-    if (Value* existing = base.find(e.key))
-      merge(*existing, std::move(e.value));
-    else
+    if (const auto it = index.find(e.key); it != index.end()) {
+      merge(base.entries[it->second].value, std::move(e.value));
+    } else {
+      index.emplace(e.key, base.entries.size());
       base.entries.push_back(std::move(e));
+    }
   }
 }
 
@@ -773,8 +778,9 @@ class Loader {
           for (std::size_t i = 0; i < n.size(); ++i)
             v.items.push_back(to_value(n[i], file, v.where.line, item_path(path, i)));
           break;
-        case YAML::NodeType::Map:
+        case YAML::NodeType::Map: {
           v.type = Value::Type::Map;
+          std::unordered_map<std::string, std::size_t> seen;
           for (const auto& kv : n) {
             const YAML::Mark km = kv.first.Mark();
             const Where kw{file, km.line >= 0 ? km.line + 1 : v.where.line, -1};
@@ -783,13 +789,14 @@ class Loader {
                                  std::string(kv.first.IsMap() ? "map" : kv.first.IsSequence() ? "list" : "null") +
                                  " as a key");
             const std::string name = kv.first.Scalar();
-            for (const Entry& e : v.entries)
-              if (e.key == name)
-                fail(kw, child_path(path, name),
-                     "duplicate key (first given on line " + std::to_string(e.key_where.line) + ")");
+            // A hash of the keys seen so far: a map of n keys costs O(n), not O(n^2).
+            if (const auto [it, fresh] = seen.emplace(name, v.entries.size()); !fresh)
+              fail(kw, child_path(path, name),
+                   "duplicate key (first given on line " + std::to_string(v.entries[it->second].key_where.line) + ")");
             v.entries.push_back({name, kw, to_value(kv.second, file, kw.line, child_path(path, name))});
           }
           break;
+        }
       }
     } catch (const YAML::Exception& e) {
       Where w = v.where;
@@ -1160,12 +1167,16 @@ SystemConfig read_system(const MapReader& top) {
   // Node ids are ints downstream (and GridSize::count() multiplies ints):
   // refuse machines whose counts overflow them. Each factor is below 2^63
   // and we stop multiplying once past INT_MAX, so nothing overflows here.
+  // Also a practical cap: every PE brings an HBM slice and routers their
+  // links; past a few million nodes a machine no longer fits in memory.
   const auto cells = [](const GridSize& g) { return static_cast<__int128>(g.w) * g.h; };
+  constexpr __int128 kMaxMachineNodes = 1 << 20;  // ~1 M nodes (~1 GB); the 512-PE default has ~1.6 K
   __int128 total = cells(s.sips);
-  if (total <= INT_MAX) total *= cells(s.cubes);
-  if (total <= INT_MAX) total *= static_cast<__int128>(s.pes_per_cube) + cells(s.routers);
-  if (total > INT_MAX)
-    top.fail("system", "the machine is too large: more than " + std::to_string(INT_MAX) + " PEs and routers");
+  if (total <= kMaxMachineNodes) total *= cells(s.cubes);
+  if (total <= kMaxMachineNodes) total *= 2 * static_cast<__int128>(s.pes_per_cube) + cells(s.routers);
+  if (total > kMaxMachineNodes)
+    top.fail("system", "the machine is too large: more than " + std::to_string(static_cast<long long>(kMaxMachineNodes)) +
+                           " PEs, HBM slices and routers");
   if (r.get("pcie_attach")) read_pcie_attach(r.child("pcie_attach"), s);
 
   const MapReader n = top.child("nodes");

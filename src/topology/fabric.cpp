@@ -17,12 +17,17 @@ Fabric::Fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig&
   if (config_.stripe == 0) config_.stripe = config_.chunk;
 }
 
+void check_transfer_size(Bytes bytes, const std::string& what) {
+  if (bytes < 0) throw UsageError(what + ": negative size " + std::to_string(bytes) + " B");
+  if (bytes > kMaxTransferBytes)
+    throw UsageError(what + ": " + std::to_string(bytes) + " B is too large (at most " +
+                     std::to_string(kMaxTransferBytes) + " B = 1 TiB per transfer)");
+}
+
 const Route& Fabric::open(const TransferSpec& spec, TransferId& id) {
   if (spec.src >= machine_.num_nodes() || spec.dst >= machine_.num_nodes())
     throw UsageError("transfer: node id out of range");
-  if (spec.bytes < 0) throw UsageError("transfer " + machine_.node(spec.src).name + " -> " +
-                                       machine_.node(spec.dst).name + ": negative size " +
-                                       std::to_string(spec.bytes) + " B");
+  check_transfer_size(spec.bytes, "transfer " + machine_.node(spec.src).name + " -> " + machine_.node(spec.dst).name);
   const Route& route = router_.route(spec.src, spec.dst);
   id = records_.size();
   TransferRecord r;

@@ -26,6 +26,14 @@ namespace kernbench::topology {
 
 using TransferId = std::uint64_t;
 
+/// The largest transfer a fabric accepts (1 TiB): chunk counts and times
+/// stay far from overflow, and nothing real moves more in one go.
+inline constexpr Bytes kMaxTransferBytes = Bytes{1} << 40;
+
+/// Throws UsageError if `bytes` is negative or above kMaxTransferBytes;
+/// `what` names the transfer in the message.
+void check_transfer_size(Bytes bytes, const std::string& what);
+
 struct Breakdown {
   Time overhead = 0;
   Time transmission = 0;

@@ -36,7 +36,7 @@ std::int64_t System::transfer(NodeId src, NodeId dst, Bytes bytes, Time at, std:
                               std::uint64_t address) {
   check_time(at, "transfer");
   if (src >= machine_->num_nodes() || dst >= machine_->num_nodes()) throw UsageError("transfer: node id out of range");
-  if (bytes < 0) throw UsageError("transfer: negative size");
+  check_transfer_size(bytes, "transfer " + machine_->node(src).name + " -> " + machine_->node(dst).name);
   const std::int64_t request = next_request_++;
   pending_.push_back(TransferSpec{src, dst, bytes, address, tag, -1, request});
   sim_->schedule(at - sim_->now(), starter_, pending_.size() - 1);
@@ -47,7 +47,8 @@ std::size_t System::dma(DmaKind kind, NodeId issuer, NodeId memory, Bytes bytes,
                         std::uint64_t address) {
   check_time(at, "dma");
   if (issuer >= machine_->num_nodes() || memory >= machine_->num_nodes()) throw UsageError("dma: node id out of range");
-  if (bytes < 0) throw UsageError("dma: negative size");
+  check_transfer_size(bytes, std::string(kind == DmaKind::Read ? "dma read" : "dma write") + " by " +
+                                 machine_->node(issuer).name);
   dma_ops_.push_back(DmaOp{kind, issuer, memory, bytes, at, tag, address, {}, false});
   const std::size_t i = dma_ops_.size() - 1;
   sim_->spawn((kind == DmaKind::Read ? "dma_read#" : "dma_write#") + std::to_string(i), run_dma(*this, dma_ops_, i));

@@ -218,12 +218,10 @@ API_CASES: list[ApiCase] = [
     ApiCase("from-yaml-bad-text", lambda: kernbench.System.from_yaml("system: [", source="inline.yaml"),
             ConfigError, ("inline.yaml", "invalid YAML")),
     ApiCase("load-absurd-machine", _absurd_machine, ConfigError, ("too large",), isolate=True,
-            bug="a 10^9-PE machine passes the loader's INT_MAX guard; building it raises MemoryError "
-                "(std::bad_alloc), or takes minutes with enough memory"),
+        ),
     ApiCase("from-yaml-many-keys", _many_keys, ConfigError, ("many_keys.yaml", "k0", "unknown key"),
             isolate=True, timeout_s=5,
-            bug="map loading is quadratic in the number of keys (the duplicate-key scan of "
-                "config_loader.cpp): 40k keys take ~6 s, 100k keys ~40 s"),
+        ),
     # ---- nodes, transfers, DMA ------------------------------------------------------------
     ApiCase("transfer-unknown-node", lambda: _tiny().transfer(PE0, "nowhere", 64), TopologyError,
             ("_base_system.yaml", "unknown node 'nowhere'")),
@@ -231,21 +229,17 @@ API_CASES: list[ApiCase] = [
             ("node id 1000000", "out of range", "7 nodes")),
     ApiCase("transfer-negative-node-id", lambda: _tiny().transfer(-1, 0, 64), UsageError,
             ("-1", "out of range"),
-            bug="a negative node id is a pybind11 TypeError ('incompatible function arguments' and the "
-                "whole signature) instead of the UsageError an id past the end gets"),
+        ),
     ApiCase("transfer-negative-size", lambda: _tiny().transfer(PE0, PE1, -64), UsageError,
             ("transfer", "negative size")),
     ApiCase("transfer-in-the-past", lambda: _tiny().transfer(PE0, PE1, 64, at_ps=-5), UsageError,
             ("t=-5 ps", "in the past")),
     ApiCase("transfer-too-large-packet-model", lambda: _run_transfer(1 << 50), UsageError, ("too large",),
             isolate=True,
-            bug="a 2^50 B transfer on the packet model is accepted; the chunk count wraps (sizes >= 2^44 B "
-                "at 4 KiB chunks) and only the delivery invariant catches it, as an InternalError "
-                "'packet fabric: transfer 0 delivered 4096 B of 1125899906842624 B'"),
+        ),
     ApiCase("transfer-too-large-flow-model", lambda: _run_transfer(1 << 62, "flow"), UsageError,
             ("too large",), isolate=True,
-            bug="a 2^62 B transfer on the flow model is accepted and 'completes' in 9.5 ns: "
-                "the transmission time overflows int64 ps"),
+        ),
     ApiCase("dma-unknown-node", lambda: _tiny().dma("read", PE0, "sip0.cube0.hbm_ctrl.pe9", 64),
             TopologyError, ("_base_system.yaml", "unknown node 'sip0.cube0.hbm_ctrl.pe9'")),
     ApiCase("dma-node-id-out-of-range", lambda: _tiny().dma("read", 0, 99_999, 64), UsageError,
@@ -257,12 +251,10 @@ API_CASES: list[ApiCase] = [
     ApiCase("dma-unknown-kind", lambda: _tiny().dma("copy", PE0, HBM0, 64), ConfigError,
             ("unknown kind 'copy'", "read, write")),
     ApiCase("dma-too-large", lambda: _run_dma(1 << 62), UsageError, ("too large",), isolate=True,
-            bug="a 2^62 B DMA read is accepted; the run ends in the InternalError 'packet fabric: "
-                "transfer 1 delivered 4096 B of 4611686018427387904 B' instead of refusing the size"),
+        ),
     ApiCase("route-unknown-node", lambda: _tiny().route(PE0, "x"), TopologyError, ("unknown node 'x'",)),
     ApiCase("node-name-out-of-range", lambda: _tiny().node_name(12345), UsageError, ("12345", "out of range"),
-            bug="node_name(12345) raises IndexError 'vector::_M_range_check: __n (which is 12345) >= "
-                "this->size() (which is 7)' instead of a UsageError"),
+        ),
     # ---- traffic ------------------------------------------------------------------------------
     ApiCase("traffic-unknown-pattern", lambda: _tiny().traffic("random", [PE0, PE1], 1.0, 64, 0, 1000),
             ConfigError, ("unknown pattern 'random'", "uniform, transpose, hotspot")),
@@ -343,17 +335,13 @@ API_CASES: list[ApiCase] = [
     ApiCase("program-int8-gemm-without-int8", _gemm_int8_op_without_int8, ConfigError,
             ("op 0 'q'", "no int8 mode", "pe.gemm.int8 = 0")),
     ApiCase("program-double-free", _double_free, UsageError, ("f2", "freed"),
-            bug="freeing one alloc twice is accepted and returns its bytes twice: a later 1000 + 800 KiB "
-                "fit the 1 MiB scratch (peak_scratch says 1000 KiB) instead of a CapacityError"),
+        ),
     ApiCase("program-gemm-on-a-router", _gemm_on_a_router, UsageError, ("sip0.cube0.r0c0", "not a PE"),
-            bug="program ops accept any node as agent: a GEMM on router sip0.cube0.r0c0 runs on an "
-                "invented 'sip0.cube0.r0c0.gemm' engine (gemm_plan refuses the same node)"),
+        ),
     ApiCase("program-infinite-flops", lambda: _gemm_flops(float("inf")), UsageError, ("FLOPs",),
-            bug="gemm(flops=inf) is accepted (NaN is refused); the run then fails with "
-                "'schedule: negative delay -9223372036854775808 ps'"),
+        ),
     ApiCase("program-flops-overflow-the-clock", lambda: _gemm_flops(1e30), UsageError, ("'g'", "too large"),
-            bug="a 1e30-FLOP GEMM overflows int64 ps and surfaces as 'schedule: negative delay "
-                "-9223372036854775808 ps' instead of naming the size"),
+        ),
     # ---- the GEMM kernel helper ---------------------------------------------------------------
     ApiCase("gemm-plan-int8-without-int8",
             lambda: _core.gemm_plan(kernbench.System.load(set={"pe.gemm.int8": 0, "system.sips.w": 1,
