@@ -23,6 +23,19 @@ const char* to_string(OpKind kind) {
   return "?";
 }
 
+namespace {
+
+Op make_op(OpKind kind, NodeId agent, std::string name, std::int32_t tag = 0) {
+  Op op;
+  op.kind = kind;
+  op.agent = agent;
+  op.name = std::move(name);
+  op.tag = tag;
+  return op;
+}
+
+}  // namespace
+
 OpId Program::add(Op op, std::vector<OpId> deps) {
   const auto id = static_cast<OpId>(ops_.size());
   for (OpId d : deps)
@@ -37,12 +50,8 @@ OpId Program::add(Op op, std::vector<OpId> deps) {
 
 OpId Program::dma(NodeId agent, Move move, std::vector<OpId> deps, std::string name, std::int32_t tag) {
   topology::check_transfer_size(move.bytes, name_ + ": dma '" + name + "'");
-  Op op;
-  op.kind = OpKind::Dma;
-  op.agent = agent;
+  Op op = make_op(OpKind::Dma, agent, std::move(name), tag);
   op.move = move;
-  op.name = std::move(name);
-  op.tag = tag;
   return add(std::move(op), std::move(deps));
 }
 
@@ -50,34 +59,23 @@ OpId Program::gemm(NodeId agent, double flops, Precision precision, std::vector<
                    std::int32_t tag) {
   if (!(flops >= 0) || !std::isfinite(flops))
     throw UsageError(name_ + ": gemm '" + name + "': FLOPs must be >= 0 and finite, got " + std::to_string(flops));
-  Op op;
-  op.kind = OpKind::Gemm;
-  op.agent = agent;
+  Op op = make_op(OpKind::Gemm, agent, std::move(name), tag);
   op.flops = flops;
   op.precision = precision;
-  op.name = std::move(name);
-  op.tag = tag;
   return add(std::move(op), std::move(deps));
 }
 
 OpId Program::vector(NodeId agent, Bytes bytes, std::vector<OpId> deps, std::string name, std::int32_t tag) {
   if (bytes < 0) throw UsageError(name_ + ": vector '" + name + "': negative size");
-  Op op;
-  op.kind = OpKind::Vector;
-  op.agent = agent;
+  Op op = make_op(OpKind::Vector, agent, std::move(name), tag);
   op.bytes = bytes;
-  op.name = std::move(name);
-  op.tag = tag;
   return add(std::move(op), std::move(deps));
 }
 
 OpId Program::alloc(NodeId agent, Bytes bytes, std::vector<OpId> deps, std::string name) {
   if (bytes < 0) throw UsageError(name_ + ": alloc '" + name + "': negative size");
-  Op op;
-  op.kind = OpKind::Alloc;
-  op.agent = agent;
+  Op op = make_op(OpKind::Alloc, agent, std::move(name));
   op.bytes = bytes;
-  op.name = std::move(name);
   return add(std::move(op), std::move(deps));
 }
 
@@ -88,12 +86,9 @@ OpId Program::free(OpId alloc, std::vector<OpId> deps, std::string name) {
     if (o.kind == OpKind::Free && o.target == alloc)
       throw UsageError(name_ + ": free '" + name + "': alloc op " + std::to_string(alloc) + " '" + ops_[alloc].name +
                        "' is already freed by '" + o.name + "'");
-  Op op;
-  op.kind = OpKind::Free;
-  op.agent = ops_[alloc].agent;
+  Op op = make_op(OpKind::Free, ops_[alloc].agent, std::move(name));
   op.bytes = ops_[alloc].bytes;
   op.target = alloc;
-  op.name = std::move(name);
   deps.push_back(alloc);  // nothing is freed before it is allocated
   return add(std::move(op), std::move(deps));
 }
@@ -101,33 +96,22 @@ OpId Program::free(OpId alloc, std::vector<OpId> deps, std::string name) {
 OpId Program::send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps,
                    std::string name, std::int32_t tag) {
   topology::check_transfer_size(bytes, name_ + ": send '" + name + "'");
-  Op op;
-  op.kind = OpKind::Send;
-  op.agent = agent;
+  Op op = make_op(OpKind::Send, agent, std::move(name), tag);
   op.move = Move{agent, peer, bytes};
   op.key = key;
-  op.name = std::move(name);
-  op.tag = tag;
   return add(std::move(op), std::move(deps));
 }
 
 OpId Program::recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId> deps, std::string name,
                    std::int32_t tag) {
-  Op op;
-  op.kind = OpKind::Recv;
-  op.agent = agent;
+  Op op = make_op(OpKind::Recv, agent, std::move(name), tag);
   op.peer = peer;
   op.key = key;
-  op.name = std::move(name);
-  op.tag = tag;
   return add(std::move(op), std::move(deps));
 }
 
 OpId Program::barrier(NodeId agent, std::vector<OpId> deps, std::string name) {
-  Op op;
-  op.kind = OpKind::Barrier;
-  op.agent = agent;
-  op.name = std::move(name);
+  Op op = make_op(OpKind::Barrier, agent, std::move(name));
   return add(std::move(op), std::move(deps));
 }
 
@@ -137,12 +121,8 @@ OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps,
   if (pipeline.buffers == 0) throw UsageError(name_ + ": composite '" + name + "': needs at least one buffer");
   if (pipeline.compute != OpKind::Gemm && pipeline.compute != OpKind::Vector)
     throw UsageError(name_ + ": composite '" + name + "': the compute stage runs on gemm or vector");
-  Op op;
-  op.kind = OpKind::Composite;
-  op.agent = agent;
+  Op op = make_op(OpKind::Composite, agent, std::move(name), tag);
   op.pipeline = static_cast<std::uint32_t>(pipelines_.size());
-  op.name = std::move(name);
-  op.tag = tag;
   pipelines_.push_back(std::move(pipeline));
   return add(std::move(op), std::move(deps));
 }
