@@ -22,12 +22,6 @@ using kernbench::topology::System;
 namespace kernbench::bindings {
 namespace {
 
-Precision parse_precision(const std::string& name) {
-  for (Precision p : {Precision::Fp32, Precision::Fp16, Precision::Bf16, Precision::Int8})
-    if (name == topology::to_string(p)) return p;
-  throw ConfigError("unknown precision '" + name + "' (known: fp32, fp16, bf16, int8)");
-}
-
 GemmSpec make_spec(const System& s, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& precision,
                    const std::vector<NodeRef>& pes, std::int64_t tile_m, std::int64_t tile_n, std::int64_t tile_k,
                    bool pinned, std::uint32_t buffers, const std::vector<NodeRef>& homes) {
@@ -35,7 +29,7 @@ GemmSpec make_spec(const System& s, std::int64_t m, std::int64_t n, std::int64_t
   spec.m = m;
   spec.n = n;
   spec.k = k;
-  spec.precision = parse_precision(precision);
+  spec.precision = precision_from(precision);
   for (const auto& p : pes) spec.pes.push_back(resolve(s, p, "gemm pes"));
   for (const auto& h : homes) spec.homes.push_back(resolve(s, h, "gemm homes"));
   spec.tile_m = tile_m;

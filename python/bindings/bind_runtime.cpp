@@ -18,14 +18,6 @@ using kernbench::topology::Precision;
 namespace kernbench::bindings {
 namespace {
 
-Precision precision_from(const std::string& name) {
-  if (name == "fp32") return Precision::Fp32;
-  if (name == "fp16") return Precision::Fp16;
-  if (name == "bf16") return Precision::Bf16;
-  if (name == "int8") return Precision::Int8;
-  throw ConfigError("unknown precision '" + name + "' (known: fp32, fp16, bf16, int8)");
-}
-
 OpKind compute_from(const std::string& name) {
   if (name == "gemm") return OpKind::Gemm;
   if (name == "vector") return OpKind::Vector;

@@ -22,6 +22,14 @@ inline void poll_python_signals(sim::Simulation& s) {
   });
 }
 
+/// "fp16" -> Precision::Fp16; an unknown name lists the known ones.
+inline topology::Precision precision_from(const std::string& name) {
+  using topology::Precision;
+  for (Precision p : {Precision::Fp32, Precision::Fp16, Precision::Bf16, Precision::Int8})
+    if (name == topology::to_string(p)) return p;
+  throw ConfigError("unknown precision '" + name + "' (known: fp32, fp16, bf16, int8)");
+}
+
 /// A count from Python that must not be negative (taken as int64 so that a
 /// negative value gets a clear error instead of a pybind11 TypeError).
 inline std::uint64_t non_negative(std::int64_t v, const char* what) {
