@@ -127,14 +127,19 @@ TEST_CASE("negative delays are refused", "[simulation]") {
   CHECK_THROWS_AS(sim.schedule(-1, r), kernbench::UsageError);
 }
 
+namespace {
+// Reschedules itself every `period` ps, for ever: a runaway model.
+struct Forever final : Handler {
+  Forever(Simulation& s, Time period) : sim(s), period(period) {}
+  void on_event(std::uint64_t) override { sim.schedule(period, *this); }
+  Simulation& sim;
+  Time period;
+};
+}  // namespace
+
 TEST_CASE("limits stop a runaway model with a LimitError", "[simulation][limits]") {
-  struct Forever final : Handler {
-    explicit Forever(Simulation& s) : sim(s) {}
-    void on_event(std::uint64_t) override { sim.schedule(1000, *this); }
-    Simulation& sim;
-  };
   Simulation sim;
-  Forever f(sim);
+  Forever f(sim, 1000);
   sim.schedule(0, f);
   sim.set_limits(500, kTimeInfinity);
   CHECK_THROWS_AS(sim.run(), kernbench::LimitError);
@@ -142,14 +147,14 @@ TEST_CASE("limits stop a runaway model with a LimitError", "[simulation][limits]
   CHECK_THROWS_WITH(sim.run(), Catch::Contains("event limit: 500 events"));
 
   Simulation timed;
-  Forever g(timed);
+  Forever g(timed, 1000);
   timed.schedule(0, g);
   timed.set_limits(UINT64_MAX, 10'000);
   CHECK_THROWS_WITH(timed.run(), Catch::Contains("simulated-time limit") && Catch::Contains("max_time 10000 ps"));
   CHECK(timed.now() == 10'000);  // the events up to the limit ran
   // run(until) below the limit is unaffected.
   Simulation ok;
-  Forever h(ok);
+  Forever h(ok, 1000);
   ok.schedule(0, h);
   ok.set_limits(UINT64_MAX, 1'000'000);
   ok.run(50'000);
@@ -157,13 +162,8 @@ TEST_CASE("limits stop a runaway model with a LimitError", "[simulation][limits]
 }
 
 TEST_CASE("the poll runs between events at its period and may abandon the run", "[simulation][limits]") {
-  struct Forever final : Handler {
-    explicit Forever(Simulation& s) : sim(s) {}
-    void on_event(std::uint64_t) override { sim.schedule(1, *this); }
-    Simulation& sim;
-  };
   Simulation sim;
-  Forever f(sim);
+  Forever f(sim, 1);
   sim.schedule(0, f);
   std::vector<std::uint64_t> seen;
   sim.set_poll(100, [&] {
