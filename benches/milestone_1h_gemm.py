@@ -64,6 +64,10 @@ TIMELINE_STEPS = 12  # pipeline tiles drawn per timeline panel
         "timeline": "32x3072x32",
     },
     uses_config=True,
+    smoke={"bench.square": [256], "bench.pe_counts": [1, 8], "bench.precisions": ["fp16"],
+           "bench.skinny": ["32x64x32"], "bench.llm_tokens": [1], "bench.llm_pes": [8], "bench.timeline": "none"},
+    golden={"key": "name", "metrics": ["steps_total", "hbm_bytes", "limit", "makespan_ns", "window_ns",
+                                       "critical_window_ns", "efficiency", "limit_efficiency"]},
 )
 def milestone_1h_gemm(ctx):
     t0 = time.perf_counter()
@@ -164,6 +168,7 @@ def _point(ctx, case, name, m, n, k, prec, npe, pinned, extra=None, timeline=Fal
     plan = _core.gemm_plan(system._core, m, n, k, **args)
     prog = _core.gemm_program(system._core, m, n, k, **args)
     res = system.run_program(prog)
+    ctx.trace(res, name)  # `kernbench run --trace FILE --trace-panel NAME`
     log = res.log()
     kinds = list(res.kind_names)
     tags = list(res.tags)

@@ -37,6 +37,11 @@ MESHES = {
         "warmup_ns": 1000.0,
     },
     uses_config=True,
+    smoke={"bench.meshes": ["cube-4x2"], "bench.loads": [0.2, 0.6, 1.4], "bench.window_ns": 800,
+           "bench.warmup_ns": 200},
+    golden={"key": ["mesh", "load_fraction"],
+            "metrics": ["packets", "offered_GBps", "accepted_GBps", "mean_latency_ns", "p99_latency_ns",
+                        "mean_queuing_ns", "bound_GBps"]},
 )
 def noc_load_latency(ctx):
     p = ctx.params
@@ -64,7 +69,7 @@ def noc_load_latency(ctx):
         for frac in p["loads"]:
             offered = frac * bound["lambda_sat_GBps"]
             try:
-                row = _point(ctx, extra, endpoints, offered, p)
+                row = _point(ctx, extra, endpoints, offered, p, label=f"{mesh}@{frac}")
             except Exception as e:
                 failures.append({"name": f"{mesh}@{frac}", "error": f"{type(e).__name__}: {e}"})
                 continue
@@ -132,12 +137,13 @@ def _channel_load_bound(system, endpoints):
     return {"gamma_max": gamma_max, "lambda_sat_GBps": sat, "busiest": busiest}
 
 
-def _point(ctx, extra, endpoints, offered_gbps, p):
+def _point(ctx, extra, endpoints, offered_gbps, p, label=""):
     system = ctx.load_system(extra)
     window = int(p["window_ns"] * 1000)
     warm = int(p["warmup_ns"] * 1000)
     system.traffic("uniform", endpoints, offered_gbps, p["packet_bytes"], 0, window)
     system.run()
+    ctx.trace(system, label)  # `kernbench run --trace FILE --trace-panel MESH@LOAD`
     t = system.transfers()
     issue, end = t["issue_ps"], t["end_ps"]
     measured = (issue >= warm) & (issue < window)

@@ -47,6 +47,11 @@ PARTS = ["overhead_ps", "transmission_ps", "drain_ps", "queuing_ps"]
     description="PE DMA latency by distance and under congestion, with the four-part breakdown",
     params={"bytes": 16384, "sip": 0, "flit_check": True},
     uses_config=True,
+    # Golden regression: 2 SIPs of 2x2 cubes keep every scenario (REMOTE_SIP, ucie_east_8) in ~1 s.
+    smoke={"system.sips.w": 2, "system.sips.h": 1, "system.cubes.w": 2, "system.cubes.h": 2},
+    golden={"key": "scenario", "metrics": ["hops", "makespan_ns", "latency_mean_ns", "latency_max_ns",
+                                           "effective_GBps", "maxmin_peak_GBps", "overhead_ns",
+                                           "transmission_ns", "drain_ns", "queuing_ns", "ucie_busy_ns"]},
 )
 def pe_dma_perf(ctx):
     p = ctx.params
@@ -142,6 +147,7 @@ def _run(ctx, name, kind, ops, nbytes, extra=None):
         # ops over the lanes of multi-connection links.
         system.dma(kind, issuer, memory, nbytes, address=i * nbytes)
     system.run()
+    ctx.trace(system, name)  # `kernbench run --trace FILE --trace-panel SCENARIO`
     d = system.dma_ops()
     if not d["done"].all():
         raise RuntimeError(f"{(~d['done']).sum()} DMA ops did not finish")

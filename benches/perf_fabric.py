@@ -34,6 +34,10 @@ from kernbench import bench
         "chunks": [64, 256, 1024, 4096],
     },
     uses_config=True,
+    # Rates (events/s, ...) are wall-clock and no goldens; what was simulated is.
+    smoke={"bench.pe_counts": [128], "bench.chunks": [64, 1024], "bench.window_ns": 500},
+    golden={"key": ["study", "model", "pes", "chunk_bytes", "busy_sips"],
+            "metrics": ["events", "transfers", "chunk_hops", "mean_latency_ns", "simulated_us"]},
 )
 def perf_fabric(ctx):
     p = ctx.params
@@ -51,7 +55,7 @@ def perf_fabric(ctx):
         for model, active in runs:
             extra = {"system.sips.w": sips[0], "system.sips.h": sips[1], "fabric.model": model}
             try:
-                row = _timed(ctx, extra, p, active)
+                row = _timed(ctx, extra, p, active, label=f"{n_pe}/{model}" + (f"/{active} busy" if active else ""))
             except Exception as e:
                 failures.append({"name": f"{n_pe}/{model}", "error": f"{type(e).__name__}: {e}"})
                 continue
@@ -66,14 +70,14 @@ def perf_fabric(ctx):
     for chunk in p["chunks"]:
         extra = {"system.sips.w": 1, "system.sips.h": 1, "fabric.model": "packet", "fabric.chunk": f"{chunk} B"}
         try:
-            row = _timed(ctx, extra, p)
+            row = _timed(ctx, extra, p, label=f"chunk {chunk} B")
         except Exception as e:
             failures.append({"name": f"chunk {chunk}", "error": f"{type(e).__name__}: {e}"})
             continue
         row.update({"study": "chunk", "pes": 128, "model": "packet", "chunk_bytes": chunk})
         knob.append(row)
     try:
-        row = _timed(ctx, {"system.sips.w": 1, "system.sips.h": 1, "fabric.model": "flow"}, p)
+        row = _timed(ctx, {"system.sips.w": 1, "system.sips.h": 1, "fabric.model": "flow"}, p, label="chunk flow")
         row.update({"study": "chunk", "pes": 128, "model": "flow", "chunk_bytes": None})
         knob.append(row)
     except Exception as e:
@@ -108,7 +112,7 @@ def perf_fabric(ctx):
     return {"results": results, "failures": failures, "cost_per_event_ratio": flat}
 
 
-def _timed(ctx, extra, p, active_sips=None):
+def _timed(ctx, extra, p, active_sips=None, label=""):
     system = ctx.load_system(extra)
     window = int(p["window_ns"] * 1000)
     names = system.pes()
@@ -120,6 +124,7 @@ def _timed(ctx, extra, p, active_sips=None):
     t0 = time.perf_counter()
     system.run()
     wall = time.perf_counter() - t0
+    ctx.trace(system, label)  # after the timing: `kernbench run --trace FILE --trace-panel LABEL`
     t = system.transfers()
     lat = t["end_ps"] - t["issue_ps"]
     events = system.events_processed

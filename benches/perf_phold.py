@@ -30,6 +30,10 @@ TARGET_VS_SIMPY = 7.0
         "populations": ["1024x1", "1024x16", "16384x16"],  # N LPs x E events per LP
         "mean_delay_ns": 1000.0,       # a real time scale: 1 us mean delay
     },
+    # Only the deterministic outputs are goldens (the event trace, memory per pending event), not rates.
+    smoke={"bench.events": 20000, "bench.simpy_events": 2000, "bench.populations": ["64x1", "64x4"]},
+    golden={"key": "population", "metrics": ["trace_hash", "pending", "bare_bytes_per_pending",
+                                             "callbacks_bytes_per_pending", "coroutines_bytes_per_pending"]},
 )
 def perf_phold(ctx):
     p = ctx.params
@@ -60,7 +64,6 @@ def perf_phold(ctx):
         try:
             s = run_simpy_phold(n_lps, per_lp, p["simpy_events"], mean_ps, ctx.seed)
             row["simpy_events_per_s"] = s["events_per_s"]
-            ctx.log(f"  {pop:>9} {'simpy':<10} {s['events_per_s'] / 1e6:7.2f} M events/s")
         except ImportError:
             row["simpy_events_per_s"] = None
             failures.append({"name": f"{pop}/simpy", "error": "simpy is not installed (pip install simpy)"})
@@ -71,6 +74,9 @@ def perf_phold(ctx):
         row["callbacks_vs_simpy"] = row["callbacks_events_per_s"] / simpy if simpy else None
         row["coroutines_vs_simpy"] = row["coroutines_events_per_s"] / simpy if simpy else None
         results.append(row)
+        # Logged after the row is kept: whoever sees this line (and presses Ctrl-C) finds the row in sweep.json.
+        if simpy:
+            ctx.log(f"  {pop:>9} {'simpy':<10} {simpy / 1e6:7.2f} M events/s")
 
     if results:
         ctx.write_csv("phold.csv", results)

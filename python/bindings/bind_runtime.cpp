@@ -7,6 +7,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "bindings.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
@@ -44,9 +46,18 @@ std::int32_t tag_index(const RunResult& r, const py::object& tag) {
 }
 
 Engine engine_from(const std::string& name) {
-  for (int e = 0; e < 4; ++e)
+  std::string known;
+  for (int e = 0; e < kEngines; ++e) {
     if (name == to_string(static_cast<Engine>(e))) return static_cast<Engine>(e);
-  throw ConfigError("unknown engine '" + name + "' (known: pe_cpu, dma, gemm, vector)");
+    known += std::string(e ? ", " : "") + to_string(static_cast<Engine>(e));
+  }
+  throw ConfigError("unknown engine '" + name + "' (known: " + known + ")");
+}
+
+RecvMode recv_mode_from(const std::string& name) {
+  for (RecvMode m : {RecvMode::Consume, RecvMode::Reduce, RecvMode::NoConsume})
+    if (name == to_string(m)) return m;
+  throw ConfigError("unknown recv mode '" + name + "' (known: consume, reduce, no_consume)");
 }
 
 }  // namespace
@@ -75,10 +86,24 @@ void bind_runtime(py::module_& m) {
            py::arg("name") = "", py::arg("tag") = 0)
       .def("alloc", &Program::alloc, py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "")
       .def("free", &Program::free, py::arg("alloc"), py::arg("deps") = Ids{}, py::arg("name") = "")
-      .def("send", &Program::send, py::arg("agent"), py::arg("peer"), py::arg("bytes"), py::arg("key"),
-           py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0)
-      .def("recv", &Program::recv, py::arg("agent"), py::arg("peer"), py::arg("key"), py::arg("deps") = Ids{},
-           py::arg("name") = "", py::arg("tag") = 0)
+      .def(
+          "send",
+          [](Program& p, NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, Ids deps, std::string name,
+             std::int32_t tag, std::optional<NodeId> source) {
+            return p.send(agent, peer, bytes, key, std::move(deps), std::move(name), tag, source);
+          },
+          py::arg("agent"), py::arg("peer"), py::arg("bytes"), py::arg("key"), py::arg("deps") = Ids{},
+          py::arg("name") = "", py::arg("tag") = 0, py::arg("source") = py::none(),
+          "IPCQ send of `bytes` to PE `peer` in slot-sized segments, read from `source` (default: the agent).")
+      .def(
+          "recv",
+          [](Program& p, NodeId agent, NodeId peer, std::int64_t key, Ids deps, std::string name, std::int32_t tag,
+             const std::string& mode) {
+            return p.recv(agent, peer, key, std::move(deps), std::move(name), tag, recv_mode_from(mode));
+          },
+          py::arg("agent"), py::arg("peer"), py::arg("key"), py::arg("deps") = Ids{}, py::arg("name") = "",
+          py::arg("tag") = 0, py::arg("mode") = "consume",
+          "IPCQ recv of `peer`'s send with this key: mode consume (slot reads), reduce (vector engine) or no_consume.")
       .def("barrier", &Program::barrier, py::arg("agent"), py::arg("deps"), py::arg("name") = "")
       .def(
           "composite",

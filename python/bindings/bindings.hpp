@@ -58,5 +58,8 @@ void bind_topology(pybind11::module_& m);
 void bind_runtime(pybind11::module_& m);
 void bind_kernels(pybind11::module_& m);
 void bind_config(pybind11::module_& m);
+void bind_k200(pybind11::module_& m);
+void bind_ccl(pybind11::module_& m);
+void bind_vgpu(pybind11::module_& m);
 
 }  // namespace kernbench::bindings

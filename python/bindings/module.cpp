@@ -24,10 +24,14 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<kernbench::ProcessError>(m, "ProcessError", base);
   py::register_exception<kernbench::InternalError>(m, "InternalError", base);
   py::register_exception<kernbench::LimitError>(m, "LimitError", base);
+  py::register_exception<kernbench::VerificationError>(m, "VerificationError", base);
 
   kernbench::bindings::bind_sim(m);
   kernbench::bindings::bind_topology(m);
   kernbench::bindings::bind_runtime(m);
   kernbench::bindings::bind_kernels(m);
   kernbench::bindings::bind_config(m);
+  kernbench::bindings::bind_k200(m);
+  kernbench::bindings::bind_ccl(m);
+  kernbench::bindings::bind_vgpu(m);
 }

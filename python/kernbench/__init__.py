@@ -33,6 +33,7 @@ from kernbench._core import (
 from kernbench.registry import Bench, BenchAuditError, bench, get_bench, list_benches
 from kernbench.program import Program, RunResult
 from kernbench.system import System, config_path
+from kernbench.sweeps import Point, sweep
 
 __version__ = "0.1.0"
 
@@ -51,6 +52,7 @@ __all__ = [
     "KernbenchError",
     "LimitError",
     "OpLog",
+    "Point",
     "ProcessError",
     "Program",
     "RunResult",
@@ -64,4 +66,5 @@ __all__ = [
     "list_benches",
     "run_phold",
     "run_queue",
+    "sweep",
 ]

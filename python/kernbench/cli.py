@@ -4,6 +4,11 @@
     kernbench validate FILE [--set PATH=VALUE]...
     kernbench schema [--markdown]
     kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
+                  [--trace FILE [--trace-panel LABEL]] [--smoke]
+    kernbench sweep --bench NAME --grid KEY=V1,V2 ... [--executor serial|process|dask]
+                    [--scheduler ADDR] [--workers N] [--resume] [--out DIR]
+    kernbench show [CONFIG] [--set PATH=VALUE]... [--png FILE]
+    kernbench goldens [--update] [--bench NAME]... [--dir DIR]
 
 Library errors become one line on stderr and an exit code: 2 for bad input
 (unknown bench, bad --set), 1 when a bench ran and reported failures or
@@ -64,6 +69,42 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--config", default=None, help="machine config file, for benches that simulate one")
     r.add_argument("--quiet", action="store_true", help="no progress or summary output")
     r.add_argument("--verify", action="store_true", help="check the bench's invariants; violations fail the run")
+    r.add_argument("--trace", default=None, metavar="FILE",
+                   help="write a Chrome/Perfetto trace (one track per engine) of one panel to FILE")
+    r.add_argument("--trace-panel", default=None, metavar="LABEL",
+                   help="which panel to trace (default: the first the bench offers)")
+    r.add_argument("--smoke", action="store_true",
+                   help="the bench's smoke size (its golden-regression size; --set applies on top)")
+
+    sw = sub.add_parser("sweep", help="run a bench over a grid of config and bench values")
+    sw.add_argument("--bench", required=True, help="bench name or index")
+    sw.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                    help="a grid axis: a config path or bench.PARAM and its values (repeatable); "
+                         "list-valued bench parameters separate values with ';'")
+    sw.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="a value fixed for every point (repeatable)")
+    sw.add_argument("--executor", default="process", choices=["serial", "process", "dask"],
+                    help="where points run (default: process, all cores)")
+    sw.add_argument("--scheduler", default=None, metavar="ADDR",
+                    help="dask scheduler address, e.g. tcp://host:8786 (implies --executor dask)")
+    sw.add_argument("--workers", type=int, default=None, help="processes (process, local dask); default: all cores")
+    sw.add_argument("--resume", action="store_true", help="keep the points in OUT/checkpoint.jsonl, run the rest")
+    sw.add_argument("--retry-failed", action="store_true", help="with --resume, also re-run failed points")
+    sw.add_argument("--out", default=None, help="output folder (default: out/<bench>-sweep)")
+    sw.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    sw.add_argument("--config", default=None, help="machine config file")
+    sw.add_argument("--quiet", action="store_true", help="no summary output")
+
+    sh = sub.add_parser("show", help="summarise a machine config: node kinds, link classes, the SIP grid")
+    sh.add_argument("file", nargs="?", default=None, help="YAML machine config (default: topology.yaml)")
+    sh.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                    help="override a config value (repeatable)")
+    sh.add_argument("--png", default=None, metavar="FILE", help="also draw the machine to a PNG")
+
+    g = sub.add_parser("goldens", help="check the benches' smoke runs against tests/goldens, or refresh them")
+    g.add_argument("--update", action="store_true", help="rewrite the golden files and print what moved")
+    g.add_argument("--bench", action="append", default=[], help="only this bench (repeatable; default: all with a smoke size)")
+    g.add_argument("--dir", default=None, help="golden folder (default: tests/goldens)")
     return p
 
 
@@ -98,20 +139,80 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    sets = list(args.sets)
+    if args.smoke:
+        from kernbench.goldens import smoke_sets
+        from kernbench.registry import get_bench
+
+        sets = smoke_sets(get_bench(args.bench)) + sets
     sweep = run_bench(
         args.bench,
         out=args.out,
-        sets=args.sets,
+        sets=sets,
         seed=args.seed,
         config=args.config,
         quiet=args.quiet,
         verify=args.verify,
+        trace=args.trace,
+        trace_panel=args.trace_panel,
     )
     out = args.out or f"out/{sweep['bench']}"
     n_fail = len(sweep["failures"])
     if not args.quiet:
         print(f"wrote {out}/sweep.json ({len(sweep['results'])} results, {n_fail} failures)")
     return 1 if n_fail else 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from kernbench.registry import get_bench
+    from kernbench.sweeps import parse_grid, sweep
+
+    b = get_bench(args.bench)
+    if not args.grid:
+        raise ConfigError("sweep: give at least one --grid KEY=V1,V2")
+    lists = [f"bench.{k}" for k, v in b.params.items() if isinstance(v, (list, tuple))]
+    grid = parse_grid(args.grid, lists)
+    for key, values in grid.items():
+        if key.startswith("bench."):  # typed like the default, as --set does
+            name = key[len("bench."):]
+            if name in b.params:
+                from kernbench.overrides import coerce
+
+                try:
+                    grid[key] = [coerce(v, b.params[name]) for v in values]
+                except ValueError as e:
+                    raise ConfigError(f"--grid {key}: {e}") from None
+        else:  # plain integers read as integers (the config loader gets the same text back)
+            grid[key] = [int(v) if v.lstrip("-").isdigit() else v for v in values]
+    executor = args.scheduler if args.scheduler else args.executor
+    out = args.out or f"out/{b.name}-sweep"
+    df = sweep(b.name, grid, executor, workers=args.workers, sets=args.sets, config=args.config, seed=args.seed,
+               resume=args.resume, retry_failed=args.retry_failed, out=out)
+    fails = df.attrs["failures"]
+    if not args.quiet:
+        n = df.attrs["points"]
+        print(f"wrote {out}/sweep.json: {n} points ({df.attrs['computed']} computed, {n - df.attrs['computed']} "
+              f"from the checkpoint), {len(df)} rows, {len(fails)} failed points, {df.attrs['wall_s']:.1f} s")
+        for f in fails[:10]:
+            print(f"  {f['name']}: {f['error']}")
+    return 1 if fails else 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from kernbench.show import draw, summary_text, topology_summary
+
+    info = topology_summary(args.file, args.sets)
+    print(summary_text(info))
+    if args.png:
+        draw(args.file, args.sets, args.png)
+        print(f"wrote {args.png}")
+    return 0
+
+
+def _cmd_goldens(args: argparse.Namespace) -> int:
+    from kernbench.goldens import main as goldens_main
+
+    return goldens_main(benches=args.bench, update=args.update, folder=args.dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_validate(args)
         if args.command == "schema":
             return _cmd_schema(args)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
+        if args.command == "show":
+            return _cmd_show(args)
+        if args.command == "goldens":
+            return _cmd_goldens(args)
         return _cmd_run(args)
     except KernbenchError as e:
         print(f"kernbench: error: {e}", file=sys.stderr)

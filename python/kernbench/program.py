@@ -81,14 +81,21 @@ class Program:
         """Return an alloc's scratch."""
         return self._core.free(alloc, self._deps(deps), name)
 
-    def send(self, agent: Node, peer: Node, bytes: int, key: int, deps=(), name: str = "", tag=None) -> int:
-        """Send `bytes` to `peer`; the recv with the same key there completes when they arrive."""
-        return self._core.send(self._id(agent), self._id(peer), int(bytes), int(key), self._deps(deps), name,
-                               self._tag(tag))
+    def send(self, agent: Node, peer: Node, bytes: int, key: int, deps=(), name: str = "", tag=None,
+             source: Node | None = None) -> int:
+        """IPCQ send of `bytes` to PE `peer`, in slot-sized segments (blocks while the slots there are full).
 
-    def recv(self, agent: Node, peer: Node, key: int, deps=(), name: str = "", tag=None) -> int:
-        """Wait on `agent` for `peer`'s send with this key."""
-        return self._core.recv(self._id(agent), self._id(peer), int(key), self._deps(deps), name, self._tag(tag))
+        `source` is where the payload is read (default: the agent's scratch; e.g. its HBM slice)."""
+        return self._core.send(self._id(agent), self._id(peer), int(bytes), int(key), self._deps(deps), name,
+                               self._tag(tag), None if source is None else self._id(source))
+
+    def recv(self, agent: Node, peer: Node, key: int, deps=(), name: str = "", tag=None, mode: str = "consume") -> int:
+        """IPCQ recv on `agent` of `peer`'s send with this key.
+
+        mode: ``consume`` (read each slot out of scratch), ``reduce`` (add each slot into the buffer on the
+        vector engine) or ``no_consume`` (free slots unread: a diagnostic to compare with raw DMA)."""
+        return self._core.recv(self._id(agent), self._id(peer), int(key), self._deps(deps), name, self._tag(tag),
+                               mode)
 
     def barrier(self, agent: Node, deps, name: str = "") -> int:
         """Join dependencies (no work)."""

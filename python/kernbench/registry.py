@@ -7,6 +7,14 @@ registered with::
     @bench(name="perf-phold", description="...", params={"events": 10_000_000})
     def perf_phold(ctx): ...
 
+A bench joins the golden regression (``kernbench goldens``,
+tests/python/test_goldens.py) by declaring a smoke size and the metrics to
+compare::
+
+    @bench(name=..., description=..., params={...},
+           smoke={"bench.events": 20000, "system.sips.w": 1},          # --set values, a few seconds
+           golden={"key": "population", "metrics": ["trace_hash", "pending"]})
+
 Discovery imports every module of the package whose name does not start
 with ``_``; a module that registers no bench fails the audit (a forgotten
 decorator would otherwise make a bench silently vanish).
@@ -39,6 +47,8 @@ class Bench:
     params: Mapping[str, Any] = field(default_factory=dict)
     module: str = ""
     uses_config: bool = False
+    smoke: Mapping[str, Any] | None = None
+    golden: Mapping[str, Any] | None = None
 
 
 _BENCHES: dict[str, Bench] = {}
@@ -51,13 +61,23 @@ def bench(
     description: str,
     params: Mapping[str, Any] | None = None,
     uses_config: bool = False,
+    smoke: Mapping[str, Any] | None = None,
+    golden: Mapping[str, Any] | None = None,
 ):
     """Register ``fn`` as the bench ``name``.
 
     ``params`` are its parameters with their defaults (``--set bench.KEY=V``);
     ``uses_config`` says whether it simulates a machine config (``--config``,
     ``--set system...``); a bench that does not refuses those overrides.
+    ``smoke``: ``--set`` values (``bench.KEY`` or config paths) for a run of
+    a few seconds (``kernbench run --smoke``); ``golden``: ``{"key": column
+    or columns naming a result row, "metrics": [names] or {name: tolerance}}``
+    (tolerances ``"exact"``, ``"rel=1e-6"``, ``"abs=0.5"``; by default
+    integers, strings and booleans are exact and other numbers rel=1e-6),
+    compared against tests/goldens/<name>.json.
     """
+    if golden is not None and smoke is None:
+        raise BenchAuditError(f"bench {name!r}: golden= needs smoke= (the size the goldens are taken at)")
     if not name or not name.replace("-", "").replace("_", "").isalnum():
         raise BenchAuditError(f"bench name {name!r}: use letters, digits, '-' and '_'")
 
@@ -74,6 +94,8 @@ def bench(
             params=MappingProxyType(dict(params or {})),
             module=fn.__module__,
             uses_config=uses_config,
+            smoke=MappingProxyType(dict(smoke)) if smoke is not None else None,
+            golden=MappingProxyType(dict(golden)) if golden is not None else None,
         )
         return fn
 

@@ -1,7 +1,10 @@
-"""Running a bench: parameters, output folder, sweep.json, failures.
+"""Running a bench: parameters, output folder, sweep.json, failures, traces.
 
-``run_bench`` always writes ``sweep.json`` (atomically), even when the bench
-itself fails: the file then holds the failure, and the caller gets it back.
+``run_bench`` always writes ``sweep.json`` (atomically, in the versioned
+format of kernbench.sweepjson, with ``sweep.csv`` beside it), even when the
+bench itself fails: the file then holds the failure, and the caller gets it
+back. ``trace=PATH`` writes the Chrome/Perfetto trace of one panel the bench
+exposes through ``ctx.trace(result, label)``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from kernbench import io as kio
+from kernbench import sweepjson
 from kernbench._core import ConfigError
 from kernbench.overrides import apply_bench_overrides
 from kernbench.registry import Bench, get_bench
@@ -37,6 +41,38 @@ class BenchContext:
     # Benches append here as they go, so an interrupted run keeps what it finished.
     results: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    # --trace: where to write the chosen panel's trace, which panel (None:
+    # the first one), the panels offered so far and what was written.
+    trace_path: Path | None = None
+    trace_panel: str | None = None
+    panels: list[str] = field(default_factory=list)
+    traced: dict[str, Any] | None = None
+
+    @property
+    def tracing(self) -> bool:
+        """Whether a trace is still wanted (benches may skip building traceable runs otherwise)."""
+        return self.trace_path is not None and self.traced is None
+
+    def trace(self, result: Any, label: str) -> None:
+        """Offer a run as a traceable panel: a RunResult, or a System that ran DMA ops.
+
+        With ``--trace FILE`` the first panel (or the one named by
+        ``--trace-panel``) is written to FILE; otherwise this only records the label.
+        """
+        self.panels.append(label)
+        if not self.tracing or (self.trace_panel is not None and label != self.trace_panel):
+            return
+        from kernbench.trace import write_trace
+
+        self.traced = write_trace(result, self.trace_path, label)
+        self.log(f"  trace of {label!r}: {self.trace_path} ({self.traced['tracks']} tracks, "
+                 f"{self.traced['events']} events)")
+
+    def progress(self, iterable: Iterable[Any], total: int | None = None, desc: str | None = None):
+        """``iterable`` with a tqdm progress bar on stderr when it is a terminal (never when quiet)."""
+        from kernbench.sweeps import progress_bar
+
+        return progress_bar(iterable, total=total, desc=desc or self.bench.name, enabled=None if not self.quiet else False)
 
     def load_system(self, extra: Mapping[str, Any] | None = None, seed: int | None = None):
         """The bench's machine: --config (default topology.yaml) with --set overrides, then `extra`."""
@@ -47,9 +83,13 @@ class BenchContext:
         return System.load(self.config, set=sets, seed=self.seed if seed is None else seed)
 
     def log(self, message: str) -> None:
-        """Progress and summary lines (stdout; off when quiet)."""
+        """Progress and summary lines (stdout; off when quiet); printed above the progress bar if one shows."""
         if not self.quiet:
-            print(message, flush=True)
+            bar = getattr(self.results, "bar", None)
+            if bar is not None and not bar.disable:
+                bar.write(message, file=sys.stdout)
+            else:
+                print(message, flush=True)
 
     def write_csv(self, name: str, rows: Iterable[Mapping[str, Any]]) -> Path:
         path = kio.write_csv(self.out / name, rows)
@@ -62,6 +102,23 @@ class BenchContext:
         return path
 
 
+class _CountingResults(list):
+    """ctx.results that advances a progress bar as rows arrive (benches append as they go)."""
+
+    def __init__(self, bar):
+        super().__init__()
+        self.bar = bar
+
+    def append(self, row) -> None:
+        super().append(row)
+        self.bar.update(1)
+
+    def extend(self, rows) -> None:
+        rows = list(rows)
+        super().extend(rows)
+        self.bar.update(len(rows))
+
+
 def run_bench(
     key: str | int,
     *,
@@ -71,10 +128,14 @@ def run_bench(
     config: Path | str | None = None,
     quiet: bool = False,
     verify: bool = False,
+    trace: Path | str | None = None,
+    trace_panel: str | None = None,
 ) -> dict[str, Any]:
     """Run one bench; returns the sweep dict that was written to ``out/sweep.json``.
 
     Bad names and bad ``--set`` keys raise ConfigError before anything runs.
+    ``trace``: write the Chrome/Perfetto trace of the panel ``trace_panel``
+    (default: the first the bench offers) there; no such panel is a failure.
     """
     b = get_bench(key)
     params, config_overrides = apply_bench_overrides(b.name, b.params, sets)
@@ -105,18 +166,18 @@ def run_bench(
         config_overrides=config_overrides,
         quiet=quiet,
         verify=verify,
+        trace_path=Path(trace) if trace is not None else None,
+        trace_panel=trace_panel,
     )
-    sweep: dict[str, Any] = {
-        "bench": b.name,
-        "description": b.description,
-        "params": params,
-        "seed": seed,
-        "config": str(config) if config is not None else None,
-        "config_overrides": config_overrides,
-        "verify": verify,
-        "results": [],
-        "failures": [],
-    }
+    from kernbench.sweeps import progress_bar
+
+    # A bar of finished result rows on stderr, when it is a terminal and not --quiet.
+    bar = progress_bar(total=None, desc=b.name, enabled=None if not quiet else False, unit="row")
+    if hasattr(bar, "disable"):
+        ctx.results = _CountingResults(bar)
+    sweep = sweepjson.header("bench", b.name, description=b.description, params=params, seed=seed,
+                             config=config, config_overrides=config_overrides)
+    sweep["verify"] = verify
     t0 = time.perf_counter()
     try:
         produced = b.func(ctx) or {}
@@ -126,14 +187,18 @@ def run_bench(
             if k not in ("results", "failures"):
                 sweep[k] = v
     except ConfigError:
+        if hasattr(bar, "close"):
+            bar.close()
         raise
     except KeyboardInterrupt:
         # Ctrl-C: write what the bench had finished, then stop.
         sweep["results"] = list(ctx.results)
+        if hasattr(bar, "close"):
+            bar.close()
         sweep["failures"] = [*ctx.failures, {"name": b.name, "error": "interrupted (KeyboardInterrupt)"}]
         sweep["wall_s"] = round(time.perf_counter() - t0, 3)
-        sweep["files"] = ["sweep.json", *ctx.files]
-        kio.write_json(out_dir / "sweep.json", sweep)
+        sweep["files"] = list(ctx.files)
+        sweepjson.write_sweep(out_dir, sweep)
         raise
     except Exception as e:  # the bench crashed: keep what we know, say why
         sweep["results"] = list(ctx.results)
@@ -142,7 +207,16 @@ def run_bench(
             {"name": b.name, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         )
         print(f"kernbench: bench {b.name!r} failed: {type(e).__name__}: {e}", file=sys.stderr)
+    if ctx.trace_path is not None:
+        sweep["trace"] = ctx.traced
+        if ctx.traced is None:
+            offered = ", ".join(repr(p) for p in ctx.panels[:20]) or "none"
+            what = f"no panel {trace_panel!r}" if trace_panel is not None else "no traceable panel"
+            sweep["failures"].append({"name": "trace", "error": f"--trace: bench {b.name!r} offered {what} "
+                                      f"(panels: {offered}{', ...' if len(ctx.panels) > 20 else ''})"})
+    if hasattr(bar, "close"):
+        bar.close()
     sweep["wall_s"] = round(time.perf_counter() - t0, 3)
-    sweep["files"] = ["sweep.json", *ctx.files]
-    kio.write_json(out_dir / "sweep.json", sweep)
+    sweep["files"] = list(ctx.files)
+    sweepjson.write_sweep(out_dir, sweep)
     return sweep

@@ -18,6 +18,8 @@ const char* to_string(Engine engine) {
     case Engine::Dma: return "dma";
     case Engine::Gemm: return "gemm";
     case Engine::Vector: return "vector";
+    case Engine::Ipcq: return "ipcq";
+    case Engine::IpcqRx: return "ipcq_rx";
   }
   return "?";
 }
@@ -35,11 +37,37 @@ std::string bytes_text(Bytes b) {
 struct PeEngines {
   PeEngines(sim::Simulation& sim, const std::string& pe, const topology::PeConfig& c)
       : cpu(sim, pe + ".pe_cpu", 1), dma(sim, pe + ".dma", c.dma_channels), gemm(sim, pe + ".gemm", 1),
-        vector(sim, pe + ".vector", 1) {}
-  sim::Server cpu, dma, gemm, vector;
+        vector(sim, pe + ".vector", 1), ipcq(sim, pe + ".ipcq", c.ipcq_channels), ipcq_rx(sim, pe + ".ipcq_rx", 1) {}
+  sim::Server cpu, dma, gemm, vector, ipcq, ipcq_rx;
   Bytes scratch = 0;
   Bytes peak = 0;
-  int resource[4] = {-1, -1, -1, -1};  // index into RunResult::engines, per Engine
+  int resource[kEngines] = {-1, -1, -1, -1, -1, -1};  // index into RunResult::engines, per Engine
+  const sim::Server& server(int e) const {
+    const sim::Server* s[kEngines] = {&cpu, &dma, &gemm, &vector, &ipcq, &ipcq_rx};
+    return *s[e];
+  }
+};
+
+// The IPCQ slots at PE `dst` for sender `src`: a counting credit, taken by
+// the sender per segment and given back by the receiver's recv.
+struct SlotQueue {
+  SlotQueue(sim::Simulation& sim, const std::string& name, int slots) : credits(sim, name, slots) {}
+  sim::Server credits;
+};
+
+// One send/recv pair in flight, matched by (dst, src, key).
+struct Message {
+  std::uint32_t send = kNone;     // run-graph node of the send (kNone: not started)
+  std::uint32_t recv = kNone;     // ... of the recv, once it waits
+  std::uint32_t segments = 0;     // known when the send starts
+  std::uint32_t arrived = 0;
+  std::uint32_t taken = 0;        // slots the recv has freed
+  Bytes bytes = 0;
+  SlotQueue* queue = nullptr;
+  std::coroutine_handle<> receiver;  // the recv, waiting for segment `want`
+  std::uint32_t want = 0;
+  std::coroutine_handle<> sender;    // the send, waiting for the last arrival
+  static constexpr std::uint32_t kNone = 0xffffffffU;
 };
 
 // A node of the run graph: a program op, a composite's dispatch, or a stage.
@@ -53,6 +81,7 @@ struct Node {
   std::int32_t tag = 0;
   NodeId peer = 0;
   std::int64_t key = 0;
+  RecvMode recv_mode = RecvMode::Consume;
   bool dispatch = true;        // pays a PE_CPU dispatch
   bool logged = true;          // gets an op-log row of its own
   std::int64_t program_op = -1;
@@ -72,26 +101,41 @@ struct Executor::Impl {
   const Program& program;
   std::vector<Node> nodes;
   std::map<NodeId, std::unique_ptr<PeEngines>> pes;
-  std::map<std::tuple<NodeId, NodeId, std::int64_t>, std::unique_ptr<sim::Trigger>> mailboxes;
+  std::map<std::pair<NodeId, NodeId>, std::unique_ptr<SlotQueue>> queues;  // (src, dst)
+  std::map<std::tuple<NodeId, NodeId, std::int64_t>, std::uint32_t> message_index;  // (dst, src, key)
+  std::vector<Message> messages;
+  std::vector<std::uint32_t> transfer_message;  // fabric transfer id -> message (segments in flight)
+  Executor::Observer* observer = nullptr;
   RunResult result;
   std::size_t remaining = 0;
 
-  sim::Trigger& mailbox(NodeId to, NodeId from, std::int64_t key) {
-    auto& slot = mailboxes[{to, from, key}];
-    if (!slot) slot = std::make_unique<sim::Trigger>(sim);
-    return *slot;
+  Message& message(NodeId to, NodeId from, std::int64_t key) {
+    auto [it, fresh] = message_index.try_emplace({to, from, key}, static_cast<std::uint32_t>(messages.size()));
+    if (fresh) messages.emplace_back();
+    return messages[it->second];
   }
+  SlotQueue& queue(NodeId from, NodeId to) {
+    auto& q = queues[{from, to}];
+    if (!q)
+      q = std::make_unique<SlotQueue>(sim, system.machine().node(to).name + ".ipcq<" + system.machine().node(from).name,
+                                      cfg.ipcq_slots);
+    return *q;
+  }
+  void segment_arrived(std::uint64_t transfer);
+  sim::MemberHandler<Impl, &Impl::segment_arrived> on_segment{*this};
 
   PeEngines& pe(NodeId agent) {
     auto& slot = pes[agent];
     if (!slot) {
       const std::string& name = system.machine().node(agent).name;
       slot = std::make_unique<PeEngines>(sim, name, cfg);
-      for (int e = 0; e < 4; ++e) {
+      for (int e = 0; e < kEngines; ++e) {
         slot->resource[e] = static_cast<int>(result.engines.size());
         const auto eng = static_cast<Engine>(e);
         result.engines.push_back(EngineUse{agent, eng, name + "." + to_string(eng),
-                                           eng == Engine::Dma ? cfg.dma_channels : 1});
+                                           eng == Engine::Dma    ? cfg.dma_channels
+                                           : eng == Engine::Ipcq ? cfg.ipcq_channels
+                                                                 : 1});
       }
     }
     return *slot;
@@ -108,8 +152,12 @@ struct Executor::Impl {
   void spawn(std::uint32_t n) { sim.spawn(describe(n), run_node(n)); }
   sim::Process run_node(std::uint32_t n);
   sim::Task<> move(const Node& nd);
+  sim::Task<> send(std::uint32_t n, PeEngines& e);
+  sim::Task<> recv(std::uint32_t n);
+  Time scratch_read(Bytes bytes) const;
+  void log_wait(const Node& nd, const char* kind, Time from, Time to, int resource);
   Time gemm_time(const Node& nd) const;
-  Time vector_time(const Node& nd) const;
+  Time vector_time(Bytes bytes, const Node& nd) const;
   Time cycles_to_time(double cycles, const Node& nd) const;
   void finish(std::uint32_t n, int resource);
   [[noreturn]] void report_deadlock() const;
@@ -135,6 +183,7 @@ void Executor::Impl::build() {
     nd.tag = op.tag;
     nd.peer = op.peer;
     nd.key = op.key;
+    nd.recv_mode = op.recv_mode;
     nd.program_op = i;
     nd.name = op.name;
     if (op.agent >= system.machine().num_nodes())
@@ -228,8 +277,8 @@ Time Executor::Impl::cycles_to_time(double cycles, const Node& nd) const {
   return static_cast<Time>(ps);
 }
 
-Time Executor::Impl::vector_time(const Node& nd) const {
-  return cycles_to_time(std::ceil(static_cast<double>(nd.bytes) / cfg.vector_bytes_per_cycle), nd);
+Time Executor::Impl::vector_time(Bytes bytes, const Node& nd) const {
+  return cycles_to_time(std::ceil(static_cast<double>(bytes) / cfg.vector_bytes_per_cycle), nd);
 }
 
 sim::Task<> Executor::Impl::move(const Node& nd) {
@@ -250,6 +299,110 @@ sim::Task<> Executor::Impl::move(const Node& nd) {
   }
 }
 
+namespace {
+
+// Parks a coroutine in `slot` until someone schedules it.
+struct Park {
+  std::coroutine_handle<>& slot;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { slot = h; }
+  void await_resume() const noexcept {}
+};
+
+Bytes segment_bytes(Bytes total, Bytes slot, std::uint32_t k, std::uint32_t segments) {
+  return k + 1 < segments ? slot : total - slot * static_cast<Bytes>(segments - 1);
+}
+
+}  // namespace
+
+Time Executor::Impl::scratch_read(Bytes bytes) const {
+  // A bank hop, then the bytes at the scratch port's width (the vector
+  // engine's bytes per cycle), rounded up to whole cycles.
+  const auto cycles = (bytes + cfg.vector_bytes_per_cycle - 1) / cfg.vector_bytes_per_cycle;
+  return cfg.ipcq_bank_hop + static_cast<Time>(std::ceil(static_cast<double>(cycles) * 1e12 /
+                                                          static_cast<double>(cfg.clock_hz)));
+}
+
+void Executor::Impl::log_wait(const Node& nd, const char* kind, Time from, Time to, int resource) {
+  result.op_counts[kind] += 1;
+  result.log.record(sim::OpRecord{nd.program_op, static_cast<std::int32_t>(nd.agent), resource,
+                                  result.log.kind_code(kind), nd.tag, from, from, to, 0, 0.0});
+  result.log_names.push_back(nd.name + ": " + kind);
+}
+
+void Executor::Impl::segment_arrived(std::uint64_t transfer) {
+  Message& m = messages[transfer_message[transfer]];
+  ++m.arrived;
+  if (m.receiver && m.arrived > m.want) sim.schedule(0, sim::Target::resume(std::exchange(m.receiver, {})));
+  if (m.sender && m.arrived == m.segments) sim.schedule(0, sim::Target::resume(std::exchange(m.sender, {})));
+}
+
+sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
+  co_await e.ipcq.acquire();
+  Node& nd = nodes[n];
+  nd.start = sim.now();
+  if (observer) observer->on_start(static_cast<OpId>(nd.program_op));
+  const NodeId dst = nd.move.dst;
+  Message& first = message(dst, nd.agent, nd.key);
+  const auto mi = static_cast<std::uint32_t>(&first - messages.data());
+  if (first.send != Message::kNone)
+    throw UsageError(program.name() + ": " + describe(n) + " reuses key " + std::to_string(nd.key) + " of " +
+                     describe(first.send) + " for the same receiver " + system.machine().node(dst).name);
+  SlotQueue& q = queue(nd.agent, dst);
+  const Bytes slot = cfg.ipcq_slot;
+  const Bytes bytes = nd.move.bytes;
+  const auto segments = static_cast<std::uint32_t>(bytes == 0 ? 1 : (bytes + slot - 1) / slot);
+  first.send = n;
+  first.segments = segments;
+  first.bytes = bytes;
+  first.queue = &q;
+  topology::Fabric& fabric = system.fabric();
+  for (std::uint32_t k = 0; k < segments; ++k) {
+    if (!q.credits.try_acquire()) {  // back-pressure: every slot there is taken
+      const Time t0 = sim.now();
+      co_await q.credits.acquire();
+      log_wait(nd, "slot_wait", t0, sim.now(), -1);
+    }
+    topology::TransferSpec spec{nd.move.src, dst, segment_bytes(bytes, slot, k, segments),
+                                static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(slot), nd.tag,
+                                static_cast<std::int32_t>(nd.agent), static_cast<std::int64_t>(n)};
+    const topology::TransferId id = fabric.start(spec, sim::Target::call(on_segment));
+    if (id >= transfer_message.size()) transfer_message.resize(std::max<std::size_t>(id + 1, 2 * transfer_message.size()));
+    transfer_message[id] = mi;
+  }
+  if (messages[mi].arrived < segments) co_await Park{messages[mi].sender};
+  e.ipcq.release();
+}
+
+sim::Task<> Executor::Impl::recv(std::uint32_t n) {
+  Message& first = message(nodes[n].agent, nodes[n].peer, nodes[n].key);
+  const auto mi = static_cast<std::uint32_t>(&first - messages.data());
+  first.recv = n;
+  PeEngines& e = pe(nodes[n].agent);
+  const RecvMode mode = nodes[n].recv_mode;
+  for (std::uint32_t k = 0;; ++k) {
+    if (messages[mi].arrived <= k) {
+      messages[mi].want = k;
+      co_await Park{messages[mi].receiver};
+    }
+    if (k == 0) nodes[n].start = sim.now();  // the first segment is here
+    const Bytes b = segment_bytes(messages[mi].bytes, cfg.ipcq_slot, k, messages[mi].segments);
+    if (mode == RecvMode::Consume) {
+      co_await e.ipcq_rx.acquire();
+      co_await sim.delay(scratch_read(b));
+      e.ipcq_rx.release();
+    } else if (mode == RecvMode::Reduce) {
+      co_await e.vector.acquire();
+      co_await sim.delay(cfg.ipcq_bank_hop + vector_time(b, nodes[n]));
+      e.vector.release();
+    }
+    Message& m = messages[mi];
+    ++m.taken;
+    m.queue->credits.release();
+    if (k + 1 == m.segments) break;
+  }
+}
+
 sim::Process Executor::Impl::run_node(std::uint32_t n) {
   // A composite's join node keeps the ready time of its dispatch.
   if (nodes[n].kind != OpKind::Composite || nodes[n].ready < 0) nodes[n].ready = sim.now();
@@ -262,20 +415,22 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
   }
   int resource = -1;
   switch (nd.kind) {
-    case OpKind::Dma:
-    case OpKind::Send: {
+    case OpKind::Dma: {
       co_await e.dma.acquire();
       nodes[n].start = sim.now();
       co_await move(nd);
       e.dma.release();
       resource = e.resource[static_cast<int>(Engine::Dma)];
-      if (nd.kind == OpKind::Send) mailbox(nd.move.dst, nd.agent, nd.key).fire();
       break;
     }
+    case OpKind::Send:
+      co_await send(n, e);
+      resource = e.resource[static_cast<int>(Engine::Ipcq)];
+      break;
     case OpKind::Gemm:
     case OpKind::Vector: {
       const bool gemm = nd.kind == OpKind::Gemm;
-      const Time t = gemm ? gemm_time(nd) : vector_time(nd);
+      const Time t = gemm ? gemm_time(nd) : vector_time(nd.bytes, nd);
       sim::Server& engine = gemm ? e.gemm : e.vector;
       co_await engine.acquire();
       nodes[n].start = sim.now();
@@ -293,7 +448,12 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
       e.peak = std::max(e.peak, e.scratch);
       break;
     case OpKind::Free: e.scratch -= nd.bytes; break;
-    case OpKind::Recv: co_await mailbox(nd.agent, nd.peer, nd.key).wait(); break;
+    case OpKind::Recv:
+      co_await recv(n);
+      resource = nd.recv_mode == RecvMode::Reduce      ? e.resource[static_cast<int>(Engine::Vector)]
+                 : nd.recv_mode == RecvMode::Consume ? e.resource[static_cast<int>(Engine::IpcqRx)]
+                                                     : -1;
+      break;
     case OpKind::Barrier:
     case OpKind::Composite: break;
   }
@@ -319,6 +479,7 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
       c.start = c.start < 0 ? nd.start : std::min(c.start, nd.start);
     }
   }
+  if (observer && nd.program_op >= 0) observer->on_end(static_cast<OpId>(nd.program_op));
   if (nd.logged) {
     const char* kind = to_string(nd.kind);
     result.op_counts[kind] += 1;
@@ -344,8 +505,25 @@ void Executor::Impl::report_deadlock() const {
     msg += shown++ ? "; " : ": ";
     msg += describe(n);
     if (nd.kind == OpKind::Recv && nd.ready >= 0 && nd.waiting == 0) {
-      msg += " waits for a send from " + system.machine().node(nd.peer).name + " with key " + std::to_string(nd.key) +
-             " that never came";
+      const auto it = message_index.find({nd.agent, nd.peer, nd.key});
+      const Message* m = it == message_index.end() ? nullptr : &messages[it->second];
+      if (m == nullptr || m->send == Message::kNone) {
+        msg += " waits for a send from " + system.machine().node(nd.peer).name + " with key " +
+               std::to_string(nd.key) + " that never came";
+      } else {
+        msg += " has taken " + std::to_string(m->taken) + " of " + std::to_string(m->segments) + " segments from " +
+               system.machine().node(nd.peer).name;
+      }
+      continue;
+    }
+    if (nd.kind == OpKind::Send && nd.start >= 0) {
+      const auto it = message_index.find({nd.move.dst, nd.agent, nd.key});
+      const Message& m = messages[it->second];
+      msg += " is blocked: " + std::to_string(m.arrived) + " of " + std::to_string(m.segments) +
+             " segments delivered, and all " + std::to_string(cfg.ipcq_slots) + " slots of " +
+             system.machine().node(nd.move.dst).name + "'s queue from " + system.machine().node(nd.agent).name +
+             (m.recv == Message::kNone ? " are full and no recv for key " + std::to_string(nd.key) + " was posted"
+                                       : " are full");
       continue;
     }
     std::string on;
@@ -364,8 +542,9 @@ void Executor::Impl::report_deadlock() const {
 Executor::Executor(topology::System& system) : system_(system) {}
 Executor::~Executor() = default;
 
-RunResult Executor::run(const Program& program) {
+RunResult Executor::run(const Program& program, Observer* observer) {
   Impl x(system_, program);
+  x.observer = observer;
   x.result.program = program.name();
   x.result.tags = program.tags();
   x.result.start = system_.sim().now();
@@ -375,8 +554,10 @@ RunResult Executor::run(const Program& program) {
   system_.sim().run();
   // Invariant, always on: an op that got its engine also finished; one that
   // did not is the engine's or the fabric's fault, not the program's.
+  // (Sends and recvs may be stuck by the program itself: a deadlock.)
   for (std::uint32_t n = 0; n < x.nodes.size(); ++n)
-    if (x.nodes[n].start >= 0 && x.nodes[n].end < 0)
+    if (x.nodes[n].start >= 0 && x.nodes[n].end < 0 && x.nodes[n].kind != OpKind::Send &&
+        x.nodes[n].kind != OpKind::Recv)
       throw InternalError("executor: " + x.describe(n) + " started at t=" + std::to_string(x.nodes[n].start) +
                           " ps and never ended");
   if (x.remaining > 0) x.report_deadlock();
@@ -388,10 +569,9 @@ RunResult Executor::run(const Program& program) {
     x.result.end = std::max(x.result.end, nd.end);
   }
   for (auto& [agent, e] : x.pes) {
-    const sim::Server* servers[4] = {&e->cpu, &e->dma, &e->gemm, &e->vector};
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kEngines; ++k) {
       EngineUse& u = x.result.engines[static_cast<std::size_t>(e->resource[k])];
-      const sim::ServerStats st = servers[k]->stats();
+      const sim::ServerStats st = e->server(k).stats();
       u.busy = st.busy_unit_time;
       u.grants = st.grants;
       u.total_wait = st.total_wait;

@@ -25,7 +25,11 @@
 
 namespace kernbench::runtime {
 
-enum class Engine { PeCpu = 0, Dma = 1, Gemm = 2, Vector = 3 };
+/// The engines of a PE. IPCQ sends hold an `ipcq` channel while their
+/// segments are in flight; consuming recvs read slots on `ipcq_rx`
+/// (reducing recvs use the vector engine).
+enum class Engine { PeCpu = 0, Dma = 1, Gemm = 2, Vector = 3, Ipcq = 4, IpcqRx = 5 };
+inline constexpr int kEngines = 6;
 const char* to_string(Engine engine);
 
 /// When a program op happened (composites: the span of their stages).
@@ -71,8 +75,17 @@ class Executor {
  public:
   explicit Executor(topology::System& system);
   ~Executor();
+  /// Told when program ops start (sends: when their data is read) and end
+  /// (after their effect); used by symbolic checks of collectives.
+  class Observer {
+   public:
+    virtual ~Observer() = default;
+    virtual void on_start(OpId op) = 0;
+    virtual void on_end(OpId op) = 0;
+  };
+
   /// Runs `program` to completion from the system's current time.
-  RunResult run(const Program& program);
+  RunResult run(const Program& program, Observer* observer = nullptr);
 
  private:
   struct Impl;

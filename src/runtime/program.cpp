@@ -23,6 +23,15 @@ const char* to_string(OpKind kind) {
   return "?";
 }
 
+const char* to_string(RecvMode mode) {
+  switch (mode) {
+    case RecvMode::Consume: return "consume";
+    case RecvMode::Reduce: return "reduce";
+    case RecvMode::NoConsume: return "no_consume";
+  }
+  return "?";
+}
+
 namespace {
 
 Op make_op(OpKind kind, NodeId agent, std::string name, std::int32_t tag = 0) {
@@ -94,20 +103,32 @@ OpId Program::free(OpId alloc, std::vector<OpId> deps, std::string name) {
 }
 
 OpId Program::send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps,
-                   std::string name, std::int32_t tag) {
+                   std::string name, std::int32_t tag, std::optional<NodeId> source) {
   topology::check_transfer_size(bytes, name_ + ": send '" + name + "'");
+  if (peer == agent) throw UsageError(name_ + ": send '" + name + "': a PE cannot send to itself");
   Op op = make_op(OpKind::Send, agent, std::move(name), tag);
-  op.move = Move{agent, peer, bytes};
+  op.move = Move{source.value_or(agent), peer, bytes};
   op.key = key;
   return add(std::move(op), std::move(deps));
 }
 
 OpId Program::recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId> deps, std::string name,
-                   std::int32_t tag) {
+                   std::int32_t tag, RecvMode mode) {
+  if (peer == agent) throw UsageError(name_ + ": recv '" + name + "': a PE cannot receive from itself");
   Op op = make_op(OpKind::Recv, agent, std::move(name), tag);
   op.peer = peer;
   op.key = key;
+  op.recv_mode = mode;
   return add(std::move(op), std::move(deps));
+}
+
+void Program::set_slices(OpId op, Slices slices) {
+  if (op >= ops_.size() || (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv))
+    throw UsageError(name_ + ": set_slices: op " + std::to_string(op) + " is not a send or recv");
+  if (slices.lo < 0 || slices.hi < slices.lo)
+    throw UsageError(name_ + ": set_slices: bad range [" + std::to_string(slices.lo) + ", " +
+                     std::to_string(slices.hi) + ")");
+  ops_[op].slices = slices;
 }
 
 OpId Program::barrier(NodeId agent, std::vector<OpId> deps, std::string name) {

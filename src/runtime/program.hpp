@@ -8,8 +8,11 @@
 //   gemm       FLOPs at a precision (GEMM engine)
 //   vector     bytes through the vector engine (softmax, elementwise)
 //   alloc/free claim and return per-PE scratch
-//   send/recv  point-to-point between agents (a recv completes when the
-//              matching send's data has arrived)
+//   send/recv  point-to-point between PEs over the IPCQ: the payload moves
+//              in slot-sized segments into the receiver's queue from that
+//              sender (the sender blocks while its slots there are full);
+//              a recv takes the segments in order and pays each slot read
+//              (or a reduction into its buffer) before freeing the slot
 //   barrier    no work: joins dependencies
 //   composite  a tile pipeline (loads -> compute -> stores, with N-buffering)
 //              dispatched once, its stages running on the engines
@@ -18,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +39,22 @@ using OpId = std::uint32_t;
 
 enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite };
 const char* to_string(OpKind kind);
+
+/// What a recv does with each slot it takes.
+enum class RecvMode {
+  Consume,    ///< read the slot out of scratch (a bank hop + the bytes at scratch width) on the IPCQ engine
+  Reduce,     ///< add the slot into the receiver's buffer on the vector engine (collectives)
+  NoConsume,  ///< diagnostic: free the slot on arrival without reading it (compare IPCQ with raw DMA)
+};
+const char* to_string(RecvMode mode);
+
+/// A range [lo, hi) of the slices of a collective's buffer that an op
+/// sends or receives; lets an observer follow the data symbolically.
+struct Slices {
+  std::int32_t lo = -1;
+  std::int32_t hi = -1;
+  bool empty() const { return hi <= lo; }
+};
 
 /// One data movement: `bytes` from `src` to `dst` (an HBM slice, a PE's
 /// scratch = the PE node itself, any node of the machine).
@@ -75,6 +95,8 @@ struct Op {
   OpId target = 0;             ///< Free: the Alloc it returns
   NodeId peer = 0;             ///< Recv: who sends
   std::int64_t key = 0;        ///< Send/Recv: which message
+  RecvMode recv_mode = RecvMode::Consume;  ///< Recv
+  Slices slices;               ///< Send/Recv: the buffer slices carried (symbolic checks)
   std::uint32_t pipeline = 0;  ///< Composite: index into pipelines()
 };
 
@@ -88,10 +110,14 @@ class Program {
   OpId vector(NodeId agent, Bytes bytes, std::vector<OpId> deps = {}, std::string name = {}, std::int32_t tag = 0);
   OpId alloc(NodeId agent, Bytes bytes, std::vector<OpId> deps = {}, std::string name = {});
   OpId free(OpId alloc, std::vector<OpId> deps = {}, std::string name = {});
+  /// IPCQ send of `bytes` from `agent` to PE `peer`; the payload is read
+  /// from `source` (default: the agent's scratch; e.g. its HBM slice).
   OpId send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps = {},
-            std::string name = {}, std::int32_t tag = 0);
+            std::string name = {}, std::int32_t tag = 0, std::optional<NodeId> source = std::nullopt);
   OpId recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId> deps = {}, std::string name = {},
-            std::int32_t tag = 0);
+            std::int32_t tag = 0, RecvMode mode = RecvMode::Consume);
+  /// Marks a send or recv as carrying `slices` of a collective's buffer.
+  void set_slices(OpId op, Slices slices);
   OpId barrier(NodeId agent, std::vector<OpId> deps, std::string name = {});
   OpId composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps = {}, std::string name = {},
                  std::int32_t tag = 0);

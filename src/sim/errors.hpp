@@ -41,6 +41,9 @@ class ProcessError : public Error { using Error::Error; };
 class UsageError : public Error { using Error::Error; };
 /// A run hit a guard the user set (max_events, max_time): a runaway model.
 class LimitError : public Error { using Error::Error; };
+/// A schedule does not compute what it claims (the symbolic check of a
+/// collective found a rank's slice missing data or holding some twice).
+class VerificationError : public Error { using Error::Error; };
 /// The simulator broke one of its own invariants (a bug, not bad input).
 class InternalError : public Error { using Error::Error; };
 

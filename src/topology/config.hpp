@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "sim/units.hpp"
+#include "topology/k200_config.hpp"
+#include "topology/vgpu_config.hpp"
 
 namespace kernbench::topology {
 
@@ -124,8 +126,10 @@ struct PeConfig {
   int gemm_macs_bf16 = 1024;
   int gemm_macs_int8 = 2048;
   int vector_bytes_per_cycle = 128;       ///< vector engine (softmax, elementwise)
-  int ipcq_slots = 8;                     ///< inter-PE queue slots
+  int ipcq_slots = 8;                     ///< IPCQ slots at a PE per sending PE
   Bytes ipcq_slot = 4 * sim::kKiB;        ///< bytes per slot
+  int ipcq_channels = 2;                  ///< IPCQ sends in flight per PE
+  Time ipcq_bank_hop = sim::kNanosecond;  ///< fixed cost of one slot read out of scratch
 };
 
 enum class FabricModel { Packet, Flow };
@@ -145,6 +149,8 @@ struct Config {
   std::optional<ExplicitGraphConfig> graph;
   FabricConfig fabric;
   PeConfig pe;  ///< engines of every PE (system machines)
+  std::optional<K200Config> k200;  ///< Kunlun K200 host parameters (the `k200:` section), if given
+  std::optional<VgpuConfig> vgpu;  ///< virtualised-GPU forwarding path (the `vgpu:` section), if given
 };
 
 /// Names used in YAML and messages.

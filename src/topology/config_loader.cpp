@@ -450,6 +450,9 @@ class Schema {
  public:
   SectionDef root, system, sips, grid, pcie_attach, nodes, node, pcie_ep_node, links, link, graph, graph_node,
       graph_edge, fabric, pe, pe_gemm, pe_ipcq;
+  SectionDef vgpu, vgpu_dist, vgpu_roles, vgpu_poll, vgpu_rpc, vgpu_pde, vgpu_launch, vgpu_copy, vgpu_ops, vgpu_bare,
+      vgpu_workload;  // the vgpu: section
+  SectionDef k200, k200_pcie, k200_driver, k200_host, k200_edma, k200_d2d, k200_launch, k200_compute;
 
   Schema() {
     const SystemConfig sys{};
@@ -585,10 +588,14 @@ class Schema {
         key("bf16", Type::Int, "BF16 MACs per cycle").dflt(pec.gemm_macs_bf16).min(Bound::NonNegative),
         key("int8", Type::Int, "INT8 MACs per cycle").dflt(pec.gemm_macs_int8).min(Bound::NonNegative),
     };
-    pe_ipcq.doc = "Inter-PE queues: slots of a fixed size at each PE.";
+    pe_ipcq.doc = "Inter-PE queues: at each PE, a queue of slots of a fixed size per sending PE.";
     pe_ipcq.keys = {
-        key("slots", Type::Int, "slots per PE").dflt(pec.ipcq_slots).min(Bound::Positive),
+        key("slots", Type::Int, "slots of the queue from each sender").dflt(pec.ipcq_slots).min(Bound::Positive),
         key("slot", Type::Bytes, "bytes per slot").dflt(format_bytes(pec.ipcq_slot)).min(Bound::Positive),
+        key("channels", Type::Int, "sends in flight per PE").dflt(pec.ipcq_channels).min(Bound::Positive),
+        key("bank_hop", Type::Time, "fixed cost of reading one slot out of scratch (one bank hop)")
+            .dflt(format_time(pec.ipcq_bank_hop))
+            .min(Bound::NonNegative),
     };
     pe.doc = "The engines of every PE: PE_CPU (dispatch), DMA channels, GEMM, vector, IPCQ, and the scratch.";
     pe.keys = {
@@ -605,6 +612,317 @@ class Schema {
         key("ipcq", Type::Map, "inter-PE queues").of(pe_ipcq),
     };
 
+    // The Kunlun K200 host (`k200:`, with an explicit graph): see k200_config.hpp.
+    const K200Config kc{};
+    const auto t = [](Time v) { return format_time(v); };
+    const auto b = [](Bytes v) { return format_bytes(v); };
+    k200_pcie.doc = "The host link of each card: raw rate and framing, from which the payload bandwidth is derived.";
+    k200_pcie.rules = {"the graph's edges of class link_class must carry lanes x lane_rate x data/total bits"};
+    k200_pcie.keys = {
+        key("link_class", Type::String, "graph edge class of the card links").dflt(kc.pcie.link_class),
+        key("lane_rate", Type::Bandwidth, "raw rate of one lane (16 GT/s = 16 Gb/s)")
+            .dflt(format_bandwidth(kc.pcie.lane_rate)).min(Bound::Positive),
+        key("lanes", Type::Int, "lanes per link").dflt(kc.pcie.lanes).min(Bound::Positive),
+        key("encoding_data_bits", Type::Int, "line code data bits per block").dflt(kc.pcie.encoding_data_bits)
+            .min(Bound::Positive),
+        key("encoding_total_bits", Type::Int, "line code bits per block").dflt(kc.pcie.encoding_total_bits)
+            .min(Bound::Positive),
+        key("tlp_payload", Type::Bytes, "max payload per TLP (MPS)").dflt(b(kc.pcie.tlp_payload)).min(Bound::Positive),
+        key("tlp_overhead", Type::Bytes, "framing + header + LCRC per TLP").dflt(b(kc.pcie.tlp_overhead))
+            .min(Bound::NonNegative),
+        key("read_latency", Type::Time, "extra round trip of an eDMA read (H2D) op").dflt(t(kc.pcie.read_latency))
+            .min(Bound::NonNegative),
+    };
+    k200_driver.doc = "Driver knobs (0/1; kl1_bounce_d2h 1/2) and the costs of the driver's copy paths.";
+    k200_driver.keys = {
+        key("kl1_dma_direct", Type::Int, "1: pinned buffers go straight to the eDMA").dflt(kc.driver.kl1_dma_direct),
+        key("kl1_bounce_pipe", Type::Int, "1: pageable copies use the overlapped bounce pipeline")
+            .dflt(kc.driver.kl1_bounce_pipe),
+        key("kl1_bounce_d2h", Type::Int, "D2H bounce mode: 1 single-issue, 2 dual-concurrent")
+            .dflt(kc.driver.kl1_bounce_d2h),
+        key("kl1_pageable_pin", Type::Int, "1: pin user pages, one eDMA per page").dflt(kc.driver.kl1_pageable_pin),
+        key("kl1_p2p_stub", Type::Int, "1: peer copies take the user-space fallback").dflt(kc.driver.kl1_p2p_stub),
+        key("call_overhead", Type::Time, "fixed cost of a pinned copy call").dflt(t(kc.driver.call_overhead))
+            .min(Bound::NonNegative),
+        key("pageable_call_overhead", Type::Time, "fixed cost of a pageable copy call")
+            .dflt(t(kc.driver.pageable_call_overhead)).min(Bound::NonNegative),
+        key("page", Type::Bytes, "host page size").dflt(b(kc.driver.page)).min(Bound::Positive),
+        key("map_per_page", Type::Time, "map + unmap of one page of a pinned segment")
+            .dflt(t(kc.driver.map_per_page)).min(Bound::NonNegative),
+        key("segment_overhead", Type::Time, "fixed cost per pinned segment").dflt(t(kc.driver.segment_overhead))
+            .min(Bound::NonNegative),
+        key("edma_setup", Type::Time, "descriptor programming + doorbell per eDMA op").dflt(t(kc.driver.edma_setup))
+            .min(Bound::NonNegative),
+        key("poll_period", Type::Time, "completion polling period").dflt(t(kc.driver.poll_period))
+            .min(Bound::Positive),
+        key("poll_timeout", Type::Time, "completion timeout").dflt(t(kc.driver.poll_timeout)).min(Bound::Positive),
+        key("hugepage", Type::Bytes, "pinned chunk and max segment").dflt(b(kc.driver.hugepage)).min(Bound::Positive),
+        key("hugepage_pool", Type::Bytes, "pinned memory the driver can hand out").dflt(b(kc.driver.hugepage_pool))
+            .min(Bound::NonNegative),
+        key("bounce_buffer", Type::Bytes, "bounce buffer size").dflt(b(kc.driver.bounce_buffer)).min(Bound::Positive),
+        key("bounce_h2d_buffers", Type::Int, "H2D bounce buffers").dflt(kc.driver.bounce_h2d_buffers)
+            .min(Bound::Positive),
+        key("bounce_d2h_buffers", Type::Int, "D2H bounce buffers").dflt(kc.driver.bounce_d2h_buffers)
+            .min(Bound::Positive),
+        key("pipe_threshold", Type::Bytes, "pageable copies up to this size take the serial path")
+            .dflt(b(kc.driver.pipe_threshold)).min(Bound::NonNegative),
+        key("pin_min", Type::Bytes, "page pinning applies from this size up").dflt(b(kc.driver.pin_min))
+            .min(Bound::NonNegative),
+        key("pin_batch", Type::Int, "pages pinned per batch").dflt(kc.driver.pin_batch).min(Bound::Positive),
+        key("pin_per_page", Type::Time, "per-page cost of the pin path").dflt(t(kc.driver.pin_per_page))
+            .min(Bound::NonNegative),
+        key("pin_batch_overhead", Type::Time, "per-batch cost of the pin path").dflt(t(kc.driver.pin_batch_overhead))
+            .min(Bound::NonNegative),
+        key("p2p_chunk", Type::Bytes, "peer copy chunk").dflt(b(kc.driver.p2p_chunk)).min(Bound::Positive),
+        key("p2p_buffers", Type::Int, "peer copy bounce buffers").dflt(kc.driver.p2p_buffers).min(Bound::Positive),
+        key("p2p_handoff", Type::Time, "per-chunk hand-off between the dies").dflt(t(kc.driver.p2p_handoff))
+            .min(Bound::NonNegative),
+        key("stock_bounce", Type::Bytes, "stock driver's bounce chunk").dflt(b(kc.driver.stock_bounce))
+            .min(Bound::Positive),
+    };
+    k200_host.doc = "Host CPU copy threads of the bounce path.";
+    k200_host.keys = {
+        key("copy_threads", Type::Int, "concurrent memcpy threads").dflt(kc.host.copy_threads).min(Bound::Positive),
+        key("copy_from_user", Type::Bandwidth, "user -> bounce memcpy per thread")
+            .dflt(format_bandwidth(kc.host.copy_from_user)).min(Bound::Positive),
+        key("copy_to_user", Type::Bandwidth, "bounce -> user memcpy per thread")
+            .dflt(format_bandwidth(kc.host.copy_to_user)).min(Bound::Positive),
+    };
+    k200_edma.doc = "The eDMA engine of a card.";
+    k200_edma.keys = {
+        key("channels_per_card", Type::Int, "channels per card").dflt(kc.edma.channels_per_card).min(Bound::Positive),
+        key("channels_per_die", Type::Int, "channels a die may hold").dflt(kc.edma.channels_per_die)
+            .min(Bound::Positive),
+    };
+    k200_d2d.doc = "Device-to-device copies inside one die.";
+    k200_d2d.keys = {
+        key("bandwidth", Type::Bandwidth, "copy bandwidth").dflt(format_bandwidth(kc.d2d.bandwidth)).min(Bound::Positive),
+        key("sleep_min", Type::Time, "first sleep of the completion sleep-poll").dflt(t(kc.d2d.sleep_min))
+            .min(Bound::Positive),
+        key("sleep_max", Type::Time, "longest sleep (it doubles up to this)").dflt(t(kc.d2d.sleep_max))
+            .min(Bound::Positive),
+    };
+    k200_launch.doc = "Kernel launch (host) and dispatch (device).";
+    k200_launch.keys = {
+        key("host_prep", Type::Time, "per launch, on the calling thread").dflt(t(kc.launch.host_prep))
+            .min(Bound::NonNegative),
+        key("queue_submit", Type::Time, "per launch, holding the device command queue")
+            .dflt(t(kc.launch.queue_submit)).min(Bound::NonNegative),
+        key("dispatch_base", Type::Time, "device dispatch per kernel").dflt(t(kc.launch.dispatch_base))
+            .min(Bound::NonNegative),
+        key("dispatch_per_cluster", Type::Time, "device dispatch per cluster used")
+            .dflt(t(kc.launch.dispatch_per_cluster)).min(Bound::NonNegative),
+        key("wait_overhead", Type::Time, "host cost of noticing a finished kernel").dflt(t(kc.launch.wait_overhead))
+            .min(Bound::NonNegative),
+    };
+    k200_compute.doc = "The compute of one die and the GEMM kernel's tiling.";
+    k200_compute.keys = {
+        key("clock", Type::Frequency, "cluster clock").dflt(std::to_string(kc.compute.clock_hz / 1'000'000) + " MHz")
+            .min(Bound::Positive),
+        key("clusters", Type::Int, "clusters per die").dflt(kc.compute.clusters).min(Bound::Positive),
+        key("cores_per_cluster", Type::Int, "cores per cluster").dflt(kc.compute.cores_per_cluster)
+            .min(Bound::Positive),
+        key("fp32_flops_per_cycle", Type::Int, "FP32 FLOP per cycle per cluster").dflt(kc.compute.fp32_flops_per_cycle)
+            .min(Bound::Positive),
+        key("fp16_flops_per_cycle", Type::Int, "FP16 FLOP per cycle per cluster").dflt(kc.compute.fp16_flops_per_cycle)
+            .min(Bound::Positive),
+        key("default_ncluster", Type::Int, "clusters a kernel uses unless told").dflt(kc.compute.default_ncluster)
+            .min(Bound::Positive),
+        key("elementwise_element_time", Type::Time, "elementwise kernels: time per element per cluster")
+            .dflt(t(kc.compute.elementwise_element_time)).min(Bound::Positive),
+        key("gemm_block_bytes", Type::Bytes, "GEMM output block per cluster: side of this many bytes of elements")
+            .dflt(b(kc.compute.gemm_block_bytes)).min(Bound::Positive),
+        key("kpanel_capacity", Type::Bytes, "per core: K-panel bytes held without spilling")
+            .dflt(b(kc.compute.kpanel_capacity)).min(Bound::Positive),
+        key("fp32_efficiency", Type::Int, "% of cluster peak inside a block, FP32").dflt(kc.compute.fp32_efficiency)
+            .min(Bound::Positive),
+        key("fp16_efficiency", Type::Int, "% of cluster peak inside a block, FP16").dflt(kc.compute.fp16_efficiency)
+            .min(Bound::Positive),
+        key("spill_penalty", Type::Int, "% extra compute once the K panel spills")
+            .dflt(kc.compute.spill_penalty).min(Bound::NonNegative),
+        key("fc_overhead", Type::Time, "per xdnn fc call, besides launch/dispatch/wait").dflt(t(kc.compute.fc_overhead))
+            .min(Bound::NonNegative),
+    };
+    k200.doc = "A Kunlun K200 host (with an explicit graph): driver, eDMA, host copies, launch, compute.";
+    k200.keys = {
+        key("pcie", Type::Map, "the card links").of(k200_pcie),
+        key("driver", Type::Map, "driver knobs and path costs").of(k200_driver),
+        key("host", Type::Map, "host copy threads").of(k200_host),
+        key("edma", Type::Map, "eDMA channels").of(k200_edma),
+        key("d2d", Type::Map, "device-to-device copies").of(k200_d2d),
+        key("launch", Type::Map, "kernel launch and dispatch").of(k200_launch),
+        key("compute", Type::Map, "die compute and GEMM tiling").of(k200_compute),
+    };
+
+    // ---- vgpu: the virtualised-GPU forwarding path (topology/vgpu_config.hpp) ----
+    const VgpuConfig vg{};
+    vgpu_dist.doc = "A seeded duration distribution: fixed (mean), uniform [min, max], normal (mean, sd) clamped "
+                    "into [min, max] (max 0: no upper bound).";
+    vgpu_dist.rules = {"uniform needs min <= max", "max, when not 0, is >= min"};
+    vgpu_dist.keys = {
+        key("kind", Type::Enum, "fixed, uniform or normal").dflt(to_string(vg.rpc.firmware.kind))
+            .one_of(vgpu_dist_kind_names()),
+        key("mean", Type::Time, "mean (fixed: the value)").dflt(format_time(vg.rpc.firmware.mean))
+            .min(Bound::NonNegative),
+        key("sd", Type::Time, "standard deviation (normal)").dflt(format_time(vg.rpc.firmware.sd))
+            .min(Bound::NonNegative),
+        key("min", Type::Time, "lower bound (uniform, normal clamp)").dflt(format_time(vg.rpc.firmware.min))
+            .min(Bound::NonNegative),
+        key("max", Type::Time, "upper bound (uniform; normal clamp, 0: none)").dflt(format_time(vg.rpc.firmware.max))
+            .min(Bound::NonNegative),
+    };
+    vgpu_roles.doc = "Which graph nodes play which part of the vGPU path (names from graph.nodes).";
+    vgpu_roles.keys = {
+        key("guest", Type::String, "guest vCPU: guest driver ops start here; MMIO writes trap from here")
+            .dflt(vg.roles.guest),
+        key("guest_memory", Type::String, "guest RAM: H2D source, D2H sink").dflt(vg.roles.guest_memory),
+        key("host", Type::String, "host backend worker").dflt(vg.roles.host),
+        key("bounce", Type::String, "host bounce windows").dflt(vg.roles.bounce),
+        key("gsp", Type::String, "GPU firmware processor").dflt(vg.roles.gsp),
+        key("gr", Type::String, "compute engine").dflt(vg.roles.gr),
+        key("ce", Type::String, "copy engine").dflt(vg.roles.ce),
+        key("gpu_memory", Type::String, "GPU memory").dflt(vg.roles.gpu_memory),
+    };
+    vgpu_poll.doc = "How the host notices GSP replies: tick (a polled worker re-armed one quantum after each "
+                    "event: a full quantum per wait), grid (free-running ticks), interrupt.";
+    vgpu_poll.keys = {
+        key("mode", Type::Enum, "tick, grid or interrupt").dflt(to_string(vg.poll.mode)).one_of(vgpu_poll_mode_names()),
+        key("quantum", Type::Time, "poll quantum").dflt(format_time(vg.poll.quantum)).min(Bound::Positive),
+        key("waits_per_round_trip", Type::Int, "poll waits one RPC round trip needs")
+            .dflt(vg.poll.waits_per_round_trip)
+            .min(Bound::Positive),
+        key("interrupt_latency", Type::Time, "interrupt mode: cost of one wait")
+            .dflt(format_time(vg.poll.interrupt_latency))
+            .min(Bound::NonNegative),
+        key("phase", Type::Time, "grid mode: time of the first tick").dflt(format_time(vg.poll.phase))
+            .min(Bound::NonNegative),
+    };
+    vgpu_rpc.doc = "One RPC to the GSP (all guests share one FIFO queue).";
+    vgpu_rpc.keys = {
+        key("firmware", Type::Map, "GSP firmware service time of one RPC").of(vgpu_dist),
+        key("host_cost", Type::Time, "backend CPU per RPC").dflt(format_time(vg.rpc.host_cost))
+            .min(Bound::NonNegative),
+        key("tx_bytes", Type::Bytes, "TX message size").dflt(format_bytes(vg.rpc.tx_bytes)).min(Bound::Positive),
+        key("reply_bytes", Type::Bytes, "reply size").dflt(format_bytes(vg.rpc.reply_bytes)).min(Bound::Positive),
+        key("batch_entry", Type::Time, "extra firmware time per extra window of a batched RPC")
+            .dflt(format_time(vg.rpc.batch_entry))
+            .min(Bound::NonNegative),
+    };
+    vgpu_pde.doc = "PDE_UPDATE forwards of a GR launch.";
+    vgpu_pde.keys = {
+        key("scratch_accepted", Type::Bool, "the scratch-window install (once per context) is accepted")
+            .dflt(vg.pde.scratch_accepted),
+        key("guest_windows", Type::Strings, "one entry per guest window attempted per launch: accept or refuse")
+            .dflt(vg.pde.guest_windows),
+        key("batching", Type::Bool, "what-if: all forwards of a launch in one RPC").dflt(vg.pde.batching),
+        key("cache_accepted", Type::Bool, "what-if: accepted guest windows are not forwarded again")
+            .dflt(vg.pde.cache_accepted),
+    };
+    const VgpuLaunchConfig vl{};
+    vgpu_launch.doc = "The costs of one forwarded GR launch besides the RPCs.";
+    vgpu_launch.keys = {
+        key("guest_driver", Type::Time, "guest driver work before the doorbell write traps")
+            .dflt(format_time(vl.guest_driver)).min(Bound::NonNegative),
+        key("qmd_relocation", Type::Time, "QMD relocation / pre-write").dflt(format_time(vl.qmd_relocation))
+            .min(Bound::NonNegative),
+        key("param_shadow", Type::Bytes, "parameter shadow copy").dflt(format_bytes(vl.param_shadow))
+            .min(Bound::NonNegative),
+        key("program_shadow", Type::Bytes, "program shadow copy").dflt(format_bytes(vl.program_shadow))
+            .min(Bound::NonNegative),
+        key("shadow_cost", Type::Time, "backend CPU per shadow copy").dflt(format_time(vl.shadow_cost))
+            .min(Bound::NonNegative),
+        key("bounce_pages_in", Type::Int, "pages bounced in per launch").dflt(vl.bounce_pages_in)
+            .min(Bound::NonNegative),
+        key("bounce_pages_out", Type::Int, "pages bounced out per launch").dflt(vl.bounce_pages_out)
+            .min(Bound::NonNegative),
+        key("page", Type::Bytes, "page size").dflt(format_bytes(vl.page)).min(Bound::Positive),
+        key("page_in_cost", Type::Time, "backend CPU per page in").dflt(format_time(vl.page_in_cost))
+            .min(Bound::NonNegative),
+        key("page_out_cost", Type::Time, "backend CPU per page out").dflt(format_time(vl.page_out_cost))
+            .min(Bound::NonNegative),
+        key("doorbell_bytes", Type::Bytes, "doorbell / GPFIFO publish write").dflt(format_bytes(vl.doorbell_bytes))
+            .min(Bound::Positive),
+        key("gr_first_setup", Type::Time, "GR channel/context bring-up on a context's first launch")
+            .dflt(format_time(vl.gr_first_setup)).min(Bound::NonNegative),
+        key("gr_setup", Type::Time, "GPFIFO fetch + channel switch, later launches").dflt(format_time(vl.gr_setup))
+            .min(Bound::NonNegative),
+        key("kernel", Type::Time, "the kernel's execution on GR").dflt(format_time(vl.kernel)).min(Bound::NonNegative),
+        key("kernel_cycles", Type::Int, "clock64 cycles the kernel reports (P12)").dflt(vl.kernel_cycles)
+            .min(Bound::NonNegative),
+        key("completion_poll", Type::Time, "backend completion-poll interval").dflt(format_time(vl.completion_poll))
+            .min(Bound::Positive),
+        key("give_up", Type::Time, "completion poll gives up (timeout) after").dflt(format_time(vl.give_up))
+            .min(Bound::Positive),
+        key("msix", Type::Time, "MSI-X injection into the guest").dflt(format_time(vl.msix)).min(Bound::NonNegative),
+    };
+    const VgpuCopyConfig vc{};
+    vgpu_copy.doc = "CE copies through the host bounce windows.";
+    vgpu_copy.keys = {
+        key("window", Type::Bytes, "bounce window cap (larger copies are split)").dflt(format_bytes(vc.window))
+            .min(Bound::Positive),
+        key("windows", Type::Int, "bounce windows in flight").dflt(vc.windows).min(Bound::Positive),
+        key("setup", Type::Time, "backend CPU per copy").dflt(format_time(vc.setup)).min(Bound::NonNegative),
+        key("page_cost", Type::Time, "backend CPU per page through a window").dflt(format_time(vc.page_cost))
+            .min(Bound::NonNegative),
+        key("ce_setup", Type::Time, "CE method push + doorbell per chunk").dflt(format_time(vc.ce_setup))
+            .min(Bound::NonNegative),
+    };
+    const VgpuGuestOpsConfig vo{};
+    vgpu_ops.doc = "Guest driver operations other than launches and copies.";
+    vgpu_ops.keys = {
+        key("init_rpcs", Type::Int, "RPCs of context creation").dflt(vo.init_rpcs).min(Bound::NonNegative),
+        key("init_driver", Type::Time, "guest driver init (same code as bare metal)")
+            .dflt(format_time(vo.init_driver)).min(Bound::NonNegative),
+        key("malloc_first_rpcs", Type::Int, "RPCs of the first cudaMalloc").dflt(vo.malloc_first_rpcs)
+            .min(Bound::NonNegative),
+        key("malloc_rpc_every", Type::Int, "later mallocs forward one RPC every n-th call")
+            .dflt(vo.malloc_rpc_every).min(Bound::Positive),
+        key("malloc_driver", Type::Time, "guest driver work per malloc").dflt(format_time(vo.malloc_driver))
+            .min(Bound::NonNegative),
+    };
+    const VgpuBareConfig vb{};
+    vgpu_bare.doc = "Bare-metal costs of the same workload (no forwarding path), for the guest/bare ratios.";
+    vgpu_bare.keys = {
+        key("init", Type::Time, "process start -> device ready").dflt(format_time(vb.init)).min(Bound::NonNegative),
+        key("malloc_first", Type::Time, "first cudaMalloc").dflt(format_time(vb.malloc_first)).min(Bound::NonNegative),
+        key("malloc_steady", Type::Time, "later cudaMalloc").dflt(format_time(vb.malloc_steady))
+            .min(Bound::NonNegative),
+        key("launch", Type::Time, "driver launch path up to the doorbell").dflt(format_time(vb.launch))
+            .min(Bound::NonNegative),
+        key("gr_first_setup", Type::Time, "first launch of a context, native").dflt(format_time(vb.gr_first_setup))
+            .min(Bound::NonNegative),
+        key("interrupt", Type::Time, "completion interrupt").dflt(format_time(vb.interrupt)).min(Bound::NonNegative),
+        key("copy_setup", Type::Time, "driver cost per copy call").dflt(format_time(vb.copy_setup))
+            .min(Bound::NonNegative),
+    };
+    const VgpuWorkloadConfig vw{};
+    vgpu_workload.doc = "The scripted perf workload (P1-P12).";
+    vgpu_workload.rules = {"copy_min <= copy_max"};
+    vgpu_workload.keys = {
+        key("warm_launches", Type::Int, "warm launches, each synchronised (P4)").dflt(vw.warm_launches)
+            .min(Bound::Positive),
+        key("burst", Type::Int, "launches of the burst with one sync (P10)").dflt(vw.burst).min(Bound::Positive),
+        key("mallocs", Type::Int, "cudaMalloc calls (P2)").dflt(vw.mallocs).min(Bound::Positive),
+        key("copy_min", Type::Bytes, "smallest copy of the sweep").dflt(format_bytes(vw.copy_min)).min(Bound::Positive),
+        key("copy_max", Type::Bytes, "largest copy of the sweep").dflt(format_bytes(vw.copy_max)).min(Bound::Positive),
+        key("repetitions", Type::Int, "seeded repetitions for p50/p95 and P11").dflt(vw.repetitions)
+            .min(Bound::Positive),
+    };
+    vgpu.doc = "The virtualised-GPU forwarding path (needs a graph with the nodes named in roles).";
+    vgpu.keys = {
+        key("guests", Type::Int, "guest VMs sharing the GPU (and its GSP queue)").dflt(vg.guests).min(Bound::Positive),
+        key("jiffy", Type::Time, "host clock granularity of elapsed_ms").dflt(format_time(vg.jiffy)).min(Bound::Positive),
+        key("roles", Type::Map, "graph nodes of the path").of(vgpu_roles),
+        key("poll", Type::Map, "the host poller").of(vgpu_poll),
+        key("rpc", Type::Map, "GSP RPCs").of(vgpu_rpc),
+        key("pde", Type::Map, "PDE forwards of a launch").of(vgpu_pde),
+        key("launch", Type::Map, "GR launch costs").of(vgpu_launch),
+        key("copy", Type::Map, "CE copies through bounce windows").of(vgpu_copy),
+        key("ops", Type::Map, "init and cudaMalloc").of(vgpu_ops),
+        key("bare", Type::Map, "bare-metal costs").of(vgpu_bare),
+        key("workload", Type::Map, "the scripted workload").of(vgpu_workload),
+    };
+
     root.doc = "A kernbench machine configuration.";
     root.rules = {"exactly one of system and graph", "nodes and links are required with system, refused with graph",
                   "included files are merged first (maps deep-merged, this file's keys win); cycles are errors",
@@ -617,6 +935,8 @@ class Schema {
         key("graph", Type::Map, "an explicit graph (instead of system)").of(graph),
         key("fabric", Type::Map, "the fabric model; every key has a default").of(fabric),
         key("pe", Type::Map, "the engines of every PE; every key has a default").of(pe),
+        key("vgpu", Type::Map, "the virtualised-GPU forwarding path (with graph)").of(vgpu),
+        key("k200", Type::Map, "Kunlun K200 host parameters (with graph); every key has a default").of(k200),
     };
   }
   Schema(const Schema&) = delete;  // sections point at each other: never copy
@@ -1292,8 +1612,255 @@ PeConfig read_pe(const MapReader& r) {
     const MapReader q = r.child("ipcq");
     q.get_int("slots", p.ipcq_slots);
     q.get_bytes("slot", p.ipcq_slot);
+    q.get_int("channels", p.ipcq_channels);
+    q.get_time("bank_hop", p.ipcq_bank_hop);
   }
   return p;
+}
+
+// 0 or 1 (or the values in `allowed`): the driver's knobs are module parameters.
+void read_knob(const MapReader& r, std::string_view name, int& out, std::initializer_list<int> allowed = {0, 1}) {
+  if (!r.get_int(name, out)) return;
+  if (std::find(allowed.begin(), allowed.end(), out) == allowed.end()) {
+    std::vector<std::string> v;
+    for (int a : allowed) v.push_back(std::to_string(a));
+    r.fail(name, "expected one of " + join(v, ", ") + ", got " + std::to_string(out));
+  }
+}
+
+K200Config read_k200(const MapReader& r) {
+  K200Config c;
+  if (r.get("pcie")) {
+    const MapReader p = r.child("pcie");
+    p.get_string("link_class", c.pcie.link_class);
+    p.get_bandwidth("lane_rate", c.pcie.lane_rate);
+    p.get_int("lanes", c.pcie.lanes);
+    p.get_int("encoding_data_bits", c.pcie.encoding_data_bits);
+    p.get_int("encoding_total_bits", c.pcie.encoding_total_bits);
+    if (c.pcie.encoding_data_bits > c.pcie.encoding_total_bits)
+      p.fail("encoding_data_bits", "the data bits (" + std::to_string(c.pcie.encoding_data_bits) +
+                                       ") exceed the block's total bits (" +
+                                       std::to_string(c.pcie.encoding_total_bits) + ")");
+    p.get_bytes("tlp_payload", c.pcie.tlp_payload);
+    p.get_bytes("tlp_overhead", c.pcie.tlp_overhead);
+    p.get_time("read_latency", c.pcie.read_latency);
+  }
+  if (r.get("driver")) {
+    const MapReader d = r.child("driver");
+    K200DriverConfig& v = c.driver;
+    read_knob(d, "kl1_dma_direct", v.kl1_dma_direct);
+    read_knob(d, "kl1_bounce_pipe", v.kl1_bounce_pipe);
+    read_knob(d, "kl1_bounce_d2h", v.kl1_bounce_d2h, {1, 2});
+    read_knob(d, "kl1_pageable_pin", v.kl1_pageable_pin);
+    read_knob(d, "kl1_p2p_stub", v.kl1_p2p_stub);
+    d.get_time("call_overhead", v.call_overhead);
+    d.get_time("pageable_call_overhead", v.pageable_call_overhead);
+    d.get_bytes("page", v.page);
+    d.get_time("map_per_page", v.map_per_page);
+    d.get_time("segment_overhead", v.segment_overhead);
+    d.get_time("edma_setup", v.edma_setup);
+    d.get_time("poll_period", v.poll_period);
+    d.get_time("poll_timeout", v.poll_timeout);
+    d.get_bytes("hugepage", v.hugepage);
+    d.get_bytes("hugepage_pool", v.hugepage_pool);
+    d.get_bytes("bounce_buffer", v.bounce_buffer);
+    d.get_int("bounce_h2d_buffers", v.bounce_h2d_buffers);
+    d.get_int("bounce_d2h_buffers", v.bounce_d2h_buffers);
+    d.get_bytes("pipe_threshold", v.pipe_threshold);
+    d.get_bytes("pin_min", v.pin_min);
+    d.get_int("pin_batch", v.pin_batch);
+    d.get_time("pin_per_page", v.pin_per_page);
+    d.get_time("pin_batch_overhead", v.pin_batch_overhead);
+    d.get_bytes("p2p_chunk", v.p2p_chunk);
+    d.get_int("p2p_buffers", v.p2p_buffers);
+    d.get_time("p2p_handoff", v.p2p_handoff);
+    d.get_bytes("stock_bounce", v.stock_bounce);
+    if (v.hugepage % v.page != 0)
+      d.fail("hugepage", "the hugepage (" + format_bytes(v.hugepage) + ") must be a multiple of the page (" +
+                             format_bytes(v.page) + ")");
+  }
+  if (r.get("host")) {
+    const MapReader h = r.child("host");
+    h.get_int("copy_threads", c.host.copy_threads);
+    h.get_bandwidth("copy_from_user", c.host.copy_from_user);
+    h.get_bandwidth("copy_to_user", c.host.copy_to_user);
+  }
+  if (r.get("edma")) {
+    const MapReader e = r.child("edma");
+    e.get_int("channels_per_card", c.edma.channels_per_card);
+    e.get_int("channels_per_die", c.edma.channels_per_die);
+    if (c.edma.channels_per_die > c.edma.channels_per_card)
+      e.fail("channels_per_die", "a die cannot hold more channels (" + std::to_string(c.edma.channels_per_die) +
+                                     ") than its card has (" + std::to_string(c.edma.channels_per_card) + ")");
+  }
+  if (r.get("d2d")) {
+    const MapReader d = r.child("d2d");
+    d.get_bandwidth("bandwidth", c.d2d.bandwidth);
+    d.get_time("sleep_min", c.d2d.sleep_min);
+    d.get_time("sleep_max", c.d2d.sleep_max);
+    if (c.d2d.sleep_max < c.d2d.sleep_min)
+      d.fail("sleep_max", "sleep_max (" + format_time(c.d2d.sleep_max) + ") is below sleep_min (" +
+                              format_time(c.d2d.sleep_min) + ")");
+  }
+  if (r.get("launch")) {
+    const MapReader l = r.child("launch");
+    l.get_time("host_prep", c.launch.host_prep);
+    l.get_time("queue_submit", c.launch.queue_submit);
+    l.get_time("dispatch_base", c.launch.dispatch_base);
+    l.get_time("dispatch_per_cluster", c.launch.dispatch_per_cluster);
+    l.get_time("wait_overhead", c.launch.wait_overhead);
+  }
+  if (r.get("compute")) {
+    const MapReader k = r.child("compute");
+    K200ComputeConfig& v = c.compute;
+    k.get_frequency("clock", v.clock_hz);
+    k.get_int("clusters", v.clusters);
+    k.get_int("cores_per_cluster", v.cores_per_cluster);
+    k.get_int("fp32_flops_per_cycle", v.fp32_flops_per_cycle);
+    k.get_int("fp16_flops_per_cycle", v.fp16_flops_per_cycle);
+    k.get_int("default_ncluster", v.default_ncluster);
+    k.get_time("elementwise_element_time", v.elementwise_element_time);
+    k.get_bytes("gemm_block_bytes", v.gemm_block_bytes);
+    k.get_bytes("kpanel_capacity", v.kpanel_capacity);
+    k.get_int("fp32_efficiency", v.fp32_efficiency);
+    k.get_int("fp16_efficiency", v.fp16_efficiency);
+    k.get_int("spill_penalty", v.spill_penalty);
+    k.get_time("fc_overhead", v.fc_overhead);
+    if (v.default_ncluster > v.clusters)
+      k.fail("default_ncluster", "default_ncluster (" + std::to_string(v.default_ncluster) + ") exceeds clusters (" +
+                                     std::to_string(v.clusters) + ")");
+    for (const char* e : {"fp32_efficiency", "fp16_efficiency"}) {
+      const int x = std::string(e) == "fp32_efficiency" ? v.fp32_efficiency : v.fp16_efficiency;
+      if (x > 100) k.fail(e, "an efficiency is a percentage of peak: expected 1..100, got " + std::to_string(x));
+    }
+  }
+  return c;
+}
+
+// ---- vgpu ----------------------------------------------------------------------
+
+void read_vgpu_dist(const MapReader& r, VgpuDistribution& d) {
+  r.get_enum("kind", d.kind, vgpu_dist_kind_from_string);
+  r.get_time("mean", d.mean);
+  r.get_time("sd", d.sd);
+  r.get_time("min", d.min);
+  r.get_time("max", d.max);
+  if (d.kind == VgpuDistKind::Uniform && d.min > d.max)
+    r.fail("max", "uniform needs min <= max (min " + format_time(d.min) + ", max " + format_time(d.max) + ")");
+  if (d.kind == VgpuDistKind::Normal && d.max != 0 && d.max < d.min)
+    r.fail("max", "max (" + format_time(d.max) + ") is below min (" + format_time(d.min) + "); 0 means no bound");
+}
+
+VgpuConfig read_vgpu(const MapReader& r) {
+  VgpuConfig v;
+  if (r.get_int("guests", v.guests) && v.guests > 1024)
+    r.fail("guests", "at most 1024 guests share one GPU in this model, got " + std::to_string(v.guests));
+  r.get_time("jiffy", v.jiffy);
+  if (r.get("roles")) {
+    const MapReader m = r.child("roles");
+    m.get_string("guest", v.roles.guest);
+    m.get_string("guest_memory", v.roles.guest_memory);
+    m.get_string("host", v.roles.host);
+    m.get_string("bounce", v.roles.bounce);
+    m.get_string("gsp", v.roles.gsp);
+    m.get_string("gr", v.roles.gr);
+    m.get_string("ce", v.roles.ce);
+    m.get_string("gpu_memory", v.roles.gpu_memory);
+  }
+  if (r.get("poll")) {
+    const MapReader m = r.child("poll");
+    m.get_enum("mode", v.poll.mode, vgpu_poll_mode_from_string);
+    m.get_time("quantum", v.poll.quantum);
+    m.get_int("waits_per_round_trip", v.poll.waits_per_round_trip);
+    m.get_time("interrupt_latency", v.poll.interrupt_latency);
+    m.get_time("phase", v.poll.phase);
+  }
+  if (r.get("rpc")) {
+    const MapReader m = r.child("rpc");
+    if (m.get("firmware")) read_vgpu_dist(m.child("firmware"), v.rpc.firmware);
+    m.get_time("host_cost", v.rpc.host_cost);
+    m.get_bytes("tx_bytes", v.rpc.tx_bytes);
+    m.get_bytes("reply_bytes", v.rpc.reply_bytes);
+    m.get_time("batch_entry", v.rpc.batch_entry);
+  }
+  if (r.get("pde")) {
+    const MapReader m = r.child("pde");
+    m.get_bool("scratch_accepted", v.pde.scratch_accepted);
+    if (const Value* w = m.get("guest_windows")) {
+      if (w->type != Value::Type::List)
+        m.fail("guest_windows", "expected a list of accept/refuse, got " + describe(*w));
+      v.pde.guest_windows.clear();
+      for (std::size_t i = 0; i < w->items.size(); ++i) {
+        const Value& item = w->items[i];
+        if (item.type != Value::Type::Scalar || (item.text != "accept" && item.text != "refuse"))
+          m.fail("guest_windows", "item " + std::to_string(i) + ": expected accept or refuse, got " + describe(item));
+        v.pde.guest_windows.push_back(item.text);
+      }
+    }
+    m.get_bool("batching", v.pde.batching);
+    m.get_bool("cache_accepted", v.pde.cache_accepted);
+  }
+  if (r.get("launch")) {
+    const MapReader m = r.child("launch");
+    VgpuLaunchConfig& l = v.launch;
+    m.get_time("guest_driver", l.guest_driver);
+    m.get_time("qmd_relocation", l.qmd_relocation);
+    m.get_bytes("param_shadow", l.param_shadow);
+    m.get_bytes("program_shadow", l.program_shadow);
+    m.get_time("shadow_cost", l.shadow_cost);
+    m.get_int("bounce_pages_in", l.bounce_pages_in);
+    m.get_int("bounce_pages_out", l.bounce_pages_out);
+    m.get_bytes("page", l.page);
+    m.get_time("page_in_cost", l.page_in_cost);
+    m.get_time("page_out_cost", l.page_out_cost);
+    m.get_bytes("doorbell_bytes", l.doorbell_bytes);
+    m.get_time("gr_first_setup", l.gr_first_setup);
+    m.get_time("gr_setup", l.gr_setup);
+    m.get_time("kernel", l.kernel);
+    m.get_int("kernel_cycles", l.kernel_cycles);
+    m.get_time("completion_poll", l.completion_poll);
+    m.get_time("give_up", l.give_up);
+    m.get_time("msix", l.msix);
+  }
+  if (r.get("copy")) {
+    const MapReader m = r.child("copy");
+    m.get_bytes("window", v.copy.window);
+    m.get_int("windows", v.copy.windows);
+    m.get_time("setup", v.copy.setup);
+    m.get_time("page_cost", v.copy.page_cost);
+    m.get_time("ce_setup", v.copy.ce_setup);
+  }
+  if (r.get("ops")) {
+    const MapReader m = r.child("ops");
+    m.get_int("init_rpcs", v.ops.init_rpcs);
+    m.get_time("init_driver", v.ops.init_driver);
+    m.get_int("malloc_first_rpcs", v.ops.malloc_first_rpcs);
+    m.get_int("malloc_rpc_every", v.ops.malloc_rpc_every);
+    m.get_time("malloc_driver", v.ops.malloc_driver);
+  }
+  if (r.get("bare")) {
+    const MapReader m = r.child("bare");
+    m.get_time("init", v.bare.init);
+    m.get_time("malloc_first", v.bare.malloc_first);
+    m.get_time("malloc_steady", v.bare.malloc_steady);
+    m.get_time("launch", v.bare.launch);
+    m.get_time("gr_first_setup", v.bare.gr_first_setup);
+    m.get_time("interrupt", v.bare.interrupt);
+    m.get_time("copy_setup", v.bare.copy_setup);
+  }
+  if (r.get("workload")) {
+    const MapReader m = r.child("workload");
+    m.get_int("warm_launches", v.workload.warm_launches);
+    m.get_int("burst", v.workload.burst);
+    m.get_int("mallocs", v.workload.mallocs);
+    m.get_bytes("copy_min", v.workload.copy_min);
+    m.get_bytes("copy_max", v.workload.copy_max);
+    m.get_int("repetitions", v.workload.repetitions);
+    if (v.workload.copy_min > v.workload.copy_max)
+      m.fail("copy_max", "copy_max (" + format_bytes(v.workload.copy_max) + ") is below copy_min (" +
+                             format_bytes(v.workload.copy_min) + ")");
+  }
+  return v;
 }
 
 Config type_config(const Loader& l, const Value& root) {
@@ -1323,6 +1890,14 @@ Config type_config(const Loader& l, const Value& root) {
   }
   if (top.get("fabric")) c.fabric = read_fabric(top.child("fabric"));
   if (top.get("pe")) c.pe = read_pe(top.child("pe"));
+  if (top.get("vgpu")) {
+    if (sys) l.fail(top.entry("vgpu").key_where, "vgpu", "the vgpu path runs on an explicit graph, not a system");
+    c.vgpu = read_vgpu(top.child("vgpu"));
+  }
+  if (top.get("k200")) {
+    if (!c.graph) l.fail(top.entry("k200").key_where, "k200", "the K200 host is an explicit graph: give graph, not system");
+    c.k200 = read_k200(top.child("k200"));
+  }
   return c;
 }
 

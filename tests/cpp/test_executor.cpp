@@ -166,10 +166,10 @@ TEST_CASE("a cycle and a recv without a send end in a DeadlockError naming the o
                     Catch::Contains("'wait for data' (recv on sip0.cube0.pe1) waits for a send from sip0.cube0.pe0 with key 42"));
 }
 
-TEST_CASE("send and recv pair up by key; recv ends when the data has arrived", "[executor]") {
+TEST_CASE("send and recv pair up by key; a no-consume recv ends when the data has arrived", "[executor]") {
   Fixture f;
   Program p("p2p");
-  const OpId r1 = p.recv(f.pe(5, 1), f.pe(0), 7, {}, "recv");
+  const OpId r1 = p.recv(f.pe(5, 1), f.pe(0), 7, {}, "recv", 0, RecvMode::NoConsume);
   const OpId s1 = p.send(f.pe(0), f.pe(5, 1), 8 * kKiB, 7, {}, "send");
   const RunResult r = Executor(f.system).run(p);
   CHECK(r.ops[r1].end == r.ops[s1].end);

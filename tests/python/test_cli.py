@@ -6,6 +6,8 @@ import json
 import shutil
 import subprocess
 
+from kernbench.sweepjson import validate_sweep
+
 SMALL = ["--set", "bench.events=20000", "--set", "bench.simpy_events=2000", "--set", "bench.populations=64x1,64x4"]
 
 
@@ -43,7 +45,10 @@ def test_run_perf_phold_small_writes_outputs(cli, tmp_path):
     assert {t["ratio"] for t in sweep["targets"]} == {"callbacks_vs_bare", "coroutines_vs_bare", "coroutines_vs_simpy"}
     assert (out / "phold.csv").read_text().startswith("population,")
     assert (out / "phold.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert sorted(sweep["files"]) == ["phold.csv", "phold.png", "sweep.json"]
+    assert sorted(sweep["files"]) == ["phold.csv", "phold.png", "sweep.csv", "sweep.json"]
+    validate_sweep(sweep)
+    assert sweep["schema"] == "kernbench.sweep" and sweep["schema_version"] == 1 and sweep["kind"] == "bench"
+    assert sweep["config"] is None and sweep["config_hash"] is None
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 

@@ -1,0 +1,183 @@
+"""milestone-1h-ccl: all-reduce algorithms vs message size, SIP grids, buffer kinds.
+
+Every point runs the collective's Program on the machine (IPCQ sends and
+recvs in slot-sized segments, reductions on the vector engine, HBM loads and
+stores for HBM buffers) and checks it symbolically when the state is small.
+
+Panels:
+  algorithms   every algorithm on one SIP of the default machine (128 PEs),
+               message size per PE over ``sizes``, buffers in HBM; the
+               halving-doubling / ring crossover is reported;
+  full         every algorithm on the whole default machine at ``full_size``
+               (96 KiB), printed beside the external reference (366 us);
+  grids        the hierarchical LRAB on a ``grid`` of SIPs wired as a ring, a
+               torus and a mesh (inter-SIP exchange to match), over ``sizes``;
+  buffers      SRAM vs HBM buffers for ``buffer_algorithms`` on one SIP, for
+               the sizes that fit the scratch.
+
+Outputs: sweep.json (results, failures, crossover, reference), ccl.csv,
+latency.png, algbw.png, grids.png, buffers.png, full.png.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kernbench import bench
+
+KiB, MiB = 1024, 1024 * 1024
+REFERENCE_US = 366.0  # external reference: another simulator, 96 KB per PE (../shared/reference/kernbench-model.md)
+ALGORITHMS = ["ring", "bidir_ring", "torus2d", "mesh2d", "halving_doubling", "double_binary_tree", "lrab"]
+
+
+@bench(
+    name="milestone-1h-ccl",
+    description="all-reduce: every algorithm vs message size, SIP ring/torus/mesh, SRAM vs HBM, the 96 KB reference",
+    params={
+        "sizes": [1 * KiB, 16 * KiB, 96 * KiB, 1 * MiB, 8 * MiB, 64 * MiB],
+        "algorithms": ALGORITHMS,
+        "full_size": 96 * KiB,
+        "full_algorithms": ["torus2d", "mesh2d", "double_binary_tree", "lrab"],
+        "grid": "4x2",
+        "grid_topologies": ["ring", "torus", "mesh"],
+        "buffer_algorithms": ["ring", "lrab"],
+        "verify": "auto",
+    },
+    uses_config=True,
+)
+def milestone_1h_ccl(ctx):
+    from kernbench import ccl
+
+    t0 = time.perf_counter()
+    p = ctx.params
+    results, failures = ctx.results, ctx.failures
+
+    def point(panel, name, extra, **kw):
+        t = time.perf_counter()
+        try:
+            system = ctx.load_system(extra)
+            r = ccl.all_reduce(system, verify=p["verify"], **kw)
+        except Exception as e:  # a failing point never sinks the others
+            failures.append({"name": f"{panel}: {name}", "error": f"{type(e).__name__}: {e}"})
+            ctx.log(f"  {panel:<10} {name:<44} FAILED: {type(e).__name__}: {e}")
+            return None
+        row = {"panel": panel, "name": name, **r.summary(), "buffer": kw.get("buffer", "sram"),
+               "wall_s": round(time.perf_counter() - t, 3)}
+        results.append(row)
+        ctx.trace(r.run, f"{panel}: {name}")
+        ctx.log(f"  {panel:<10} {name:<44} {row['latency_us']:12.3f} us  {row['algbw_GBps']:8.2f} GB/s"
+                f"  {'verified' if r.verified else 'unchecked'}  ({row['wall_s']:.2f} s)")
+        return row
+
+    one_sip = {"system.sips.w": 1, "system.sips.h": 1}
+    ctx.log("algorithms: one SIP of the default machine, buffers in HBM")
+    for alg in p["algorithms"]:
+        for size in p["sizes"]:
+            point("algorithms", f"{alg} {_size(size)}", one_sip, bytes_per_pe=size, algorithm=alg, buffer="hbm")
+
+    ctx.log(f"full: the whole default machine at {_size(p['full_size'])} per PE (reference {REFERENCE_US} us)")
+    for alg in p["full_algorithms"]:
+        point("full", f"{alg} {_size(p['full_size'])}", None, bytes_per_pe=p["full_size"], algorithm=alg,
+              buffer="sram")
+
+    gw, gh = (int(v) for v in str(p["grid"]).lower().split("x"))
+    ctx.log(f"grids: lrab on {gw}x{gh} SIPs as ring / torus / mesh")
+    for topo in p["grid_topologies"]:
+        extra = {"system.sips.w": gw, "system.sips.h": gh, "system.sips.topology": topo}
+        for size in p["sizes"]:
+            point("grids", f"lrab {topo} {gw}x{gh} {_size(size)}", extra, bytes_per_pe=size, algorithm="lrab",
+                  buffer="hbm", inter=topo)
+
+    ctx.log("buffers: SRAM vs HBM on one SIP")
+    for alg in p["buffer_algorithms"]:
+        for size in p["sizes"]:
+            for buf in ("sram", "hbm"):
+                if buf == "sram" and size > 1 * MiB:
+                    continue  # does not fit the 1 MiB scratch (the CapacityError is tested elsewhere)
+                point("buffers", f"{alg} {buf} {_size(size)}", one_sip, bytes_per_pe=size, algorithm=alg, buffer=buf)
+
+    crossover = _crossover(results)
+    if crossover:
+        ctx.log(f"halving_doubling vs ring on one SIP: {crossover['text']}")
+    full = [r for r in results if r["panel"] == "full"]
+    for r in full:
+        ctx.log(f"  {r['name']:<32} {r['latency_us']:10.2f} us = {r['latency_us'] / REFERENCE_US:6.3f} x the "
+                f"{REFERENCE_US:.0f} us reference")
+    out = {"results": results, "failures": failures, "crossover": crossover,
+           "reference": {"size": 96 * KiB, "latency_us": REFERENCE_US,
+                         "source": "another simulator's all-reduce at 96 KB per PE (kernbench-model.md)"}}
+    ctx.write_csv("ccl.csv", results)
+    _figures(ctx, results)
+    wall = time.perf_counter() - t0
+    ctx.log(f"milestone-1h-ccl: {len(results)} points, {len(failures)} failures in {wall:.1f} s")
+    out["bench_wall_s"] = round(wall, 3)
+    return out
+
+
+def _size(b: int) -> str:
+    return f"{b // MiB} MiB" if b >= MiB and b % MiB == 0 else f"{b // KiB} KiB" if b % KiB == 0 else f"{b} B"
+
+
+def _crossover(results):
+    """The smallest size from which the ring beats halving-doubling (one SIP)."""
+    rows = [r for r in results if r["panel"] == "algorithms"]
+    by = {(r["algorithm"], r["bytes_per_pe"]): r["latency_us"] for r in rows}
+    sizes = sorted({r["bytes_per_pe"] for r in rows})
+    both = [s for s in sizes if ("ring", s) in by and ("halving_doubling", s) in by]
+    if not both:
+        return None
+    ring_wins = [s for s in both if by[("ring", s)] < by[("halving_doubling", s)]]
+    hd_wins = [s for s in both if by[("halving_doubling", s)] < by[("ring", s)]]
+    first = min(ring_wins) if ring_wins else None
+    text = (f"halving_doubling faster up to {_size(max(s for s in hd_wins if first is None or s < first))}, "
+            f"ring faster from {_size(first)}" if first and hd_wins and min(hd_wins) < first
+            else "no crossover in the sizes swept")
+    return {"ring_faster_from": first, "hd_faster_sizes": hd_wins, "ring_faster_sizes": ring_wins, "text": text}
+
+
+def _figures(ctx, results):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def lines(panel, key, ylabel, title, fname, label_of):
+        rows = [r for r in results if r["panel"] == panel]
+        if not rows:
+            return
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for label in sorted({label_of(r) for r in rows}):
+            pts = sorted((r["bytes_per_pe"], r[key]) for r in rows if label_of(r) == label)
+            ax.plot([x / KiB for x, _ in pts], [y for _, y in pts], marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size per PE (KiB)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        ctx.save_figure(fig, fname)
+        plt.close(fig)
+
+    lines("algorithms", "latency_us", "all-reduce latency (us)", "All-reduce on one SIP (128 PEs), HBM buffers",
+          "latency.png", lambda r: r["algorithm"])
+    lines("algorithms", "algbw_GBps", "algorithm bandwidth (GB/s per PE)", "Bytes per PE / latency, one SIP",
+          "algbw.png", lambda r: r["algorithm"])
+    lines("grids", "latency_us", "all-reduce latency (us)", "LRAB across a SIP grid: ring vs torus vs mesh",
+          "grids.png", lambda r: r["name"].split()[1])
+    lines("buffers", "latency_us", "all-reduce latency (us)", "SRAM vs HBM buffers, one SIP", "buffers.png",
+          lambda r: f"{r['algorithm']} {r['buffer']}")
+
+    full = [r for r in results if r["panel"] == "full"]
+    if full:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.bar([r["algorithm"] for r in full], [r["latency_us"] for r in full], color="tab:blue")
+        ax.axhline(REFERENCE_US, color="tab:red", ls="--", label=f"external reference {REFERENCE_US:.0f} us")
+        ax.set_yscale("log")
+        ax.set_ylabel("all-reduce latency (us)")
+        ax.set_title(f"Whole default machine, {_size(full[0]['bytes_per_pe'])} per PE")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        ctx.save_figure(fig, "full.png")
+        plt.close(fig)

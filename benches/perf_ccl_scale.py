@@ -1,0 +1,122 @@
+"""perf-ccl-scale: what a hierarchical all-reduce costs to simulate, 1 to 64 SIPs.
+
+The LRAB all-reduce of ``bytes`` per PE on 1, 4, 16 and 64 SIPs of the
+default machine (128 PEs each: up to 8192 PEs) in the packet and the flow
+fabric. Each point runs in a fresh process, so its peak memory (ru_maxrss)
+is its own. Reported per point: simulated latency, wall time, events,
+events/s, fabric transfers, wall per event and per transfer, peak memory.
+The cost should grow about linearly with the number of simulated events
+(wall per event roughly flat); the target is the 8192-PE flow point in under
+60 s on a 2-core machine.
+
+``slot``: the IPCQ slot size for these runs. A send moves in slot-sized
+segments, each its own fabric transfer, so the event count is proportional
+to bytes / slot; the default here (256 KiB) moves each 1 MiB buffer's
+pipeline pieces as single segments. Symbolic checking is off (its state
+grows as ranks^2 x slices).
+
+Outputs: sweep.json, scale.csv, scale.png (wall and wall/event vs PEs).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing as mp
+import time
+
+from kernbench import bench
+
+
+@bench(
+    name="perf-ccl-scale",
+    description="simulation cost of a hierarchical all-reduce (1 MiB/PE) on 1..64 SIPs, packet vs flow",
+    params={"sips": ["1x1", "2x2", "4x4", "8x8"], "models": ["flow", "packet"], "bytes": 1 << 20,
+            "slot": "256 KiB", "packet_max_pes": 8192, "target_s": 60.0},
+    uses_config=True,
+)
+def perf_ccl_scale(ctx):
+    t0 = time.perf_counter()
+    p = ctx.params
+    for model in p["models"]:
+        for grid in p["sips"]:
+            w, h = (int(v) for v in str(grid).lower().split("x"))
+            pes_guess = w * h * 128
+            name = f"{model} {w}x{h} SIPs"
+            if model == "packet" and pes_guess > p["packet_max_pes"]:
+                ctx.log(f"  {name:<22} skipped (packet_max_pes = {p['packet_max_pes']})")
+                continue
+            sets = {**ctx.config_overrides, "system.sips.w": w, "system.sips.h": h, "fabric.model": model,
+                    "pe.ipcq.slot": p["slot"]}
+            try:
+                with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+                    row = pool.submit(_point, str(ctx.config) if ctx.config else None, sets, int(p["bytes"]),
+                                      ctx.seed).result()
+            except Exception as e:  # a failing point never sinks the others
+                ctx.failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
+                ctx.log(f"  {name:<22} FAILED: {type(e).__name__}: {e}")
+                continue
+            row.update({"name": name, "model": model, "sips": w * h, "grid": f"{w}x{h}"})
+            ctx.results.append(row)
+            ctx.log(f"  {name:<22} {row['pes']:>5} PEs  sim {row['latency_us']:9.2f} us  wall {row['wall_s']:7.2f} s"
+                    f"  {row['events'] / 1e6:8.2f} M events  {row['events_per_s'] / 1e6:5.2f} M ev/s"
+                    f"  {row['wall_us_per_event']:.3f} us/ev  peak {row['peak_mb']:.0f} MB")
+    flow = [r for r in ctx.results if r["model"] == "flow"]
+    biggest = max(flow, key=lambda r: r["pes"]) if flow else None
+    target = None
+    if biggest:
+        target = {"pes": biggest["pes"], "wall_s": biggest["wall_s"], "target_s": p["target_s"],
+                  "met": biggest["wall_s"] < p["target_s"]}
+        ctx.log(f"target: the {biggest['pes']}-PE flow point in {biggest['wall_s']:.1f} s "
+                f"({'met' if target['met'] else 'MISSED'}: < {p['target_s']:.0f} s)")
+    ctx.write_csv("scale.csv", ctx.results)
+    _figure(ctx, ctx.results)
+    return {"results": ctx.results, "failures": ctx.failures, "target": target,
+            "bench_wall_s": round(time.perf_counter() - t0, 3)}
+
+
+def _point(config, sets, nbytes, seed):
+    """One run in a fresh process (its peak memory is its own)."""
+    import resource
+
+    from kernbench import ccl
+    from kernbench.system import System
+
+    t = time.perf_counter()
+    system = System.load(config, set=sets, seed=seed)
+    built = time.perf_counter()
+    r = ccl.all_reduce(system, nbytes, algorithm="lrab", buffer="hbm", verify="off")
+    wall = time.perf_counter() - t
+    events = int(system.events_processed)
+    transfers = int(len(system.transfers()["src"])) if hasattr(system, "transfers") else 0
+    return {"pes": r.ranks, "latency_us": r.latency_us, "wall_s": round(wall, 3), "build_s": round(built - t, 3),
+            "events": events, "events_per_s": events / wall if wall else 0.0,
+            "wall_us_per_event": wall / events * 1e6 if events else 0.0, "transfers": transfers,
+            "ops": int(sum(r.op_counts.values())), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _figure(ctx, rows):
+    if not rows:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    for model in sorted({r["model"] for r in rows}):
+        pts = sorted((r["pes"], r["wall_s"], r["wall_us_per_event"]) for r in rows if r["model"] == model)
+        a.plot([x for x, _, _ in pts], [y for _, y, _ in pts], marker="o", label=model)
+        b.plot([x for x, _, _ in pts], [z for _, _, z in pts], marker="o", label=model)
+    for ax in (a, b):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("PEs (ranks)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    a.set_yscale("log")
+    a.set_ylabel("wall time (s)")
+    a.set_title("LRAB all-reduce, 1 MiB per PE")
+    b.set_ylabel("wall per simulated event (us)")
+    b.set_title("cost per event (flat = linear in events)")
+    fig.tight_layout()
+    ctx.save_figure(fig, "scale.png")
+    plt.close(fig)

@@ -1,0 +1,242 @@
+"""Collectives on a simulated machine, and a torch.distributed-shaped front.
+
+The algorithms live in C++ (``src/ccl``): each builds a Program of IPCQ sends
+and recvs, runs it, and checks it symbolically (every slice of every rank's
+buffer must end up reduced over all ranks exactly once)::
+
+    import kernbench
+    from kernbench import ccl
+
+    system = kernbench.System.load()                     # the default machine
+    r = ccl.all_reduce(system, 96 * 1024, algorithm="lrab")
+    r.latency_us, r.phases_df(), r.link_bytes
+
+``ccl.algorithms()`` lists the algorithms and what each implements.
+
+The ``dist`` front lets scripts written against ``torch.distributed`` port
+with few changes: one call stands for the call every rank makes, and time
+advances on a simulated world clock::
+
+    from kernbench.ccl import dist
+    dist.init_process_group(system=system)               # every PE is a rank
+    dist.all_reduce(np.zeros(24576, np.float32))         # 96 KiB per rank
+    dist.barrier()
+    dist.elapsed_us()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from kernbench import _core
+
+__all__ = ["CollectiveResult", "algorithms", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "collective",
+           "dist"]
+
+VerificationError = _core.VerificationError
+
+
+def algorithms() -> list[dict]:
+    """Every algorithm: name, description, and the collectives it implements."""
+    return _core.ccl_algorithms()
+
+
+@dataclass
+class CollectiveResult:
+    """What a collective did. Times in ps (``*_us`` helpers for microseconds)."""
+
+    algorithm: str
+    collective: str
+    ranks: int
+    bytes_per_pe: int
+    latency_ps: int
+    verified: bool
+    slices: int
+    phases: list[str]
+    phase_windows: dict[str, tuple[int, int]]
+    link_bytes: dict[str, int]
+    op_counts: dict[str, int]
+    run: Any = field(repr=False)  # kernbench.RunResult: op log, engines, traces
+
+    @property
+    def latency_us(self) -> float:
+        return self.latency_ps / 1e6
+
+    @property
+    def algorithm_bandwidth(self) -> float:
+        """Bytes per PE / latency, in bytes per second."""
+        return self.bytes_per_pe / (self.latency_ps * 1e-12) if self.latency_ps else 0.0
+
+    def phase_times_ps(self) -> dict[str, int]:
+        """Duration (last end - first start) of each phase, in order."""
+        return {p: self.phase_windows[p][1] - self.phase_windows[p][0] for p in self.phases}
+
+    def phases_df(self):
+        import pandas as pd
+
+        return pd.DataFrame(
+            [{"phase": p, "start_us": self.phase_windows[p][0] / 1e6, "end_us": self.phase_windows[p][1] / 1e6,
+              "duration_us": (self.phase_windows[p][1] - self.phase_windows[p][0]) / 1e6} for p in self.phases])
+
+    def summary(self) -> dict:
+        """A flat dict for tables and sweep.json."""
+        out = {"algorithm": self.algorithm, "collective": self.collective, "ranks": self.ranks,
+               "bytes_per_pe": self.bytes_per_pe, "latency_us": self.latency_us,
+               "algbw_GBps": self.algorithm_bandwidth / 1e9, "verified": self.verified}
+        for p, d in self.phase_times_ps().items():
+            out[f"phase_{p}_us"] = d / 1e6
+        for cls, b in sorted(self.link_bytes.items()):
+            out[f"bytes_{cls}"] = b
+        return out
+
+
+def _core_system(system):
+    return system._core if hasattr(system, "_core") else system
+
+
+def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring", buffer: str = "sram",
+               pes: Sequence[int | str] | None = None, grid: tuple[int, int] | None = None, inter: str | None = None,
+               pieces: int = 4, root: int = 0, verify: str = "auto") -> CollectiveResult:
+    """Run one collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``) on ``system``.
+
+    ``pes``: the ranks (node names or ids, in rank order; default every PE). ``buffer``: ``sram`` (the PE
+    scratch; must fit) or ``hbm`` (each PE's HBM slice). ``grid``: (w, h) of the 2-D algorithms (default the
+    most square). ``inter``: lrab's exchange across SIPs (``ring``/``torus``/``mesh``; default the machine's).
+    ``verify``: ``auto`` checks the schedule symbolically when the state is small, ``on`` always, ``off`` never.
+    """
+    from kernbench.program import RunResult
+
+    gw, gh = grid if grid is not None else (0, 0)
+    core = _core.run_collective(_core_system(system), what, algorithm, int(bytes_per_pe), list(pes or []), buffer,
+                                int(gw), int(gh), inter or "", int(pieces), int(root), verify)
+    return CollectiveResult(
+        algorithm=core.algorithm, collective=core.collective, ranks=core.ranks, bytes_per_pe=core.bytes_per_pe,
+        latency_ps=core.latency_ps, verified=core.verified, slices=core.slices, phases=list(core.phases),
+        phase_windows={k: tuple(v) for k, v in core.phase_windows.items()}, link_bytes=dict(core.link_bytes),
+        op_counts=dict(core.op_counts), run=RunResult(core.run, system))
+
+
+def all_reduce(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:
+    """Every rank ends with the sum over ranks of every rank's buffer."""
+    return collective(system, "all_reduce", bytes_per_pe, algorithm=algorithm, **kw)
+
+
+def reduce_scatter(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:
+    """Every rank ends with its part of the sum (which part: the algorithm's)."""
+    return collective(system, "reduce_scatter", bytes_per_pe, algorithm=algorithm, **kw)
+
+
+def all_gather(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:
+    """Every rank starts with its part and ends with all of them."""
+    return collective(system, "all_gather", bytes_per_pe, algorithm=algorithm, **kw)
+
+
+def broadcast(system, bytes_per_pe: int, algorithm: str = "double_binary_tree", root: int = 0, **kw) -> CollectiveResult:
+    """Every rank ends with rank ``root``'s buffer."""
+    return collective(system, "broadcast", bytes_per_pe, algorithm=algorithm, root=root, **kw)
+
+
+class _World:
+    """The simulated process group behind ``dist``: a machine, ranks, a world clock."""
+
+    def __init__(self, system, pes, algorithm, buffer):
+        self.system = system
+        self.pes = list(pes) if pes is not None else None
+        self.algorithm = algorithm
+        self.buffer = buffer
+        if self.pes is None:
+            nodes = _core_system(system).nodes()
+            self.size = sum(1 for k in nodes["kind"] if k == "pe")
+        else:
+            self.size = len(self.pes)
+        self.history: list[CollectiveResult] = []
+
+    def now_ps(self) -> int:
+        return _core_system(self.system).now
+
+
+class _Dist:
+    """A torch.distributed-shaped front over one simulated world.
+
+    Each call stands for the same call on every rank (SPMD); it runs the
+    collective on the machine from the current simulated time and returns its
+    CollectiveResult (``async_op`` is accepted for compatibility: the work is
+    done when the call returns). Tensors are anything with ``nbytes`` (numpy,
+    torch) or a byte count."""
+
+    class ReduceOp:
+        SUM = "sum"
+
+    def __init__(self):
+        self._world: _World | None = None
+
+    def init_process_group(self, backend: str = "kernbench", *, system=None, pes=None, algorithm: str = "ring",
+                           buffer: str = "sram", world_size: int | None = None, rank: int | None = None, **_: Any):
+        if system is None:
+            import kernbench
+
+            system = kernbench.System.load()
+        self._world = _World(system, pes, algorithm, buffer)
+        if world_size is not None and world_size != self._world.size:
+            raise _core.UsageError(f"init_process_group: world_size={world_size} but the machine gives "
+                                   f"{self._world.size} ranks (pass pes=[...] to choose them)")
+
+    def is_initialized(self) -> bool:
+        return self._world is not None
+
+    def _w(self) -> _World:
+        if self._world is None:
+            raise _core.UsageError("the default process group is not initialized: call init_process_group() first")
+        return self._world
+
+    def get_world_size(self) -> int:
+        return self._w().size
+
+    def get_rank(self) -> int:
+        return 0  # the script plays every rank at once
+
+    @staticmethod
+    def _nbytes(tensor) -> int:
+        return int(tensor.nbytes) if hasattr(tensor, "nbytes") else int(tensor)
+
+    def _run(self, what: str, tensor, algorithm=None, **kw) -> CollectiveResult:
+        w = self._w()
+        r = collective(w.system, what, self._nbytes(tensor), algorithm=algorithm or w.algorithm, buffer=w.buffer,
+                       pes=w.pes, **kw)
+        w.history.append(r)
+        return r
+
+    def all_reduce(self, tensor, op: str = "sum", group=None, async_op: bool = False, algorithm: str | None = None):
+        if op != "sum":
+            raise _core.UsageError(f"all_reduce: only ReduceOp.SUM is modelled, got {op!r}")
+        return self._run("all_reduce", tensor, algorithm)
+
+    def reduce_scatter(self, output, input_list=None, op: str = "sum", group=None, async_op: bool = False,
+                       algorithm: str | None = None):
+        total = sum(self._nbytes(t) for t in input_list) if input_list is not None else self._nbytes(output)
+        return self._run("reduce_scatter", total, algorithm)
+
+    def all_gather(self, tensor_list, tensor=None, group=None, async_op: bool = False, algorithm: str | None = None):
+        total = self._nbytes(tensor) * self._w().size if tensor is not None else sum(self._nbytes(t) for t in tensor_list)
+        return self._run("all_gather", total, algorithm)
+
+    def broadcast(self, tensor, src: int = 0, group=None, async_op: bool = False, algorithm: str | None = None):
+        return self._run("broadcast", tensor, algorithm or "double_binary_tree", root=src)
+
+    def barrier(self, group=None, async_op: bool = False):
+        """A barrier is an all-reduce of one byte (the cheapest message that joins every rank)."""
+        return self._run("all_reduce", 1, "double_binary_tree")
+
+    def elapsed_us(self) -> float:
+        """Simulated time of the world so far."""
+        return self._w().now_ps() / 1e6
+
+    def history(self) -> list[CollectiveResult]:
+        return list(self._w().history)
+
+    def destroy_process_group(self) -> None:
+        self._world = None
+
+
+dist = _Dist()

@@ -1,0 +1,283 @@
+"""Golden regression over bench outputs: smoke runs compared with checked-in summaries.
+
+Every bench that declares ``smoke=`` and ``golden=`` in ``@bench`` has a file
+``tests/goldens/<bench>.json``: the key metrics of its smoke run, per result
+row, with a tolerance per metric (exact for counts, relative for times).
+``kernbench goldens`` re-runs the smoke sizes and compares; ``kernbench
+goldens --update [--bench NAME]`` rewrites the files and prints what moved,
+so a model change that shifts results arrives as a reviewed diff.
+
+    from kernbench.goldens import compare, load_golden, run_smoke, summarize
+    diffs = compare(load_golden(path), summarize(bench, run_smoke(bench, tmp)))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from kernbench import io as kio
+from kernbench._core import ConfigError
+
+DEFAULT_REL = 1e-6
+GOLDEN_VERSION = 1
+
+
+def default_folder() -> Path:
+    """tests/goldens of the source tree (from the current folder, else beside the package's source)."""
+    here = Path("tests/goldens")
+    if here.is_dir():
+        return here
+    src = Path(__file__).resolve().parent.parent.parent / "tests" / "goldens"
+    return src if src.is_dir() else here
+
+
+# ---- tolerances ------------------------------------------------------------------------------
+
+def parse_tolerance(spec: str) -> tuple[str, float]:
+    """``"exact"`` -> ("exact", 0); ``"rel=1e-3"`` -> ("rel", 0.001); ``"abs=0.5"`` -> ("abs", 0.5)."""
+    spec = str(spec).strip()
+    if spec == "exact":
+        return ("exact", 0.0)
+    kind, sep, value = spec.partition("=")
+    if sep and kind in ("rel", "abs"):
+        try:
+            x = float(value)
+        except ValueError:
+            x = -1.0
+        if math.isfinite(x) and x >= 0:
+            return (kind, x)
+    raise ConfigError(f"tolerance {spec!r}: expected exact, rel=X or abs=X with X >= 0")
+
+
+def default_tolerance(value: Any) -> str:
+    """Counts, names and flags are exact; other numbers relative (1e-6)."""
+    if isinstance(value, float):
+        return f"rel={DEFAULT_REL:g}"
+    return "exact"
+
+
+def within(old: Any, new: Any, spec: str) -> bool:
+    """Whether ``new`` is within ``spec`` of ``old``."""
+    kind, tol = parse_tolerance(spec)
+    if old is None or new is None or kind == "exact" or isinstance(old, (str, bool)) or isinstance(new, (str, bool)):
+        return old == new
+    if not isinstance(old, (int, float)) or not isinstance(new, (int, float)):
+        return old == new
+    if kind == "abs":
+        return abs(new - old) <= tol
+    return abs(new - old) <= tol * abs(old) if old != 0 else new == 0
+
+
+# ---- smoke runs and summaries -------------------------------------------------------------
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(_text(x) for x in v)
+    return str(v)
+
+
+def smoke_sets(bench) -> list[str]:
+    """The bench's smoke size as ``--set`` strings; ConfigError if it declares none."""
+    if bench.smoke is None:
+        raise ConfigError(f"bench {bench.name!r} declares no smoke size (add smoke={{...}} to its @bench)")
+    return [f"{k}={_text(v)}" for k, v in bench.smoke.items()]
+
+
+def run_smoke(bench, out: Path | str, seed: int = 1) -> dict[str, Any]:
+    """Run the bench at its smoke size into ``out``; its sweep dict."""
+    from kernbench.runner import run_bench
+
+    return run_bench(bench.name, out=out, sets=smoke_sets(bench), seed=seed, quiet=True)
+
+
+def _spec(bench) -> tuple[list[str], dict[str, str | None]]:
+    g = bench.golden or {}
+    key = g.get("key")
+    keys = [key] if isinstance(key, str) else list(key or [])
+    if not keys:
+        raise ConfigError(f"bench {bench.name!r}: golden needs a 'key' (the result column(s) naming a row)")
+    metrics = g.get("metrics")
+    if isinstance(metrics, Mapping):
+        m = {str(k): (str(v) if v is not None else None) for k, v in metrics.items()}
+    else:
+        m = {str(k): None for k in (metrics or [])}
+    if not m:
+        raise ConfigError(f"bench {bench.name!r}: golden needs 'metrics'")
+    for spec in m.values():
+        if spec is not None:
+            parse_tolerance(spec)
+    return keys, m
+
+
+def summarize(bench, sweep: Mapping[str, Any]) -> dict[str, Any]:
+    """The golden summary of a smoke run: the declared metrics of every result row, by key."""
+    keys, metrics = _spec(bench)
+    if sweep["failures"]:
+        msgs = "; ".join(f"{f['name']}: {f['error']}" for f in sweep["failures"][:5])
+        raise ConfigError(f"bench {bench.name!r}: the smoke run failed ({msgs})")
+    rows: dict[str, dict[str, Any]] = {}
+    tolerances: dict[str, str] = {}
+    for r in sweep["results"]:
+        if not any(k in r for k in keys):
+            raise ConfigError(f"bench {bench.name!r}: no golden key column ({', '.join(keys)}) in a result row")
+        name = " / ".join(_text(r.get(k)) for k in keys)  # a column a row lacks reads "None"
+        if name in rows:
+            raise ConfigError(f"bench {bench.name!r}: golden key {keys} does not name rows uniquely ({name!r} twice)")
+        row = {}
+        for m, spec in metrics.items():
+            if m not in r:
+                raise ConfigError(f"bench {bench.name!r}: golden metric {m!r} is not in result row {name!r}")
+            row[m] = r[m]
+            if m not in tolerances:
+                tolerances[m] = spec or default_tolerance(r[m])
+        rows[name] = row
+    return {
+        "golden_version": GOLDEN_VERSION,
+        "bench": bench.name,
+        "smoke": {k: v for k, v in bench.smoke.items()},
+        "seed": sweep["seed"],
+        "key": keys,
+        "tolerances": tolerances,
+        "rows": rows,
+    }
+
+
+@dataclass
+class Diff:
+    """One golden metric that moved (``ok``: still within its tolerance)."""
+
+    row: str
+    metric: str
+    old: Any
+    new: Any
+    tolerance: str
+    ok: bool
+
+    def __str__(self) -> str:
+        if self.old is _MISSING:
+            return f"{self.row}: new row"
+        if self.new is _MISSING:
+            return f"{self.row}: row is gone" if self.metric == "" else f"{self.row}: {self.metric} is gone"
+        change = ""
+        if isinstance(self.old, (int, float)) and isinstance(self.new, (int, float)) and \
+                not isinstance(self.old, bool) and self.old:
+            change = f" ({(self.new - self.old) / abs(self.old):+.3g})"
+        verdict = "within" if self.ok else "OUTSIDE"
+        return f"{self.row}: {self.metric} {self.old!r} -> {self.new!r}{change}, {verdict} {self.tolerance}"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "missing"
+
+
+_MISSING = _Missing()
+
+
+def compare(golden: Mapping[str, Any], current: Mapping[str, Any]) -> list[Diff]:
+    """Every metric that differs from the golden (rows added or gone count as failures)."""
+    diffs: list[Diff] = []
+    tol = golden.get("tolerances", {})
+    old_rows, new_rows = golden["rows"], current["rows"]
+    for name, old in old_rows.items():
+        new = new_rows.get(name)
+        if new is None:
+            diffs.append(Diff(name, "", old, _MISSING, "", False))
+            continue
+        for m, ov in old.items():
+            nv = new.get(m, _MISSING)
+            if nv is _MISSING:
+                diffs.append(Diff(name, m, ov, _MISSING, tol.get(m, "exact"), False))
+            elif nv != ov:
+                spec = tol.get(m) or default_tolerance(ov)
+                diffs.append(Diff(name, m, ov, nv, spec, within(ov, nv, spec)))
+    for name in new_rows:
+        if name not in old_rows:
+            diffs.append(Diff(name, "", _MISSING, new_rows[name], "", False))
+    if golden.get("smoke") != current.get("smoke") or golden.get("seed") != current.get("seed"):
+        diffs.append(Diff("(smoke size)", "smoke", [golden.get("smoke"), golden.get("seed")],
+                          [current.get("smoke"), current.get("seed")], "exact", False))
+    return diffs
+
+
+def golden_path(bench_name: str, folder: Path | str | None = None) -> Path:
+    """``<folder>/<bench>.json`` (folder default: tests/goldens)."""
+    return (Path(folder) if folder is not None else default_folder()) / f"{bench_name}.json"
+
+
+def load_golden(path: Path | str) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no golden file: run `kernbench goldens --update --bench {path.stem}`")
+    return json.loads(path.read_text())
+
+
+def write_golden(path: Path | str, golden: Mapping[str, Any]) -> Path:
+    return kio.write_json(Path(path), golden)
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+def _selected(names: Iterable[str]):
+    from kernbench.registry import get_bench, list_benches
+
+    names = list(names)
+    if names:
+        benches = [get_bench(n) for n in names]
+        for b in benches:
+            if b.golden is None:
+                raise ConfigError(f"bench {b.name!r} has no golden spec (add smoke= and golden= to its @bench)")
+        return benches
+    return [b for b in list_benches() if b.golden is not None]
+
+
+def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path | None = None) -> int:
+    """``kernbench goldens [--update] [--bench NAME]...``: 0 when every golden holds (or was rewritten)."""
+    import time
+
+    from kernbench.registry import list_benches
+
+    selected = _selected(benches)
+    bad = 0
+    for b in selected:
+        path = golden_path(b.name, folder)
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix=f"kernbench-golden-{b.name}-") as tmp:
+            current = summarize(b, run_smoke(b, tmp))
+        wall = time.perf_counter() - t0
+        old = json.loads(path.read_text()) if path.exists() else None
+        diffs = compare(old, current) if old is not None else []
+        if update:
+            write_golden(path, current)
+            if old is None:
+                print(f"{b.name}: wrote {path} ({len(current['rows'])} rows, smoke run {wall:.1f} s)")
+            elif diffs:
+                print(f"{b.name}: updated {path}; {len(diffs)} value(s) moved:")
+                for d in diffs:
+                    print(f"    {d}")
+            else:
+                print(f"{b.name}: unchanged ({len(current['rows'])} rows, smoke run {wall:.1f} s)")
+            continue
+        if old is None:
+            print(f"{b.name}: no golden at {path}: run `kernbench goldens --update --bench {b.name}`")
+            bad += 1
+            continue
+        failing = [d for d in diffs if not d.ok]
+        status = "FAIL" if failing else "ok"
+        print(f"{b.name}: {status} ({len(current['rows'])} rows, {len(diffs)} moved within tolerance"
+              if not failing else f"{b.name}: FAIL ({len(failing)} outside tolerance", end="")
+        print(f", smoke run {wall:.1f} s)")
+        for d in diffs:
+            print(f"    {d}")
+        bad += bool(failing)
+    missing = [b.name for b in list_benches() if b.golden is None]
+    if missing and not list(benches):
+        print(f"benches without a smoke size/golden: {', '.join(missing)}")
+    return 1 if bad else 0

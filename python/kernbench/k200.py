@@ -1,0 +1,388 @@
+"""The Kunlun K200 host model from Python.
+
+    import kernbench, kernbench.k200 as k200
+    sys = kernbench.System.load("k200.yaml")
+    r = k200.copy(sys, "pinned", "h2d", 256 << 20)
+    r.gib_per_s, r.path, r.bound, r.ops          # bandwidth, path taken, busiest resource, per-op breakdown
+    k200.gemm(sys, 2048, 2048, 2048, "fp16", ncluster=4).gflops
+    k200.run_case(k200.load_case("c4_mlp.yaml"))  # an end-to-end case with its what-ifs
+
+The C++ model (src/kernels/k200/) does the work; each call attaches a
+fresh model to the System and runs from its current time. REFERENCE holds
+the measured figures (shared/reference/k200-measured.md) and which of them
+configs/k200.yaml was fitted to, so benches and tests report fitted and
+predicted points separately.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from kernbench import _core
+from kernbench._core import ConfigError, UsageError
+
+MiB = 1 << 20
+GiB = 1 << 30
+KIB = 1 << 10
+
+COPY_KINDS = ("pinned", "pageable", "stock", "peer", "peer_cross_card", "cross_card_staged", "d2d")
+
+# ---- the reference (GiB/s, H2D / D2H; sizes 1 MiB, 64 MiB, 256 MiB, 1 GiB) ----
+SIZES = (MiB, 64 * MiB, 256 * MiB, GiB)
+REFERENCE_COPY = {
+    # row: (kind, knob overrides, h2d, d2h)
+    "pinned": ("pinned", {}, (11.8, 12.5, 12.5, 5.6), (12.0, 12.9, 12.9, 5.0)),
+    "pageable pipeline on": ("pageable", {}, (5.03, 9.95, 10.11, 10.16), (5.59, 7.70, 7.85, 7.83)),
+    "pageable pipeline off": ("pageable", {"k200.driver.kl1_bounce_pipe": 0},
+                              (5.03, 5.53, 5.53, 5.58), (5.41, 4.92, 4.91, 4.92)),
+    "stock driver pageable": ("stock", {}, (3.90, 4.27, 4.27, 4.28), (4.36, 4.38, 4.40, 4.40)),
+}
+REFERENCE_P2P = {MiB: 5.95, 4 * MiB: 9.24, 16 * MiB: 10.73, 64 * MiB: 11.20, 256 * MiB: 11.31, 512 * MiB: 11.32}
+REFERENCE_PIN = {"h2d": 0.44, "d2h": 0.69}  # page pinning, per-page eDMA
+# (row, direction, size) points configs/k200.yaml was fitted to; the rest are predictions.
+FITTED_COPY = {
+    ("pinned", "d2h", MiB), ("pinned", "d2h", 64 * MiB),
+    ("pageable pipeline on", "h2d", 64 * MiB), ("pageable pipeline on", "d2h", 64 * MiB),
+    ("pageable pipeline off", "h2d", MiB),
+    ("stock driver pageable", "h2d", 64 * MiB), ("stock driver pageable", "d2h", 64 * MiB),
+}
+FITTED_P2P = {64 * MiB}
+FITTED_PIN = {"d2h"}
+REFERENCE_GEMM = {  # GFLOPS, M = N = K
+    "fp32": {512: 2500, 1024: 5800, 2048: 7800, 4096: 4500, 8192: 4500},
+    "fp16": {512: 3300, 1024: 13000, 2048: 20100, 4096: 22600, 8192: 18200},
+}
+FITTED_GEMM = {("fp32", 2048), ("fp16", 2048), ("fp32", 4096)}
+REFERENCE_LAUNCH = {"launch_1thread_us": (2.05, 2.46), "launch_4threads_us": (2.19, 2.61), "per_kernel_us": 19.3,
+                    "dispatch_1thread_us": 26.0, "dispatch_4threads_us": 25.0}
+REFERENCE_WAIT = {(128, 1): 11.7, (128, 4): 14.0, (5120, 1): 29.6, (5120, 4): 20.6}
+FITTED_WAIT = {(128, 1), (128, 4), (5120, 1)}
+
+
+@dataclass
+class Result:
+    """What one K200 run measured (see the C++ RunReport)."""
+
+    elapsed_s: float
+    bytes: int
+    gib_per_s: float
+    gflops: float
+    path: str
+    bound: str
+    ops: list[dict[str, Any]]
+    utilization: dict[str, float]
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Result":
+        return cls(
+            elapsed_s=d["elapsed_ps"] * 1e-12,
+            bytes=int(d["bytes"]),
+            gib_per_s=float(d["gib_per_s"]),
+            gflops=float(d["gflops"]),
+            path=d["path"],
+            bound=d["bound"],
+            ops=[dict(o) for o in d["ops"]],
+            utilization=dict(d["utilization"]),
+            raw=dict(d),
+        )
+
+    def breakdown(self) -> dict[str, float]:
+        """Seconds per op kind (summed over ops, so overlapping ops add up beyond elapsed)."""
+        return {o["kind"]: o["time_ps"] * 1e-12 for o in self.ops}
+
+
+def _core_system(system):
+    return getattr(system, "_core", system)
+
+
+def load_system(path: str | Path = "k200.yaml", *, set: Mapping[str, Any] | None = None, seed: int = 1):
+    """A K200 host System (default: the packaged configs/k200.yaml) with overrides."""
+    from kernbench.system import System
+
+    return System.load(path, set=set, seed=seed)
+
+
+def info(system) -> dict[str, Any]:
+    """Cards, dies per card, derived PCIe line/payload rates, peaks."""
+    return dict(_core.k200_info(_core_system(system)))
+
+
+def _check_size(n: Any, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int,)) and not (isinstance(n, float) and n.is_integer()):
+        raise UsageError(f"{what}: expected a whole number of bytes, got {n!r}")
+    n = int(n)
+    if n <= 0:
+        raise UsageError(f"{what}: must be > 0, got {n}")
+    return n
+
+
+def copy(system, kind: str, direction: str = "h2d", bytes: int = 64 * MiB, *, die=(0, 0), peer=None) -> Result:
+    """One copy: kind in COPY_KINDS, direction h2d|d2h (host copies), die = (card, die)."""
+    b = _check_size(bytes, "k200.copy bytes")
+    return Result.from_dict(_core.k200_copy(_core_system(system), kind, direction, b, tuple(die),
+                                            None if peer is None else tuple(peer)))
+
+
+def copies(system, specs: Iterable[Mapping[str, Any]]) -> Result:
+    """Several copies started together: dicts with kind, direction, bytes, die, peer."""
+    out = []
+    for s in specs:
+        d = dict(s)
+        d["bytes"] = _check_size(d.get("bytes"), "k200.copies bytes")
+        for k in ("die", "peer"):
+            if k in d and d[k] is not None:
+                d[k] = tuple(d[k])
+        out.append(d)
+    return Result.from_dict(_core.k200_copies(_core_system(system), out))
+
+
+def launch(system, threads: int = 1, kernels: int = 10, loops: int = 100, elements: int = 5120,
+           ncluster: int = 0, die=(0, 0)) -> dict[str, Any]:
+    """The vendor launch test; returns launch_us, wait_us, per_kernel_us, single_us and the report."""
+    d = dict(_core.k200_launch_test(_core_system(system), threads, kernels, loops, elements, ncluster, tuple(die)))
+    d["result"] = Result.from_dict(d)
+    return d
+
+
+def gemm(system, m: int, n: int, k: int, precision: str = "fp32", *, ncluster: int = 0, die=(0, 0)) -> Result:
+    """One xdnn-fc-like GEMM on a die (launch, dispatch, run, wait); .raw['plan'] has the tiling."""
+    return Result.from_dict(_core.k200_gemm(_core_system(system), m, n, k, precision, ncluster, tuple(die)))
+
+
+def run_streams(system, streams: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Run workload streams (see src/kernels/k200/workload.hpp) to completion; returns the raw dict + Result."""
+    d = dict(_core.k200_run(_core_system(system), [dict(s) for s in streams]))
+    d["result"] = Result.from_dict(d)
+    return d
+
+
+# ---- the five cases ---------------------------------------------------------------
+
+CASE_DIR = "k200_cases"
+ELEM = {"fp32": 4, "fp16": 2}
+
+
+def case_files() -> list[Path]:
+    """The case definitions shipped in configs/k200_cases/."""
+    from kernbench.system import config_dirs
+
+    for d in config_dirs():
+        if (d / CASE_DIR).is_dir():
+            return sorted((d / CASE_DIR).glob("*.yaml"))
+    raise ConfigError(f"{CASE_DIR}/: no case folder in the config directories")
+
+
+def load_case(path: str | Path) -> dict[str, Any]:
+    """Read a case file (a name in configs/k200_cases/ or a path) and check its keys."""
+    import yaml
+
+    p = Path(path)
+    if not p.exists():
+        for f in case_files():
+            if f.name == p.name or f.stem == p.stem:
+                p = f
+                break
+        else:
+            raise ConfigError(f"{path}: no such K200 case (known: {', '.join(f.name for f in case_files())})")
+    data = yaml.safe_load(p.read_text())
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: a case file is a map (name, title, workload, params, what_if)")
+    allowed = {"name", "title", "workload", "params", "what_if", "set"}
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(f"{p}: {key}: unknown key (known: {', '.join(sorted(allowed))})")
+    for key in ("name", "workload", "params"):
+        if key not in data:
+            raise ConfigError(f"{p}: {key}: required key is missing")
+    if data["workload"] not in WORKLOADS:
+        raise ConfigError(f"{p}: workload: unknown workload {data['workload']!r} (known: {', '.join(WORKLOADS)})")
+    data["source_file"] = str(p)
+    return data
+
+
+def _staging_kind(staging: str) -> str:
+    if staging not in ("pinned", "pageable", "stock"):
+        raise ConfigError(f"staging: expected pinned, pageable or stock, got {staging!r}")
+    return staging
+
+
+def _fc(m, n, k, precision, ncluster, die, label):
+    return {"op": "launch", "label": label, "die": die,
+            "kernel": {"kind": "gemm", "m": int(m), "n": int(n), "k": int(k), "precision": precision,
+                       "ncluster": int(ncluster)}}
+
+
+def _add(elements, ncluster, die, label):
+    return {"op": "launch", "label": label, "die": die,
+            "kernel": {"kind": "elementwise", "elements": int(elements), "ncluster": int(ncluster)}}
+
+
+def _copy(kind, direction, nbytes, die, label, peer=None):
+    d = {"op": "copy", "label": label, "kind": kind, "direction": direction, "bytes": int(nbytes), "die": die}
+    if peer is not None:
+        d["peer"] = peer
+    return d
+
+
+def resnet50_layers(batch: int) -> list[tuple[str, int, int, int, int]]:
+    """ResNet-50 v1.5 as (name, M, N, K, residual elements) GEMMs at 224x224 input."""
+    layers = [("conv1", batch * 112 * 112, 64, 3 * 7 * 7, 0)]
+    h = 56  # after the 3x3/2 max pool
+    cin = 64
+    for stage, (mid, out, blocks, stride) in enumerate([(64, 256, 3, 1), (128, 512, 4, 2), (256, 1024, 6, 2),
+                                                         (512, 2048, 3, 2)]):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            ho = h // s
+            name = f"s{stage + 1}b{b + 1}"
+            layers.append((f"{name}.conv1", batch * h * h, mid, cin, 0))           # 1x1 (v1.5: stride in the 3x3)
+            layers.append((f"{name}.conv2", batch * ho * ho, mid, mid * 9, 0))      # 3x3, stride s
+            res = batch * ho * ho * out
+            if b == 0:
+                layers.append((f"{name}.down", batch * ho * ho, out, cin, 0))      # 1x1 projection
+            layers.append((f"{name}.conv3", batch * ho * ho, out, mid, res))       # 1x1, then the residual add
+            cin, h = out, ho
+    layers.append(("fc", batch, 1000, 2048, 0))
+    return layers
+
+
+def _streams_resnet50(p, batch):
+    die = (0, 0)
+    prec, nc = p["precision"], p["ncluster"]
+    steps = [_copy(_staging_kind(p["staging"]), "h2d", batch * 3 * 224 * 224 * ELEM[prec], die, "input h2d")]
+    for name, m, n, k, res in resnet50_layers(batch):
+        steps.append(_fc(m, n, k, prec, nc, die, "conv/fc"))
+        if res:
+            steps.append(_add(res, nc, die, "residual add"))
+    steps.append({"op": "wait", "die": die, "label": "wait"})
+    steps.append(_copy(_staging_kind(p["staging"]), "d2h", batch * 1000 * ELEM[prec], die, "logits d2h"))
+    return [{"name": "resnet50", "iterations": p["iterations"], "steps": steps}], batch
+
+
+def _streams_denoiser(p, batch):
+    die = (0, 0)
+    prec, nc, c = p["precision"], p["ncluster"], p["channels"]
+    hw = p["height"] * p["width"] * batch
+    act = hw * c * ELEM[prec]
+    img = hw * 3 * ELEM[prec]
+    wait = {"op": "wait", "die": die, "label": "wait"}
+    steps = [_copy(_staging_kind(p["staging"]), "h2d", img, die, "h2d"), _fc(hw, c, 3 * 9, prec, nc, die, "conv"), wait]
+    steps += [_copy("d2d", "h2d", act, die, "d2d"), wait]  # the global skip
+    for _ in range(p["blocks"]):
+        steps += [_copy("d2d", "h2d", act, die, "d2d"), wait,
+                  _fc(hw, c, c * 9, prec, nc, die, "conv"), wait,
+                  _fc(hw, c, c * 9, prec, nc, die, "conv"), wait,
+                  _add(hw * c, nc, die, "add"), wait]
+    steps += [_fc(hw, c, c * 9, prec, nc, die, "conv"), wait, _add(hw * c, nc, die, "add"), wait,
+              _fc(hw, 3, c * 9, prec, nc, die, "conv"), wait,
+              _copy(_staging_kind(p["staging"]), "d2h", img, die, "d2h")]
+    return [{"name": "denoiser", "iterations": p["iterations"], "steps": steps}], batch
+
+
+def _streams_pipeline(p, batch):
+    prec, nc, f = p["precision"], p["ncluster"], p["feature"]
+    a, b = (0, 0), ((0, 0) if p.get("solo") else (0, 1))
+    x = batch * f * ELEM[prec]
+    stage = lambda die, label: [_fc(batch, f, f, prec, nc, die, label) for _ in range(p["layers_per_stage"])]
+    steps = [_copy(_staging_kind(p["staging"]), "h2d", x, a, "h2d")] + stage(a, "layers A")
+    steps += [_copy("d2d", "h2d", x, a, "d2d")] if p.get("solo") else [_copy("peer", "h2d", x, a, "peer copy", peer=b)]
+    steps += stage(b, "layers B") + [_copy(_staging_kind(p["staging"]), "d2h", x, b, "d2h")]
+    return [{"name": "pipeline", "iterations": p["iterations"], "steps": steps}], batch
+
+
+def _mlp_stream(p, batch, die, name):
+    prec, nc, f = p["precision"], p["ncluster"], p["feature"]
+    x = batch * f * ELEM[prec]
+    steps = [_copy(_staging_kind(p["staging"]), "h2d", x, die, "h2d")]
+    steps += [_fc(batch, f, f, prec, nc, die, "fc") for _ in range(p["layers"])]
+    steps += [_copy(_staging_kind(p["staging"]), "d2h", x, die, "d2h"), {"op": "wait", "die": die, "label": "wait"}]
+    return {"name": name, "iterations": p["iterations"], "steps": steps}
+
+
+def _streams_mlp(p, batch):
+    return [_mlp_stream(p, batch, (0, 0), "mlp")], batch
+
+
+def _streams_multi_card(p, batch):
+    n = int(p.get("cards", 2))
+    dies = [(0, i) for i in range(n)] if p.get("same_card") else [(i, 0) for i in range(n)]
+    return [_mlp_stream(p, batch, d, f"process{i}") for i, d in enumerate(dies)], batch * n
+
+
+WORKLOADS = {
+    "resnet50": _streams_resnet50,
+    "denoiser": _streams_denoiser,
+    "pipeline": _streams_pipeline,
+    "mlp": _streams_mlp,
+    "multi_card": _streams_multi_card,
+}
+
+
+def _weights_upload(p, streams):
+    """C4/C5: the shared weight, uploaded once before the timed iterations (pinned)."""
+    if "feature" not in p or "layers" not in p:
+        return None
+    w = p["feature"] * p["feature"] * ELEM[p["precision"]]
+    dies = sorted({tuple(s["steps"][0]["die"]) for s in streams})
+    return [{"name": f"weights{i}", "iterations": 1, "steps": [_copy("pinned", "h2d", w, d, "weights")]}
+            for i, d in enumerate(dies)]
+
+
+def _bound(r: Result) -> str:
+    """The busiest resource, or -- when nothing is busy half the time -- the serial chain of ops itself."""
+    share = r.utilization.get(r.bound, 0.0)
+    if share >= 0.5:
+        return r.bound
+    return f"latency chain (busiest {r.bound} at {share:.0%})"
+
+
+def run_variant(case: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
+                config: str | Path = "k200.yaml", seed: int = 1) -> list[dict[str, Any]]:
+    """One variant of a case (params overridden by `overrides`) for every batch; a row per batch."""
+    p = dict(case["params"])
+    over = dict(overrides or {})
+    sets = dict(case.get("set") or {})
+    sets.update(over.pop("set", {}) or {})
+    name = over.pop("name", "baseline")
+    p.update(over)
+    rows = []
+    batches = p.pop("batch", [1])
+    for batch in batches if isinstance(batches, list) else [batches]:
+        system = load_system(config, set=sets, seed=seed)
+        streams, items = WORKLOADS[case["workload"]](p, int(batch))
+        upload = _weights_upload(p, streams) if case["workload"] in ("mlp", "multi_card") else None
+        if upload:
+            run_streams(system, upload)
+        out = run_streams(system, streams)
+        r: Result = out["result"]
+        ends = out["iteration_ends_ps"]
+        iters = len(ends[0])
+        # Latency: mean iteration time of the streams (first iteration included).
+        start = r.raw["start_ps"]
+        lat = sum((e[-1] - start) / len(e) for e in ends) / len(ends) * 1e-12
+        labels = sorted(out["labels"], key=lambda t: -t["time_ps"])
+        rows.append({
+            "case": case["name"], "variant": name, "batch": int(batch),
+            "iterations": iters, "elapsed_s": r.elapsed_s, "latency_ms": lat * 1e3,
+            "throughput_per_s": items * iters / r.elapsed_s if r.elapsed_s > 0 else math.nan,
+            "bound_resource": _bound(r), "busiest_share": r.utilization.get(r.bound, 0.0),
+            "top_step": labels[0]["label"] if labels else "",
+            "step_time_ms": {t["label"]: t["time_ps"] * 1e-9 for t in labels},
+            "paths": out["paths"], "set": {k: str(v) for k, v in sets.items()},
+        })
+    return rows
+
+
+def run_case(case: Mapping[str, Any] | str | Path, *, config: str | Path = "k200.yaml", seed: int = 1,
+             what_if: bool = True) -> list[dict[str, Any]]:
+    """A case: its baseline and (if asked) each what-if variant; a row per (variant, batch)."""
+    c = load_case(case) if not isinstance(case, Mapping) else case
+    rows = run_variant(c, None, config=config, seed=seed)
+    if what_if:
+        for w in c.get("what_if") or []:
+            rows += run_variant(c, w, config=config, seed=seed)
+    return rows

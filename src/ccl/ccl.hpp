@@ -1,0 +1,87 @@
+// ccl.hpp -- collectives on a machine's PEs: the public entry point.
+//
+// A collective is a Program of IPCQ sends and recvs (plus HBM loads and
+// stores when the buffers live in HBM) built by one algorithm from the
+// registry (algorithms.hpp). `run_collective` builds it, runs it on the
+// System and, unless switched off, checks it symbolically while it runs:
+// every slice of every rank's buffer carries the set of ranks whose data
+// it holds; a reducing recv adds the sender's set (a rank added twice is an
+// error at once), a copying recv replaces it; at the end every rank must
+// hold what the collective promises (all-reduce: every slice reduced over
+// all ranks exactly once). A wrong schedule fails naming the rank, the
+// slice and what it holds.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/executor.hpp"
+#include "topology/system.hpp"
+
+namespace kernbench::ccl {
+
+using runtime::NodeId;
+using sim::Bytes;
+using sim::Time;
+
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast };
+const char* to_string(Collective c);
+Collective collective_from_string(const std::string& name);  // UsageError listing the names
+
+/// Where each rank's buffer lives: its PE's scratch, or its HBM slice (sends
+/// read from HBM; reducing recvs load the local slice, add, store it back).
+enum class Buffer { Sram, Hbm };
+const char* to_string(Buffer b);
+Buffer buffer_from_string(const std::string& name);
+
+enum class Verify { Auto, On, Off };
+
+struct CollectiveSpec {
+  Collective collective = Collective::AllReduce;
+  std::string algorithm = "ring";
+  Bytes bytes_per_pe = 0;         ///< each rank's buffer
+  std::vector<NodeId> pes;        ///< the ranks, in rank order (empty: every PE of the machine)
+  Buffer buffer = Buffer::Sram;
+  int grid_w = 0, grid_h = 0;     ///< rank grid of 2-D algorithms (0: the most square factorisation)
+  std::string inter;              ///< hierarchical: ring | torus | mesh across SIPs (empty: the machine's)
+  int pieces = 4;                 ///< pipeline pieces of chains and trees
+  int root = 0;                   ///< broadcast root (a rank)
+  /// Auto: check when the symbolic state is small (ranks x slices x ranks
+  /// <= 2^28 bits); On: always; Off: never.
+  Verify verify = Verify::Auto;
+};
+
+/// What a collective did.
+struct CollectiveResult {
+  std::string algorithm;
+  Collective collective = Collective::AllReduce;
+  int ranks = 0;
+  int slices = 0;                 ///< how finely each buffer was cut
+  Bytes bytes_per_pe = 0;
+  Time latency = 0;               ///< makespan of the program
+  bool verified = false;          ///< the symbolic check ran (and passed: a failure throws)
+  std::vector<std::string> phases;                       ///< in order of first start
+  std::map<std::string, std::pair<Time, Time>> phase_windows;  ///< [first start, last end] per phase
+  std::map<std::string, Bytes> link_bytes;               ///< payload bytes per link class (all directions)
+  std::map<std::string, std::uint64_t> op_counts;
+  runtime::RunResult run;
+  /// bytes_per_pe / latency (the "algorithm bandwidth"), B/s.
+  double algorithm_bandwidth() const;
+};
+
+/// Builds, runs and (see Verify) checks one collective on `system`.
+CollectiveResult run_collective(topology::System& system, const CollectiveSpec& spec);
+
+/// Builds the program only (for inspection); `slices` receives the cut.
+runtime::Program build_collective(const topology::Machine& machine, const topology::PeConfig& pe,
+                                  const CollectiveSpec& spec, int* slices = nullptr);
+
+struct AlgorithmInfo {
+  std::string name;
+  std::string description;
+  std::vector<std::string> collectives;  ///< which collectives it implements
+};
+std::vector<AlgorithmInfo> algorithms();
+
+}  // namespace kernbench::ccl

@@ -1,0 +1,65 @@
+// mesh2d.cpp -- 2-D all-reduce on a mesh: lines, no wraparound links.
+//
+// A line of n ranks reduces block b from both ends towards rank b (partial
+// sums flow inwards along the line), so every hop is between neighbours and
+// no message has to cross the line to close a ring. The link next to an
+// end carries n - 1 blocks each way, like a ring's n - 1 steps, but the
+// blocks near the middle wait for partials from both sides.
+#include "ccl/algorithms.hpp"
+
+namespace kernbench::ccl {
+
+void line_reduce_scatter(Schedule& s, const std::vector<int>& line, Slices r) {
+  const int n = static_cast<int>(line.size());
+  // Hops in data order: a partial sum must have gathered everything from
+  // its end of the line before it moves on, so the hop d ranks away from
+  // the owner comes before the hop d - 1 away.
+  for (int d = n - 1; d >= 1; --d)
+    for (int b = 0; b < n; ++b) {
+      const Slices blk = block(r, n, b);
+      // From the left: rank b - d passes sum(0 .. b-d) on to b - d + 1.
+      if (b - d >= 0) s.transfer(line[static_cast<std::size_t>(b - d)], line[static_cast<std::size_t>(b - d + 1)],
+                                 blk, Combine::Reduce);
+      // From the right: rank b + d passes sum(b+d .. n-1) on to b + d - 1.
+      if (b + d < n) s.transfer(line[static_cast<std::size_t>(b + d)], line[static_cast<std::size_t>(b + d - 1)],
+                                blk, Combine::Reduce);
+    }
+}
+
+void line_all_gather(Schedule& s, const std::vector<int>& line, Slices r) {
+  const int n = static_cast<int>(line.size());
+  for (int d = 1; d < n; ++d)
+    for (int b = 0; b < n; ++b) {
+      const Slices blk = block(r, n, b);
+      if (b + d < n) s.transfer(line[static_cast<std::size_t>(b + d - 1)], line[static_cast<std::size_t>(b + d)],
+                                blk, Combine::Copy);
+      if (b - d >= 0) s.transfer(line[static_cast<std::size_t>(b - d + 1)], line[static_cast<std::size_t>(b - d)],
+                                 blk, Combine::Copy);
+    }
+}
+
+Algorithm mesh2d_algorithm() {
+  Algorithm a;
+  a.name = "mesh2d";
+  a.description = "2-D dimension by dimension with line (no wraparound) reduce-scatter/all-gather per row and column";
+  a.slices = [](const Plan& p) { return p.world.w * p.world.h; };
+  a.check = [](const Plan&) {};
+  a.reduce_scatter = [](Schedule& s, const Plan& p) {
+    s.phase("reduce-scatter");
+    grid_reduce_scatter(s, p.world, p.all(), false);
+  };
+  a.all_gather = [](Schedule& s, const Plan& p) {
+    s.phase("all-gather");
+    grid_all_gather(s, p.world, p.all(), false);
+  };
+  a.all_reduce = [](Schedule& s, const Plan& p) {
+    s.phase("reduce-scatter");
+    grid_reduce_scatter(s, p.world, p.all(), false);
+    s.phase("all-gather");
+    grid_all_gather(s, p.world, p.all(), false);
+  };
+  a.owned = [](const Plan& p) { return grid_owned(p.world, p.all(), false); };
+  return a;
+}
+
+}  // namespace kernbench::ccl

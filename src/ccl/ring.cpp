@@ -1,0 +1,97 @@
+// ring.cpp -- ring all-reduce: reduce-scatter then all-gather, 2(p-1) steps.
+//
+// Step t of the reduce-scatter: rank i sends block (i - t) mod p to rank
+// i + 1, which adds it to its own. After p - 1 steps rank i holds block
+// (i + 1) mod p summed over every rank; the all-gather passes the finished
+// blocks on around the ring. Each step moves n/p bytes per rank, so on a
+// ring of uncontended links it costs 2(p-1)(alpha + n/(p beta)).
+#include "ccl/algorithms.hpp"
+
+namespace kernbench::ccl {
+
+std::vector<int> iota_ranks(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
+void ring_reduce_scatter(Schedule& s, const std::vector<int>& ring, Slices r) {
+  const int n = static_cast<int>(ring.size());
+  for (int t = 0; t + 1 < n; ++t)
+    for (int i = 0; i < n; ++i)
+      s.transfer(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)],
+                 block(r, n, ((i - t) % n + n) % n), Combine::Reduce);
+}
+
+void ring_all_gather(Schedule& s, const std::vector<int>& ring, Slices r) {
+  const int n = static_cast<int>(ring.size());
+  for (int t = 0; t + 1 < n; ++t)
+    for (int i = 0; i < n; ++i)
+      s.transfer(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)],
+                 block(r, n, ((i + 1 - t) % n + n) % n), Combine::Copy);
+}
+
+namespace {
+
+std::vector<std::pair<int, Slices>> owned(const Plan& p) {
+  std::vector<std::pair<int, Slices>> out;
+  for (int i = 0; i < p.world.size(); ++i)
+    out.push_back({p.world.ranks[static_cast<std::size_t>(i)], ring_owned(p.all(), p.world.size(), i)});
+  return out;
+}
+
+// Broadcast: a pipelined chain from the root around the ring.
+void broadcast(Schedule& s, const Plan& p) {
+  const int n = p.world.size();
+  std::vector<int> chain;
+  for (int k = 0; k < n; ++k) chain.push_back((p.root + k) % n);
+  chain_broadcast(s, chain, p.all(), p.pieces);
+}
+
+}  // namespace
+
+Algorithm ring_algorithm() {
+  Algorithm a;
+  a.name = "ring";
+  a.description = "reduce-scatter then all-gather around one ring of all ranks: 2(p-1) steps of n/p bytes";
+  a.slices = [](const Plan& p) { return std::max(p.world.size(), p.pieces); };
+  a.check = [](const Plan&) {};
+  a.reduce_scatter = [](Schedule& s, const Plan& p) {
+    s.phase("reduce-scatter");
+    ring_reduce_scatter(s, p.world.ranks, p.all());
+  };
+  a.all_gather = [](Schedule& s, const Plan& p) {
+    s.phase("all-gather");
+    ring_all_gather(s, p.world.ranks, p.all());
+  };
+  a.all_reduce = [](Schedule& s, const Plan& p) {
+    s.phase("reduce-scatter");
+    ring_reduce_scatter(s, p.world.ranks, p.all());
+    s.phase("all-gather");
+    ring_all_gather(s, p.world.ranks, p.all());
+  };
+  a.owned = owned;
+  a.broadcast = [](Schedule& s, const Plan& p) {
+    s.phase("broadcast");
+    broadcast(s, p);
+  };
+  return a;
+}
+
+// ---- pipelined chains (used by rings' broadcast, LRAB) -----------------------
+
+void chain_reduce(Schedule& s, const std::vector<int>& chain, Slices r, int pieces) {
+  const int k = std::max(1, std::min(pieces, r.hi - r.lo));
+  for (int piece = 0; piece < k; ++piece)
+    for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+      s.transfer(chain[i], chain[i + 1], block(r, k, piece), Combine::Reduce);
+}
+
+void chain_broadcast(Schedule& s, const std::vector<int>& chain, Slices r, int pieces) {
+  const int k = std::max(1, std::min(pieces, r.hi - r.lo));
+  for (int piece = 0; piece < k; ++piece)
+    for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+      s.transfer(chain[i], chain[i + 1], block(r, k, piece), Combine::Copy);
+}
+
+}  // namespace kernbench::ccl

@@ -1,0 +1,109 @@
+// schedule.cpp -- transfers to send/recv pairs, dependencies from the data.
+#include "ccl/schedule.hpp"
+
+#include <algorithm>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::ccl {
+
+Slices block(Slices r, int n, int b) {
+  const std::int64_t len = r.hi - r.lo;
+  return Slices{static_cast<std::int32_t>(r.lo + len * b / n), static_cast<std::int32_t>(r.lo + len * (b + 1) / n)};
+}
+
+Schedule::Schedule(const topology::Machine& machine, std::vector<NodeId> pes, Bytes bytes_per_rank, int slices,
+                   Buffer buffer, std::string name)
+    : machine_(machine),
+      pes_(std::move(pes)),
+      bytes_per_rank_(bytes_per_rank),
+      slices_(slices),
+      buffer_(buffer),
+      program_(std::move(name)),
+      cells_(pes_.size() * static_cast<std::size_t>(slices)) {
+  if (buffer_ == Buffer::Hbm) {
+    for (NodeId p : pes_) {
+      const topology::NodeInfo& n = machine_.node(p);
+      hbm_.push_back(machine_.hbm_ctrl(n.sip, n.cube, n.pe));
+    }
+  }
+}
+
+Bytes Schedule::bytes(Slices s) const {
+  // Slice i covers bytes [B*i/S, B*(i+1)/S): the cut is exact, no byte lost.
+  const auto edge = [&](std::int32_t i) {
+    return static_cast<Bytes>(static_cast<__int128>(bytes_per_rank_) * i / slices_);
+  };
+  return edge(s.hi) - edge(s.lo);
+}
+
+void Schedule::collect(int rank, Slices s, bool with_readers, std::vector<OpId>& deps) {
+  for (std::int32_t i = s.lo; i < s.hi; ++i) {
+    const Cell& c = cell(rank, i);
+    if (c.writer != kNone) deps.push_back(c.writer);
+    if (!with_readers) continue;
+    for (OpId r : c.readers)
+      if (r != kNone) deps.push_back(r);
+    const auto it = extra_readers_.find(static_cast<std::size_t>(rank) * slices_ + i);
+    if (it != extra_readers_.end()) deps.insert(deps.end(), it->second.begin(), it->second.end());
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+}
+
+void Schedule::add_reader(int rank, Slices s, OpId op) {
+  for (std::int32_t i = s.lo; i < s.hi; ++i) {
+    Cell& c = cell(rank, i);
+    OpId* free = std::find(std::begin(c.readers), std::end(c.readers), kNone);
+    if (free != std::end(c.readers)) *free = op;
+    else extra_readers_[static_cast<std::size_t>(rank) * slices_ + i].push_back(op);
+  }
+}
+
+void Schedule::set_writer(int rank, Slices s, OpId op) {
+  for (std::int32_t i = s.lo; i < s.hi; ++i) {
+    Cell& c = cell(rank, i);
+    c.writer = op;
+    std::fill(std::begin(c.readers), std::end(c.readers), kNone);
+    if (!extra_readers_.empty()) extra_readers_.erase(static_cast<std::size_t>(rank) * slices_ + i);
+  }
+}
+
+void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
+  if (s.empty()) return;
+  if (src == dst) throw InternalError(program_.name() + ": a transfer from rank " + std::to_string(src) + " to itself");
+  if (s.lo < 0 || s.hi > slices_)
+    throw InternalError(program_.name() + ": slices [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) +
+                        ") outside the " + std::to_string(slices_) + " of a buffer");
+  const Bytes n = bytes(s);
+  const NodeId from = pe(src), to = pe(dst);
+  const std::int64_t key = next_key_++;
+  const std::string label = "r" + std::to_string(src) + ">r" + std::to_string(dst) + " [" + std::to_string(s.lo) +
+                            "," + std::to_string(s.hi) + ")";
+  std::vector<OpId> deps;
+  collect(src, s, false, deps);
+  const bool hbm = buffer_ == Buffer::Hbm;
+  const OpId snd = program_.send(from, to, n, key, deps, "send " + label, tag_,
+                                 hbm ? std::optional<NodeId>(hbm_[static_cast<std::size_t>(src)]) : std::nullopt);
+  program_.set_slices(snd, s);
+  add_reader(src, s, snd);
+
+  deps.clear();
+  collect(dst, s, true, deps);
+  if (hbm && combine == Combine::Reduce) {  // the local slices come up from HBM to be added to
+    const OpId load = program_.dma(to, runtime::Move{hbm_[static_cast<std::size_t>(dst)], to, n}, deps,
+                                   "load " + label, tag_);
+    deps.assign(1, load);
+  }
+  const OpId rcv = program_.recv(to, from, key, deps, "recv " + label, tag_,
+                                 combine == Combine::Reduce ? runtime::RecvMode::Reduce : runtime::RecvMode::Consume);
+  program_.set_slices(rcv, s);
+  OpId last = rcv;
+  if (hbm) last = program_.dma(to, runtime::Move{to, hbm_[static_cast<std::size_t>(dst)], n}, {rcv},
+                               "store " + label, tag_);
+  set_writer(dst, s, last);
+  moves_[snd] = Move{src, s, combine, snd, false};
+  moves_[rcv] = Move{dst, s, combine, snd, true};
+}
+
+}  // namespace kernbench::ccl

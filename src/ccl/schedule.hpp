@@ -1,0 +1,98 @@
+// schedule.hpp -- the builder the algorithms write collectives with.
+//
+// An algorithm only says which rank moves which slices to which rank and
+// whether the receiver adds them (reduce) or takes them (copy). The
+// Schedule turns each such transfer into an IPCQ send/recv pair and derives
+// the dependencies from the data: a send waits for the last write of the
+// slices it reads; a recv waits for the last write of the slices it
+// changes and for every send still reading them. So algorithms state the
+// communication pattern, and the ordering follows from it -- the symbolic
+// check (verify.hpp) then proves the pattern computes the collective.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ccl/ccl.hpp"
+#include "runtime/program.hpp"
+#include "topology/machine.hpp"
+
+namespace kernbench::ccl {
+
+using runtime::OpId;
+using runtime::Slices;
+
+enum class Combine { Reduce, Copy };
+
+/// Ranks taking part in one (sub-)collective, in the algorithm's order;
+/// 2-D algorithms read them row-major as a w x h grid.
+struct Group {
+  std::vector<int> ranks;
+  int w = 0;
+  int h = 1;
+  int size() const { return static_cast<int>(ranks.size()); }
+};
+
+/// Block `b` of `n` near-equal consecutive blocks of `r`.
+Slices block(Slices r, int n, int b);
+
+class Schedule {
+ public:
+  Schedule(const topology::Machine& machine, std::vector<NodeId> pes, Bytes bytes_per_rank, int slices,
+           Buffer buffer, std::string name);
+
+  int ranks() const { return static_cast<int>(pes_.size()); }
+  int slices() const { return slices_; }
+  NodeId pe(int rank) const { return pes_[static_cast<std::size_t>(rank)]; }
+  const std::vector<NodeId>& pes() const { return pes_; }
+  const topology::Machine& machine() const { return machine_; }
+  Bytes bytes(Slices s) const;
+
+  /// `src` sends slices `s` of its buffer to `dst`, which adds them to its
+  /// own (Reduce) or replaces its own with them (Copy). No-op when empty.
+  void transfer(int src, int dst, Slices s, Combine combine);
+  /// Labels the transfers added from now on (a phase: "reduce-scatter", ...).
+  void phase(const std::string& label) { tag_ = program_.tag(label); }
+
+  runtime::Program& program() { return program_; }
+  const runtime::Program& program() const { return program_; }
+
+  /// What the symbolic check needs about a send or recv op.
+  struct Move {
+    int rank = -1;                 ///< the op's own rank
+    Slices slices;
+    Combine combine = Combine::Copy;
+    OpId send = 0;                 ///< recv: its send
+    bool is_recv = false;
+  };
+  const std::unordered_map<OpId, Move>& moves() const { return moves_; }
+
+ private:
+  struct Cell {  // one slice of one rank's buffer
+    OpId writer = kNone;
+    OpId readers[3] = {kNone, kNone, kNone};
+  };
+  static constexpr OpId kNone = 0xffffffffU;
+  Cell& cell(int rank, int slice) {
+    return cells_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(slices_) + static_cast<std::size_t>(slice)];
+  }
+  void collect(int rank, Slices s, bool with_readers, std::vector<OpId>& deps);
+  void add_reader(int rank, Slices s, OpId op);
+  void set_writer(int rank, Slices s, OpId op);
+
+  const topology::Machine& machine_;
+  std::vector<NodeId> pes_;
+  std::vector<NodeId> hbm_;
+  Bytes bytes_per_rank_;
+  int slices_;
+  Buffer buffer_;
+  runtime::Program program_;
+  std::int32_t tag_ = 0;
+  std::int64_t next_key_ = 0;
+  std::vector<Cell> cells_;
+  std::unordered_map<std::size_t, std::vector<OpId>> extra_readers_;  // cells with more than 3 readers
+  std::unordered_map<OpId, Move> moves_;
+};
+
+}  // namespace kernbench::ccl

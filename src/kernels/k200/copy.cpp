@@ -1,0 +1,369 @@
+// copy.cpp -- the K200 driver's copy paths, as the reference describes them
+// (shared/reference/k200-measured.md, "How the tuned driver moves data").
+//
+//   pinned (host_alloc), kl1_dma_direct=1:
+//       call_overhead, then for each segment of min(hugepage, rest): map ->
+//       eDMA -> poll -> unmap on one channel, strictly serial. The buffer's
+//       hugepages come from a finite pool; when the pool cannot hold the
+//       buffer the allocation falls back to ordinary memory and the copy
+//       takes the serial bounce path (the measured 1 GB collapse).
+//   pageable, kl1_bounce_pipe=1 and bytes > pipe_threshold:
+//       H2D: copy_from_user of chunk n+1 overlaps the eDMA of chunk n, two
+//       bounce buffers, one eDMA in flight. D2H mode 1: one eDMA in flight
+//       into bounce_d2h_buffers buffers, copy_to_user of chunk n overlaps
+//       the eDMA of chunk n+1; mode 2: two eDMAs in flight.
+//   pageable, serial (pipeline off or small): per bounce_buffer chunk a
+//       memcpy then an eDMA (H2D) or an eDMA then a memcpy (D2H), no overlap.
+//   pageable, kl1_pageable_pin=1 and bytes >= pin_min: pin batches of
+//       pin_batch pages, one eDMA per page.
+//   stock driver: the serial bounce path in stock_bounce chunks.
+//   same-card peer: the source die's write channel fills a host bounce
+//       buffer, the destination die's read channel pulls from it (no CPU
+//       copy), p2p_chunk chunks over p2p_buffers buffers, the D2H of chunk
+//       i+1 overlapping the H2D of chunk i. kl1_p2p_stub=1: the user-space
+//       fallback (a pageable D2H then a pageable H2D per chunk).
+//   cross-card direct peer: refused (the driver's error 807).
+//   cross-card staged: pinned D2H into a host buffer, pinned H2D out of it,
+//       per hugepage chunk, double-buffered.
+//   D2D: inside one die at k200.d2d.bandwidth, completion sleep-polled
+//       (sleep_min doubling up to sleep_max).
+#include <algorithm>
+
+#include "kernels/k200/k200.hpp"
+#include "sim/errors.hpp"
+
+namespace kernbench::kernels::k200 {
+
+namespace {
+
+sim::Process joined(sim::Task<void> t, Join& j) {
+  co_await std::move(t);
+  if (--j.left == 0) j.done.fire();
+}
+
+sim::Process top(sim::Task<void> t) { co_await std::move(t); }
+
+std::string die_name(DieRef d) { return "card" + std::to_string(d.card) + ".die" + std::to_string(d.die); }
+
+}  // namespace
+
+sim::Task<void> K200::pinned_segment(DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
+  const auto& drv = cfg_.driver;
+  const Bytes pages = (bytes + drv.page - 1) / drv.page;
+  const Time half = (drv.segment_overhead + pages * drv.map_per_page) / 2;
+  co_await delay_op("map", res_driver_, tag, half);
+  co_await edma(d, dir, bytes, tag);
+  co_await delay_op("unmap", res_driver_, tag, half);
+}
+
+sim::Task<void> K200::copy_pinned(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
+  const auto& drv = cfg_.driver;
+  if (!drv.kl1_dma_direct) {
+    if (path) *path = "pinned with kl1_dma_direct=0: bounced like pageable";
+    std::string inner;
+    co_await copy_pageable(d, dir, bytes, tag, &inner);
+    if (path) *path += " (" + inner + ")";
+    co_return;
+  }
+  const Bytes need = (bytes + drv.hugepage - 1) / drv.hugepage * drv.hugepage;
+  if (need > pool_free_) {
+    if (path)
+      *path = "pinned: hugepage pool exhausted (needs " + std::to_string(need / sim::kMiB) + " MiB, " +
+              std::to_string(pool_free_ / sim::kMiB) + " MiB free) -> bounce serial";
+    co_await delay_op("call", res_driver_, tag, drv.pageable_call_overhead);
+    co_await bounce_serial(d, dir, bytes, drv.bounce_buffer, tag);
+    co_return;
+  }
+  if (path) *path = "pinned direct";
+  pool_free_ -= need;
+  co_await delay_op("call", res_driver_, tag, drv.call_overhead);
+  for (Bytes done = 0; done < bytes;) {
+    const Bytes seg = std::min(drv.hugepage, bytes - done);
+    co_await pinned_segment(d, dir, seg, tag);
+    done += seg;
+  }
+  pool_free_ += need;
+}
+
+sim::Task<void> K200::copy_pageable(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
+  const auto& drv = cfg_.driver;
+  co_await delay_op("call", res_driver_, tag, drv.pageable_call_overhead);
+  if (drv.kl1_pageable_pin && bytes >= drv.pin_min) {
+    if (path) *path = "pageable pin (one eDMA per page)";
+    co_await pin_path(d, dir, bytes, tag);
+  } else if (drv.kl1_bounce_pipe && bytes > drv.pipe_threshold) {
+    if (path) *path = dir == Direction::H2D ? "bounce pipeline" : (drv.kl1_bounce_d2h == 2 ? "bounce pipeline (d2h mode 2)" : "bounce pipeline (d2h mode 1)");
+    co_await bounce_pipeline(d, dir, bytes, tag);
+  } else {
+    if (path) *path = "bounce serial";
+    co_await bounce_serial(d, dir, bytes, drv.bounce_buffer, tag);
+  }
+}
+
+sim::Task<void> K200::bounce_serial(DieRef d, Direction dir, Bytes bytes, Bytes chunk, std::int32_t tag) {
+  for (Bytes done = 0; done < bytes;) {
+    const Bytes c = std::min(chunk, bytes - done);
+    if (dir == Direction::H2D) {
+      co_await memcpy_host(dir, c, tag);
+      co_await edma(d, dir, c, tag);
+    } else {
+      co_await edma(d, dir, c, tag);
+      co_await memcpy_host(dir, c, tag);
+    }
+    done += c;
+  }
+}
+
+namespace {
+
+/// The two stages of a bounce pipeline over `buffers` buffers: `first` fills
+/// a buffer, `second` drains it; chunks are handed over in order.
+struct Pipe {
+  Pipe(sim::Simulation& sim, int buffers)
+      : free(sim, "bounce.free", static_cast<std::size_t>(buffers)), ready(sim, "bounce.ready") {
+    for (int i = 0; i < buffers; ++i) (void)free.try_put(0);
+  }
+  sim::Store<int> free;
+  sim::Store<Bytes> ready;
+  Bytes next = 0;  ///< bytes claimed by the first stage so far
+};
+
+}  // namespace
+
+sim::Task<void> K200::bounce_pipeline(DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
+  const auto& drv = cfg_.driver;
+  sim::Simulation& sim = system_.sim();
+  const int buffers = dir == Direction::H2D ? drv.bounce_h2d_buffers : drv.bounce_d2h_buffers;
+  Pipe pipe(sim, buffers);
+  const Bytes chunk = drv.bounce_buffer;
+  const Bytes chunks = (bytes + chunk - 1) / chunk;
+  // First stage: the memcpy (H2D) or the eDMA (D2H); D2H mode 2 runs two.
+  auto fill = [&]() -> sim::Task<void> {
+    for (;;) {
+      if (pipe.next >= bytes) co_return;
+      const Bytes c = std::min(chunk, bytes - pipe.next);
+      pipe.next += c;
+      co_await pipe.free.get();
+      if (dir == Direction::H2D)
+        co_await memcpy_host(dir, c, tag);
+      else
+        co_await edma(d, dir, c, tag);
+      co_await pipe.ready.put(c);
+    }
+  };
+  auto drain = [&]() -> sim::Task<void> {
+    for (Bytes i = 0; i < chunks; ++i) {
+      const Bytes c = co_await pipe.ready.get();
+      if (dir == Direction::H2D)
+        co_await edma(d, dir, c, tag);
+      else
+        co_await memcpy_host(dir, c, tag);
+      co_await pipe.free.put(0);
+    }
+  };
+  Join j(sim);
+  const int fillers = dir == Direction::D2H && drv.kl1_bounce_d2h == 2 ? 2 : 1;
+  j.left = fillers + 1;
+  for (int f = 0; f < fillers; ++f) sim.spawn("k200.bounce_fill", joined(fill(), j));
+  sim.spawn("k200.bounce_drain", joined(drain(), j));
+  co_await j.done.wait();
+}
+
+sim::Task<void> K200::pin_path(DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
+  const auto& drv = cfg_.driver;
+  const Bytes pages = (bytes + drv.page - 1) / drv.page;
+  Bytes done = 0;
+  for (Bytes p0 = 0; p0 < pages; p0 += drv.pin_batch) {
+    const Bytes n = std::min<Bytes>(drv.pin_batch, pages - p0);
+    co_await delay_op("pin", res_driver_, tag, drv.pin_batch_overhead + n * drv.pin_per_page);
+    for (Bytes p = 0; p < n; ++p) {
+      const Bytes c = std::min(drv.page, bytes - done);
+      co_await edma(d, dir, c, tag);
+      done += c;
+    }
+  }
+}
+
+sim::Task<void> K200::peer_same_card(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag, std::string* path) {
+  const auto& drv = cfg_.driver;
+  sim::Simulation& sim = system_.sim();
+  if (drv.kl1_p2p_stub) {
+    // The user-space fallback: each chunk down to a user buffer and back up
+    // through the pageable paths, no overlap.
+    if (path) *path = "peer via the user-space fallback (kl1_p2p_stub=1)";
+    for (Bytes done = 0; done < bytes;) {
+      const Bytes c = std::min(drv.p2p_chunk, bytes - done);
+      co_await copy_pageable(src, Direction::D2H, c, tag, nullptr);
+      co_await copy_pageable(dst, Direction::H2D, c, tag, nullptr);
+      done += c;
+    }
+    co_return;
+  }
+  if (path) *path = "peer through a host bounce buffer";
+  co_await delay_op("call", res_driver_, tag, drv.call_overhead);
+  Pipe pipe(sim, drv.p2p_buffers);
+  const Bytes chunk = drv.p2p_chunk;
+  const Bytes chunks = (bytes + chunk - 1) / chunk;
+  auto fill = [&]() -> sim::Task<void> {
+    for (Bytes done = 0; done < bytes;) {
+      const Bytes c = std::min(chunk, bytes - done);
+      done += c;
+      co_await pipe.free.get();
+      co_await edma(src, Direction::D2H, c, tag);
+      co_await pipe.ready.put(c);
+    }
+  };
+  auto drain = [&]() -> sim::Task<void> {
+    for (Bytes i = 0; i < chunks; ++i) {
+      const Bytes c = co_await pipe.ready.get();
+      co_await delay_op("handoff", res_driver_, tag, drv.p2p_handoff);
+      co_await edma(dst, Direction::H2D, c, tag);
+      co_await pipe.free.put(0);
+    }
+  };
+  Join j(sim);
+  j.left = 2;
+  sim.spawn("k200.peer_d2h", joined(fill(), j));
+  sim.spawn("k200.peer_h2d", joined(drain(), j));
+  co_await j.done.wait();
+}
+
+sim::Task<void> K200::cross_card_staged(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag) {
+  const auto& drv = cfg_.driver;
+  sim::Simulation& sim = system_.sim();
+  Pipe pipe(sim, drv.p2p_buffers);
+  const Bytes chunk = drv.hugepage;
+  const Bytes chunks = (bytes + chunk - 1) / chunk;
+  // Two user calls per chunk, each a pinned copy of one segment.
+  auto fill = [&]() -> sim::Task<void> {
+    for (Bytes done = 0; done < bytes;) {
+      const Bytes c = std::min(chunk, bytes - done);
+      done += c;
+      co_await pipe.free.get();
+      co_await delay_op("call", res_driver_, tag, drv.call_overhead);
+      co_await pinned_segment(src, Direction::D2H, c, tag);
+      co_await pipe.ready.put(c);
+    }
+  };
+  auto drain = [&]() -> sim::Task<void> {
+    for (Bytes i = 0; i < chunks; ++i) {
+      const Bytes c = co_await pipe.ready.get();
+      co_await delay_op("call", res_driver_, tag, drv.call_overhead);
+      co_await pinned_segment(dst, Direction::H2D, c, tag);
+      co_await pipe.free.put(0);
+    }
+  };
+  Join j(sim);
+  j.left = 2;
+  sim.spawn("k200.staged_d2h", joined(fill(), j));
+  sim.spawn("k200.staged_h2d", joined(drain(), j));
+  co_await j.done.wait();
+}
+
+sim::Task<void> K200::d2d(DieRef ref, Bytes bytes, std::int32_t tag) {
+  sim::Simulation& sim = system_.sim();
+  Die& d = die(ref);
+  const Time t0 = sim.now();
+  const Time done = t0 + sim::transfer_time(bytes, cfg_.d2d.bandwidth);
+  // Sleep-poll: sleep_min, then each sleep twice the last, up to sleep_max.
+  Time check = t0, sleep = cfg_.d2d.sleep_min;
+  do {
+    check += sleep;
+    sleep = std::min(2 * sleep, cfg_.d2d.sleep_max);
+  } while (check < done);
+  co_await sim.delay(check - t0);
+  record("d2d", d.res_hbm, tag, t0, t0, done, bytes);
+  record("sleep_poll", res_driver_, tag, done, done, check);
+}
+
+void check_copy(const K200& k, const CopySpec& s, int cards, const std::vector<int>& dies) {
+  (void)k;
+  if (s.bytes <= 0) throw UsageError("K200 copy: bytes must be > 0, got " + std::to_string(s.bytes));
+  topology::check_transfer_size(s.bytes, "K200 copy");
+  const auto check_die = [&](DieRef d, const char* what) {
+    if (d.card < 0 || d.card >= cards)
+      throw UsageError(std::string("K200 copy: ") + what + " card " + std::to_string(d.card) +
+                       " does not exist (the config has " + std::to_string(cards) + " cards)");
+    if (d.die < 0 || d.die >= dies[static_cast<std::size_t>(d.card)])
+      throw UsageError(std::string("K200 copy: ") + what + " card" + std::to_string(d.card) + " has no die " +
+                       std::to_string(d.die));
+  };
+  check_die(s.die, "source/device");
+  const bool peer = s.kind == CopyKind::PeerSameCard || s.kind == CopyKind::PeerCrossCard ||
+                    s.kind == CopyKind::CrossCardStaged;
+  if (!peer) return;
+  check_die(s.peer, "destination");
+  if (s.die == s.peer)
+    throw UsageError("K200 peer copy: source and destination are the same die (" + die_name(s.die) +
+                     "); use kind 'd2d'");
+  if ((s.kind == CopyKind::PeerSameCard || s.kind == CopyKind::PeerCrossCard) && s.die.card != s.peer.card)
+    throw UsageError("K200 peer copy " + die_name(s.die) + " -> " + die_name(s.peer) +
+                     " refused by the driver (error 807, XPUERR_NOPEER: no peer access across cards): stage it "
+                     "through host memory (kind 'cross_card_staged')");
+  if (s.kind == CopyKind::PeerCrossCard)
+    throw UsageError("K200 peer copy kind 'peer_cross_card' names dies of one card (" + die_name(s.die) + ", " +
+                     die_name(s.peer) + "); use kind 'peer'");
+  if (s.kind == CopyKind::CrossCardStaged && s.die.card == s.peer.card)
+    throw UsageError("K200 cross-card staged copy: " + die_name(s.die) + " and " + die_name(s.peer) +
+                     " are on the same card; use kind 'peer'");
+}
+
+sim::Task<void> K200::copy_task(CopySpec spec, std::int32_t tag, std::string* path) {
+  switch (spec.kind) {
+    case CopyKind::Pinned: co_await copy_pinned(spec.die, spec.dir, spec.bytes, tag, path); break;
+    case CopyKind::Pageable: co_await copy_pageable(spec.die, spec.dir, spec.bytes, tag, path); break;
+    case CopyKind::Stock:
+      if (path) *path = "stock driver: bounce serial in " + std::to_string(cfg_.driver.stock_bounce / sim::kKiB) + " KiB chunks";
+      co_await delay_op("call", res_driver_, tag, cfg_.driver.pageable_call_overhead);
+      co_await bounce_serial(spec.die, spec.dir, spec.bytes, cfg_.driver.stock_bounce, tag);
+      break;
+    case CopyKind::PeerSameCard: co_await peer_same_card(spec.die, spec.peer, spec.bytes, tag, path); break;
+    case CopyKind::PeerCrossCard: break;  // refused by check_copy
+    case CopyKind::CrossCardStaged:
+      if (path) *path = "cross-card staged through host pinned buffers";
+      co_await cross_card_staged(spec.die, spec.peer, spec.bytes, tag);
+      break;
+    case CopyKind::D2D:
+      if (path) *path = "d2d (sleep-polled completion)";
+      co_await d2d(spec.die, spec.bytes, tag);
+      break;
+  }
+}
+
+void K200::check(const CopySpec& spec) {
+  std::vector<int> dies;
+  for (int c = 0; c < cards(); ++c) dies.push_back(dies_per_card(c));
+  check_copy(*this, spec, cards(), dies);
+  // The page-pin path is one eDMA per page: refuse sizes that would take
+  // hundreds of millions of ops (minutes of wall time) instead of hanging.
+  const auto& drv = cfg_.driver;
+  constexpr sim::Bytes kMaxPinnedPages = sim::Bytes{1} << 22;
+  const sim::Bytes pages = (spec.bytes + drv.page - 1) / drv.page;
+  const bool pins = drv.kl1_pageable_pin && spec.bytes >= drv.pin_min &&
+                    (spec.kind == CopyKind::Pageable || (spec.kind == CopyKind::Pinned && !drv.kl1_dma_direct));
+  if (pins && pages > kMaxPinnedPages)
+    throw UsageError("K200 copy: kl1_pageable_pin=1 moves " + std::to_string(spec.bytes) + " B as " +
+                     std::to_string(pages) + " one-page eDMAs; the model takes at most " +
+                     std::to_string(kMaxPinnedPages) + " (16 GiB of 4 KiB pages)");
+}
+
+RunReport K200::copy(const CopySpec& spec) { return copies({spec}); }
+
+RunReport K200::copies(const std::vector<CopySpec>& specs) {
+  if (specs.empty()) throw UsageError("K200 copies: no copy given");
+  for (const CopySpec& spec : specs) check(spec);
+  const Snapshot s = snapshot();
+  std::vector<std::string> paths(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    system_.sim().spawn(std::string("k200.copy.") + to_string(specs[i].kind) + "#" + std::to_string(i),
+                        top(copy_task(specs[i], static_cast<std::int32_t>(i), &paths[i])));
+  run_to_completion();
+  RunReport r = report(s);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    r.bytes += specs[i].bytes;
+    r.path += (i ? "; " : "") + paths[i];
+  }
+  return r;
+}
+
+}  // namespace kernbench::kernels::k200

@@ -1,0 +1,144 @@
+// gemm.cpp -- GEMM on one die (an xdnn `fc` call), C[M,N] = A[M,K] B[K,N].
+//
+// The output is cut into square blocks whose side holds gemm_block_bytes of
+// elements (256 FP32 or 512 FP16 elements for 1 KiB), smaller at the edges;
+// each of the `ncluster` clusters computes one block at a time, so the
+// blocks run in waves of ncluster. A block needs its A panel (bm x K) and B
+// panel (K x bn) from HBM: the panels of the next wave are fetched through
+// the fabric (the die <-> HBM link, shared by the clusters) while the
+// current wave computes (double buffering), so a wave costs
+// max(compute, panel fetch), and C is written back at the end.
+//
+// Compute of one block: 2 bm bn K FLOPs at the cluster's peak
+// (flops_per_cycle x clock) times the kernel's in-block efficiency (one per
+// precision, fitted to the 2048^3 figures). Each core streams a K panel of
+// K x element bytes; past kpanel_capacity it spills (the reference
+// attributes the drop at large K to register spill), which costs
+// spill_penalty % extra compute (the measured drop is a step, flat beyond).
+// Edge blocks are computed as whole blocks (tile quantization). Every call
+// also pays fc_overhead on the device (the fc's setup), besides the
+// launch, dispatch and wait of launch.cpp.
+//
+// INT8 (and BF16) have no GEMM kernel on KL1: asking is a UsageError.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/k200/k200.hpp"
+#include "sim/errors.hpp"
+
+namespace kernbench::kernels::k200 {
+
+namespace {
+
+sim::Process joined(sim::Task<void> t, Join& j) {
+  co_await std::move(t);
+  if (--j.left == 0) j.done.fire();
+}
+
+sim::Process top(sim::Task<void> t) { co_await std::move(t); }
+
+}  // namespace
+
+GemmPlan K200::plan_gemm(const KernelSpec& k) const {
+  using topology::Precision;
+  if (k.precision == Precision::Int8 || k.precision == Precision::Bf16)
+    throw UsageError(std::string("K200 GEMM: no ") + topology::to_string(k.precision) +
+                     " GEMM kernel on KL1 (xdnn fc runs fp32 and fp16)");
+  if (k.m <= 0 || k.n <= 0 || k.k <= 0)
+    throw UsageError("K200 GEMM: M, N and K must be > 0, got " + std::to_string(k.m) + " x " + std::to_string(k.n) +
+                     " x " + std::to_string(k.k));
+  constexpr std::int64_t kMaxDim = 1 << 20;
+  if (k.m > kMaxDim || k.n > kMaxDim || k.k > kMaxDim)
+    throw UsageError("K200 GEMM: dimensions above 2^20 do not fit a die's 8 GB HBM");
+  const auto& c = cfg_.compute;
+  GemmPlan p;
+  p.ncluster = ncluster_of(k);
+  const bool fp32 = k.precision == Precision::Fp32;
+  const std::int64_t elem = fp32 ? 4 : 2;
+  const std::int64_t block = std::max<std::int64_t>(1, c.gemm_block_bytes / elem);
+  const std::int64_t bm = std::min<std::int64_t>(block, k.m);
+  const std::int64_t bn = std::min<std::int64_t>(block, k.n);
+  p.blocks = ((k.m + bm - 1) / bm) * ((k.n + bn - 1) / bn);
+  p.waves = (p.blocks + p.ncluster - 1) / p.ncluster;
+  const double cluster_peak =
+      static_cast<double>(fp32 ? c.fp32_flops_per_cycle : c.fp16_flops_per_cycle) * static_cast<double>(c.clock_hz);
+  const double eff = (fp32 ? c.fp32_efficiency : c.fp16_efficiency) / 100.0;
+  const double panel = static_cast<double>(k.k * elem);
+  p.spill_fraction = std::max(0.0, 1.0 - static_cast<double>(c.kpanel_capacity) / panel);
+  const double block_flops = 2.0 * static_cast<double>(bm) * static_cast<double>(bn) * static_cast<double>(k.k);
+  const double spill = p.spill_fraction > 0.0 ? c.spill_penalty / 100.0 : 0.0;
+  const double seconds = block_flops / (cluster_peak * eff) * (1.0 + spill);
+  p.compute_per_wave = static_cast<Time>(std::ceil(seconds * 1e12));
+  p.hbm_per_wave = (bm + bn) * k.k * elem;  // per block; a wave moves this times its blocks
+  p.hbm_bytes = p.blocks * p.hbm_per_wave + k.m * k.n * elem;
+  p.flops = 2.0 * static_cast<double>(k.m) * static_cast<double>(k.n) * static_cast<double>(k.k);
+  p.peak_flops_per_s = cluster_peak * p.ncluster;
+  return p;
+}
+
+sim::Task<void> K200::hbm_move(Die& d, Bytes bytes, bool to_die, std::int32_t tag) {
+  sim::Simulation& sim = system_.sim();
+  topology::TransferSpec spec;
+  spec.src = to_die ? d.hbm : d.node;
+  spec.dst = to_die ? d.node : d.hbm;
+  spec.bytes = bytes;
+  spec.tag = tag;
+  spec.agent = d.res_compute;
+  const Time t0 = sim.now();
+  co_await system_.fabric().transfer(spec);
+  record("hbm", d.res_hbm, tag, t0, t0, sim.now(), bytes);
+}
+
+sim::Task<void> K200::run_gemm(Die& d, const KernelSpec& k) {
+  sim::Simulation& sim = system_.sim();
+  const GemmPlan p = plan_gemm(k);
+  const Time t0 = sim.now();
+  if (cfg_.compute.fc_overhead > 0) co_await sim.delay(cfg_.compute.fc_overhead);
+  record("fc_setup", d.res_compute, k.tag, t0, t0, sim.now());
+  const auto wave_blocks = [&](std::int64_t w) { return std::min<std::int64_t>(p.ncluster, p.blocks - w * p.ncluster); };
+  co_await hbm_move(d, wave_blocks(0) * p.hbm_per_wave, true, k.tag);
+  const double block_flops = p.flops / static_cast<double>(p.blocks);
+  // C leaves in per-wave slices (its share of M x N), each written back
+  // while the next wave computes; only the last one is exposed.
+  const std::int64_t c_elem = k.precision == topology::Precision::Fp32 ? 4 : 2;
+  const Bytes c_total = k.m * k.n * c_elem;
+  Bytes c_left = c_total;
+  Join stores(sim);
+  stores.left = 1;  // released after the loop, so the trigger cannot fire early
+  for (std::int64_t w = 0; w < p.waves; ++w) {
+    Join j(sim);
+    if (w + 1 < p.waves) {
+      j.left = 1;
+      sim.spawn("k200.gemm_fetch", joined(hbm_move(d, wave_blocks(w + 1) * p.hbm_per_wave, true, k.tag), j));
+    }
+    const Time c0 = sim.now();
+    co_await sim.delay(p.compute_per_wave);
+    record("gemm", d.res_compute, k.tag, c0, c0, sim.now(), 0, block_flops * static_cast<double>(wave_blocks(w)));
+    const Bytes c_bytes = w + 1 < p.waves ? c_total * wave_blocks(w) / p.blocks : c_left;
+    c_left -= c_bytes;
+    ++stores.left;
+    sim.spawn("k200.gemm_store", joined(hbm_move(d, c_bytes, false, k.tag), stores));
+    if (w + 1 < p.waves) co_await j.done.wait();
+  }
+  if (--stores.left == 0) stores.done.fire();
+  co_await stores.done.wait();
+}
+
+RunReport K200::gemm(const KernelSpec& kernel, DieRef ref) {
+  (void)die(ref);
+  const GemmPlan plan = plan_gemm(kernel);
+  sim::Simulation& sim = system_.sim();
+  const Snapshot s = snapshot();
+  auto call = [&]() -> sim::Task<void> {
+    co_await launch_task(0, ref, kernel);
+    co_await wait_task(0, ref);
+  };
+  sim.spawn("k200.gemm", top(call()));
+  run_to_completion();
+  RunReport r = report(s);
+  r.flops = plan.flops;
+  r.path = std::string("fc ") + topology::to_string(kernel.precision) + " nc=" + std::to_string(plan.ncluster);
+  return r;
+}
+
+}  // namespace kernbench::kernels::k200

@@ -1,0 +1,283 @@
+// k200.hpp -- the Kunlun K200 (KL1) host as a protocol model.
+//
+// A K200 object attaches to a topology::System built from an explicit graph
+// (configs/k200.yaml: host DRAM, CPU, PCIe root complex, per card a Gen4 x8
+// link, a card switch, two dies "PDs" with HBM) and the `k200:` section of
+// its config. It adds the engines the driver and the device use, each a
+// sim::Server so queueing is measured: per card the eDMA channel pool (8),
+// per die the channels a die may hold (3), the host's CPU copy threads, per
+// die the device command queue and the die's compute (one kernel at a time).
+//
+// Every model op is a coroutine on those engines; bytes that cross PCIe (or
+// go between a die and its HBM) move through the System's fabric, so two
+// dies sharing a card link contend for it for real. Every op is recorded in
+// the simulation's OpLog (kinds: call, map, unmap, edma, poll, memcpy, pin,
+// handoff, d2d, launch, dispatch, kernel, gemm, wait, hbm) with a resource
+// id from resource_names() and a free tag.
+//
+// Paths (see copy.cpp, launch.cpp, gemm.cpp, workload.cpp for each one's
+// mechanism and the reference figures it was calibrated against).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/process.hpp"
+#include "sim/server.hpp"
+#include "sim/store.hpp"
+#include "sim/trigger.hpp"
+#include "topology/config.hpp"
+#include "topology/system.hpp"
+
+namespace kernbench::kernels::k200 {
+
+using sim::Bytes;
+using sim::Time;
+using topology::NodeId;
+
+/// A die of a card ("PD"): card index and die index within the card.
+struct DieRef {
+  int card = 0;
+  int die = 0;
+  friend bool operator==(const DieRef&, const DieRef&) = default;
+};
+
+enum class Direction { H2D, D2H };
+
+/// What a host copy is asked to be.
+enum class CopyKind {
+  Pinned,           ///< host_alloc buffer (hugepage pool), direct eDMA when kl1_dma_direct
+  Pageable,         ///< malloc buffer: bounce pipeline / serial bounce / page pinning, per the knobs
+  Stock,            ///< pageable through the stock (pre-tuning) driver
+  PeerSameCard,     ///< die -> die of one card through a host bounce buffer
+  PeerCrossCard,    ///< direct peer copy across cards: refused by the driver (error 807)
+  CrossCardStaged,  ///< die -> host pinned buffer -> die of another card
+  D2D,              ///< inside one die's HBM
+};
+
+const char* to_string(CopyKind k);
+const char* to_string(Direction d);
+/// "pinned", "pageable", ... -> CopyKind; an unknown name lists the known ones (ConfigError).
+CopyKind copy_kind_from(const std::string& name);
+Direction direction_from(const std::string& name);
+
+/// One copy request.
+struct CopySpec {
+  CopyKind kind = CopyKind::Pinned;
+  Direction dir = Direction::H2D;  ///< host copies only
+  Bytes bytes = 0;
+  DieRef die{0, 0};  ///< the device side (source die of peer / staged / D2D copies)
+  DieRef peer{0, 1}; ///< destination die of peer / staged copies
+};
+
+/// Time spent per op kind (from the op log rows of one run).
+struct OpTotal {
+  std::string kind;
+  std::int64_t count = 0;
+  Time time = 0;       ///< sum of end - start
+  Bytes bytes = 0;
+};
+
+/// Busy fraction of one engine or link over a run.
+struct Utilization {
+  std::string resource;
+  double busy = 0.0;  ///< 0..1: busy time / elapsed (units in use / capacity for multi-unit engines)
+};
+
+/// What a run measured.
+struct RunReport {
+  Time start = 0;
+  Time end = 0;
+  Bytes bytes = 0;           ///< payload (copies) or 0
+  double flops = 0.0;        ///< FLOPs (GEMMs) or 0
+  std::string path;          ///< the path actually taken ("pinned direct", "bounce serial (pool exhausted)", ...)
+  std::vector<OpTotal> ops;  ///< per-kind breakdown
+  std::vector<Utilization> utilization;  ///< sorted, busiest first
+  std::string bound;         ///< the busiest resource
+  std::size_t log_begin = 0; ///< op-log rows of this run: [log_begin, log_end)
+  std::size_t log_end = 0;
+  Time elapsed() const { return end - start; }
+  double gib_per_s() const;  ///< bytes / elapsed, in GiB/s (2^30 B/s, as the reference's tool)
+  double gflops() const;
+};
+
+/// A kernel for the device queue.
+struct KernelSpec {
+  enum class Kind { Elementwise, Gemm } kind = Kind::Elementwise;
+  std::int64_t elements = 0;  ///< elementwise
+  std::int64_t m = 0, n = 0, k = 0;
+  topology::Precision precision = topology::Precision::Fp32;
+  int ncluster = 0;           ///< 0: the config's default
+  std::int32_t tag = 0;
+};
+
+/// The GEMM plan on one die (what gemm_time() decided).
+struct GemmPlan {
+  int ncluster = 0;
+  std::int64_t blocks = 0;        ///< output blocks (block x block)
+  std::int64_t waves = 0;         ///< rounds of ncluster blocks
+  Time compute_per_wave = 0;      ///< one block on one cluster
+  Bytes hbm_per_wave = 0;         ///< A and B panels of the wave's blocks
+  Bytes hbm_bytes = 0;            ///< total HBM traffic (A, B panels and C)
+  double spill_fraction = 0.0;    ///< of the K panel that does not fit a core
+  double flops = 0.0;
+  double peak_flops_per_s = 0.0;  ///< of the clusters used
+};
+
+class K200 {
+ public:
+  /// Attaches to `system`, whose config must have a graph and a k200 section.
+  /// Checks the graph (nodes host.dram, card<i>.die<j>, card<i>.die<j>.hbm,
+  /// the PCIe edges' bandwidth against the derived line rate).
+  explicit K200(topology::System& system);
+  K200(const K200&) = delete;
+  K200& operator=(const K200&) = delete;
+
+  const topology::K200Config& config() const { return cfg_; }
+  topology::System& system() { return system_; }
+  int cards() const { return static_cast<int>(cards_.size()); }
+  int dies_per_card(int card) const;
+
+  /// Payload bandwidth of a card link, derived: lanes x lane_rate x
+  /// data/total bits (the graph edge) x payload / (payload + TLP overhead).
+  double pcie_line_bytes_per_s() const;
+  double pcie_payload_bytes_per_s() const;
+  /// Wire bytes of `payload` bytes: whole TLPs with their overhead.
+  Bytes wire_bytes(Bytes payload) const;
+
+  // ---- one-shot runs (each runs the simulation until it is done) ---------------
+  RunReport copy(const CopySpec& spec);
+  /// Several copies started together (e.g. one per card); the report spans
+  /// all of them, its bytes are their sum and its path lists each path.
+  RunReport copies(const std::vector<CopySpec>& specs);
+  /// `threads` host threads each launch `kernels` kernels (a stream each, on
+  /// `die`), then wait once; `loops` times. The report's ops give launch,
+  /// dispatch and wait; per-kernel times are in LaunchStats.
+  struct LaunchStats {
+    double launch_us = 0.0;   ///< mean host time per launch call
+    double wait_us = 0.0;     ///< mean wait call per loop
+    double per_kernel_us = 0.0;  ///< loop time / kernels, per thread
+    double single_us = 0.0;   ///< launch + wait of one kernel alone (sync dispatch latency)
+    RunReport report;
+  };
+  LaunchStats launch_test(int threads, int kernels, int loops, const KernelSpec& kernel, DieRef die = {});
+  /// One GEMM (an xdnn fc call: launch, dispatch, run, wait) on `die`.
+  RunReport gemm(const KernelSpec& kernel, DieRef die = {});
+  GemmPlan plan_gemm(const KernelSpec& kernel) const;
+
+  // ---- building blocks (coroutines; usable from workloads) ----------------------
+  sim::Task<void> copy_task(CopySpec spec, std::int32_t tag, std::string* path_out);
+  sim::Task<void> launch_task(int thread, DieRef die, KernelSpec kernel);
+  sim::Task<void> wait_task(int thread, DieRef die, std::int32_t tag = 0);
+  /// Validation without running (UsageError/ConfigError naming the problem).
+  void check(const CopySpec& spec);
+  void check(const KernelSpec& kernel, DieRef die);
+  void check(DieRef die) { (void)this->die(die); }
+
+  /// Names of the resource ids used in the op log.
+  const std::vector<std::string>& resource_names() const { return resource_names_; }
+  /// Where a run starts: time, op-log row, busy integrals of engines and links.
+  struct Snapshot {
+    Time t = 0;
+    std::size_t row = 0;
+    std::vector<double> busy;  ///< per entry of meters_
+  };
+  Snapshot snapshot() const;
+  /// Report from `s` to now.
+  RunReport report(const Snapshot& s) const;
+
+  /// Runs the simulation until every spawned process is done; a process still
+  /// waiting afterwards is a DeadlockError naming it.
+  void run_to_completion();
+
+ private:
+  struct Card;
+  struct Die {
+    DieRef ref;
+    NodeId node = 0;
+    NodeId hbm = 0;
+    std::unique_ptr<sim::Server> channels;  ///< eDMA channels this die may hold
+    std::unique_ptr<sim::Server> queue;     ///< device command queue (submission)
+    std::unique_ptr<sim::Server> compute;   ///< the die's clusters: one kernel at a time
+    std::unique_ptr<sim::Store<KernelSpec>> pending;  ///< launched, not yet dispatched
+    std::int64_t launched = 0;              ///< kernels launched so far
+    std::int64_t finished = 0;              ///< kernels finished so far
+    std::vector<std::pair<std::int64_t, sim::Trigger*>> waiters;  ///< (kernel count, trigger)
+    bool device_running = false;
+    std::int32_t res_channels = 0, res_queue = 0, res_compute = 0, res_hbm = 0;
+  };
+  struct Card {
+    NodeId link_up = 0;       ///< card end of the PCIe link (switch side)
+    std::optional<topology::ChannelId> down, up;  ///< the PCIe link's two channels
+    std::unique_ptr<sim::Server> edma;  ///< the card's eDMA channel pool
+    std::vector<Die> dies;
+    std::int32_t res_edma = 0, res_link_down = 0, res_link_up = 0;
+  };
+
+  Die& die(DieRef d);
+  std::int32_t add_resource(const std::string& name);
+  void record(const char* kind_name, std::int32_t resource, std::int32_t tag, Time issue, Time start, Time end,
+              Bytes bytes = 0, double work = 0.0);
+
+  // Primitives.
+  sim::Task<void> delay_op(const char* kind_name, std::int32_t resource, std::int32_t tag, Time t, Bytes bytes = 0);
+  sim::Task<Time> poll_until(Time done, std::int32_t resource, std::int32_t tag);
+  sim::Task<void> edma(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> memcpy_host(Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> pinned_segment(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+
+  // Copy paths (copy.cpp).
+  sim::Task<void> copy_pinned(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path);
+  sim::Task<void> copy_pageable(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path);
+  sim::Task<void> bounce_serial(DieRef d, Direction dir, Bytes bytes, Bytes chunk, std::int32_t tag);
+  sim::Task<void> bounce_pipeline(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> pin_path(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> peer_same_card(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag, std::string* path);
+  sim::Task<void> cross_card_staged(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag);
+  sim::Task<void> d2d(DieRef d, Bytes bytes, std::int32_t tag);
+
+  // Device (launch.cpp, gemm.cpp).
+  void ensure_device(Die& d);
+  sim::Process device_loop(Die& d);
+  Time kernel_time(const KernelSpec& k) const;
+  sim::Task<void> run_kernel(Die& d, const KernelSpec& k);
+  sim::Task<void> run_gemm(Die& d, const KernelSpec& k);
+  sim::Task<void> hbm_move(Die& d, Bytes bytes, bool to_die, std::int32_t tag);
+  int ncluster_of(const KernelSpec& k) const;
+
+  topology::System& system_;
+  topology::K200Config cfg_;
+  NodeId host_dram_ = 0;
+  std::vector<Card> cards_;
+  std::unique_ptr<sim::Server> copy_threads_;
+  std::int32_t res_host_copy_ = 0, res_driver_ = 0;
+  std::vector<std::unique_ptr<sim::Server>> host_threads_;  ///< per workload thread (launch issue)
+  std::vector<std::string> resource_names_;
+  /// What utilization is measured on: a Server (busy units) or a link channel (busy lane time).
+  struct Meter {
+    std::string name;
+    const sim::Server* server = nullptr;
+    topology::ChannelId channel = 0;
+  };
+  std::vector<Meter> meters_;
+  double meter_busy(const Meter& m) const;
+  Bytes pool_free_ = 0;                   ///< hugepage pool not handed out
+  int open_processes_ = 0;
+
+  friend class Workload;
+  friend struct Access;
+};
+
+/// Spawns a Task as a top-level process that counts down `left` when it ends
+/// (a join for fork/join inside a model).
+struct Join {
+  explicit Join(sim::Simulation& sim) : done(sim) {}
+  int left = 0;
+  sim::Trigger done;
+};
+
+}  // namespace kernbench::kernels::k200

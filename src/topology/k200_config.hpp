@@ -1,0 +1,119 @@
+// k200_config.hpp -- the typed `k200:` section: everything about a Kunlun K200
+// host that is not the graph (driver knobs and costs, eDMA channels, host
+// copy threads, launch/dispatch, the compute clusters of a die).
+//
+// The graph section of configs/k200.yaml holds the hardware nodes and links
+// (host DRAM, CPU, root complex, per card a PCIe link, a card switch, two
+// dies with HBM); this section holds the parameters the K200 kernel models
+// (src/kernels/k200/) read. Defaults live here, in one place; the YAML
+// comments say where each value comes from.
+#pragma once
+
+#include <string>
+
+#include "sim/units.hpp"
+
+namespace kernbench::topology {
+
+/// The host link of each card: its raw rate and the framing the model
+/// derives the payload bandwidth from (see K200Model::pcie_payload_bandwidth).
+struct K200PcieConfig {
+  std::string link_class = "pcie";          ///< graph edge class of the card <-> root complex links
+  sim::Bandwidth lane_rate{2'000'000'000};  ///< raw bit rate of one lane (16 GT/s = 16 Gb/s)
+  int lanes = 8;
+  int encoding_data_bits = 128;   ///< line code: data bits per block
+  int encoding_total_bits = 130;  ///< line code: bits on the wire per block
+  sim::Bytes tlp_payload = 256;   ///< max payload per TLP (MPS)
+  sim::Bytes tlp_overhead = 24;   ///< framing + header + LCRC per TLP
+  sim::Time read_latency = 3 * sim::kMicrosecond;  ///< extra round trip of an eDMA read (H2D) op
+};
+
+/// Driver knobs and the costs of the driver's paths.
+struct K200DriverConfig {
+  int kl1_dma_direct = 1;    ///< 1: pinned buffers go straight to the eDMA; 0: they bounce like pageable
+  int kl1_bounce_pipe = 1;   ///< 1: pageable copies > pipe_threshold use the overlapped bounce pipeline
+  int kl1_bounce_d2h = 1;    ///< D2H bounce mode: 1 single-issue, 2 dual-concurrent
+  int kl1_pageable_pin = 0;  ///< 1: pageable copies >= pin_min pin user pages, one eDMA per page
+  int kl1_p2p_stub = 0;      ///< 1: peer copies take the user-space fallback (debug stub)
+  sim::Time call_overhead = 5 * sim::kMicrosecond;            ///< fixed cost of a pinned copy call
+  sim::Time pageable_call_overhead = 17 * sim::kMicrosecond;  ///< fixed cost of a pageable copy call
+  sim::Bytes page = 4 * sim::kKiB;
+  sim::Time map_per_page = 5 * sim::kNanosecond;              ///< map + unmap of one page of a pinned segment
+  sim::Time segment_overhead = sim::kMicrosecond;             ///< fixed cost of a pinned segment (map/unmap calls)
+  sim::Time edma_setup = sim::kMicrosecond;                   ///< descriptor program + doorbell, per eDMA op
+  sim::Time poll_period = 2 * sim::kMicrosecond;              ///< completion polling period
+  sim::Time poll_timeout = 20 * sim::kSecond;                 ///< a completion later than this is an error
+  sim::Bytes hugepage = 2 * sim::kMiB;                        ///< pinned chunk (and max segment)
+  sim::Bytes hugepage_pool = 512 * sim::kMiB;                 ///< pinned memory the driver can hand out
+  sim::Bytes bounce_buffer = sim::kMiB;                       ///< bounce buffer size (per channel)
+  int bounce_h2d_buffers = 2;
+  int bounce_d2h_buffers = 3;
+  sim::Bytes pipe_threshold = sim::kMiB;                      ///< pageable copies <= this take the serial path
+  sim::Bytes pin_min = 64 * sim::kKiB;                        ///< page pinning applies from this size up
+  int pin_batch = 512;                                        ///< pages pinned per batch
+  sim::Time pin_per_page = 2 * sim::kMicrosecond;             ///< per-page cost of the pin path
+  sim::Time pin_batch_overhead = 10 * sim::kMicrosecond;      ///< per-batch cost (get_user_pages call)
+  sim::Bytes p2p_chunk = sim::kMiB;
+  int p2p_buffers = 2;
+  sim::Time p2p_handoff = 5 * sim::kMicrosecond;              ///< per-chunk hand-off between the two dies
+  sim::Bytes stock_bounce = 128 * sim::kKiB;                  ///< stock (pre-tuning) driver's bounce chunk
+};
+
+/// Host side: the CPU copy threads of the bounce path.
+struct K200HostConfig {
+  int copy_threads = 2;                                    ///< concurrent memcpy threads
+  sim::Bandwidth copy_from_user{10'000'000'000};           ///< user -> bounce memcpy, per thread
+  sim::Bandwidth copy_to_user{8'000'000'000};              ///< bounce -> user memcpy, per thread
+};
+
+/// The eDMA engine of a card.
+struct K200EdmaConfig {
+  int channels_per_card = 8;
+  int channels_per_die = 3;
+};
+
+/// Device-to-device copies inside one die.
+struct K200D2dConfig {
+  sim::Bandwidth bandwidth{66'000'000'000};
+  sim::Time sleep_min = 10 * sim::kMicrosecond;  ///< first sleep of the completion sleep-poll
+  sim::Time sleep_max = sim::kMillisecond;       ///< the sleep doubles up to this
+};
+
+/// Kernel launch and device dispatch.
+struct K200LaunchConfig {
+  sim::Time host_prep = 1650 * sim::kNanosecond;     ///< per launch, on the calling host thread
+  sim::Time queue_submit = 600 * sim::kNanosecond;   ///< per launch, holding the device command queue
+  sim::Time dispatch_base = 5 * sim::kMicrosecond;   ///< device: per kernel
+  sim::Time dispatch_per_cluster = sim::kMicrosecond;  ///< device: per cluster a kernel uses
+  sim::Time wait_overhead = 2 * sim::kMicrosecond;   ///< host: noticing a finished kernel in a wait
+};
+
+/// The compute of one die (a "PD") and the GEMM kernel's tiling.
+struct K200ComputeConfig {
+  std::int64_t clock_hz = 900'000'000;
+  int clusters = 8;
+  int cores_per_cluster = 16;
+  int fp32_flops_per_cycle = 2000;  ///< per cluster
+  int fp16_flops_per_cycle = 8000;  ///< per cluster
+  int default_ncluster = 8;
+  sim::Time elementwise_element_time = 3600;  ///< per element per cluster, elementwise kernels (ps)
+  sim::Bytes gemm_block_bytes = sim::kKiB;  ///< output block per cluster: a side of this many bytes of elements
+  sim::Bytes kpanel_capacity = 10 * sim::kKiB;  ///< per core: K-panel bytes held without spilling
+  int fp32_efficiency = 60;                ///< % of cluster peak reached inside a block (no spill)
+  int fp16_efficiency = 75;
+  int spill_penalty = 100;                 ///< % extra compute once the K panel spills
+  sim::Time fc_overhead = 40 * sim::kMicrosecond;  ///< per xdnn fc call, besides launch/dispatch/wait
+};
+
+/// The whole `k200:` section.
+struct K200Config {
+  K200PcieConfig pcie;
+  K200DriverConfig driver;
+  K200HostConfig host;
+  K200EdmaConfig edma;
+  K200D2dConfig d2d;
+  K200LaunchConfig launch;
+  K200ComputeConfig compute;
+};
+
+}  // namespace kernbench::topology

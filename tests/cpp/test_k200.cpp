@@ -1,0 +1,467 @@
+// test_k200.cpp -- the K200 protocol model against the reference figures.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "kernels/k200/k200.hpp"
+#include "kernels/k200/workload.hpp"
+#include "sim/errors.hpp"
+#include "topology/config_loader.hpp"
+
+using namespace kernbench;
+using namespace kernbench::kernels::k200;
+
+namespace {
+
+std::string k200_yaml() {
+  return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "configs" / "k200.yaml").string();
+}
+
+topology::Config k200_config(const std::vector<topology::Override>& o = {}) {
+  return topology::load_config(k200_yaml(), o);
+}
+
+/// Measured GiB/s of the reference (shared/reference/k200-measured.md).
+struct Row {
+  const char* name;
+  CopyKind kind;
+  std::vector<topology::Override> knobs;
+  double h2d[4], d2h[4];  // 1 MiB, 64 MiB, 256 MiB, 1 GiB
+};
+
+const std::vector<Row>& reference_rows() {
+  static const std::vector<Row> rows = {
+      {"pinned", CopyKind::Pinned, {}, {11.8, 12.5, 12.5, 5.6}, {12.0, 12.9, 12.9, 5.0}},
+      {"pageable pipeline on", CopyKind::Pageable, {}, {5.03, 9.95, 10.11, 10.16}, {5.59, 7.70, 7.85, 7.83}},
+      {"pageable pipeline off", CopyKind::Pageable, {{"k200.driver.kl1_bounce_pipe", "0"}},
+       {5.03, 5.53, 5.53, 5.58}, {5.41, 4.92, 4.91, 4.92}},
+      {"stock driver pageable", CopyKind::Stock, {}, {3.90, 4.27, 4.27, 4.28}, {4.36, 4.38, 4.40, 4.40}},
+  };
+  return rows;
+}
+
+double copy_gib(CopyKind kind, Direction dir, sim::Bytes bytes, const std::vector<topology::Override>& o = {}) {
+  topology::System sys(k200_config(o));
+  K200 k(sys);
+  CopySpec s;
+  s.kind = kind;
+  s.dir = dir;
+  s.bytes = bytes;
+  if (kind == CopyKind::PeerSameCard) s.peer = {0, 1};
+  return k.copy(s).gib_per_s();
+}
+
+}  // namespace
+
+TEST_CASE("K200 calibration table (printed)", "[k200][.print]") {
+  const sim::Bytes M = sim::kMiB;
+  for (auto [kind, name] : {std::pair{CopyKind::Pinned, "pinned"}, {CopyKind::Pageable, "pageable"},
+                            {CopyKind::Stock, "stock"}}) {
+    for (auto dir : {Direction::H2D, Direction::D2H}) {
+      std::printf("%-9s %s", name, to_string(dir));
+      for (sim::Bytes b : {M, 64 * M, 256 * M, 1024 * M}) std::printf(" %7.3f", copy_gib(kind, dir, b));
+      std::printf("\n");
+    }
+  }
+  for (auto dir : {Direction::H2D, Direction::D2H}) {
+    std::printf("pipe-off  %s", to_string(dir));
+    for (sim::Bytes b : {M, 64 * M, 256 * M, 1024 * M})
+      std::printf(" %7.3f", copy_gib(CopyKind::Pageable, dir, b, {{"k200.driver.kl1_bounce_pipe", "0"}}));
+    std::printf("\n");
+    std::printf("pin       %s %7.3f\n", to_string(dir),
+                copy_gib(CopyKind::Pageable, dir, 64 * M, {{"k200.driver.kl1_pageable_pin", "1"}}));
+  }
+  std::printf("p2p      ");
+  for (sim::Bytes b : {M, 4 * M, 16 * M, 64 * M, 256 * M, 512 * M})
+    std::printf(" %7.3f", copy_gib(CopyKind::PeerSameCard, Direction::D2H, b));
+  std::printf("\n");
+}
+
+TEST_CASE("K200 launch and gemm (printed)", "[k200][.print]") {
+  for (int threads : {1, 4}) {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    KernelSpec add;
+    add.elements = 5120;
+    add.ncluster = 4;
+    auto st = k.launch_test(threads, 10, 100, add);
+    std::printf("threads %d: launch %.3f us, wait %.3f us, per kernel %.3f us, single %.3f us\n", threads,
+                st.launch_us, st.wait_us, st.per_kernel_us, st.single_us);
+  }
+  for (int n : {128, 5120})
+    for (int nc : {1, 4}) {
+      topology::System sys(k200_config());
+      K200 k(sys);
+      KernelSpec add;
+      add.elements = n;
+      add.ncluster = nc;
+      auto st = k.launch_test(1, 1, 1, add);
+      std::printf("single kernel %d elements nc %d: %.3f us (wait %.3f)\n", n, nc, st.single_us, st.wait_us);
+    }
+  for (auto prec : {topology::Precision::Fp32, topology::Precision::Fp16})
+    for (int nc : {4, 8}) {
+      std::printf("%s nc %d:", topology::to_string(prec), nc);
+      for (int m : {512, 1024, 2048, 4096, 8192}) {
+        topology::System sys(k200_config());
+        K200 k(sys);
+        KernelSpec g;
+        g.kind = KernelSpec::Kind::Gemm;
+        g.m = g.n = g.k = m;
+        g.precision = prec;
+        g.ncluster = nc;
+        std::printf(" %7.0f", k.gemm(g).gflops());
+      }
+      std::printf("  | K sweep M=N=2048:");
+      for (int kk : {128, 512, 2048, 2560, 3072, 4096, 8192}) {
+        topology::System sys(k200_config());
+        K200 k(sys);
+        KernelSpec g;
+        g.kind = KernelSpec::Kind::Gemm;
+        g.m = g.n = 2048;
+        g.k = kk;
+        g.precision = prec;
+        g.ncluster = nc;
+        std::printf(" %7.0f", k.gemm(g).gflops());
+      }
+      std::printf("\n");
+    }
+}
+
+TEST_CASE("K200 config: the k200 section is typed strictly", "[k200]") {
+  REQUIRE_NOTHROW(k200_config());
+  const topology::Config c = k200_config();
+  REQUIRE(c.k200);
+  CHECK(c.k200->driver.kl1_bounce_pipe == 1);
+  CHECK(c.k200->driver.poll_period == 2 * sim::kMicrosecond);
+  CHECK(c.k200->driver.hugepage == 2 * sim::kMiB);
+  REQUIRE_THROWS_WITH(k200_config({{"k200.driver.kl1_bounce_pipe", "3"}}),
+                      Catch::Contains("k200.driver.kl1_bounce_pipe") && Catch::Contains("expected one of 0, 1"));
+  REQUIRE_THROWS_WITH(k200_config({{"k200.driver.kl1_bounce_d2h", "0"}}), Catch::Contains("expected one of 1, 2"));
+  REQUIRE_THROWS_WITH(k200_config({{"k200.driver.poll_perod", "2 us"}}),
+                      Catch::Contains("unknown key") && Catch::Contains("poll_period"));
+  REQUIRE_THROWS_WITH(k200_config({{"k200.host.copy_to_user", "7"}}), Catch::Contains("k200.host.copy_to_user"));
+  REQUIRE_THROWS_WITH(k200_config({{"k200.compute.fp16_efficiency", "120"}}), Catch::Contains("percentage"));
+  REQUIRE_THROWS_WITH(k200_config({{"k200.edma.channels_per_die", "9"}}), Catch::Contains("channels_per_die"));
+  // The link's graph bandwidth must be what k200.pcie derives.
+  topology::System sys(k200_config({{"k200.pcie.lanes", "16"}}));
+  REQUIRE_THROWS_WITH(K200(sys), Catch::Contains("derives") && Catch::Contains("host.rc"));
+}
+
+TEST_CASE("K200 PCIe arithmetic: line and payload rates", "[k200]") {
+  topology::System sys(k200_config());
+  K200 k(sys);
+  CHECK(k.pcie_line_bytes_per_s() == Approx(16e9 * 8 / 8 * 128.0 / 130.0));
+  CHECK(k.pcie_payload_bytes_per_s() == Approx(k.pcie_line_bytes_per_s() * 256.0 / 280.0));
+  CHECK(k.wire_bytes(256) == 280);
+  CHECK(k.wire_bytes(257) == 257 + 48);
+}
+
+TEST_CASE("K200 pinned copy follows its closed form", "[k200]") {
+  // call, then one 2 MiB segment: map, eDMA (setup + TLPs on the line rate
+  // + wire latencies), completion seen at the next 2 us poll tick, unmap.
+  topology::System sys(k200_config());
+  K200 k(sys);
+  const auto& d = k.config().driver;
+  CopySpec s;
+  s.kind = CopyKind::Pinned;
+  s.dir = Direction::D2H;
+  s.bytes = 2 * sim::kMiB;
+  const RunReport r = k.copy(s);
+  const sim::Time half = (d.segment_overhead + 512 * d.map_per_page) / 2;
+  const sim::Time wire = sim::transfer_time(k.wire_bytes(s.bytes), sim::Bandwidth{15'753'846'000});
+  const sim::Time latency = (100 + 50 + 300 + 100) * sim::kNanosecond;  // hbm, card link, pcie, host bus
+  const sim::Time done = d.call_overhead + half + d.edma_setup + wire + latency;
+  const sim::Time seen = (done + d.poll_period - 1) / d.poll_period * d.poll_period;
+  CHECK(r.elapsed() == seen + half);
+  CHECK(r.path == "pinned direct");
+  // H2D adds the read round trip.
+  topology::System sys2(k200_config());
+  K200 k2(sys2);
+  s.dir = Direction::H2D;
+  const sim::Time done2 = done + k2.config().pcie.read_latency;
+  CHECK(k2.copy(s).elapsed() == (done2 + d.poll_period - 1) / d.poll_period * d.poll_period + half);
+}
+
+TEST_CASE("K200 reproduces the reference copy table", "[k200]") {
+  const sim::Bytes sizes[4] = {sim::kMiB, 64 * sim::kMiB, 256 * sim::kMiB, sim::kGiB};
+  for (const Row& row : reference_rows()) {
+    for (auto dir : {Direction::H2D, Direction::D2H}) {
+      const double* ref = dir == Direction::H2D ? row.h2d : row.d2h;
+      for (int i = 0; i < 4; ++i) {
+        const double model = copy_gib(row.kind, dir, sizes[i], row.knobs);
+        INFO(row.name << " " << to_string(dir) << " " << sizes[i] / sim::kMiB << " MiB: model " << model
+                      << " GiB/s, measured " << ref[i]);
+        // The 5 % bound: every row at 256 MiB, and the 64 MiB and
+        // 1 GiB columns too. 1 MiB points are predictions (docs/k200.md
+        // lists their errors): within 25 %, except the known miss below.
+        if (i >= 1)
+          CHECK(model == Approx(ref[i]).epsilon(0.05));
+        else if (!(dir == Direction::D2H && row.kind == CopyKind::Pageable))
+          CHECK(model == Approx(ref[i]).epsilon(0.25));
+        else  // known miss: 1 MiB pageable D2H measured faster than steady state (cache-warm copy_to_user)
+          CHECK(model < ref[i]);
+      }
+    }
+  }
+}
+
+TEST_CASE("K200 same-card P2P matches the reference at every size", "[k200]") {
+  const std::pair<sim::Bytes, double> ref[] = {{1, 5.95}, {4, 9.24}, {16, 10.73}, {64, 11.20}, {256, 11.31}, {512, 11.32}};
+  for (auto [mib, gib] : ref) {
+    INFO(mib << " MiB");
+    CHECK(copy_gib(CopyKind::PeerSameCard, Direction::D2H, mib * sim::kMiB) == Approx(gib).epsilon(0.05));
+  }
+  // kl1_p2p_stub=1: the user-space fallback, ~2.5 GB/s before the fix.
+  const double stub = copy_gib(CopyKind::PeerSameCard, Direction::D2H, 64 * sim::kMiB, {{"k200.driver.kl1_p2p_stub", "1"}});
+  CHECK(stub == Approx(2.5).epsilon(0.15));
+}
+
+TEST_CASE("K200 driver knobs change the path and the figures", "[k200]") {
+  const sim::Bytes big = 64 * sim::kMiB;
+  for (auto dir : {Direction::H2D, Direction::D2H}) {
+    const double on = copy_gib(CopyKind::Pageable, dir, big);
+    const double off = copy_gib(CopyKind::Pageable, dir, big, {{"k200.driver.kl1_bounce_pipe", "0"}});
+    const double pin = copy_gib(CopyKind::Pageable, dir, big, {{"k200.driver.kl1_pageable_pin", "1"}});
+    CHECK(off < 0.75 * on);  // pipeline off -> serial: memcpy and eDMA no longer overlap
+    CHECK(pin < 0.2 * off);  // one eDMA per 4 KiB page
+    // Up to the pipe threshold the knob changes nothing: both take the serial path.
+    CHECK(copy_gib(CopyKind::Pageable, dir, sim::kMiB) ==
+          copy_gib(CopyKind::Pageable, dir, sim::kMiB, {{"k200.driver.kl1_bounce_pipe", "0"}}));
+    // Below pin_min, pinning does not apply.
+    CHECK(copy_gib(CopyKind::Pageable, dir, 32 * sim::kKiB) ==
+          copy_gib(CopyKind::Pageable, dir, 32 * sim::kKiB, {{"k200.driver.kl1_pageable_pin", "1"}}));
+  }
+  // Page pinning: the per-page eDMA figure of the reference (D2H 0.69 GB/s).
+  CHECK(copy_gib(CopyKind::Pageable, Direction::D2H, big, {{"k200.driver.kl1_pageable_pin", "1"}}) ==
+        Approx(0.69).epsilon(0.05));
+  // Direct DMA off: pinned buffers bounce like pageable ones.
+  topology::System sys(k200_config({{"k200.driver.kl1_dma_direct", "0"}}));
+  K200 k(sys);
+  CopySpec s;
+  s.bytes = big;
+  const RunReport r = k.copy(s);
+  CHECK_THAT(r.path, Catch::Contains("kl1_dma_direct=0") && Catch::Contains("bounce pipeline"));
+  CHECK(r.gib_per_s() == Approx(copy_gib(CopyKind::Pageable, Direction::H2D, big)).epsilon(1e-9));
+  // D2H mode 2 keeps two eDMAs in flight: no gain while copy_to_user bounds
+  // the pipeline (as measured), a gain once the eDMA side is the bound.
+  CHECK(copy_gib(CopyKind::Pageable, Direction::D2H, big, {{"k200.driver.kl1_bounce_d2h", "2"}}) ==
+        Approx(copy_gib(CopyKind::Pageable, Direction::D2H, big)).epsilon(0.02));
+  const topology::Override fast_cpu{"k200.host.copy_to_user", "40 GiB/s"};
+  CHECK(copy_gib(CopyKind::Pageable, Direction::D2H, big, {fast_cpu, {"k200.driver.kl1_bounce_d2h", "2"}}) >
+        1.03 * copy_gib(CopyKind::Pageable, Direction::D2H, big, {fast_cpu}));
+}
+
+TEST_CASE("K200 pinned copies fall back to the bounce path when the hugepage pool runs out", "[k200]") {
+  for (auto dir : {Direction::H2D, Direction::D2H}) {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    CopySpec s;
+    s.dir = dir;
+    s.bytes = sim::kGiB;
+    const RunReport r = k.copy(s);
+    CHECK_THAT(r.path, Catch::Contains("hugepage pool exhausted"));
+    // ... and then runs exactly the serial bounce figures.
+    CHECK(r.gib_per_s() ==
+          Approx(copy_gib(CopyKind::Pageable, dir, sim::kGiB, {{"k200.driver.kl1_bounce_pipe", "0"}})).epsilon(0.01));
+    // With a pool that holds it, 1 GiB goes direct.
+    const double direct = copy_gib(CopyKind::Pinned, dir, sim::kGiB, {{"k200.driver.hugepage_pool", "2 GiB"}});
+    CHECK(direct > 2 * r.gib_per_s());
+    CHECK(direct == Approx(copy_gib(CopyKind::Pinned, dir, 256 * sim::kMiB)).epsilon(0.01));
+  }
+  // The boundary: the pool holds exactly 512 MiB.
+  CHECK(copy_gib(CopyKind::Pinned, Direction::H2D, 512 * sim::kMiB) > 12.0);
+  CHECK(copy_gib(CopyKind::Pinned, Direction::H2D, 512 * sim::kMiB + 1) < 6.0);
+}
+
+TEST_CASE("K200 cross-card peer copies are refused; staging through the host works", "[k200]") {
+  topology::System sys(k200_config());
+  K200 k(sys);
+  CopySpec s;
+  s.kind = CopyKind::PeerSameCard;
+  s.bytes = 16 * sim::kMiB;
+  s.die = {0, 0};
+  s.peer = {1, 0};
+  REQUIRE_THROWS_AS(k.copy(s), UsageError);
+  REQUIRE_THROWS_WITH(k.copy(s), Catch::Contains("error 807") && Catch::Contains("card0.die0 -> card1.die0") &&
+                                     Catch::Contains("cross_card_staged"));
+  s.kind = CopyKind::PeerCrossCard;
+  REQUIRE_THROWS_WITH(k.copy(s), Catch::Contains("error 807"));
+  s.kind = CopyKind::CrossCardStaged;
+  const RunReport r = k.copy(s);
+  CHECK(r.gib_per_s() > 5.0);
+  CHECK(r.gib_per_s() < k.pcie_payload_bytes_per_s() / sim::kGiB);
+  s.peer = {0, 0};
+  s.kind = CopyKind::PeerSameCard;
+  REQUIRE_THROWS_WITH(k.copy(s), Catch::Contains("same die"));
+  s.peer = {3, 0};
+  REQUIRE_THROWS_WITH(k.copy(s), Catch::Contains("card 3 does not exist"));
+}
+
+TEST_CASE("K200 multi-card scaling: no shared bottleneck is linear, a shared link is not", "[k200]") {
+  const sim::Bytes b = 64 * sim::kMiB;
+  for (auto kind : {CopyKind::Pinned, CopyKind::Pageable}) {
+    topology::System one_sys(k200_config());
+    K200 one(one_sys);
+    CopySpec s;
+    s.kind = kind;
+    s.bytes = b;
+    const double single = one.copy(s).gib_per_s();
+    // One process per card: each brings its own copy thread.
+    topology::System two_sys(k200_config({{"k200.host.copy_threads", "2"}}));
+    K200 two(two_sys);
+    CopySpec t = s;
+    t.die = {1, 0};
+    const RunReport both = two.copies({s, t});
+    CHECK(both.gib_per_s() == Approx(2 * single).epsilon(0.01));
+  }
+  // Two dies of one card share its x8 link.
+  topology::System sys(k200_config());
+  K200 k(sys);
+  CopySpec a;
+  a.bytes = b;
+  CopySpec c = a;
+  c.die = {0, 1};
+  const RunReport shared = k.copies({a, c});
+  CHECK(shared.gib_per_s() < 1.1 * copy_gib(CopyKind::Pinned, Direction::H2D, b));
+  CHECK(shared.gib_per_s() <= k.pcie_payload_bytes_per_s() / sim::kGiB);
+  CHECK(shared.bound == "card0.pcie_down");
+}
+
+TEST_CASE("K200 launch and dispatch against the vendor test", "[k200]") {
+  topology::System sys(k200_config());
+  K200 k(sys);
+  KernelSpec add;
+  add.elements = 5120;
+  const auto one = k.launch_test(1, 10, 100, add);
+  CHECK(one.launch_us == Approx(2.25).epsilon(0.05));  // ref 2.05-2.46
+  CHECK(one.per_kernel_us == Approx(19.3).epsilon(0.15));
+  topology::System sys4(k200_config());
+  K200 k4(sys4);
+  const auto four = k4.launch_test(4, 10, 100, add);
+  CHECK(four.launch_us >= 2.19);  // ref 2.19-2.61: threads contend for the device queue
+  CHECK(four.launch_us <= 2.61);
+  CHECK(four.launch_us > one.launch_us);
+  // Single-kernel waits (elementwise add, ncluster 1 / 4).
+  const std::tuple<int, int, double, double> waits[] = {
+      {128, 1, 11.7, 0.01}, {128, 4, 14.0, 0.01}, {5120, 1, 29.6, 0.01}, {5120, 4, 20.6, 0.15}};
+  for (auto [n, nc, ref, eps] : waits) {
+    topology::System s1(k200_config());
+    K200 k1(s1);
+    KernelSpec e;
+    e.elements = n;
+    e.ncluster = nc;
+    INFO(n << " elements, ncluster " << nc);
+    CHECK(k1.launch_test(1, 1, 1, e).wait_us == Approx(ref).epsilon(eps));
+  }
+  add.ncluster = 9;
+  REQUIRE_THROWS_WITH(k.launch_test(1, 1, 1, add), Catch::Contains("ncluster 9"));
+}
+
+TEST_CASE("K200 GEMM on a die against the reference", "[k200]") {
+  const auto gflops = [](int m, int n, int kk, topology::Precision p, int nc) {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    KernelSpec g;
+    g.kind = KernelSpec::Kind::Gemm;
+    g.m = m;
+    g.n = n;
+    g.k = kk;
+    g.precision = p;
+    g.ncluster = nc;
+    return k.gemm(g).gflops();
+  };
+  using topology::Precision;
+  CHECK(gflops(2048, 2048, 2048, Precision::Fp16, 4) == Approx(20100).epsilon(0.05));
+  CHECK(gflops(2048, 2048, 2048, Precision::Fp32, 0) == Approx(7800).epsilon(0.05));
+  // Predictions: the FP32 square series and the K spill.
+  CHECK(gflops(1024, 1024, 1024, Precision::Fp32, 0) == Approx(5800).epsilon(0.10));
+  CHECK(gflops(8192, 8192, 8192, Precision::Fp32, 0) == Approx(4500).epsilon(0.10));
+  CHECK(gflops(2048, 2048, 8192, Precision::Fp32, 0) < 0.7 * gflops(2048, 2048, 2048, Precision::Fp32, 0));
+  CHECK(gflops(4096, 4096, 4096, Precision::Fp16, 4) == Approx(22600).epsilon(0.10));
+  topology::System sys(k200_config());
+  K200 k(sys);
+  KernelSpec g;
+  g.kind = KernelSpec::Kind::Gemm;
+  g.m = g.n = g.k = 512;
+  g.precision = Precision::Int8;
+  REQUIRE_THROWS_AS(k.gemm(g), UsageError);
+  REQUIRE_THROWS_WITH(k.gemm(g), Catch::Contains("no int8 GEMM kernel on KL1"));
+  g.precision = Precision::Fp16;
+  g.k = 0;
+  REQUIRE_THROWS_WITH(k.gemm(g), Catch::Contains("must be > 0"));
+}
+
+TEST_CASE("K200 runs are bit-identical", "[k200]") {
+  const auto run = [] {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    CopySpec s;
+    s.kind = CopyKind::PeerSameCard;
+    s.bytes = 8 * sim::kMiB;
+    s.peer = {0, 1};
+    const RunReport r = k.copy(s);
+    return std::make_pair(r.elapsed(), sys.sim().op_log().end());
+  };
+  CHECK(run() == run());
+}
+
+TEST_CASE("K200 workloads: streams on two cards scale linearly, on one die they queue", "[k200]") {
+  const auto mlp_stream = [](int card, int die, const std::string& name) {
+    Stream s;
+    s.name = name;
+    s.iterations = 3;
+    Step h2d;
+    h2d.copy.kind = CopyKind::Pinned;
+    h2d.copy.bytes = 256 * sim::kKiB;
+    h2d.copy.die = {card, die};
+    h2d.label = "h2d";
+    s.steps.push_back(h2d);
+    for (int l = 0; l < 4; ++l) {
+      Step fc;
+      fc.op = Step::Op::Launch;
+      fc.kernel.kind = KernelSpec::Kind::Gemm;
+      fc.kernel.m = 32;
+      fc.kernel.n = fc.kernel.k = 2048;
+      fc.kernel.precision = topology::Precision::Fp16;
+      fc.kernel.ncluster = 4;
+      fc.die = {card, die};
+      fc.label = "fc";
+      s.steps.push_back(fc);
+    }
+    Step d2h = h2d;
+    d2h.copy.dir = Direction::D2H;
+    d2h.label = "d2h";
+    s.steps.push_back(d2h);
+    Step w;
+    w.op = Step::Op::Wait;
+    w.die = {card, die};
+    w.label = "wait";
+    s.steps.push_back(w);
+    return s;
+  };
+  const auto run = [&](std::vector<Stream> streams) {
+    topology::System sys(k200_config({{"k200.host.copy_threads", "2"}}));
+    K200 k(sys);
+    return run_workload(k, streams);
+  };
+  const WorkloadResult one = run({mlp_stream(0, 0, "a")});
+  const WorkloadResult two = run({mlp_stream(0, 0, "a"), mlp_stream(1, 0, "b")});
+  REQUIRE(one.iteration_ends[0].size() == 3);
+  CHECK(two.report.elapsed() == one.report.elapsed());  // nothing shared: exactly linear
+  CHECK(two.report.bytes == 2 * one.report.bytes);
+  // Two streams on one die share its queue and clusters: slower than alone.
+  const WorkloadResult same = run({mlp_stream(0, 0, "a"), mlp_stream(0, 0, "b")});
+  CHECK(same.report.elapsed() > one.report.elapsed());
+  // The labels carry the time: fc kernels, copies, waits.
+  bool has_fc = false;
+  for (const OpTotal& t : one.by_label) has_fc |= t.kind == "fc" && t.time > 0;
+  CHECK(has_fc);
+  // A bad step is refused before anything runs, naming it.
+  Stream bad = mlp_stream(0, 0, "bad");
+  bad.steps[1].kernel.precision = topology::Precision::Int8;
+  topology::System sys(k200_config());
+  K200 k(sys);
+  REQUIRE_THROWS_WITH(run_workload(k, {bad}), Catch::Contains("stream 'bad' step 1 (fc)") && Catch::Contains("int8"));
+  CHECK(sys.sim().now() == 0);
+}
