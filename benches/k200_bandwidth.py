@@ -40,6 +40,9 @@ SERIES = [
     description="K200 copy bandwidth vs size (4 KiB..1 GiB) for every path and knob, model vs measured",
     params={"min_bytes": 4096, "max_bytes": 1 << 30, "step": 4, "pin_max_bytes": 256 << 20},
     uses_config=True,
+    smoke={"bench.min_bytes": 1 << 20, "bench.max_bytes": 4 << 20, "bench.pin_max_bytes": 1 << 20},
+    golden={"key": ["series", "direction", "bytes"],
+            "metrics": {"gib_per_s": "rel=1e-9", "path": "exact", "bound": "exact"}},
 )
 def k200_bandwidth(ctx):
     from kernbench import k200

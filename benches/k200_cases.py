@@ -26,6 +26,9 @@ from kernbench import bench
     description="K200 end-to-end cases C1-C5: throughput, latency, bounding resource and what-if answers",
     params={"cases": [], "quick": False},
     uses_config=True,
+    smoke={"bench.quick": "true"},
+    golden={"key": ["case", "variant", "batch"],
+            "metrics": {"throughput_per_s": "rel=1e-9", "latency_ms": "rel=1e-9", "bound_resource": "exact"}},
 )
 def k200_cases(ctx):
     from kernbench import k200

@@ -27,6 +27,7 @@ from kernbench import bench
 
 KiB, MiB = 1024, 1024 * 1024
 REFERENCE_US = 366.0  # external reference: another simulator, 96 KB per PE (../shared/reference/kernbench-model.md)
+LINK_CLASSES = ["pe", "noc", "hbm", "ucie_port", "ucie", "pcie_port", "pcie"]
 ALGORITHMS = ["ring", "bidir_ring", "torus2d", "mesh2d", "halving_doubling", "double_binary_tree", "lrab"]
 
 
@@ -44,6 +45,11 @@ ALGORITHMS = ["ring", "bidir_ring", "torus2d", "mesh2d", "halving_doubling", "do
         "verify": "auto",
     },
     uses_config=True,
+    smoke={"bench.sizes": [1024, 98304], "bench.algorithms": ["ring", "halving_doubling", "double_binary_tree", "lrab"],
+           "bench.full_algorithms": ["lrab"], "bench.grid": "2x2", "bench.grid_topologies": ["ring", "mesh"],
+           "bench.buffer_algorithms": ["lrab"], "system.cubes.w": 2, "system.cubes.h": 2},
+    golden={"key": ["panel", "name"], "metrics": {"latency_us": "rel=1e-9", "ranks": "exact", "verified": "exact",
+                                                  "bytes_pe": "exact", "bytes_pcie": "exact"}},
 )
 def milestone_1h_ccl(ctx):
     from kernbench import ccl
@@ -63,6 +69,8 @@ def milestone_1h_ccl(ctx):
             return None
         row = {"panel": panel, "name": name, **r.summary(), "buffer": kw.get("buffer", "sram"),
                "wall_s": round(time.perf_counter() - t, 3)}
+        for cls in LINK_CLASSES:  # a class no byte crossed is a 0, not a missing column
+            row.setdefault(f"bytes_{cls}", 0)
         results.append(row)
         ctx.trace(r.run, f"{panel}: {name}")
         ctx.log(f"  {panel:<10} {name:<44} {row['latency_us']:12.3f} us  {row['algbw_GBps']:8.2f} GB/s"

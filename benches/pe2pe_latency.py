@@ -32,6 +32,8 @@ VARIANTS = ["ipcq", "ipcq_nc", "dma_store", "dma_load"]
     description="PE-to-PE: IPCQ send/recv vs recv_no_consume vs DMA store/load, by size and distance",
     params={"sizes": [256, 4 * KiB, 32 * KiB, 128 * KiB, 1024 * KiB], "variants": VARIANTS},
     uses_config=True,
+    smoke={"bench.sizes": [256, 65536], "system.sips.w": 2, "system.sips.h": 1},
+    golden={"key": "name", "metrics": {"latency_ns": "rel=1e-9", "slot_waits": "exact"}},
 )
 def pe2pe_latency(ctx):
     t0 = time.perf_counter()

@@ -33,6 +33,8 @@ from kernbench import bench
     params={"sips": ["1x1", "2x2", "4x4", "8x8"], "models": ["flow", "packet"], "bytes": 1 << 20,
             "slot": "256 KiB", "packet_max_pes": 8192, "target_s": 60.0},
     uses_config=True,
+    smoke={"bench.sips": ["1x1", "2x1"], "bench.bytes": 65536},
+    golden={"key": "name", "metrics": {"latency_us": "rel=1e-9", "pes": "exact", "events": "exact", "ops": "exact"}},
 )
 def perf_ccl_scale(ctx):
     t0 = time.perf_counter()

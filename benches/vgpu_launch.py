@@ -51,6 +51,8 @@ def vgpu_launch(ctx):
                 for row in rows:
                     results.append({"study": "decomposition", "split": split, "launch": i, **row})
             ctx.write_csv(f"ops_{split[0]}.csv", vgpu.ops_table(run["ops"]).to_dict("records"))
+            vgpu.chrome_trace(run["ops"], ctx.out / f"trace_{split[0]}.json")
+            ctx.files.append(f"trace_{split[0]}.json")
         except Exception as e:  # one split failing never sinks the other
             failures.append({"name": f"decomposition {split}", "error": f"{type(e).__name__}: {e}"})
 

@@ -27,6 +27,7 @@ from kernbench._core import (
     Simulation,
     TopologyError,
     UsageError,
+    VerificationError,
     run_phold,
     run_queue,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "System",
     "TopologyError",
     "UsageError",
+    "VerificationError",
     "bench",
     "config_path",
     "get_bench",

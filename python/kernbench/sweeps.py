@@ -444,6 +444,9 @@ def sweep(
     t0 = time.perf_counter()
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"workers={workers!r}: expected a positive number of processes")
+    if isinstance(executor, str) and executor not in ("serial", "process", "dask") and "://" not in executor:
+        raise UsageError(f"unknown executor {executor!r} (known: serial, process, dask, a scheduler address "
+                         "like tcp://host:8786, a dask Client or a concurrent.futures Executor)")
     points = expand_grid(grid)
     raw: dict[str, Any] = {}
     if isinstance(sets, Mapping):

@@ -237,3 +237,43 @@ def whatif_combinations(splits: Mapping[str, Mapping[str, str]] = SPLITS) -> lis
         sets = {**sset, **pset, "vgpu.pde.batching": str(batch).lower(), "vgpu.pde.cache_accepted": str(cache).lower()}
         out.append({"split": sname, "poll": pname, "batching": batch, "caching": cache, "set": sets})
     return out
+
+
+# ---- traces ----------------------------------------------------------------------
+
+def chrome_trace(ops: Mapping[str, Any], path: Any) -> dict[str, int]:
+    """Write the op log of a vGPU run as a Chrome / Perfetto trace (one process per guest,
+    one track per resource, extra tracks where ops overlap); returns {"events", "tracks"}."""
+    from pathlib import Path
+
+    from kernbench import io as kio
+    from kernbench.trace import _lanes
+
+    kinds = list(ops["kind_names"])
+    res_names = list(ops["resource_names"])
+    n = len(ops["op"])
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i in range(n):
+        groups.setdefault((int(ops["agent"][i]), int(ops["resource"][i])), []).append(i)
+    events: list[dict[str, Any]] = []
+    tracks = 0
+    for (guest, res), idx in sorted(groups.items()):
+        starts = [int(ops["start"][i]) for i in idx]
+        ends = [int(ops["end"][i]) for i in idx]
+        lane = _lanes(starts, ends, 1)
+        for unit in sorted(set(lane)):
+            tid = res * 64 + unit
+            name = res_names[res] + (f" #{unit}" if unit else "")
+            events.append({"ph": "M", "name": "thread_name", "pid": guest, "tid": tid, "args": {"name": name}})
+            tracks += 1
+        for k, i in enumerate(idx):
+            events.append({
+                "ph": "X", "name": kinds[int(ops["kind"][i])], "cat": res_names[res], "pid": guest,
+                "tid": res * 64 + lane[k], "ts": starts[k] / US, "dur": (ends[k] - starts[k]) / US,
+                "args": {"tag": int(ops["tag"][i]), "queued_us": (starts[k] - int(ops["issue"][i])) / US,
+                         "bytes": int(ops["bytes"][i]), "work": float(ops["work"][i])},
+            })
+    for guest in sorted({g for g, _ in groups}):
+        events.append({"ph": "M", "name": "process_name", "pid": guest, "args": {"name": f"guest {guest}"}})
+    kio.write_json(Path(path), {"traceEvents": events, "displayTimeUnit": "ms"})
+    return {"events": sum(1 for e in events if e["ph"] == "X"), "tracks": tracks}

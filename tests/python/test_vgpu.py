@@ -36,6 +36,18 @@ def test_op_log_names_every_step():
     assert int(df.loc[df["kind_name"] == "pde_forward", "work"].sum()) == 2  # accepted ones
 
 
+def test_chrome_trace_of_a_run(tmp_path):
+    """The op log becomes a Perfetto trace: one X event per op, named by kind, on resource tracks."""
+    run = vgpu.launches(1, set={"vgpu.guests": 2})
+    info = vgpu.chrome_trace(run["ops"], tmp_path / "t.json")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert info["events"] == len(xs) == len(run["ops"]["op"])
+    assert {e["pid"] for e in xs} == {0, 1}
+    assert sum(e["name"] == "rpc" for e in xs) == 16
+    assert any(e["name"] == "rpc" and e["args"]["queued_us"] > 0 for e in xs)  # the GSP queue is visible
+
+
 def test_two_guests_queue_at_the_gsp():
     """With two guests launching at once, the second one's first RPC waits at the GSP."""
     run = vgpu.launches(1, set={"vgpu.guests": 2})
@@ -134,3 +146,12 @@ def test_vgpu_whatif_bench_smoke(cli, tmp_path):
     guests = [r for r in sweep["results"] if r["study"] == "guests"]
     a = [r["elapsed_ms_max"] for r in guests if r["split"].startswith("A")]
     assert a == sorted(a) and a[-1] > a[0]
+
+
+def test_a_machine_without_a_vgpu_section_is_refused():
+    """Running the vGPU model on the default SIP machine is a ConfigError that says what is missing."""
+    system = kernbench.System.load(set={"system.sips.w": 1, "system.sips.h": 1})
+    with pytest.raises(kernbench.ConfigError, match="vgpu:"):
+        kernbench._core.vgpu_launches(system._core, 1)
+    with pytest.raises(kernbench.UsageError, match="launches per guest"):
+        kernbench._core.vgpu_launches(vgpu.load()._core, 0)
