@@ -11,7 +11,7 @@ Panels:
   full         every algorithm on the whole default machine at ``full_size``
                (96 KiB), printed beside the external reference (366 us);
   grids        the hierarchical LRAB on a ``grid`` of SIPs wired as a ring, a
-               torus and a mesh (inter-SIP exchange to match), over ``sizes``;
+               torus and a mesh (inter-SIP exchange to match), over ``grid_sizes``;
   buffers      SRAM vs HBM buffers for ``buffer_algorithms`` on one SIP, for
                the sizes that fit the scratch.
 
@@ -40,13 +40,14 @@ ALGORITHMS = ["ring", "bidir_ring", "torus2d", "mesh2d", "halving_doubling", "do
         "full_size": 96 * KiB,
         "full_algorithms": ["torus2d", "mesh2d", "double_binary_tree", "lrab"],
         "grid": "4x2",
+        "grid_sizes": [1 * KiB, 16 * KiB, 96 * KiB, 1 * MiB, 8 * MiB],  # 64 MiB on 1024 PEs: ~10 min per point
         "grid_topologies": ["ring", "torus", "mesh"],
         "buffer_algorithms": ["ring", "lrab"],
         "verify": "auto",
     },
     uses_config=True,
     smoke={"bench.sizes": [1024, 98304], "bench.algorithms": ["ring", "halving_doubling", "double_binary_tree", "lrab"],
-           "bench.full_algorithms": ["lrab"], "bench.grid": "2x2", "bench.grid_topologies": ["ring", "mesh"],
+           "bench.full_algorithms": ["lrab"], "bench.grid": "2x2", "bench.grid_sizes": [1024, 98304], "bench.grid_topologies": ["ring", "mesh"],
            "bench.buffer_algorithms": ["lrab"], "system.cubes.w": 2, "system.cubes.h": 2},
     golden={"key": ["panel", "name"], "metrics": {"latency_us": "rel=1e-9", "ranks": "exact", "verified": "exact",
                                                   "bytes_pe": "exact", "bytes_pcie": "exact"}},
@@ -92,7 +93,7 @@ def milestone_1h_ccl(ctx):
     ctx.log(f"grids: lrab on {gw}x{gh} SIPs as ring / torus / mesh")
     for topo in p["grid_topologies"]:
         extra = {"system.sips.w": gw, "system.sips.h": gh, "system.sips.topology": topo}
-        for size in p["sizes"]:
+        for size in p["grid_sizes"]:
             point("grids", f"lrab {topo} {gw}x{gh} {_size(size)}", extra, bytes_per_pe=size, algorithm="lrab",
                   buffer="hbm", inter=topo)
 

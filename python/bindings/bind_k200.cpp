@@ -51,6 +51,34 @@ py::dict report_dict(const RunReport& r, const K200& k) {
   d["log_begin"] = r.log_begin;
   d["log_end"] = r.log_end;
   d["resource_names"] = k.resource_names();
+  // The run's op-log rows (for traces), unless there are too many to copy.
+  constexpr std::size_t kMaxRows = 200'000;
+  const sim::OpLog& log = k.log();
+  if (r.log_end - r.log_begin <= kMaxRows) {
+    py::dict rows;
+    std::vector<std::string> kinds;
+    std::vector<std::int32_t> res, tag;
+    std::vector<std::int64_t> issue, start, end, bytes;
+    for (std::size_t i = r.log_begin; i < r.log_end; ++i) {
+      kinds.push_back(log.kind_names()[static_cast<std::size_t>(log.kind()[i])]);
+      res.push_back(log.resource()[i]);
+      tag.push_back(log.tag()[i]);
+      issue.push_back(log.issue()[i]);
+      start.push_back(log.start()[i]);
+      end.push_back(log.end()[i]);
+      bytes.push_back(log.bytes()[i]);
+    }
+    rows["kind"] = kinds;
+    rows["resource"] = res;
+    rows["tag"] = tag;
+    rows["issue_ps"] = issue;
+    rows["start_ps"] = start;
+    rows["end_ps"] = end;
+    rows["bytes"] = bytes;
+    d["log"] = rows;
+  } else {
+    d["log"] = py::none();
+  }
   return d;
 }
 

@@ -57,6 +57,7 @@ void bind_sim(pybind11::module_& m);
 void bind_topology(pybind11::module_& m);
 void bind_runtime(pybind11::module_& m);
 void bind_kernels(pybind11::module_& m);
+void bind_gqa(pybind11::module_& m);
 void bind_config(pybind11::module_& m);
 void bind_k200(pybind11::module_& m);
 void bind_ccl(pybind11::module_& m);

@@ -90,6 +90,39 @@ class Result:
             raw=dict(d),
         )
 
+    def chrome_trace(self, path: str | Path, label: str = "K200") -> dict[str, Any]:
+        """Write the run's ops as a Chrome/Perfetto trace: one track per resource (lanes for overlaps)."""
+        from kernbench import io as kio
+        from kernbench.trace import _lanes
+
+        log = self.raw.get("log")
+        if log is None:
+            raise UsageError("this run recorded too many ops to trace (more than 200000); trace a smaller run")
+        names = self.raw["resource_names"]
+        t0 = self.raw["start_ps"]
+        events: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": 0, "tid": 0,
+                                         "args": {"name": label}}]
+        tracks: dict[tuple[int, int], int] = {}
+        by_res: dict[int, list[int]] = {}
+        for i, r in enumerate(log["resource"]):
+            by_res.setdefault(r, []).append(i)
+        for r, rows in sorted(by_res.items()):
+            lanes = _lanes([log["start_ps"][i] for i in rows], [log["end_ps"][i] for i in rows], 1)
+            for i, lane in zip(rows, lanes):
+                if (r, lane) not in tracks:
+                    tracks[(r, lane)] = len(tracks) + 1
+                    events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": tracks[(r, lane)],
+                                   "args": {"name": names[r] + (f" #{lane}" if lane else "")}})
+                tid = tracks[(r, lane)]
+                events.append({"ph": "X", "pid": 0, "tid": tid, "name": log["kind"][i],
+                               "ts": (log["start_ps"][i] - t0) / 1e6,
+                               "dur": (log["end_ps"][i] - log["start_ps"][i]) / 1e6,
+                               "args": {"bytes": log["bytes"][i], "tag": log["tag"][i],
+                                        "issue_us": (log["issue_ps"][i] - t0) / 1e6}})
+        trace = {"traceEvents": events, "displayTimeUnit": "ns"}
+        kio.write_json(Path(path), trace)
+        return trace
+
     def breakdown(self) -> dict[str, float]:
         """Seconds per op kind (summed over ops, so overlapping ops add up beyond elapsed)."""
         return {o["kind"]: o["time_ps"] * 1e-12 for o in self.ops}

@@ -742,6 +742,8 @@ class Schema {
             .dflt(kc.compute.spill_penalty).min(Bound::NonNegative),
         key("fc_overhead", Type::Time, "per xdnn fc call, besides launch/dispatch/wait").dflt(t(kc.compute.fc_overhead))
             .min(Bound::NonNegative),
+        key("hbm_capacity", Type::Bytes, "HBM per die (a GEMM's A, B and C must fit)").dflt(b(kc.compute.hbm_capacity))
+            .min(Bound::Positive),
     };
     k200.doc = "A Kunlun K200 host (with an explicit graph): driver, eDMA, host copies, launch, compute.";
     k200.keys = {
@@ -1726,6 +1728,7 @@ K200Config read_k200(const MapReader& r) {
     k.get_int("fp16_efficiency", v.fp16_efficiency);
     k.get_int("spill_penalty", v.spill_penalty);
     k.get_time("fc_overhead", v.fc_overhead);
+    k.get_bytes("hbm_capacity", v.hbm_capacity);
     if (v.default_ncluster > v.clusters)
       k.fail("default_ncluster", "default_ncluster (" + std::to_string(v.default_ncluster) + ") exceeds clusters (" +
                                      std::to_string(v.clusters) + ")");
@@ -1891,7 +1894,10 @@ Config type_config(const Loader& l, const Value& root) {
   if (top.get("fabric")) c.fabric = read_fabric(top.child("fabric"));
   if (top.get("pe")) c.pe = read_pe(top.child("pe"));
   if (top.get("vgpu")) {
-    if (sys) l.fail(top.entry("vgpu").key_where, "vgpu", "the vgpu path runs on an explicit graph, not a system");
+    if (sys)
+      l.fail(top.entry("vgpu").key_where, "vgpu",
+             "the vgpu path runs on an explicit graph, not a system (start from configs/vgpu.yaml, e.g. --config "
+             "vgpu.yaml)");
     c.vgpu = read_vgpu(top.child("vgpu"));
   }
   if (top.get("k200")) {

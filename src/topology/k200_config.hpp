@@ -103,6 +103,7 @@ struct K200ComputeConfig {
   int fp16_efficiency = 75;
   int spill_penalty = 100;                 ///< % extra compute once the K panel spills
   sim::Time fc_overhead = 40 * sim::kMicrosecond;  ///< per xdnn fc call, besides launch/dispatch/wait
+  sim::Bytes hbm_capacity = 8 * sim::kGiB;  ///< HBM per die: a GEMM's operands must fit
 };
 
 /// The whole `k200:` section.

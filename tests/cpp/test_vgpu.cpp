@@ -139,6 +139,9 @@ TEST_CASE("vgpu: a free-running grid poller sees replies at its ticks", "[vgpu]"
   CHECK(run.poll_ticks >= 8);
   // Each wait lasts at most one quantum and ends on a tick (a multiple of 5 ms).
   CHECK(r.poll_wait <= 8 * 5 * kMillisecond);
+  // Forwards after the first start on a tick and end on one: their round
+  // trips are whole multiples of the quantum (never the measured 22-23 ms).
+  for (std::size_t k = 1; k < r.round_trips.size(); ++k) CHECK(r.round_trips[k] % (5 * kMillisecond) == 0);
   topology::System s(config(sets), 1);
   run_launches(s, 1);
   const auto& log = s.sim().op_log();
@@ -210,6 +213,18 @@ TEST_CASE("vgpu: same seed, same run; other seeds spread like the measurements",
     CHECK(a.launches[i].end == b.launches[i].end);
     CHECK(a.launches[i].round_trips == b.launches[i].round_trips);
   }
+  // The whole op log is bit-identical, run to run (two guests: queueing included).
+  topology::System s1(config({{"vgpu.guests", "2"}}), 11), s2(config({{"vgpu.guests", "2"}}), 11);
+  run_launches(s1, 2);
+  run_launches(s2, 2);
+  const auto &l1 = s1.sim().op_log(), &l2 = s2.sim().op_log();
+  CHECK(l1.size() == l2.size());
+  CHECK(l1.issue() == l2.issue());
+  CHECK(l1.start() == l2.start());
+  CHECK(l1.end() == l2.end());
+  CHECK(l1.kind() == l2.kind());
+  CHECK(l1.agent() == l2.agent());
+  CHECK(l1.work() == l2.work());
   std::vector<std::int64_t> e;
   for (std::uint64_t seed = 1; seed <= 100; ++seed) e.push_back(launches(1, {}, seed).launches[0].elapsed_ms);
   const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
@@ -262,6 +277,12 @@ TEST_CASE("vgpu: config errors name what is wrong and where", "[vgpu]") {
                     Catch::Contains("vgpu.rpc.firmware.max"));
   CHECK_THROWS_WITH(config({{"vgpu.bogus", "1"}}), Catch::Contains("vgpu.bogus"));
   CHECK_THROWS_AS(launches(1, {}, 1, 2), UsageError);  // 2 guests asked, 1 configured
+  // A vgpu section on a generated SIP machine is refused, pointing at the vGPU config.
+  const std::string sip_yaml =
+      (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "configs" / "topology.yaml").lexically_normal();
+  CHECK_THROWS_WITH(topology::load_config(sip_yaml, {{"vgpu.guests", "2"}}),
+                    Catch::Contains("vgpu") && Catch::Contains("explicit graph") && Catch::Contains("vgpu.yaml"));
+  CHECK_THROWS_WITH(config({{"vgpu.guests", "5000"}}), Catch::Contains("vgpu.guests") && Catch::Contains("1024"));
 }
 
 namespace {

@@ -150,3 +150,16 @@ def test_cases_bench_smoke(tmp_path):
     assert ("C3", "solo (one die, D2D)") in variants and ("C4", "fp16 pinned") in variants
     solo = next(a for a in sweep["what_if"] if a["variant"] == "solo (one die, D2D)")
     assert solo["throughput_ratio"] > 0
+
+
+def test_chrome_trace_has_a_track_per_resource(system, tmp_path):
+    """A P2P copy traces its eDMAs on both link directions, polls and hand-offs, timed from the run's start."""
+    r = k200.copy(system, "peer", bytes=4 * MiB, die=(0, 0), peer=(0, 1))
+    trace = r.chrome_trace(tmp_path / "trace.json")
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {"card0.pcie_up", "card0.pcie_down", "host.driver", "card0.edma"} <= names
+    ops = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(ops) == sum(o["count"] for o in r.ops)
+    assert min(e["ts"] for e in ops) == 0
+    assert max(e["ts"] + e["dur"] for e in ops) == pytest.approx(r.elapsed_s * 1e6)
+    assert json.loads((tmp_path / "trace.json").read_text())["traceEvents"]

@@ -25,6 +25,7 @@
 
 #include "kernels/k200/k200.hpp"
 #include "sim/errors.hpp"
+#include "topology/config_loader.hpp"
 
 namespace kernbench::kernels::k200 {
 
@@ -47,10 +48,20 @@ GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   if (k.m <= 0 || k.n <= 0 || k.k <= 0)
     throw UsageError("K200 GEMM: M, N and K must be > 0, got " + std::to_string(k.m) + " x " + std::to_string(k.n) +
                      " x " + std::to_string(k.k));
-  constexpr std::int64_t kMaxDim = 1 << 20;
-  if (k.m > kMaxDim || k.n > kMaxDim || k.k > kMaxDim)
-    throw UsageError("K200 GEMM: dimensions above 2^20 do not fit a die's 8 GB HBM");
   const auto& c = cfg_.compute;
+  {
+    // A, B and C must fit the die's HBM (long double: no overflow for any int64 shape).
+    const long double e = k.precision == Precision::Fp32 ? 4.0L : 2.0L;
+    const long double m = static_cast<long double>(k.m), n = static_cast<long double>(k.n),
+                      kk = static_cast<long double>(k.k);
+    const long double need = (m * kk + kk * n + m * n) * e;
+    if (need > static_cast<long double>(c.hbm_capacity))
+      throw CapacityError("K200 GEMM " + std::to_string(k.m) + " x " + std::to_string(k.n) + " x " +
+                          std::to_string(k.k) + " " + topology::to_string(k.precision) + ": A, B and C need " +
+                          std::to_string(static_cast<double>(need / (1024.0L * 1024 * 1024))) +
+                          " GiB, a die's HBM holds " + topology::format_bytes(c.hbm_capacity) +
+                          " (k200.compute.hbm_capacity)");
+  }
   GemmPlan p;
   p.ncluster = ncluster_of(k);
   const bool fp32 = k.precision == Precision::Fp32;

@@ -180,6 +180,8 @@ class K200 {
 
   /// Names of the resource ids used in the op log.
   const std::vector<std::string>& resource_names() const { return resource_names_; }
+  /// The op log the model records into (the System's).
+  const sim::OpLog& log() const { return system_.sim().op_log(); }
   /// Where a run starts: time, op-log row, busy integrals of engines and links.
   struct Snapshot {
     Time t = 0;

@@ -1,0 +1,464 @@
+// gqa.cpp -- planning and building the GQA attention programs; the layout,
+// the cases and the cost of each op are documented in gqa.hpp.
+#include "kernels/gqa.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::kernels {
+namespace {
+
+using runtime::Bytes;
+using runtime::Move;
+using runtime::NodeId;
+using runtime::OpId;
+using runtime::Program;
+using topology::Machine;
+
+constexpr OpId kNone = ~OpId{0};
+
+std::string bytes_text(Bytes b) {
+  if (b >= sim::kKiB && b % sim::kKiB == 0) return std::to_string(b / sim::kKiB) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+std::string what_text(const GqaSpec& s) {
+  return "GQA case " + std::to_string(s.gqa_case) + " " + to_string(s.phase) + " (T_q = " + std::to_string(s.t_q) +
+         ", S_kv = " + std::to_string(s.s_kv) + ")";
+}
+
+// [lo, hi) of part i of n parts of `total` (as even as integers allow).
+std::int64_t part_lo(std::int64_t total, std::int64_t n, std::int64_t i) { return i * total / n; }
+std::int64_t part_len(std::int64_t total, std::int64_t n, std::int64_t i) {
+  return part_lo(total, n, i + 1) - part_lo(total, n, i);
+}
+
+bool ring_case(const GqaSpec& s) { return s.phase == GqaPhase::Prefill && (s.gqa_case == 1 || s.gqa_case == 4); }
+bool tp_case(const GqaSpec& s) { return s.gqa_case == 1 || s.gqa_case == 2; }
+
+// One K/V tile a PE processes: its length and, if it is loaded from HBM,
+// the slice holding it (kNone: received from the ring).
+struct KvTile {
+  std::int64_t len = 0;
+  NodeId home = 0;
+  bool from_hbm = true;
+  bool forward = false;  // sent on to the next cube after use
+  std::int64_t step = 0;  // ring step
+  std::int64_t j = 0;     // tile index within the chunk
+};
+
+// The K/V stream of PE (pos, p) for one Q tile.
+std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, int p) {
+  const GqaSpec& s = plan.spec;
+  const int n = plan.n_cubes, P = plan.pes_per_cube;
+  const std::int64_t ts = plan.tile_s;
+  std::vector<KvTile> out;
+  // Tiles of a chunk of `len` tokens, homes chosen by `home_of(tile index)`.
+  // Per ring step, the tiles of the chunk processed then.
+  std::vector<std::vector<KvTile>> steps;
+  auto chunk = [&](std::int64_t len, auto home_of, bool from_hbm, bool forward) {
+    std::vector<KvTile> tiles;
+    const auto step = static_cast<std::int64_t>(steps.size());
+    for (std::int64_t j = 0; j * ts < len; ++j)
+      tiles.push_back(KvTile{std::min(ts, len - j * ts), home_of(j), from_hbm, forward, step, j});
+    steps.push_back(std::move(tiles));
+  };
+  const int cube = s.cubes[static_cast<std::size_t>(pos)];
+  auto striped = [&](int c) {
+    return [&m, &s, c, P](std::int64_t j) { return m.hbm_ctrl(s.sip, c, static_cast<int>(j % P)); };
+  };
+  auto own = [&](std::int64_t) { return m.hbm_ctrl(s.sip, cube, p); };
+  switch (s.gqa_case) {
+    case 1:
+      if (s.phase == GqaPhase::Prefill) {
+        for (int r = 0; r < n; ++r) {
+          const int src = ((pos - r) % n + n) % n;
+          chunk(part_len(s.s_kv, n, src), striped(s.cubes[static_cast<std::size_t>(src)]), r == 0, r < n - 1);
+        }
+      } else {
+        chunk(part_len(s.s_kv, n, pos), striped(cube), true, false);
+      }
+      break;
+    case 2: chunk(s.s_kv, striped(cube), true, false); break;
+    case 3: chunk(part_len(s.s_kv, P, p), own, true, false); break;
+    case 4:
+      if (s.phase == GqaPhase::Prefill) {
+        for (int r = 0; r < n; ++r) {
+          const int src = ((pos - r) % n + n) % n;
+          chunk(part_len(s.s_kv, static_cast<std::int64_t>(n) * P, static_cast<std::int64_t>(src) * P + p), own,
+                r == 0, r < n - 1);
+        }
+      } else {
+        chunk(part_len(s.s_kv, static_cast<std::int64_t>(n) * P, static_cast<std::int64_t>(pos) * P + p), own, true,
+              false);
+      }
+      break;
+  }
+  // Tile-major order: tile j of every ring step, then tile j + 1. A PE
+  // forwards tile (r, j) to the next cube, which needs it as (r + 1, j) --
+  // its very next tile -- so a sender is never more than a tile ahead of
+  // its receiver and the IPCQ slots cannot fill up around the ring (in
+  // step-major order every PE would send a whole chunk before receiving,
+  // which deadlocks once a chunk outgrows the slots). The online softmax
+  // does not care about the order of the K/V tiles.
+  std::size_t most = 0;
+  for (const auto& st : steps) most = std::max(most, st.size());
+  for (std::size_t j = 0; j < most; ++j)
+    for (const auto& st : steps)
+      if (j < st.size()) out.push_back(st[j]);
+  return out;
+}
+
+// Whether PE (pos, p) works at all.
+bool working(const GqaSpec& s, int pos) { return s.gqa_case != 2 || pos == 0; }
+
+}  // namespace
+
+const char* to_string(GqaPhase phase) { return phase == GqaPhase::Prefill ? "prefill" : "decode"; }
+
+GqaPhase gqa_phase_from(const std::string& name) {
+  if (name == "prefill") return GqaPhase::Prefill;
+  if (name == "decode") return GqaPhase::Decode;
+  throw ConfigError("GQA phase '" + name + "': expected 'prefill' or 'decode'");
+}
+
+GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
+  const Machine& m = system.machine();
+  const topology::PeConfig& pe_cfg = system.config().pe;
+  GqaPlan plan;
+  plan.spec = given;
+  GqaSpec& s = plan.spec;
+  const std::string what = what_text(s);
+
+  if (s.gqa_case < 1 || s.gqa_case > 4) throw ConfigError(what + ": case must be 1, 2, 3 or 4");
+  if (s.t_q < 1 || s.s_kv < 1)
+    throw ConfigError(what + ": T_q and S_kv must be >= 1, got T_q = " + std::to_string(s.t_q) +
+                      ", S_kv = " + std::to_string(s.s_kv));
+  if (s.h_kv != 1)
+    throw ConfigError(what + ": h_kv = " + std::to_string(s.h_kv) +
+                      "; the model covers one KV-head group (h_kv = 1)");
+  if (s.h_q < 1 || s.d_head < 1 || s.elem_bytes < 1)
+    throw ConfigError(what + ": h_q, d_head and the element size must be >= 1");
+  if (s.tile_q < 1 || s.tile_s < 1)
+    throw ConfigError(what + ": tile_q and tile_s must be >= 1, got " + std::to_string(s.tile_q) + " and " +
+                      std::to_string(s.tile_s));
+  if (s.kv_buffers < 1) throw ConfigError(what + ": kv_buffers must be >= 1");
+  if (!m.generated()) throw ConfigError(what + ": needs a generated machine (SIPs of cubes of PEs)");
+  const topology::SystemConfig& sc = m.system();
+  if (s.sip < 0 || s.sip >= sc.sips.count())
+    throw ConfigError(what + ": sip " + std::to_string(s.sip) + " does not exist (" + std::to_string(sc.sips.count()) +
+                      " SIPs)");
+  if (s.cubes.empty()) {
+    if (sc.cubes.w < 4 || sc.cubes.h < 2)
+      throw ConfigError(what + ": the default 2 x 4 snake of cubes needs a cube grid of at least 4 x 2, the SIP has " +
+                        std::to_string(sc.cubes.w) + " x " + std::to_string(sc.cubes.h) + "; give the cubes");
+    for (int c = 0; c < 4; ++c) s.cubes.push_back(c);
+    for (int c = 3; c >= 0; --c) s.cubes.push_back(sc.cubes.w + c);
+  }
+  std::set<int> seen;
+  for (int c : s.cubes) {
+    if (c < 0 || c >= sc.cubes.count())
+      throw ConfigError(what + ": cube " + std::to_string(c) + " does not exist (" + std::to_string(sc.cubes.count()) +
+                        " cubes per SIP)");
+    if (!seen.insert(c).second) throw ConfigError(what + ": cube " + std::to_string(c) + " is listed twice");
+  }
+  const int n = static_cast<int>(s.cubes.size());
+  const int P = sc.pes_per_cube;
+  plan.n_cubes = n;
+  plan.pes_per_cube = P;
+  for (int c : s.cubes) {
+    std::vector<NodeId> row;
+    for (int p = 0; p < P; ++p) row.push_back(m.pe(s.sip, c, p));
+    plan.pes.push_back(row);
+  }
+
+  // ---- rows per working PE ----
+  const bool prefill = s.phase == GqaPhase::Prefill;
+  std::int64_t q_shares = 1;  // how many ways T_q is split
+  if (prefill) {
+    q_shares = s.gqa_case == 1 ? static_cast<std::int64_t>(n) * P : s.gqa_case == 2 ? P : s.gqa_case == 4 ? n : 1;
+    if (s.t_q % q_shares != 0)
+      throw ConfigError(what + ": case " + std::to_string(s.gqa_case) + " splits T_q " + std::to_string(q_shares) +
+                        " ways; T_q = " + std::to_string(s.t_q) + " is not a multiple of " + std::to_string(q_shares));
+    plan.rows_per_pe = s.t_q / q_shares * s.h_q;
+  } else if (tp_case(s)) {
+    if (s.h_q % P != 0)
+      throw ConfigError(what + ": decode case " + std::to_string(s.gqa_case) + " splits the " + std::to_string(s.h_q) +
+                        " query heads over " + std::to_string(P) + " PEs per cube; h_q must be a multiple");
+    plan.rows_per_pe = s.t_q * (s.h_q / P);
+  } else {
+    plan.rows_per_pe = s.t_q * s.h_q;
+  }
+  // K/V shares: every PE's stream must have at least one token.
+  const std::int64_t kv_parts = s.gqa_case == 4 ? static_cast<std::int64_t>(n) * P
+                              : s.gqa_case == 3 ? P
+                              : s.gqa_case == 1 ? n
+                                                : 1;
+  if (s.s_kv < kv_parts)
+    throw ConfigError(what + ": case " + std::to_string(s.gqa_case) + " splits S_kv " + std::to_string(kv_parts) +
+                      " ways; S_kv = " + std::to_string(s.s_kv) + " is too short");
+  const std::int64_t kv_max_chunk = (s.s_kv + kv_parts - 1) / kv_parts;
+  plan.tile_q = std::min(s.tile_q, plan.rows_per_pe);
+  plan.tile_s = std::min(s.tile_s, kv_max_chunk);
+  plan.q_tiles = (plan.rows_per_pe + plan.tile_q - 1) / plan.tile_q;
+
+  // ---- scratch ----
+  const Bytes d = s.d_head, e = s.elem_bytes, R = plan.tile_q, L = plan.tile_s;
+  const bool merges = s.gqa_case == 3 || (s.gqa_case == 4) || (!prefill && s.gqa_case == 1);
+  const Bytes q = R * d * e, o = R * d * 4, ml = 2 * R * 4, sc_b = R * L * 4;
+  const Bytes kv = static_cast<Bytes>(s.kv_buffers) * 2 * L * d * e;
+  const Bytes part = merges ? R * d * 4 + 2 * R * 4 : 0;
+  plan.scratch_per_pe = q + o + ml + sc_b + kv + part;
+  plan.scratch_budget = pe_cfg.scratch;
+  plan.scratch_breakdown = "Q tile " + std::to_string(R) + " x " + std::to_string(d) + " x " + std::to_string(e) +
+                           " B = " + bytes_text(q) + " + O accumulator " + bytes_text(o) + " + m, l " + bytes_text(ml) +
+                           " + scores " + std::to_string(R) + " x " + std::to_string(L) + " x 4 B = " +
+                           bytes_text(sc_b) + " + K/V tiles " + std::to_string(s.kv_buffers) + " x 2 x " +
+                           std::to_string(L) + " x " + std::to_string(d) + " x " + std::to_string(e) + " B = " +
+                           bytes_text(kv) + (merges ? " + received partial " + bytes_text(part) : "");
+  if (plan.scratch_per_pe > pe_cfg.scratch)
+    throw CapacityError(what + ": tile_q = " + std::to_string(R) + " rows, tile_s = " + std::to_string(L) +
+                        " tokens need " + bytes_text(plan.scratch_per_pe) + " of scratch per PE (" +
+                        plan.scratch_breakdown + "), budget pe.scratch = " + bytes_text(pe_cfg.scratch));
+
+  // ---- work and closed-form counts ----
+  for (int pos = 0; pos < n; ++pos) {
+    if (!working(s, pos)) continue;
+    for (int p = 0; p < P; ++p) {
+      ++plan.active_pes;
+      const auto stream = kv_stream(plan, m, pos, p);
+      std::int64_t kv_tokens = 0;
+      std::uint64_t hbm_tiles = 0, fwd_tiles = 0;
+      for (const KvTile& t : stream) {
+        kv_tokens += t.len;
+        hbm_tiles += t.from_hbm ? 1 : 0;
+        fwd_tiles += t.forward ? 1 : 0;
+      }
+      plan.kv_tokens_per_pe = std::max(plan.kv_tokens_per_pe, kv_tokens);
+      plan.compute_work += static_cast<double>(plan.rows_per_pe) * static_cast<double>(kv_tokens);
+      const auto qt = static_cast<std::uint64_t>(plan.q_tiles);
+      plan.dma_q += qt;
+      plan.dma_kv += qt * 2 * hbm_tiles;
+      plan.ipcq_ring += qt * 2 * fwd_tiles;
+      plan.gemm_ops += qt * 2 * stream.size();
+      plan.vector_ops += qt * stream.size();
+    }
+  }
+  plan.flops = 4.0 * static_cast<double>(d) * plan.compute_work;
+  // Merges and writers per Q tile.
+  std::uint64_t merges_per_qtile = 0, writers = 0;
+  switch (s.gqa_case) {
+    case 1:
+      merges_per_qtile = prefill ? 0 : static_cast<std::uint64_t>(P) * (n - 1);
+      writers = prefill ? static_cast<std::uint64_t>(n) * P : static_cast<std::uint64_t>(P);
+      break;
+    case 2: writers = static_cast<std::uint64_t>(P); break;
+    case 3: merges_per_qtile = static_cast<std::uint64_t>(n) * (P - 1); writers = static_cast<std::uint64_t>(n); break;
+    case 4:
+      merges_per_qtile = static_cast<std::uint64_t>(n) * (P - 1) + (prefill ? 0 : static_cast<std::uint64_t>(n - 1));
+      writers = prefill ? static_cast<std::uint64_t>(n) : 1;
+      break;
+  }
+  const auto qt = static_cast<std::uint64_t>(plan.q_tiles);
+  plan.ipcq_merge = 3 * merges_per_qtile * qt;
+  plan.vector_ops += merges_per_qtile * qt + writers * qt;  // merges + finalizes
+  plan.dma_out = writers * qt;
+  const Bytes kv_per_token = 2 * d * e;
+  plan.kv_bytes_per_cube =
+      kv_per_token * ((s.gqa_case == 1 || s.gqa_case == 4) ? part_len(s.s_kv, n, 0) : s.s_kv);
+  return plan;
+}
+
+runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec, GqaPlan* plan_out) {
+  GqaPlan plan = plan_gqa(system, spec);
+  const GqaSpec& s = plan.spec;
+  const Machine& m = system.machine();
+  const int n = plan.n_cubes, P = plan.pes_per_cube;
+  const bool prefill = s.phase == GqaPhase::Prefill;
+  Program prog(what_text(s));
+  const std::int32_t t_load_q = prog.tag("load_q"), t_load_kv = prog.tag("load_kv"), t_qk = prog.tag("qk"),
+                     t_soft = prog.tag("softmax"), t_pv = prog.tag("pv"), t_ring = prog.tag("ring"),
+                     t_merge = prog.tag("merge"), t_fin = prog.tag("finalize"), t_store = prog.tag("store_o");
+  const Bytes d = s.d_head, e = s.elem_bytes;
+  const auto key = [](std::int64_t qtile, std::int64_t index, int kind) { return ((qtile << 32) + index) * 8 + kind; };
+
+  // Per-PE state carried across Q tiles.
+  struct Pe {
+    NodeId node = 0;
+    NodeId own = 0;                 // its HBM slice
+    OpId alloc = kNone;
+    std::vector<OpId> kv_free;      // per K/V buffer: the op after which it may be refilled
+    std::int64_t kv_count = 0;      // K/V tiles so far (which buffer next)
+    OpId last_pv = kNone;           // scores and Q buffers reuse
+    OpId last_qk = kNone;
+    OpId o_free = kNone;            // the O accumulator is free again (written or sent)
+    std::vector<OpId> tail;         // everything the free must wait for
+    std::vector<OpId> stream;       // partial ready, per current Q tile
+    OpId partial = kNone;
+    OpId merge_in_free = kNone;     // the received-partial buffer
+  };
+  std::vector<std::vector<Pe>> pe(static_cast<std::size_t>(n), std::vector<Pe>(static_cast<std::size_t>(P)));
+  for (int pos = 0; pos < n; ++pos)
+    for (int p = 0; p < P; ++p) {
+      Pe& x = pe[pos][p];
+      x.node = plan.pes[pos][p];
+      x.own = m.hbm_ctrl(s.sip, s.cubes[pos], p);
+      if (!working(s, pos)) continue;
+      x.alloc = prog.alloc(x.node, plan.scratch_per_pe, {}, "gqa scratch");
+      x.kv_free.assign(s.kv_buffers, x.alloc);
+      x.last_pv = x.last_qk = x.o_free = x.merge_in_free = x.alloc;
+    }
+  auto deps = [](std::initializer_list<OpId> l) {
+    std::vector<OpId> v;
+    for (OpId o : l)
+      if (o != kNone) v.push_back(o);
+    return v;
+  };
+
+  // A merge of `src`'s partial into `dst`'s (rows R, Q tile k, merge index idx).
+  auto merge = [&](Pe& src, Pe& dst, std::int64_t R, std::int64_t k, std::int64_t idx) {
+    const OpId so = prog.send(src.node, dst.node, R * d * 4, key(k, idx, 0), {src.partial}, "send O partial", t_merge);
+    const OpId sm = prog.send(src.node, dst.node, R * 4, key(k, idx, 1), {src.partial}, "send m", t_merge);
+    const OpId sl = prog.send(src.node, dst.node, R * 4, key(k, idx, 2), {src.partial}, "send l", t_merge);
+    src.o_free = prog.barrier(src.node, {so, sm, sl}, "partial sent");
+    src.tail.push_back(src.o_free);
+    const OpId ro = prog.recv(dst.node, src.node, key(k, idx, 0), deps({dst.merge_in_free}), "recv O partial", t_merge);
+    const OpId rm = prog.recv(dst.node, src.node, key(k, idx, 1), deps({dst.merge_in_free}), "recv m", t_merge);
+    const OpId rl = prog.recv(dst.node, src.node, key(k, idx, 2), deps({dst.merge_in_free}), "recv l", t_merge);
+    const OpId v = prog.vector(dst.node, (2 * R * d + 4 * R) * 4, {ro, rm, rl, dst.partial}, "softmax merge", t_merge);
+    dst.partial = v;
+    dst.merge_in_free = v;
+    dst.tail.push_back(v);
+  };
+  // Binomial tree over `group` (root group[0]).
+  auto tree = [&](std::vector<Pe*> group, std::int64_t R, std::int64_t k, std::int64_t base) {
+    const auto g = static_cast<std::int64_t>(group.size());
+    for (std::int64_t stride = 1; stride < g; stride *= 2)
+      for (std::int64_t i = stride; i < g; i += 2 * stride) merge(*group[i], *group[i - stride], R, k, base + i);
+  };
+  auto finalize = [&](Pe& x, std::int64_t R) {
+    const OpId f = prog.vector(x.node, R * d * 4, {x.partial}, "normalize O", t_fin);
+    const OpId w = prog.dma(x.node, Move{x.node, x.own, R * d * e}, {f}, "store O", t_store);
+    x.o_free = w;
+    x.tail.push_back(w);
+  };
+
+  for (std::int64_t k = 0; k < plan.q_tiles; ++k) {
+    const std::int64_t R = std::min(plan.tile_q, plan.rows_per_pe - k * plan.tile_q);
+    for (int pos = 0; pos < n; ++pos) {
+      if (!working(s, pos)) continue;
+      for (int p = 0; p < P; ++p) {
+        Pe& x = pe[pos][p];
+        const NodeId next = plan.pes[(pos + 1) % n][p], prev = plan.pes[(pos + n - 1) % n][p];
+        const OpId q = prog.dma(x.node, Move{x.own, x.node, R * d * e}, deps({x.last_qk}), "load Q tile", t_load_q);
+        const auto stream = kv_stream(plan, m, pos, p);
+        OpId prev_soft = kNone;
+        for (std::size_t t = 0; t < stream.size(); ++t) {
+          const KvTile& tile = stream[t];
+          const std::int64_t L = tile.len;
+          const std::size_t buf = static_cast<std::size_t>(x.kv_count++ % s.kv_buffers);
+          const Bytes kvb = L * d * e;
+          OpId kl, vl;
+          if (tile.from_hbm) {
+            kl = prog.dma(x.node, Move{tile.home, x.node, kvb}, {x.kv_free[buf]}, "load K tile", t_load_kv);
+            vl = prog.dma(x.node, Move{tile.home, x.node, kvb}, {x.kv_free[buf]}, "load V tile", t_load_kv);
+          } else {
+            const std::int64_t ti = tile.step * 65536 + tile.j;
+            kl = prog.recv(x.node, prev, key(k, ti, 3), {x.kv_free[buf]}, "recv K tile", t_ring);
+            vl = prog.recv(x.node, prev, key(k, ti, 4), {x.kv_free[buf]}, "recv V tile", t_ring);
+          }
+          const OpId qk = prog.gemm(x.node, 2.0 * R * L * d, s.precision, deps({q, kl, x.last_pv}), "QK^T", t_qk);
+          const OpId sm = prog.vector(x.node, 3 * R * L * 4 + R * d * 4,
+                                      deps({qk, t == 0 ? x.o_free : prev_soft}), "online softmax", t_soft);
+          const OpId pv = prog.gemm(x.node, 2.0 * R * L * d, s.precision, {sm, vl}, "PV", t_pv);
+          x.last_qk = qk;
+          x.last_pv = pv;
+          prev_soft = pv;
+          OpId freed = pv;
+          if (tile.forward) {
+            // The next cube's PE receives it as its tile t + (tiles of this chunk): the same chunk one step later.
+            // Keys count this PE's stream index plus the chunk's length in tiles, found from the receiver's stream.
+            // PE p of the next cube processes this chunk one ring step later, tile for tile.
+            const std::int64_t ri = (tile.step + 1) * 65536 + tile.j;
+            const OpId sk = prog.send(x.node, next, kvb, key(k, ri, 3), {kl}, "send K tile", t_ring);
+            const OpId sv = prog.send(x.node, next, kvb, key(k, ri, 4), {vl}, "send V tile", t_ring);
+            freed = prog.barrier(x.node, {pv, sk, sv}, "K/V tile done");
+          }
+          x.kv_free[buf] = freed;
+          x.tail.push_back(freed);
+        }
+        x.partial = prev_soft;
+      }
+    }
+    // Merges and output per Q tile.
+    switch (s.gqa_case) {
+      case 1:
+        if (prefill) {
+          for (auto& row : pe)
+            for (Pe& x : row) finalize(x, R);
+        } else {
+          for (int p = 0; p < P; ++p) {
+            std::vector<Pe*> g;
+            for (int pos = 0; pos < n; ++pos) g.push_back(&pe[pos][p]);
+            tree(g, R, k, 1000);
+            finalize(pe[0][p], R);
+          }
+        }
+        break;
+      case 2:
+        for (Pe& x : pe[0]) finalize(x, R);
+        break;
+      case 3:
+      case 4:
+        for (int pos = 0; pos < n; ++pos) {
+          std::vector<Pe*> g;
+          for (Pe& x : pe[pos]) g.push_back(&x);
+          tree(g, R, k, 1000);
+        }
+        if (s.gqa_case == 4 && !prefill) {
+          std::vector<Pe*> g;
+          for (int pos = 0; pos < n; ++pos) g.push_back(&pe[pos][0]);
+          tree(g, R, k, 2000);
+          finalize(pe[0][0], R);
+        } else {
+          for (int pos = 0; pos < n; ++pos) finalize(pe[pos][0], R);
+        }
+        break;
+    }
+  }
+  for (auto& row : pe)
+    for (Pe& x : row)
+      if (x.alloc != kNone) prog.free(x.alloc, x.tail, "free gqa scratch");
+  if (plan_out) *plan_out = std::move(plan);
+  return prog;
+}
+
+GqaResult run_gqa(topology::System& system, const GqaSpec& spec) {
+  GqaResult res;
+  const runtime::Program prog = gqa_program(system, spec, &res.plan);
+  const Machine& m = system.machine();
+  std::vector<Bytes> before(m.num_channels());
+  for (topology::ChannelId c = 0; c < m.num_channels(); ++c) before[c] = system.fabric().channel_stats(c).bytes;
+  res.run = runtime::Executor(system).run(prog);
+  res.latency = res.run.makespan();
+  for (topology::ChannelId c = 0; c < m.num_channels(); ++c) {
+    const Bytes moved = system.fabric().channel_stats(c).bytes - before[c];
+    if (moved > 0) res.link_bytes[m.channel(c).link_class] += moved;
+  }
+  const double pes = static_cast<double>(res.plan.n_cubes) * res.plan.pes_per_cube;
+  std::map<std::string, int> units;
+  for (const auto& u : res.run.engines) {
+    const std::string kind = runtime::to_string(u.engine);
+    res.engine_busy[kind] += u.busy;
+    units[kind] = u.capacity;
+  }
+  for (const auto& [kind, busy] : res.engine_busy)
+    res.engine_occupancy[kind] =
+        res.latency > 0 ? busy / (static_cast<double>(res.latency) * pes * units[kind]) : 0.0;
+  for (const auto& [node, peak] : res.run.peak_scratch) res.peak_scratch = std::max(res.peak_scratch, peak);
+  return res;
+}
+
+}  // namespace kernbench::kernels

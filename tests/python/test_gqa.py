@@ -1,0 +1,141 @@
+"""GQA attention: the NumPy schedule check for every case and phase, the
+kernbench.gqa bindings on the default machine (counts, work, memory,
+orderings, errors), and the milestone-1h-gqa bench at smoke size."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import kernbench
+from kernbench import _core, gqa
+from kernbench import gqa_reference as ref
+
+CASES = (1, 2, 3, 4)
+
+
+# ---- numerics: the schedules compute attention ----------------------------------
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("phase,t_q,s_kv", [("prefill", 128, 256), ("decode", 1, 512), ("decode", 3, 300)])
+def test_schedule_matches_plain_attention(phase, case, t_q, s_kv):
+    # Small tiles so every schedule runs several Q tiles, K/V tiles, ring steps and merges;
+    # S_kv = 300 leaves uneven shares and edge tiles.
+    err = ref.check(phase, case, t_q=t_q, s_kv=s_kv, tile_q=32, tile_s=16)
+    assert err < 1e-5
+
+
+def test_reference_detects_a_wrong_merge(monkeypatch):
+    # The check can fail: a merge that forgets to rescale is caught.
+    def bad_merge(self, other):
+        self.o = self.o + other.o
+        self.l = self.l + other.l
+        self.m = self.m
+
+    monkeypatch.setattr(ref._Partial, "merge", bad_merge)
+    assert ref.check("decode", 4, t_q=1, s_kv=512, tile_s=16) > 1e-3
+
+
+# ---- the model on the default machine -------------------------------------------
+
+@pytest.fixture(scope="module")
+def system():
+    return kernbench.System.load()
+
+
+def test_plan_counts_and_work(system):
+    p = {c: gqa.plan(system, "prefill", c, 2048, 2048) for c in CASES}
+    assert p[1]["cubes"] == [0, 1, 2, 3, 7, 6, 5, 4]
+    assert p[3]["compute_work"] == 8 * p[1]["compute_work"] == 8 * p[4]["compute_work"]
+    assert p[2]["active_pes"] == 8 and p[1]["active_pes"] == 64
+    full = 2 * 2048 * 128 * 2
+    assert p[2]["kv_bytes_per_cube"] == p[3]["kv_bytes_per_cube"] == full
+    assert p[1]["kv_bytes_per_cube"] == p[4]["kv_bytes_per_cube"] == full // 8
+    # Case 4: 2048 rows per cube -> 8 Q tiles of 256; 32 K/V tokens per chunk -> one tile:
+    # the ring moves 8 x 7 rotations x K and V x 64 PEs.
+    assert p[4]["q_tiles"] == 8
+    assert p[4]["ipcq_ring"] == 8 * 7 * 2 * 64
+    assert p[4]["ipcq_merge"] == 8 * 8 * 7 * 3
+    for c in CASES:
+        assert p[c]["scratch_per_pe"] <= p[c]["scratch_budget"] == 1 << 20
+
+
+def test_run_matches_plan_and_scratch_budget(system):
+    for phase, t_q, s_kv in [("prefill", 512, 512), ("decode", 1, 2048), ("decode", 4, 1000)]:
+        for c in CASES:
+            r = gqa.run(system, phase, c, t_q, s_kv)
+            p = r.plan
+            assert r.dma_ops == p["dma_q"] + p["dma_kv"] + p["dma_out"]
+            assert r.ipcq_ops == p["ipcq_ring"] + p["ipcq_merge"]
+            assert r.op_counts["gemm"] == p["gemm_ops"]
+            assert r.peak_scratch == p["scratch_per_pe"] <= 1 << 20
+            assert r.latency_ps > 0
+            assert 0 < r.engine_occupancy["gemm"] <= 1
+            assert r.run.makespan_ns * 1e3 == pytest.approx(r.latency_ps)
+
+
+def test_decode_case4_reference_counts(system):
+    # The reference's decode study: 1 output write and 189 IPCQ copies (63 merges x O, m, l).
+    r = gqa.run(system, "decode", 4, 1, 8192)
+    assert r.ipcq_ops == 189
+    assert r.plan["dma_out"] == 1
+
+
+def test_prefill_orderings_and_why_case4_is_not_first(system):
+    # The reference expects case 4 fastest at long context in prefill. Our model finds cases 1 and 4
+    # far ahead of the replicated cases 2 and 3, with case 1 slightly ahead of case 4 and the gap
+    # closing as the context grows (bench: 3.3x at 512, 1.66x at 2048, 1.11x at 8192, <1 % at 16384).
+    lat = {(c, t): gqa.run(system, "prefill", c, t, t).latency_ps for c in CASES for t in (512, 2048)}
+    for t, factor in ((512, 1.5), (2048, 4)):
+        assert factor * max(lat[(1, t)], lat[(4, t)]) < min(lat[(2, t)], lat[(3, t)])
+    assert lat[(1, 2048)] < lat[(4, 2048)]
+    assert lat[(4, 2048)] / lat[(1, 2048)] < lat[(4, 512)] / lat[(1, 512)]
+    # Why: both do the same GEMM work per PE, but case 4's K/V tiles are S_kv / 64 tokens, so the
+    # per-tile costs (O rescale on the vector engine, dispatches) are paid 8x as often. Giving case 1
+    # the same 32-token tiles takes away most of its lead.
+    c1_small = gqa.run(system, "prefill", 1, 2048, 2048, tile_s=32)
+    assert c1_small.latency_ps > 1.2 * lat[(1, 2048)]
+    assert (lat[(4, 2048)] - c1_small.latency_ps) < 0.6 * (lat[(4, 2048)] - lat[(1, 2048)])
+
+
+def test_decode_case4_fastest(system):
+    lat = {c: gqa.run(system, "decode", c, 1, 32768).latency_ps for c in CASES}
+    assert min(lat, key=lat.get) == 4, lat
+    assert lat[2] == max(lat.values())  # one cube streams all of K/V
+
+
+def test_capacity_error_names_the_numbers(system):
+    with pytest.raises(_core.CapacityError, match=r"scores 1024 x 1024 x 4 B = 4096 KiB.*budget pe.scratch = 1024 KiB"):
+        gqa.plan(system, "prefill", 3, 1024, 8192, tile_q=1024, tile_s=1024)
+
+
+def test_bad_inputs(system):
+    with pytest.raises(_core.ConfigError, match="expected 'prefill' or 'decode'"):
+        gqa.plan(system, "train", 1, 64, 64)
+    with pytest.raises(_core.ConfigError, match="not a multiple of 64"):
+        gqa.plan(system, "prefill", 1, 100, 100)
+
+
+def test_deterministic():
+    a = gqa.run(kernbench.System.load(), "prefill", 1, 512, 512)
+    b = gqa.run(kernbench.System.load(), "prefill", 1, 512, 512)
+    assert a.latency_ps == b.latency_ps and a.link_bytes == b.link_bytes
+
+
+# ---- the bench at smoke size ------------------------------------------------------
+
+def test_bench_smoke(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kernbench", "run", "--bench", "milestone-1h-gqa", "--smoke",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    sweep = json.loads((tmp_path / "sweep.json").read_text())
+    assert sweep["failures"] == []
+    assert len(sweep["results"]) == 8
+    assert "wall time" in proc.stdout
+    for phase in ("prefill", "decode"):
+        for fig in ("latency", "traffic", "memory", "parallelism"):
+            assert (tmp_path / f"{phase}_{fig}.png").exists()
+    assert (tmp_path / "gqa.csv").exists()
