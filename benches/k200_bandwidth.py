@@ -39,7 +39,7 @@ SERIES = [
     name="k200-bandwidth",
     description="K200 copy bandwidth vs size (4 KiB..1 GiB) for every path and knob, model vs measured",
     params={"min_bytes": 4096, "max_bytes": 1 << 30, "step": 4, "pin_max_bytes": 256 << 20},
-    uses_config=True,
+    config="k200.yaml",
     smoke={"bench.min_bytes": 1 << 20, "bench.max_bytes": 4 << 20, "bench.pin_max_bytes": 1 << 20},
     golden={"key": ["series", "direction", "bytes"],
             "metrics": {"gib_per_s": "rel=1e-9", "path": "exact", "bound": "exact"}},
@@ -91,8 +91,7 @@ def k200_bandwidth(ctx):
 
 
 def _config(ctx):
-    c = ctx.config
-    return c if c is not None and c.name != "topology.yaml" else "k200.yaml"
+    return ctx.config  # @bench(config="k200.yaml") unless --config names another
 
 
 def _knobs(knobs):

@@ -25,7 +25,7 @@ from kernbench import bench
     name="k200-cases",
     description="K200 end-to-end cases C1-C5: throughput, latency, bounding resource and what-if answers",
     params={"cases": [], "quick": False},
-    uses_config=True,
+    config="k200.yaml",
     smoke={"bench.quick": "true"},
     golden={"key": ["case", "variant", "batch"],
             "metrics": {"throughput_per_s": "rel=1e-9", "latency_ms": "rel=1e-9", "bound_resource": "exact"}},
@@ -34,7 +34,7 @@ def k200_cases(ctx):
     from kernbench import k200
 
     p = ctx.params
-    config = ctx.config if ctx.config is not None and ctx.config.name != "topology.yaml" else "k200.yaml"
+    config = ctx.config  # @bench(config="k200.yaml") unless --config names another
     files = k200.case_files()
     if p["cases"]:
         wanted = {str(c).lower() for c in p["cases"]}

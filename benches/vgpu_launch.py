@@ -9,9 +9,8 @@ the 22.5 ms round trip (split A: one 5 ms poll wait + 17.5 ms firmware;
 split B: four waits + 2.5 ms); then elapsed_ms of the first launch over
 ``runs`` seeded runs (histogram) against the measured 183-201 ms.
 
-Without --config the bench runs configs/vgpu.yaml; --set vgpu.* overrides
-need ``--config vgpu.yaml`` (the runner validates overrides against the
-config it is given).
+Without --config the bench runs configs/vgpu.yaml (``@bench(config=...)``),
+and --set vgpu.* overrides apply to it.
 """
 
 from __future__ import annotations
@@ -22,23 +21,18 @@ from kernbench import bench
 from kernbench import vgpu
 
 
-def _config(ctx):
-    c = ctx.config
-    return c if c is not None and c.name != "topology.yaml" else None
-
-
 @bench(
     name="vgpu-launch",
     description="vGPU: first two launches decomposed beside the measured 189 ms launch; elapsed_ms spread over seeds",
     params={"runs": 100, "repetitions": 20},
-    uses_config=True,
+    config="vgpu.yaml",
     smoke={"bench.runs": 5, "bench.repetitions": 2},
     golden={"key": ["study", "split", "launch", "component", "seed"], "metrics": ["model"]},
 )
 def vgpu_launch(ctx):
     runs = int(ctx.params["runs"])
-    config = _config(ctx)
-    base = dict(ctx.config_overrides) if config is not None else {}
+    config = ctx.config
+    base = dict(ctx.config_overrides)
     results, failures = ctx.results, ctx.failures
     tables = {}
     for split, sets in vgpu.SPLITS.items():

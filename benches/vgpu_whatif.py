@@ -10,8 +10,8 @@ second of a burst), p50 over ``seeds`` seeded repetitions. Then the guest
 count sweep: 1..``max_guests`` guests launching at once on one GSP queue
 (first launch of each), showing the queueing at the GSP.
 
-Without --config the bench runs configs/vgpu.yaml; --set vgpu.* overrides
-need ``--config vgpu.yaml``.
+Without --config the bench runs configs/vgpu.yaml (``@bench(config=...)``),
+and --set vgpu.* overrides apply to it.
 """
 
 from __future__ import annotations
@@ -24,24 +24,19 @@ from kernbench import vgpu
 METRICS = ("P3_first_launch_ms", "P4_warm_p50_ms", "P10_launches_per_s")
 
 
-def _config(ctx):
-    c = ctx.config
-    return c if c is not None and c.name != "topology.yaml" else None
-
-
 @bench(
     name="vgpu-whatif",
     description="vGPU what-ifs: poll quantum/interrupt x batching x caching (both splits); guests 1..8 on one GSP",
     params={"seeds": 5, "max_guests": 8, "warm_launches": 100, "burst": 100},
-    uses_config=True,
+    config="vgpu.yaml",
     smoke={"bench.seeds": 1, "bench.max_guests": 3, "bench.warm_launches": 2, "bench.burst": 2},
     golden={"key": ["study", "split", "poll", "batching", "caching", "guests"],
             "metrics": ["elapsed_ms", "P4_warm_p50_ms_ratio"]},
 )
 def vgpu_whatif(ctx):
     p = ctx.params
-    config = _config(ctx)
-    base = dict(ctx.config_overrides) if config is not None else {}
+    config = ctx.config
+    base = dict(ctx.config_overrides)
     # The what-if study needs launches, not the copy sweep: one small copy keeps P5 defined.
     base.update({"vgpu.workload.warm_launches": str(p["warm_launches"]), "vgpu.workload.burst": str(p["burst"]),
                  "vgpu.workload.copy_min": "4 KiB", "vgpu.workload.copy_max": "4 KiB"})

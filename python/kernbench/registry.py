@@ -49,6 +49,7 @@ class Bench:
     uses_config: bool = False
     smoke: Mapping[str, Any] | None = None
     golden: Mapping[str, Any] | None = None
+    config: str | None = None  # the machine config it runs when --config is not given (None: topology.yaml)
 
 
 _BENCHES: dict[str, Bench] = {}
@@ -63,6 +64,7 @@ def bench(
     uses_config: bool = False,
     smoke: Mapping[str, Any] | None = None,
     golden: Mapping[str, Any] | None = None,
+    config: str | None = None,
 ):
     """Register ``fn`` as the bench ``name``.
 
@@ -74,7 +76,9 @@ def bench(
     or columns naming a result row, "metrics": [names] or {name: tolerance}}``
     (tolerances ``"exact"``, ``"rel=1e-6"``, ``"abs=0.5"``; by default
     integers, strings and booleans are exact and other numbers rel=1e-6),
-    compared against tests/goldens/<name>.json.
+    compared against tests/goldens/<name>.json. ``config``: the machine config
+    the bench runs when ``--config`` is not given (a packaged name such as
+    ``"k200.yaml"``; implies ``uses_config``).
     """
     if golden is not None and smoke is None:
         raise BenchAuditError(f"bench {name!r}: golden= needs smoke= (the size the goldens are taken at)")
@@ -93,7 +97,8 @@ def bench(
             func=fn,
             params=MappingProxyType(dict(params or {})),
             module=fn.__module__,
-            uses_config=uses_config,
+            uses_config=uses_config or config is not None,
+            config=config,
             smoke=MappingProxyType(dict(smoke)) if smoke is not None else None,
             golden=MappingProxyType(dict(golden)) if golden is not None else None,
         )

@@ -154,7 +154,7 @@ def run_bench(
         # error before anything runs.
         from kernbench.system import System, config_path
 
-        config = config_path(config)
+        config = config_path(config if config is not None else b.config)
         System.load(config, set=config_overrides)
     out_dir = Path(out) if out is not None else Path("out") / b.name
     ctx = BenchContext(

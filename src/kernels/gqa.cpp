@@ -294,8 +294,6 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
     OpId last_pv = kNone;           // scores and Q buffers reuse
     OpId last_qk = kNone;
     OpId o_free = kNone;            // the O accumulator is free again (written or sent)
-    std::vector<OpId> tail;         // everything the free must wait for
-    std::vector<OpId> stream;       // partial ready, per current Q tile
     OpId partial = kNone;
     OpId merge_in_free = kNone;     // the received-partial buffer
   };
@@ -323,14 +321,12 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
     const OpId sm = prog.send(src.node, dst.node, R * 4, key(k, idx, 1), {src.partial}, "send m", t_merge);
     const OpId sl = prog.send(src.node, dst.node, R * 4, key(k, idx, 2), {src.partial}, "send l", t_merge);
     src.o_free = prog.barrier(src.node, {so, sm, sl}, "partial sent");
-    src.tail.push_back(src.o_free);
     const OpId ro = prog.recv(dst.node, src.node, key(k, idx, 0), deps({dst.merge_in_free}), "recv O partial", t_merge);
     const OpId rm = prog.recv(dst.node, src.node, key(k, idx, 1), deps({dst.merge_in_free}), "recv m", t_merge);
     const OpId rl = prog.recv(dst.node, src.node, key(k, idx, 2), deps({dst.merge_in_free}), "recv l", t_merge);
     const OpId v = prog.vector(dst.node, (2 * R * d + 4 * R) * 4, {ro, rm, rl, dst.partial}, "softmax merge", t_merge);
     dst.partial = v;
     dst.merge_in_free = v;
-    dst.tail.push_back(v);
   };
   // Binomial tree over `group` (root group[0]).
   auto tree = [&](std::vector<Pe*> group, std::int64_t R, std::int64_t k, std::int64_t base) {
@@ -342,7 +338,6 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
     const OpId f = prog.vector(x.node, R * d * 4, {x.partial}, "normalize O", t_fin);
     const OpId w = prog.dma(x.node, Move{x.node, x.own, R * d * e}, {f}, "store O", t_store);
     x.o_free = w;
-    x.tail.push_back(w);
   };
 
   for (std::int64_t k = 0; k < plan.q_tiles; ++k) {
@@ -378,8 +373,6 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
           prev_soft = pv;
           OpId freed = pv;
           if (tile.forward) {
-            // The next cube's PE receives it as its tile t + (tiles of this chunk): the same chunk one step later.
-            // Keys count this PE's stream index plus the chunk's length in tiles, found from the receiver's stream.
             // PE p of the next cube processes this chunk one ring step later, tile for tile.
             const std::int64_t ri = (tile.step + 1) * 65536 + tile.j;
             const OpId sk = prog.send(x.node, next, kvb, key(k, ri, 3), {kl}, "send K tile", t_ring);
@@ -387,7 +380,6 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
             freed = prog.barrier(x.node, {pv, sk, sv}, "K/V tile done");
           }
           x.kv_free[buf] = freed;
-          x.tail.push_back(freed);
         }
         x.partial = prev_soft;
       }
@@ -430,7 +422,12 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
   }
   for (auto& row : pe)
     for (Pe& x : row)
-      if (x.alloc != kNone) prog.free(x.alloc, x.tail, "free gqa scratch");
+      if (x.alloc != kNone) {
+        // The last user of every buffer; every earlier op precedes one of them.
+        std::vector<OpId> last = x.kv_free;
+        last.insert(last.end(), {x.last_pv, x.o_free, x.merge_in_free});
+        prog.free(x.alloc, last, "free gqa scratch");
+      }
   if (plan_out) *plan_out = std::move(plan);
   return prog;
 }
