@@ -49,10 +49,7 @@ void bind_ccl(py::module_& m) {
         spec.inter = inter;
         spec.pieces = pieces;
         spec.root = root;
-        if (verify == "auto") spec.verify = Verify::Auto;
-        else if (verify == "on") spec.verify = Verify::On;
-        else if (verify == "off") spec.verify = Verify::Off;
-        else throw UsageError("verify must be auto, on or off, got '" + verify + "'");
+        spec.verify = verify_from_string(verify);
         auto out = std::make_shared<CollectiveResult>();
         poll_python_signals(system.sim());
         {

@@ -105,83 +105,75 @@ def _program_trace(result, label: str | None) -> dict[str, Any]:
                           "tracks": len(tracks), "source": "program"}}
 
 
-def _dma_trace(system, label: str | None) -> dict[str, Any]:
-    """DMA ops of a System (``system.dma(...)`` then ``run()``): one process per issuer, one track per channel."""
-    d = system.dma_ops()
-    n = len(d["issue_ps"])
-    if n == 0:
-        raise ValueError("this System ran no DMA ops: nothing to trace")
-    issuers = [int(x) for x in d["issuer"]]
-    start = [int(x) for x in d["issue_ps"]]
-    end = [int(x) for x in d["end_ps"]]
+def _interval_trace(system, label, source, owners, start, end, track, event) -> dict[str, Any]:
+    """Intervals of a System's records: one process per owner node, one track per concurrent interval.
+
+    ``event(i)`` gives row i's (name, cat, args); ``track`` names the first track ("dma", "transfers")."""
+    n = len(owners)
     lane = [0] * n
     by: dict[int, list[int]] = {}
-    for i, a in enumerate(issuers):
+    for i, a in enumerate(owners):
         by.setdefault(a, []).append(i)
-    for a, rows in by.items():
-        got = _lanes([start[i] for i in rows], [end[i] for i in rows], len(rows))
-        for i, u in zip(rows, got):
+    for rows in by.values():
+        for i, u in zip(rows, _lanes([start[i] for i in rows], [end[i] for i in rows], len(rows))):
             lane[i] = u
     pids: dict[int, int] = {}
     tracks: dict[tuple[int, int], str] = {}
     events = []
-    parts = [p for p in ("overhead_ps", "transmission_ps", "drain_ps", "queuing_ps") if p in d]
     for i in range(n):
-        pid = pids.setdefault(issuers[i], len(pids) + 1)
+        pid = pids.setdefault(owners[i], len(pids) + 1)
         tid = 1 + lane[i]
-        tracks[(pid, tid)] = "dma" if lane[i] == 0 else f"dma #{lane[i]}"
-        kind = str(d["kind"][i]) if "kind" in d else "dma"
-        args = {"memory": system.node_name(int(d["memory"][i])), "bytes": int(d["bytes"][i]),
-                "issue_ps": start[i], "end_ps": end[i]}
-        args.update({p: int(d[p][i]) for p in parts})
-        events.append({"name": f"{kind} {args['memory']}", "cat": kind, "ph": "X", "ts": _us(start[i]),
-                       "dur": _us(end[i] - start[i]), "pid": pid, "tid": tid, "args": args})
+        tracks[(pid, tid)] = track if lane[i] == 0 else f"{track} #{lane[i]}"
+        name, cat, args = event(i)
+        events.append({"name": name, "cat": cat, "ph": "X", "ts": _us(start[i]), "dur": _us(end[i] - start[i]),
+                       "pid": pid, "tid": tid, "args": args})
     meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": system.node_name(a)}}
             for a, pid in pids.items()]
     for (pid, tid), name in sorted(tracks.items()):
         meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
     return {"traceEvents": meta + events, "displayTimeUnit": "ns",
             "otherData": {"panel": label, "makespan_ps": max(end) - min(start), "tracks": len(tracks),
-                          "source": "dma"}}
+                          "source": source}}
+
+
+_PARTS = ("overhead_ps", "transmission_ps", "drain_ps", "queuing_ps")
+
+
+def _dma_trace(system, label: str | None) -> dict[str, Any]:
+    """DMA ops of a System (``system.dma(...)`` then ``run()``): one process per issuer, one track per channel."""
+    d = system.dma_ops()
+    if len(d["issue_ps"]) == 0:
+        raise ValueError("this System ran no DMA ops: nothing to trace")
+    start = [int(x) for x in d["issue_ps"]]
+    end = [int(x) for x in d["end_ps"]]
+    parts = [p for p in _PARTS if p in d]
+
+    def event(i):
+        kind = str(d["kind"][i]) if "kind" in d else "dma"
+        args = {"memory": system.node_name(int(d["memory"][i])), "bytes": int(d["bytes"][i]),
+                "issue_ps": start[i], "end_ps": end[i]}
+        args.update({p: int(d[p][i]) for p in parts})
+        return f"{kind} {args['memory']}", kind, args
+
+    return _interval_trace(system, label, "dma", [int(x) for x in d["issuer"]], start, end, "dma", event)
 
 
 def _transfer_trace(system, label: str | None) -> dict[str, Any]:
     """Transfers of a System (traffic, ``transfer(...)``): one process per source, one track per concurrent transfer."""
     t = system.transfers()
-    n = len(t["issue_ps"])
-    if n == 0:
+    if len(t["issue_ps"]) == 0:
         raise ValueError("this System ran no DMA ops and no transfers: nothing to trace")
-    src = [int(x) for x in t["src"]]
     start = [int(x) for x in t["issue_ps"]]
     end = [int(x) for x in t["end_ps"]]
-    lane = [0] * n
-    by: dict[int, list[int]] = {}
-    for i, a in enumerate(src):
-        by.setdefault(a, []).append(i)
-    for a, rows in by.items():
-        got = _lanes([start[i] for i in rows], [end[i] for i in rows], len(rows))
-        for i, u in zip(rows, got):
-            lane[i] = u
-    pids: dict[int, int] = {}
-    tracks: dict[tuple[int, int], str] = {}
-    events = []
-    for i in range(n):
-        pid = pids.setdefault(src[i], len(pids) + 1)
-        tid = 1 + lane[i]
-        tracks[(pid, tid)] = "transfers" if lane[i] == 0 else f"transfers #{lane[i]}"
+
+    def event(i):
         dst = system.node_name(int(t["dst"][i]))
         args = {"dst": dst, "bytes": int(t["bytes"][i]), "hops": int(t["hops"][i]), "issue_ps": start[i],
                 "end_ps": end[i]}
-        args.update({p: int(t[p][i]) for p in ("overhead_ps", "transmission_ps", "drain_ps", "queuing_ps")})
-        events.append({"name": f"-> {dst}", "cat": "transfer", "ph": "X", "ts": _us(start[i]),
-                       "dur": _us(end[i] - start[i]), "pid": pid, "tid": tid, "args": args})
-    meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": system.node_name(a)}}
-            for a, pid in pids.items()]
-    for (pid, tid), name in sorted(tracks.items()):
-        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
-    return {"traceEvents": meta + events, "displayTimeUnit": "ns",
-            "otherData": {"panel": label, "makespan_ps": max(end) - min(start), "tracks": len(tracks),
-                          "source": "transfers"}}
+        args.update({p: int(t[p][i]) for p in _PARTS})
+        return f"-> {dst}", "transfer", args
+
+    return _interval_trace(system, label, "transfers", [int(x) for x in t["src"]], start, end, "transfers", event)
 
 
 def chrome_trace(obj, label: str | None = None) -> dict[str, Any]:

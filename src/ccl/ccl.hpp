@@ -36,6 +36,7 @@ const char* to_string(Buffer b);
 Buffer buffer_from_string(const std::string& name);
 
 enum class Verify { Auto, On, Off };
+Verify verify_from_string(const std::string& name);  // auto | on | off
 
 struct CollectiveSpec {
   Collective collective = Collective::AllReduce;

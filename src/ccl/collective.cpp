@@ -33,6 +33,13 @@ Buffer buffer_from_string(const std::string& name) {
   throw UsageError("unknown buffer kind '" + name + "' (known: sram, hbm)");
 }
 
+Verify verify_from_string(const std::string& name) {
+  if (name == "auto") return Verify::Auto;
+  if (name == "on") return Verify::On;
+  if (name == "off") return Verify::Off;
+  throw UsageError("verify must be auto, on or off, got '" + name + "'");
+}
+
 double CollectiveResult::algorithm_bandwidth() const {
   return latency > 0 ? static_cast<double>(bytes_per_pe) / (static_cast<double>(latency) * 1e-12) : 0.0;
 }
@@ -175,8 +182,7 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
       for (const auto& [rank, sl] : pr.algorithm->owned(p)) sym->set_start(rank, sl, SymbolicCheck::Start::All);
   }
 
-  std::vector<Bytes> before(m.num_channels());
-  for (topology::ChannelId c = 0; c < m.num_channels(); ++c) before[c] = system.fabric().channel_stats(c).bytes;
+  const std::vector<Bytes> before = topology::channel_bytes(system.fabric());
 
   CollectiveResult res;
   res.run = runtime::Executor(system).run(s.program(), sym.get());
@@ -204,10 +210,7 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
   std::stable_sort(res.phases.begin(), res.phases.end(), [&](const std::string& a, const std::string& b) {
     return res.phase_windows[a].first < res.phase_windows[b].first;
   });
-  for (topology::ChannelId c = 0; c < m.num_channels(); ++c) {
-    const Bytes moved = system.fabric().channel_stats(c).bytes - before[c];
-    if (moved > 0) res.link_bytes[m.channel(c).link_class] += moved;
-  }
+  res.link_bytes = topology::link_class_bytes_since(system.fabric(), before);
   return res;
 }
 

@@ -51,16 +51,16 @@ void SymbolicCheck::on_end(OpId op) {
       std::copy(in, in + words_, c);
       continue;
     }
-    std::vector<std::uint64_t> twice(words_);
+    twice_.resize(words_);
     bool overlap = false;
     for (std::size_t w = 0; w < words_; ++w) {
-      twice[w] = c[w] & in[w];
-      overlap |= twice[w] != 0;
+      twice_[w] = c[w] & in[w];
+      overlap |= twice_[w] != 0;
       c[w] |= in[w];
     }
     if (overlap)
       throw VerificationError(what_ + ": wrong schedule: " + where(m.rank, i) + " would count ranks " +
-                          ranks_text(twice.data()) + " twice when op " + std::to_string(op) + " ('" +
+                          ranks_text(twice_.data()) + " twice when op " + std::to_string(op) + " ('" +
                           schedule_.program().op(op).name + "') adds what rank " +
                           std::to_string(schedule_.moves().at(m.send).rank) + " sent");
   }

@@ -52,6 +52,7 @@ class SymbolicCheck final : public runtime::Executor::Observer {
   int ranks_, slices_;
   std::size_t words_;
   std::vector<std::uint64_t> state_;
+  std::vector<std::uint64_t> twice_;  // scratch: ranks a reduction would add a second time
   std::unordered_map<OpId, std::vector<std::uint64_t>> snapshots_;  // per send in flight
 };
 

@@ -435,15 +435,10 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
 GqaResult run_gqa(topology::System& system, const GqaSpec& spec) {
   GqaResult res;
   const runtime::Program prog = gqa_program(system, spec, &res.plan);
-  const Machine& m = system.machine();
-  std::vector<Bytes> before(m.num_channels());
-  for (topology::ChannelId c = 0; c < m.num_channels(); ++c) before[c] = system.fabric().channel_stats(c).bytes;
+  const std::vector<Bytes> before = topology::channel_bytes(system.fabric());
   res.run = runtime::Executor(system).run(prog);
   res.latency = res.run.makespan();
-  for (topology::ChannelId c = 0; c < m.num_channels(); ++c) {
-    const Bytes moved = system.fabric().channel_stats(c).bytes - before[c];
-    if (moved > 0) res.link_bytes[m.channel(c).link_class] += moved;
-  }
+  res.link_bytes = topology::link_class_bytes_since(system.fabric(), before);
   const double pes = static_cast<double>(res.plan.n_cubes) * res.plan.pes_per_cube;
   std::map<std::string, int> units;
   for (const auto& u : res.run.engines) {

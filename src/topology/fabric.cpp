@@ -61,4 +61,20 @@ std::unique_ptr<Fabric> make_fabric(sim::Simulation& sim, const Machine& machine
   return std::make_unique<PacketFabric>(sim, machine, config);
 }
 
+std::vector<Bytes> channel_bytes(const Fabric& fabric) {
+  std::vector<Bytes> out(fabric.machine().num_channels());
+  for (ChannelId c = 0; c < out.size(); ++c) out[c] = fabric.channel_stats(c).bytes;
+  return out;
+}
+
+std::map<std::string, Bytes> link_class_bytes_since(const Fabric& fabric, const std::vector<Bytes>& before) {
+  std::map<std::string, Bytes> out;
+  const Machine& m = fabric.machine();
+  for (ChannelId c = 0; c < m.num_channels(); ++c) {
+    const Bytes moved = fabric.channel_stats(c).bytes - before.at(c);
+    if (moved > 0) out[m.channel(c).link_class] += moved;
+  }
+  return out;
+}
+
 }  // namespace kernbench::topology

@@ -13,7 +13,9 @@
 
 #include <coroutine>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/event.hpp"
@@ -134,5 +136,11 @@ class Fabric {
 
 /// The fabric the config asks for.
 std::unique_ptr<Fabric> make_fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config);
+
+/// Payload bytes per channel so far: a snapshot to measure a run against.
+std::vector<Bytes> channel_bytes(const Fabric& fabric);
+/// Payload bytes moved per link class since `before` (a channel_bytes
+/// snapshot), summed over both directions; classes that moved none are left out.
+std::map<std::string, Bytes> link_class_bytes_since(const Fabric& fabric, const std::vector<Bytes>& before);
 
 }  // namespace kernbench::topology

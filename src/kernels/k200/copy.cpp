@@ -36,13 +36,6 @@ namespace kernbench::kernels::k200 {
 
 namespace {
 
-sim::Process joined(sim::Task<void> t, Join& j) {
-  co_await std::move(t);
-  if (--j.left == 0) j.done.fire();
-}
-
-sim::Process top(sim::Task<void> t) { co_await std::move(t); }
-
 std::string die_name(DieRef d) { return "card" + std::to_string(d.card) + ".die" + std::to_string(d.die); }
 
 }  // namespace

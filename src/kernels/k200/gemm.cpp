@@ -29,17 +29,6 @@
 
 namespace kernbench::kernels::k200 {
 
-namespace {
-
-sim::Process joined(sim::Task<void> t, Join& j) {
-  co_await std::move(t);
-  if (--j.left == 0) j.done.fire();
-}
-
-sim::Process top(sim::Task<void> t) { co_await std::move(t); }
-
-}  // namespace
-
 GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   using topology::Precision;
   if (k.precision == Precision::Int8 || k.precision == Precision::Bf16)

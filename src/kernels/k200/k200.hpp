@@ -282,4 +282,13 @@ struct Join {
   sim::Trigger done;
 };
 
+/// Runs `t` as a process and counts it off `j` when it ends.
+inline sim::Process joined(sim::Task<void> t, Join& j) {
+  co_await std::move(t);
+  if (--j.left == 0) j.done.fire();
+}
+
+/// Runs `t` as a top-level process.
+inline sim::Process top(sim::Task<void> t) { co_await std::move(t); }
+
 }  // namespace kernbench::kernels::k200

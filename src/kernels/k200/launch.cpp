@@ -20,10 +20,6 @@
 
 namespace kernbench::kernels::k200 {
 
-namespace {
-sim::Process top(sim::Task<void> t) { co_await std::move(t); }
-}  // namespace
-
 int K200::ncluster_of(const KernelSpec& k) const {
   const int nc = k.ncluster == 0 ? cfg_.compute.default_ncluster : k.ncluster;
   if (nc < 1 || nc > cfg_.compute.clusters)

@@ -55,7 +55,6 @@ struct Runner {
   }
 };
 
-sim::Process top(sim::Task<void> t) { co_await std::move(t); }
 
 }  // namespace
 
