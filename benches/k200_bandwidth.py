@@ -8,9 +8,13 @@ flipped (kl1_dma_direct=0, kl1_bounce_pipe=0, kl1_pageable_pin=1,
 kl1_bounce_d2h=2, kl1_p2p_stub=1). Bandwidth is GiB/s (bytes / 2^30 / s,
 as the reference's tool).
 
-Outputs: sweep.json (results, failures, the model-vs-measured table),
+Outputs: sweep.json (results, failures, the model-vs-measured tables),
 bandwidth.csv (every point: path taken, bound resource), compare.csv (model
-vs measured with ratio, each point marked fitted or predicted),
+vs measured with ratio, each point marked fitted or predicted), launch.csv
+(the launch figures: launch per call with 1 and 4 threads, the vendor
+loop's per-kernel time, the single-kernel waits and the synchronous
+"dispatch" round trips with 1 and 4 threads, model vs measured, fitted or
+predicted, within the reference's tolerance or not),
 bandwidth.png (the curves, reference points as markers). The machine is
 configs/k200.yaml unless --config names another K200 config.
 """
@@ -83,10 +87,18 @@ def k200_bandwidth(ctx):
     compare = _compare(ctx, config, results)
     ctx.write_csv("bandwidth.csv", results)
     ctx.write_csv("compare.csv", compare)
+    try:
+        launch = k200.launch_table(config, set=ctx.config_overrides, seed=ctx.seed)
+    except Exception as e:  # the copy sweep stands on its own
+        launch = []
+        failures.append({"name": "launch table", "error": f"{type(e).__name__}: {e}"})
+    ctx.write_csv("launch.csv", [{**r, "measured_range_us": "-".join(map(str, r["measured_range_us"]))}
+                                 for r in launch])
     _plot(ctx, results)
     ctx.log(_table(compare))
+    ctx.log(_launch_table(launch))
     worst = max((abs(c["ratio"] - 1) for c in compare if c["fitted"] == "predicted"), default=0.0)
-    return {"results": results, "failures": failures, "compare": compare, "config": str(config),
+    return {"results": results, "failures": failures, "compare": compare, "launch": launch, "config": str(config),
             "worst_predicted_error": worst}
 
 
@@ -140,6 +152,16 @@ def _table(rows):
         size = f"{r['bytes'] >> 20} MiB"
         lines.append(f"  {r['row']:<30} {r['direction']:<4} {size:>9} {r['measured_gib_s']:9.2f} "
                      f"{r['model_gib_s']:8.2f} {r['ratio']:6.3f}  {r['fitted']}")
+    return "\n".join(lines)
+
+
+def _launch_table(rows):
+    lines = [f"  {'launch figure':<44} {'measured':>11} {'model':>8} {'ratio':>6}  point"]
+    for r in rows:
+        lo, hi = r["measured_range_us"]
+        measured = f"{lo:.2f}-{hi:.2f}" if lo != hi else f"{lo:.2f}"
+        lines.append(f"  {r['row']:<44} {measured:>11} {r['model_us']:8.2f} {r['ratio']:6.3f}  {r['fitted']}"
+                     f"{'' if r['within'] else '  (outside ' + format(r['tolerance'], '.0%') + ')'}")
     return "\n".join(lines)
 
 

@@ -72,6 +72,7 @@ def milestone_1h_ccl(ctx):
                "wall_s": round(time.perf_counter() - t, 3)}
         for cls in LINK_CLASSES:  # a class no byte crossed is a 0, not a missing column
             row.setdefault(f"bytes_{cls}", 0)
+        row["critical_path"] = ctx.critical_path(r.run, f"{panel}: {name}")  # docs/critical-path.md
         results.append(row)
         ctx.trace(r.run, f"{panel}: {name}")
         ctx.log(f"  {panel:<10} {name:<44} {row['latency_us']:12.3f} us  {row['algbw_GBps']:8.2f} GB/s"
@@ -115,7 +116,7 @@ def milestone_1h_ccl(ctx):
     out = {"results": results, "failures": failures, "crossover": crossover,
            "reference": {"size": 96 * KiB, "latency_us": REFERENCE_US,
                          "source": "another simulator's all-reduce at 96 KB per PE (kernbench-model.md)"}}
-    ctx.write_csv("ccl.csv", results)
+    ctx.write_csv("ccl.csv", [{k: v for k, v in r.items() if k != "critical_path"} for r in results])
     _figures(ctx, results)
     wall = time.perf_counter() - t0
     ctx.log(f"milestone-1h-ccl: {len(results)} points, {len(failures)} failures in {wall:.1f} s")

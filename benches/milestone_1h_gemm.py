@@ -22,8 +22,11 @@ Cases:
 
 Outputs: sweep.json (results, failures, pinned-window table, timelines),
 gemm.csv, efficiency.png (efficiency vs shape), roofline.png (achieved
-FLOP/s per PE vs arithmetic intensity under the per-PE roofs) and
-timeline.png (one tile loop from the op log). ``MILESTONE_FAST=1``
+FLOP/s per PE vs arithmetic intensity under the per-PE roofs),
+timeline.png (one tile loop from the op log) and energy.png (each point's
+latency beside its energy by link, memory, compute and static, from the
+config's ``energy:`` model; every row carries ``energy`` as in
+docs/sweep-json.md). ``MILESTONE_FAST=1``
 re-renders the figures from an existing sweep.json without simulating.
 """
 
@@ -157,6 +160,7 @@ def _shape(text):
 def _point(ctx, case, name, m, n, k, prec, npe, pinned, extra=None, timeline=False):
     """Plan, build and simulate one GEMM; returns (row, timeline or None)."""
     from kernbench import _core
+    from kernbench import energy as kenergy
 
     t0 = time.perf_counter()
     system = ctx.load_system(extra)
@@ -226,8 +230,13 @@ def _point(ctx, case, name, m, n, k, prec, npe, pinned, extra=None, timeline=Fal
         "load_ns": plan["load_ps"] / 1e3,
         "store_ns": plan["store_ps"] / 1e3,
         "compute_ns": plan["compute_ps"] / 1e3,
-        "wall_s": round(time.perf_counter() - t0, 3),
     }
+    energy = kenergy.summarize(res)
+    row["energy"] = energy
+    row["energy_uj"] = energy["total_j"] * 1e6
+    row["energy_pj_per_flop"] = energy["total_j"] / flops * 1e12
+    row["critical_path"] = ctx.critical_path(res, name)  # docs/critical-path.md
+    row["wall_s"] = round(time.perf_counter() - t0, 3)
     tl = _timeline(res, log, tags, kinds, crit_pe, name) if timeline else None
     return row, tl
 
@@ -289,9 +298,11 @@ def _pinned_summary(rows):
 
 def _outputs(ctx, out):
     if out["results"]:
-        ctx.write_csv("gemm.csv", out["results"])
+        # The nested `energy` dict stays in sweep.json; the CSV keeps its totals (energy_uj, energy_pj_per_flop).
+        ctx.write_csv("gemm.csv", [{k: v for k, v in r.items() if k not in ("energy", "critical_path")} for r in out["results"]])
         _plot_efficiency(ctx, out["results"])
         _plot_roofline(ctx, out["results"])
+        _plot_energy(ctx, out["results"])
     if out.get("pinned_window"):
         ctx.write_csv("pinned_window.csv", out["pinned_window"])
     if out.get("timelines"):
@@ -389,6 +400,43 @@ def _plot_roofline(ctx, rows):
     ax.set_title("GEMM roofline per PE (bandwidth: the PE's path to its HBM slice)")
     ax.legend(fontsize=7, loc="lower right")
     ctx.save_figure(fig, "roofline.png")
+    plt.close(fig)
+
+
+def _plot_energy(ctx, rows):
+    """Each point's latency (left) beside its energy split into link, memory, compute and static (right)."""
+    from kernbench import energy as kenergy
+
+    rows = [r for r in rows if r.get("energy")]
+    if not rows:
+        return
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(15, 0.22 * len(rows) + 2.2), sharey=True)
+    y = np.arange(len(rows))
+    labels = [r["name"] for r in rows]
+    axes[0].barh(y, [r["makespan_ns"] / 1e3 for r in rows], color="#4c72b0")
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("latency (us, end to end)")
+    axes[0].set_yticks(y, labels, fontsize=6)
+    axes[0].invert_yaxis()
+    axes[0].set_title("latency")
+    colors = {"dynamic:link": "#55a868", "dynamic:memory": "#c44e52", "dynamic:compute": "#4c72b0",
+              "static": "#8c8c8c"}
+    groups = [kenergy.group(r["energy"]) for r in rows]
+    totals = np.array([r["energy"]["total_j"] for r in rows])
+    left = np.zeros(len(rows))
+    for g in kenergy.GROUPS:
+        share = np.array([gr[g] for gr in groups]) / np.where(totals > 0, totals, 1.0)
+        axes[1].barh(y, 100 * share, left=left, color=colors[g], label=g)
+        left += 100 * share
+    for yi, t in zip(y, totals):
+        axes[1].text(101, yi, f"{t * 1e6:.3g} uJ", va="center", fontsize=6)
+    axes[1].set_xlim(0, 118)
+    axes[1].set_xlabel("share of the run's energy (%); total at the right")
+    axes[1].set_title("energy by part (config `energy:`; docs/energy.md)")
+    axes[1].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=4)
+    fig.tight_layout()
+    ctx.save_figure(fig, "energy.png")
     plt.close(fig)
 
 

@@ -4,7 +4,9 @@ The LRAB all-reduce of ``bytes`` per PE on 1, 4, 16 and 64 SIPs of the
 default machine (128 PEs each: up to 8192 PEs) in the packet and the flow
 fabric. Each point runs in a fresh process, so its peak memory (ru_maxrss)
 is its own. Reported per point: simulated latency, wall time, events,
-events/s, fabric transfers, wall per event and per transfer, peak memory.
+events/s, fabric transfers, wall per event and per transfer, peak memory;
+for the packet model also chunk-hops (a chunk crossing one link, its unit of
+work) and wall per chunk-hop.
 The cost should grow about linearly with the number of simulated events
 (wall per event roughly flat); the target is the 8192-PE flow point in under
 60 s on a 2-core machine.
@@ -61,7 +63,9 @@ def perf_ccl_scale(ctx):
             ctx.results.append(row)
             ctx.log(f"  {name:<22} {row['pes']:>5} PEs  sim {row['latency_us']:9.2f} us  wall {row['wall_s']:7.2f} s"
                     f"  {row['events'] / 1e6:8.2f} M events  {row['events_per_s'] / 1e6:5.2f} M ev/s"
-                    f"  {row['wall_us_per_event']:.3f} us/ev  peak {row['peak_mb']:.0f} MB")
+                    f"  {row['wall_us_per_event']:.3f} us/ev"
+                    + (f"  {row['wall_us_per_chunk_hop']:.3f} us/chunk-hop" if row["chunk_hops"] else "")
+                    + f"  peak {row['peak_mb']:.0f} MB")
     flow = [r for r in ctx.results if r["model"] == "flow"]
     biggest = max(flow, key=lambda r: r["pes"]) if flow else None
     target = None
@@ -89,10 +93,12 @@ def _point(config, sets, nbytes, seed):
     r = ccl.all_reduce(system, nbytes, algorithm="lrab", buffer="hbm", verify="off")
     wall = time.perf_counter() - t
     events = int(system.events_processed)
+    hops = int(system.chunk_hops)  # the packet model's unit of work (0 under the flow model)
     transfers = len(system.transfers()["src"])
     return {"pes": r.ranks, "latency_us": r.latency_us, "wall_s": round(wall, 3), "build_s": round(built - t, 3),
             "events": events, "events_per_s": events / wall if wall else 0.0,
             "wall_us_per_event": wall / events * 1e6 if events else 0.0, "transfers": transfers,
+            "chunk_hops": hops, "wall_us_per_chunk_hop": wall / hops * 1e6 if hops else None,
             "ops": int(sum(r.op_counts.values())), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 

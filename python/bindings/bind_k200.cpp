@@ -235,6 +235,26 @@ void bind_k200(py::module_& m) {
       py::arg("elements") = 5120, py::arg("ncluster") = 0, py::arg("die") = py::none(),
       "The vendor launch test: threads x (kernels launches, one wait) x loops.");
   m.def(
+      "k200_dispatch_test",
+      [](System& system, int threads, int commands, std::int64_t elements, int ncluster, const py::object& die) {
+        KernelSpec kernel;
+        kernel.elements = elements;
+        kernel.ncluster = ncluster;
+        const DieRef d = die_of(die, "k200 dispatch: die");
+        K200 k(system);
+        k.check(kernel, d);
+        const auto st = run_released(system, [&] { return k.dispatch_test(threads, commands, kernel, d); });
+        py::dict out = report_dict(st.report, k);
+        out["round_trip_us"] = st.round_trip_us;
+        out["per_command_us"] = st.per_command_us;
+        out["launch_us"] = st.launch_us;
+        out["wait_us"] = st.wait_us;
+        return out;
+      },
+      py::arg("system"), py::arg("threads") = 1, py::arg("commands") = 100, py::arg("elements") = 5120,
+      py::arg("ncluster") = 4, py::arg("die") = py::none(),
+      "The synchronous round trip: threads (a stream each) x commands x (launch one kernel, wait for the stream).");
+  m.def(
       "k200_gemm",
       [](System& system, std::int64_t mm, std::int64_t n, std::int64_t kk, const std::string& precision, int ncluster,
          const py::object& die) {

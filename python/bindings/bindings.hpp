@@ -62,5 +62,8 @@ void bind_config(pybind11::module_& m);
 void bind_k200(pybind11::module_& m);
 void bind_ccl(pybind11::module_& m);
 void bind_vgpu(pybind11::module_& m);
+void bind_llama(pybind11::module_& m);
+void bind_energy(pybind11::module_& m);
+void bind_critical_path(pybind11::module_& m);
 
 }  // namespace kernbench::bindings

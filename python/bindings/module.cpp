@@ -35,4 +35,7 @@ PYBIND11_MODULE(_core, m) {
   kernbench::bindings::bind_k200(m);
   kernbench::bindings::bind_ccl(m);
   kernbench::bindings::bind_vgpu(m);
+  kernbench::bindings::bind_llama(m);
+  kernbench::bindings::bind_energy(m);
+  kernbench::bindings::bind_critical_path(m);
 }

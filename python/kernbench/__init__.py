@@ -35,6 +35,8 @@ from kernbench.registry import Bench, BenchAuditError, bench, get_bench, list_be
 from kernbench.program import Program, RunResult
 from kernbench.system import System, config_path
 from kernbench.sweeps import Point, sweep
+from kernbench import critical_path  # kernbench.critical_path.summarize(result)
+from kernbench import energy  # kernbench.energy.summarize(result)
 
 __version__ = "0.1.0"
 

@@ -9,6 +9,7 @@
                     [--scheduler ADDR] [--workers N] [--resume] [--out DIR]
     kernbench show [CONFIG] [--set PATH=VALUE]... [--png FILE]
     kernbench goldens [--update] [--bench NAME]... [--dir DIR]
+    kernbench diff A B [--bench NAME] [--set KEY=VALUE]... [--smoke] [--rtol R] [--json]
 
 Library errors become one line on stderr and an exit code: 2 for bad input
 (unknown bench, bad --set), 1 when a bench ran and reported failures or
@@ -105,7 +106,35 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--update", action="store_true", help="rewrite the golden files and print what moved")
     g.add_argument("--bench", action="append", default=[], help="only this bench (repeatable; default: all with a smoke size)")
     g.add_argument("--dir", default=None, help="golden folder (default: tests/goldens)")
+
+    d = sub.add_parser("diff", help="what moved between two runs (sweep.json files, run folders or configs)")
+    d.add_argument("a", help="sweep.json, a bench output folder, or a machine config (YAML)")
+    d.add_argument("b", help="the same for the other side")
+    d.add_argument("--bench", default=None,
+                   help="for configs: the bench run on each (default: the other side's bench, else pe-dma-perf)")
+    d.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="for configs: an override applied to both runs (repeatable)")
+    d.add_argument("--smoke", action="store_true", help="for configs: run the bench at its smoke size")
+    d.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"for configs: random seed (default {DEFAULT_SEED})")
+    d.add_argument("--out", default=None, help="for configs: where the two runs go (default: out/diff/...)")
+    d.add_argument("--rtol", type=float, default=1e-9, help="relative change below which a number is unchanged")
+    d.add_argument("--top", type=int, default=10, help="links and engines listed (default 10; 0: all)")
+    d.add_argument("--json", action="store_true", help="the diff as JSON on stdout")
     return p
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from kernbench.diff import diff_paths, format_diff
+
+    d = diff_paths(args.a, args.b, bench=args.bench, sets=args.sets, smoke=args.smoke, rtol=args.rtol,
+                   top=args.top, seed=args.seed, out=args.out)
+    if args.json:
+        from kernbench.io import to_jsonable
+
+        print(json.dumps(to_jsonable(d), indent=2))
+    else:
+        print(format_diff(d))
+    return 0
 
 
 def _cmd_list() -> int:
@@ -230,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_show(args)
         if args.command == "goldens":
             return _cmd_goldens(args)
+        if args.command == "diff":
+            return _cmd_diff(args)
         return _cmd_run(args)
     except KernbenchError as e:
         print(f"kernbench: error: {e}", file=sys.stderr)

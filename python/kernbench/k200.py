@@ -58,8 +58,20 @@ REFERENCE_GEMM = {  # GFLOPS, M = N = K
 FITTED_GEMM = {("fp32", 2048), ("fp16", 2048), ("fp32", 4096)}
 REFERENCE_LAUNCH = {"launch_1thread_us": (2.05, 2.46), "launch_4threads_us": (2.19, 2.61), "per_kernel_us": 19.3,
                     "dispatch_1thread_us": 26.0, "dispatch_4threads_us": 25.0}
+# The vendor launch test: 10 kernels of 5120 elements, then a wait; it ran at
+# ncluster 4 (the reference's waits are at 1 and 4, and at 1 one kernel alone
+# takes 29.6 us, more than the loop's 19.3 per kernel).
+VENDOR_KERNEL = {"elements": 5120, "ncluster": 4}
+# "dispatch" = the synchronous round trip (launch one kernel, wait for it) per
+# host thread, a stream each. Untraceable in the reference: approximate, 15 %.
+REFERENCE_DISPATCH = {1: 26.0, 4: 25.0}  # threads -> us
+DISPATCH_TOLERANCE = 0.15
 REFERENCE_WAIT = {(128, 1): 11.7, (128, 4): 14.0, (5120, 1): 29.6, (5120, 4): 20.6}
-FITTED_WAIT = {(128, 1), (128, 4), (5120, 1)}
+# All four single-kernel waits are fitted (dispatch_base, dispatch_per_cluster,
+# elementwise_element_time, elementwise_serial_element_time); the vendor
+# loop's per-kernel figure and the dispatch round trips are predicted.
+FITTED_WAIT = {(128, 1), (128, 4), (5120, 1), (5120, 4)}
+FITTED_LAUNCH = {"launch_1thread_us", "launch_4threads_us"}  # host_prep + queue_submit, queue_submit
 
 
 @dataclass
@@ -175,10 +187,54 @@ def copies(system, specs: Iterable[Mapping[str, Any]]) -> Result:
 
 def launch(system, threads: int = 1, kernels: int = 10, loops: int = 100, elements: int = 5120,
            ncluster: int = 0, die=(0, 0)) -> dict[str, Any]:
-    """The vendor launch test; returns launch_us, wait_us, per_kernel_us, single_us and the report."""
+    """The vendor launch test (each thread on its own stream, waiting for its stream); returns launch_us, wait_us,
+    per_kernel_us, single_us and the report. The reference's test used elements=5120, ncluster=4 (VENDOR_KERNEL)."""
     d = dict(_core.k200_launch_test(_core_system(system), threads, kernels, loops, elements, ncluster, tuple(die)))
     d["result"] = Result.from_dict(d)
     return d
+
+
+def dispatch(system, threads: int = 1, commands: int = 100, elements: int = 5120, ncluster: int = 4,
+             die=(0, 0)) -> dict[str, Any]:
+    """The synchronous round trip: each thread (a stream each) launches one kernel and waits for it, `commands`
+    times; returns round_trip_us (per command and thread), per_command_us (elapsed / all commands) and the report."""
+    d = dict(_core.k200_dispatch_test(_core_system(system), threads, commands, elements, ncluster, tuple(die)))
+    d["result"] = Result.from_dict(d)
+    return d
+
+
+def launch_table(config: str | Path = "k200.yaml", *, set: Mapping[str, Any] | None = None,
+                 seed: int = 1) -> list[dict[str, Any]]:
+    """Model vs measured for every launch, wait and dispatch figure of the reference, each marked fitted or
+    predicted (a fresh system per figure)."""
+    def fresh():
+        return load_system(config, set=set, seed=seed)
+
+    rows = []
+
+    def row(name, measured, model, fitted, tolerance):
+        lo, hi = measured if isinstance(measured, tuple) else (measured, measured)
+        mid = (lo + hi) / 2
+        rows.append({"row": name, "measured_us": mid, "measured_range_us": [lo, hi], "model_us": round(model, 4),
+                     "ratio": round(model / mid, 4), "within": bool(lo * (1 - tolerance) <= model <= hi * (1 + tolerance)),
+                     "tolerance": tolerance, "fitted": "fitted" if fitted else "predicted"})
+
+    v = VENDOR_KERNEL
+    for threads in (1, 4):
+        lt = launch(fresh(), threads=threads, kernels=10, loops=100, **v)
+        key = f"launch_{threads}thread{'s' if threads > 1 else ''}_us"
+        row(f"launch, {threads} thread{'s' if threads > 1 else ''}", REFERENCE_LAUNCH[key], lt["launch_us"],
+            key in FITTED_LAUNCH, 0.0)
+        if threads == 1:
+            row("vendor loop, per kernel", REFERENCE_LAUNCH["per_kernel_us"], lt["per_kernel_us"], False, 0.05)
+    for (n, nc), measured in REFERENCE_WAIT.items():
+        w = launch(fresh(), threads=1, kernels=1, loops=1, elements=n, ncluster=nc)
+        row(f"single-kernel wait, {n} elements nc {nc}", measured, w["wait_us"], (n, nc) in FITTED_WAIT, 0.05)
+    for threads, measured in REFERENCE_DISPATCH.items():
+        d = dispatch(fresh(), threads=threads, commands=100, **v)
+        row(f"dispatch (sync round trip), {threads} thread{'s' if threads > 1 else ''}", measured,
+            d["round_trip_us"], False, DISPATCH_TOLERANCE)
+    return rows
 
 
 def gemm(system, m: int, n: int, k: int, precision: str = "fp32", *, ncluster: int = 0, die=(0, 0)) -> Result:

@@ -126,9 +126,10 @@ class Program:
 class RunResult:
     """What a Program did: op timings, engine occupancy, counts, the op log, traces."""
 
-    def __init__(self, core: _core.RunResult, system):
+    def __init__(self, core: _core.RunResult, system, program: _core.Program | None = None):
         self._core = core
         self.system = system
+        self.program_core = program  # the Program that ran (energy, HBM traffic)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -136,6 +137,25 @@ class RunResult:
     @property
     def makespan_ns(self) -> float:
         return self._core.makespan_ps / 1e3
+
+    def critical_path(self):
+        """The chain of ops and waits that sets the makespan (docs/critical-path.md): a
+        kernbench.critical_path.CriticalPath with .steps, .share, .length, .summary()."""
+        from kernbench import critical_path
+
+        return critical_path.of(self)
+
+    def energy(self) -> dict:
+        """Energy of this run (docs/energy.md): total, dynamic, static joules, by label and by op kind."""
+        from kernbench import energy
+
+        return energy.report(self)
+
+    def hbm_traffic(self) -> list[dict]:
+        """Bytes read / written per pseudo-channel of every HBM slice this run's moves touched."""
+        from kernbench import energy
+
+        return energy.hbm_traffic(self)
 
     def ops_df(self):
         """One row per program op: ready, start, end (ps)."""

@@ -47,6 +47,10 @@ class BenchContext:
     trace_panel: str | None = None
     panels: list[str] = field(default_factory=list)
     traced: dict[str, Any] | None = None
+    # Critical paths of the runs (label, kernbench.critical_path.summarize dict),
+    # printed as a table and written to critical_path.csv after the run.
+    critical_paths: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _critical_ps: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
 
     @property
     def tracing(self) -> bool:
@@ -60,6 +64,7 @@ class BenchContext:
         ``--trace-panel``) is written to FILE; otherwise this only records the label.
         """
         self.panels.append(label)
+        self.critical_path(result, label)
         if not self.tracing or (self.trace_panel is not None and label != self.trace_panel):
             return
         from kernbench.trace import write_trace
@@ -67,6 +72,29 @@ class BenchContext:
         self.traced = write_trace(result, self.trace_path, label)
         self.log(f"  trace of {label!r}: {self.trace_path} ({self.traced['tracks']} tracks, "
                  f"{self.traced['events']} events)")
+
+    def critical_path(self, result: Any, label: str) -> dict[str, Any] | None:
+        """The critical path of a RunResult as the sweep.json dict (``{"length_ps", "makespan_ps",
+        "share"}``), also listed in the summary printed after the run; None for anything else.
+
+        One per label: a second call with the same label (e.g. ``ctx.trace`` then the row) returns the first."""
+        from kernbench import _core
+        from kernbench import critical_path
+
+        for lbl, known in reversed(self.critical_paths[-8:]):  # benches ask right after offering the panel
+            if lbl == label:
+                return known
+        if not isinstance(getattr(result, "_core", result), _core.RunResult):
+            return None
+        try:
+            path = critical_path.of(result)
+            cp = path.contract()
+        except Exception as e:  # a broken walk is a failure of this row, not of the bench
+            self.failures.append({"name": f"critical path of {label}", "error": f"{type(e).__name__}: {e}"})
+            return None
+        self.critical_paths.append((label, cp))
+        self._critical_ps[label] = path.share_ps  # exact, for critical_path.csv
+        return cp
 
     def progress(self, iterable: Iterable[Any], total: int | None = None, desc: str | None = None):
         """``iterable`` with a tqdm progress bar on stderr when it is a terminal (never when quiet)."""
@@ -207,6 +235,7 @@ def run_bench(
             {"name": b.name, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         )
         print(f"kernbench: bench {b.name!r} failed: {type(e).__name__}: {e}", file=sys.stderr)
+    _report_critical_paths(ctx)
     if ctx.trace_path is not None:
         sweep["trace"] = ctx.traced
         if ctx.traced is None:
@@ -220,3 +249,26 @@ def run_bench(
     sweep["files"] = list(ctx.files)
     sweepjson.write_sweep(out_dir, sweep)
     return sweep
+
+
+def _report_critical_paths(ctx: BenchContext, show: int = 8) -> None:
+    """After a run: the critical-path table (the first ``show`` runs) and critical_path.csv (all of them)."""
+    if not ctx.critical_paths:
+        return
+    from kernbench.critical_path import share_table
+
+    rows = []
+    for label, cp in ctx.critical_paths:
+        for name, frac in cp["share"].items():
+            exact = ctx._critical_ps.get(label, {})
+            rows.append({"run": label, "label": name, "share": frac,
+                         "time_ps": exact.get(name, round(frac * cp["length_ps"])),
+                         "length_ps": cp["length_ps"], "makespan_ps": cp["makespan_ps"]})
+    try:
+        ctx.write_csv("critical_path.csv", rows)
+    except OSError as e:
+        ctx.failures.append({"name": "critical_path.csv", "error": f"{type(e).__name__}: {e}"})
+    shown = ctx.critical_paths[:show]
+    more = len(ctx.critical_paths) - len(shown)
+    ctx.log(f"critical paths ({len(ctx.critical_paths)} runs; time on the path by label):")
+    ctx.log(share_table(shown) + (f"\n  ... {more} more in critical_path.csv" if more > 0 else ""))

@@ -100,7 +100,7 @@ class System:
         from kernbench.program import Program, RunResult
 
         core = program._core if isinstance(program, Program) else program
-        return RunResult(_core.run_program(self._core, core), self)
+        return RunResult(_core.run_program(self._core, core), self, program=core)
 
     # ---- pandas views ---------------------------------------------------------
     def _names(self, ids) -> list[str]:

@@ -97,12 +97,50 @@ def _program_trace(result, label: str | None) -> dict[str, Any]:
         })
     meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": system.node_name(a)}}
             for a, pid in pids.items()]
+    critical = _critical_path_events(core, events, len(pids) + 1, tracks)
+    if critical:
+        meta.append({"name": "process_name", "ph": "M", "pid": len(pids) + 1, "args": {"name": "critical path"}})
+        meta.append({"name": "process_sort_index", "ph": "M", "pid": len(pids) + 1, "args": {"sort_index": -1}})
     for (pid, tid), name in sorted(tracks.items()):
         meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
         meta.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
-    return {"traceEvents": meta + events, "displayTimeUnit": "ns",
+    return {"traceEvents": meta + events + critical, "displayTimeUnit": "ns",
             "otherData": {"panel": label, "program": core.program, "makespan_ps": int(core.makespan_ps),
-                          "tracks": len(tracks), "source": "program"}}
+                          "tracks": len(tracks), "source": "program",
+                          "critical_path_steps": sum(1 for e in critical if e["ph"] == "X")}}
+
+
+def _critical_path_events(core, events: list[dict[str, Any]], pid: int, tracks: dict) -> list[dict[str, Any]]:
+    """The critical path as its own process (one track of steps, linked by flow arrows), and
+    ``args.critical = True`` on the op-log events of the ops it runs through."""
+    from kernbench import _core
+
+    if not isinstance(core, _core.RunResult) or int(core.makespan_ps) <= 0:
+        return []
+    cp = _core.critical_path(core)
+    on_path: dict[int, list[tuple[int, int]]] = {}
+    for s in cp["steps"]:
+        on_path.setdefault(int(s["node"]), []).append((int(s["start_ps"]), int(s["end_ps"])))
+    for e in events:  # op-log rows carry their run-graph node as "op"
+        spans = on_path.get(e["args"]["op"])
+        if spans and any(a < e["args"]["end_ps"] and e["args"]["start_ps"] < b for a, b in spans):
+            e["args"]["critical"] = True
+    tid = 1
+    tracks[(pid, tid)] = "steps"
+    out: list[dict[str, Any]] = []
+    for i, s in enumerate(cp["steps"]):
+        args = {"node": s["node"], "op": s["op"], "kind": s["kind"], "engine": s["engine"], "via": s["via"],
+                "holder": s["holder_name"], "waited_ps": s["waited_ps"], "issue_ps": s["start_ps"], "start_ps": s["start_ps"],
+                "end_ps": s["end_ps"], "parts_ps": dict(s["parts"])}
+        out.append({"name": s["name"] or s["op_kind"], "cat": "critical:" + s["kind"], "ph": "X",
+                    "ts": _us(s["start_ps"]), "dur": _us(s["duration_ps"]), "pid": pid, "tid": tid, "args": args})
+        if i > 0 and s["via"] != "op":  # an arrow from the cause to the step it let start
+            prev = cp["steps"][i - 1]
+            out.append({"name": s["via"], "cat": "critical", "ph": "s", "id": i, "pid": pid, "tid": tid,
+                        "ts": _us(prev["start_ps"])})
+            out.append({"name": s["via"], "cat": "critical", "ph": "f", "bp": "e", "id": i, "pid": pid,
+                        "tid": tid, "ts": _us(s["start_ps"])})
+    return out
 
 
 def _interval_trace(system, label, source, owners, start, end, track, event) -> dict[str, Any]:

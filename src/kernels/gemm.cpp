@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "runtime/hbm.hpp"
 #include "sim/errors.hpp"
 #include "topology/routing.hpp"
 
@@ -34,6 +35,34 @@ int macs_per_cycle(const topology::PeConfig& pe, Precision p) {
     case Precision::Int8: return pe.gemm_macs_int8;
   }
   return 0;
+}
+
+// The HBM regions of each share's A rows, B columns and C block in its home
+// slice (homes that are not HBM slices hold no reservation): a CapacityError
+// when a slice cannot hold what its shares need. Deterministic, so the
+// program gets the same addresses the plan checked.
+struct ShareRegions {
+  std::uint64_t a = 0, b = 0, c = 0;
+};
+std::vector<ShareRegions> place_operands(const topology::System& system, const GemmPlan& plan,
+                                         const std::string& what) {
+  const Machine& machine = system.machine();
+  runtime::HbmAllocator hbm(machine, system.config().pe.hbm);
+  std::vector<ShareRegions> out;
+  for (const GemmShare& sh : plan.shares) {
+    ShareRegions r;
+    if (machine.node(sh.home).kind == NodeKind::HbmCtrl) {
+      const std::string of = " of " + what + " for " + machine.node(sh.pe).name;
+      r.a = hbm.alloc(sh.home, sh.m * plan.spec.k * plan.elem_bytes,
+                      "A rows " + std::to_string(sh.m) + " x K " + std::to_string(plan.spec.k) + of).address;
+      r.b = hbm.alloc(sh.home, plan.spec.k * sh.n * plan.elem_bytes,
+                      "B columns K " + std::to_string(plan.spec.k) + " x " + std::to_string(sh.n) + of).address;
+      r.c = hbm.alloc(sh.home, sh.m * sh.n * plan.c_elem_bytes,
+                      "C block " + std::to_string(sh.m) + " x " + std::to_string(sh.n) + of).address;
+    }
+    out.push_back(r);
+  }
+  return out;
 }
 
 std::string shape_text(const GemmSpec& s) {
@@ -394,6 +423,7 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   plan.estimate_ps = c.estimate_ps;
   plan.read_bytes_per_s = paths[plan.critical].read_bw;
   plan.write_bytes_per_s = paths[plan.critical].write_bw;
+  place_operands(system, plan, what);  // the operands must fit their HBM slices
   return plan;
 }
 
@@ -406,18 +436,22 @@ runtime::Program gemm_program(const topology::System& system, const GemmSpec& sp
   const std::int32_t compute_tag = p.tag("compute");
   const std::int32_t store_tag = p.tag("store");
   const std::int32_t pinned_tag = p.tag("pinned");  // interned even when unused, so window("pinned") always works
-  for (const GemmShare& share : plan.shares) {
+  const std::vector<ShareRegions> regions = place_operands(system, plan, shape_text(s));
+  for (std::size_t i = 0; i < plan.shares.size(); ++i) {
+    const GemmShare& share = plan.shares[i];
+    const ShareRegions& at = regions[i];
     const runtime::OpId alloc = p.alloc(share.pe, share.scratch, {}, "gemm scratch");
     std::vector<runtime::OpId> deps{alloc};
-    if (s.pinned) deps = {p.dma(share.pe, runtime::Move{share.home, share.pe, share.pinned}, {alloc}, "pinned B", pinned_tag)};
+    if (s.pinned)
+      deps = {p.dma(share.pe, runtime::Move{share.home, share.pe, share.pinned, at.b}, {alloc}, "pinned B", pinned_tag)};
     runtime::Pipeline pipe;
     pipe.tiles = share.steps;
-    pipe.loads.push_back(runtime::Move{share.home, share.pe, share.load_a});
-    if (share.load_b > 0) pipe.loads.push_back(runtime::Move{share.home, share.pe, share.load_b});
+    pipe.loads.push_back(runtime::Move{share.home, share.pe, share.load_a, at.a});
+    if (share.load_b > 0) pipe.loads.push_back(runtime::Move{share.home, share.pe, share.load_b, at.b});
     pipe.compute = runtime::OpKind::Gemm;
     pipe.flops = share.flops;
     pipe.precision = s.precision;
-    pipe.stores.push_back(runtime::Move{share.pe, share.home, share.store_c});
+    pipe.stores.push_back(runtime::Move{share.pe, share.home, share.store_c, at.c});
     pipe.buffers = s.buffers;
     pipe.load_tag = load_tag;
     pipe.compute_tag = compute_tag;

@@ -3,8 +3,11 @@
 #include "kernels/gqa.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <tuple>
 
+#include "runtime/hbm.hpp"
 #include "sim/errors.hpp"
 
 namespace kernbench::kernels {
@@ -67,9 +70,11 @@ std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, in
   };
   const int cube = s.cubes[static_cast<std::size_t>(pos)];
   auto striped = [&](int c) {
-    return [&m, &s, c, P](std::int64_t j) { return m.hbm_ctrl(s.sip, c, static_cast<int>(j % P)); };
+    return [&m, &s, c, P](std::int64_t j) {
+      return m.hbm_ctrl(s.sip, c, s.pe_first + static_cast<int>(j % P));
+    };
   };
-  auto own = [&](std::int64_t) { return m.hbm_ctrl(s.sip, cube, p); };
+  auto own = [&](std::int64_t) { return m.hbm_ctrl(s.sip, cube, s.pe_first + p); };
   switch (s.gqa_case) {
     case 1:
       if (s.phase == GqaPhase::Prefill) {
@@ -113,6 +118,60 @@ std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, in
 
 // Whether PE (pos, p) works at all.
 bool working(const GqaSpec& s, int pos) { return s.gqa_case != 2 || pos == 0; }
+
+// Where the resident data lives in HBM: every K/V tile read from a slice
+// (keyed by slice, ring step and tile index: PEs of a cube that read the
+// same striped tile share it), and each working PE's Q rows and O output in
+// its own slice. Placed with an HbmAllocator, so a KV cache that does not
+// fit is a CapacityError naming the slice; deterministic, so the program
+// gets the addresses the plan checked.
+struct GqaHbmLayout {
+  std::map<std::tuple<NodeId, std::int64_t, std::int64_t>, std::pair<std::uint64_t, std::uint64_t>> kv;  // -> K, V
+  std::map<NodeId, std::pair<std::uint64_t, std::uint64_t>> qo;  // PE -> Q, O addresses
+};
+
+GqaHbmLayout place_gqa(const topology::System& system, const GqaPlan& plan) {
+  const GqaSpec& s = plan.spec;
+  const Machine& m = system.machine();
+  const Bytes tok = s.d_head * s.elem_bytes;  // one token of K (or V)
+  // Distinct tiles per slice, in first-read order.
+  std::map<NodeId, std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>> tiles;  // step, j, len
+  std::set<std::tuple<NodeId, std::int64_t, std::int64_t>> seen;
+  for (int pos = 0; pos < plan.n_cubes; ++pos) {
+    if (!working(s, pos)) continue;
+    for (int p = 0; p < plan.pes_per_cube; ++p)
+      for (const KvTile& t : kv_stream(plan, m, pos, p))
+        if (t.from_hbm && seen.insert({t.home, t.step, t.j}).second) tiles[t.home].emplace_back(t.step, t.j, t.len);
+  }
+  runtime::HbmAllocator hbm(m, system.config().pe.hbm);
+  GqaHbmLayout out;
+  const std::string cache = "KV cache of " + what_text(s) + ", h_kv " + std::to_string(s.h_kv) + " x d " +
+                            std::to_string(s.d_head) + " x " + std::to_string(s.elem_bytes) + " B";
+  for (const auto& [home, list] : tiles) {
+    std::int64_t tokens = 0;
+    for (const auto& t : list) tokens += std::get<2>(t);
+    const std::string held = " (" + std::to_string(tokens) + " tokens here)";
+    const std::uint64_t k = hbm.alloc(home, tokens * tok, "K of the " + cache + held).address;
+    const std::uint64_t v = hbm.alloc(home, tokens * tok, "V of the " + cache + held).address;
+    std::uint64_t off = 0;
+    for (const auto& [step, j, len] : list) {
+      out.kv[{home, step, j}] = {k + off, v + off};
+      off += static_cast<std::uint64_t>(len * tok);
+    }
+  }
+  for (int pos = 0; pos < plan.n_cubes; ++pos) {
+    if (!working(s, pos)) continue;
+    for (int p = 0; p < plan.pes_per_cube; ++p) {
+      const NodeId own = m.hbm_ctrl(s.sip, s.cubes[static_cast<std::size_t>(pos)], s.pe_first + p);
+      const Bytes rows = plan.rows_per_pe * tok;
+      const std::string who = " of " + m.node(plan.pes[static_cast<std::size_t>(pos)][static_cast<std::size_t>(p)]).name;
+      const std::uint64_t q = hbm.alloc(own, rows, "Q rows" + who).address;
+      const std::uint64_t o = hbm.alloc(own, rows, "O rows" + who).address;
+      out.qo[plan.pes[static_cast<std::size_t>(pos)][static_cast<std::size_t>(p)]] = {q, o};
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -165,12 +224,16 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
     if (!seen.insert(c).second) throw ConfigError(what + ": cube " + std::to_string(c) + " is listed twice");
   }
   const int n = static_cast<int>(s.cubes.size());
-  const int P = sc.pes_per_cube;
+  if (s.pe_first < 0 || s.pe_count < 0 || s.pe_first + s.pe_count > sc.pes_per_cube ||
+      s.pe_first >= sc.pes_per_cube)
+    throw ConfigError(what + ": PEs " + std::to_string(s.pe_first) + " + " + std::to_string(s.pe_count) +
+                      " per cube do not fit the " + std::to_string(sc.pes_per_cube) + " PEs of a cube");
+  const int P = s.pe_count > 0 ? s.pe_count : sc.pes_per_cube - s.pe_first;
   plan.n_cubes = n;
   plan.pes_per_cube = P;
   for (int c : s.cubes) {
     std::vector<NodeId> row;
-    for (int p = 0; p < P; ++p) row.push_back(m.pe(s.sip, c, p));
+    for (int p = 0; p < P; ++p) row.push_back(m.pe(s.sip, c, s.pe_first + p));
     plan.pes.push_back(row);
   }
 
@@ -268,6 +331,7 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   const Bytes kv_per_token = 2 * d * e;
   plan.kv_bytes_per_cube =
       kv_per_token * ((s.gqa_case == 1 || s.gqa_case == 4) ? part_len(s.s_kv, n, 0) : s.s_kv);
+  place_gqa(system, plan);  // the KV cache, Q and O must fit their HBM slices
   return plan;
 }
 
@@ -278,6 +342,7 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
   const int n = plan.n_cubes, P = plan.pes_per_cube;
   const bool prefill = s.phase == GqaPhase::Prefill;
   Program prog(what_text(s));
+  const GqaHbmLayout layout = place_gqa(system, plan);
   const std::int32_t t_load_q = prog.tag("load_q"), t_load_kv = prog.tag("load_kv"), t_qk = prog.tag("qk"),
                      t_soft = prog.tag("softmax"), t_pv = prog.tag("pv"), t_ring = prog.tag("ring"),
                      t_merge = prog.tag("merge"), t_fin = prog.tag("finalize"), t_store = prog.tag("store_o");
@@ -296,13 +361,14 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
     OpId o_free = kNone;            // the O accumulator is free again (written or sent)
     OpId partial = kNone;
     OpId merge_in_free = kNone;     // the received-partial buffer
+    std::int64_t o_rows = 0;        // O rows written so far (their HBM address)
   };
   std::vector<std::vector<Pe>> pe(static_cast<std::size_t>(n), std::vector<Pe>(static_cast<std::size_t>(P)));
   for (int pos = 0; pos < n; ++pos)
     for (int p = 0; p < P; ++p) {
       Pe& x = pe[pos][p];
       x.node = plan.pes[pos][p];
-      x.own = m.hbm_ctrl(s.sip, s.cubes[pos], p);
+      x.own = m.hbm_ctrl(s.sip, s.cubes[pos], s.pe_first + p);
       if (!working(s, pos)) continue;
       x.alloc = prog.alloc(x.node, plan.scratch_per_pe, {}, "gqa scratch");
       x.kv_free.assign(s.kv_buffers, x.alloc);
@@ -336,7 +402,9 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
   };
   auto finalize = [&](Pe& x, std::int64_t R) {
     const OpId f = prog.vector(x.node, R * d * 4, {x.partial}, "normalize O", t_fin);
-    const OpId w = prog.dma(x.node, Move{x.node, x.own, R * d * e}, {f}, "store O", t_store);
+    const std::uint64_t at = layout.qo.at(x.node).second + static_cast<std::uint64_t>(x.o_rows * d * e);
+    x.o_rows += R;
+    const OpId w = prog.dma(x.node, Move{x.node, x.own, R * d * e, at}, {f}, "store O", t_store);
     x.o_free = w;
   };
 
@@ -347,7 +415,9 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
       for (int p = 0; p < P; ++p) {
         Pe& x = pe[pos][p];
         const NodeId next = plan.pes[(pos + 1) % n][p], prev = plan.pes[(pos + n - 1) % n][p];
-        const OpId q = prog.dma(x.node, Move{x.own, x.node, R * d * e}, deps({x.last_qk}), "load Q tile", t_load_q);
+        const std::uint64_t q_at = layout.qo.at(x.node).first + static_cast<std::uint64_t>(k * plan.tile_q * d * e);
+        const OpId q =
+            prog.dma(x.node, Move{x.own, x.node, R * d * e, q_at}, deps({x.last_qk}), "load Q tile", t_load_q);
         const auto stream = kv_stream(plan, m, pos, p);
         OpId prev_soft = kNone;
         for (std::size_t t = 0; t < stream.size(); ++t) {
@@ -357,8 +427,9 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
           const Bytes kvb = L * d * e;
           OpId kl, vl;
           if (tile.from_hbm) {
-            kl = prog.dma(x.node, Move{tile.home, x.node, kvb}, {x.kv_free[buf]}, "load K tile", t_load_kv);
-            vl = prog.dma(x.node, Move{tile.home, x.node, kvb}, {x.kv_free[buf]}, "load V tile", t_load_kv);
+            const auto& [k_at, v_at] = layout.kv.at({tile.home, tile.step, tile.j});
+            kl = prog.dma(x.node, Move{tile.home, x.node, kvb, k_at}, {x.kv_free[buf]}, "load K tile", t_load_kv);
+            vl = prog.dma(x.node, Move{tile.home, x.node, kvb, v_at}, {x.kv_free[buf]}, "load V tile", t_load_kv);
           } else {
             const std::int64_t ti = tile.step * 65536 + tile.j;
             kl = prog.recv(x.node, prev, key(k, ti, 3), {x.kv_free[buf]}, "recv K tile", t_ring);

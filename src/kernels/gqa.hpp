@@ -98,6 +98,8 @@ struct GqaSpec {
   std::uint32_t kv_buffers = 2;     ///< K/V tile buffers per PE
   int sip = 0;
   std::vector<int> cubes;           ///< ring order (empty: the 2 x 4 snake of the SIP)
+  int pe_first = 0;                 ///< first PE index used in each cube
+  int pe_count = 0;                 ///< PEs used per cube, pe_first.. (0: every PE of the cube from pe_first)
   runtime::Precision precision = runtime::Precision::Fp16;
 };
 

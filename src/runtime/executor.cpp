@@ -7,6 +7,7 @@
 
 #include "sim/errors.hpp"
 #include "sim/process.hpp"
+#include "sim/ring_queue.hpp"
 #include "sim/server.hpp"
 #include "sim/trigger.hpp"
 
@@ -42,9 +43,47 @@ struct PeEngines {
   Bytes scratch = 0;
   Bytes peak = 0;
   int resource[kEngines] = {-1, -1, -1, -1, -1, -1};  // index into RunResult::engines, per Engine
+  // Who handed each waiter its unit (for the critical path): a release that
+  // finds waiters queues the releasing node; the waiter, once granted, takes
+  // it. The engines are FIFO, so hand-overs and grants pair up in order.
+  sim::RingQueue<std::int32_t> handoff[kEngines];
   const sim::Server& server(int e) const {
     const sim::Server* s[kEngines] = {&cpu, &dma, &gemm, &vector, &ipcq, &ipcq_rx};
     return *s[e];
+  }
+  sim::Server& server(Engine e) { return const_cast<sim::Server&>(std::as_const(*this).server(static_cast<int>(e))); }
+  void release(Engine e, std::uint32_t node) {
+    sim::Server& s = server(e);
+    if (s.queue_length() > 0) handoff[static_cast<int>(e)].push_back(static_cast<std::int32_t>(node));
+    s.release();
+  }
+  std::int32_t handed_over(Engine e) {
+    auto& q = handoff[static_cast<int>(e)];
+    const std::int32_t who = q.front();
+    q.pop_front();
+    return who;
+  }
+  // `co_await acquire(e, holder)`: holds a unit of `e`; after a wait,
+  // `holder` names the node that handed it over.
+  template <class Inner>
+  struct Tracked {
+    Inner inner;
+    PeEngines& pe;
+    Engine engine;
+    std::int32_t& holder;
+    bool waited = false;
+    bool await_ready() { return inner.await_ready(); }
+    void await_suspend(std::coroutine_handle<> h) {
+      waited = true;
+      inner.await_suspend(h);
+    }
+    void await_resume() {
+      if (waited) holder = pe.handed_over(engine);
+    }
+  };
+  auto acquire(Engine e, std::int32_t& holder) {
+    auto inner = server(e).acquire();
+    return Tracked<decltype(inner)>{inner, *this, e, holder};
   }
 };
 
@@ -90,6 +129,12 @@ struct Node {
   std::vector<std::uint32_t> dependents;
   std::string name;
   Time ready = -1, start = -1, end = -1;
+  // Causes (see NodeCause), filled as it runs.
+  Time dispatch_start = -1, dispatch_end = -1;
+  std::int32_t after = -1, cpu_holder = -1, engine_holder = -1;
+  Time fabric_latency = 0, fabric_queued = 0;  // summed over its transfers
+  Time slot_wait = 0;                          // sends: blocked on full IPCQ slots
+  Time data_wait = 0;                          // recvs: parked for later segments
 };
 
 struct Executor::Impl {
@@ -151,7 +196,7 @@ struct Executor::Impl {
   void build();
   void spawn(std::uint32_t n) { sim.spawn(describe(n), run_node(n)); }
   sim::Process run_node(std::uint32_t n);
-  sim::Task<> move(const Node& nd);
+  sim::Task<> move(Node& nd);
   sim::Task<> send(std::uint32_t n, PeEngines& e);
   sim::Task<> recv(std::uint32_t n);
   Time scratch_read(Bytes bytes) const;
@@ -160,6 +205,11 @@ struct Executor::Impl {
   Time vector_time(Bytes bytes, const Node& nd) const;
   Time cycles_to_time(double cycles, const Node& nd) const;
   void finish(std::uint32_t n, int resource);
+  void export_causes();
+  std::int32_t label(const std::string& text);
+  void split_fabric(const Node& nd, std::vector<std::pair<std::int32_t, double>>& w);
+  std::map<std::string, std::int32_t> label_ids;
+  std::vector<std::int32_t> link_label, queued_label;  // per channel
   [[noreturn]] void report_deadlock() const;
 };
 
@@ -281,21 +331,25 @@ Time Executor::Impl::vector_time(Bytes bytes, const Node& nd) const {
   return cycles_to_time(std::ceil(static_cast<double>(bytes) / cfg.vector_bytes_per_cycle), nd);
 }
 
-sim::Task<> Executor::Impl::move(const Node& nd) {
+sim::Task<> Executor::Impl::move(Node& nd) {
   topology::Fabric& fabric = system.fabric();
   const auto agent = static_cast<std::int32_t>(nd.agent);
   bool paid = true;
   if (nd.move.src != nd.agent) {
     // A read: the request packet goes to the source first; the source's
     // processing is then paid once, on the request's arrival.
-    co_await fabric.transfer(
+    const topology::TransferRecord& r = co_await fabric.transfer(
         topology::TransferSpec{nd.agent, nd.move.src, fabric.config().request, 0, nd.tag, agent});
+    nd.fabric_latency += r.latency();
+    nd.fabric_queued += r.parts.queuing;
     paid = false;
   }
   if (nd.move.src != nd.move.dst) {
     topology::TransferSpec data{nd.move.src, nd.move.dst, nd.move.bytes, 0, nd.tag, agent};
     data.charge_src_overhead = paid;
-    co_await fabric.transfer(data);
+    const topology::TransferRecord& r = co_await fabric.transfer(data);
+    nd.fabric_latency += r.latency();
+    nd.fabric_queued += r.parts.queuing;
   }
 }
 
@@ -333,12 +387,15 @@ void Executor::Impl::log_wait(const Node& nd, const char* kind, Time from, Time 
 void Executor::Impl::segment_arrived(std::uint64_t transfer) {
   Message& m = messages[transfer_message[transfer]];
   ++m.arrived;
+  const topology::TransferRecord& r = system.fabric().record(transfer);
+  nodes[m.send].fabric_latency += r.latency();
+  nodes[m.send].fabric_queued += r.parts.queuing;
   if (m.receiver && m.arrived > m.want) sim.schedule(0, sim::Target::resume(std::exchange(m.receiver, {})));
   if (m.sender && m.arrived == m.segments) sim.schedule(0, sim::Target::resume(std::exchange(m.sender, {})));
 }
 
 sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
-  co_await e.ipcq.acquire();
+  co_await e.acquire(Engine::Ipcq, nodes[n].engine_holder);
   Node& nd = nodes[n];
   nd.start = sim.now();
   if (observer) observer->on_start(static_cast<OpId>(nd.program_op));
@@ -362,6 +419,7 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
       const Time t0 = sim.now();
       co_await q.credits.acquire();
       log_wait(nd, "slot_wait", t0, sim.now(), -1);
+      nodes[n].slot_wait += sim.now() - t0;
     }
     topology::TransferSpec spec{nd.move.src, dst, segment_bytes(bytes, slot, k, segments),
                                 static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(slot), nd.tag,
@@ -371,7 +429,7 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
     transfer_message[id] = mi;
   }
   if (messages[mi].arrived < segments) co_await Park{messages[mi].sender};
-  e.ipcq.release();
+  e.release(Engine::Ipcq, n);
 }
 
 sim::Task<> Executor::Impl::recv(std::uint32_t n) {
@@ -382,19 +440,24 @@ sim::Task<> Executor::Impl::recv(std::uint32_t n) {
   const RecvMode mode = nodes[n].recv_mode;
   for (std::uint32_t k = 0;; ++k) {
     if (messages[mi].arrived <= k) {
+      const Time t0 = sim.now();
       messages[mi].want = k;
       co_await Park{messages[mi].receiver};
+      if (k == 0) nodes[n].engine_holder = static_cast<std::int32_t>(messages[mi].send);  // waited for its data
+      else nodes[n].data_wait += sim.now() - t0;
     }
     if (k == 0) nodes[n].start = sim.now();  // the first segment is here
     const Bytes b = segment_bytes(messages[mi].bytes, cfg.ipcq_slot, k, messages[mi].segments);
     if (mode == RecvMode::Consume) {
-      co_await e.ipcq_rx.acquire();
+      std::int32_t unused = -1;
+      co_await e.acquire(Engine::IpcqRx, unused);
       co_await sim.delay(scratch_read(b));
-      e.ipcq_rx.release();
+      e.release(Engine::IpcqRx, n);
     } else if (mode == RecvMode::Reduce) {
-      co_await e.vector.acquire();
+      std::int32_t unused = -1;
+      co_await e.acquire(Engine::Vector, unused);
       co_await sim.delay(cfg.ipcq_bank_hop + vector_time(b, nodes[n]));
-      e.vector.release();
+      e.release(Engine::Vector, n);
     }
     Message& m = messages[mi];
     ++m.taken;
@@ -408,18 +471,21 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
   if (nodes[n].kind != OpKind::Composite || nodes[n].ready < 0) nodes[n].ready = sim.now();
   const Node& nd = nodes[n];
   PeEngines& e = pe(nd.agent);
+  nodes[n].dispatch_start = nodes[n].dispatch_end = nodes[n].ready;
   if (nd.dispatch) {
-    co_await e.cpu.acquire();
+    co_await e.acquire(Engine::PeCpu, nodes[n].cpu_holder);
+    nodes[n].dispatch_start = sim.now();
     co_await sim.delay(cfg.dispatch);
-    e.cpu.release();
+    e.release(Engine::PeCpu, n);
+    nodes[n].dispatch_end = sim.now();
   }
   int resource = -1;
   switch (nd.kind) {
     case OpKind::Dma: {
-      co_await e.dma.acquire();
+      co_await e.acquire(Engine::Dma, nodes[n].engine_holder);
       nodes[n].start = sim.now();
-      co_await move(nd);
-      e.dma.release();
+      co_await move(nodes[n]);
+      e.release(Engine::Dma, n);
       resource = e.resource[static_cast<int>(Engine::Dma)];
       break;
     }
@@ -431,11 +497,11 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
     case OpKind::Vector: {
       const bool gemm = nd.kind == OpKind::Gemm;
       const Time t = gemm ? gemm_time(nd) : vector_time(nd.bytes, nd);
-      sim::Server& engine = gemm ? e.gemm : e.vector;
-      co_await engine.acquire();
+      const Engine engine = gemm ? Engine::Gemm : Engine::Vector;
+      co_await e.acquire(engine, nodes[n].engine_holder);
       nodes[n].start = sim.now();
       co_await sim.delay(t);
-      engine.release();
+      e.release(engine, n);
       resource = e.resource[static_cast<int>(gemm ? Engine::Gemm : Engine::Vector)];
       break;
     }
@@ -492,7 +558,10 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
   }
   --remaining;
   for (std::uint32_t d : nd.dependents)
-    if (--nodes[d].waiting == 0) spawn(d);
+    if (--nodes[d].waiting == 0) {
+      nodes[d].after = static_cast<std::int32_t>(n);  // the dependency that ended last
+      spawn(d);
+    }
 }
 
 void Executor::Impl::report_deadlock() const {
@@ -561,6 +630,7 @@ RunResult Executor::run(const Program& program, Observer* observer) {
       throw InternalError("executor: " + x.describe(n) + " started at t=" + std::to_string(x.nodes[n].start) +
                           " ps and never ended");
   if (x.remaining > 0) x.report_deadlock();
+  x.export_causes();
   x.result.end = x.result.start;
   x.result.ops.resize(program.size());
   for (std::uint32_t i = 0; i < program.size(); ++i) {
@@ -579,6 +649,150 @@ RunResult Executor::run(const Program& program, Observer* observer) {
     if (e->peak > 0) x.result.peak_scratch[agent] = e->peak;
   }
   return std::move(x.result);
+}
+
+std::int32_t Executor::Impl::label(const std::string& text) {
+  auto [it, fresh] = label_ids.try_emplace(text, static_cast<std::int32_t>(result.cause_labels.size()));
+  if (fresh) result.cause_labels.push_back(text);
+  return it->second;
+}
+
+// A transfer's fabric time, apportioned to the link classes of its route in
+// proportion to each hop's unloaded service time (wire latency +
+// serialisation of the bytes + the next node's overhead); the share the
+// fabric measured as queuing (Breakdown::queuing over the latency) goes to
+// wait:resource:<class> by the same weights. Exact: the op's total; apportioned:
+// the split between classes.
+void Executor::Impl::split_fabric(const Node& nd, std::vector<std::pair<std::int32_t, double>>& w) {
+  topology::Fabric& fabric = system.fabric();
+  const topology::Machine& m = system.machine();
+  if (link_label.empty()) {
+    link_label.assign(m.num_channels(), -1);
+    queued_label.assign(m.num_channels(), -1);
+  }
+  const double q = nd.fabric_latency > 0 ? static_cast<double>(nd.fabric_queued) / static_cast<double>(nd.fabric_latency)
+                                         : 0.0;
+  const auto add_route = [&](NodeId src, NodeId dst, Bytes bytes) {
+    if (src == dst) return;
+    const topology::Route& r = fabric.router().route(src, dst);
+    for (const topology::Hop& h : r.hop) {
+      if (link_label[h.channel] < 0) {
+        link_label[h.channel] = label("link:" + m.channel(h.channel).link_class);
+        queued_label[h.channel] = label("wait:resource:" + m.channel(h.channel).link_class);
+      }
+      const double service =
+          static_cast<double>(h.latency + sim::transfer_time(bytes, h.bandwidth) + h.next_overhead);
+      w.emplace_back(link_label[h.channel], service * (1.0 - q));
+      w.emplace_back(queued_label[h.channel], service * q);
+    }
+  };
+  if (nd.kind == OpKind::Send) {
+    add_route(nd.move.src, nd.move.dst, std::min<Bytes>(nd.move.bytes, cfg.ipcq_slot));
+  } else {
+    if (nd.move.src != nd.agent) add_route(nd.agent, nd.move.src, fabric.config().request);
+    add_route(nd.move.src, nd.move.dst, nd.move.bytes);
+  }
+}
+
+void Executor::Impl::export_causes() {
+  result.causes.resize(nodes.size());
+  std::vector<std::pair<std::int32_t, double>> weights;
+  for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+    const Node& nd = nodes[n];
+    NodeCause& c = result.causes[n];
+    c.program_op = nd.program_op;
+    c.composite = nd.composite;
+    c.kind = nd.kind;
+    c.agent = nd.agent;
+    c.name = nd.composite >= 0 ? nodes[static_cast<std::size_t>(nd.composite)].name + ": " + nd.name : nd.name;
+    c.after = nd.after;
+    c.cpu_holder = nd.cpu_holder;
+    c.engine_holder = nd.engine_holder;
+    if (nd.kind == OpKind::Composite) {
+      // The join of its last stages: instantaneous at its end (the op's own
+      // span lives in RunResult::ops).
+      c.ready = c.dispatch_start = c.dispatch_end = c.start = c.end = nd.end;
+      continue;
+    }
+    c.ready = nd.ready;
+    c.dispatch_start = nd.dispatch_start;
+    c.dispatch_end = nd.dispatch_end;
+    c.start = nd.start;
+    c.end = nd.end;
+    if (nd.agent < system.machine().num_nodes() && pes.count(nd.agent)) {
+      const PeEngines& e = *pes.at(nd.agent);
+      switch (nd.kind) {
+        case OpKind::Dma: c.resource = e.resource[static_cast<int>(Engine::Dma)]; break;
+        case OpKind::Send: c.resource = e.resource[static_cast<int>(Engine::Ipcq)]; break;
+        case OpKind::Gemm: c.resource = e.resource[static_cast<int>(Engine::Gemm)]; break;
+        case OpKind::Vector: c.resource = e.resource[static_cast<int>(Engine::Vector)]; break;
+        case OpKind::Recv:
+          c.resource = nd.recv_mode == RecvMode::Reduce    ? e.resource[static_cast<int>(Engine::Vector)]
+                       : nd.recv_mode == RecvMode::Consume ? e.resource[static_cast<int>(Engine::IpcqRx)]
+                                                           : -1;
+          break;
+        default: break;
+      }
+    }
+    // The work [start, end) by label, rounded to whole ps that sum exactly.
+    const Time work = c.end - c.start;
+    c.parts_begin = static_cast<std::uint32_t>(result.cause_parts.size());
+    if (work > 0) {
+      weights.clear();
+      Time fixed = 0;
+      const auto put = [&](const std::string& text, Time t) {
+        if (t <= 0) return;
+        result.cause_parts.push_back(CausePart{label(text), t});
+        fixed += t;
+      };
+      switch (nd.kind) {
+        case OpKind::Gemm: put("engine:gemm", work); break;
+        case OpKind::Vector: put("engine:vector", work); break;
+        case OpKind::Recv:
+          put("wait:dependency", std::min(nd.data_wait, work));
+          put(nd.recv_mode == RecvMode::Reduce    ? "engine:vector"
+              : nd.recv_mode == RecvMode::Consume ? "engine:ipcq_rx"
+                                                  : "wait:dependency",
+              work - fixed);
+          break;
+        case OpKind::Send:
+          put("wait:resource:ipcq_slots", std::min(nd.slot_wait, work));
+          split_fabric(nd, weights);
+          break;
+        case OpKind::Dma: split_fabric(nd, weights); break;
+        default: put(std::string("engine:") + to_string(nd.kind), work); break;
+      }
+      // Merge the weights by label, then hand out the rest in proportion
+      // (largest share takes the rounding remainder).
+      std::vector<std::pair<std::int32_t, double>> merged;
+      double total = 0.0;
+      for (const auto& [l, v] : weights) {
+        if (v <= 0.0) continue;
+        total += v;
+        auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& p) { return p.first == l; });
+        if (it == merged.end()) merged.emplace_back(l, v);
+        else it->second += v;
+      }
+      const Time rest = work - fixed;
+      if (rest > 0) {
+        if (merged.empty() || total <= 0.0) {
+          put(std::string("engine:") + (nd.kind == OpKind::Send ? "ipcq" : "dma"), rest);
+        } else {
+          const std::uint32_t first = static_cast<std::uint32_t>(result.cause_parts.size());
+          Time given = 0;
+          std::size_t biggest = 0;
+          for (std::size_t i = 0; i < merged.size(); ++i) {
+            const auto t = static_cast<Time>(std::floor(static_cast<double>(rest) * merged[i].second / total));
+            result.cause_parts.push_back(CausePart{merged[i].first, t});
+            given += t;
+            if (merged[i].second > merged[biggest].second) biggest = i;
+          }
+          result.cause_parts[first + biggest].time += rest - given;
+        }
+      }
+    }
+    c.parts_end = static_cast<std::uint32_t>(result.cause_parts.size());
+  }
 }
 
 std::pair<Time, Time> RunResult::window(std::int32_t tag) const {

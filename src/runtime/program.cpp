@@ -1,6 +1,7 @@
 // program.cpp -- building Programs, with their inputs checked as they come.
 #include "runtime/program.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/errors.hpp"
@@ -152,6 +153,59 @@ void Program::depend(OpId op, OpId on) {
   if (op >= ops_.size() || on >= ops_.size())
     throw UsageError(name_ + ": depend(" + std::to_string(op) + ", " + std::to_string(on) + "): no such op");
   ops_[op].deps.push_back(on);
+}
+
+OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
+  const auto offset = static_cast<OpId>(ops_.size());
+  for (OpId a : after)
+    if (a >= offset)
+      throw UsageError(name_ + ": append '" + sub.name() + "': after op " + std::to_string(a) +
+                       ", which does not exist");
+  // Keys: shift the sub-program's above every key used here.
+  bool have_own = false, have_sub = false;
+  std::int64_t own_max = 0, sub_min = 0;
+  for (const Op& o : ops_)
+    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) {
+      own_max = have_own ? std::max(own_max, o.key) : o.key;
+      have_own = true;
+    }
+  for (const Op& o : sub.ops())
+    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) {
+      sub_min = have_sub ? std::min(sub_min, o.key) : o.key;
+      have_sub = true;
+    }
+  const std::int64_t key_shift = (have_own && have_sub) ? own_max - sub_min + 1 : 0;
+  std::vector<std::int32_t> tag_map(sub.tags().size());
+  for (std::size_t i = 0; i < tag_map.size(); ++i) tag_map[i] = tag(sub.tags()[i]);
+  auto map_tag = [&](std::int32_t t) { return t < 0 ? t : tag_map.at(static_cast<std::size_t>(t)); };
+  const auto pipe_offset = static_cast<std::uint32_t>(pipelines_.size());
+  for (Pipeline p : sub.pipelines()) {
+    p.load_tag = map_tag(p.load_tag);
+    p.compute_tag = map_tag(p.compute_tag);
+    p.store_tag = map_tag(p.store_tag);
+    pipelines_.push_back(std::move(p));
+  }
+  ops_.reserve(ops_.size() + sub.size());
+  for (Op o : sub.ops()) {
+    for (OpId& d : o.deps) d += offset;
+    if (o.deps.empty()) o.deps = after;
+    o.tag = map_tag(o.tag);
+    if (o.kind == OpKind::Free) o.target += offset;
+    if (o.kind == OpKind::Composite) o.pipeline += pipe_offset;
+    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) o.key += key_shift;
+    ops_.push_back(std::move(o));
+  }
+  return offset;
+}
+
+std::vector<OpId> Program::sinks(OpId from) const {
+  std::vector<char> needed(ops_.size(), 0);
+  for (std::size_t i = from; i < ops_.size(); ++i)
+    for (OpId d : ops_[i].deps) needed[d] = 1;
+  std::vector<OpId> out;
+  for (std::size_t i = from; i < ops_.size(); ++i)
+    if (!needed[i]) out.push_back(static_cast<OpId>(i));
+  return out;
 }
 
 std::int32_t Program::tag(const std::string& label) {

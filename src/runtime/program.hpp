@@ -62,6 +62,9 @@ struct Move {
   NodeId src = 0;
   NodeId dst = 0;
   Bytes bytes = 0;
+  /// Byte address inside the HBM slice at either end (from an HbmAllocator);
+  /// only the per-pseudo-channel traffic accounting reads it, never timing.
+  std::uint64_t address = 0;
 };
 
 /// A tile pipeline run by one composite command. Tile i loads `loads`,
@@ -125,6 +128,15 @@ class Program {
   /// Adds a dependency after the fact (may form a cycle: the executor then
   /// reports a deadlock naming the ops).
   void depend(OpId op, OpId on);
+
+  /// Splices `sub` into this program and returns the id offset of its ops
+  /// (sub op i becomes op offset + i). Dependencies, Free targets and
+  /// pipelines are remapped, tags re-interned by label, and send/recv keys
+  /// shifted past this program's own so the messages stay distinct. Sub ops
+  /// without dependencies wait for `after` (ops of this program).
+  OpId append(const Program& sub, const std::vector<OpId>& after = {});
+  /// Ops with id >= `from` that no op depends on (what a later stage waits for).
+  std::vector<OpId> sinks(OpId from = 0) const;
 
   /// The id of tag `label`, interned (0 is the empty tag).
   std::int32_t tag(const std::string& label);

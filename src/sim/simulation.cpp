@@ -118,6 +118,11 @@ void Simulation::throw_negative_delay(Time delay) {
   throw UsageError("schedule: negative delay " + std::to_string(delay) + " ps");
 }
 
+void Simulation::throw_reserved_passed(Time when, std::uint64_t seq) const {
+  throw InternalError("schedule_reserved: place (t=" + std::to_string(when) + " ps, seq " + std::to_string(seq) +
+                      ") has passed; now t=" + std::to_string(now_) + " ps, seq " + std::to_string(current_seq_));
+}
+
 void Simulation::rethrow_failure() {
   std::exception_ptr e = std::exchange(failure_, nullptr);
   std::rethrow_exception(e);

@@ -73,6 +73,28 @@ class Simulation {
   /// Wakes `target` at absolute time `when` (>= now()).
   void schedule_at(Time when, Target target, std::uint64_t arg = 0) { schedule(when - now_, target, arg); }
 
+  /// Lazy events. A model that knows when something will happen (a lane's
+  /// hold ends) but rarely needs an event for it reserves the event's place
+  /// in the order now -- exactly the place schedule() would have given it --
+  /// and materialises it only if needed, with schedule_reserved(). Runs are
+  /// then event-for-event the same as if every such event had been scheduled.
+  std::uint64_t reserve_seq() { return seq_++; }
+  /// Wakes `target` at `when` in the place of reserved `seq`; that place
+  /// must not have passed: (when, seq) after the event being processed.
+  void schedule_reserved(Time when, std::uint64_t seq, Target target, std::uint64_t arg = 0) {
+    if (when < now_ || (when == now_ && seq <= current_seq_)) [[unlikely]]
+      throw_reserved_passed(when, seq);
+    queue_.push_heap(Event{when, seq, target, arg});
+  }
+  void schedule_reserved(Time when, std::uint64_t seq, Handler& handler, std::uint64_t arg = 0) {
+    schedule_reserved(when, seq, Target::call(handler), arg);
+  }
+  /// Whether the place (when, seq) in the event order has passed: the event
+  /// being processed comes after it.
+  bool passed(Time when, std::uint64_t seq) const {
+    return when < now_ || (when == now_ && seq < current_seq_);
+  }
+
   /// Awaitable: `co_await sim.delay(t)` resumes the process t ps later
   /// (t = 0 yields: the process goes behind everything already due now).
   DelayAwaiter delay(Time t);
@@ -87,6 +109,7 @@ class Simulation {
     if (e.time < now_) [[unlikely]]
       throw_time_backwards(e.time);
     now_ = e.time;
+    current_seq_ = e.seq;
     ++events_processed_;
     e.target.fire(e.arg);
     if (failure_) [[unlikely]]
@@ -133,6 +156,7 @@ class Simulation {
 
  private:
   [[noreturn]] static void throw_negative_delay(Time delay);
+  [[noreturn]] void throw_reserved_passed(Time when, std::uint64_t seq) const;
   [[noreturn]] void throw_time_backwards(Time t) const;
   void run_loop(Time until);
   void checkpoint();
@@ -141,6 +165,7 @@ class Simulation {
 
   Time now_ = 0;
   std::uint64_t seq_ = 0;
+  std::uint64_t current_seq_ = 0;  // seq of the event being processed
   std::uint64_t events_processed_ = 0;
   bool stop_requested_ = false;
   std::uint64_t max_events_ = UINT64_MAX;

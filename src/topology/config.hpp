@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "sim/units.hpp"
+#include "topology/energy_config.hpp"
+#include "topology/hbm_config.hpp"
 #include "topology/k200_config.hpp"
 #include "topology/vgpu_config.hpp"
 
@@ -130,6 +132,7 @@ struct PeConfig {
   Bytes ipcq_slot = 4 * sim::kKiB;        ///< bytes per slot
   int ipcq_channels = 2;                  ///< IPCQ sends in flight per PE
   Time ipcq_bank_hop = sim::kNanosecond;  ///< fixed cost of one slot read out of scratch
+  HbmConfig hbm;                          ///< the PE's HBM slice: capacity, pseudo-channels (`pe.hbm`)
 };
 
 enum class FabricModel { Packet, Flow };
@@ -151,6 +154,7 @@ struct Config {
   PeConfig pe;  ///< engines of every PE (system machines)
   std::optional<K200Config> k200;  ///< Kunlun K200 host parameters (the `k200:` section), if given
   std::optional<VgpuConfig> vgpu;  ///< virtualised-GPU forwarding path (the `vgpu:` section), if given
+  EnergyConfig energy;  ///< energy model (the `energy:` section; defaults in energy_config.hpp)
 };
 
 /// Names used in YAML and messages.

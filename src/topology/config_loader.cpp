@@ -140,6 +140,13 @@ constexpr Unit kBandwidthUnits[] = {
     {"b/s", 1, 8},       {"Kb/s", k1e3, 8},     {"Mb/s", k1e6, 8},     {"Gb/s", k1e9, 8}, {"Tb/s", k1e12, 8},
     {"Gbps", k1e9, 8}};
 constexpr Unit kFrequencyUnits[] = {{"Hz", 1, 1}, {"kHz", k1e3, 1}, {"MHz", k1e6, 1}, {"GHz", k1e9, 1}};
+// Energy model (energy_config.hpp): energy per byte in aJ/B, per operation in
+// aJ/flop (a MAC is 2 flops), power in uW.
+constexpr Unit kEnergyPerByteUnits[] = {{"pJ/bit", 8 * k1e6, 1}, {"fJ/bit", 8 * k1e3, 1}, {"pJ/B", k1e6, 1},
+                                        {"fJ/B", k1e3, 1},       {"aJ/B", 1, 1},          {"nJ/B", k1e9, 1}};
+constexpr Unit kEnergyPerFlopUnits[] = {{"pJ/flop", k1e6, 1}, {"fJ/flop", k1e3, 1}, {"aJ/flop", 1, 1},
+                                        {"pJ/MAC", k1e6, 2},  {"fJ/MAC", k1e3, 2},  {"nJ/flop", k1e9, 1}};
+constexpr Unit kPowerUnits[] = {{"W", k1e6, 1}, {"mW", k1e3, 1}, {"uW", 1, 1}, {"kW", k1e9, 1}};
 
 /// One family of quantities: how to name it in messages and how to round.
 struct QuantityKind {
@@ -155,6 +162,11 @@ constexpr QuantityKind kTime{"a time", "time", "5 ns", "ps", kTimeUnits, false};
 constexpr QuantityKind kSize{"a size", "size", "4 KiB", "B", kByteUnits, true};
 constexpr QuantityKind kRate{"a bandwidth", "bandwidth", "256 GB/s", "B/s", kBandwidthUnits, false};
 constexpr QuantityKind kFrequency{"a frequency", "frequency", "900 MHz", "Hz", kFrequencyUnits, false};
+constexpr QuantityKind kEnergyPerByte{"an energy per byte", "energy per byte", "3.9 pJ/bit", "aJ/B",
+                                      kEnergyPerByteUnits, false};
+constexpr QuantityKind kEnergyPerFlop{"an energy per operation", "energy per operation", "1.5 pJ/MAC", "aJ/flop",
+                                      kEnergyPerFlopUnits, false};
+constexpr QuantityKind kPower{"a power", "power", "5 W", "uW", kPowerUnits, false};
 
 std::vector<std::string> unit_names(const QuantityKind& k) {
   std::vector<std::string> out;
@@ -293,6 +305,24 @@ std::string format_with(std::int64_t v, std::initializer_list<Unit> units, std::
   return std::to_string(v);  // not reached: the last unit is always 1
 }
 
+// n / 10^6 as an exact decimal ("3.9", "0.15", "5").
+std::string micro_decimal(std::int64_t n) {
+  std::string out = n < 0 ? "-" : "";
+  const std::uint64_t a = n < 0 ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
+  out += std::to_string(a / 1'000'000);
+  std::string frac = std::to_string(a % 1'000'000);
+  frac.insert(0, 6 - frac.size(), '0');
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  return frac.empty() ? out : out + "." + frac;
+}
+
+// The energy model's defaults, written as they read in the YAML.
+std::string format_energy_per_byte(std::int64_t aj_per_byte) {
+  return aj_per_byte % 8 == 0 ? micro_decimal(aj_per_byte / 8) + " pJ/bit" : micro_decimal(aj_per_byte) + " pJ/B";
+}
+std::string format_energy_per_flop(std::int64_t aj_per_flop) { return micro_decimal(2 * aj_per_flop) + " pJ/MAC"; }
+std::string format_power(std::int64_t uw) { return micro_decimal(uw) + " W"; }
+
 // ---- the YAML tree -------------------------------------------------------------
 
 /// Where a node came from: a file (index into Loader::files_, 1-based line,
@@ -369,7 +399,8 @@ void merge(Value& base, Value&& top) {
 
 // ---- the schema table ----------------------------------------------------------
 
-enum class Type { Int, String, Enum, Bool, Time, Bytes, Bandwidth, Frequency, Strings, Map, List };
+enum class Type { Int, String, Enum, Bool, Time, Bytes, Bandwidth, Frequency, Strings, Map, List, EnergyPerByte,
+                  EnergyPerFlop, Power };
 enum class Bound { Any, Positive, NonNegative };
 
 const char* type_name(Type t) {
@@ -385,6 +416,9 @@ const char* type_name(Type t) {
     case Type::Strings: return "list";
     case Type::Map: return "map";
     case Type::List: return "list";
+    case Type::EnergyPerByte: return "energy/byte";
+    case Type::EnergyPerFlop: return "energy/op";
+    case Type::Power: return "power";
   }
   return "?";
 }
@@ -395,6 +429,9 @@ const QuantityKind* quantity_kind(Type t) {
     case Type::Bytes: return &kSize;
     case Type::Bandwidth: return &kRate;
     case Type::Frequency: return &kFrequency;
+    case Type::EnergyPerByte: return &kEnergyPerByte;
+    case Type::EnergyPerFlop: return &kEnergyPerFlop;
+    case Type::Power: return &kPower;
     default: return nullptr;
   }
 }
@@ -453,6 +490,7 @@ class Schema {
   SectionDef vgpu, vgpu_dist, vgpu_roles, vgpu_poll, vgpu_rpc, vgpu_pde, vgpu_launch, vgpu_copy, vgpu_ops, vgpu_bare,
       vgpu_workload;  // the vgpu: section
   SectionDef k200, k200_pcie, k200_driver, k200_host, k200_edma, k200_d2d, k200_launch, k200_compute;
+  SectionDef pe_hbm, energy, energy_links, energy_memory, energy_compute, energy_gemm, energy_static;  // issue 11
 
   Schema() {
     const SystemConfig sys{};
@@ -610,7 +648,18 @@ class Schema {
             .dflt(pec.vector_bytes_per_cycle)
             .min(Bound::Positive),
         key("ipcq", Type::Map, "inter-PE queues").of(pe_ipcq),
+        key("hbm", Type::Map, "the PE's HBM slice: capacity and pseudo-channel layout").of(pe_hbm),
     };
+    pe_hbm.doc = "Each PE's HBM slice: what fits (CapacityError past it) and how addresses stripe over its "
+                 "pseudo-channels.";
+    pe_hbm.keys = {
+        key("capacity", Type::Bytes, "HBM per PE slice").dflt(format_bytes(pec.hbm.capacity)).min(Bound::Positive),
+        key("pseudo_channels", Type::Int, "pseudo-channels per slice").dflt(pec.hbm.pseudo_channels)
+            .min(Bound::Positive),
+        key("stripe", Type::Bytes, "address interleave unit over the pseudo-channels")
+            .dflt(format_bytes(pec.hbm.stripe)).min(Bound::Positive),
+    };
+    define_energy();
 
     // The Kunlun K200 host (`k200:`, with an explicit graph): see k200_config.hpp.
     const K200Config kc{};
@@ -708,9 +757,9 @@ class Schema {
             .min(Bound::NonNegative),
         key("queue_submit", Type::Time, "per launch, holding the device command queue")
             .dflt(t(kc.launch.queue_submit)).min(Bound::NonNegative),
-        key("dispatch_base", Type::Time, "device dispatch per kernel").dflt(t(kc.launch.dispatch_base))
+        key("dispatch_base", Type::Time, "device dispatch per kernel: the stream's command fetch (streams overlap)").dflt(t(kc.launch.dispatch_base))
             .min(Bound::NonNegative),
-        key("dispatch_per_cluster", Type::Time, "device dispatch per cluster used")
+        key("dispatch_per_cluster", Type::Time, "device dispatch per cluster used, holding the clusters")
             .dflt(t(kc.launch.dispatch_per_cluster)).min(Bound::NonNegative),
         key("wait_overhead", Type::Time, "host cost of noticing a finished kernel").dflt(t(kc.launch.wait_overhead))
             .min(Bound::NonNegative),
@@ -730,6 +779,9 @@ class Schema {
             .min(Bound::Positive),
         key("elementwise_element_time", Type::Time, "elementwise kernels: time per element per cluster")
             .dflt(t(kc.compute.elementwise_element_time)).min(Bound::Positive),
+        key("elementwise_serial_element_time", Type::Time,
+            "elementwise kernels: time per element that does not spread over clusters")
+            .dflt(t(kc.compute.elementwise_serial_element_time)).min(Bound::NonNegative),
         key("gemm_block_bytes", Type::Bytes, "GEMM output block per cluster: side of this many bytes of elements")
             .dflt(b(kc.compute.gemm_block_bytes)).min(Bound::Positive),
         key("kpanel_capacity", Type::Bytes, "per core: K-panel bytes held without spilling")
@@ -939,6 +991,69 @@ class Schema {
         key("pe", Type::Map, "the engines of every PE; every key has a default").of(pe),
         key("vgpu", Type::Map, "the virtualised-GPU forwarding path (with graph)").of(vgpu),
         key("k200", Type::Map, "Kunlun K200 host parameters (with graph); every key has a default").of(k200),
+        key("energy", Type::Map, "the energy model (docs/energy.md); every key has a default").of(energy),
+    };
+  }
+
+  // The `energy:` section (energy_config.hpp).
+  void define_energy() {
+    const EnergyConfig e{};
+    const auto epb = [](EnergyPerByte v) { return format_energy_per_byte(v); };
+    const auto epf = [](EnergyPerFlop v) { return format_energy_per_flop(v); };
+    const auto pw = [](Power v) { return format_power(v); };
+    energy_links.doc = "Dynamic energy per byte for each hop over a link of each class.";
+    energy_links.keys = {
+        key("pe", Type::EnergyPerByte, "PE <-> its router").dflt(epb(e.links.pe)).min(Bound::NonNegative),
+        key("noc", Type::EnergyPerByte, "router <-> router").dflt(epb(e.links.noc)).min(Bound::NonNegative),
+        key("hbm", Type::EnergyPerByte, "router <-> HBM controller slice (the wire, not the DRAM)")
+            .dflt(epb(e.links.hbm)).min(Bound::NonNegative),
+        key("ucie_port", Type::EnergyPerByte, "edge router <-> UCIe adapter").dflt(epb(e.links.ucie_port))
+            .min(Bound::NonNegative),
+        key("ucie", Type::EnergyPerByte, "UCIe die-to-die link").dflt(epb(e.links.ucie)).min(Bound::NonNegative),
+        key("pcie_port", Type::EnergyPerByte, "router <-> PCIe endpoint").dflt(epb(e.links.pcie_port))
+            .min(Bound::NonNegative),
+        key("pcie", Type::EnergyPerByte, "PCIe link between SIPs").dflt(epb(e.links.pcie)).min(Bound::NonNegative),
+        key("other", Type::EnergyPerByte, "any other link class (explicit graphs)").dflt(epb(e.links.other))
+            .min(Bound::NonNegative),
+    };
+    energy_memory.doc = "Dynamic energy per byte read from or written to a memory.";
+    energy_memory.keys = {
+        key("hbm", Type::EnergyPerByte, "per byte read from or written to an HBM slice").dflt(epb(e.memory.hbm))
+            .min(Bound::NonNegative),
+        key("sram", Type::EnergyPerByte, "per byte moved into or out of a PE's scratch").dflt(epb(e.memory.sram))
+            .min(Bound::NonNegative),
+    };
+    energy_gemm.doc = "GEMM engine energy per operation, by precision (pJ/MAC = 2 flops).";
+    energy_gemm.keys = {
+        key("fp32", Type::EnergyPerFlop, "FP32").dflt(epf(e.compute.gemm_fp32)).min(Bound::NonNegative),
+        key("fp16", Type::EnergyPerFlop, "FP16").dflt(epf(e.compute.gemm_fp16)).min(Bound::NonNegative),
+        key("bf16", Type::EnergyPerFlop, "BF16").dflt(epf(e.compute.gemm_bf16)).min(Bound::NonNegative),
+        key("int8", Type::EnergyPerFlop, "INT8").dflt(epf(e.compute.gemm_int8)).min(Bound::NonNegative),
+    };
+    energy_compute.doc = "Dynamic energy of the compute engines.";
+    energy_compute.keys = {
+        key("gemm", Type::Map, "GEMM engine, per operation by precision").of(energy_gemm),
+        key("vector", Type::EnergyPerByte, "vector engine, per byte processed").dflt(epb(e.compute.vector))
+            .min(Bound::NonNegative),
+    };
+    energy_static.doc = "Static power of every node of a kind, paid over the run's makespan.";
+    energy_static.keys = {
+        key("pe", Type::Power, "per PE").dflt(pw(e.static_power.pe)).min(Bound::NonNegative),
+        key("router", Type::Power, "per router").dflt(pw(e.static_power.router)).min(Bound::NonNegative),
+        key("hbm_ctrl", Type::Power, "per HBM controller slice").dflt(pw(e.static_power.hbm_ctrl))
+            .min(Bound::NonNegative),
+        key("ucie", Type::Power, "per UCIe adapter").dflt(pw(e.static_power.ucie)).min(Bound::NonNegative),
+        key("pcie_ep", Type::Power, "per PCIe endpoint").dflt(pw(e.static_power.pcie_ep)).min(Bound::NonNegative),
+        key("other", Type::Power, "per node of any other kind (explicit graphs)").dflt(pw(e.static_power.other))
+            .min(Bound::NonNegative),
+    };
+    energy.doc = "The energy model: joules per byte per link class and memory, per operation per engine and "
+                 "precision, static watts per node kind (docs/energy.md).";
+    energy.keys = {
+        key("links", Type::Map, "per byte per hop, by link class").of(energy_links),
+        key("memory", Type::Map, "per byte, by memory").of(energy_memory),
+        key("compute", Type::Map, "per operation, by engine").of(energy_compute),
+        key("static", Type::Map, "static power, by node kind").of(energy_static),
     };
   }
   Schema(const Schema&) = delete;  // sections point at each other: never copy
@@ -1360,6 +1475,13 @@ class MapReader {
     return get_quantity(name, Type::Bandwidth, out.bytes_per_s);
   }
   bool get_frequency(std::string_view name, std::int64_t& hz) const { return get_quantity(name, Type::Frequency, hz); }
+  bool get_energy_per_byte(std::string_view name, std::int64_t& out) const {
+    return get_quantity(name, Type::EnergyPerByte, out);
+  }
+  bool get_energy_per_flop(std::string_view name, std::int64_t& out) const {
+    return get_quantity(name, Type::EnergyPerFlop, out);
+  }
+  bool get_power(std::string_view name, std::int64_t& out) const { return get_quantity(name, Type::Power, out); }
 
   [[noreturn]] void fail(std::string_view name, const std::string& msg) const {
     const Value* v = v_.find(name);
@@ -1617,7 +1739,54 @@ PeConfig read_pe(const MapReader& r) {
     q.get_int("channels", p.ipcq_channels);
     q.get_time("bank_hop", p.ipcq_bank_hop);
   }
+  if (r.get("hbm")) {
+    const MapReader h = r.child("hbm");
+    h.get_bytes("capacity", p.hbm.capacity);
+    h.get_int("pseudo_channels", p.hbm.pseudo_channels);
+    h.get_bytes("stripe", p.hbm.stripe);
+  }
   return p;
+}
+
+EnergyConfig read_energy(const MapReader& r) {
+  EnergyConfig e;
+  if (r.get("links")) {
+    const MapReader l = r.child("links");
+    l.get_energy_per_byte("pe", e.links.pe);
+    l.get_energy_per_byte("noc", e.links.noc);
+    l.get_energy_per_byte("hbm", e.links.hbm);
+    l.get_energy_per_byte("ucie_port", e.links.ucie_port);
+    l.get_energy_per_byte("ucie", e.links.ucie);
+    l.get_energy_per_byte("pcie_port", e.links.pcie_port);
+    l.get_energy_per_byte("pcie", e.links.pcie);
+    l.get_energy_per_byte("other", e.links.other);
+  }
+  if (r.get("memory")) {
+    const MapReader m = r.child("memory");
+    m.get_energy_per_byte("hbm", e.memory.hbm);
+    m.get_energy_per_byte("sram", e.memory.sram);
+  }
+  if (r.get("compute")) {
+    const MapReader c = r.child("compute");
+    if (c.get("gemm")) {
+      const MapReader g = c.child("gemm");
+      g.get_energy_per_flop("fp32", e.compute.gemm_fp32);
+      g.get_energy_per_flop("fp16", e.compute.gemm_fp16);
+      g.get_energy_per_flop("bf16", e.compute.gemm_bf16);
+      g.get_energy_per_flop("int8", e.compute.gemm_int8);
+    }
+    c.get_energy_per_byte("vector", e.compute.vector);
+  }
+  if (r.get("static")) {
+    const MapReader s = r.child("static");
+    s.get_power("pe", e.static_power.pe);
+    s.get_power("router", e.static_power.router);
+    s.get_power("hbm_ctrl", e.static_power.hbm_ctrl);
+    s.get_power("ucie", e.static_power.ucie);
+    s.get_power("pcie_ep", e.static_power.pcie_ep);
+    s.get_power("other", e.static_power.other);
+  }
+  return e;
 }
 
 // 0 or 1 (or the values in `allowed`): the driver's knobs are module parameters.
@@ -1722,6 +1891,7 @@ K200Config read_k200(const MapReader& r) {
     k.get_int("fp16_flops_per_cycle", v.fp16_flops_per_cycle);
     k.get_int("default_ncluster", v.default_ncluster);
     k.get_time("elementwise_element_time", v.elementwise_element_time);
+    k.get_time("elementwise_serial_element_time", v.elementwise_serial_element_time);
     k.get_bytes("gemm_block_bytes", v.gemm_block_bytes);
     k.get_bytes("kpanel_capacity", v.kpanel_capacity);
     k.get_int("fp32_efficiency", v.fp32_efficiency);
@@ -1893,6 +2063,7 @@ Config type_config(const Loader& l, const Value& root) {
   }
   if (top.get("fabric")) c.fabric = read_fabric(top.child("fabric"));
   if (top.get("pe")) c.pe = read_pe(top.child("pe"));
+  if (top.get("energy")) c.energy = read_energy(top.child("energy"));
   if (top.get("vgpu")) {
     if (sys)
       l.fail(top.entry("vgpu").key_where, "vgpu",
@@ -2011,6 +2182,7 @@ std::string config_schema_json() {
   json units;
   for (Type t : {Type::Time, Type::Bytes, Type::Bandwidth}) units[type_name(t)] = unit_names(*quantity_kind(t));
   units["frequency"] = unit_names(kFrequency);
+  for (Type t : {Type::EnergyPerByte, Type::EnergyPerFlop, Type::Power}) units[type_name(t)] = unit_names(*quantity_kind(t));
   j["units"] = std::move(units);
   const json root = section_json(s.root);  // named: items() of a temporary would dangle
   for (const auto& [name, v] : root.items()) j[name] = v;

@@ -83,7 +83,7 @@ struct K200D2dConfig {
 struct K200LaunchConfig {
   sim::Time host_prep = 1650 * sim::kNanosecond;     ///< per launch, on the calling host thread
   sim::Time queue_submit = 600 * sim::kNanosecond;   ///< per launch, holding the device command queue
-  sim::Time dispatch_base = 5 * sim::kMicrosecond;   ///< device: per kernel
+  sim::Time dispatch_base = 5 * sim::kMicrosecond;   ///< device: per kernel, the stream's command fetch
   sim::Time dispatch_per_cluster = sim::kMicrosecond;  ///< device: per cluster a kernel uses
   sim::Time wait_overhead = 2 * sim::kMicrosecond;   ///< host: noticing a finished kernel in a wait
 };
@@ -97,6 +97,7 @@ struct K200ComputeConfig {
   int fp16_flops_per_cycle = 8000;  ///< per cluster
   int default_ncluster = 8;
   sim::Time elementwise_element_time = 3600;  ///< per element per cluster, elementwise kernels (ps)
+  sim::Time elementwise_serial_element_time = 0;  ///< per element, not spread over clusters (ps)
   sim::Bytes gemm_block_bytes = sim::kKiB;  ///< output block per cluster: a side of this many bytes of elements
   sim::Bytes kpanel_capacity = 10 * sim::kKiB;  ///< per core: K-panel bytes held without spilling
   int fp32_efficiency = 60;                ///< % of cluster peak reached inside a block (no spill)

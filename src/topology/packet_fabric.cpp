@@ -8,8 +8,7 @@
 namespace kernbench::topology {
 
 PacketFabric::PacketFabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config)
-    : Fabric(sim, machine, config), channel_stats_(machine.num_channels()) {
-  for (LaneId l = 0; l < machine.num_lanes(); ++l) lanes_.emplace_back(sim, machine.lane_name(l), 1);
+    : Fabric(sim, machine, config), lanes_(machine.num_lanes()) {
 }
 
 std::uint32_t PacketFabric::segment_end(const Route& r, std::uint32_t begin) const {
@@ -35,15 +34,11 @@ TransferId PacketFabric::start(const TransferSpec& spec, sim::Target on_done) {
   records_[id].chunks = tr.chunks;
   tr.seg_begin = 0;
   tr.seg_end = segment_end(route, 0);
-  tr.lane_offset.clear();
-  tr.slot_lane.clear();
-  std::uint32_t offset = 0;
-  for (const Hop& hop : route.hop) {
-    tr.lane_offset.push_back(offset);
-    offset += static_cast<std::uint32_t>(hop.connections);
-    for (int k = 0; k < hop.connections; ++k) tr.slot_lane.push_back(hop.first_lane + static_cast<LaneId>(k));
-  }
-  tr.use.assign(offset, LaneUse{});
+  tr.seg_slot = 0;
+  std::uint32_t slots = 0;
+  for (const Hop& hop : route.hop) slots += static_cast<std::uint32_t>(hop.connections);
+  const Time now = sim_.now();
+  tr.use.assign(slots, LaneUse{0, now, now});
   const Time o = spec.charge_src_overhead ? machine_.node(spec.src).params.overhead : 0;
   tr.stream_base = Breakdown{o, 0, 0, 0};
   sim_.schedule(o, on_stream_, t);
@@ -73,6 +68,8 @@ void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
   ch.transfer = t;
   ch.index = tr.injected++;
   ch.hop = tr.seg_begin;
+  ch.slot_base = tr.seg_slot;
+  ch.next = kNone;
   const Bytes offset = static_cast<Bytes>(ch.index) * config_.chunk;
   ch.size = std::min(config_.chunk, tr.bytes - offset);
   ch.parts = parts;
@@ -80,12 +77,8 @@ void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
   request(c);
 }
 
-Time PacketFabric::own_busy(const Transfer& t, std::uint32_t slot) const {
-  const LaneUse& u = t.use[slot];
-  return u.completed + (u.since >= 0 ? sim_.now() - u.since : 0);
-}
-
-void PacketFabric::request(std::uint64_t c) {
+void PacketFabric::request(std::uint64_t arg) {
+  const auto c = static_cast<std::uint32_t>(arg);
   Chunk& ch = chunks_[c];
   const Transfer& tr = transfers_[ch.transfer];
   const Hop& hop = tr.route->hop[ch.hop];
@@ -98,26 +91,54 @@ void PacketFabric::request(std::uint64_t c) {
                                    static_cast<std::uint64_t>(hop.connections));
   }
   ch.lane = hop.first_lane + k;
-  ch.use_slot = tr.lane_offset[ch.hop] + k;
+  ch.use_slot = ch.slot_base + k;
+  Lane& lane = lanes_[ch.lane];
   ch.wait_start = sim_.now();
-  sim::Server& lane = lanes_[ch.lane];
-  ch.lane_busy_at_wait = lane.busy_unit_time();
-  ch.own_at_wait = own_busy(tr, ch.use_slot);
-  if (lane.request(on_grant_, c)) granted(c);
+  if (lane.head == kNone && lane_free(lane)) {
+    ch.lane_busy_at_wait = ch.own_at_wait = 0;  // no wait to split
+    granted(c);
+    return;
+  }
+  ch.lane_busy_at_wait = lane_busy(lane);
+  ch.own_at_wait = own_busy(tr.use[ch.use_slot]);
+  // Queue behind the lane's waiters. The first one makes the lane's release
+  // an event, in the place reserved for it (unless a hand-over is under
+  // way: the next holder's grant books the next release).
+  ch.next = kNone;
+  if (lane.tail == kNone) {
+    lane.head = c;
+    if (!lane.handover) sim_.schedule_reserved(lane.busy_until, lane.release_seq, on_release_, ch.lane);
+  } else {
+    chunks_[lane.tail].next = c;
+  }
+  lane.tail = c;
 }
 
-void PacketFabric::granted(std::uint64_t c) {
+void PacketFabric::release(std::uint64_t l) {
+  // The end of a hold with chunks waiting: hand the lane to the first, who
+  // is granted by an event due now (as a Server's release does).
+  Lane& lane = lanes_[l];
+  const std::uint32_t c = lane.head;
+  lane.head = chunks_[c].next;
+  if (lane.head == kNone) lane.tail = kNone;
+  lane.handover = true;
+  sim_.schedule(0, on_grant_, c);
+}
+
+void PacketFabric::granted(std::uint64_t arg) {
+  const auto c = static_cast<std::uint32_t>(arg);
   const Time now = sim_.now();
   Chunk& ch = chunks_[c];
   Transfer& tr = transfers_[ch.transfer];
-  const sim::Server& lane = lanes_[ch.lane];
+  Lane& lane = lanes_[ch.lane];
+  LaneUse& use = tr.use[ch.use_slot];
   if (const Time wait = now - ch.wait_start; wait > 0) {
-    // The lane was held the whole wait (a released lane goes straight to
-    // the next waiter); split that time by whose chunks held it.
-    const auto busy = static_cast<Time>(std::llround(lane.busy_unit_time() - ch.lane_busy_at_wait));
-    const Time own = own_busy(tr, ch.use_slot) - ch.own_at_wait;
+    // The lane was held the whole wait (it goes straight from one holder
+    // to the next waiter); split that time by whose chunks held it.
+    const Time busy = lane_busy(lane) - ch.lane_busy_at_wait;
+    const Time own = own_busy(use) - ch.own_at_wait;
     if (busy != wait || own < 0 || own > busy)
-      throw InternalError("packet fabric: lane " + lane.name() + " wait of " + std::to_string(wait) +
+      throw InternalError("packet fabric: lane " + machine_.lane_name(ch.lane) + " wait of " + std::to_string(wait) +
                           " ps has busy " + std::to_string(busy) + " ps, own " + std::to_string(own) + " ps");
     ch.parts.drain += own;
     ch.parts.queuing += busy - own;
@@ -129,12 +150,20 @@ void PacketFabric::granted(std::uint64_t c) {
   // until the whole chunk has gone, which may wait for its tail to arrive.
   const Time head = sim::transfer_time(std::min(config_.flit, ch.size), hop.bandwidth);
   const Time hold_end = std::max(now + sim::transfer_time(ch.size, hop.bandwidth), ch.tail_ready + head);
-  tr.use[ch.use_slot].since = now;
-  ChannelStats& stats = channel_stats_[hop.channel];
-  stats.bytes += ch.size;
-  stats.busy_time += static_cast<double>(hold_end - now);
+  // Book the hold (the previous one has ended: the lane is capacity 1) and
+  // reserve its release's place; chunks already waiting make it an event.
+  lane.busy += lane.busy_until - lane.hold_since;
+  lane.hold_since = now;
+  lane.busy_until = hold_end;
+  lane.release_seq = sim_.reserve_seq();
+  lane.handover = false;
+  if (lane.head != kNone) sim_.schedule_reserved(hold_end, lane.release_seq, on_release_, ch.lane);
+  lane.bytes += ch.size;
+  ++lane.grants;
+  use.completed += use.until - use.since;
+  use.since = now;
+  use.until = hold_end;
   ++chunk_hops_;
-  sim_.schedule(hold_end - now, on_serialised_, (static_cast<std::uint64_t>(ch.use_slot) << 32) | c);
   const Time lat = hop.latency;
   ch.parts.transmission += head + lat;
   if (ch.hop + 1 == tr.seg_end) {
@@ -146,22 +175,13 @@ void PacketFabric::granted(std::uint64_t c) {
     const Time o = hop.next_overhead;
     ch.parts.overhead += o;
     ch.tail_ready = hold_end + lat + o;
+    ch.slot_base += static_cast<std::uint32_t>(hop.connections);
     ++ch.hop;
     sim_.schedule(head + lat + o, on_ready_, c);
   }
   // The next chunk of the stream may ask for a lane now; it inherits the
   // breakdown of this one at the moment it got its lane.
   if (stream_head_hop && tr.injected < tr.chunks) inject(ch.transfer, at_grant);
-}
-
-void PacketFabric::serialised(std::uint64_t arg) {
-  const auto slot = static_cast<std::uint32_t>(arg >> 32);
-  const auto c = static_cast<std::uint32_t>(arg & 0xffffffffU);
-  Transfer& tr = transfers_[chunks_[c].transfer];
-  LaneUse& use = tr.use[slot];
-  use.completed += sim_.now() - use.since;
-  use.since = -1;
-  lanes_[tr.slot_lane[slot]].release();
 }
 
 void PacketFabric::arrived(std::uint64_t c) {
@@ -188,6 +208,8 @@ void PacketFabric::arrived(std::uint64_t c) {
     return;
   }
   // Store-and-forward: re-stream from this node after its processing.
+  for (std::uint32_t h = tr.seg_begin; h < tr.seg_end; ++h)
+    tr.seg_slot += static_cast<std::uint32_t>(tr.route->hop[h].connections);
   tr.seg_begin = tr.seg_end;
   tr.seg_end = segment_end(*tr.route, tr.seg_begin);
   tr.stream_base = parts;
@@ -203,6 +225,20 @@ void PacketFabric::finish(std::uint64_t t) {
   close(id, sim_.now(), parts, done);
 }
 
-ChannelStats PacketFabric::channel_stats(ChannelId channel) const { return channel_stats_.at(channel); }
+ChannelStats PacketFabric::channel_stats(ChannelId channel) const {
+  const ChannelInfo& info = machine_.channel(channel);
+  ChannelStats s;
+  for (int k = 0; k < info.link.connections; ++k) {
+    const Lane& l = lanes_[info.first_lane + static_cast<LaneId>(k)];
+    s.bytes += l.bytes;
+    s.busy_time += static_cast<double>(l.busy + l.busy_until - l.hold_since);  // holds are booked when granted
+  }
+  return s;
+}
+
+PacketFabric::LaneStats PacketFabric::lane_stats(LaneId id) const {
+  const Lane& l = lanes_.at(id);
+  return LaneStats{static_cast<double>(lane_busy(l)), l.bytes, l.grants};
+}
 
 }  // namespace kernbench::topology

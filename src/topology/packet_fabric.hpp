@@ -3,7 +3,8 @@
 // A transfer is cut into chunks (fabric.chunk, down to one flit). Chunks
 // enter the first channel of their segment in order -- chunk k+1 asks for a
 // lane once chunk k has one -- so two transfers sharing a channel interleave
-// chunk by chunk. Each lane of each channel is a capacity-1 sim::Server.
+// chunk by chunk. Each lane of each channel is a capacity-1 FIFO server
+// (see Cost below: the same semantics as a sim::Server, in a compact record).
 // Forwarding is cut-through at flit granularity: a chunk's head flit moves
 // on one flit time after it got a lane (plus wire latency and the next
 // node's pipeline overhead), while the lane stays held until the chunk's
@@ -24,12 +25,25 @@
 // of a segment the chunk's body streaming behind its head is drain. The
 // transfer's breakdown is that of its last chunk to arrive, so the four
 // parts sum to its latency exactly.
+//
+// Cost: a lane is a compact 64-byte record, not a general sim::Server
+// (the same semantics: capacity 1, FIFO, a released lane handed straight to
+// the first waiter). Its hold is known when it is granted -- until the
+// chunk's tail has passed -- so its release is lazy: the release event's
+// place in the event order is reserved at the grant
+// (Simulation::reserve_seq) but the event is only scheduled if a chunk
+// comes to wait. Runs are event-for-event those of a Server per lane, with
+// one event fewer per uncontended chunk-hop. Waiting chunks form an
+// intrusive list through the chunk records; busy integrals and
+// per-transfer service times are computed from (since, until) pairs when
+// asked. At thousands of PEs the in-flight state far exceeds the caches,
+// so the bytes touched per event set the cost per event.
 #pragma once
 
-#include <deque>
+#include <algorithm>
 #include <vector>
 
-#include "sim/server.hpp"
+#include "sim/event.hpp"
 #include "sim/slot_pool.hpp"
 #include "topology/fabric.hpp"
 
@@ -43,15 +57,37 @@ class PacketFabric final : public Fabric {
   ChannelStats channel_stats(ChannelId channel) const override;
   const char* model_name() const override { return "packet"; }
 
-  /// The Server of one lane (for utilisation and queue statistics).
-  const sim::Server& lane(LaneId id) const { return lanes_[id]; }
+  /// What one lane has done so far (busy time up to now, queue statistics).
+  struct LaneStats {
+    double busy_unit_time = 0.0;  ///< ps the lane was held, up to now
+    Bytes bytes = 0;              ///< payload bytes granted across it
+    std::uint64_t grants = 0;
+  };
+  LaneStats lane_stats(LaneId id) const;
   /// Chunk-hops simulated so far (the packet model's unit of work).
   std::uint64_t chunk_hops() const { return chunk_hops_; }
+  /// Most chunks / transfers ever in flight at once (their pools' sizes).
+  std::size_t chunk_slots() const { return chunks_.capacity(); }
+  std::size_t transfer_slots() const { return transfers_.capacity(); }
 
  private:
-  struct LaneUse {           // this transfer's use of one lane of one hop
-    Time completed = 0;      // service time finished so far
-    Time since = -1;         // start of the current service, or -1
+  static constexpr std::uint32_t kNone = 0xffffffffU;
+  struct alignas(64) Lane {    // one lane of one channel: capacity 1, FIFO
+    Time hold_since = -1;      // start of the current (or last) hold; -1: never held
+    Time busy_until = -1;      // its end
+    std::uint64_t release_seq = 0;  // the end's reserved place in the event order
+    Time busy = 0;             // ps held before hold_since
+    Bytes bytes = 0;
+    std::uint64_t grants = 0;
+    std::uint32_t head = kNone;  // waiting chunks, oldest first (Chunk::next)
+    std::uint32_t tail = kNone;
+    bool handover = false;     // handed to the first waiter, whose grant event is due now
+  };
+  static_assert(sizeof(Lane) == 64, "a lane is one cache line");
+  struct LaneUse {           // this transfer's holds of one lane of one hop
+    Time completed = 0;      // service finished before `since`
+    Time since = 0;          // the current (or last) hold
+    Time until = 0;
   };
   struct Transfer {
     TransferId id = 0;
@@ -62,47 +98,49 @@ class PacketFabric final : public Fabric {
     std::uint32_t chunks = 0;
     std::uint32_t seg_begin = 0;   // first hop of the current segment
     std::uint32_t seg_end = 0;     // one past its last hop
+    std::uint32_t seg_slot = 0;    // index into `use` of seg_begin's first lane
     std::uint32_t injected = 0;    // chunks injected into the current segment
     std::uint32_t arrived = 0;     // chunks arrived at the segment's end node
     Bytes delivered = 0;           // bytes arrived at the segment's end node (invariant: == bytes)
     Breakdown stream_base;         // breakdown of chunk 0 when the segment starts
     Breakdown last;                // breakdown of the latest arrival
-    std::vector<std::uint32_t> lane_offset;  // hop -> first index into `use`
-    std::vector<LaneId> slot_lane;           // index into `use` -> lane
-    std::vector<LaneUse> use;
+    std::vector<LaneUse> use;      // per lane of every hop, hop by hop
   };
   struct Chunk {
     std::uint32_t transfer = 0;
     std::uint32_t index = 0;
     std::uint32_t hop = 0;
     LaneId lane = 0;
+    std::uint32_t slot_base = 0;   // index into `use` of this hop's first lane
     std::uint32_t use_slot = 0;
+    std::uint32_t next = kNone;    // next waiter on the same lane
     Bytes size = 0;
     Time wait_start = 0;
-    double lane_busy_at_wait = 0.0;
+    Time lane_busy_at_wait = 0;
     Time own_at_wait = 0;
     Time tail_ready = 0;     // when its last byte is at the current node
     Breakdown parts;         // of its head flit's journey so far
   };
 
-  // Event entry points; the arg is a chunk or transfer slot.
+  // Event entry points; the arg is a chunk, transfer or lane.
   void start_segment(std::uint64_t t);
   void inject(std::uint32_t t, const Breakdown& parts);
   void request(std::uint64_t c);
   void granted(std::uint64_t c);
-  void serialised(std::uint64_t slot_and_chunk);
+  void release(std::uint64_t lane);
+  bool lane_free(const Lane& l) const { return !l.handover && sim_.passed(l.busy_until, l.release_seq); }
   void arrived(std::uint64_t c);
   void finish(std::uint64_t t);
   std::uint32_t segment_end(const Route& r, std::uint32_t begin) const;
-  Time own_busy(const Transfer& t, std::uint32_t slot) const;
+  Time lane_busy(const Lane& l) const { return l.busy + std::min(sim_.now(), l.busy_until) - l.hold_since; }
+  Time own_busy(const LaneUse& u) const { return u.completed + std::min(sim_.now(), u.until) - u.since; }
 
-  std::deque<sim::Server> lanes_;
-  std::vector<ChannelStats> channel_stats_;
+  std::vector<Lane> lanes_;
   sim::SlotPool<Chunk> chunks_;
   sim::SlotPool<Transfer> transfers_;
   std::uint64_t chunk_hops_ = 0;
+  sim::MemberHandler<PacketFabric, &PacketFabric::release> on_release_{*this};
   sim::MemberHandler<PacketFabric, &PacketFabric::granted> on_grant_{*this};
-  sim::MemberHandler<PacketFabric, &PacketFabric::serialised> on_serialised_{*this};
   sim::MemberHandler<PacketFabric, &PacketFabric::request> on_ready_{*this};
   sim::MemberHandler<PacketFabric, &PacketFabric::arrived> on_arrive_{*this};
   sim::MemberHandler<PacketFabric, &PacketFabric::start_segment> on_stream_{*this};

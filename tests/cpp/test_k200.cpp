@@ -88,6 +88,14 @@ TEST_CASE("K200 launch and gemm (printed)", "[k200][.print]") {
     auto st = k.launch_test(threads, 10, 100, add);
     std::printf("threads %d: launch %.3f us, wait %.3f us, per kernel %.3f us, single %.3f us\n", threads,
                 st.launch_us, st.wait_us, st.per_kernel_us, st.single_us);
+    for (int nc : {1, 2, 4, 8}) {
+      topology::System sys2(k200_config());
+      K200 k2(sys2);
+      add.ncluster = nc;
+      auto d = k2.dispatch_test(threads, 100, add);
+      std::printf("  dispatch nc %d: round trip %.3f us, per command %.3f us (launch %.3f, wait %.3f)\n", nc,
+                  d.round_trip_us, d.per_command_us, d.launch_us, d.wait_us);
+    }
   }
   for (int n : {128, 5120})
     for (int nc : {1, 4}) {
@@ -333,9 +341,13 @@ TEST_CASE("K200 launch and dispatch against the vendor test", "[k200]") {
   K200 k(sys);
   KernelSpec add;
   add.elements = 5120;
+  // The vendor loop ran at ncluster 4: the reference's waits are at 1 and 4,
+  // and at 1 a 5120-element kernel alone takes 29.6 us, more than the loop's
+  // 19.3 per kernel. Predicted (no parameter fitted on it).
+  add.ncluster = 4;
   const auto one = k.launch_test(1, 10, 100, add);
   CHECK(one.launch_us == Approx(2.25).epsilon(0.05));  // ref 2.05-2.46
-  CHECK(one.per_kernel_us == Approx(19.3).epsilon(0.15));
+  CHECK(one.per_kernel_us == Approx(19.3).epsilon(0.05));
   topology::System sys4(k200_config());
   K200 k4(sys4);
   const auto four = k4.launch_test(4, 10, 100, add);
@@ -348,7 +360,7 @@ TEST_CASE("K200 launch and dispatch against the vendor test", "[k200]") {
   CHECK(burst.launch_test(4, 3, 1, add).launch_us == Approx((2.25 + 2.85 + 3.45 + 4.05 + 8 * 2.4) / 12).epsilon(1e-9));
   // Single-kernel waits (elementwise add, ncluster 1 / 4).
   const std::tuple<int, int, double, double> waits[] = {
-      {128, 1, 11.7, 0.01}, {128, 4, 14.0, 0.01}, {5120, 1, 29.6, 0.01}, {5120, 4, 20.6, 0.15}};
+      {128, 1, 11.7, 0.01}, {128, 4, 14.0, 0.01}, {5120, 1, 29.6, 0.01}, {5120, 4, 20.6, 0.01}};
   for (auto [n, nc, ref, eps] : waits) {
     topology::System s1(k200_config());
     K200 k1(s1);
@@ -358,8 +370,115 @@ TEST_CASE("K200 launch and dispatch against the vendor test", "[k200]") {
     INFO(n << " elements, ncluster " << nc);
     CHECK(k1.launch_test(1, 1, 1, e).wait_us == Approx(ref).epsilon(eps));
   }
+  REQUIRE_THROWS_WITH(k.launch_test(65, 1, 1, add), Catch::Contains("65 threads need a stream each"));
   add.ncluster = 9;
   REQUIRE_THROWS_WITH(k.launch_test(1, 1, 1, add), Catch::Contains("ncluster 9"));
+}
+
+TEST_CASE("K200 dispatch: the synchronous round trip per thread, a stream each", "[k200]") {
+  // The repo's "dispatch ~26 us (1 thread) / ~25 us (4 threads)" is
+  // untraceable (ref: approximate, 15 %); no parameter is fitted on it. The
+  // model's round trip of the vendor kernel (5120 elements, ncluster 4) is
+  // launch + single-kernel wait, both fitted on traceable figures: 2.25 +
+  // 20.6 = 22.85 us, 12 % under 26; with 4 threads the streams fetch side by
+  // side and two 4-cluster kernels share the die's 8 clusters, so a thread's
+  // round trip barely grows (22.9 us, 8 % under 25).
+  KernelSpec add;
+  add.elements = 5120;
+  add.ncluster = 4;
+  const auto run = [&](int threads) {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    return k.dispatch_test(threads, 100, add);
+  };
+  const auto one = run(1);
+  CHECK(one.round_trip_us == Approx(26.0).epsilon(0.15));
+  CHECK(one.round_trip_us == Approx(2.25 + 20.6).epsilon(0.002));  // launch + wait: nothing else on one stream
+  CHECK(one.per_command_us == Approx(one.round_trip_us).epsilon(1e-9));
+  const auto four = run(4);
+  CHECK(four.round_trip_us == Approx(25.0).epsilon(0.15));
+  CHECK(four.round_trip_us >= one.round_trip_us);  // threads only add contention
+  CHECK(four.round_trip_us < 1.05 * one.round_trip_us);
+  CHECK(four.per_command_us < one.per_command_us / 3.5);  // 4 streams overlap almost fully
+  // Kernels that take every cluster cannot overlap: 4 threads at ncluster 8
+  // queue for the clusters: one kernel's cluster time after another (8 x
+  // 0.863 + 640 x 3.018 ns + 5120 x 0.568 ns = 11.74 us each).
+  add.ncluster = 8;
+  topology::System s8(k200_config());
+  K200 k8(s8);
+  const auto four8 = k8.dispatch_test(4, 50, add);
+  CHECK(four8.per_command_us == Approx(8 * 0.863 + 640 * 3.018e-3 + 5120 * 0.568e-3).epsilon(0.01));
+  REQUIRE_THROWS_WITH(k8.dispatch_test(0, 1, add), Catch::Contains("threads and commands must be >= 1"));
+  REQUIRE_THROWS_WITH(k8.dispatch_test(65, 1, add), Catch::Contains("65 threads need a stream each"));
+}
+
+TEST_CASE("K200 streams: in order each, waits per stream, clusters shared", "[k200]") {
+  // Stream 0 gets a long kernel (5120 elements, nc 4), stream 1 a short one
+  // (128, nc 4): on disjoint clusters they run side by side, and a wait on
+  // stream 1 returns when its kernel is done, not when the die is idle.
+  topology::System sys(k200_config());
+  K200 k(sys);
+  sim::Simulation& sim = sys.sim();
+  KernelSpec big, small;
+  big.elements = 5120;
+  big.ncluster = 4;
+  small.elements = 128;
+  small.ncluster = 4;
+  Time short_done = 0, long_done = 0, die_done = 0;
+  auto a = [&]() -> sim::Task<void> {
+    co_await k.launch_task(0, {0, 0}, big, 0);
+    co_await k.stream_wait_task(0, {0, 0}, 0);
+    long_done = sim.now();
+  };
+  auto b = [&]() -> sim::Task<void> {
+    co_await k.launch_task(1, {0, 0}, small, 1);
+    co_await k.stream_wait_task(1, {0, 0}, 1);
+    short_done = sim.now();
+  };
+  auto c = [&]() -> sim::Task<void> {
+    co_await sim.delay(3 * sim::kMicrosecond);  // after both launches
+    co_await k.wait_task(2, {0, 0});
+    die_done = sim.now();
+  };
+  sim.spawn("a", top(a()));
+  sim.spawn("b", top(b()));
+  sim.spawn("c", top(c()));
+  k.run_to_completion();
+  // Launches: thread 0 first (2.25 us), thread 1 queues 0.6 us for the command queue.
+  CHECK(sim::to_seconds(long_done) * 1e6 == Approx(2.25 + 20.601).epsilon(1e-3));
+  CHECK(sim::to_seconds(short_done) * 1e6 == Approx(2.85 + 13.999).epsilon(1e-3));
+  CHECK(die_done == long_done);  // the die-wide wait covers both streams
+  // One stream is in order: two kernels back to back, the second fetched after the first finished.
+  topology::System s2(k200_config());
+  K200 k2(s2);
+  const auto st = k2.launch_test(1, 2, 1, small);
+  CHECK(st.wait_us == Approx(2 * (13.999 - 2.0) - 2.25 + 2.0).epsilon(1e-3));
+  KernelSpec e = small;
+  auto bad = [&]() -> sim::Task<void> { co_await k2.launch_task(0, {0, 0}, e, 64); };
+  s2.sim().spawn("bad", top(bad()));
+  REQUIRE_THROWS_WITH(k2.run_to_completion(), Catch::Contains("stream 64 is outside 0..63"));
+}
+
+TEST_CASE("K200 elementwise kernel: per-cluster and serial parts (closed form)", "[k200]") {
+  // wait = dispatch_base + nc x dispatch_per_cluster + ceil(n / nc) x 3.018 ns
+  //        + n x 0.568 ns + wait_overhead; the speedup over clusters
+  //        saturates at (3.018 + 0.568) / 0.568 = 6.3x for large n.
+  const auto wait_us = [](std::int64_t n, int nc) {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    KernelSpec e;
+    e.elements = n;
+    e.ncluster = nc;
+    return k.launch_test(1, 1, 1, e).wait_us;
+  };
+  for (auto [n, nc] : {std::pair<std::int64_t, int>{1000, 3}, {1 << 20, 8}, {1 << 20, 1}}) {
+    INFO(n << " elements, ncluster " << nc);
+    const double expect = 8.378 + nc * 0.863 + static_cast<double>((n + nc - 1) / nc) * 3.018e-3 + n * 0.568e-3 + 2;
+    CHECK(wait_us(n, nc) == Approx(expect).epsilon(1e-6));
+  }
+  const double k1 = wait_us(1 << 24, 1), k8 = wait_us(1 << 24, 8);
+  CHECK(k1 / k8 < (3.018 + 0.568) / (3.018 / 8 + 0.568));
+  CHECK(k1 / k8 > 0.99 * (3.018 + 0.568) / (3.018 / 8 + 0.568));
 }
 
 TEST_CASE("K200 GEMM on a die against the reference", "[k200]") {

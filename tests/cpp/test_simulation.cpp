@@ -62,6 +62,48 @@ TEST_CASE("equal-time events run in the order they were scheduled", "[simulation
   CHECK(sim.now() == 5);
 }
 
+TEST_CASE("a reserved event runs in the place reserved for it", "[simulation]") {
+  Simulation sim;
+  Recorder r(sim);
+  sim.schedule(5, r, 1);
+  const std::uint64_t place = sim.reserve_seq();  // between events 1 and 2
+  sim.schedule(5, r, 2);
+  sim.schedule(0, r, 0);
+  // Materialised later, from inside the run: it still runs before event 2,
+  // as if it had been scheduled when its place was reserved.
+  struct Late final : Handler {
+    Late(Simulation& s, Recorder& r, std::uint64_t p) : sim(s), rec(r), place(p) {}
+    void on_event(std::uint64_t) override {
+      CHECK_FALSE(sim.passed(5, place));
+      sim.schedule_reserved(5, place, rec, 99);
+    }
+    Simulation& sim;
+    Recorder& rec;
+    std::uint64_t place;
+  } late(sim, r, place);
+  sim.schedule(2, late);
+  sim.run();
+  REQUIRE(r.seen.size() == 4);
+  CHECK(r.seen[1].second == 1);
+  CHECK(r.seen[2].second == 99);
+  CHECK(r.seen[3].second == 2);
+  CHECK(sim.passed(5, place));
+  // A place that has passed cannot be used.
+  Simulation s2;
+  const std::uint64_t early = s2.reserve_seq();
+  struct Misuse final : Handler {
+    Misuse(Simulation& s, std::uint64_t p) : sim(s), place(p) {}
+    void on_event(std::uint64_t) override {
+      REQUIRE_THROWS_AS(sim.schedule_reserved(sim.now(), place, *this), kernbench::InternalError);
+      REQUIRE_THROWS_WITH(sim.schedule_reserved(sim.now() - 1, place, *this), Catch::Contains("has passed"));
+    }
+    Simulation& sim;
+    std::uint64_t place;
+  } misuse(s2, early);
+  s2.schedule(1, misuse);
+  s2.run();
+}
+
 TEST_CASE("same seed gives an identical trace; another seed does not", "[simulation][determinism]") {
   const auto h1 = chain_hash(42);
   const auto h2 = chain_hash(42);

@@ -103,6 +103,41 @@ def test_launch_figures(system):
     assert d["result"].ops
 
 
+def test_launch_wait_and_dispatch_rows():
+    """Every launch row of the reference: fitted rows reproduced, the vendor loop predicted within 5 %, the
+    untraceable "dispatch ~26 / ~25 us" predicted within the reference's 15 % (no parameter fitted on it)."""
+    rows = {r["row"]: r for r in k200.launch_table()}
+    assert len(rows) == 2 + 1 + len(k200.REFERENCE_WAIT) + len(k200.REFERENCE_DISPATCH)
+    assert all(r["within"] for r in rows.values()), [r for r in rows.values() if not r["within"]]
+    assert 2.05 <= rows["launch, 1 thread"]["model_us"] <= 2.46
+    assert 2.19 <= rows["launch, 4 threads"]["model_us"] <= 2.61
+    loop = rows["vendor loop, per kernel"]
+    assert loop["fitted"] == "predicted" and loop["model_us"] == pytest.approx(19.3, rel=0.05)
+    for threads, measured in k200.REFERENCE_DISPATCH.items():
+        d = rows[f"dispatch (sync round trip), {threads} thread{'s' if threads > 1 else ''}"]
+        assert d["fitted"] == "predicted" and d["model_us"] == pytest.approx(measured, rel=k200.DISPATCH_TOLERANCE)
+    # One thread: the round trip is launch + the single-kernel wait of the vendor kernel, nothing else.
+    wait = rows["single-kernel wait, 5120 elements nc 4"]["model_us"]
+    assert rows["dispatch (sync round trip), 1 thread"]["model_us"] == pytest.approx(
+        rows["launch, 1 thread"]["model_us"] + wait, rel=1e-3)
+
+
+def test_dispatch_streams_overlap_unless_kernels_take_every_cluster():
+    """Four threads, a stream each: 4-cluster kernels share the die (a thread's round trip stays put),
+    8-cluster kernels queue (the round trip grows about fourfold's worth of cluster time)."""
+    one = k200.dispatch(k200.load_system(), threads=1, commands=20)
+    four = k200.dispatch(k200.load_system(), threads=4, commands=20)
+    assert one["round_trip_us"] <= four["round_trip_us"] < 1.05 * one["round_trip_us"]
+    assert four["per_command_us"] < one["per_command_us"] / 3.5
+    four8 = k200.dispatch(k200.load_system(), threads=4, commands=20, ncluster=8)
+    assert four8["round_trip_us"] > 1.8 * four["round_trip_us"]
+    assert {o["kind"] for o in four8["result"].ops} >= {"launch", "fetch", "dispatch", "kernel", "wait"}
+    with pytest.raises(kernbench.UsageError, match="threads and commands must be >= 1"):
+        k200.dispatch(k200.load_system(), threads=0)
+    with pytest.raises(kernbench.UsageError, match="ncluster 9"):
+        k200.dispatch(k200.load_system(), ncluster=9)
+
+
 def test_case_c5_two_cards_scale_linearly():
     """C5 (quick): two cards, no shared bottleneck -> twice the throughput of one."""
     case = k200.load_case("c5_two_cards")
@@ -136,6 +171,10 @@ def test_bandwidth_bench_smoke(tmp_path):
     rows = {(c["row"], c["direction"], c["bytes"]): c for c in sweep["compare"]}
     c = rows[("pinned", "h2d", 256 * MiB)]
     assert 0.95 < c["ratio"] < 1.05 and c["fitted"] == "predicted"
+    assert "launch.csv" in sweep["files"]
+    launch = {r["row"]: r for r in sweep["launch"]}
+    assert launch["dispatch (sync round trip), 4 threads"]["fitted"] == "predicted"
+    assert all(r["within"] for r in sweep["launch"])
     assert json.loads((tmp_path / "sweep.json").read_text())["bench"] == "k200-bandwidth"
 
 

@@ -97,8 +97,8 @@ K200::K200(topology::System& system) : system_(system) {
       d.hbm = need(base + ".hbm");
       d.channels = std::make_unique<sim::Server>(sim, base + ".edma_channels", cfg_.edma.channels_per_die);
       d.queue = std::make_unique<sim::Server>(sim, base + ".queue");
-      d.compute = std::make_unique<sim::Server>(sim, base + ".clusters");
-      d.pending = std::make_unique<sim::Store<KernelSpec>>(sim, base + ".pending");
+      d.compute = std::make_unique<sim::Server>(sim, base + ".clusters", cfg_.compute.clusters);
+      d.grant = std::make_unique<sim::Server>(sim, base + ".cluster_grant");
       d.res_channels = add_resource(d.channels->name());
       d.res_queue = add_resource(d.queue->name());
       d.res_compute = add_resource(d.compute->name());

@@ -6,13 +6,14 @@
 // its config. It adds the engines the driver and the device use, each a
 // sim::Server so queueing is measured: per card the eDMA channel pool (8),
 // per die the channels a die may hold (3), the host's CPU copy threads, per
-// die the device command queue and the die's compute (one kernel at a time).
+// die the device command queue and the die's clusters (a kernel holds its
+// ncluster of them; kernels of different streams run side by side).
 //
 // Every model op is a coroutine on those engines; bytes that cross PCIe (or
 // go between a die and its HBM) move through the System's fabric, so two
 // dies sharing a card link contend for it for real. Every op is recorded in
 // the simulation's OpLog (kinds: call, map, unmap, edma, poll, memcpy, pin,
-// handoff, d2d, launch, dispatch, kernel, gemm, wait, hbm) with a resource
+// handoff, d2d, launch, fetch, dispatch, kernel, gemm, wait, hbm) with a resource
 // id from resource_names() and a free tag.
 //
 // Paths (see copy.cpp, launch.cpp, gemm.cpp, workload.cpp for each one's
@@ -154,9 +155,10 @@ class K200 {
   /// Several copies started together (e.g. one per card); the report spans
   /// all of them, its bytes are their sum and its path lists each path.
   RunReport copies(const std::vector<CopySpec>& specs);
-  /// `threads` host threads each launch `kernels` kernels (a stream each, on
-  /// `die`), then wait once; `loops` times. The report's ops give launch,
-  /// dispatch and wait; per-kernel times are in LaunchStats.
+  /// `threads` host threads each launch `kernels` kernels (thread t on stream
+  /// t of `die`), then wait for their stream once; `loops` times. The
+  /// report's ops give launch, dispatch and wait; per-kernel times are in
+  /// LaunchStats.
   struct LaunchStats {
     double launch_us = 0.0;   ///< mean host time per launch call
     double wait_us = 0.0;     ///< mean wait call per loop
@@ -165,14 +167,31 @@ class K200 {
     RunReport report;
   };
   LaunchStats launch_test(int threads, int kernels, int loops, const KernelSpec& kernel, DieRef die = {});
+  /// The synchronous round trip: `threads` host threads (thread t on stream t
+  /// of `die`) each `commands` times launch one kernel and wait for their
+  /// stream. round_trip_us: mean launch-to-wait-return per command and
+  /// thread; per_command_us: elapsed / all commands (throughput).
+  struct DispatchStats {
+    double round_trip_us = 0.0;
+    double per_command_us = 0.0;
+    double launch_us = 0.0;   ///< mean launch call
+    double wait_us = 0.0;     ///< mean wait call
+    RunReport report;
+  };
+  DispatchStats dispatch_test(int threads, int commands, const KernelSpec& kernel, DieRef die = {});
   /// One GEMM (an xdnn fc call: launch, dispatch, run, wait) on `die`.
   RunReport gemm(const KernelSpec& kernel, DieRef die = {});
   GemmPlan plan_gemm(const KernelSpec& kernel) const;
 
   // ---- building blocks (coroutines; usable from workloads) ----------------------
   sim::Task<void> copy_task(CopySpec spec, std::int32_t tag, std::string* path_out);
-  sim::Task<void> launch_task(int thread, DieRef die, KernelSpec kernel);
+  /// Launches `kernel` into stream `stream` of `die` (streams run in order,
+  /// each on its own; kernels of different streams share the die's clusters).
+  sim::Task<void> launch_task(int thread, DieRef die, KernelSpec kernel, int stream = 0);
+  /// Blocks until every kernel launched to the die (all streams) has finished.
   sim::Task<void> wait_task(int thread, DieRef die, std::int32_t tag = 0);
+  /// Blocks until every kernel launched to stream `stream` of the die has finished.
+  sim::Task<void> stream_wait_task(int thread, DieRef die, int stream, std::int32_t tag = 0);
   /// Validation without running (UsageError/ConfigError naming the problem).
   void check(const CopySpec& spec);
   void check(const KernelSpec& kernel, DieRef die);
@@ -198,18 +217,29 @@ class K200 {
 
  private:
   struct Card;
+  /// Kernels launched and finished, and the waits blocked on them.
+  struct Counter {
+    std::int64_t launched = 0;
+    std::int64_t finished = 0;
+    std::vector<std::pair<std::int64_t, sim::Trigger*>> waiters;  ///< (kernel count, trigger)
+    void finish();  ///< one more finished: wakes the waits now satisfied
+  };
+  /// One stream of a die: an in-order queue with its own command fetch.
+  struct StreamQ {
+    std::unique_ptr<sim::Store<KernelSpec>> pending;  ///< launched, not yet dispatched
+    Counter count;
+    bool running = false;
+  };
   struct Die {
     DieRef ref;
     NodeId node = 0;
     NodeId hbm = 0;
     std::unique_ptr<sim::Server> channels;  ///< eDMA channels this die may hold
     std::unique_ptr<sim::Server> queue;     ///< device command queue (submission)
-    std::unique_ptr<sim::Server> compute;   ///< the die's clusters: one kernel at a time
-    std::unique_ptr<sim::Store<KernelSpec>> pending;  ///< launched, not yet dispatched
-    std::int64_t launched = 0;              ///< kernels launched so far
-    std::int64_t finished = 0;              ///< kernels finished so far
-    std::vector<std::pair<std::int64_t, sim::Trigger*>> waiters;  ///< (kernel count, trigger)
-    bool device_running = false;
+    std::unique_ptr<sim::Server> compute;   ///< the die's clusters (units): a kernel holds its ncluster
+    std::unique_ptr<sim::Server> grant;     ///< one kernel at a time takes its clusters (no partial holds)
+    std::vector<std::unique_ptr<StreamQ>> streams;  ///< by stream id, made on first launch
+    Counter count;                          ///< all streams of the die
     std::int32_t res_channels = 0, res_queue = 0, res_compute = 0, res_hbm = 0;
   };
   struct Card {
@@ -243,8 +273,10 @@ class K200 {
   sim::Task<void> d2d(DieRef d, Bytes bytes, std::int32_t tag);
 
   // Device (launch.cpp, gemm.cpp).
-  void ensure_device(Die& d);
-  sim::Process device_loop(Die& d);
+  StreamQ& stream(Die& d, int id);
+  sim::Task<void> wait_for(Counter& c);  ///< until every kernel launched to `c` so far has finished
+  void ensure_device(Die& d, int id);
+  sim::Process device_loop(Die& d, StreamQ& q);
   Time kernel_time(const KernelSpec& k) const;
   sim::Task<void> run_kernel(Die& d, const KernelSpec& k);
   sim::Task<void> run_gemm(Die& d, const KernelSpec& k);

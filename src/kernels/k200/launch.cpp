@@ -2,17 +2,29 @@
 //
 //   launch: host_prep on the calling thread (parallel across threads), then
 //           queue_submit holding the die's device command queue (a Server:
-//           threads launching to one die contend here, measured);
-//   device: one loop per die takes launched kernels in order; per kernel
-//           dispatch_base + ncluster x dispatch_per_cluster, then the kernel
-//           (elementwise: ceil(elements / ncluster) x cycles per element;
-//           GEMM: gemm.cpp), holding the die's clusters;
-//   wait:   the calling thread blocks until every kernel launched to the die
-//           so far has finished, then pays wait_overhead (noticing it).
+//           threads launching to one die contend here, measured); the
+//           kernel goes to one stream of the die;
+//   device: per stream, kernels run strictly in order: the stream fetches
+//           the kernel's command (dispatch_base, a latency the stream pays
+//           on its own: streams fetch side by side), then takes the
+//           kernel's ncluster clusters of the die (a Server with one unit per
+//           cluster, granted to one kernel at a time so nothing holds a
+//           partial set), sets each up (ncluster x dispatch_per_cluster)
+//           and runs the kernel (elementwise: ceil(elements / ncluster) x
+//           elementwise_element_time + elements x
+//           elementwise_serial_element_time, the part that does not spread
+//           over clusters; GEMM: gemm.cpp); kernels of different streams
+//           run side by side on disjoint clusters;
+//   wait:   the calling thread blocks until every kernel launched to its
+//           stream (stream_wait_task) or to the whole die (wait_task, as
+//           xpu_wait and the synchronous copies) has finished, then pays
+//           wait_overhead (noticing it).
 // Calibration (k200.yaml says which figure each parameter was fitted to):
 // host_prep + queue_submit on the 1-thread launch figure, queue_submit on the
-// 4-thread one, the dispatch and elementwise costs on the single-kernel wait
-// figures; the per-kernel total of the vendor loop is a prediction.
+// 4-thread one, the dispatch and elementwise costs on the four single-kernel
+// wait figures; the per-kernel total of the vendor loop (19.3 us) and the
+// synchronous round trips (the repo's untraceable "dispatch ~26 / ~25 us")
+// are predictions.
 #include <algorithm>
 
 #include "kernels/k200/k200.hpp"
@@ -31,12 +43,43 @@ int K200::ncluster_of(const KernelSpec& k) const {
 Time K200::kernel_time(const KernelSpec& k) const {
   const int nc = ncluster_of(k);
   const std::int64_t per_cluster = (k.elements + nc - 1) / nc;
-  return per_cluster * cfg_.compute.elementwise_element_time;
+  return per_cluster * cfg_.compute.elementwise_element_time + k.elements * cfg_.compute.elementwise_serial_element_time;
 }
 
-sim::Task<void> K200::launch_task(int thread, DieRef ref, KernelSpec kernel) {
+namespace {
+constexpr int kMaxStreams = 64;  // streams per die the model accepts (a bound on bookkeeping, not a device limit)
+}
+
+void K200::Counter::finish() {
+  ++finished;
+  for (std::size_t i = 0; i < waiters.size();) {
+    if (waiters[i].first <= finished) {
+      waiters[i].second->fire();
+      waiters.erase(waiters.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+K200::StreamQ& K200::stream(Die& d, int id) {
+  if (id < 0 || id >= kMaxStreams)
+    throw UsageError("K200 card" + std::to_string(d.ref.card) + ".die" + std::to_string(d.ref.die) + ": stream " +
+                     std::to_string(id) + " is outside 0.." + std::to_string(kMaxStreams - 1));
+  const auto i = static_cast<std::size_t>(id);
+  if (d.streams.size() <= i) d.streams.resize(i + 1);
+  if (!d.streams[i]) {
+    d.streams[i] = std::make_unique<StreamQ>();
+    d.streams[i]->pending = std::make_unique<sim::Store<KernelSpec>>(
+        system_.sim(), d.compute->name() + ".stream" + std::to_string(id));
+  }
+  return *d.streams[i];
+}
+
+sim::Task<void> K200::launch_task(int thread, DieRef ref, KernelSpec kernel, int stream_id) {
   sim::Simulation& sim = system_.sim();
   Die& d = die(ref);
+  StreamQ& q = stream(d, stream_id);
   (void)ncluster_of(kernel);  // a bad ncluster fails at launch, on the host, as the runtime does
   if (kernel.kind == KernelSpec::Kind::Gemm) (void)plan_gemm(kernel);
   const Time t0 = sim.now();
@@ -47,40 +90,41 @@ sim::Task<void> K200::launch_task(int thread, DieRef ref, KernelSpec kernel) {
   d.queue->release();
   record("launch", d.res_queue, kernel.tag, t0, s, sim.now());
   (void)thread;
-  ++d.launched;
-  (void)d.pending->try_put(kernel);
-  ensure_device(d);
+  ++d.count.launched;
+  ++q.count.launched;
+  (void)q.pending->try_put(kernel);
+  ensure_device(d, stream_id);
 }
 
-void K200::ensure_device(Die& d) {
-  if (d.device_running) return;
-  d.device_running = true;
-  system_.sim().spawn("k200.device." + d.compute->name(), device_loop(d));
+void K200::ensure_device(Die& d, int id) {
+  StreamQ& q = *d.streams[static_cast<std::size_t>(id)];
+  if (q.running) return;
+  q.running = true;
+  system_.sim().spawn(q.pending->name(), device_loop(d, q));
 }
 
-sim::Process K200::device_loop(Die& d) {
+sim::Process K200::device_loop(Die& d, StreamQ& q) {
   sim::Simulation& sim = system_.sim();
-  while (auto k = d.pending->try_get()) {
-    co_await d.compute->acquire();
+  while (auto k = q.pending->try_get()) {
     const int nc = ncluster_of(*k);
+    // The stream fetches the command: a latency of its own, beside other streams.
+    const Time f0 = sim.now();
+    if (cfg_.launch.dispatch_base > 0) co_await sim.delay(cfg_.launch.dispatch_base);
+    record("fetch", d.res_queue, k->tag, f0, f0, sim.now());
+    // Then it takes the kernel's clusters, all at once.
+    const Time asked = sim.now();
+    co_await d.grant->acquire();
+    for (int c = 0; c < nc; ++c) co_await d.compute->acquire();
+    d.grant->release();
     const Time t0 = sim.now();
-    co_await sim.delay(cfg_.launch.dispatch_base + nc * cfg_.launch.dispatch_per_cluster);
-    record("dispatch", d.res_compute, k->tag, t0, t0, sim.now());
+    if (cfg_.launch.dispatch_per_cluster > 0) co_await sim.delay(nc * cfg_.launch.dispatch_per_cluster);
+    record("dispatch", d.res_compute, k->tag, asked, t0, sim.now());
     co_await run_kernel(d, *k);
-    d.compute->release();
-    ++d.finished;
-    // Wake the waits whose kernels are all done.
-    auto& w = d.waiters;
-    for (std::size_t i = 0; i < w.size();) {
-      if (w[i].first <= d.finished) {
-        w[i].second->fire();
-        w.erase(w.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
-    }
+    for (int c = 0; c < nc; ++c) d.compute->release();
+    q.count.finish();
+    d.count.finish();
   }
-  d.device_running = false;
+  q.running = false;
 }
 
 sim::Task<void> K200::run_kernel(Die& d, const KernelSpec& k) {
@@ -102,16 +146,30 @@ void K200::check(const KernelSpec& kernel, DieRef ref) {
     throw UsageError("K200 elementwise kernel: elements must be > 0, got " + std::to_string(kernel.elements));
 }
 
+sim::Task<void> K200::wait_for(Counter& c) {
+  if (c.finished >= c.launched) co_return;
+  sim::Trigger done(system_.sim());
+  c.waiters.emplace_back(c.launched, &done);
+  co_await done.wait();
+}
+
 sim::Task<void> K200::wait_task(int thread, DieRef ref, std::int32_t tag) {
   sim::Simulation& sim = system_.sim();
   Die& d = die(ref);
   (void)thread;
   const Time t0 = sim.now();
-  if (d.finished < d.launched) {
-    sim::Trigger done(sim);
-    d.waiters.emplace_back(d.launched, &done);
-    co_await done.wait();
-  }
+  co_await wait_for(d.count);
+  if (cfg_.launch.wait_overhead > 0) co_await sim.delay(cfg_.launch.wait_overhead);
+  record("wait", d.res_queue, tag, t0, t0, sim.now());
+}
+
+sim::Task<void> K200::stream_wait_task(int thread, DieRef ref, int stream_id, std::int32_t tag) {
+  sim::Simulation& sim = system_.sim();
+  Die& d = die(ref);
+  StreamQ& q = stream(d, stream_id);
+  (void)thread;
+  const Time t0 = sim.now();
+  co_await wait_for(q.count);
   if (cfg_.launch.wait_overhead > 0) co_await sim.delay(cfg_.launch.wait_overhead);
   record("wait", d.res_queue, tag, t0, t0, sim.now());
 }
@@ -120,6 +178,9 @@ K200::LaunchStats K200::launch_test(int threads, int kernels, int loops, const K
   if (threads < 1 || kernels < 1 || loops < 1)
     throw UsageError("K200 launch test: threads, kernels and loops must be >= 1, got " + std::to_string(threads) +
                      ", " + std::to_string(kernels) + ", " + std::to_string(loops));
+  if (threads > kMaxStreams)
+    throw UsageError("K200 launch test: " + std::to_string(threads) + " threads need a stream each; the model has " +
+                     std::to_string(kMaxStreams) + " per die");
   (void)die(ref);
   (void)ncluster_of(kernel);
   sim::Simulation& sim = system_.sim();
@@ -132,12 +193,12 @@ K200::LaunchStats K200::launch_test(int threads, int kernels, int loops, const K
     for (int l = 0; l < loops; ++l) {
       for (int i = 0; i < kernels; ++i) {
         const Time a = sim.now();
-        co_await launch_task(t, ref, kernel);
+        co_await launch_task(t, ref, kernel, t);
         acc.launch += sim.now() - a;
         ++acc.launches;
       }
       const Time a = sim.now();
-      co_await wait_task(t, ref);
+      co_await stream_wait_task(t, ref, t);
       acc.wait += sim.now() - a;
       ++acc.waits;
     }
@@ -158,6 +219,45 @@ K200::LaunchStats K200::launch_test(int threads, int kernels, int loops, const K
   sim.spawn("k200.launch_single", top(single()));
   run_to_completion();
   st.single_us = sim::to_seconds(sim.now() - a) * 1e6;
+  return st;
+}
+
+K200::DispatchStats K200::dispatch_test(int threads, int commands, const KernelSpec& kernel, DieRef ref) {
+  if (threads < 1 || commands < 1)
+    throw UsageError("K200 dispatch test: threads and commands must be >= 1, got " + std::to_string(threads) + ", " +
+                     std::to_string(commands));
+  if (threads > kMaxStreams)
+    throw UsageError("K200 dispatch test: " + std::to_string(threads) + " threads need a stream each; the model has " +
+                     std::to_string(kMaxStreams) + " per die");
+  (void)die(ref);
+  (void)ncluster_of(kernel);
+  sim::Simulation& sim = system_.sim();
+  const Snapshot s = snapshot();
+  struct Acc {
+    Time launch = 0, wait = 0, round = 0;
+    std::int64_t n = 0;
+  } acc;
+  auto body = [&](int t) -> sim::Task<void> {
+    for (int c = 0; c < commands; ++c) {
+      const Time a = sim.now();
+      co_await launch_task(t, ref, kernel, t);
+      const Time b = sim.now();
+      co_await stream_wait_task(t, ref, t);
+      acc.launch += b - a;
+      acc.wait += sim.now() - b;
+      acc.round += sim.now() - a;
+      ++acc.n;
+    }
+  };
+  for (int t = 0; t < threads; ++t) sim.spawn("k200.dispatch_thread" + std::to_string(t), top(body(t)));
+  run_to_completion();
+  DispatchStats st;
+  st.report = report(s);
+  const double n = static_cast<double>(acc.n);
+  st.round_trip_us = sim::to_seconds(acc.round) * 1e6 / n;
+  st.launch_us = sim::to_seconds(acc.launch) * 1e6 / n;
+  st.wait_us = sim::to_seconds(acc.wait) * 1e6 / n;
+  st.per_command_us = sim::to_seconds(st.report.elapsed()) * 1e6 / n;
   return st;
 }
 

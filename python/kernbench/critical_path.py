@@ -1,0 +1,118 @@
+"""The critical path of a run: the chain of ops and waits that sets its makespan.
+
+    res = prog.run()
+    cp = res.critical_path()              # or kernbench.critical_path.of(res)
+    cp.length_ps == res.makespan_ps       # always: the steps tile [start, end]
+    cp.steps                              # list of dicts, in time order
+    cp.share                              # {"engine:gemm": 0.61, "link:noc": 0.2, ...} (fractions)
+    print(cp.summary())                   # a text table
+    kernbench.critical_path.summarize(res)  # the sweep.json dict (docs/sweep-json.md)
+
+The walk and what is exact or apportioned are described in
+docs/critical-path.md and src/runtime/critical_path.hpp. The C++ core does the
+walk (``_core.critical_path``); this module only shapes the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from kernbench import _core
+
+__all__ = ["CriticalPath", "of", "summarize", "share_table", "STEP_COLUMNS"]
+
+# Columns of a step row (and of critical_path.csv, after the run label).
+STEP_COLUMNS = ("node", "op", "name", "kind", "op_kind", "engine", "start_ps", "end_ps", "duration_ps", "via",
+                "holder", "holder_name", "waited_ps")
+
+
+def _core_result(result: Any):
+    """The _core.RunResult behind a kernbench.program.RunResult (or the core object itself)."""
+    core = getattr(result, "_core", result)
+    if not isinstance(core, _core.RunResult):
+        raise _core.UsageError(f"critical path: expected a RunResult (a Program run), got {type(result).__name__}")
+    return core
+
+
+class CriticalPath:
+    """The critical path of one run (see the module docstring)."""
+
+    def __init__(self, raw: dict[str, Any]):
+        self.raw = raw
+        self.program: str = raw["program"]
+        self.start_ps: int = int(raw["start_ps"])
+        self.end_ps: int = int(raw["end_ps"])
+        self.length_ps: int = int(raw["length_ps"])
+        self.makespan_ps: int = int(raw["makespan_ps"])
+        self.steps: list[dict[str, Any]] = list(raw["steps"])
+        self.share_ps: dict[str, int] = {k: int(v) for k, v in raw["share_ps"].items()}
+
+    @property
+    def length(self) -> int:
+        """Sum of the step durations (ps); equals the makespan."""
+        return self.length_ps
+
+    @property
+    def share(self) -> dict[str, float]:
+        """Fraction of the path by label, largest first (sums to 1 for a run that took time)."""
+        total = max(self.length_ps, 1)
+        return {k: v / total for k, v in sorted(self.share_ps.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+    def to_df(self):
+        """The steps as a pandas DataFrame (parts flattened to ``part:<label>`` columns, ps)."""
+        import pandas as pd
+
+        rows = []
+        for s in self.steps:
+            row = {k: s[k] for k in STEP_COLUMNS}
+            for label, t in s["parts"].items():
+                row["part:" + label] = t
+            rows.append(row)
+        return pd.DataFrame(rows, columns=None if rows else list(STEP_COLUMNS))
+
+    def contract(self) -> dict[str, Any]:
+        """The sweep.json form: {"length_ps", "makespan_ps", "share": {label: fraction}}."""
+        return {"length_ps": self.length_ps, "makespan_ps": self.makespan_ps,
+                "share": {k: round(v, 6) for k, v in self.share.items()}}
+
+    def summary(self, top: int = 8, steps: int = 6) -> str:
+        """A text table: the largest shares, then the longest steps with their links."""
+        lines = [f"critical path of {self.program!r}: {self.length_ps / 1e3:,.1f} ns "
+                 f"(= makespan), {len(self.steps)} steps"]
+        lines.append(f"  {'share':>7}  {'ns':>12}  label")
+        for label, frac in list(self.share.items())[:top]:
+            lines.append(f"  {frac:7.1%}  {self.share_ps[label] / 1e3:12,.1f}  {label}")
+        if len(self.share_ps) > top:
+            rest = sum(sorted(self.share_ps.values(), reverse=True)[top:])
+            lines.append(f"  {rest / max(self.length_ps, 1):7.1%}  {rest / 1e3:12,.1f}  ({len(self.share_ps) - top} more)")
+        if steps > 0 and self.steps:
+            lines.append("  longest steps:")
+            lines.append(f"  {'ns':>12}  {'engine':<8} op  [how the path got there]")
+            for s in sorted(self.steps, key=lambda s: (-s["duration_ps"], s["start_ps"]))[:steps]:
+                via = s["via"] + (f" <- {s['holder_name']}" if s["holder"] >= 0 and s["via"] != "op" else "")
+                lines.append(f"  {s['duration_ps'] / 1e3:12,.1f}  {s['engine']:<8} {s['name'] or s['op_kind']}  [{via}]")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"CriticalPath({self.program!r}, length_ps={self.length_ps}, steps={len(self.steps)})"
+
+
+def of(result: Any) -> CriticalPath:
+    """The critical path of ``result`` (a kernbench.program.RunResult or a _core.RunResult)."""
+    return CriticalPath(_core.critical_path(_core_result(result)))
+
+
+def summarize(result: Any) -> dict[str, Any]:
+    """The shared sweep.json dict of a run's critical path:
+    ``{"length_ps": int, "makespan_ps": int, "share": {label: fraction}}``."""
+    return of(result).contract()
+
+
+def share_table(paths: Iterable[tuple[str, dict[str, Any]]], top: int = 6) -> str:
+    """A text table of labelled summaries (``summarize`` dicts): one line per run, its top shares."""
+    lines = []
+    for label, cp in paths:
+        shares = sorted(cp["share"].items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        text = ", ".join(f"{k} {v:.0%}" for k, v in shares)
+        lines.append(f"  {label}: {cp['length_ps'] / 1e3:,.1f} ns -- {text}")
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+// critical_path.cpp -- walking the recorded causes back from the last end.
+#include "runtime/critical_path.hpp"
+
+#include <algorithm>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::runtime {
+
+const char* to_string(StepKind kind) {
+  switch (kind) {
+    case StepKind::Op: return "op";
+    case StepKind::WaitDependency: return "wait:dependency";
+    case StepKind::WaitResource: return "wait:resource";
+  }
+  return "?";
+}
+
+Time CriticalPath::length() const {
+  Time sum = 0;
+  for (const CriticalStep& s : steps) sum += s.duration();
+  return sum;
+}
+
+namespace {
+
+// The parts of a node's work [start, end), cut at t (pro rata; the largest
+// part takes the rounding remainder, so they still sum exactly).
+std::map<std::string, Time> work_parts(const RunResult& r, const NodeCause& c, Time t, const std::string& engine) {
+  std::map<std::string, Time> out;
+  const Time whole = c.end - c.start, cut = t - c.start;
+  for (std::uint32_t p = c.parts_begin; p < c.parts_end; ++p) {
+    const CausePart& part = r.cause_parts[p];
+    if (part.time > 0) out[r.cause_labels.at(static_cast<std::size_t>(part.label))] += part.time;
+  }
+  if (out.empty()) {
+    out["engine:" + engine] = cut;
+    return out;
+  }
+  if (cut == whole) return out;
+  Time given = 0;
+  auto biggest = out.begin();
+  for (auto it = out.begin(); it != out.end(); ++it) {
+    if (it->second > biggest->second) biggest = it;
+    it->second = static_cast<Time>(static_cast<double>(it->second) * static_cast<double>(cut) /
+                                   static_cast<double>(whole));
+    given += it->second;
+  }
+  biggest->second += cut - given;
+  for (auto it = out.begin(); it != out.end();) it = it->second > 0 ? std::next(it) : out.erase(it);
+  return out;
+}
+
+}  // namespace
+
+CriticalPath critical_path(const RunResult& r) {
+  CriticalPath path;
+  path.start = r.start;
+  path.end = r.end;
+  const auto& causes = r.causes;
+  if (causes.empty()) {
+    if (r.end != r.start) throw UsageError("critical path of '" + r.program + "': the run recorded no causes");
+    return path;
+  }
+  // The node that ends last (the first of them on ties: lowest id, so
+  // program ops before stages).
+  std::int32_t cur = 0;
+  for (std::size_t n = 1; n < causes.size(); ++n)
+    if (causes[n].end > causes[static_cast<std::size_t>(cur)].end) cur = static_cast<std::int32_t>(n);
+  const auto fail = [&](const std::string& what) {
+    throw InternalError("critical path of '" + r.program + "': " + what);
+  };
+  if (causes[static_cast<std::size_t>(cur)].end != r.end)
+    fail("the last node ends at " + std::to_string(causes[static_cast<std::size_t>(cur)].end) + " ps, the run at " +
+         std::to_string(r.end) + " ps");
+
+  const auto engine_of = [&](const NodeCause& c) -> std::string {
+    if (c.resource >= 0) return to_string(r.engines.at(static_cast<std::size_t>(c.resource)).engine);
+    return to_string(c.kind);
+  };
+  std::vector<CriticalStep> back;  // latest first
+  bool open = false;               // back.back()'s link to the step before it is not known yet
+  const auto emit = [&](StepKind kind, std::int32_t node, std::string engine, Time a, Time b) {
+    if (open) back.back().via = "op";
+    CriticalStep s;
+    s.kind = kind;
+    s.node = node;
+    s.engine = std::move(engine);
+    s.start = a;
+    s.end = b;
+    back.push_back(std::move(s));
+    open = true;
+  };
+  const auto link = [&](std::string via, std::int32_t holder, Time waited) {
+    if (!open) return;  // a node with no time of its own: the later step keeps the first link
+    back.back().via = std::move(via);
+    back.back().holder = holder;
+    back.back().waited = waited;
+    open = false;
+  };
+  Time t = r.end;
+  std::size_t guard = 0;
+  while (true) {
+    if (++guard > 4 * causes.size() + 4) fail("the causes form a cycle");
+    const NodeCause& c = causes[static_cast<std::size_t>(cur)];
+    if (!(c.ready <= c.dispatch_start && c.dispatch_start <= c.dispatch_end && c.dispatch_end <= c.start &&
+          c.start <= c.end))
+      fail("node '" + c.name + "' has inconsistent times");
+    if (t < c.ready || t > c.end)
+      fail("the walk reaches node '" + c.name + "' at " + std::to_string(t) + " ps, outside its lifetime [" +
+           std::to_string(c.ready) + ", " + std::to_string(c.end) + "] ps");
+    const std::string engine = engine_of(c);
+    if (t > c.start) {  // its work, cut at t
+      emit(StepKind::Op, cur, engine, c.start, t);
+      back.back().parts = work_parts(r, c, t, engine);
+      t = c.start;
+    }
+    if (t > c.dispatch_end) {  // it queued for its engine (recv: for its data)
+      const bool recv = c.kind == OpKind::Recv;
+      if (c.engine_holder >= 0) {
+        link(recv ? "message" : "resource:" + engine, c.engine_holder, c.start - c.dispatch_end);
+        cur = c.engine_holder;
+        continue;
+      }
+      emit(recv ? StepKind::WaitDependency : StepKind::WaitResource, cur, recv ? "message" : engine, c.dispatch_end, t);
+      back.back().parts[recv ? "wait:dependency" : "wait:resource:" + engine] = t - c.dispatch_end;
+      t = c.dispatch_end;
+    }
+    if (t > c.dispatch_start) {
+      emit(StepKind::Op, cur, "pe_cpu", c.dispatch_start, t);
+      back.back().parts["engine:pe_cpu"] = t - c.dispatch_start;
+      t = c.dispatch_start;
+    }
+    if (t > c.ready) {  // it queued for PE_CPU
+      if (c.cpu_holder >= 0) {
+        link("resource:pe_cpu", c.cpu_holder, c.dispatch_start - c.ready);
+        cur = c.cpu_holder;
+        continue;
+      }
+      emit(StepKind::WaitResource, cur, "pe_cpu", c.ready, t);
+      back.back().parts["wait:resource:pe_cpu"] = t - c.ready;
+      t = c.ready;
+    }
+    if (c.after < 0) break;
+    if (causes.at(static_cast<std::size_t>(c.after)).end != t)
+      fail("node '" + c.name + "' became ready at " + std::to_string(t) + " ps, not when its dependency ended");
+    link("dependency", c.after, 0);
+    cur = c.after;
+  }
+  if (t != r.start)
+    fail("the walk stops at " + std::to_string(t) + " ps, not at the run's start " + std::to_string(r.start) + " ps");
+  for (const CriticalStep& s : back)
+    for (const auto& [label, time] : s.parts) path.share[label] += time;
+  path.steps.assign(std::make_move_iterator(back.rbegin()), std::make_move_iterator(back.rend()));
+  if (path.length() != r.end - r.start)
+    fail("its steps sum to " + std::to_string(path.length()) + " ps, the makespan is " +
+         std::to_string(r.end - r.start) + " ps");
+  return path;
+}
+
+}  // namespace kernbench::runtime

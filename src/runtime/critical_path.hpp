@@ -1,0 +1,71 @@
+// critical_path.hpp -- the chain of ops and waits that sets a run's makespan.
+//
+// Walked back from the node that ends last, over the causes the executor
+// recorded (RunResult::causes), always following what set the current
+// time -- the classic critical-path walk. At node X with the cursor at t:
+//   work      [start, t) on its engine is an op step (split by label:
+//             engine:<kind>, link:<class>, wait:resource:<class>, ...)
+//   engine    if X queued for its engine, the unit was handed over at
+//             X.start by its holder H: the path continues in H at t = X.start
+//             (the link is labelled resource:<engine>, holder H, and how long
+//             X waited); a recv that waited for its first segment continues
+//             in the send (link "message")
+//   dispatch  [dispatch_start, dispatch_end) on PE_CPU is an op step; a wait
+//             for PE_CPU continues in its holder (resource:pe_cpu)
+//   ready     X became ready when its last dependency ended: the path
+//             continues there (link "dependency")
+// The cursor only moves back and each node's pieces lie inside its own
+// lifetime, so the steps tile [run start, run end] exactly: the path's
+// length equals the makespan, checked on every call (InternalError
+// otherwise). A wait that no holder explains (none is expected) would be a
+// wait step of its own.
+//
+// What is exact: every step's interval, node, engine and link (measured
+// from the run). What is apportioned: the split of a DMA's or send's fabric
+// time between link classes (per hop unloaded service time) and between
+// link time and queuing (the fabric's measured queuing fraction), and the
+// split of a step cut at the cursor (pro rata).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/executor.hpp"
+
+namespace kernbench::runtime {
+
+enum class StepKind { Op, WaitDependency, WaitResource };
+const char* to_string(StepKind kind);
+
+struct CriticalStep {
+  StepKind kind = StepKind::Op;
+  std::int32_t node = -1;       ///< RunResult::causes index of the op that ran (or waited)
+  std::string engine;           ///< op: its engine ("gemm", "dma", "pe_cpu"); wait: what it waited for
+  Time start = 0;
+  Time end = 0;
+  std::map<std::string, Time> parts;  ///< time by share label; sums to end - start
+  /// How the path reached this step from the previous one: "start" (the
+  /// first step), "op" (the same node's earlier piece), "dependency" (the
+  /// previous node was its last dependency), "resource:<engine>" (the
+  /// previous node held <engine> and handed it over), "message" (a recv
+  /// whose data the previous node, the send, was delivering).
+  std::string via = "start";
+  std::int32_t holder = -1;     ///< dependency / holder / sender: the previous step's node (-1: none)
+  Time waited = 0;              ///< resource / message: how long this node waited for it
+  Time duration() const { return end - start; }
+};
+
+struct CriticalPath {
+  Time start = 0;                     ///< the run's start
+  Time end = 0;                       ///< the run's end (makespan = end - start)
+  std::vector<CriticalStep> steps;    ///< in time order, tiling [start, end]
+  std::map<std::string, Time> share;  ///< time on the path by label (engine:*, link:*, wait:*)
+  Time length() const;                ///< sum of the step durations (== end - start)
+};
+
+/// The critical path of `result` (a run of the executor).
+CriticalPath critical_path(const RunResult& result);
+
+}  // namespace kernbench::runtime
