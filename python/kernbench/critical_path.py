@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from kernbench import _core
 
-__all__ = ["CriticalPath", "of", "summarize", "share_table", "STEP_COLUMNS"]
+__all__ = ["CriticalPath", "of", "summarize", "share_table", "from_op_log", "STEP_COLUMNS"]
 
 # Columns of a step row (and of critical_path.csv, after the run label).
 STEP_COLUMNS = ("node", "op", "name", "kind", "op_kind", "engine", "start_ps", "end_ps", "duration_ps", "via",
@@ -100,6 +100,113 @@ class CriticalPath:
 def of(result: Any) -> CriticalPath:
     """The critical path of ``result`` (a kernbench.program.RunResult or a _core.RunResult)."""
     return CriticalPath(_core.critical_path(_core_result(result)))
+
+
+def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = None) -> CriticalPath:
+    """The critical path of a run that logged ops but is not a Program (the K200 and vGPU protocol models).
+
+    ``log`` maps column names to sequences: ``issue``, ``start``, ``end`` (ps), ``resource`` and ``kind``
+    (names, or codes with ``resource_names`` / ``kind_names``). These models record no causes, so the
+    links are inferred from the times, and labelled so (``via``): a row that queued (start > issue) was
+    handed its resource by the row on the same resource that ended at its start (``resource:<name>``);
+    otherwise it followed the row that ended last at or before it became ready (``after (inferred)``),
+    preferring one that ended exactly then. Time no row explains is a wait step (``wait:resource:<name>``
+    while queued with no holder found, ``wait:dependency`` for a gap). As for Programs, the steps tile
+    [start, last end] exactly, so the length equals the makespan; the shares are by op kind
+    (``engine:<kind>``) and wait label.
+    """
+    import bisect
+
+    issue = [int(v) for v in log["issue"]]
+    start = [int(v) for v in log["start"]]
+    end = [int(v) for v in log["end"]]
+    n = len(end)
+    if not (len(issue) == len(start) == n == len(log["resource"]) == len(log["kind"])):
+        raise _core.UsageError("critical path: the op log's columns differ in length")
+
+    def names(col: str, table: str) -> list[str]:
+        vals = list(log[col])
+        if table in log and log[table] is not None:
+            t = list(log[table])
+            return [str(t[int(v)]) for v in vals]
+        return [str(v) for v in vals]
+
+    res = names("resource", "resource_names")
+    kind = names("kind", "kind_names")
+    if start_ps is not None:
+        t0 = int(start_ps)
+    else:
+        t0 = min(issue) if n else 0
+    t_end = max(end) if n else t0
+    by_end = sorted(range(n), key=lambda i: (end[i], i))
+    ends = [end[i] for i in by_end]
+    on_res: dict[str, list[int]] = {}
+    for i in by_end:
+        on_res.setdefault(res[i], []).append(i)
+    visited = [False] * n
+    steps: list[dict[str, Any]] = []
+    share: dict[str, int] = {}
+
+    def add(kind_: str, name: str, engine: str, a: int, b: int, via: str, node: int = -1, holder: int = -1,
+            waited: int = 0, label: str = "") -> None:
+        if b <= a:
+            return
+        steps.append({"node": node, "op": node, "name": name, "kind": kind_, "op_kind": name, "engine": engine,
+                      "start_ps": a, "end_ps": b, "duration_ps": b - a, "via": via, "holder": holder,
+                      "holder_name": kind[holder] if holder >= 0 else "", "waited_ps": waited,
+                      "parts": {label: b - a}})
+        share[label] = share.get(label, 0) + b - a
+
+    def latest_before(t: int, pool: list[int] | None = None) -> int:
+        """The unvisited row with the latest end <= t (exact-t ends first), or -1."""
+        if pool is None:
+            k = bisect.bisect_right(ends, t)
+            while k > 0:
+                k -= 1
+                i = by_end[k]
+                if not visited[i]:
+                    return i
+            return -1
+        for i in reversed(pool):
+            if end[i] <= t and not visited[i]:
+                return i
+        return -1
+
+    def link(step: int, via: str, holder: int) -> None:
+        """How the path got to steps[step]: from `holder`'s step, by `via`."""
+        if 0 <= step < len(steps):
+            steps[step].update(via=via, holder=holder, holder_name=kind[holder] if holder >= 0 else "")
+
+    cursor = t_end
+    cur = latest_before(t_end)
+    while cur >= 0:
+        visited[cur] = True
+        a = max(min(start[cur], cursor), t0)
+        add("op", kind[cur], res[cur], a, cursor, "start", node=cur, label=f"engine:{kind[cur]}")
+        here = len(steps) - 1
+        cursor = a
+        if start[cur] > issue[cur]:
+            h = latest_before(start[cur], on_res[res[cur]])
+            if h >= 0 and end[h] == start[cur]:
+                link(here, f"resource:{res[cur]}", h)  # it queued; h handed it the resource
+                steps[here]["waited_ps"] = start[cur] - issue[cur]
+                cur = h
+                continue
+            add("wait:resource", kind[cur], res[cur], max(issue[cur], t0), cursor, "queued", node=cur,
+                waited=cursor - issue[cur], label=f"wait:resource:{res[cur]}")
+            cursor = max(issue[cur], t0)
+        nxt = latest_before(cursor)
+        if nxt < 0:
+            break
+        link(here, "after (inferred)", nxt)
+        add("wait:dependency", "gap", "", max(end[nxt], t0), cursor, "gap", label="wait:dependency")
+        cursor = max(min(cursor, end[nxt]), t0)
+        cur = nxt
+    add("wait:dependency", "before the first op", "", t0, cursor, "start", label="wait:dependency")
+    steps.reverse()
+    length = sum(s["duration_ps"] for s in steps)
+    return CriticalPath({"program": program, "start_ps": t0, "end_ps": t_end, "length_ps": length,
+                         "makespan_ps": t_end - t0, "steps": steps, "share_ps": share})
 
 
 def summarize(result: Any) -> dict[str, Any]:

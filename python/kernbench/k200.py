@@ -135,6 +135,18 @@ class Result:
         kio.write_json(Path(path), trace)
         return trace
 
+    def critical_path(self, label: str = "K200"):
+        """The chain of ops and waits that set this run's elapsed time, inferred from the op log
+        (kernbench.critical_path.from_op_log: the K200 model records no causes)."""
+        from kernbench.critical_path import from_op_log
+
+        log = self.raw.get("log")
+        if log is None:
+            raise UsageError("this run recorded too many ops to keep its log (more than 200000); use a smaller run")
+        return from_op_log({"issue": log["issue_ps"], "start": log["start_ps"], "end": log["end_ps"],
+                            "resource": log["resource"], "resource_names": self.raw["resource_names"],
+                            "kind": log["kind"]}, program=label, start_ps=self.raw["start_ps"])
+
     def breakdown(self) -> dict[str, float]:
         """Seconds per op kind (summed over ops, so overlapping ops add up beyond elapsed)."""
         return {o["kind"]: o["time_ps"] * 1e-12 for o in self.ops}

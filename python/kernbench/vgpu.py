@@ -241,6 +241,14 @@ def whatif_combinations(splits: Mapping[str, Mapping[str, str]] = SPLITS) -> lis
 
 # ---- traces ----------------------------------------------------------------------
 
+def critical_path(ops: Mapping[str, Any], label: str = "vGPU"):
+    """The chain of ops and waits that set a run's makespan, inferred from its op log (the ``ops`` of
+    :func:`launches`; kernbench.critical_path.from_op_log: the protocol model records no causes)."""
+    from kernbench.critical_path import from_op_log
+
+    return from_op_log(ops, program=label)
+
+
 def chrome_trace(ops: Mapping[str, Any], path: Any) -> dict[str, int]:
     """Write the op log of a vGPU run as a Chrome / Perfetto trace (one process per guest,
     one track per resource, extra tracks where ops overlap); returns {"events", "tracks"}."""

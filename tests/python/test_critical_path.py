@@ -104,3 +104,39 @@ def test_bench_run_prints_and_writes_the_critical_paths(tmp_path, capsys):
     csv = (tmp_path / "critical_path.csv").read_text().splitlines()
     assert csv[0].split(",")[:3] == ["run", "label", "share"] and len(csv) > 1
     assert "critical_path.csv" in sweep["files"]
+
+
+def test_op_log_critical_path_on_a_hand_made_log():
+    """Models without causes (K200, vGPU): links inferred from times; the steps tile the makespan."""
+    from kernbench.critical_path import from_op_log
+
+    # a: [0,10) on dma; b queued on dma from 2, granted at 10 (a held it), ends 30;
+    # c ready at 35 (a gap of 5 after b) on gemm, ends 50; d: [0,5) elsewhere, off the path.
+    log = {"issue": [0, 2, 35, 0], "start": [0, 10, 35, 0], "end": [10, 30, 50, 5],
+           "resource": ["dma", "dma", "gemm", "cpu"], "kind": ["load", "load2", "mm", "misc"]}
+    cp = from_op_log(log, start_ps=0)
+    assert cp.length_ps == cp.makespan_ps == 50
+    assert [(s["kind"], s["name"], s["start_ps"], s["end_ps"]) for s in cp.steps] == [
+        ("op", "load", 0, 10), ("op", "load2", 10, 30), ("wait:dependency", "gap", 30, 35), ("op", "mm", 35, 50)]
+    assert cp.steps[1]["via"] == "resource:dma"          # load2 was handed the dma by load
+    assert cp.share_ps == {"engine:load": 10, "engine:load2": 20, "wait:dependency": 5, "engine:mm": 15}
+    # A queued op whose holder is not in the log: the queueing is a wait step.
+    cp2 = from_op_log({"issue": [0], "start": [4], "end": [9], "resource": ["q"], "kind": ["x"]}, start_ps=0)
+    assert [(s["kind"], s["start_ps"], s["end_ps"]) for s in cp2.steps] == [("wait:resource", 0, 4), ("op", 4, 9)]
+    assert cp2.length_ps == 9
+
+
+def test_k200_and_vgpu_runs_have_a_critical_path():
+    from kernbench import k200, vgpu
+
+    sys = k200.load_system()
+    r = k200.copy(sys, "pageable", "h2d", 4 << 20)
+    cp = r.critical_path()
+    assert cp.length_ps == cp.makespan_ps > 0
+    assert sum(cp.share_ps.values()) == cp.length_ps
+    assert all(a["end_ps"] == b["start_ps"] for a, b in zip(cp.steps, cp.steps[1:]))  # the steps join end to end
+    out = vgpu.launches(1)
+    vp = vgpu.critical_path(out["ops"])
+    ends = out["ops"]["end"]
+    assert vp.length_ps == vp.makespan_ps == max(ends) - min(out["ops"]["issue"])
+    assert any(k.startswith("engine:") for k in vp.share_ps)
