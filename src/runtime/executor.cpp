@@ -766,11 +766,13 @@ void Executor::Impl::export_causes() {
       // (largest share takes the rounding remainder).
       std::vector<std::pair<std::int32_t, double>> merged;
       double total = 0.0;
-      for (const auto& [l, v] : weights) {
+      for (const auto& w : weights) {
+        const std::int32_t label = w.first;
+        const double v = w.second;
         if (v <= 0.0) continue;
         total += v;
-        auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& p) { return p.first == l; });
-        if (it == merged.end()) merged.emplace_back(l, v);
+        auto it = std::find_if(merged.begin(), merged.end(), [label](const auto& p) { return p.first == label; });
+        if (it == merged.end()) merged.emplace_back(label, v);
         else it->second += v;
       }
       const Time rest = work - fixed;
