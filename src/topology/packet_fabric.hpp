@@ -8,10 +8,12 @@
 // Forwarding is cut-through at flit granularity: a chunk's head flit moves
 // on one flit time after it got a lane (plus wire latency and the next
 // node's pipeline overhead), while the lane stays held until the chunk's
-// tail has passed, with chunk-sized buffering at each node (virtual
-// cut-through). An uncontended transfer therefore takes exactly the
-// wormhole time -- first-flit arrival + (n_flits - 1) x flit / bottleneck --
-// whatever the chunk size; the chunk size only sets how finely contending
+// tail has passed (virtual cut-through). Buffering at a node is unbounded:
+// a chunk waiting for its next lane holds nothing behind it, so there is no
+// back-pressure (and every chunk of a transfer can be in flight at once).
+// An uncontended transfer therefore takes exactly the wormhole time --
+// first-flit arrival + (n_flits - 1) x flit / bottleneck -- whatever the
+// chunk size; the chunk size only sets how finely contending
 // transfers interleave (and how many events are simulated).
 // A store-and-forward node (PCIe endpoint) waits for the whole transfer,
 // pays its overhead once and re-streams it. On multi-connection links a
