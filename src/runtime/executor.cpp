@@ -132,6 +132,7 @@ struct Node {
   // Causes (see NodeCause), filled as it runs.
   Time dispatch_start = -1, dispatch_end = -1;
   std::int32_t after = -1, cpu_holder = -1, engine_holder = -1;
+  std::int32_t resource = -1;  // RunResult::engines index of the engine it ran on (-1: none), set when it ends
   Time fabric_latency = 0, fabric_queued = 0;  // summed over its transfers
   Time slot_wait = 0;                          // sends: blocked on full IPCQ slots
   Time data_wait = 0;                          // recvs: parked for later segments
@@ -206,6 +207,10 @@ struct Executor::Impl {
   Time cycles_to_time(double cycles, const Node& nd) const;
   void finish(std::uint32_t n, int resource);
   void export_causes();
+  /// "gemm 3: compute tile 0" for a composite's stage, the op's name otherwise.
+  std::string full_name(const Node& nd) const {
+    return nd.composite >= 0 ? nodes[static_cast<std::size_t>(nd.composite)].name + ": " + nd.name : nd.name;
+  }
   std::int32_t label(const std::string& text);
   void split_fabric(const Node& nd, std::vector<std::pair<std::int32_t, double>>& w);
   std::map<std::string, std::int32_t> label_ids;
@@ -530,6 +535,7 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
   Node& nd = nodes[n];
   const Time now = sim.now();
   nd.end = now;
+  nd.resource = resource;
   if (nd.kind == OpKind::Composite) {
     if (nd.start < 0) nd.start = now;  // a pipeline whose stages did no timed work
   } else if (nd.start < 0) {
@@ -553,8 +559,7 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
     result.log.record(sim::OpRecord{static_cast<std::int64_t>(n), static_cast<std::int32_t>(nd.agent), resource,
                                     result.log.kind_code(kind), nd.tag, nd.ready, nd.start, nd.end,
                                     nd.kind == OpKind::Vector ? nd.bytes : nd.move.bytes, nd.flops});
-    result.log_names.push_back(nd.composite >= 0 ? nodes[static_cast<std::size_t>(nd.composite)].name + ": " + nd.name
-                                                 : nd.name);
+    result.log_names.push_back(full_name(nd));
   }
   --remaining;
   for (std::uint32_t d : nd.dependents)
@@ -704,7 +709,7 @@ void Executor::Impl::export_causes() {
     c.composite = nd.composite;
     c.kind = nd.kind;
     c.agent = nd.agent;
-    c.name = nd.composite >= 0 ? nodes[static_cast<std::size_t>(nd.composite)].name + ": " + nd.name : nd.name;
+    c.name = full_name(nd);
     c.after = nd.after;
     c.cpu_holder = nd.cpu_holder;
     c.engine_holder = nd.engine_holder;
@@ -719,21 +724,7 @@ void Executor::Impl::export_causes() {
     c.dispatch_end = nd.dispatch_end;
     c.start = nd.start;
     c.end = nd.end;
-    if (nd.agent < system.machine().num_nodes() && pes.count(nd.agent)) {
-      const PeEngines& e = *pes.at(nd.agent);
-      switch (nd.kind) {
-        case OpKind::Dma: c.resource = e.resource[static_cast<int>(Engine::Dma)]; break;
-        case OpKind::Send: c.resource = e.resource[static_cast<int>(Engine::Ipcq)]; break;
-        case OpKind::Gemm: c.resource = e.resource[static_cast<int>(Engine::Gemm)]; break;
-        case OpKind::Vector: c.resource = e.resource[static_cast<int>(Engine::Vector)]; break;
-        case OpKind::Recv:
-          c.resource = nd.recv_mode == RecvMode::Reduce    ? e.resource[static_cast<int>(Engine::Vector)]
-                       : nd.recv_mode == RecvMode::Consume ? e.resource[static_cast<int>(Engine::IpcqRx)]
-                                                           : -1;
-          break;
-        default: break;
-      }
-    }
+    c.resource = nd.resource;
     // The work [start, end) by label, rounded to whole ps that sum exactly.
     const Time work = c.end - c.start;
     c.parts_begin = static_cast<std::uint32_t>(result.cause_parts.size());
