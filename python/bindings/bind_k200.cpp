@@ -23,6 +23,20 @@ using kernbench::topology::System;
 namespace kernbench::bindings {
 namespace {
 
+/// Op totals as a list of dicts; `key` names what they are totals of.
+py::list totals_list(const std::vector<OpTotal>& totals, const char* key) {
+  py::list out;
+  for (const OpTotal& t : totals) {
+    py::dict o;
+    o[key] = t.kind;
+    o["count"] = t.count;
+    o["time_ps"] = t.time;
+    o["bytes"] = t.bytes;
+    out.append(o);
+  }
+  return out;
+}
+
 py::dict report_dict(const RunReport& r, const K200& k) {
   py::dict d;
   d["start_ps"] = r.start;
@@ -38,16 +52,7 @@ py::dict report_dict(const RunReport& r, const K200& k) {
   py::dict util;
   for (const Utilization& u : r.utilization) util[py::str(u.resource)] = u.busy;
   d["utilization"] = util;
-  py::list ops;
-  for (const OpTotal& t : r.ops) {
-    py::dict o;
-    o["kind"] = t.kind;
-    o["count"] = t.count;
-    o["time_ps"] = t.time;
-    o["bytes"] = t.bytes;
-    ops.append(o);
-  }
-  d["ops"] = ops;
+  d["ops"] = totals_list(r.ops, "kind");
   d["log_begin"] = r.log_begin;
   d["log_end"] = r.log_end;
   d["resource_names"] = k.resource_names();
@@ -290,16 +295,7 @@ void bind_k200(py::module_& m) {
         const WorkloadResult r = run_released(system, [&] { return run_workload(k, v); });
         py::dict out = report_dict(r.report, k);
         out["iteration_ends_ps"] = r.iteration_ends;
-        py::list labels;
-        for (const OpTotal& t : r.by_label) {
-          py::dict o;
-          o["label"] = t.kind;
-          o["count"] = t.count;
-          o["time_ps"] = t.time;
-          o["bytes"] = t.bytes;
-          labels.append(o);
-        }
-        out["labels"] = labels;
+        out["labels"] = totals_list(r.by_label, "label");
         out["paths"] = r.paths;
         return out;
       },

@@ -48,7 +48,14 @@ Time K200::kernel_time(const KernelSpec& k) const {
 
 namespace {
 constexpr int kMaxStreams = 64;  // streams per die the model accepts (a bound on bookkeeping, not a device limit)
+
+// A vendor test puts each host thread on a stream of its own.
+void check_streams(const char* test, int threads) {
+  if (threads > kMaxStreams)
+    throw UsageError(std::string("K200 ") + test + " test: " + std::to_string(threads) +
+                     " threads need a stream each; the model has " + std::to_string(kMaxStreams) + " per die");
 }
+}  // namespace
 
 void K200::Counter::finish() {
   ++finished;
@@ -178,9 +185,7 @@ K200::LaunchStats K200::launch_test(int threads, int kernels, int loops, const K
   if (threads < 1 || kernels < 1 || loops < 1)
     throw UsageError("K200 launch test: threads, kernels and loops must be >= 1, got " + std::to_string(threads) +
                      ", " + std::to_string(kernels) + ", " + std::to_string(loops));
-  if (threads > kMaxStreams)
-    throw UsageError("K200 launch test: " + std::to_string(threads) + " threads need a stream each; the model has " +
-                     std::to_string(kMaxStreams) + " per die");
+  check_streams("launch", threads);
   (void)die(ref);
   (void)ncluster_of(kernel);
   sim::Simulation& sim = system_.sim();
@@ -226,9 +231,7 @@ K200::DispatchStats K200::dispatch_test(int threads, int commands, const KernelS
   if (threads < 1 || commands < 1)
     throw UsageError("K200 dispatch test: threads and commands must be >= 1, got " + std::to_string(threads) + ", " +
                      std::to_string(commands));
-  if (threads > kMaxStreams)
-    throw UsageError("K200 dispatch test: " + std::to_string(threads) + " threads need a stream each; the model has " +
-                     std::to_string(kMaxStreams) + " per die");
+  check_streams("dispatch", threads);
   (void)die(ref);
   (void)ncluster_of(kernel);
   sim::Simulation& sim = system_.sim();
