@@ -72,8 +72,8 @@ class Attributor {
   // One DMA-style move (dma ops, composite stages): the read request, then
   // the data, as the executor's move() issues them.
   void move(Tally& t, NodeId agent, const Move& m) {
-    if (m.src != agent) route(t, agent, m.src, system_.fabric().config().request);
-    if (m.src != m.dst) route(t, m.src, m.dst, m.bytes);
+    const MoveLegs legs = move_legs(agent, m, system_.fabric().config().request);
+    for (int i = 0; i < legs.count; ++i) route(t, legs.leg[i].src, legs.leg[i].dst, legs.leg[i].bytes);
     endpoints(t, m);
   }
   // An IPCQ send: the payload from its source to the peer's queue.

@@ -339,22 +339,16 @@ Time Executor::Impl::vector_time(Bytes bytes, const Node& nd) const {
 sim::Task<> Executor::Impl::move(Node& nd) {
   topology::Fabric& fabric = system.fabric();
   const auto agent = static_cast<std::int32_t>(nd.agent);
-  bool paid = true;
-  if (nd.move.src != nd.agent) {
-    // A read: the request packet goes to the source first; the source's
-    // processing is then paid once, on the request's arrival.
-    const topology::TransferRecord& r = co_await fabric.transfer(
-        topology::TransferSpec{nd.agent, nd.move.src, fabric.config().request, 0, nd.tag, agent});
+  const MoveLegs legs = move_legs(nd.agent, nd.move, fabric.config().request);
+  bool paid = true;  // after a read's request, the source's processing is paid (on the request's arrival)
+  for (int i = 0; i < legs.count; ++i) {
+    const MoveLegs::Leg& l = legs.leg[i];
+    topology::TransferSpec spec{l.src, l.dst, l.bytes, 0, nd.tag, agent};
+    if (!l.request) spec.charge_src_overhead = paid;
+    const topology::TransferRecord& r = co_await fabric.transfer(spec);
     nd.fabric_latency += r.latency();
     nd.fabric_queued += r.parts.queuing;
-    paid = false;
-  }
-  if (nd.move.src != nd.move.dst) {
-    topology::TransferSpec data{nd.move.src, nd.move.dst, nd.move.bytes, 0, nd.tag, agent};
-    data.charge_src_overhead = paid;
-    const topology::TransferRecord& r = co_await fabric.transfer(data);
-    nd.fabric_latency += r.latency();
-    nd.fabric_queued += r.parts.queuing;
+    if (l.request) paid = false;
   }
 }
 
@@ -694,8 +688,8 @@ void Executor::Impl::split_fabric(const Node& nd, std::vector<std::pair<std::int
   if (nd.kind == OpKind::Send) {
     add_route(nd.move.src, nd.move.dst, std::min<Bytes>(nd.move.bytes, cfg.ipcq_slot));
   } else {
-    if (nd.move.src != nd.agent) add_route(nd.agent, nd.move.src, fabric.config().request);
-    add_route(nd.move.src, nd.move.dst, nd.move.bytes);
+    const MoveLegs legs = move_legs(nd.agent, nd.move, fabric.config().request);
+    for (int i = 0; i < legs.count; ++i) add_route(legs.leg[i].src, legs.leg[i].dst, legs.leg[i].bytes);
   }
 }
 

@@ -51,6 +51,27 @@ struct EngineUse {
   Time total_wait = 0;   ///< queueing for the engine, summed over grants
 };
 
+/// The fabric transfers a DMA-style move (a dma op, a composite's load or
+/// store) makes when `agent` runs it: a read -- src is not the agent --
+/// first sends a request packet of `request` bytes to src; then the data
+/// goes src -> dst (no transfer when they are the same node). The executor
+/// issues these; the critical path and the energy model price them.
+struct MoveLegs {
+  struct Leg {
+    NodeId src = 0, dst = 0;
+    Bytes bytes = 0;
+    bool request = false;
+  };
+  Leg leg[2];
+  int count = 0;
+};
+inline MoveLegs move_legs(NodeId agent, const Move& m, Bytes request) {
+  MoveLegs l;
+  if (m.src != agent) l.leg[l.count++] = {agent, m.src, request, true};
+  if (m.src != m.dst) l.leg[l.count++] = {m.src, m.dst, m.bytes, false};
+  return l;
+}
+
 /// Why one node of the run graph (a program op, a composite's dispatch or
 /// one of its pipeline stages) ran when it did: what the critical path
 /// (runtime/critical_path.hpp) is walked from. Its lifetime is tiled by
