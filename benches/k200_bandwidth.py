@@ -66,10 +66,14 @@ def k200_bandwidth(ctx):
     sizes.sort()
     results, failures = ctx.results, ctx.failures
 
+    CRITICAL_PATH_BYTES = 64 << 20
+
     def point(series, kind, direction, knobs, nbytes):
         system = k200.load_system(config, set={**ctx.config_overrides, **knobs}, seed=ctx.seed)
         d = "h2d" if direction == "d2d" else direction
         r = k200.copy(system, kind, d, nbytes, peer=(1, 0) if kind == "cross_card_staged" else None)
+        if nbytes == CRITICAL_PATH_BYTES and r.raw.get("log") is not None:  # one size per series: the summary
+            ctx.critical_path(r.critical_path(), f"{series} {direction} {nbytes >> 20} MiB")
         return {"series": series, "kind": kind, "direction": direction, "knobs": _knobs(knobs), "bytes": nbytes,
                 "gib_per_s": r.gib_per_s, "elapsed_us": r.elapsed_s * 1e6, "path": r.path, "bound": r.bound}
 

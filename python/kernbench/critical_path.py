@@ -110,7 +110,8 @@ def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = Non
     links are inferred from the times, and labelled so (``via``): a row that queued (start > issue) was
     handed its resource by the row on the same resource that ended at its start (``resource:<name>``);
     otherwise it followed the row that ended last at or before it became ready (``after (inferred)``),
-    preferring one that ended exactly then. Time no row explains is a wait step (``wait:resource:<name>``
+    preferring one that ended exactly then and, among rows ending together, the one that started last
+    (so a row that spans others -- an envelope -- gives way to the last row inside it). Time no row explains is a wait step (``wait:resource:<name>``
     while queued with no holder found, ``wait:dependency`` for a gap). As for Programs, the steps tile
     [start, last end] exactly, so the length equals the makespan; the shares are by op kind
     (``engine:<kind>``) and wait label.
@@ -138,7 +139,9 @@ def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = Non
     else:
         t0 = min(issue) if n else 0
     t_end = max(end) if n else t0
-    by_end = sorted(range(n), key=lambda i: (end[i], i))
+    # Latest end first; among equal ends the latest start: the innermost of rows that span
+    # others (a vGPU "pde_forward" ends with the poll it contains).
+    by_end = sorted(range(n), key=lambda i: (end[i], start[i], i))
     ends = [end[i] for i in by_end]
     on_res: dict[str, list[int]] = {}
     for i in by_end:
@@ -158,7 +161,7 @@ def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = Non
         share[label] = share.get(label, 0) + b - a
 
     def latest_before(t: int, pool: list[int] | None = None) -> int:
-        """The unvisited row with the latest end <= t (exact-t ends first), or -1."""
+        """The unvisited row with the latest end <= t (ties: the latest start), or -1."""
         if pool is None:
             k = bisect.bisect_right(ends, t)
             while k > 0:

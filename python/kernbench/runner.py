@@ -74,8 +74,9 @@ class BenchContext:
                  f"{self.traced['events']} events)")
 
     def critical_path(self, result: Any, label: str) -> dict[str, Any] | None:
-        """The critical path of a RunResult as the sweep.json dict (``{"length_ps", "makespan_ps",
-        "share"}``), also listed in the summary printed after the run; None for anything else.
+        """The critical path of a RunResult (or a ready CriticalPath, e.g. ``k200.Result.critical_path()``)
+        as the sweep.json dict (``{"length_ps", "makespan_ps", "share"}``), also listed in the summary
+        printed after the run; None for anything else.
 
         One per label: a second call with the same label (e.g. ``ctx.trace`` then the row) returns the first."""
         from kernbench import _core
@@ -84,10 +85,11 @@ class BenchContext:
         for lbl, known in reversed(self.critical_paths[-8:]):  # benches ask right after offering the panel
             if lbl == label:
                 return known
-        if not isinstance(getattr(result, "_core", result), _core.RunResult):
+        given = isinstance(result, critical_path.CriticalPath)  # e.g. inferred from an op log (K200, vGPU)
+        if not given and not isinstance(getattr(result, "_core", result), _core.RunResult):
             return None
         try:
-            path = critical_path.of(result)
+            path = result if given else critical_path.of(result)
             cp = path.contract()
         except Exception as e:  # a broken walk is a failure of this row, not of the bench
             self.failures.append({"name": f"critical path of {label}", "error": f"{type(e).__name__}: {e}"})

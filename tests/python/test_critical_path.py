@@ -140,3 +140,14 @@ def test_k200_and_vgpu_runs_have_a_critical_path():
     ends = out["ops"]["end"]
     assert vp.length_ps == vp.makespan_ps == max(ends) - min(out["ops"]["issue"])
     assert any(k.startswith("engine:") for k in vp.share_ps)
+
+
+def test_op_log_critical_path_prefers_the_innermost_of_rows_ending_together():
+    from kernbench.critical_path import from_op_log
+
+    # An envelope [0, 20) around two steps [0, 8) and [8, 20): the path is the steps, not the envelope.
+    log = {"issue": [0, 0, 8], "start": [0, 0, 8], "end": [20, 8, 20], "resource": ["r", "a", "b"],
+           "kind": ["envelope", "first", "second"]}
+    cp = from_op_log(log, start_ps=0)
+    assert [s["name"] for s in cp.steps] == ["first", "second"]
+    assert cp.length_ps == 20
