@@ -51,7 +51,7 @@ def k200_cases(ctx):
         for v in variants:
             label = "baseline" if v is None else v.get("name", "?")
             try:
-                rows = k200.run_variant(case, v, config=config, seed=ctx.seed)
+                rows = k200.run_variant(case, v, config=config, seed=ctx.seed, on_run=_critical_path(ctx))
                 for r in rows:
                     r["source"] = case["source_file"]
                     r["title"] = case.get("title", "")
@@ -73,6 +73,14 @@ def k200_cases(ctx):
     if scaling:
         ctx.log(f"  C5 scaling: two cards give x{scaling['ratio']:.3f} the throughput of one (linear = 2)")
     return {"results": results, "failures": failures, "what_if": answers, "scaling": scaling}
+
+
+def _critical_path(ctx):
+    """Lists each run's critical path (inferred from its op log) in the summary after the bench."""
+    def take(label, result):
+        if result.raw.get("log") is not None:
+            ctx.critical_path(result.critical_path(label), label)
+    return take
 
 
 def _quick(case):

@@ -94,6 +94,7 @@ def _point(ctx, variant, src, dst, size):
     else:
         raise ValueError(f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})")
     res = prog.run()
+    ctx.critical_path(res, f"{variant} {size} B {src} -> {dst}")  # listed after the run, all in critical_path.csv
     lat = int(res.makespan_ps)
     return {"variant": variant, "bytes": size, "latency_ns": lat / 1e3,
             "bandwidth_GBps": size / (lat * 1e-12) / 1e9 if lat else 0.0,

@@ -102,7 +102,8 @@ def of(result: Any) -> CriticalPath:
     return CriticalPath(_core.critical_path(_core_result(result)))
 
 
-def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = None) -> CriticalPath:
+def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = None,
+                waits: Iterable[str] = ()) -> CriticalPath:
     """The critical path of a run that logged ops but is not a Program (the K200 and vGPU protocol models).
 
     ``log`` maps column names to sequences: ``issue``, ``start``, ``end`` (ps), ``resource`` and ``kind``
@@ -110,8 +111,10 @@ def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = Non
     links are inferred from the times, and labelled so (``via``): a row that queued (start > issue) was
     handed its resource by the row on the same resource that ended at its start (``resource:<name>``);
     otherwise it followed the row that ended last at or before it became ready (``after (inferred)``),
-    preferring one that ended exactly then and, among rows ending together, the one that started last
-    (so a row that spans others -- an envelope -- gives way to the last row inside it). Time no row explains is a wait step (``wait:resource:<name>``
+    preferring one that ended exactly then and, among rows ending together, the one that started last.
+    Rows of the kinds in ``waits`` are the model's blocking waits and envelopes (spans of other rows):
+    such a row owns only its tail after the last row that ended while it waited, and the path goes on
+    into that row (``inside (inferred)``); a wrapper that knows its model names them. Time no row explains is a wait step (``wait:resource:<name>``
     while queued with no holder found, ``wait:dependency`` for a gap). As for Programs, the steps tile
     [start, last end] exactly, so the length equals the makespan; the shares are by op kind
     (``engine:<kind>``) and wait label.
@@ -132,6 +135,7 @@ def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = Non
             return [str(t[int(v)]) for v in vals]
         return [str(v) for v in vals]
 
+    waits = set(waits)
     res = names("resource", "resource_names")
     kind = names("kind", "kind_names")
     if start_ps is not None:
@@ -182,12 +186,32 @@ def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = Non
 
     cursor = t_end
     cur = latest_before(t_end)
+    def awaited(r: int, t: int) -> int:
+        """For a waiting row r: the unvisited row that ended last in (start of r, t], or -1."""
+        k = bisect.bisect_right(ends, t)
+        while k > 0:
+            k -= 1
+            i = by_end[k]
+            if end[i] <= start[r]:
+                return -1
+            if not visited[i] and i != r:
+                return i
+        return -1
+
     while cur >= 0:
         visited[cur] = True
-        a = max(min(start[cur], cursor), t0)
+        # A waiting row (a blocking wait, an envelope: kinds in `waits`) only owns
+        # its tail after the last row that ended while it waited; the path goes on
+        # into that row.
+        c = awaited(cur, min(end[cur], cursor)) if kind[cur] in waits else -1
+        a = max(min(end[c] if c >= 0 else start[cur], cursor), t0)
         add("op", kind[cur], res[cur], a, cursor, "start", node=cur, label=f"engine:{kind[cur]}")
         here = len(steps) - 1
         cursor = a
+        if c >= 0:
+            link(here, "inside (inferred)", c)
+            cur = c
+            continue
         if start[cur] > issue[cur]:
             h = latest_before(start[cur], on_res[res[cur]])
             if h >= 0 and end[h] == start[cur]:

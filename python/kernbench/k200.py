@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kernbench import _core
 from kernbench._core import ConfigError, UsageError
@@ -145,7 +145,8 @@ class Result:
             raise UsageError("this run recorded too many ops to keep its log (more than 200000); use a smaller run")
         return from_op_log({"issue": log["issue_ps"], "start": log["start_ps"], "end": log["end_ps"],
                             "resource": log["resource"], "resource_names": self.raw["resource_names"],
-                            "kind": log["kind"]}, program=label, start_ps=self.raw["start_ps"])
+                            "kind": log["kind"]}, program=label, start_ps=self.raw["start_ps"],
+                           waits=("wait",))  # a host thread blocked until its kernels finish
 
     def breakdown(self) -> dict[str, float]:
         """Seconds per op kind (summed over ops, so overlapping ops add up beyond elapsed)."""
@@ -442,8 +443,10 @@ def _bound(r: Result) -> str:
 
 
 def run_variant(case: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
-                config: str | Path = "k200.yaml", seed: int = 1) -> list[dict[str, Any]]:
-    """One variant of a case (params overridden by `overrides`) for every batch; a row per batch."""
+                config: str | Path = "k200.yaml", seed: int = 1,
+                on_run: Callable[[str, Result], Any] | None = None) -> list[dict[str, Any]]:
+    """One variant of a case (params overridden by `overrides`) for every batch; a row per batch.
+    ``on_run(label, result)`` sees each batch's run (e.g. to take its critical path)."""
     p = dict(case["params"])
     over = dict(overrides or {})
     sets = dict(case.get("set") or {})
@@ -460,6 +463,8 @@ def run_variant(case: Mapping[str, Any], overrides: Mapping[str, Any] | None = N
             run_streams(system, upload)
         out = run_streams(system, streams)
         r: Result = out["result"]
+        if on_run is not None:
+            on_run(f"{case['name']} {name} batch {batch}", r)
         ends = out["iteration_ends_ps"]
         iters = len(ends[0])
         # Latency: mean iteration time of the streams (first iteration included).

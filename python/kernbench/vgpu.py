@@ -246,7 +246,8 @@ def critical_path(ops: Mapping[str, Any], label: str = "vGPU"):
     :func:`launches`; kernbench.critical_path.from_op_log: the protocol model records no causes)."""
     from kernbench.critical_path import from_op_log
 
-    return from_op_log(ops, program=label)
+    # Rows spanning others: the whole launch, a forwarded PDE (its RPC and poll), the completion poll.
+    return from_op_log(ops, program=label, waits=("launch", "pde_forward", "completion_poll"))
 
 
 def chrome_trace(ops: Mapping[str, Any], path: Any) -> dict[str, int]:

@@ -151,3 +151,19 @@ def test_op_log_critical_path_prefers_the_innermost_of_rows_ending_together():
     cp = from_op_log(log, start_ps=0)
     assert [s["name"] for s in cp.steps] == ["first", "second"]
     assert cp.length_ps == 20
+
+
+def test_op_log_critical_path_goes_into_a_blocking_wait():
+    from kernbench.critical_path import from_op_log
+
+    # A thread launches [0, 2), then waits [2, 30) for a kernel [3, 27) on the device (queued from 2);
+    # the wait's own cost is its tail [27, 30). The path: launch, the kernel's queueing, the kernel,
+    # the wait's tail -- not "wait 28 ps".
+    log = {"issue": [0, 2, 2], "start": [0, 3, 2], "end": [2, 27, 30], "resource": ["q", "dev", "q"],
+           "kind": ["launch", "kernel", "wait"]}
+    assert from_op_log(log, start_ps=0).steps[-1]["duration_ps"] == 28  # not declared a wait: its own work
+    cp = from_op_log(log, start_ps=0, waits=("wait",))
+    assert [(s["kind"], s["name"], s["start_ps"], s["end_ps"]) for s in cp.steps] == [
+        ("op", "launch", 0, 2), ("wait:resource", "kernel", 2, 3), ("op", "kernel", 3, 27), ("op", "wait", 27, 30)]
+    assert cp.steps[-1]["via"] == "inside (inferred)"
+    assert cp.length_ps == cp.makespan_ps == 30
