@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from kernbench import _core
 
-__all__ = ["CriticalPath", "of", "summarize", "share_table", "from_op_log", "STEP_COLUMNS"]
+__all__ = ["CriticalPath", "of", "summarize", "share_table", "from_op_log", "from_system", "STEP_COLUMNS"]
 
 # Columns of a step row (and of critical_path.csv, after the run label).
 STEP_COLUMNS = ("node", "op", "name", "kind", "op_kind", "engine", "start_ps", "end_ps", "duration_ps", "via",
@@ -234,6 +234,49 @@ def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = Non
     length = sum(s["duration_ps"] for s in steps)
     return CriticalPath({"program": program, "start_ps": t0, "end_ps": t_end, "length_ps": length,
                          "makespan_ps": t_end - t0, "steps": steps, "share_ps": share})
+
+
+_FABRIC_PARTS = (("overhead_ps", "fabric:overhead"), ("transmission_ps", "fabric:transmission"),
+                 ("drain_ps", "fabric:drain"), ("queuing_ps", "wait:resource:fabric"))
+
+
+def from_system(system: Any, label: str = "system") -> CriticalPath:
+    """The critical path of a System that ran bare DMA ops (else transfers): no op depends on another,
+    so the path is the gap before the last op to end was issued, then that op, split exactly by the
+    fabric's four parts (node overhead, transmission, drain, queuing) of its latency."""
+    core = getattr(system, "_core", system)
+    d = core.dma_ops()
+    what = "dma"
+    if len(d["issue_ps"]) == 0:
+        d, what = core.transfers(), "transfer"
+    issue, end = [int(v) for v in d["issue_ps"]], [int(v) for v in d["end_ps"]]
+    done = [i for i in range(len(end)) if end[i] >= 0 and ("done" not in d or bool(d["done"][i]))]
+    if not done:
+        raise _core.UsageError(f"critical path of {label!r}: the system ran no DMA ops and no transfers")
+    t0 = min(issue[i] for i in done)
+    last = max(done, key=lambda i: (end[i], issue[i], i))
+    steps: list[dict[str, Any]] = []
+    share: dict[str, int] = {}
+
+    def step(kind: str, name: str, a: int, b: int, via: str, parts: dict[str, int]) -> None:
+        if b <= a:
+            return
+        steps.append({"node": last if kind == "op" else -1, "op": last if kind == "op" else -1, "name": name,
+                      "kind": kind, "op_kind": what, "engine": what, "start_ps": a, "end_ps": b,
+                      "duration_ps": b - a, "via": via, "holder": -1, "holder_name": "", "waited_ps": 0,
+                      "parts": parts})
+        for k, v in parts.items():
+            share[k] = share.get(k, 0) + v
+
+    step("wait:dependency", "before the last op was issued", t0, issue[last], "start",
+         {"wait:dependency": issue[last] - t0})
+    parts = {lbl: int(d[col][last]) for col, lbl in _FABRIC_PARTS if int(d[col][last]) > 0}
+    step("op", f"{what} {last}", issue[last], end[last], "last to end", parts)
+    length = sum(x["duration_ps"] for x in steps)
+    if sum(share.values()) != length:
+        raise _core.InternalError(f"critical path of {label!r}: the {what}'s parts do not sum to its latency")
+    return CriticalPath({"program": label, "start_ps": t0, "end_ps": end[last], "length_ps": length,
+                         "makespan_ps": end[last] - t0, "steps": steps, "share_ps": share})
 
 
 def summarize(result: Any) -> dict[str, Any]:

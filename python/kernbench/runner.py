@@ -74,7 +74,8 @@ class BenchContext:
                  f"{self.traced['events']} events)")
 
     def critical_path(self, result: Any, label: str) -> dict[str, Any] | None:
-        """The critical path of a RunResult (or a ready CriticalPath, e.g. ``k200.Result.critical_path()``)
+        """The critical path of a RunResult, a System that ran bare DMA ops or transfers, or a ready
+        CriticalPath (e.g. ``k200.Result.critical_path()``)
         as the sweep.json dict (``{"length_ps", "makespan_ps", "share"}``), also listed in the summary
         printed after the run; None for anything else.
 
@@ -86,10 +87,11 @@ class BenchContext:
             if lbl == label:
                 return known
         given = isinstance(result, critical_path.CriticalPath)  # e.g. inferred from an op log (K200, vGPU)
-        if not given and not isinstance(getattr(result, "_core", result), _core.RunResult):
+        bare = hasattr(result, "dma_ops") and not given  # a System that ran bare DMA ops or transfers
+        if not (given or bare) and not isinstance(getattr(result, "_core", result), _core.RunResult):
             return None
         try:
-            path = result if given else critical_path.of(result)
+            path = result if given else critical_path.from_system(result, label) if bare else critical_path.of(result)
             cp = path.contract()
         except Exception as e:  # a broken walk is a failure of this row, not of the bench
             self.failures.append({"name": f"critical path of {label}", "error": f"{type(e).__name__}: {e}"})

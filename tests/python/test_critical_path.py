@@ -167,3 +167,23 @@ def test_op_log_critical_path_goes_into_a_blocking_wait():
         ("op", "launch", 0, 2), ("wait:resource", "kernel", 2, 3), ("op", "kernel", 3, 27), ("op", "wait", 27, 30)]
     assert cp.steps[-1]["via"] == "inside (inferred)"
     assert cp.length_ps == cp.makespan_ps == 30
+
+
+def test_a_system_of_bare_dma_ops_has_a_critical_path():
+    """No op depends on another: the path is the gap before the last op's issue, then that op split
+    exactly by its four fabric parts."""
+    import kernbench
+    from kernbench.critical_path import from_system
+
+    s = kernbench.System.load()
+    s.dma("read", "sip0.cube0.pe0", "sip0.cube0.hbm_ctrl.pe0", 16384)
+    s.dma("read", "sip0.cube0.pe1", "sip0.cube0.hbm_ctrl.pe0", 16384, 5000)  # issued 5 ns later, queues
+    s.run()
+    d = s.dma_ops()
+    cp = from_system(s, "two reads")
+    last = max(range(2), key=lambda i: (d["end_ps"][i], d["issue_ps"][i]))
+    assert cp.length_ps == cp.makespan_ps == d["end_ps"][last] - min(d["issue_ps"])
+    parts = sum(int(d[p][last]) for p in ("overhead_ps", "transmission_ps", "drain_ps", "queuing_ps"))
+    assert parts == d["end_ps"][last] - d["issue_ps"][last]
+    assert cp.share_ps.get("wait:dependency", 0) == d["issue_ps"][last] - min(d["issue_ps"])
+    assert sum(cp.share_ps.values()) == cp.length_ps
