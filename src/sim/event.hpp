@@ -5,6 +5,13 @@
 // coroutine to resume or a Handler to call: two typed cases packed into one
 // word (the low bit tells them apart; coroutine frames and Handlers are both
 // at least 8-byte aligned). No std::function, no heap allocation per event.
+//
+// Prefetch: while an event runs, the loop hands the *next* event's target
+// and arg to prefetch(), so that a model whose state is far larger than the
+// caches can start loading what that event will touch (the arg names it)
+// under the current event's work. A hint only: the default does nothing,
+// and the next event may still be overtaken by one the current event
+// schedules.
 #pragma once
 
 #include <cassert>
@@ -20,19 +27,26 @@ namespace kernbench::sim {
 class Handler {
  public:
   virtual void on_event(std::uint64_t arg) = 0;
+  /// Called one event ahead of on_event(arg) (see above); must not change
+  /// any state a run can observe.
+  virtual void prefetch(std::uint64_t /*arg*/) {}
 
  protected:
   ~Handler() = default;
 };
 
-/// A Handler that calls a member function of its owner:
-///   sim::MemberHandler<Fabric, &Fabric::granted> on_grant_{*this};
+/// A Handler that calls a member function of its owner, and optionally a
+/// const member as its prefetch:
+///   sim::MemberHandler<Fabric, &Fabric::granted, &Fabric::warm> on_grant_{*this};
 /// One per event kind, held by value: no std::function, no allocation.
-template <typename T, void (T::*Method)(std::uint64_t)>
+template <typename T, void (T::*Method)(std::uint64_t), void (T::*Prefetch)(std::uint64_t) const = nullptr>
 class MemberHandler final : public Handler {
  public:
   explicit MemberHandler(T& owner) : owner_(owner) {}
   void on_event(std::uint64_t arg) override { (owner_.*Method)(arg); }
+  void prefetch(std::uint64_t arg) override {
+    if constexpr (Prefetch != nullptr) (owner_.*Prefetch)(arg);
+  }
 
  private:
   T& owner_;
@@ -51,6 +65,15 @@ class Target {
 
   bool empty() const { return bits_ == 0; }
   bool is_handler() const { return (bits_ & 1U) != 0; }
+
+  /// The handler's prefetch(arg); for a coroutine, its frame's first line.
+  void prefetch(std::uint64_t arg) const {
+    if (is_handler()) {
+      reinterpret_cast<Handler*>(bits_ & ~std::uintptr_t{1})->prefetch(arg);
+    } else {
+      __builtin_prefetch(reinterpret_cast<const void*>(bits_));
+    }
+  }
 
   void fire(std::uint64_t arg) const {
     if (is_handler()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/event.hpp"
+#include "sim/huge_pages.hpp"
 #include "sim/ring_queue.hpp"
 
 namespace kernbench::sim {
@@ -88,7 +89,7 @@ class EventQueue {
     return top;
   }
 
-  std::vector<Event> heap_;
+  HugeVector<Event> heap_;  // at scale, MBs touched at random: huge pages
   RingQueue<Event> now_lane_;
 };
 

@@ -106,6 +106,10 @@ class Simulation {
   bool step() {
     if (queue_.empty()) return false;
     const Event e = queue_.pop();
+    if (!queue_.empty()) {  // warm the next event's state under this one's work
+      const Event& next = queue_.top();
+      next.target.prefetch(next.arg);
+    }
     if (e.time < now_) [[unlikely]]
       throw_time_backwards(e.time);
     now_ = e.time;

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/huge_pages.hpp"
+
 namespace kernbench::sim {
 
 template <typename T>
@@ -34,7 +36,7 @@ class SlotPool {
   std::size_t in_use() const { return items_.size() - free_.size(); }
 
  private:
-  std::vector<T> items_;
+  HugeVector<T> items_;  // at scale, MBs touched at random: huge pages
   std::vector<std::uint32_t> free_;
 };
 

@@ -66,32 +66,34 @@ void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
   Transfer& tr = transfers_[t];
   Chunk& ch = chunks_[c];
   ch.transfer = t;
-  ch.index = tr.injected++;
-  ch.hop = tr.seg_begin;
-  ch.slot_base = tr.seg_slot;
-  ch.next = kNone;
-  const Bytes offset = static_cast<Bytes>(ch.index) * config_.chunk;
+  const Bytes offset = static_cast<Bytes>(tr.injected++) * config_.chunk;
+  ch.address = tr.address + static_cast<std::uint64_t>(offset);
   ch.size = std::min(config_.chunk, tr.bytes - offset);
+  ch.seg_last = &tr.route->hop[tr.seg_end - 1];
+  ch.stream_head = true;
+  ch.next = kNone;
   ch.parts = parts;
   ch.tail_ready = sim_.now();  // the whole chunk is here: at the source or a store-and-forward node
+  enter_hop(ch, &tr.route->hop[tr.seg_begin], &tr.use[tr.seg_slot]);
   request(c);
 }
 
-void PacketFabric::request(std::uint64_t arg) {
-  const auto c = static_cast<std::uint32_t>(arg);
-  Chunk& ch = chunks_[c];
-  const Transfer& tr = transfers_[ch.transfer];
-  const Hop& hop = tr.route->hop[ch.hop];
+void PacketFabric::enter_hop(Chunk& ch, const Hop* hop, LaneUse* use) const {
   // Address striping: on a multi-connection link the lane is picked by the
   // chunk's address (two 64-bit divisions, so only where there is a choice).
   std::uint32_t k = 0;
-  if (hop.connections > 1) {
-    const std::uint64_t addr = tr.address + static_cast<std::uint64_t>(ch.index) * static_cast<std::uint64_t>(config_.chunk);
-    k = static_cast<std::uint32_t>((addr / static_cast<std::uint64_t>(config_.stripe)) %
-                                   static_cast<std::uint64_t>(hop.connections));
+  if (hop->connections > 1) {
+    k = static_cast<std::uint32_t>((ch.address / static_cast<std::uint64_t>(config_.stripe)) %
+                                   static_cast<std::uint64_t>(hop->connections));
   }
-  ch.lane = hop.first_lane + k;
-  ch.use_slot = ch.slot_base + k;
+  ch.hop = hop;
+  ch.lane = hop->first_lane + k;
+  ch.use = use + k;
+}
+
+void PacketFabric::request(std::uint64_t arg) {
+  const std::uint32_t c = low(arg);
+  Chunk& ch = chunks_[c];
   Lane& lane = lanes_[ch.lane];
   ch.wait_start = sim_.now();
   if (lane.head == kNone && lane_free(lane)) {
@@ -100,21 +102,22 @@ void PacketFabric::request(std::uint64_t arg) {
     return;
   }
   ch.lane_busy_at_wait = lane_busy(lane);
-  ch.own_at_wait = own_busy(tr.use[ch.use_slot]);
+  ch.own_at_wait = own_busy(*ch.use);
   // Queue behind the lane's waiters. The first one makes the lane's release
   // an event, in the place reserved for it (unless a hand-over is under
   // way: the next holder's grant books the next release).
   ch.next = kNone;
   if (lane.tail == kNone) {
     lane.head = c;
-    if (!lane.handover) sim_.schedule_reserved(lane.busy_until, lane.release_seq, on_release_, ch.lane);
+    if (!lane.handover) sim_.schedule_reserved(lane.busy_until, lane.release_seq, on_release_, pack(ch.lane, c));
   } else {
     chunks_[lane.tail].next = c;
   }
   lane.tail = c;
 }
 
-void PacketFabric::release(std::uint64_t l) {
+void PacketFabric::release(std::uint64_t arg) {
+  const std::uint32_t l = low(arg);
   // The end of a hold with chunks waiting: hand the lane to the first, who
   // is granted by an event due now (as a Server's release does).
   Lane& lane = lanes_[l];
@@ -122,16 +125,15 @@ void PacketFabric::release(std::uint64_t l) {
   lane.head = chunks_[c].next;
   if (lane.head == kNone) lane.tail = kNone;
   lane.handover = true;
-  sim_.schedule(0, on_grant_, c);
+  sim_.schedule(0, on_grant_, pack(c, l));
 }
 
 void PacketFabric::granted(std::uint64_t arg) {
-  const auto c = static_cast<std::uint32_t>(arg);
+  const std::uint32_t c = low(arg);
   const Time now = sim_.now();
   Chunk& ch = chunks_[c];
-  Transfer& tr = transfers_[ch.transfer];
   Lane& lane = lanes_[ch.lane];
-  LaneUse& use = tr.use[ch.use_slot];
+  LaneUse& use = *ch.use;
   if (const Time wait = now - ch.wait_start; wait > 0) {
     // The lane was held the whole wait (it goes straight from one holder
     // to the next waiter); split that time by whose chunks held it.
@@ -144,8 +146,8 @@ void PacketFabric::granted(std::uint64_t arg) {
     ch.parts.queuing += busy - own;
   }
   const Breakdown at_grant = ch.parts;
-  const bool stream_head_hop = ch.hop == tr.seg_begin;
-  const Hop& hop = tr.route->hop[ch.hop];
+  const bool stream_head = ch.stream_head;
+  const Hop& hop = *ch.hop;
   // Cut-through: the head flit leaves after one flit time; the lane is held
   // until the whole chunk has gone, which may wait for its tail to arrive.
   const Time head = sim::transfer_time(std::min(config_.flit, ch.size), hop.bandwidth);
@@ -157,7 +159,7 @@ void PacketFabric::granted(std::uint64_t arg) {
   lane.busy_until = hold_end;
   lane.release_seq = sim_.reserve_seq();
   lane.handover = false;
-  if (lane.head != kNone) sim_.schedule_reserved(hold_end, lane.release_seq, on_release_, ch.lane);
+  if (lane.head != kNone) sim_.schedule_reserved(hold_end, lane.release_seq, on_release_, pack(ch.lane, lane.head));
   lane.bytes += ch.size;
   ++lane.grants;
   use.completed += use.until - use.since;
@@ -166,25 +168,31 @@ void PacketFabric::granted(std::uint64_t arg) {
   ++chunk_hops_;
   const Time lat = hop.latency;
   ch.parts.transmission += head + lat;
-  if (ch.hop + 1 == tr.seg_end) {
+  if (ch.hop == ch.seg_last) {
     // The chunk is complete at the segment's end when its tail arrives:
     // the rest of its body streams behind its own head (drain).
     ch.parts.drain += hold_end - now - head;
-    sim_.schedule(hold_end - now + lat, on_arrive_, c);
+    sim_.schedule(hold_end - now + lat, on_arrive_, pack(c, ch.transfer));
   } else {
     const Time o = hop.next_overhead;
     ch.parts.overhead += o;
     ch.tail_ready = hold_end + lat + o;
-    ch.slot_base += static_cast<std::uint32_t>(hop.connections);
-    ++ch.hop;
-    sim_.schedule(head + lat + o, on_ready_, c);
+    ch.stream_head = false;
+    // The next hop's lane uses follow this hop's in the transfer's `use`.
+    LaneUse* next_uses = ch.use - (ch.lane - hop.first_lane) + hop.connections;
+    enter_hop(ch, &hop + 1, next_uses);
+    sim_.schedule(head + lat + o, on_ready_, pack(c, ch.lane));
   }
   // The next chunk of the stream may ask for a lane now; it inherits the
   // breakdown of this one at the moment it got its lane.
-  if (stream_head_hop && tr.injected < tr.chunks) inject(ch.transfer, at_grant);
+  if (stream_head) {
+    const std::uint32_t t = ch.transfer;  // inject() may move the chunk records
+    if (transfers_[t].injected < transfers_[t].chunks) inject(t, at_grant);
+  }
 }
 
-void PacketFabric::arrived(std::uint64_t c) {
+void PacketFabric::arrived(std::uint64_t arg) {
+  const std::uint32_t c = low(arg);
   const Chunk ch = chunks_[c];
   chunks_.release(c);
   Transfer& tr = transfers_[ch.transfer];

@@ -39,13 +39,21 @@
 // intrusive list through the chunk records; busy integrals and
 // per-transfer service times are computed from (since, until) pairs when
 // asked. At thousands of PEs the in-flight state far exceeds the caches,
-// so the bytes touched per event set the cost per event.
+// so the cache and TLB misses per event set the cost per event. Hence:
+// a chunk record holds everything its hop's events need (pointers to its
+// hop and to its transfer's use of its lane; the lane it asks for is picked
+// when the event is scheduled), events carry (chunk, lane) or (lane, first
+// waiter) in their arg so that the simulation's one-event-ahead prefetch
+// can load both records in parallel, and the lanes, chunk records and event
+// heap sit on huge pages (sim/huge_pages.hpp).
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "sim/event.hpp"
+#include "sim/huge_pages.hpp"
 #include "sim/slot_pool.hpp"
 #include "topology/fabric.hpp"
 
@@ -106,16 +114,20 @@ class PacketFabric final : public Fabric {
     Bytes delivered = 0;           // bytes arrived at the segment's end node (invariant: == bytes)
     Breakdown stream_base;         // breakdown of chunk 0 when the segment starts
     Breakdown last;                // breakdown of the latest arrival
-    std::vector<LaneUse> use;      // per lane of every hop, hop by hop
+    std::vector<LaneUse> use;      // per lane of every hop, hop by hop (chunks point into it)
   };
-  struct Chunk {
+  // Chunks hold pointers into `use`: the pool may move a Transfer, but a
+  // moved vector keeps its buffer.
+  static_assert(std::is_nothrow_move_constructible_v<Transfer>);
+  struct alignas(64) Chunk {       // two cache lines: all its hop's events need
+    const Hop* hop = nullptr;      // the hop it is crossing (or asking a lane of)
+    const Hop* seg_last = nullptr; // the last hop of its segment
+    LaneUse* use = nullptr;        // its transfer's use of `lane`
+    std::uint64_t address = 0;     // of its first byte (picks the lane on striped links)
     std::uint32_t transfer = 0;
-    std::uint32_t index = 0;
-    std::uint32_t hop = 0;
-    LaneId lane = 0;
-    std::uint32_t slot_base = 0;   // index into `use` of this hop's first lane
-    std::uint32_t use_slot = 0;
+    LaneId lane = 0;               // the lane it asks for, then holds
     std::uint32_t next = kNone;    // next waiter on the same lane
+    bool stream_head = false;      // on its segment's first hop: the next chunk enters behind it
     Bytes size = 0;
     Time wait_start = 0;
     Time lane_busy_at_wait = 0;
@@ -123,6 +135,7 @@ class PacketFabric final : public Fabric {
     Time tail_ready = 0;     // when its last byte is at the current node
     Breakdown parts;         // of its head flit's journey so far
   };
+  static_assert(sizeof(Chunk) == 128, "a chunk is two cache lines");
 
   // Event entry points; the arg is a chunk, transfer or lane.
   void start_segment(std::uint64_t t);
@@ -132,21 +145,47 @@ class PacketFabric final : public Fabric {
   void release(std::uint64_t lane);
   bool lane_free(const Lane& l) const { return !l.handover && sim_.passed(l.busy_until, l.release_seq); }
   void arrived(std::uint64_t c);
+  /// Points `ch` at hop `hop` (whose lanes' uses start at `use`) and picks
+  /// its lane there.
+  void enter_hop(Chunk& ch, const Hop* hop, LaneUse* use) const;
+  // Event args: two 32-bit indices.
+  static std::uint64_t pack(std::uint32_t lo, std::uint32_t hi) { return lo | (std::uint64_t{hi} << 32); }
+  static std::uint32_t low(std::uint64_t arg) { return static_cast<std::uint32_t>(arg); }
+  // One event ahead (sim/event.hpp): load the records the event will touch.
+  void warm_chunk(std::uint64_t chunk_lane) const {
+    const char* c = reinterpret_cast<const char*>(&chunks_[low(chunk_lane)]);
+    __builtin_prefetch(c);
+    __builtin_prefetch(c + 64);
+    __builtin_prefetch(&lanes_[chunk_lane >> 32]);
+  }
+  void warm_lane(std::uint64_t lane_waiter) const {
+    __builtin_prefetch(&lanes_[low(lane_waiter)]);
+    __builtin_prefetch(&chunks_[lane_waiter >> 32]);
+  }
+  void warm_arrival(std::uint64_t chunk_transfer) const {
+    const char* c = reinterpret_cast<const char*>(&chunks_[low(chunk_transfer)]);
+    __builtin_prefetch(c);
+    __builtin_prefetch(c + 64);
+    __builtin_prefetch(&transfers_[chunk_transfer >> 32]);
+  }
+  void warm_transfer(std::uint64_t t) const { __builtin_prefetch(&transfers_[t]); }
   void finish(std::uint64_t t);
   std::uint32_t segment_end(const Route& r, std::uint32_t begin) const;
   Time lane_busy(const Lane& l) const { return l.busy + std::min(sim_.now(), l.busy_until) - l.hold_since; }
   Time own_busy(const LaneUse& u) const { return u.completed + std::min(sim_.now(), u.until) - u.since; }
 
-  std::vector<Lane> lanes_;
+  sim::HugeVector<Lane> lanes_;
   sim::SlotPool<Chunk> chunks_;
   sim::SlotPool<Transfer> transfers_;
   std::uint64_t chunk_hops_ = 0;
-  sim::MemberHandler<PacketFabric, &PacketFabric::release> on_release_{*this};
-  sim::MemberHandler<PacketFabric, &PacketFabric::granted> on_grant_{*this};
-  sim::MemberHandler<PacketFabric, &PacketFabric::request> on_ready_{*this};
-  sim::MemberHandler<PacketFabric, &PacketFabric::arrived> on_arrive_{*this};
-  sim::MemberHandler<PacketFabric, &PacketFabric::start_segment> on_stream_{*this};
-  sim::MemberHandler<PacketFabric, &PacketFabric::finish> on_finish_{*this};
+  // Args: release (lane, first waiter); grant and ready (chunk, lane);
+  // arrive (chunk, transfer); stream and finish: the transfer.
+  sim::MemberHandler<PacketFabric, &PacketFabric::release, &PacketFabric::warm_lane> on_release_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::granted, &PacketFabric::warm_chunk> on_grant_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::request, &PacketFabric::warm_chunk> on_ready_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::arrived, &PacketFabric::warm_arrival> on_arrive_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::start_segment, &PacketFabric::warm_transfer> on_stream_{*this};
+  sim::MemberHandler<PacketFabric, &PacketFabric::finish, &PacketFabric::warm_transfer> on_finish_{*this};
 };
 
 }  // namespace kernbench::topology

@@ -2,9 +2,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "sim/event_queue.hpp"
+#include "sim/huge_pages.hpp"
 #include "sim/rng.hpp"
 
 using namespace kernbench::sim;
@@ -50,4 +55,57 @@ TEST_CASE("reserved bytes cover the pending events", "[event_queue]") {
   EventQueue q;
   for (std::uint64_t i = 0; i < 1000; ++i) q.push_heap(Event{static_cast<Time>(i + 1), i, Target{}, 0});
   CHECK(q.reserved_bytes() >= 1000 * sizeof(Event));
+}
+
+namespace {
+// The "THPeligible" flag /proc/self/smaps gives the mapping holding `p`
+// (-1: no such line, e.g. off Linux).
+int thp_eligible(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return std::stoi(line.substr(12));
+    }
+  }
+  return -1;
+}
+std::string thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("big arrays go on 2 MiB-aligned blocks advised for huge pages", "[event_queue][huge_pages]") {
+  HugeVector<std::uint64_t> v;
+  for (std::uint64_t i = 0; i < 100; ++i) v.push_back(i * 7);
+  CHECK(reinterpret_cast<std::uintptr_t>(v.data()) % kHugePage != 0);  // small: plain new
+  // Growing past 2 MiB moves the contents to a huge-page block.
+  for (std::uint64_t i = 100; i < (3 * kHugePage) / sizeof(std::uint64_t); ++i) v.push_back(i * 7);
+  CHECK(reinterpret_cast<std::uintptr_t>(v.data()) % kHugePage == 0);
+  bool intact = true;
+  for (std::uint64_t i = 0; i < v.size(); ++i) intact = intact && v[i] == i * 7;
+  CHECK(intact);
+  // Where the kernel offers transparent huge pages, the block is eligible.
+  const std::string mode = thp_mode();
+  if (mode.find("[madvise]") != std::string::npos || mode.find("[always]") != std::string::npos) {
+    const int eligible = thp_eligible(v.data());
+    if (eligible != -1) CHECK(eligible == 1);  // -1: a kernel without the smaps line
+  }
+  // Over-aligned types keep their alignment on both paths.
+  struct alignas(64) Line {
+    char bytes[64];
+  };
+  HugeVector<Line> small(3), big(kHugePage / sizeof(Line) + 1);
+  CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % kHugePage == 0);
 }

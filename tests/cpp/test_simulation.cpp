@@ -1,6 +1,7 @@
 // test_simulation.cpp -- clock, ordering, run(until), determinism.
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 #include "sim/errors.hpp"
@@ -102,6 +103,23 @@ TEST_CASE("a reserved event runs in the place reserved for it", "[simulation]") 
   } misuse(s2, early);
   s2.schedule(1, misuse);
   s2.run();
+}
+
+TEST_CASE("the loop hands the next event to prefetch before it runs the current one", "[simulation]") {
+  // Records prefetch and run calls in the order they happen.
+  struct Watcher final : Handler {
+    void on_event(std::uint64_t arg) override { log.push_back("run " + std::to_string(arg)); }
+    void prefetch(std::uint64_t arg) override { log.push_back("prefetch " + std::to_string(arg)); }
+    std::vector<std::string> log;
+  } w;
+  Simulation sim;
+  sim.schedule(30, w, 3);
+  sim.schedule(10, w, 1);
+  sim.schedule(20, w, 2);
+  sim.run();
+  // Each event warms the one after it; the last has nothing to warm.
+  const std::vector<std::string> expected = {"prefetch 2", "run 1", "prefetch 3", "run 2", "run 3"};
+  CHECK(w.log == expected);
 }
 
 TEST_CASE("same seed gives an identical trace; another seed does not", "[simulation][determinism]") {
