@@ -8,8 +8,9 @@ events/s, fabric transfers, wall per event and per transfer, peak memory;
 for the packet model also chunk-hops (a chunk crossing one link, its unit of
 work) and wall per chunk-hop.
 The cost should grow about linearly with the number of simulated events
-(wall per event roughly flat); the target is the 8192-PE flow point in under
-60 s on a 2-core machine.
+(wall per event roughly flat); per model the bench fits wall ~ events^b over
+its points and reports b (1 = linear). The target is the 8192-PE flow point
+in under 60 s on a 2-core machine.
 
 ``slot``: the IPCQ slot size for these runs. A send moves in slot-sized
 segments, each its own fabric transfer, so the event count is proportional
@@ -76,10 +77,35 @@ def perf_ccl_scale(ctx):
                   "met": biggest["wall_s"] < p["target_s"]}
         ctx.log(f"target: the {biggest['pes']}-PE flow point in {biggest['wall_s']:.1f} s "
                 f"({'met' if target['met'] else 'MISSED'}: < {p['target_s']:.0f} s)")
+    scaling = _scaling(ctx.results)
+    for model, fit in scaling.items():
+        ctx.log(f"{model}: wall ~ events^{fit['exponent']:.2f} over {fit['points']} points; "
+                f"{fit['us_per_event_smallest']:.3f} -> {fit['us_per_event_largest']:.3f} us/event "
+                f"from {fit['pes_smallest']} to {fit['pes_largest']} PEs")
     ctx.write_csv("scale.csv", ctx.results)
     _figure(ctx, ctx.results)
-    return {"results": ctx.results, "failures": ctx.failures, "target": target,
+    return {"results": ctx.results, "failures": ctx.failures, "target": target, "scaling": scaling,
             "bench_wall_s": round(time.perf_counter() - t0, 3)}
+
+
+def _scaling(rows):
+    """Per model, the least-squares slope b of log(wall) against log(events)."""
+    import math
+
+    out = {}
+    for model in sorted({r["model"] for r in rows}):
+        pts = sorted((r["pes"], r["events"], r["wall_s"], r["wall_us_per_event"]) for r in rows
+                     if r["model"] == model and r["events"] > 0 and r["wall_s"] > 0)
+        if len({e for _, e, _, _ in pts}) < 2:
+            continue  # a slope needs two distinct event counts
+        xs = [math.log(e) for _, e, _, _ in pts]
+        ys = [math.log(w) for _, _, w, _ in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        out[model] = {"exponent": round(slope, 3), "points": len(pts),
+                      "pes_smallest": pts[0][0], "pes_largest": pts[-1][0],
+                      "us_per_event_smallest": pts[0][3], "us_per_event_largest": pts[-1][3]}
+    return out
 
 
 def _point(config, sets, nbytes, seed):

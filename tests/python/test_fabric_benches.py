@@ -81,3 +81,21 @@ def test_perf_fabric_smoke(cli, tmp_path):
     assert ref["latency_error"] == 0
     big = next(r for r in knob if r["chunk_bytes"] == 1024)
     assert big["chunk_hops"] < ref["chunk_hops"]
+
+
+def test_perf_ccl_scale_fits_wall_against_events():
+    """The scaling exponent is the log-log slope of wall time against events, per model."""
+    from kernbench.benches.perf_ccl_scale import _scaling
+
+    def row(model, pes, events, wall):
+        return {"model": model, "pes": pes, "events": events, "wall_s": wall, "wall_us_per_event": wall / events * 1e6}
+
+    rows = [row("linear", 128 * k, 1000 * k, 0.002 * k) for k in (1, 4, 16)]
+    rows += [row("steeper", 128 * k, 1000 * k, 0.002 * k ** 1.5) for k in (1, 4, 16)]
+    rows += [row("alone", 128, 1000, 0.5)]
+    fit = _scaling(rows)
+    assert fit["linear"]["exponent"] == pytest.approx(1.0, abs=1e-9)
+    assert fit["steeper"]["exponent"] == pytest.approx(1.5, abs=1e-9)
+    assert fit["steeper"]["us_per_event_largest"] == pytest.approx(4 * fit["steeper"]["us_per_event_smallest"])
+    assert (fit["linear"]["pes_smallest"], fit["linear"]["pes_largest"], fit["linear"]["points"]) == (128, 2048, 3)
+    assert "alone" not in fit  # one point has no slope
