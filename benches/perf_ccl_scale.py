@@ -7,6 +7,14 @@ is its own. Reported per point: simulated latency, wall time, events,
 events/s, fabric transfers, wall per event and per transfer, peak memory;
 for the packet model also chunk-hops (a chunk crossing one link, its unit of
 work) and wall per chunk-hop.
+
+Beside each point, in the same process after the timing, PHOLD runs on the
+same event engine with as many events pending as the point had at its peak
+(a handler that does nothing but draw a delay and reschedule). Its wall per
+event is what the event loop alone costs at that queue size on this machine,
+and ``vs_phold`` = the model's wall per event / PHOLD's: if that ratio stays
+flat while the machine grows, the model's cost per event grows only as fast
+as a bare event loop's does (its queue and memory outgrowing the caches).
 The cost should grow about linearly with the number of simulated events
 (wall per event roughly flat); per model the bench fits wall ~ events^b over
 its points and reports b (1 = linear). The target is the 8192-PE flow point
@@ -35,10 +43,11 @@ from kernbench.critical_path import CriticalPath
     name="perf-ccl-scale",
     description="simulation cost of a hierarchical all-reduce (1 MiB/PE) on 1..64 SIPs, packet vs flow",
     params={"sips": ["1x1", "2x2", "4x4", "8x8"], "models": ["flow", "packet"], "bytes": 1 << 20,
-            "slot": "256 KiB", "packet_max_pes": 8192, "target_s": 60.0},
+            "slot": "256 KiB", "packet_max_pes": 8192, "target_s": 60.0, "phold_events": 2_000_000},
     uses_config=True,
-    smoke={"bench.sips": ["1x1", "2x1"], "bench.bytes": 65536},
-    golden={"key": "name", "metrics": {"latency_us": "rel=1e-9", "pes": "exact", "events": "exact", "ops": "exact"}},
+    smoke={"bench.sips": ["1x1", "2x1"], "bench.bytes": 65536, "bench.phold_events": 20000},
+    golden={"key": "name", "metrics": {"latency_us": "rel=1e-9", "pes": "exact", "events": "exact", "ops": "exact",
+                                       "peak_pending": "exact"}},
 )
 def perf_ccl_scale(ctx):
     t0 = time.perf_counter()
@@ -56,7 +65,7 @@ def perf_ccl_scale(ctx):
             try:
                 with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
                     row = pool.submit(_point, str(ctx.config) if ctx.config else None, sets, int(p["bytes"]),
-                                      ctx.seed).result()
+                                      ctx.seed, int(p["phold_events"])).result()
             except Exception as e:  # a failing point never sinks the others
                 ctx.failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
                 ctx.log(f"  {name:<22} FAILED: {type(e).__name__}: {e}")
@@ -68,7 +77,7 @@ def perf_ccl_scale(ctx):
                     f"  {row['events'] / 1e6:8.2f} M events  {row['events_per_s'] / 1e6:5.2f} M ev/s"
                     f"  {row['wall_us_per_event']:.3f} us/ev"
                     + (f"  {row['wall_us_per_chunk_hop']:.3f} us/chunk-hop" if row["chunk_hops"] else "")
-                    + f"  peak {row['peak_mb']:.0f} MB")
+                    + f"  peak {row['peak_mb']:.0f} MB  {row['vs_phold']:.2f}x PHOLD at {row['peak_pending']} pending")
     flow = [r for r in ctx.results if r["model"] == "flow"]
     biggest = max(flow, key=lambda r: r["pes"]) if flow else None
     target = None
@@ -81,7 +90,8 @@ def perf_ccl_scale(ctx):
     for model, fit in scaling.items():
         ctx.log(f"{model}: wall ~ events^{fit['exponent']:.2f} over {fit['points']} points; "
                 f"{fit['us_per_event_smallest']:.3f} -> {fit['us_per_event_largest']:.3f} us/event "
-                f"from {fit['pes_smallest']} to {fit['pes_largest']} PEs")
+                f"from {fit['pes_smallest']} to {fit['pes_largest']} PEs; "
+                f"{fit['vs_phold_smallest']:.2f}x -> {fit['vs_phold_largest']:.2f}x PHOLD's cost per event")
     ctx.write_csv("scale.csv", ctx.results)
     _figure(ctx, ctx.results)
     return {"results": ctx.results, "failures": ctx.failures, "target": target, "scaling": scaling,
@@ -94,24 +104,26 @@ def _scaling(rows):
 
     out = {}
     for model in sorted({r["model"] for r in rows}):
-        pts = sorted((r["pes"], r["events"], r["wall_s"], r["wall_us_per_event"]) for r in rows
+        pts = sorted((r["pes"], r["events"], r["wall_s"], r["wall_us_per_event"], r.get("vs_phold")) for r in rows
                      if r["model"] == model and r["events"] > 0 and r["wall_s"] > 0)
-        if len({e for _, e, _, _ in pts}) < 2:
+        if len({p[1] for p in pts}) < 2:
             continue  # a slope needs two distinct event counts
-        xs = [math.log(e) for _, e, _, _ in pts]
-        ys = [math.log(w) for _, _, w, _ in pts]
+        xs = [math.log(p[1]) for p in pts]
+        ys = [math.log(p[2]) for p in pts]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
         out[model] = {"exponent": round(slope, 3), "points": len(pts),
                       "pes_smallest": pts[0][0], "pes_largest": pts[-1][0],
-                      "us_per_event_smallest": pts[0][3], "us_per_event_largest": pts[-1][3]}
+                      "us_per_event_smallest": pts[0][3], "us_per_event_largest": pts[-1][3],
+                      "vs_phold_smallest": pts[0][4], "vs_phold_largest": pts[-1][4]}
     return out
 
 
-def _point(config, sets, nbytes, seed):
+def _point(config, sets, nbytes, seed, phold_events):
     """One run in a fresh process (its peak memory is its own)."""
     import resource
 
+    import kernbench
     from kernbench import ccl
     from kernbench.system import System
 
@@ -125,10 +137,17 @@ def _point(config, sets, nbytes, seed):
     transfers = len(system.transfers()["src"])
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the walk below
     path = r.run.critical_path().raw  # outside the timed part: the walk is not the simulation
+    # The event loop alone at this point's peak queue size (see the module doc).
+    pending = int(system.peak_pending_events)
+    phold = kernbench.run_phold(kernbench.Simulation(seed=seed), engine="callbacks", lps=max(pending, 1),
+                                events_per_lp=1, events=phold_events, mean_delay_ps=int(kernbench.MICROSECOND))
+    phold_us = 1e6 / phold["events_per_s"] if phold["events_per_s"] else 0.0
+    us_per_event = wall / events * 1e6 if events else 0.0
     return {"critical_path_raw": path,
             "pes": r.ranks, "latency_us": r.latency_us, "wall_s": round(wall, 3), "build_s": round(built - t, 3),
             "events": events, "events_per_s": events / wall if wall else 0.0,
-            "wall_us_per_event": wall / events * 1e6 if events else 0.0, "transfers": transfers,
+            "wall_us_per_event": us_per_event, "transfers": transfers, "peak_pending": pending,
+            "phold_us_per_event": phold_us, "vs_phold": us_per_event / phold_us if phold_us else 0.0,
             "chunk_hops": hops, "wall_us_per_chunk_hop": wall / hops * 1e6 if hops else None,
             "ops": int(sum(r.op_counts.values())), "peak_mb": peak_mb}
 
@@ -143,9 +162,13 @@ def _figure(ctx, rows):
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for model in sorted({r["model"] for r in rows}):
-        pts = sorted((r["pes"], r["wall_s"], r["wall_us_per_event"]) for r in rows if r["model"] == model)
-        a.plot([x for x, _, _ in pts], [y for _, y, _ in pts], marker="o", label=model)
-        b.plot([x for x, _, _ in pts], [z for _, _, z in pts], marker="o", label=model)
+        pts = sorted((r["pes"], r["wall_s"], r["wall_us_per_event"], r.get("phold_us_per_event"))
+                     for r in rows if r["model"] == model)
+        a.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=model)
+        line, = b.plot([q[0] for q in pts], [q[2] for q in pts], marker="o", label=model)
+        if all(q[3] for q in pts):
+            b.plot([q[0] for q in pts], [q[3] for q in pts], ls="--", marker=".", color=line.get_color(),
+                   label=f"PHOLD at {model}'s peak pending events")
     for ax in (a, b):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("PEs (ranks)")
@@ -156,6 +179,7 @@ def _figure(ctx, rows):
     a.set_title("LRAB all-reduce, 1 MiB per PE")
     b.set_ylabel("wall per simulated event (us)")
     b.set_title("cost per event (flat = linear in events)")
+    b.set_ylim(bottom=0)
     fig.tight_layout()
     ctx.save_figure(fig, "scale.png")
     plt.close(fig)

@@ -84,6 +84,8 @@ void bind_sim(py::module_& m) {
       .def_property_readonly("seed", &Simulation::seed)
       .def_property_readonly("events_processed", &Simulation::events_processed)
       .def_property_readonly("pending_events", &Simulation::pending_events)
+      .def_property_readonly("peak_pending_events", &Simulation::peak_pending_events,
+                             "Most events ever pending at once (the event queue's high-water mark).")
       .def("peek", &Simulation::peek, "Time of the next event in ps (2**63-1 when none).")
       .def("step", &Simulation::step, "Process one event; False if none was pending.")
       .def(

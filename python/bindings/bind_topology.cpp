@@ -109,6 +109,7 @@ void bind_topology(py::module_& m) {
       .def_property_readonly("num_nodes", [](const System& s) { return s.machine().num_nodes(); })
       .def_property_readonly("in_flight", [](const System& s) { return s.fabric().in_flight(); })
       .def_property_readonly("events_processed", [](System& s) { return s.sim().events_processed(); })
+      .def_property_readonly("peak_pending_events", [](System& s) { return s.sim().peak_pending_events(); })
       .def_property_readonly("chunk_hops",
                              [](System& s) -> std::uint64_t {
                                auto* p = dynamic_cast<PacketFabric*>(&s.fabric());

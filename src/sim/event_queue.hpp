@@ -14,6 +14,7 @@
 // 0.098 s).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,6 +29,8 @@ class EventQueue {
  public:
   bool empty() const { return heap_.empty() && now_lane_.empty(); }
   std::size_t size() const { return heap_.size() + now_lane_.size(); }
+  /// Most events ever pending at once.
+  std::size_t peak_size() const { return peak_; }
 
   /// Bytes held for pending events (capacity, not size): the memory cost
   /// per pending event that the PHOLD bench reports.
@@ -50,11 +53,15 @@ class EventQueue {
       i = parent;
     }
     h[i] = e;
+    note_size();
   }
 
   /// Adds an event due at the current time: it goes behind every event
   /// already due now, which is exactly its (time, seq) place.
-  void push_now(const Event& e) { now_lane_.push_back(e); }
+  void push_now(const Event& e) {
+    now_lane_.push_back(e);
+    note_size();
+  }
 
   /// The earliest event; the queue must not be empty.
   const Event& top() const {
@@ -73,6 +80,7 @@ class EventQueue {
 
  private:
   static constexpr std::size_t kArity = 4;
+  void note_size() { peak_ = std::max(peak_, size()); }
   using Key = unsigned __int128;
   // Times are never negative (the clock starts at 0 and delays are >= 0),
   // so the unsigned key orders exactly as (time, seq).
@@ -111,6 +119,7 @@ class EventQueue {
 
   HugeVector<Event> heap_;  // at scale, MBs touched at random: huge pages
   RingQueue<Event> now_lane_;
+  std::size_t peak_ = 0;
 };
 
 }  // namespace kernbench::sim

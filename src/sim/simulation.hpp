@@ -147,6 +147,7 @@ class Simulation {
 
   std::uint64_t events_processed() const { return events_processed_; }
   std::size_t pending_events() const { return queue_.size(); }
+  std::size_t peak_pending_events() const { return queue_.peak_size(); }
   const EventQueue& queue() const { return queue_; }
   EventQueue& queue() { return queue_; }
 

@@ -51,6 +51,19 @@ TEST_CASE("the now-lane merges with heap events due at the same time", "[event_q
   CHECK(q.empty());
 }
 
+TEST_CASE("the peak counts heap and now-lane events pending together", "[event_queue]") {
+  EventQueue q;
+  for (std::uint64_t i = 0; i < 5; ++i) q.push_heap(Event{10 + static_cast<Time>(i), i, {}, 0});
+  q.push_now(Event{0, 5, {}, 0});
+  CHECK(q.peak_size() == 6);
+  for (int i = 0; i < 4; ++i) q.pop();
+  q.push_heap(Event{20, 6, {}, 0});
+  CHECK(q.size() == 3);
+  CHECK(q.peak_size() == 6);  // a high-water mark: it never falls
+  for (std::uint64_t i = 7; i < 12; ++i) q.push_now(Event{0, i, {}, 0});
+  CHECK(q.peak_size() == 8);
+}
+
 TEST_CASE("reserved bytes cover the pending events", "[event_queue]") {
   EventQueue q;
   for (std::uint64_t i = 0; i < 1000; ++i) q.push_heap(Event{static_cast<Time>(i + 1), i, Target{}, 0});
