@@ -137,7 +137,7 @@ class PacketFabric final : public Fabric {
   };
   static_assert(sizeof(Chunk) == 128, "a chunk is two cache lines");
 
-  // Event entry points; the arg is a chunk, transfer or lane.
+  // Event entry points; their args are listed with the handlers below.
   void start_segment(std::uint64_t t);
   void inject(std::uint32_t t, const Breakdown& parts);
   void request(std::uint64_t c);
@@ -152,10 +152,13 @@ class PacketFabric final : public Fabric {
   static std::uint64_t pack(std::uint32_t lo, std::uint32_t hi) { return lo | (std::uint64_t{hi} << 32); }
   static std::uint32_t low(std::uint64_t arg) { return static_cast<std::uint32_t>(arg); }
   // One event ahead (sim/event.hpp): load the records the event will touch.
+  void warm_record(std::uint32_t c) const {  // both lines of a chunk record
+    const char* p = reinterpret_cast<const char*>(&chunks_[c]);
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+  }
   void warm_chunk(std::uint64_t chunk_lane) const {
-    const char* c = reinterpret_cast<const char*>(&chunks_[low(chunk_lane)]);
-    __builtin_prefetch(c);
-    __builtin_prefetch(c + 64);
+    warm_record(low(chunk_lane));
     __builtin_prefetch(&lanes_[chunk_lane >> 32]);
   }
   void warm_lane(std::uint64_t lane_waiter) const {
@@ -163,9 +166,7 @@ class PacketFabric final : public Fabric {
     __builtin_prefetch(&chunks_[lane_waiter >> 32]);
   }
   void warm_arrival(std::uint64_t chunk_transfer) const {
-    const char* c = reinterpret_cast<const char*>(&chunks_[low(chunk_transfer)]);
-    __builtin_prefetch(c);
-    __builtin_prefetch(c + 64);
+    warm_record(low(chunk_transfer));
     __builtin_prefetch(&transfers_[chunk_transfer >> 32]);
   }
   void warm_transfer(std::uint64_t t) const { __builtin_prefetch(&transfers_[t]); }
