@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <unordered_map>
 
 #include "sim/errors.hpp"
 #include "sim/process.hpp"
@@ -139,16 +140,42 @@ struct Node {
 };
 
 struct Executor::Impl {
-  Impl(topology::System& s, const Program& p) : system(s), sim(s.sim()), cfg(s.config().pe), program(p) {}
+  Impl(topology::System& s, const Program& p)
+      : system(s), sim(s.sim()), cfg(s.config().pe), program(p), pes(s.machine().num_nodes()) {}
 
   topology::System& system;
   sim::Simulation& sim;
   const topology::PeConfig& cfg;
   const Program& program;
   std::vector<Node> nodes;
-  std::map<NodeId, std::unique_ptr<PeEngines>> pes;
-  std::map<std::pair<NodeId, NodeId>, std::unique_ptr<SlotQueue>> queues;  // (src, dst)
-  std::map<std::tuple<NodeId, NodeId, std::int64_t>, std::uint32_t> message_index;  // (dst, src, key)
+  // Looked up once or more per op: by node id, and hashed -- at thousands of
+  // PEs a std::map's pointer chase per op was a cost that grew with the machine.
+  std::vector<std::unique_ptr<PeEngines>> pes;  // by node id; created on first use
+  struct PairHash {
+    std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>(mix(k)); }
+  };
+  struct MessageKey {
+    NodeId to, from;
+    std::int64_t key;
+    bool operator==(const MessageKey&) const = default;
+  };
+  struct MessageHash {
+    std::size_t operator()(const MessageKey& k) const {
+      return static_cast<std::size_t>(mix(pair_key(k.to, k.from) ^ mix(static_cast<std::uint64_t>(k.key))));
+    }
+  };
+  static std::uint64_t pair_key(NodeId a, NodeId b) {
+    return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
+  }
+  static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+  std::unordered_map<std::uint64_t, std::unique_ptr<SlotQueue>, PairHash> queues;  // (src, dst)
+  std::unordered_map<MessageKey, std::uint32_t, MessageHash> message_index;        // (dst, src, key)
   std::vector<Message> messages;
   std::vector<std::uint32_t> transfer_message;  // fabric transfer id -> message (segments in flight)
   Executor::Observer* observer = nullptr;
@@ -156,12 +183,12 @@ struct Executor::Impl {
   std::size_t remaining = 0;
 
   Message& message(NodeId to, NodeId from, std::int64_t key) {
-    auto [it, fresh] = message_index.try_emplace({to, from, key}, static_cast<std::uint32_t>(messages.size()));
+    auto [it, fresh] = message_index.try_emplace(MessageKey{to, from, key}, static_cast<std::uint32_t>(messages.size()));
     if (fresh) messages.emplace_back();
     return messages[it->second];
   }
   SlotQueue& queue(NodeId from, NodeId to) {
-    auto& q = queues[{from, to}];
+    auto& q = queues[pair_key(from, to)];
     if (!q)
       q = std::make_unique<SlotQueue>(sim, system.machine().node(to).name + ".ipcq<" + system.machine().node(from).name,
                                       cfg.ipcq_slots);
@@ -573,7 +600,7 @@ void Executor::Impl::report_deadlock() const {
     msg += shown++ ? "; " : ": ";
     msg += describe(n);
     if (nd.kind == OpKind::Recv && nd.ready >= 0 && nd.waiting == 0) {
-      const auto it = message_index.find({nd.agent, nd.peer, nd.key});
+      const auto it = message_index.find(MessageKey{nd.agent, nd.peer, nd.key});
       const Message* m = it == message_index.end() ? nullptr : &messages[it->second];
       if (m == nullptr || m->send == Message::kNone) {
         msg += " waits for a send from " + system.machine().node(nd.peer).name + " with key " +
@@ -585,7 +612,7 @@ void Executor::Impl::report_deadlock() const {
       continue;
     }
     if (nd.kind == OpKind::Send && nd.start >= 0) {
-      const auto it = message_index.find({nd.move.dst, nd.agent, nd.key});
+      const auto it = message_index.find(MessageKey{nd.move.dst, nd.agent, nd.key});
       const Message& m = messages[it->second];
       msg += " is blocked: " + std::to_string(m.arrived) + " of " + std::to_string(m.segments) +
              " segments delivered, and all " + std::to_string(cfg.ipcq_slots) + " slots of " +
@@ -637,7 +664,9 @@ RunResult Executor::run(const Program& program, Observer* observer) {
     x.result.ops[i] = OpTiming{nd.ready, nd.start, nd.end};
     x.result.end = std::max(x.result.end, nd.end);
   }
-  for (auto& [agent, e] : x.pes) {
+  for (NodeId agent = 0; agent < static_cast<NodeId>(x.pes.size()); ++agent) {
+    const auto& e = x.pes[static_cast<std::size_t>(agent)];
+    if (!e) continue;
     for (int k = 0; k < kEngines; ++k) {
       EngineUse& u = x.result.engines[static_cast<std::size_t>(e->resource[k])];
       const sim::ServerStats st = e->server(k).stats();
