@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <set>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +34,60 @@ TEST_CASE("heap pops in (time, seq) order for random input", "[event_queue]") {
     REQUIRE(got.seq == expected.seq);
   }
   CHECK(q.empty());
+}
+
+TEST_CASE("a run of pushes and pops keeps the exact (time, seq) order", "[event_queue]") {
+  // A simulation's pattern: pop the least, then schedule a few events at or
+  // after it -- zero delays to the now-lane, short and very long delays to
+  // the radix part, and some in places reserved earlier (a smaller seq at
+  // the current time). A std::set is the reference.
+  EventQueue q;
+  std::set<std::pair<Time, std::uint64_t>> ref;
+  Rng rng(11);
+  std::uint64_t seq = 0;
+  std::vector<std::uint64_t> reserved;  // places taken, not yet used
+  auto push = [&](Time t, std::uint64_t s, bool now_lane) {
+    ref.emplace(t, s);
+    if (now_lane) {
+      q.push_now(Event{t, s, Target{}, s});
+    } else {
+      q.push_heap(Event{t, s, Target{}, s});
+    }
+  };
+  for (int i = 0; i < 64; ++i) push(static_cast<Time>(rng.below(1000)), seq++, false);
+  std::size_t popped = 0;
+  while (!ref.empty() && popped < 200000) {
+    const Event got = q.pop();
+    const auto want = *ref.begin();
+    ref.erase(ref.begin());
+    REQUIRE(got.time == want.first);
+    REQUIRE(got.seq == want.second);
+    ++popped;
+    const Time now = got.time;
+    if (popped > 150000) continue;  // drain at the end
+    // One successor always (the population neither dies nor explodes), and
+    // up to two extras of any kind.
+    push(now + static_cast<Time>(rng.below(5000)) + 1, seq++, false);
+    const int n = ref.size() < 4000 ? static_cast<int>(rng.below(3)) : 0;
+    for (int k = 0; k < n; ++k) {
+      const std::uint64_t kind = rng.below(10);
+      if (kind == 0) {
+        push(now, seq++, true);  // zero delay
+      } else if (kind == 1) {
+        reserved.push_back(seq++);  // a place reserved now, used later at this time
+      } else if (kind == 2 && !reserved.empty()) {
+        // A reserved place used at the current time: only if it has not passed.
+        const std::uint64_t s = reserved.back();
+        reserved.pop_back();
+        if (s > got.seq) push(now, s, false);
+      } else {
+        const Time delay = kind == 3 ? static_cast<Time>(rng.below(1ULL << 40)) : static_cast<Time>(rng.below(5000)) + 1;
+        push(now + delay, seq++, false);
+      }
+    }
+  }
+  CHECK(popped > 100000);
+  CHECK(q.size() == ref.size());
 }
 
 TEST_CASE("the now-lane merges with heap events due at the same time", "[event_queue]") {
