@@ -8,6 +8,7 @@
 
 #include "sim/errors.hpp"
 #include "sim/process.hpp"
+#include "sim/rng.hpp"
 #include "sim/ring_queue.hpp"
 #include "sim/server.hpp"
 #include "sim/trigger.hpp"
@@ -152,7 +153,7 @@ struct Executor::Impl {
   // PEs a std::map's pointer chase per op was a cost that grew with the machine.
   std::vector<std::unique_ptr<PeEngines>> pes;  // by node id; created on first use
   struct PairHash {
-    std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>(mix(k)); }
+    std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>(sim::mix64(k)); }
   };
   struct MessageKey {
     NodeId to, from;
@@ -161,18 +162,11 @@ struct Executor::Impl {
   };
   struct MessageHash {
     std::size_t operator()(const MessageKey& k) const {
-      return static_cast<std::size_t>(mix(pair_key(k.to, k.from) ^ mix(static_cast<std::uint64_t>(k.key))));
+      return static_cast<std::size_t>(sim::mix64(pair_key(k.to, k.from) ^ sim::mix64(static_cast<std::uint64_t>(k.key))));
     }
   };
   static std::uint64_t pair_key(NodeId a, NodeId b) {
     return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
-  }
-  static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
   }
   std::unordered_map<std::uint64_t, std::unique_ptr<SlotQueue>, PairHash> queues;  // (src, dst)
   std::unordered_map<MessageKey, std::uint32_t, MessageHash> message_index;        // (dst, src, key)
