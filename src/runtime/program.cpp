@@ -54,8 +54,15 @@ OpId Program::add(Op op, std::vector<OpId> deps) {
                        std::to_string(d) + ", which does not exist yet (use depend() for later ops)");
   op.deps = std::move(deps);
   if (op.name.empty()) op.name = to_string(op.kind) + std::string("#") + std::to_string(id);
+  if (op.kind == OpKind::Send || op.kind == OpKind::Recv) note_key(op.key);
   ops_.push_back(std::move(op));
   return id;
+}
+
+void Program::note_key(std::int64_t key) {
+  key_min_ = have_keys_ ? std::min(key_min_, key) : key;
+  key_max_ = have_keys_ ? std::max(key_max_, key) : key;
+  have_keys_ = true;
 }
 
 OpId Program::dma(NodeId agent, Move move, std::vector<OpId> deps, std::string name, std::int32_t tag) {
@@ -162,19 +169,7 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
       throw UsageError(name_ + ": append '" + sub.name() + "': after op " + std::to_string(a) +
                        ", which does not exist");
   // Keys: shift the sub-program's above every key used here.
-  bool have_own = false, have_sub = false;
-  std::int64_t own_max = 0, sub_min = 0;
-  for (const Op& o : ops_)
-    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) {
-      own_max = have_own ? std::max(own_max, o.key) : o.key;
-      have_own = true;
-    }
-  for (const Op& o : sub.ops())
-    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) {
-      sub_min = have_sub ? std::min(sub_min, o.key) : o.key;
-      have_sub = true;
-    }
-  const std::int64_t key_shift = (have_own && have_sub) ? own_max - sub_min + 1 : 0;
+  const std::int64_t key_shift = (have_keys_ && sub.have_keys_) ? key_max_ - sub.key_min_ + 1 : 0;
   std::vector<std::int32_t> tag_map(sub.tags().size());
   for (std::size_t i = 0; i < tag_map.size(); ++i) tag_map[i] = tag(sub.tags()[i]);
   auto map_tag = [&](std::int32_t t) { return t < 0 ? t : tag_map.at(static_cast<std::size_t>(t)); };
@@ -185,14 +180,20 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
     p.store_tag = map_tag(p.store_tag);
     pipelines_.push_back(std::move(p));
   }
-  ops_.reserve(ops_.size() + sub.size());
+  // Grow geometrically: an exact reserve per append would copy the whole
+  // program every time (quadratic in the number of appends).
+  if (const std::size_t need = ops_.size() + sub.size(); need > ops_.capacity())
+    ops_.reserve(std::max(need, 2 * ops_.capacity()));
   for (Op o : sub.ops()) {
     for (OpId& d : o.deps) d += offset;
     if (o.deps.empty()) o.deps = after;
     o.tag = map_tag(o.tag);
     if (o.kind == OpKind::Free) o.target += offset;
     if (o.kind == OpKind::Composite) o.pipeline += pipe_offset;
-    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) o.key += key_shift;
+    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) {
+      o.key += key_shift;
+      note_key(o.key);
+    }
     ops_.push_back(std::move(o));
   }
   return offset;

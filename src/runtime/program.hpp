@@ -152,9 +152,12 @@ class Program {
 
  private:
   OpId add(Op op, std::vector<OpId> deps);
+  void note_key(std::int64_t key);
 
   std::string name_;
   std::vector<Op> ops_;
+  bool have_keys_ = false;  // the range of send/recv keys in ops_ (kept as ops
+  std::int64_t key_min_ = 0, key_max_ = 0;  // are added: append() is linear in the sub-program)
   std::vector<Pipeline> pipelines_;
   std::vector<std::string> tags_;
 };

@@ -4,6 +4,8 @@
 // compute, prefill vs decode ordering, determinism; and Program::append.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "kernels/llama.hpp"
 #include "machines.hpp"
 #include "runtime/executor.hpp"
@@ -212,4 +214,35 @@ TEST_CASE("Program::append remaps dependencies, tags, pipelines and message keys
   const auto run = kernbench::runtime::Executor(system).run(prog);
   CHECK(run.ops[3].start >= run.ops[2].end);  // the second copy waited for the first's sinks
   (void)s;
+}
+
+TEST_CASE("Program::append keeps every key distinct across appends mixed with sends", "[llama][program]") {
+  System system(llama_machine());
+  const auto& m = system.machine();
+  const auto p0 = m.pe(0, 0, 0), p1 = m.pe(0, 0, 1);
+  kernbench::runtime::Program sub("sub");  // keys 5 and 7
+  sub.send(p0, p1, 64, 5);
+  sub.recv(p1, p0, 5);
+  sub.send(p1, p0, 64, 7);
+  sub.recv(p0, p1, 7);
+  kernbench::runtime::Program prog("main");
+  prog.send(p0, p1, 64, 100);  // its own key, above the sub-program's
+  prog.recv(p1, p0, 100);
+  for (int i = 0; i < 50; ++i) {
+    prog.append(sub);
+    if (i == 20) {  // a send added between appends raises the floor for the next
+      prog.send(p0, p1, 64, 100000);
+      prog.recv(p1, p0, 100000);
+    }
+  }
+  // Every pair stays a pair and no two pairs share a key: 1 + 2 x 50 + 1.
+  std::map<std::int64_t, int> uses;
+  for (const auto& op : prog.ops())
+    if (op.kind == kernbench::runtime::OpKind::Send) ++uses[op.key];
+  CHECK(uses.size() == 102);
+  for (const auto& [key, n] : uses) CHECK(n == 1);
+  // Appended after the 100000 send, a copy's keys lie above it.
+  CHECK(prog.op(2 + 21 * 4 + 2).key > 100000);
+  const auto run = kernbench::runtime::Executor(system).run(prog);  // every recv meets its send
+  CHECK(run.end > run.start);
 }
