@@ -45,6 +45,20 @@ inline Config system_config(int sips_w = 1, int sips_h = 1, SipTopology topo = S
   return c;
 }
 
+/// One SIP of cubes_w x cubes_h cubes for program tests, with the PE engine
+/// values their closed forms are computed from pinned here (so a change of
+/// defaults does not move them): a 1 GHz clock, 20 ns dispatch, 2 DMA
+/// channels, 1024 fp16 MACs per cycle (2.048 TFLOPS) and 1 MiB of scratch.
+inline Config program_config(int cubes_w, int cubes_h) {
+  Config c = system_config(1, 1, SipTopology::Ring, cubes_w, cubes_h);
+  c.pe.clock_hz = 1'000'000'000;
+  c.pe.dispatch = 20 * kNanosecond;
+  c.pe.dma_channels = 2;
+  c.pe.gemm_macs_fp16 = 1024;
+  c.pe.scratch = sim::kMiB;
+  return c;
+}
+
 /// An explicit chain a - b - c - ... with the given link and node parameters.
 inline Config chain_config(const std::vector<NodeParams>& nodes, const std::vector<LinkParams>& links) {
   Config c;

@@ -20,12 +20,7 @@ using kernbench::sim::kNanosecond;
 namespace {
 
 Config cp_config() {
-  Config c = system_config(1, 1, SipTopology::Ring, 2, 1);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.dma_channels = 2;
-  c.pe.gemm_macs_fp16 = 1024;  // 2048 FLOP per cycle at 1 GHz
-  c.pe.scratch = 1024 * kKiB;
+  Config c = program_config(2, 1);  // 2048 FLOP per cycle at 1 GHz
   c.pe.ipcq_slots = 2;
   c.pe.ipcq_slot = 4 * kKiB;
   c.pe.ipcq_bank_hop = 1 * kNanosecond;

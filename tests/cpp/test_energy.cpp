@@ -25,11 +25,7 @@ using kernbench::sim::kNanosecond;
 namespace {
 
 Config energy_machine() {
-  Config c = system_config(1, 1, SipTopology::Ring, 2, 1);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.gemm_macs_fp16 = 1024;
-  c.pe.scratch = kMiB;
+  Config c = program_config(2, 1);
   // Distinct round prices (aJ/B, aJ/flop, uW), so each label is recognisable.
   c.energy.links.pe = 1'000'000;
   c.energy.links.hbm = 2'000'000;

@@ -15,13 +15,8 @@ using kernbench::sim::kNanosecond;
 namespace {
 
 Config machine_config() {
-  Config c = system_config(1, 1, SipTopology::Ring, 2, 1);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.dma_channels = 2;
-  c.pe.gemm_macs_fp16 = 1024;  // 2048 FLOP per cycle at 1 GHz = 2.048 TFLOPS
+  Config c = program_config(2, 1);  // 2048 FLOP per cycle at 1 GHz = 2.048 TFLOPS
   c.pe.gemm_macs_int8 = 0;
-  c.pe.scratch = 1024 * kKiB;
   return c;
 }
 

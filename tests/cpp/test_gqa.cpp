@@ -16,13 +16,7 @@ namespace {
 
 // One SIP of 4 x 2 cubes x 8 PEs (the default 2 x 4 snake), 1 MiB scratch.
 Config gqa_machine() {
-  Config c = system_config(1, 1, SipTopology::Ring, 4, 2);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.dma_channels = 2;
-  c.pe.gemm_macs_fp16 = 1024;
-  c.pe.scratch = kMiB;
-  return c;
+  return program_config(4, 2);
 }
 
 GqaSpec spec(GqaPhase phase, int c, std::int64_t t_q, std::int64_t s_kv, std::int64_t tile_q = 256,

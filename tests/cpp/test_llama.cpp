@@ -20,12 +20,7 @@ namespace {
 
 // One SIP of 4 x 2 cubes x 8 PEs (64 PEs), 1 MiB scratch, 2 TFLOPS per PE.
 Config llama_machine() {
-  Config c = system_config(1, 1, SipTopology::Ring, 4, 2);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.dma_channels = 2;
-  c.pe.scratch = kMiB;
-  return c;
+  return program_config(4, 2);
 }
 
 // A small model with the layer's structure (GQA 4:1), for runs that finish in well under a second.
