@@ -54,6 +54,14 @@ struct Tally {
   std::map<Precision, double> flops;
   Bytes vector = 0;
 
+  /// Adds `n` copies of the byte tallies of `o` (integers: exact).
+  void add_bytes(const Tally& o, Bytes n) {
+    for (const auto& [cls, b] : o.link) link[cls] += b * n;
+    hbm += o.hbm * n;
+    sram += o.sram * n;
+    vector += o.vector * n;
+  }
+
   double joules(const EnergyConfig& e) const {
     double aj = 0.0;
     for (const auto& [cls, b] : link) aj += static_cast<double>(b) * static_cast<double>(link_price(e, cls));
@@ -138,10 +146,10 @@ EnergyReport energy(topology::System& system, const Program& program, const RunR
       case OpKind::Vector: t.vector += op.bytes; break;
       case OpKind::Composite: {
         const Pipeline& p = program.pipelines().at(op.pipeline);
-        for (std::uint32_t i = 0; i < p.tiles; ++i) {
-          for (const Move& mv : p.loads) at.move(t, op.agent, mv);
-          for (const Move& mv : p.stores) at.move(t, op.agent, mv);
-        }
+        Tally tile;  // every tile moves the same bytes over the same routes
+        for (const Move& mv : p.loads) at.move(tile, op.agent, mv);
+        for (const Move& mv : p.stores) at.move(tile, op.agent, mv);
+        t.add_bytes(tile, static_cast<Bytes>(p.tiles));
         if (p.compute == OpKind::Gemm)
           t.flops[p.precision] += p.flops * p.tiles;
         else
