@@ -103,21 +103,21 @@ std::vector<HbmSliceTraffic> hbm_traffic(const Program& program, const topology:
     t.written.resize(static_cast<std::size_t>(hbm.pseudo_channels), 0);
     return t;
   };
-  const auto account = [&](const Move& m, std::uint64_t tile) {
+  // `tiles` copies of a move, tile t at address + t x bytes: one contiguous
+  // span, striped at once (striping is additive over consecutive ranges).
+  const auto account = [&](const Move& m, std::uint64_t tiles) {
     if (m.src == m.dst || m.bytes <= 0) return;
-    const std::uint64_t address = m.address + tile * static_cast<std::uint64_t>(m.bytes);
-    if (is_hbm(m.src)) stripe_bytes(address, m.bytes, hbm, slice(m.src).read);
-    if (is_hbm(m.dst)) stripe_bytes(address, m.bytes, hbm, slice(m.dst).written);
+    const Bytes span = m.bytes * static_cast<Bytes>(tiles);
+    if (is_hbm(m.src)) stripe_bytes(m.address, span, hbm, slice(m.src).read);
+    if (is_hbm(m.dst)) stripe_bytes(m.address, span, hbm, slice(m.dst).written);
   };
   for (const Op& op : program.ops()) {
     if (op.kind == OpKind::Dma || op.kind == OpKind::Send) {
-      account(op.move, 0);
+      account(op.move, 1);
     } else if (op.kind == OpKind::Composite) {
       const Pipeline& p = program.pipelines().at(op.pipeline);
-      for (std::uint64_t t = 0; t < p.tiles; ++t) {
-        for (const Move& m : p.loads) account(m, t);
-        for (const Move& m : p.stores) account(m, t);
-      }
+      for (const Move& m : p.loads) account(m, p.tiles);
+      for (const Move& m : p.stores) account(m, p.tiles);
     }
   }
   std::vector<HbmSliceTraffic> out;
