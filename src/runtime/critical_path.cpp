@@ -38,15 +38,12 @@ std::map<std::string, Time> work_parts(const RunResult& r, const NodeCause& c, T
     return out;
   }
   if (cut == whole) return out;
-  Time given = 0;
-  auto biggest = out.begin();
-  for (auto it = out.begin(); it != out.end(); ++it) {
-    if (it->second > biggest->second) biggest = it;
-    it->second = static_cast<Time>(static_cast<double>(it->second) * static_cast<double>(cut) /
-                                   static_cast<double>(whole));
-    given += it->second;
-  }
-  biggest->second += cut - given;
+  std::vector<double> weights;
+  for (const auto& [label, time] : out) weights.push_back(static_cast<double>(time));
+  std::vector<Time> shares;
+  apportion(cut, weights, static_cast<double>(whole), shares);  // the parts sum to whole
+  std::size_t i = 0;
+  for (auto& [label, time] : out) time = shares[i++];
   for (auto it = out.begin(); it != out.end();) it = it->second > 0 ? std::next(it) : out.erase(it);
   return out;
 }

@@ -719,6 +719,8 @@ void Executor::Impl::split_fabric(const Node& nd, std::vector<std::pair<std::int
 void Executor::Impl::export_causes() {
   result.causes.resize(nodes.size());
   std::vector<std::pair<std::int32_t, double>> weights;
+  std::vector<double> merged_weights;  // reused across nodes
+  std::vector<Time> shares;
   for (std::uint32_t n = 0; n < nodes.size(); ++n) {
     const Node& nd = nodes[n];
     NodeCause& c = result.causes[n];
@@ -788,21 +790,29 @@ void Executor::Impl::export_causes() {
         if (merged.empty() || total <= 0.0) {
           put(std::string("engine:") + (nd.kind == OpKind::Send ? "ipcq" : "dma"), rest);
         } else {
-          const std::uint32_t first = static_cast<std::uint32_t>(result.cause_parts.size());
-          Time given = 0;
-          std::size_t biggest = 0;
-          for (std::size_t i = 0; i < merged.size(); ++i) {
-            const auto t = static_cast<Time>(std::floor(static_cast<double>(rest) * merged[i].second / total));
-            result.cause_parts.push_back(CausePart{merged[i].first, t});
-            given += t;
-            if (merged[i].second > merged[biggest].second) biggest = i;
-          }
-          result.cause_parts[first + biggest].time += rest - given;
+          merged_weights.clear();
+          for (const auto& m : merged) merged_weights.push_back(m.second);
+          apportion(rest, merged_weights, total, shares);
+          for (std::size_t i = 0; i < merged.size(); ++i)
+            result.cause_parts.push_back(CausePart{merged[i].first, shares[i]});
         }
       }
     }
     c.parts_end = static_cast<std::uint32_t>(result.cause_parts.size());
   }
+}
+
+void apportion(Time total, const std::vector<double>& weights, double weight_sum, std::vector<Time>& shares) {
+  shares.assign(weights.size(), 0);
+  if (weights.empty()) return;
+  Time given = 0;
+  std::size_t biggest = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    shares[i] = static_cast<Time>(std::floor(static_cast<double>(total) * weights[i] / weight_sum));
+    given += shares[i];
+    if (weights[i] > weights[biggest]) biggest = i;
+  }
+  shares[biggest] += total - given;
 }
 
 std::pair<Time, Time> RunResult::window(std::int32_t tag) const {

@@ -102,6 +102,12 @@ struct CausePart {
   Time time = 0;
 };
 
+/// Splits `total` ps in proportion to `weights` (which sum to `weight_sum`
+/// > 0): each share is floor(total x w / weight_sum) and the largest weight
+/// (the first of equals) takes the rounding remainder, so the shares sum to
+/// `total` exactly. `shares` is overwritten.
+void apportion(Time total, const std::vector<double>& weights, double weight_sum, std::vector<Time>& shares);
+
 struct RunResult {
   std::string program;
   Time start = 0;        ///< when run() began
