@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "kernels/k200/k200.hpp"
-#include "kernels/k200/workload.hpp"
+#include "platforms/k200/k200.hpp"
+#include "platforms/k200/workload.hpp"
 #include "sim/errors.hpp"
 
 namespace py = pybind11;
-using namespace kernbench::kernels::k200;
+using namespace kernbench::platforms::k200;
 using kernbench::topology::System;
 
 namespace kernbench::bindings {

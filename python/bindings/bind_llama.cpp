@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "kernels/llama.hpp"
+#include "workloads/llama.hpp"
 #include "sim/errors.hpp"
 
 namespace py = pybind11;
-using namespace kernbench::kernels;
+using namespace kernbench::workloads;
 using kernbench::topology::System;
 
 namespace kernbench::bindings {

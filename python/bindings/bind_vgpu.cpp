@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "kernels/vgpu/workload.hpp"
+#include "platforms/vgpu/workload.hpp"
 #include "sim/errors.hpp"
 
 namespace py = pybind11;
-using namespace kernbench::kernels::vgpu;
+using namespace kernbench::platforms::vgpu;
 using kernbench::topology::System;
 
 namespace kernbench::bindings {

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "sim/units.hpp"
-#include "topology/energy_config.hpp"
-#include "topology/hbm_config.hpp"
-#include "topology/k200_config.hpp"
-#include "topology/vgpu_config.hpp"
+#include "runtime/energy_config.hpp"
+#include "runtime/hbm_config.hpp"
+#include "platforms/k200/config.hpp"
+#include "platforms/vgpu/config.hpp"
 
 namespace kernbench::topology {
 

@@ -4,13 +4,13 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "kernels/k200/k200.hpp"
-#include "kernels/k200/workload.hpp"
+#include "platforms/k200/k200.hpp"
+#include "platforms/k200/workload.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
 
 using namespace kernbench;
-using namespace kernbench::kernels::k200;
+using namespace kernbench::platforms::k200;
 
 namespace {
 

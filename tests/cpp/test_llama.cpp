@@ -6,13 +6,13 @@
 
 #include <map>
 
-#include "kernels/llama.hpp"
+#include "workloads/llama.hpp"
 #include "machines.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
 
 using namespace kernbench::testing;
-using namespace kernbench::kernels;
+using namespace kernbench::workloads;
 using kernbench::UsageError;
 using kernbench::sim::kMiB;
 

@@ -10,12 +10,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "kernels/vgpu/workload.hpp"
+#include "platforms/vgpu/workload.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
 
 using namespace kernbench;
-using namespace kernbench::kernels::vgpu;
+using namespace kernbench::platforms::vgpu;
 using kernbench::sim::kMillisecond;
 using kernbench::sim::kMicrosecond;
 using kernbench::topology::Override;

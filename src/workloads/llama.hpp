@@ -70,7 +70,7 @@
 #include "runtime/program.hpp"
 #include "topology/system.hpp"
 
-namespace kernbench::kernels {
+namespace kernbench::workloads {
 
 enum class LlamaPhase { Prefill, Decode };
 const char* to_string(LlamaPhase phase);
@@ -159,4 +159,4 @@ double program_flops(const runtime::Program& program);
 
 LlamaResult run_llama(topology::System& system, const LlamaSpec& spec);
 
-}  // namespace kernbench::kernels
+}  // namespace kernbench::workloads

@@ -34,7 +34,7 @@
 #include "topology/config.hpp"
 #include "topology/system.hpp"
 
-namespace kernbench::kernels::k200 {
+namespace kernbench::platforms::k200 {
 
 using sim::Bytes;
 using sim::Time;
@@ -323,4 +323,4 @@ inline sim::Process joined(sim::Task<void> t, Join& j) {
 /// Runs `t` as a top-level process.
 inline sim::Process top(sim::Task<void> t) { co_await std::move(t); }
 
-}  // namespace kernbench::kernels::k200
+}  // namespace kernbench::platforms::k200

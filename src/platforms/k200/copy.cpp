@@ -29,10 +29,10 @@
 //       (sleep_min doubling up to sleep_max).
 #include <algorithm>
 
-#include "kernels/k200/k200.hpp"
+#include "platforms/k200/k200.hpp"
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::k200 {
+namespace kernbench::platforms::k200 {
 
 namespace {
 
@@ -359,4 +359,4 @@ RunReport K200::copies(const std::vector<CopySpec>& specs) {
   return r;
 }
 
-}  // namespace kernbench::kernels::k200
+}  // namespace kernbench::platforms::k200

@@ -23,11 +23,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/k200/k200.hpp"
+#include "platforms/k200/k200.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
 
-namespace kernbench::kernels::k200 {
+namespace kernbench::platforms::k200 {
 
 GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   using topology::Precision;
@@ -141,4 +141,4 @@ RunReport K200::gemm(const KernelSpec& kernel, DieRef ref) {
   return r;
 }
 
-}  // namespace kernbench::kernels::k200
+}  // namespace kernbench::platforms::k200

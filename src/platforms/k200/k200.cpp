@@ -10,7 +10,7 @@
 //   every other transfer on it;
 //   completion is noticed at the next tick of the driver's poll (every
 //   k200.driver.poll_period on the absolute clock: a polling thread).
-#include "kernels/k200/k200.hpp"
+#include "platforms/k200/k200.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,7 @@
 
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::k200 {
+namespace kernbench::platforms::k200 {
 
 namespace {
 
@@ -317,4 +317,4 @@ void K200::run_to_completion() {
   }
 }
 
-}  // namespace kernbench::kernels::k200
+}  // namespace kernbench::platforms::k200

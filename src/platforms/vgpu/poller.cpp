@@ -1,7 +1,7 @@
 // poller.cpp -- tick, grid and interrupt observation of GSP messages.
-#include "kernels/vgpu/poller.hpp"
+#include "platforms/vgpu/poller.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 using topology::VgpuPollMode;
 
@@ -46,4 +46,4 @@ sim::Process Poller::ticker() {
   }
 }
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

@@ -1,6 +1,6 @@
 // llama.cpp -- planning and building the LLaMA decoder layer Program; the
 // sharding, the schedule and what is counted are documented in llama.hpp.
-#include "kernels/llama.hpp"
+#include "workloads/llama.hpp"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +12,8 @@
 #include "sim/errors.hpp"
 #include "topology/fabric.hpp"
 
-namespace kernbench::kernels {
+namespace kernbench::workloads {
+using namespace kernbench::kernels;  // the kernel models this workload is built from
 namespace {
 
 using runtime::Bytes;
@@ -434,4 +435,4 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
   return res;
 }
 
-}  // namespace kernbench::kernels
+}  // namespace kernbench::workloads

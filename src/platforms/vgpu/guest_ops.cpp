@@ -19,10 +19,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "kernels/vgpu/model.hpp"
+#include "platforms/vgpu/model.hpp"
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 namespace {
 
@@ -312,4 +312,4 @@ sim::Task<Time> VgpuModel::malloc(int g) {
   co_return sim().now() - t0;
 }
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

@@ -11,9 +11,9 @@
 
 #include "sim/rng.hpp"
 #include "topology/system.hpp"
-#include "topology/vgpu_config.hpp"
+#include "platforms/vgpu/config.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 using sim::Bytes;
 using sim::Time;
@@ -41,4 +41,4 @@ Time draw(const topology::VgpuDistribution& d, sim::Rng& rng);
 /// which is how a HZ=1000 kernel reports elapsed_ms.
 std::int64_t jiffies_between(Time start, Time end, Time jiffy);
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

@@ -1,11 +1,11 @@
 // params.cpp -- role lookup, distribution draws, jiffies.
-#include "kernels/vgpu/params.hpp"
+#include "platforms/vgpu/params.hpp"
 
 #include <cmath>
 
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 namespace {
 
@@ -61,4 +61,4 @@ std::int64_t jiffies_between(Time start, Time end, Time jiffy) {
   return end / jiffy - start / jiffy;  // times are >= 0: integer division is floor
 }
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

@@ -20,9 +20,9 @@
 
 #include "sim/process.hpp"
 #include "sim/simulation.hpp"
-#include "topology/vgpu_config.hpp"
+#include "platforms/vgpu/config.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 class Poller {
  public:
@@ -59,4 +59,4 @@ class Poller {
   std::uint64_t ticks_ = 0;
 };
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

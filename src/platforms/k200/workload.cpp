@@ -1,12 +1,12 @@
 // workload.cpp -- runs K200 workloads (see workload.hpp).
-#include "kernels/k200/workload.hpp"
+#include "platforms/k200/workload.hpp"
 
 #include <algorithm>
 #include <map>
 
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::k200 {
+namespace kernbench::platforms::k200 {
 
 namespace {
 
@@ -113,4 +113,4 @@ WorkloadResult run_workload(K200& k, const std::vector<Stream>& streams) {
   return out;
 }
 
-}  // namespace kernbench::kernels::k200
+}  // namespace kernbench::platforms::k200

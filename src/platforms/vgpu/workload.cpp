@@ -1,11 +1,11 @@
 // workload.cpp -- launch runs and the scripted perf workload.
-#include "kernels/vgpu/workload.hpp"
+#include "platforms/vgpu/workload.hpp"
 
 #include <algorithm>
 
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 namespace {
 
@@ -85,4 +85,4 @@ WorkloadResult run_workload(topology::System& system, bool bare) {
   return w;
 }
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

@@ -1,10 +1,10 @@
 // model.cpp -- the forwarding path's shared parts: servers, poller, op log,
 // fabric moves and the GSP RPC round trip.
-#include "kernels/vgpu/model.hpp"
+#include "platforms/vgpu/model.hpp"
 
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 namespace {
 constexpr const char* kKindNames[] = {
@@ -130,4 +130,4 @@ sim::Task<Time> VgpuModel::rpc(int g, std::int32_t tag, Time extra_firmware, Lau
   co_return rt;
 }
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

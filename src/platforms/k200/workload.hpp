@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/k200/k200.hpp"
+#include "platforms/k200/k200.hpp"
 
-namespace kernbench::kernels::k200 {
+namespace kernbench::platforms::k200 {
 
 struct Step {
   enum class Op { Copy, Launch, Wait } op = Op::Copy;
@@ -44,4 +44,4 @@ struct WorkloadResult {
 /// Runs the streams to completion on `k` (from the current simulated time).
 WorkloadResult run_workload(K200& k, const std::vector<Stream>& streams);
 
-}  // namespace kernbench::kernels::k200
+}  // namespace kernbench::platforms::k200

@@ -27,10 +27,10 @@
 // are predictions.
 #include <algorithm>
 
-#include "kernels/k200/k200.hpp"
+#include "platforms/k200/k200.hpp"
 #include "sim/errors.hpp"
 
-namespace kernbench::kernels::k200 {
+namespace kernbench::platforms::k200 {
 
 int K200::ncluster_of(const KernelSpec& k) const {
   const int nc = k.ncluster == 0 ? cfg_.compute.default_ncluster : k.ncluster;
@@ -264,4 +264,4 @@ K200::DispatchStats K200::dispatch_test(int threads, int commands, const KernelS
   return st;
 }
 
-}  // namespace kernbench::kernels::k200
+}  // namespace kernbench::platforms::k200

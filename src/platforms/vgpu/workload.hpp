@@ -9,9 +9,9 @@
 
 #include <vector>
 
-#include "kernels/vgpu/model.hpp"
+#include "platforms/vgpu/model.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 struct LaunchRun {
   std::vector<LaunchResult> launches;  ///< guest-major: guest 0's launches, then guest 1's...
@@ -44,4 +44,4 @@ struct WorkloadResult {
 
 WorkloadResult run_workload(topology::System& system, bool bare);
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu

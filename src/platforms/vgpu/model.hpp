@@ -24,13 +24,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/vgpu/params.hpp"
-#include "kernels/vgpu/poller.hpp"
+#include "platforms/vgpu/params.hpp"
+#include "platforms/vgpu/poller.hpp"
 #include "sim/process.hpp"
 #include "sim/server.hpp"
 #include "topology/system.hpp"
 
-namespace kernbench::kernels::vgpu {
+namespace kernbench::platforms::vgpu {
 
 /// Op kinds of the log (names: VgpuModel::kind_name()).
 enum class OpKind : int {
@@ -206,4 +206,4 @@ class VgpuModel {
   std::int32_t next_tag_ = 0;
 };
 
-}  // namespace kernbench::kernels::vgpu
+}  // namespace kernbench::platforms::vgpu
