@@ -802,19 +802,6 @@ void Executor::Impl::export_causes() {
   }
 }
 
-void apportion(Time total, const std::vector<double>& weights, double weight_sum, std::vector<Time>& shares) {
-  shares.assign(weights.size(), 0);
-  if (weights.empty()) return;
-  Time given = 0;
-  std::size_t biggest = 0;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    shares[i] = static_cast<Time>(std::floor(static_cast<double>(total) * weights[i] / weight_sum));
-    given += shares[i];
-    if (weights[i] > weights[biggest]) biggest = i;
-  }
-  shares[biggest] += total - given;
-}
-
 std::pair<Time, Time> RunResult::window(std::int32_t tag) const {
   Time first = -1, last = -1;
   for (std::size_t i = 0; i < log.size(); ++i) {
