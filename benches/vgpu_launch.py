@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernbench import bench
-from kernbench import vgpu
+from kernbench import units, vgpu
 
 
 @bench(
@@ -145,7 +145,7 @@ def _plot_copies(ctx, summary):
 
 
 def _bytes(name):
-    return int(name[:-3]) << (20 if name.endswith("MiB") else 10)
+    return units.parse_size(name)
 
 
 def _plot_spread(ctx, e):

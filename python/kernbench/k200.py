@@ -104,7 +104,7 @@ class Result:
 
     def chrome_trace(self, path: str | Path, label: str = "K200") -> dict[str, Any]:
         """Write the run's ops as a Chrome/Perfetto trace: one track per resource (lanes for overlaps)."""
-        from kernbench import io as kio
+        from kernbench import atomic_output as kio
         from kernbench.trace import _lanes
 
         log = self.raw.get("log")

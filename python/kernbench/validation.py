@@ -179,24 +179,16 @@ class _Probes:
         return rows[scenario][field]
 
     def _pe_dma_rows(self):
-        from kernbench.benches import pe_dma_perf
+        from kernbench import pe_dma
         from kernbench.system import System
 
-        sets, seed = self.machine_sets(), self.seed
+        def machine():
+            return System.load(None, set=self.machine_sets(), seed=self.seed)
 
-        class _Ctx:  # what pe_dma_perf._run needs of a BenchContext
-            def load_system(self, extra=None, seed_=None):
-                return System.load(None, set={**sets, **(extra or {})}, seed=seed)
-
-            def trace(self, *_):
-                pass
-
-        ctx = _Ctx()
-        probe = ctx.load_system()
         out = {}
-        for name, kind, ops in pe_dma_perf._scenarios(probe, 0):
-            if name in pe_dma_perf.REFERENCE:
-                out[name] = pe_dma_perf._run(ctx, name, kind, ops, 16 * KiB)
+        for name, kind, ops in pe_dma.scenarios(machine(), 0):
+            if name in pe_dma.REFERENCE:
+                out[name] = pe_dma.run_scenario(machine(), name, kind, ops, 16 * KiB)
         return out
 
     def _ccl_full(self, nbytes):
