@@ -285,7 +285,8 @@ def diff_sweeps(a: Mapping[str, Any], b: Mapping[str, Any], *, rtol: float = DEF
         raise ConfigError(f"--rtol: expected a finite number >= 0, got {rtol}")
     if top < 0:
         raise ConfigError(f"--top: expected a count >= 0 (0: all), got {top}")
-    wanted = metric_filter(metrics)
+    patterns = list(metrics)
+    wanted = metric_filter(patterns)
     primary = primary_metrics(a, b)
     cols = key_columns(a, b)
     ra, rb = keyed(a["results"], cols), keyed(b["results"], cols)
@@ -339,7 +340,7 @@ def diff_sweeps(a: Mapping[str, Any], b: Mapping[str, Any], *, rtol: float = DEF
     changed = bool(metrics or text or only_a or only_b or any(failures.values()))
     return {
         "a": a.get("_source", "A"), "b": b.get("_source", "B"), "rtol": rtol, "key": cols,
-        "metric_filter": list(metrics), "primary": list(primary),
+        "metric_filter": patterns, "primary": list(primary),
         "rows_a": len(a["results"]), "rows_b": len(b["results"]),
         "matched": len([k for k in ra if k in rb and k != "(sweep)"]),
         "compared": compared, "changed": changed, "header": header, "metrics": metrics,

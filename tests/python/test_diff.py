@@ -61,9 +61,17 @@ def test_changed_config_shows_the_moved_metric_with_its_ratio(tmp_path):
     assert (m["a"], m["b"], m["ratio"]) == (128.0, 64.0, 0.5)
     assert moved[("scenario=REMOTE_CUBE_PE_REMOTE_BEST", "ucie_busy_ns")]["ratio"] == pytest.approx(2.0, rel=1e-9)
     assert not any(row == "scenario=SAME_CUBE_PE_LOCAL" for row, _ in moved)
-    # Sorted by |log ratio|; the links list leads with a UCIe busy time that doubled.
-    logs = [abs(__import__("math").log(m["ratio"])) for m in d["metrics"] if m["ratio"]]
-    assert logs == sorted(logs, reverse=True)
+    # Headline metrics first (pe-dma-perf's primary makespan_ns and effective_GBps, then latencies),
+    # each group sorted by |log ratio|; the links list leads with a UCIe busy time that doubled.
+    from kernbench.diff import headline_rank
+
+    primary = ("makespan_ns", "effective_GBps")
+    assert d["primary"] == list(primary)
+    ranks = [headline_rank(m["metric"], primary) for m in d["metrics"]]
+    assert ranks == sorted(ranks) and ranks[0] == 0 and d["metrics"][0]["metric"] == "makespan_ns"
+    for rank in set(ranks):
+        logs = [abs(__import__("math").log(m["ratio"])) for m, r in zip(d["metrics"], ranks) if r == rank and m["ratio"]]
+        assert logs == sorted(logs, reverse=True)
     assert d["resources"][0]["metric"] == "ucie_busy_ns" and d["resources"][0]["ratio"] == pytest.approx(2.0)
     assert any(h["field"] == "config_hash" for h in d["header"])
     out = format_diff(d)
