@@ -50,7 +50,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sys
 import tempfile
 import time
 import traceback
