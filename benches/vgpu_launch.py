@@ -81,6 +81,9 @@ def vgpu_launch(ctx):
     rows = [r for r in results if r["study"] == "decomposition"]
     if rows:
         ctx.write_csv("decomposition.csv", rows)
+    if not ctx.default_machine:  # the measured launch is of the host configs/vgpu.yaml models
+        ctx.log(f"model on {ctx.machine_label('vgpu.yaml')}; 'measured' is the launch vgpu.yaml was fitted to "
+                "(shared/reference/vgpu-forwarding.md), so the ratios compare another machine with it")
     ctx.log(_summary(tables, spread))
     if metrics:
         ctx.log(_metrics_summary(metrics))
