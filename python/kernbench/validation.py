@@ -26,8 +26,7 @@ import math
 from typing import Any, Callable, Iterable, Mapping
 
 from kernbench.references import Reference, all_references
-
-KiB, MiB = 1 << 10, 1 << 20
+from kernbench.units import KiB, MiB
 
 #: The reduced default machine of quick runs (as pe-dma-perf's smoke size):
 #: 2 SIPs of 2x2 cubes keep every PE DMA scenario, in about a second.
