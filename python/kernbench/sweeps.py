@@ -216,8 +216,9 @@ def plot_sweep(df, x: str, y: str, path: str | os.PathLike[str], *, grid_keys: S
         label = label if isinstance(label, tuple) else (label,)
         text = ", ".join(f"{c}={v}" for c, v in zip(others, label)) or yc
         ax.plot(list(pts.index), list(pts.values), marker="o", label=text)
+    several = "point" in ok.columns and ok["point"].duplicated().any()
     ax.set_xlabel(xc)
-    ax.set_ylabel(yc)
+    ax.set_ylabel(f"{yc} (mean of each point's rows)" if several else yc)
     ax.set_title(title or f"{yc} vs {xc}")
     ax.grid(True, alpha=0.3)
     if others:
