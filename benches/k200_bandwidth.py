@@ -21,7 +21,7 @@ configs/k200.yaml unless --config names another K200 config.
 
 from __future__ import annotations
 
-from kernbench import bench
+from kernbench import bench, units
 
 SERIES = [
     # (name, kind, directions, knob overrides)
@@ -73,7 +73,7 @@ def k200_bandwidth(ctx):
         d = "h2d" if direction == "d2d" else direction
         r = k200.copy(system, kind, d, nbytes, peer=(1, 0) if kind == "cross_card_staged" else None)
         if nbytes == CRITICAL_PATH_BYTES and r.raw.get("log") is not None:  # one size per series: the summary
-            ctx.critical_path(r.critical_path(), f"{series} {direction} {nbytes >> 20} MiB")
+            ctx.critical_path(r.critical_path(), f"{series} {direction} {units.size(nbytes, largest='MiB')}")
         return {"series": series, "kind": kind, "direction": direction, "knobs": _knobs(knobs), "bytes": nbytes,
                 "gib_per_s": r.gib_per_s, "elapsed_us": r.elapsed_s * 1e6, "path": r.path, "bound": r.bound}
 
@@ -99,6 +99,9 @@ def k200_bandwidth(ctx):
     ctx.write_csv("launch.csv", [{**r, "measured_range_us": "-".join(map(str, r["measured_range_us"]))}
                                  for r in launch])
     _plot(ctx, results)
+    if not ctx.default_machine:  # the measurements are of the card configs/k200.yaml models
+        ctx.log(f"model on {ctx.machine_label('k200.yaml')}; 'measured' is the card k200.yaml was fitted to "
+                "(shared/reference/k200-measured.md), so the ratios compare another machine with it")
     ctx.log(_table(compare))
     ctx.log(_launch_table(launch))
     worst = max((abs(c["ratio"] - 1) for c in compare if c["fitted"] == "predicted"), default=0.0)
@@ -153,7 +156,7 @@ def _row(name, direction, nbytes, measured, model, fitted):
 def _table(rows):
     lines = [f"  {'row':<30} {'dir':<4} {'size':>9} {'measured':>9} {'model':>8} {'ratio':>6}  point"]
     for r in rows:
-        size = f"{r['bytes'] >> 20} MiB"
+        size = units.size(r["bytes"], largest="MiB")
         lines.append(f"  {r['row']:<30} {r['direction']:<4} {size:>9} {r['measured_gib_s']:9.2f} "
                      f"{r['model_gib_s']:8.2f} {r['ratio']:6.3f}  {r['fitted']}")
     return "\n".join(lines)

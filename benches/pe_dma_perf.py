@@ -1,7 +1,7 @@
 """pe-dma-perf: what a PE's DMA costs, by distance and under congestion.
 
 The standard PE DMA study of the reference (shared/reference/kernbench-model.md):
-16 KB DMAs on the default machine, first one PE alone at growing distances,
+16 KB DMAs on the machine (the default one unless --config), first one PE alone at growing distances,
 then groups of PEs contending for an HBM controller, a UCIe side, or one
 slice. Each op's latency is split into node overhead, transmission, drain
 and queuing, all measured from events. Utilisation is reported two ways:
@@ -17,29 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernbench import bench
-
-# Magnitudes the earlier simulator reported on its own topology (ns, or
-# GB/s where noted) -- printed beside ours, never used as targets.
-REFERENCE = {
-    "SAME_CUBE_PE_LOCAL": 77.0,
-    "REMOTE_CUBE_PE_REMOTE_WORST": 573.0,
-    "REMOTE_SIP": 409.0,
-    "ctrl_hot_1": 82.0,
-    "ctrl_hot_2": 158.0,
-    "ctrl_hot_3": 230.0,
-    "ucie_east_8": 963.0,
-    "hot_slice_8": 558.0,
-    "all_local_sip": ("27200 GB/s", 27200.0),
-    "all_on_pe0_sip": ("134 GB/s", 134.0),
-}
-LADDER = [
-    "SAME_CUBE_PE_LOCAL",
-    "SAME_CUBE_PE_REMOTE_BEST",
-    "SAME_CUBE_PE_REMOTE_WORST",
-    "REMOTE_CUBE_PE_REMOTE_BEST",
-    "REMOTE_CUBE_PE_REMOTE_WORST",
-]
-PARTS = ["overhead_ps", "transmission_ps", "drain_ps", "queuing_ps"]
+from kernbench.pe_dma import LADDER, REFERENCE, run_scenario, scenarios
 
 
 @bench(
@@ -47,6 +25,7 @@ PARTS = ["overhead_ps", "transmission_ps", "drain_ps", "queuing_ps"]
     description="PE DMA latency by distance and under congestion, with the four-part breakdown",
     params={"bytes": 16384, "sip": 0, "flit_check": True},
     uses_config=True,
+    primary=["makespan_ns", "effective_GBps"],
     # Golden regression: 2 SIPs of 2x2 cubes keep every scenario (REMOTE_SIP, ucie_east_8) in ~1 s.
     smoke={"system.sips.w": 2, "system.sips.h": 1, "system.cubes.w": 2, "system.cubes.h": 2},
     golden={"key": "scenario", "metrics": ["hops", "makespan_ns", "latency_mean_ns", "latency_max_ns",
@@ -56,11 +35,12 @@ PARTS = ["overhead_ps", "transmission_ps", "drain_ps", "queuing_ps"]
 def pe_dma_perf(ctx):
     p = ctx.params
     probe = ctx.load_system()
-    scenarios = _scenarios(probe, p["sip"])
+    scens = scenarios(probe, p["sip"])
     results, failures = ctx.results, ctx.failures  # kept if the run is interrupted
-    for name, kind, ops in scenarios:
+    for name, kind, ops in scens:
         try:
-            results.append(_run(ctx, name, kind, ops, p["bytes"]))
+            # `kernbench run --trace FILE --trace-panel SCENARIO`
+            results.append(run_scenario(ctx.load_system(), name, kind, ops, p["bytes"], on_run=ctx.trace))
             r = results[-1]
             ctx.log(f"  {name:<28} {r['n_issuers']:>4} PEs  makespan {r['makespan_ns']:9.1f} ns"
                     f"  eff {r['effective_GBps']:9.1f} GB/s")
@@ -70,13 +50,13 @@ def pe_dma_perf(ctx):
     flit = None
     if p["flit_check"] and results:
         # The local case again at one flit per chunk: the wormhole drain term.
-        flit = _flit_drain_check(ctx, scenarios[0], p["bytes"])
+        flit = _flit_drain_check(ctx, scens[0], p["bytes"])
 
     if results:
         ctx.write_csv("summary.csv", results)
         _plot_breakdown(ctx, results)
         _plot_util(ctx, results)
-        ctx.log(_summary(results, flit))
+        ctx.log(_summary(results, flit, ctx.machine_label() if not ctx.default_machine else None))
     checks = _verify(results, flit) if results else []
     if ctx.verify:
         bad = [c for c in checks if not c["ok"]]
@@ -86,113 +66,7 @@ def pe_dma_perf(ctx):
     return {"results": results, "failures": failures, "invariants": checks, "flit_check": flit}
 
 
-# ---- scenarios ----------------------------------------------------------------
-
-def _scenarios(system, sip: int):
-    """(name, kind, [(issuer, memory)]) for the reference's scenario list."""
-    nodes = system.nodes()
-    names = nodes["name"]
-    kinds = nodes["kind"]
-    sips, cubes, pes = nodes["sip"], nodes["cube"], nodes["pe"]
-    n_cubes = int(cubes[sips == sip].max()) + 1
-    pe_of = {}
-    hbm_of = {}
-    for i, (name, kind) in enumerate(zip(names, kinds)):
-        if kind in ("pe", "hbm_ctrl"):
-            key = (int(sips[i]), int(cubes[i]), int(pes[i]))
-            (pe_of if kind == "pe" else hbm_of)[key] = name
-    n_pe = 1 + max(k[2] for k in pe_of if k[0] == sip)
-    me = pe_of[(sip, 0, 0)]
-
-    def hops(a, b):
-        return system.route_info(a, b)["hops"]
-
-    def by_distance(src, candidates):
-        return sorted(candidates, key=lambda c: (hops(c, src), c))
-
-    same_cube = [hbm_of[(sip, 0, q)] for q in range(1, n_pe)]
-    other_cubes = [hbm_of[(sip, c, q)] for c in range(1, n_cubes) for q in range(n_pe)]
-    sc = by_distance(me, same_cube)
-    oc = by_distance(me, other_cubes)
-    out = [
-        ("SAME_CUBE_PE_LOCAL", "read", [(me, hbm_of[(sip, 0, 0)])]),
-        ("SAME_CUBE_PE_REMOTE_BEST", "read", [(me, sc[0])]),
-        ("SAME_CUBE_PE_REMOTE_WORST", "read", [(me, sc[-1])]),
-        ("REMOTE_CUBE_PE_REMOTE_BEST", "read", [(me, oc[0])]),
-        ("REMOTE_CUBE_PE_REMOTE_WORST", "read", [(me, oc[-1])]),
-    ]
-    other_sips = sorted({int(s) for s in sips if s >= 0 and s != sip})
-    if other_sips:
-        # The remote-cube-best slice, in the neighbouring SIP: the read
-        # crosses PCIe and a cube boundary there.
-        near = oc[0].split(".", 1)[1]
-        out.append(("REMOTE_SIP", "read", [(me, f"sip{other_sips[0]}.{near}")]))
-    hot = hbm_of[(sip, 0, 0)]
-    readers = by_distance(hot, [pe_of[(sip, 0, q)] for q in range(n_pe)])
-    for k in (1, 2, 3):
-        out.append((f"ctrl_hot_{k}", "read", [(r, hot) for r in readers[:k]]))
-    if n_cubes > 1:
-        out.append(("ucie_east_8", "write", [(pe_of[(sip, 0, q)], hbm_of[(sip, 1, q)]) for q in range(min(8, n_pe))]))
-    out.append(("hot_slice_8", "read", [(pe_of[(sip, 0, q)], hot) for q in range(min(8, n_pe))]))
-    all_pes = [pe_of[(sip, c, q)] for c in range(n_cubes) for q in range(n_pe)]
-    out.append(("all_local_sip", "read", [(a, a.replace(".pe", ".hbm_ctrl.pe")) for a in all_pes]))
-    out.append(("all_on_pe0_sip", "read", [(a, hot) for a in all_pes]))
-    return out
-
-
-def _run(ctx, name, kind, ops, nbytes, extra=None):
-    system = ctx.load_system(extra)
-    for i, (issuer, memory) in enumerate(ops):
-        # Each issuer works on its own buffer: distinct addresses spread the
-        # ops over the lanes of multi-connection links.
-        system.dma(kind, issuer, memory, nbytes, address=i * nbytes)
-    system.run()
-    ctx.trace(system, name)  # `kernbench run --trace FILE --trace-panel SCENARIO`
-    d = system.dma_ops()
-    if not d["done"].all():
-        raise RuntimeError(f"{(~d['done']).sum()} DMA ops did not finish")
-    issue, end = d["issue_ps"], d["end_ps"]
-    makespan = int(end.max() - issue.min())
-    last = int(np.argmax(end))
-    n = len(ops)
-    eff = n * nbytes / (makespan * 1e-12) / 1e9  # GB/s
-    # Data-leg paths (reads bring data back to the issuer).
-    paths = [(m, i) if kind == "read" else (i, m) for i, m in ops]
-    first = system.route_info(*paths[0])
-    rates = system.max_min_rates(paths)
-    peak = sum(rates) / 1e9
-    # What the first issuer's path gives a lone transfer (its narrowest
-    # channel, counting the lanes it stripes over): util_single's denominator.
-    single = system.max_min_rates(paths[:1])[0] / 1e9
-    ch = system.channels()
-    classes = np.array(ch["class"])
-    ucie_busy = float(np.sum(np.array(ch["busy_ps"])[classes == "ucie"]))
-    lat = end - issue
-    row = {
-        "scenario": name,
-        "kind": kind,
-        "n_issuers": n,
-        "bytes_each": nbytes,
-        "first_issuer": ops[0][0],
-        "first_memory": ops[0][1],
-        "hops": first["hops"],
-        "makespan_ns": makespan / 1e3,
-        "latency_mean_ns": float(lat.mean()) / 1e3,
-        "latency_max_ns": float(lat.max()) / 1e3,
-        "effective_GBps": eff,
-        "path_peak_GBps": single,
-        "lane_bottleneck_GBps": first["bottleneck_Bps"] / 1e9,
-        "maxmin_peak_GBps": peak,
-        "util_single": eff / single,
-        "util_aggregate": eff / peak,
-        "ucie_busy_ns": ucie_busy / 1e3,
-    }
-    for part in PARTS:
-        row[part.replace("_ps", "_ns")] = float(d[part][last]) / 1e3
-        row[part.replace("_ps", "_mean_ns")] = float(d[part].mean()) / 1e3
-    row["parts_sum_ok"] = bool(np.all(sum(d[p] for p in PARTS) == lat))
-    return row
-
+# ---- the flit-level drain check ------------------------------------------------
 
 def _flit_drain_check(ctx, local, nbytes):
     """Local read at chunk = flit: our drain vs (n_flits - 1) * flit / bottleneck."""
@@ -258,11 +132,14 @@ def _verify(rows, flit):
 
 # ---- output ---------------------------------------------------------------------------
 
-def _summary(rows, flit):
+def _summary(rows, flit, other_machine=None):
+    """The table; the reference's magnitudes only beside the default machine (``other_machine``: the
+    label of the machine actually run, which then gets no reference column)."""
+    ref_of = REFERENCE if other_machine is None else {}
     lines = ["", f"{'scenario':<28} {'PEs':>4} {'makespan':>10} {'overhead':>9} {'transm':>8} {'drain':>8}"
              f" {'queuing':>8} {'eff GB/s':>9} {'u_single':>8} {'u_aggr':>7} {'reference':>12} {'ours/ref':>8}"]
     for r in rows:
-        ref = REFERENCE.get(r["scenario"])
+        ref = ref_of.get(r["scenario"])
         if isinstance(ref, tuple):
             ref_text, ratio = ref[0], r["effective_GBps"] / ref[1]
         elif ref is not None:
@@ -275,7 +152,12 @@ def _summary(rows, flit):
             f" {r['util_single']:7.0%} {r['util_aggregate']:6.0%} {ref_text:>12} "
             + (f"{ratio:8.2f}" if ratio is not None else f"{'':>8}")
         )
-    lines.append("breakdown columns: the op that finished last (ns); reference = the earlier simulator's own topology")
+    if other_machine is None:
+        lines.append("breakdown columns: the op that finished last (ns); reference = the earlier simulator's own "
+                     "topology, set beside the default machine")
+    else:
+        lines.append(f"breakdown columns: the op that finished last (ns); machine: {other_machine} (no reference "
+                     "column: the reference figures are set beside the default machine only)")
     if flit and "ratio" in flit:
         lines.append(f"flit-level local drain: {flit['drain_ps'] / 1e3:.2f} ns vs (n_flits-1)*flit/bw "
                      f"{flit['expected_ps'] / 1e3:.2f} ns")

@@ -36,7 +36,7 @@ from kernbench import bench
 )
 def validation(ctx):
     from kernbench import validation as v
-    from kernbench import io as kio
+    from kernbench import atomic_output as kio
 
     quick = bool(ctx.params["quick"])
     failures = ctx.failures

@@ -132,7 +132,28 @@ void bind_runtime(py::module_& m) {
           py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0, py::arg("load_tag") = -1,
           py::arg("compute_tag") = -1, py::arg("store_tag") = -1,
           "A tile pipeline: per tile, `loads` (src, dst, bytes), a compute stage, `stores`; N-buffered.")
-      .def("depend", &Program::depend, py::arg("op"), py::arg("on"), "Add a dependency (may form a cycle).");
+      .def("depend", &Program::depend, py::arg("op"), py::arg("on"), "Add a dependency (may form a cycle).")
+      .def(
+          "op_columns",
+          [](const Program& p) {
+            // Per op, by id: what it was given (ops_df() joins these to the timings).
+            std::vector<std::string> names, kinds;
+            std::vector<std::int32_t> tags;
+            std::vector<NodeId> agents;
+            for (const Op& op : p.ops()) {
+              names.push_back(op.name);
+              kinds.push_back(to_string(op.kind));
+              tags.push_back(op.tag);
+              agents.push_back(op.agent);
+            }
+            py::dict d;
+            d["name"] = names;
+            d["kind"] = kinds;
+            d["tag"] = tags;
+            d["agent"] = agents;
+            return d;
+          },
+          "Per op, by id: name, kind, tag id and agent (node id).");
 
   py::class_<RunResult, std::shared_ptr<RunResult>>(m, "RunResult", "What a Program did on a machine.")
       .def_readonly("program", &RunResult::program)

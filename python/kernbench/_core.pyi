@@ -136,6 +136,7 @@ class Program:
                   stores: list[tuple[int, int, int]] = ..., buffers: int = 2, deps: list[int] = ..., name: str = "",
                   tag: int = 0, load_tag: int = -1, compute_tag: int = -1, store_tag: int = -1) -> int: ...
     def depend(self, op: int, on: int) -> None: ...
+    def op_columns(self) -> dict[str, list]: ...  # per op: name, kind, tag (id), agent (node id)
 
 class RunResult:
     """What a Program did on a machine."""

@@ -1,15 +1,21 @@
 """The ``kernbench`` command line.
 
-    kernbench list
+    kernbench list [--bench-path DIR]...
+    kernbench describe NAME|INDEX [--bench-path DIR]... [--json]
     kernbench validate FILE [--set PATH=VALUE]...
     kernbench schema [--markdown]
     kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
-                  [--trace FILE [--trace-panel LABEL]] [--smoke]
+                  [--trace FILE [--trace-panel LABEL]] [--smoke] [--bench-path DIR]...
     kernbench sweep --bench NAME --grid KEY=V1,V2 ... [--executor serial|process|dask]
-                    [--scheduler ADDR] [--workers N] [--resume] [--out DIR]
+                    [--scheduler ADDR] [--workers N] [--resume] [--out DIR] [--smoke] [--plot X Y]
+                    [--bench-path DIR]...
     kernbench show [CONFIG] [--set PATH=VALUE]... [--png FILE]
     kernbench goldens [--update] [--bench NAME]... [--dir DIR]
-    kernbench diff A B [--bench NAME] [--set KEY=VALUE]... [--smoke] [--rtol R] [--json]
+    kernbench diff A B [--bench NAME] [--set KEY=VALUE]... [--smoke] [--rtol R] [--metric PATTERN]... [--json]
+
+Plugin benches: ``--bench-path DIR`` (repeatable), the ``KERNBENCH_BENCH_PATH``
+environment variable (folders separated by ``os.pathsep``) and the entry
+point group ``kernbench.benches`` (see kernbench.registry).
 
 Library errors become one line on stderr and an exit code: 2 for bad input
 (unknown bench, bad --set), 1 when a bench ran and reported failures or
@@ -39,7 +45,18 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kernbench", description="Discrete-event simulation of accelerator hardware.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    sub.add_parser("list", help="list the benches with their indices")
+    def bench_path(parser):
+        parser.add_argument("--bench-path", dest="bench_path", action="append", default=[], metavar="DIR",
+                            help="also load the bench plugins (*.py) of DIR (repeatable; "
+                                 "the KERNBENCH_BENCH_PATH variable adds more)")
+
+    ls = sub.add_parser("list", help="list the benches with their indices")
+    bench_path(ls)
+
+    de = sub.add_parser("describe", help="a bench's description, parameters, smoke size, outputs and config")
+    de.add_argument("bench", help="bench name or index (see `kernbench list`)")
+    de.add_argument("--json", action="store_true", help="the same as JSON on stdout")
+    bench_path(de)
 
     v = sub.add_parser("validate", help="check a machine config strictly and summarise it")
     v.add_argument("file", help="YAML machine config")
@@ -76,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="which panel to trace (default: the first the bench offers)")
     r.add_argument("--smoke", action="store_true",
                    help="the bench's smoke size (its golden-regression size; --set applies on top)")
+    bench_path(r)
 
     sw = sub.add_parser("sweep", help="run a bench over a grid of config and bench values")
     sw.add_argument("--bench", required=True, help="bench name or index")
@@ -95,6 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     sw.add_argument("--config", default=None, help="machine config file")
     sw.add_argument("--quiet", action="store_true", help="no summary output")
+    sw.add_argument("--smoke", action="store_true",
+                    help="every point at the bench's smoke size (--set and the grid apply on top)")
+    sw.add_argument("--plot", nargs=2, default=None, metavar=("X", "Y"),
+                    help="draw column Y against X (a grid key or column) into OUT/Y-vs-X.png")
+    bench_path(sw)
 
     sh = sub.add_parser("show", help="summarise a machine config: node kinds, link classes, the SIP grid")
     sh.add_argument("file", nargs="?", default=None, help="YAML machine config (default: topology.yaml)")
@@ -119,6 +142,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default=None, help="for configs: where the two runs go (default: out/diff/...)")
     d.add_argument("--rtol", type=float, default=1e-9, help="relative change below which a number is unchanged")
     d.add_argument("--top", type=int, default=10, help="links and engines listed (default 10; 0: all)")
+    d.add_argument("--metric", action="append", default=[], metavar="PATTERN",
+                   help="only metrics matching PATTERN: a glob (*latency*, critical_path.*) or else a "
+                        "substring (repeatable: any of them)")
     d.add_argument("--json", action="store_true", help="the diff as JSON on stdout")
     return p
 
@@ -127,9 +153,9 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from kernbench.diff import diff_paths, format_diff
 
     d = diff_paths(args.a, args.b, bench=args.bench, sets=args.sets, smoke=args.smoke, rtol=args.rtol,
-                   top=args.top, seed=args.seed, out=args.out)
+                   top=args.top, seed=args.seed, out=args.out, metrics=args.metric)
     if args.json:
-        from kernbench.io import to_jsonable
+        from kernbench.atomic_output import to_jsonable
 
         print(json.dumps(to_jsonable(d), indent=2))
     else:
@@ -141,7 +167,20 @@ def _cmd_list() -> int:
     benches = list_benches()
     width = max((len(b.name) for b in benches), default=4)
     for i, b in enumerate(benches):
-        print(f"{i:>3}  {b.name:<{width}}  {b.description}")
+        print(f"{i:>3}  {b.name:<{width}}  {b.description}" + (f"  [plugin: {b.source}]" if b.plugin else ""))
+    return 0
+
+
+def _cmd_describe(args: argparse.Namespace) -> int:
+    from kernbench import bench_info
+    from kernbench.atomic_output import to_jsonable
+    from kernbench.registry import get_bench
+
+    d = bench_info.info(get_bench(args.bench))
+    if args.json:
+        print(json.dumps(to_jsonable(d), indent=2))
+    else:
+        print(bench_info.text(d))
     return 0
 
 
@@ -199,6 +238,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     b = get_bench(args.bench)
     if not args.grid:
         raise ConfigError("sweep: give at least one --grid KEY=V1,V2")
+    fixed = list(args.sets)
+    if args.smoke:
+        from kernbench.goldens import smoke_sets
+
+        fixed = smoke_sets(b) + fixed  # the grid's values override these per point
     lists = [f"bench.{k}" for k, v in b.params.items() if isinstance(v, (list, tuple))]
     grid = parse_grid(args.grid, lists)
     for key, values in grid.items():
@@ -215,8 +259,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             grid[key] = [int(v) if v.lstrip("-").isdigit() else v for v in values]
     executor = args.scheduler if args.scheduler else args.executor
     out = args.out or f"out/{b.name}-sweep"
-    df = sweep(b.name, grid, executor, workers=args.workers, sets=args.sets, config=args.config, seed=args.seed,
-               resume=args.resume, retry_failed=args.retry_failed, out=out)
+    df = sweep(b.name, grid, executor, workers=args.workers, sets=fixed, config=args.config, seed=args.seed,
+               resume=args.resume, retry_failed=args.retry_failed, out=out,
+               plot=tuple(args.plot) if args.plot else None)
     fails = df.attrs["failures"]
     if not args.quiet:
         n = df.attrs["points"]
@@ -224,6 +269,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               f"from the checkpoint), {len(df)} rows, {len(fails)} failed points, {df.attrs['wall_s']:.1f} s")
         for f in fails[:10]:
             print(f"  {f['name']}: {f['error']}")
+        if "plot" in df.attrs:
+            print(f"wrote {df.attrs['plot']}")
     return 1 if fails else 0
 
 
@@ -247,8 +294,14 @@ def _cmd_goldens(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "bench_path", None):
+            from kernbench.registry import add_bench_path
+
+            add_bench_path(*args.bench_path)
         if args.command == "list":
             return _cmd_list()
+        if args.command == "describe":
+            return _cmd_describe(args)
         if args.command == "validate":
             return _cmd_validate(args)
         if args.command == "schema":

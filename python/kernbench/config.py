@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from kernbench._core import ConfigError, config_schema, load_config_summary
 from kernbench.overrides import BENCH_PREFIX, split_assignment
+from kernbench.units import size as _size
 
 __all__ = ["config_overrides", "describe", "reference_markdown", "schema", "validate"]
 
@@ -51,14 +52,6 @@ def validate(path: str | os.PathLike[str], sets: Iterable[str] = ()) -> dict[str
 def schema() -> dict[str, Any]:
     """The config schema (sections, keys, types, units, defaults, docs) as a dict."""
     return json.loads(config_schema())
-
-
-def _size(n: int) -> str:
-    """4096 -> "4 KiB": the largest binary unit that divides exactly."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
 
 
 def describe(summary: dict[str, Any]) -> str:

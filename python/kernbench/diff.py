@@ -17,8 +17,10 @@ dots: ``critical_path.share.engine:gemm``, ``energy.by.static:pe``); timing
 of the host (``wall_s`` and the like) is ignored. Reported:
 
 - ``metrics``: each metric whose A and B differ by more than ``rtol`` (of
-  the larger magnitude), with delta and ratio, sorted by |log ratio|
-  (a metric that appears or goes to zero first);
+  the larger magnitude), with delta and ratio; headline metrics first (the
+  bench's declared primary metrics, then any latency or throughput),
+  each group sorted by |log ratio| (a metric that appears or goes to zero
+  first), so a small critical-path share never hides the latency;
 - ``critical_path``: the critical-path shares (``critical_path.share.*``)
   that moved, in points of share;
 - ``resources``: the links and engines whose busy time, bytes or occupancy
@@ -29,11 +31,16 @@ of the host (``wall_s`` and the like) is ignored. Reported:
   error changed), and the header fields that differ (params, config hash,
   seed, bench).
 
+``metrics=[PATTERN, ...]`` (``kernbench diff --metric``) keeps only the
+metrics whose name matches one pattern: a glob when it holds ``*``, ``?``
+or ``[`` (``*latency*``, ``critical_path.share.*``), else a substring.
+
 Identical inputs give ``changed == False`` and every delta 0.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import re
@@ -50,9 +57,11 @@ HEADER = ("bench", "kind", "params", "seed", "config_hash", "config_overrides", 
 #: Top-level fields that are not results (never diffed as extra fields).
 _NOT_EXTRA = {"schema", "schema_version", "kind", "kernbench_version", "bench", "description", "params", "seed",
               "config", "config_overrides", "config_hash", "results", "failures", "wall_s", "files", "verify",
-              "trace", "grid", "points", "executor"}
+              "trace", "grid", "grid_columns", "points", "executor"}
 #: Breakdowns whose labels appear only where they are not zero.
 _ZERO_WHEN_ABSENT = ("critical_path.share.", "energy.by.")
+#: Metric names that are headline figures whatever the bench (after its declared primary metrics).
+_HEADLINE = re.compile(r"(^|[._])(latency|throughput)", re.I)
 _RESOURCE = re.compile(r"(^|[._])(busy|busiest|occupancy|utilization|link_bytes|bytes_|engine_|energy\.by)", re.I)
 
 
@@ -162,7 +171,9 @@ def key_columns(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
             key = golden["key"]
             cols += [key] if isinstance(key, str) else list(key)
     for side in (a, b):
+        renamed = side.get("grid_columns") or {}  # a quantity axis: its column holds numbers, KEY [UNIT]
         for g in (side.get("grid") or {}):
+            g = renamed.get(g, g)
             if g not in cols:
                 cols.append(g)
     rows = list(a["results"]) + list(b["results"])
@@ -229,13 +240,54 @@ def _order(entry: Mapping[str, Any]) -> float:
     return abs(math.log(r))
 
 
+def metric_filter(patterns: Iterable[str]):
+    """A predicate on metric names: any pattern matches (a glob with * ? [, else a substring); None: all."""
+    pats = [p for p in patterns if p is not None]
+    for p in pats:
+        if not str(p).strip():
+            raise ConfigError("--metric: empty pattern (give a glob such as '*latency*' or a substring)")
+    if not pats:
+        return None
+
+    def match(name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, p) if any(c in p for c in "*?[") else p in name for p in pats)
+
+    return match
+
+
+def primary_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
+    """The bench's declared headline metrics (``@bench(primary=...)``), when both sides ran one bench."""
+    if a.get("bench") != b.get("bench"):
+        return ()
+    try:
+        from kernbench.registry import get_bench
+
+        return tuple(get_bench(a["bench"]).primary)
+    except Exception:  # a sweep of a function, or a bench not installed here
+        return ()
+
+
+def headline_rank(metric: str, primary: tuple[str, ...]) -> int:
+    """0.. for the declared primary metrics (in order), then latency / throughput, then the rest."""
+    if metric in primary:
+        return primary.index(metric)
+    if metric.startswith("critical_path.") or not _HEADLINE.search(metric):
+        return len(primary) + 1
+    return len(primary)
+
+
 def diff_sweeps(a: Mapping[str, Any], b: Mapping[str, Any], *, rtol: float = DEFAULT_RTOL,
-                top: int = 10) -> dict[str, Any]:
-    """Compare two sweep dicts; returns the structure documented in the module docstring."""
+                top: int = 10, metrics: Iterable[str] = ()) -> dict[str, Any]:
+    """Compare two sweep dicts; returns the structure documented in the module docstring.
+
+    ``metrics``: patterns; only the metrics matching one of them are compared and reported."""
     if rtol < 0 or not math.isfinite(rtol):
         raise ConfigError(f"--rtol: expected a finite number >= 0, got {rtol}")
     if top < 0:
         raise ConfigError(f"--top: expected a count >= 0 (0: all), got {top}")
+    patterns = list(metrics)
+    wanted = metric_filter(patterns)
+    primary = primary_metrics(a, b)
     cols = key_columns(a, b)
     ra, rb = keyed(a["results"], cols), keyed(b["results"], cols)
     extra_a = {k: v for k, v in a.items() if k not in _NOT_EXTRA and not _ignored(k)}
@@ -248,6 +300,8 @@ def diff_sweeps(a: Mapping[str, Any], b: Mapping[str, Any], *, rtol: float = DEF
         for name in list(dict.fromkeys([*fa, *fb])):
             # A sweep's point index names a row; it measures nothing.
             if name in cols or (name == "point" and a.get("kind") == "sweep"):
+                continue
+            if wanted is not None and not wanted(name):
                 continue
             x, y = fa.get(name), fb.get(name)
             if name.startswith(_ZERO_WHEN_ABSENT):  # a share or energy label absent on one side is 0
@@ -263,7 +317,9 @@ def diff_sweeps(a: Mapping[str, Any], b: Mapping[str, Any], *, rtol: float = DEF
                 metrics.append({"row": key, "metric": name, "a": x, "b": y, "delta": None, "ratio": None})
             elif x != y:
                 text.append({"row": key, "metric": name, "a": x, "b": y})
-    metrics.sort(key=lambda e: (-_order(e), e["row"], e["metric"]))
+    for m in metrics:
+        m["headline"] = headline_rank(m["metric"], primary) <= len(primary)
+    metrics.sort(key=lambda e: (headline_rank(e["metric"], primary), -_order(e), e["row"], e["metric"]))
     share = [m for m in metrics if ".share." in f".{m['metric']}" and m["metric"].startswith("critical_path.")]
     share = [dict(m, label=m["metric"][len("critical_path.share."):]) for m in share]
     for m in share:
@@ -284,6 +340,7 @@ def diff_sweeps(a: Mapping[str, Any], b: Mapping[str, Any], *, rtol: float = DEF
     changed = bool(metrics or text or only_a or only_b or any(failures.values()))
     return {
         "a": a.get("_source", "A"), "b": b.get("_source", "B"), "rtol": rtol, "key": cols,
+        "metric_filter": patterns, "primary": list(primary),
         "rows_a": len(a["results"]), "rows_b": len(b["results"]),
         "matched": len([k for k in ra if k in rb and k != "(sweep)"]),
         "compared": compared, "changed": changed, "header": header, "metrics": metrics,
@@ -294,10 +351,12 @@ def diff_sweeps(a: Mapping[str, Any], b: Mapping[str, Any], *, rtol: float = DEF
 
 def diff_paths(a: str | Path, b: str | Path, *, bench: str | None = None, sets: Iterable[str] = (),
                smoke: bool = False, rtol: float = DEFAULT_RTOL, top: int = 10, seed: int = 1,
-               out: str | Path | None = None) -> dict[str, Any]:
+               out: str | Path | None = None, metrics: Iterable[str] = ()) -> dict[str, Any]:
     """``kernbench diff A B`` without the printing: load (or run) both sides and diff them."""
     if rtol < 0 or not math.isfinite(rtol):
         raise ConfigError(f"--rtol: expected a finite number >= 0, got {rtol}")
+    metrics = list(metrics)
+    metric_filter(metrics)  # a bad pattern is refused before anything runs
     sets = list(sets)
     pa, pb = Path(a), Path(b)
     if not _is_config(pa) and not _is_config(pb) and (bench is not None or smoke or sets):
@@ -315,7 +374,7 @@ def diff_paths(a: str | Path, b: str | Path, *, bench: str | None = None, sets: 
                                       out=base / "a" if base else None)
     sb = stored.get("b") or load_side(pb, bench=bench, sets=sets, smoke=smoke, seed=seed,
                                       out=base / "b" if base else None)
-    return diff_sweeps(sa, sb, rtol=rtol, top=top)
+    return diff_sweeps(sa, sb, rtol=rtol, top=top, metrics=metrics)
 
 
 # ---- text -----------------------------------------------------------------------------------------
@@ -333,7 +392,8 @@ def format_diff(d: Mapping[str, Any], limit: int = 40) -> str:
     """The diff as text: a header, then the tables that are not empty."""
     lines = [f"A: {d['a']}", f"B: {d['b']}",
              f"rows: {d['rows_a']} in A, {d['rows_b']} in B, {d['matched']} matched by "
-             f"[{', '.join(d['key']) or 'position'}]; {d['compared']} numbers compared (rtol {d['rtol']:g})"]
+             f"[{', '.join(d['key']) or 'position'}]; {d['compared']} numbers compared (rtol {d['rtol']:g})"
+             + (f"; metrics matching {' or '.join(d['metric_filter'])}" if d.get("metric_filter") else "")]
     for h in d["header"]:
         lines.append(f"  header {h['field']}: {_fmt(h['a'])} -> {_fmt(h['b'])}")
     if not d["changed"]:
@@ -352,7 +412,7 @@ def format_diff(d: Mapping[str, Any], limit: int = 40) -> str:
             lines.append("  " + "  ".join(_fmt(e.get(k)).ljust(w) for (_, k), w in zip(cols, widths)))
 
     mcols = [("row", "row"), ("metric", "metric"), ("A", "a"), ("B", "b"), ("delta", "delta"), ("B/A", "ratio")]
-    table("metrics that moved, by |log B/A|", d["metrics"], mcols)
+    table("metrics that moved (headline first, then by |log B/A|)", d["metrics"], mcols)
     table("critical-path share that moved (points of %)", d["critical_path"],
           [("row", "row"), ("label", "label"), ("A", "a"), ("B", "b"), ("points", "points")])
     table("links and engines whose busy time / bytes moved most", d["resources"], mcols)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from kernbench import io as kio
+from kernbench import atomic_output as kio
 from kernbench._core import ConfigError
 
 DEFAULT_REL = 1e-6

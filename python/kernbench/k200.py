@@ -23,10 +23,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kernbench import _core
 from kernbench._core import ConfigError, UsageError
-
-MiB = 1 << 20
-GiB = 1 << 30
-KIB = 1 << 10
+from kernbench.units import GiB, MiB
+from kernbench.units import KiB as KIB
 
 COPY_KINDS = ("pinned", "pageable", "stock", "peer", "peer_cross_card", "cross_card_staged", "d2d")
 
@@ -104,7 +102,7 @@ class Result:
 
     def chrome_trace(self, path: str | Path, label: str = "K200") -> dict[str, Any]:
         """Write the run's ops as a Chrome/Perfetto trace: one track per resource (lanes for overlaps)."""
-        from kernbench import io as kio
+        from kernbench import atomic_output as kio
         from kernbench.trace import _lanes
 
         log = self.raw.get("log")

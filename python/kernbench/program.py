@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, Union
 
 from kernbench import _core
-from kernbench import io as kio
+from kernbench import atomic_output as kio
 
 Node = Union[int, str]
 
@@ -61,7 +61,10 @@ class Program:
 
     # ---- ops -------------------------------------------------------------------------
     def dma(self, agent: Node, src: Node, dst: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
-        """Move `bytes` from `src` to `dst` with `agent`'s DMA engine (a read asks `src` first)."""
+        """Move `bytes` from `src` to `dst` with `agent`'s DMA engine (a read asks `src` first).
+
+        Every op takes an optional ``name=`` (errors, traces and ``RunResult.ops_df()``'s name
+        column) and, where it runs on an engine, ``tag=`` (a label; ``ops_df()``'s tag column)."""
         return self._core.dma(self._id(agent), self._id(src), self._id(dst), int(bytes), self._deps(deps), name,
                               self._tag(tag))
 
@@ -158,10 +161,28 @@ class RunResult:
         return energy.hbm_traffic(self)
 
     def ops_df(self):
-        """One row per program op: ready, start, end (ps)."""
+        """One row per program op, by id: name (as given to ``name=``), kind, tag (label), pe, then
+        ready, start, end (ps).
+
+        Name, kind, tag and pe come from the Program that ran; a result built without it (a
+        kernel that made its Program in C++) has them empty.
+        """
         import pandas as pd
 
-        return pd.DataFrame(self._core.ops())
+        times = self._core.ops()
+        n = len(times["start_ps"])
+        if self.program_core is not None and hasattr(self.program_core, "op_columns"):
+            cols = self.program_core.op_columns()
+            tags = self._core.tags
+            info = {
+                "name": list(cols["name"][:n]),
+                "kind": list(cols["kind"][:n]),
+                "tag": [tags[t] if 0 <= t < len(tags) else "" for t in cols["tag"][:n]],
+                "pe": [self.system.node_name(a) for a in cols["agent"][:n]],
+            }
+        else:
+            info = {k: [""] * n for k in ("name", "kind", "tag", "pe")}
+        return pd.DataFrame({**info, **times})
 
     def log_df(self):
         """One row per op and pipeline stage, with kind, tag, PE and engine names."""

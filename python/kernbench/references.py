@@ -2,7 +2,7 @@
 
 The figures themselves live where the models that use them live (the K200
 tables in ``kernbench.k200``, the vGPU first launch in ``kernbench.vgpu``,
-the KernBench magnitudes in the benches that print them); this module only
+the KernBench magnitudes in ``kernbench.pe_dma`` and ``kernbench.ccl``); this module only
 gathers them, so the validation report (``kernbench run --bench
 validation``) and its test can check that none is left out. Nothing is
 re-typed here; the only figures written here are those no table held: the
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from kernbench.units import size as _size
 
 SOURCES = {
     "k200": "shared/reference/k200-measured.md",
@@ -98,10 +100,6 @@ class Reference:
         if isinstance(v, tuple):
             return float(v[1]) if v[0] == "<" else 0.5 * (float(v[0]) + float(v[1]))
         return float(v)
-
-
-def _size(b: int) -> str:
-    return f"{b >> 30} GiB" if b >= 1 << 30 else f"{b >> 20} MiB"
 
 
 def k200_references() -> list[Reference]:
@@ -201,10 +199,10 @@ def vgpu_references() -> list[Reference]:
 
 def kernbench_references() -> list[Reference]:
     """The KernBench magnitudes: the PE DMA study, the 96 KB all-reduce, the GQA op counts."""
-    from kernbench.benches import milestone_1h_ccl, pe_dma_perf
+    from kernbench import ccl, pe_dma
 
     out = []
-    for scenario, v in pe_dma_perf.REFERENCE.items():
+    for scenario, v in pe_dma.REFERENCE.items():
         if isinstance(v, tuple):
             out.append(Reference("kernbench", "KernBench PE DMA", f"{scenario} aggregate bandwidth", float(v[1]),
                                  "GB/s", "magnitude", ("pe_dma", scenario, "effective_GBps")))
@@ -212,7 +210,7 @@ def kernbench_references() -> list[Reference]:
             out.append(Reference("kernbench", "KernBench PE DMA", f"{scenario} makespan", float(v), "ns",
                                  "magnitude", ("pe_dma", scenario, "makespan_ns")))
     out.append(Reference("kernbench", "KernBench collectives", "all-reduce 96 KiB per PE, whole machine",
-                         milestone_1h_ccl.REFERENCE_US, "us", "magnitude", ("ccl_full", 96 * 1024),
+                         ccl.REFERENCE_ALL_REDUCE_US, "us", "magnitude", ("ccl_full", ccl.REFERENCE_ALL_REDUCE_BYTES),
                          note="the reference's own topology; ours: the default machine"))
     for k, v in GQA_PREFILL_COUNTS.items():
         out.append(Reference("kernbench", "KernBench GQA op counts", f"prefill {k}", float(v), "ops", "magnitude",

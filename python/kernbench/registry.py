@@ -18,12 +18,33 @@ compare::
 Discovery imports every module of the package whose name does not start
 with ``_``; a module that registers no bench fails the audit (a forgotten
 decorator would otherwise make a bench silently vanish).
+
+Benches outside the package (plugins) come from
+
+- folders: every public ``*.py`` file of each folder of the
+  ``KERNBENCH_BENCH_PATH`` environment variable (``os.pathsep``-separated)
+  and of ``add_bench_path(DIR)`` (the CLI's ``--bench-path DIR``);
+- the entry point group ``kernbench.benches`` of installed distributions
+  (``[project.entry-points."kernbench.benches"] mine = "mypkg.benches"``):
+  each entry point names a module (or an object in one) whose import
+  registers benches.
+
+A plugin file that does not import, or registers no bench, is an audit
+error naming the file. ``list_benches()`` gives the package's benches first
+(sorted by name), then the plugins' (sorted by name), so the index of a
+shipped bench does not depend on the plugins installed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.metadata
+import importlib.util
+import os
 import pkgutil
+import sys
+from pathlib import Path
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -31,6 +52,8 @@ from typing import Any, Callable, Mapping
 from kernbench._core import ConfigError
 
 BENCH_PACKAGE = "kernbench.benches"
+ENTRY_POINT_GROUP = "kernbench.benches"
+BENCH_PATH_ENV = "KERNBENCH_BENCH_PATH"
 
 
 class BenchAuditError(ConfigError):
@@ -50,10 +73,18 @@ class Bench:
     smoke: Mapping[str, Any] | None = None
     golden: Mapping[str, Any] | None = None
     config: str | None = None  # the machine config it runs when --config is not given (None: topology.yaml)
+    outputs: Mapping[str, str] | None = None  # files it writes beside sweep.json -> what they hold (describe)
+    primary: tuple[str, ...] = ()  # its headline metrics (kernbench diff lists them first)
+    source: str = ""  # the file that defines it
+    plugin: bool = False  # from a --bench-path folder or an entry point, not the kernbench.benches package
 
 
 _BENCHES: dict[str, Bench] = {}
 _DISCOVERED: set[str] = set()
+_EXTRA_PATHS: list[Path] = []          # add_bench_path / --bench-path
+_LOADED_FILES: dict[Path, str] = {}    # plugin file -> its module name
+_PLUGIN_MODULES: set[str] = set()      # modules whose benches are plugins
+_ENTRY_POINTS_LOADED = False
 
 
 def bench(
@@ -65,6 +96,8 @@ def bench(
     smoke: Mapping[str, Any] | None = None,
     golden: Mapping[str, Any] | None = None,
     config: str | None = None,
+    outputs: Mapping[str, str] | Any = None,
+    primary: str | Any = None,
 ):
     """Register ``fn`` as the bench ``name``.
 
@@ -78,12 +111,19 @@ def bench(
     integers, strings and booleans are exact and other numbers rel=1e-6),
     compared against tests/goldens/<name>.json. ``config``: the machine config
     the bench runs when ``--config`` is not given (a packaged name such as
-    ``"k200.yaml"``; implies ``uses_config``).
+    ``"k200.yaml"``; implies ``uses_config``). ``outputs``: the files it
+    writes beside sweep.json, ``{name: what it holds}`` (or a list of names;
+    ``kernbench describe`` shows them, read from the source when not given).
+    ``primary``: its headline metric (or metrics), listed first by ``kernbench diff``.
     """
     if golden is not None and smoke is None:
         raise BenchAuditError(f"bench {name!r}: golden= needs smoke= (the size the goldens are taken at)")
     if not name or not name.replace("-", "").replace("_", "").isalnum():
         raise BenchAuditError(f"bench name {name!r}: use letters, digits, '-' and '_'")
+
+    if outputs is not None and not isinstance(outputs, Mapping):
+        outputs = {str(o): "" for o in outputs}
+    primaries = (primary,) if isinstance(primary, str) else tuple(primary or ())
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         existing = _BENCHES.get(name)
@@ -101,6 +141,10 @@ def bench(
             config=config,
             smoke=MappingProxyType(dict(smoke)) if smoke is not None else None,
             golden=MappingProxyType(dict(golden)) if golden is not None else None,
+            outputs=MappingProxyType(dict(outputs)) if outputs is not None else None,
+            primary=primaries,
+            source=str(getattr(sys.modules.get(fn.__module__), "__file__", "") or ""),
+            plugin=fn.__module__ in _PLUGIN_MODULES,
         )
         return fn
 
@@ -123,14 +167,136 @@ def discover(package: str = BENCH_PACKAGE) -> list[Bench]:
                 )
         _DISCOVERED.add(package)
     prefix = package + "."
-    return sorted(
-        (b for b in _BENCHES.values() if b.module.startswith(prefix)), key=lambda b: b.name
-    )
+    found = sorted((b for b in _BENCHES.values() if b.module.startswith(prefix)), key=lambda b: b.name)
+    if package == BENCH_PACKAGE:
+        _load_plugins()
+        found += sorted((b for b in _BENCHES.values() if b.module in _PLUGIN_MODULES), key=lambda b: b.name)
+    return found
 
 
 def list_benches(package: str = BENCH_PACKAGE) -> list[Bench]:
-    """All benches of ``package``, sorted by name (their position is the CLI index)."""
+    """All benches of ``package`` sorted by name, then (for the default package) the plugins' sorted by
+    name; the position is the CLI index."""
     return discover(package)
+
+
+# ---- plugins ---------------------------------------------------------------------------------
+
+def add_bench_path(*folders: str | os.PathLike[str]) -> list[Path]:
+    """Look for bench plugins (public ``*.py`` files) in these folders too; a missing folder is refused."""
+    added = []
+    for f in folders:
+        p = Path(f).expanduser()
+        if not p.is_dir():
+            raise ConfigError(f"--bench-path {f}: no such folder")
+        p = p.resolve()
+        if p not in _EXTRA_PATHS:
+            _EXTRA_PATHS.append(p)
+        added.append(p)
+    return added
+
+
+def bench_paths() -> list[Path]:
+    """The plugin folders: ``KERNBENCH_BENCH_PATH`` (``os.pathsep``-separated), then ``add_bench_path``'s."""
+    out: list[Path] = []
+    for part in os.environ.get(BENCH_PATH_ENV, "").split(os.pathsep):
+        if not part.strip():
+            continue
+        p = Path(part.strip()).expanduser()
+        if not p.is_dir():
+            raise ConfigError(f"{BENCH_PATH_ENV}: {part.strip()}: no such folder")
+        p = p.resolve()
+        if p not in out:
+            out.append(p)
+    out += [p for p in _EXTRA_PATHS if p not in out]
+    return out
+
+
+def _load_plugins() -> None:
+    global _ENTRY_POINTS_LOADED
+    for folder in bench_paths():
+        for path in sorted(folder.glob("*.py")):
+            if not path.name.startswith("_") and path not in _LOADED_FILES:
+                _load_plugin_file(path)
+    if not _ENTRY_POINTS_LOADED:
+        _ENTRY_POINTS_LOADED = True
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            _load_entry_point(ep)
+
+
+def _load_plugin_file(path: Path) -> None:
+    """Import one plugin file as its own module; a file that fails or registers nothing is named."""
+    tag = hashlib.sha1(str(path.parent).encode()).hexdigest()[:8]
+    modname = f"kernbench_plugin_{tag}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(modname, path)
+    if spec is None or spec.loader is None:
+        raise BenchAuditError(f"{path}: bench plugin: not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    _LOADED_FILES[path] = modname
+    _PLUGIN_MODULES.add(modname)
+    sys.modules[modname] = module
+    folder = str(path.parent)
+    on_path = folder in sys.path
+    if not on_path:
+        sys.path.insert(0, folder)  # the plugin may import its own helpers (_common.py beside it)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        _forget(modname, path)
+        raise BenchAuditError(f"{path}:{e.lineno}: bench plugin does not parse: {e.msg}") from None
+    except BenchAuditError as e:
+        _forget(modname, path)
+        raise BenchAuditError(f"{path}: {e}") from None
+    except Exception as e:
+        _forget(modname, path)
+        raise BenchAuditError(f"{path}: bench plugin failed to import: {type(e).__name__}: {e}") from None
+    finally:
+        if not on_path and folder in sys.path:
+            sys.path.remove(folder)
+    if not any(b.module == modname for b in _BENCHES.values()):
+        _forget(modname, path)
+        raise BenchAuditError(f"{path}: bench plugin registers no bench: decorate its entry point with "
+                              "@bench(name=..., description=...) or rename it with a leading '_' if it is a helper")
+
+
+def _load_entry_point(ep) -> None:
+    where = f"entry point {ep.name} = {ep.value} (group {ENTRY_POINT_GROUP}"
+    dist = getattr(ep, "dist", None)
+    where += f", distribution {dist.name})" if dist is not None and getattr(dist, "name", None) else ")"
+    modname = ep.value.split(":", 1)[0].strip()
+    _PLUGIN_MODULES.add(modname)
+    before = set(_BENCHES)
+    try:
+        obj = ep.load()
+    except SyntaxError as e:
+        raise BenchAuditError(f"{where}: {e.filename}:{e.lineno}: does not parse: {e.msg}") from None
+    except BenchAuditError as e:
+        raise BenchAuditError(f"{where}: {e}") from None
+    except Exception as e:
+        raise BenchAuditError(f"{where}: failed to import: {type(e).__name__}: {e}") from None
+    mine = [b for b in _BENCHES.values() if b.module == modname]
+    if not mine and getattr(obj, "__module__", None) in {b.module for b in _BENCHES.values()}:
+        _PLUGIN_MODULES.add(obj.__module__)  # an entry point naming a decorated function in another module
+        mine = [b for b in _BENCHES.values() if b.module == obj.__module__]
+    if not mine and set(_BENCHES) == before:
+        raise BenchAuditError(f"{where}: registers no bench (decorate the bench function with @bench)")
+    for b in mine:  # registered before it was known to be a plugin
+        _BENCHES[b.name] = _replace_plugin(b)
+
+
+def _replace_plugin(b: Bench) -> Bench:
+    from dataclasses import replace
+
+    return replace(b, plugin=True)
+
+
+def _forget(modname: str, path: Path) -> None:
+    """A plugin file that failed leaves nothing behind (the next discovery reports it again)."""
+    _LOADED_FILES.pop(path, None)
+    _PLUGIN_MODULES.discard(modname)
+    sys.modules.pop(modname, None)
+    for name in [n for n, b in _BENCHES.items() if b.module == modname]:
+        del _BENCHES[name]
 
 
 def get_bench(key: str | int, package: str = BENCH_PACKAGE) -> Bench:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from kernbench import io as kio
+from kernbench import atomic_output as kio
 from kernbench import sweepjson
 from kernbench._core import ConfigError
 from kernbench.overrides import apply_bench_overrides
+from kernbench.progress import progress_bar
 from kernbench.registry import Bench, get_bench
 
 DEFAULT_SEED = 1
@@ -102,9 +103,38 @@ class BenchContext:
 
     def progress(self, iterable: Iterable[Any], total: int | None = None, desc: str | None = None):
         """``iterable`` with a tqdm progress bar on stderr when it is a terminal (never when quiet)."""
-        from kernbench.sweeps import progress_bar
-
         return progress_bar(iterable, total=total, desc=desc or self.bench.name, enabled=None if not self.quiet else False)
+
+    @property
+    def default_machine(self) -> bool:
+        """Whether this run simulates the bench's default config unchanged: no other --config (a copy
+        with the same bytes counts as the same), no config --set. Reference figures taken against the
+        default machine are only claimed when this holds."""
+        if not self.bench.uses_config or self.config_overrides:
+            return False
+        from kernbench.system import config_path
+
+        default = Path(config_path(self.bench.config))
+        mine = Path(self.config) if self.config is not None else default
+        try:
+            return mine.resolve() == default.resolve() or mine.read_bytes() == default.read_bytes()
+        except OSError:
+            return False
+
+    def machine_label(self, default: str = "the default machine") -> str:
+        """The machine this run simulates, in words: ``default`` when it is the bench's default config
+        unchanged, else the config's file name and the --set overrides ("mine.yaml",
+        "the default machine with system.cubes.w=2")."""
+        if self.default_machine:
+            return default
+        from kernbench.system import config_path
+
+        sets = ", ".join(f"{k}={v}" for k, v in self.config_overrides.items())
+        default_path = Path(config_path(self.bench.config)) if self.bench.uses_config else None
+        same_file = self.config is None or (default_path is not None
+                                            and Path(self.config).resolve() == default_path.resolve())
+        name = default if same_file else Path(self.config).name
+        return f"{name} with {sets}" if sets else name
 
     def load_system(self, extra: Mapping[str, Any] | None = None, seed: int | None = None):
         """The bench's machine: --config (default topology.yaml) with --set overrides, then `extra`."""
@@ -201,8 +231,6 @@ def run_bench(
         trace_path=Path(trace) if trace is not None else None,
         trace_panel=trace_panel,
     )
-    from kernbench.sweeps import progress_bar
-
     # A bar of finished result rows on stderr, when it is a terminal and not --quiet.
     bar = progress_bar(total=None, desc=b.name, enabled=None if not quiet else False, unit="row")
     if hasattr(bar, "disable"):

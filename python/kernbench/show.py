@@ -18,14 +18,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kernbench.config import config_overrides, validate
-
-
-def _gbps(bps: float) -> str:
-    return f"{bps / 1e9:g} GB/s"
-
-
-def _ns(ps: float) -> str:
-    return f"{ps / 1e3:g} ns"
+from kernbench.units import gbps as _gbps
+from kernbench.units import ns as _ns
 
 
 def _load(config, sets: Iterable[str]):
@@ -197,7 +191,7 @@ def draw(config=None, sets: Iterable[str] = (), png: str | Path = "machine.png")
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection
 
-    from kernbench import io as kio
+    from kernbench import atomic_output as kio
 
     sets = list(sets)
     path, system = _load(config, sets)

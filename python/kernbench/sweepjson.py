@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from kernbench import io as kio
+from kernbench import atomic_output as kio
 
 SCHEMA_NAME = "kernbench.sweep"
 SCHEMA_VERSION = 1

@@ -35,6 +35,14 @@ each finished point is appended to a JSON-lines file as it arrives (one
 write of one line, flushed and synced); ``resume=True`` reads it back and
 runs only the points it lacks (``retry_failed=True`` also re-runs failed
 ones). A line cut short by a crash is dropped.
+
+Grid columns are numbers: an axis whose values are quantities with a unit
+(``"32 GB/s"``, ``"2 ns"``) becomes the column ``"KEY [UNIT]"`` holding
+the numbers (``links.pe.bandwidth [GB/s]``: 32), in the unit written
+when every value uses one, else in the dimension's base unit (B, B/s, ps,
+Hz); sweep.json's ``grid_columns`` maps each renamed key to its column.
+``plot=(X, Y)`` draws Y against X (a grid key or column, and a metric) into
+``out`` as a PNG, one line per combination of the other grid columns.
 """
 
 from __future__ import annotations
@@ -42,7 +50,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sys
 import tempfile
 import time
 import traceback
@@ -50,38 +57,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from kernbench import io as kio
+from kernbench import atomic_output as kio
 from kernbench import sweepjson
 from kernbench._core import ConfigError, UsageError
 from kernbench.overrides import BENCH_PREFIX, apply_bench_overrides
+from kernbench.progress import progress_bar
+from kernbench.runner import run_bench
+from kernbench.units import parse_quantity, to_base
 
-__all__ = ["Point", "sweep", "parse_grid", "progress_bar", "expand_grid"]
+__all__ = ["Point", "sweep", "parse_grid", "progress_bar", "expand_grid"]  # progress_bar: kernbench.progress
 
 CHECKPOINT_FORMAT = "kernbench.sweep.checkpoint"
 CHECKPOINT_VERSION = 1
 STATUS_COLUMNS = ("status", "error", "wall_s")
-
-
-# ---- progress -----------------------------------------------------------------------
-
-def progress_bar(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str | None = None,
-                 enabled: bool | None = None, unit: str = "it"):
-    """A tqdm bar on stderr; ``enabled=None``: only when stderr is a terminal."""
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    try:
-        from tqdm import tqdm
-    except ImportError:  # tqdm is a dependency; a bare environment still sweeps
-        return iterable if iterable is not None else _NoBar()
-    return tqdm(iterable, total=total, desc=desc, disable=not enabled, file=sys.stderr, leave=False, unit=unit)
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 # ---- values and grids -------------------------------------------------------------
@@ -153,6 +141,104 @@ def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]])
     return points
 
 
+def grid_columns(points: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, Any]]:
+    """Grid key -> (DataFrame column, value -> cell) for the axes whose values are quantities.
+
+    Every value of the axis must be a number with a known unit; one unit for all keeps it
+    (``KEY [GB/s]``), mixed units of one dimension convert to its base unit (``KEY [B/s]``).
+    Axes of plain numbers or other text are left as they are (absent from the result).
+    """
+    keys: list[str] = []
+    for p in points:
+        keys += [k for k in p if k not in keys]
+    out: dict[str, tuple[str, Any]] = {}
+    for k in keys:
+        vals = [p[k] for p in points if k in p]
+        parsed = [parse_quantity(v) if isinstance(v, str) else None for v in vals]
+        if not parsed or any(q is None for q in parsed):
+            continue
+        units = {u for _, u in parsed}
+        bases = {to_base(1.0, u)[1] for u in units}
+        if len(bases) != 1:
+            continue  # quantities of different dimensions: keep the text
+        if len(units) == 1:
+            unit = units.pop()
+
+            def cell(v, _u=unit):
+                return _number(parse_quantity(v)[0])
+        else:
+            unit = bases.pop()
+
+            def cell(v):
+                return _number(to_base(*parse_quantity(v))[0])
+        out[k] = (f"{k} [{unit}]", cell)
+    return out
+
+
+def _number(x: float) -> int | float:
+    """An integral value as an int (64 KiB -> 65536 B), others as floats."""
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
+
+
+def plot_sweep(df, x: str, y: str, path: str | os.PathLike[str], *, grid_keys: Sequence[str] = (),
+               title: str | None = None) -> Path:
+    """Draw column ``y`` against ``x`` (a column, or a grid key whose column was renamed) as a PNG.
+
+    One line per combination of the other grid columns (``grid_keys``: the grid's columns), the mean
+    where a point gave several rows; failed points are left out. Written atomically.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    cols = list(df.columns)
+    renamed = {c.split(" [", 1)[0]: c for c in cols if c.endswith("]") and " [" in c}
+    xc = x if x in cols else renamed.get(x)
+    yc = y if y in cols else renamed.get(y)
+    for given, col in ((x, xc), (y, yc)):
+        if col is None:
+            shown = ", ".join(c for c in cols if c not in STATUS_COLUMNS)
+            raise ConfigError(f"--plot: no column {given!r} in the sweep's rows (columns: {shown})")
+    ok = df[df["status"] != "failed"] if "status" in df.columns else df
+    for col in (xc, yc):
+        if pd.to_numeric(ok[col], errors="coerce").isna().all():
+            raise ConfigError(f"--plot: column {col!r} holds no numbers (plot a numeric column)")
+    others = [c for c in grid_keys if c in cols and c != xc]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    groups = ok.groupby(others, sort=True, dropna=False) if others else [((), ok)]
+    for label, sub in groups:
+        pts = pd.DataFrame({"x": pd.to_numeric(sub[xc], errors="coerce"),
+                            "y": pd.to_numeric(sub[yc], errors="coerce")}).dropna().groupby("x", sort=True)["y"].mean()
+        if pts.empty:
+            continue
+        label = label if isinstance(label, tuple) else (label,)
+        text = ", ".join(f"{c}={v}" for c, v in zip(others, label)) or yc
+        ax.plot(list(pts.index), list(pts.values), marker="o", label=text)
+    several = "point" in ok.columns and ok["point"].duplicated().any()
+    ax.set_xlabel(xc)
+    ax.set_ylabel(f"{yc} (mean of each point's rows)" if several else yc)
+    ax.set_title(title or f"{yc} vs {xc}")
+    ax.grid(True, alpha=0.3)
+    if others:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    written = kio.save_figure(fig, Path(path))
+    plt.close(fig)
+    return written
+
+
+def plot_name(x: str, y: str) -> str:
+    """The PNG name of ``--plot X Y``: ``Y-vs-X.png`` with path-unsafe characters replaced."""
+    import re
+
+    def safe(t: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", t).strip("_") or "column"
+
+    return f"{safe(y)}-vs-{safe(x)}.png"
+
+
 @dataclass
 class Point:
     """One point of a sweep of a function: what ``fn(point)`` receives."""
@@ -191,9 +277,11 @@ def _run_task(task: dict[str, Any]) -> dict[str, Any]:
     rec: dict[str, Any] = {"key": task["key"], "point": task["index"], "params": task["params"],
                            "status": "ok", "error": "", "rows": []}
     try:
-        if task["kind"] == "bench":
-            from kernbench.runner import run_bench
+        if task.get("bench_paths"):  # plugin benches: the worker finds them where the caller did
+            from kernbench.registry import add_bench_path
 
+            add_bench_path(*task["bench_paths"])
+        if task["kind"] == "bench":
             tmp = None
             out = task["out"]
             if out is None:
@@ -426,6 +514,7 @@ def sweep(
     retry_failed: bool = False,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    plot: tuple[str, str] | None = None,
 ):
     """Run ``target`` (a bench, by name or ``Bench``, or a function of a Point) at every point of ``grid``.
 
@@ -434,6 +523,8 @@ def sweep(
     ``sets``: overrides fixed for every point (config paths and ``bench.``
     parameters). ``out``: write sweep.json, sweep.csv and the checkpoint
     there (and, for a bench, each point's own outputs under ``points/``).
+    ``plot=(X, Y)``: also draw Y against X into ``out`` (see ``plot_sweep``;
+    its file is listed in sweep.json's ``files``).
     Raises ConfigError for a bad grid key or value before running anything.
     """
     import pandas as pd
@@ -448,6 +539,12 @@ def sweep(
         raise UsageError(f"unknown executor {executor!r} (known: serial, process, dask, a scheduler address "
                          "like tcp://host:8786, a dask Client or a concurrent.futures Executor)")
     points = expand_grid(grid)
+    if plot is not None:
+        if out is None:
+            raise UsageError("plot=(X, Y) needs out=DIR (where the PNG goes)")
+        if len(plot) != 2:
+            raise UsageError(f"plot={plot!r}: expected (X, Y), two column names")
+    columns = grid_columns(points)
     raw: dict[str, Any] = {}
     if isinstance(sets, Mapping):
         fixed = [(str(k), _text(v)) for k, v in sets.items()]
@@ -508,6 +605,9 @@ def sweep(
                 done = {k: r for k, r in done.items() if r["status"] != "failed"}
         ck.start(done.values())
 
+    from kernbench.registry import bench_paths
+
+    plugin_paths = [str(d) for d in bench_paths()]
     tasks = []
     for i, p in enumerate(points):
         key = _point_key(p)
@@ -515,7 +615,7 @@ def sweep(
             done[key]["point"] = i
             continue
         task = {"key": key, "index": i, "params": _plain(p), "seed": seed,
-                "config": str(cfg) if cfg else None}
+                "config": str(cfg) if cfg else None, "bench_paths": plugin_paths}
         if bench is not None:
             task.update(kind="bench", bench=bench.name,
                         sets=[f"{k}={v}" for k, v in fixed] + [f"{k}={_text(v)}" for k, v in p.items()],
@@ -547,7 +647,8 @@ def sweep(
     failures: list[dict[str, Any]] = []
     for i, p in enumerate(points):
         rec = records[_point_key(p)]
-        base = {"point": i, **p}
+        base = {"point": i, **{columns[k][0] if k in columns else k: columns[k][1](v) if k in columns else v
+                               for k, v in p.items()}}
         tail = {"status": rec["status"], "error": rec["error"], "wall_s": rec["wall_s"]}
         if rec["status"] != "ok":
             label = ", ".join(f"{k}={_text(v)}" for k, v in p.items())
@@ -567,8 +668,23 @@ def sweep(
         doc["results"] = _plain(rows)
         doc["failures"] = _plain(failures)
         doc["wall_s"] = df.attrs["wall_s"]
+        if columns:
+            doc["grid_columns"] = {k: col for k, (col, _) in columns.items()}
         doc["files"] = ["checkpoint.jsonl"] if ckpt_path == out_dir / "checkpoint.jsonl" else []
+        plot_error = None
+        if plot is not None:
+            name_png = plot_name(*plot)
+            grid_cols = [columns[k][0] if k in columns else k for k in (points[0] if points else {})]
+            try:
+                plot_sweep(df, plot[0], plot[1], out_dir / name_png, grid_keys=grid_cols,
+                           title=f"{name}: {plot[1]} vs {plot[0]}")
+                doc["files"].append(name_png)
+                df.attrs["plot"] = str(out_dir / name_png)
+            except ConfigError as e:
+                plot_error = e
         _write_sweep_lenient(out_dir, doc)
+        if plot_error is not None:  # sweep.json is written; the bad plot request is still an error
+            raise plot_error
     return df
 
 

@@ -26,8 +26,7 @@ import math
 from typing import Any, Callable, Iterable, Mapping
 
 from kernbench.references import Reference, all_references
-
-KiB, MiB = 1 << 10, 1 << 20
+from kernbench.units import KiB, MiB
 
 #: The reduced default machine of quick runs (as pe-dma-perf's smoke size):
 #: 2 SIPs of 2x2 cubes keep every PE DMA scenario, in about a second.
@@ -179,24 +178,16 @@ class _Probes:
         return rows[scenario][field]
 
     def _pe_dma_rows(self):
-        from kernbench.benches import pe_dma_perf
+        from kernbench import pe_dma
         from kernbench.system import System
 
-        sets, seed = self.machine_sets(), self.seed
+        def machine():
+            return System.load(None, set=self.machine_sets(), seed=self.seed)
 
-        class _Ctx:  # what pe_dma_perf._run needs of a BenchContext
-            def load_system(self, extra=None, seed_=None):
-                return System.load(None, set={**sets, **(extra or {})}, seed=seed)
-
-            def trace(self, *_):
-                pass
-
-        ctx = _Ctx()
-        probe = ctx.load_system()
         out = {}
-        for name, kind, ops in pe_dma_perf._scenarios(probe, 0):
-            if name in pe_dma_perf.REFERENCE:
-                out[name] = pe_dma_perf._run(ctx, name, kind, ops, 16 * KiB)
+        for name, kind, ops in pe_dma.scenarios(machine(), 0):
+            if name in pe_dma.REFERENCE:
+                out[name] = pe_dma.run_scenario(machine(), name, kind, ops, 16 * KiB)
         return out
 
     def _ccl_full(self, nbytes):

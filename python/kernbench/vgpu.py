@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from kernbench import _core
+from kernbench import _core, units
 from kernbench.system import System
 
 CONFIG = "vgpu.yaml"
@@ -174,7 +174,8 @@ def metrics(w: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _size_name(b: int) -> str:
-    return f"{b >> 20}MiB" if b >= 1 << 20 and b % (1 << 20) == 0 else f"{b >> 10}KiB"
+    """Sizes in metric names: '4KiB', '16MiB' (no space, MiB at most)."""
+    return units.size(b, sep="", largest="MiB")
 
 
 def workload(*, set: Mapping[str, Any] | None = None, seeds: Iterable[int] | None = None,
@@ -255,7 +256,7 @@ def chrome_trace(ops: Mapping[str, Any], path: Any) -> dict[str, int]:
     one track per resource, extra tracks where ops overlap); returns {"events", "tracks"}."""
     from pathlib import Path
 
-    from kernbench import io as kio
+    from kernbench import atomic_output as kio
     from kernbench.trace import _lanes
 
     kinds = list(ops["kind_names"])

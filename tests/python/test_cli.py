@@ -104,3 +104,35 @@ def test_bad_population_recorded_as_failure(cli, tmp_path):
     assert [r["population"] for r in sweep["results"]] == ["8x2", "16x1"]
     assert sweep["failures"][0]["name"] == "eight"
     assert "expected NxE" in sweep["failures"][0]["error"]
+
+
+def test_describe_by_name_and_by_index(cli):
+    """describe prints the description, typed parameters with defaults, smoke settings, outputs and config."""
+    by_name = cli("describe", "pe-dma-perf", check=True).stdout
+    index = next(line.split()[0] for line in cli("list", check=True).stdout.splitlines()
+                 if line.split()[1] == "pe-dma-perf")
+    assert cli("describe", index, check=True).stdout == by_name
+    assert by_name.startswith(f"pe-dma-perf (index {index}): PE DMA latency by distance")
+    assert "bench.bytes       int   default 16384" in by_name
+    assert "bench.flit_check  bool  default true" in by_name
+    assert "system.cubes.w=2" in by_name.split("smoke settings")[1].split("outputs")[0]
+    outputs = by_name.split("outputs (in --out DIR, default out/pe-dma-perf):")[1].split("default config")[0]
+    for f in ("sweep.json", "summary.csv", "breakdown.png", "utilization.png", "critical_path.csv"):
+        assert f in outputs
+    assert "default config: topology.yaml" in by_name
+    phold = cli("describe", "perf-phold", check=True).stdout
+    assert "default config: none (models no machine config" in phold
+    assert "bench.populations" in phold and "list[str]" in phold
+
+
+def test_describe_json_and_errors(cli):
+    import json
+
+    d = json.loads(cli("describe", "k200-bandwidth", "--json", check=True).stdout)
+    assert d["name"] == "k200-bandwidth" and d["config"]["name"] == "k200.yaml"
+    assert d["config"]["path"].endswith("k200.yaml") and d["index"] == 0
+    assert {p["name"] for p in d["params"]} and all({"name", "type", "default"} <= set(p) for p in d["params"])
+    proc = cli("describe", "no-such-bench")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown bench 'no-such-bench'" in proc.stderr
+    proc = cli("describe", "99")
+    assert proc.returncode == 2 and "no bench with index 99" in proc.stderr

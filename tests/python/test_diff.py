@@ -61,9 +61,17 @@ def test_changed_config_shows_the_moved_metric_with_its_ratio(tmp_path):
     assert (m["a"], m["b"], m["ratio"]) == (128.0, 64.0, 0.5)
     assert moved[("scenario=REMOTE_CUBE_PE_REMOTE_BEST", "ucie_busy_ns")]["ratio"] == pytest.approx(2.0, rel=1e-9)
     assert not any(row == "scenario=SAME_CUBE_PE_LOCAL" for row, _ in moved)
-    # Sorted by |log ratio|; the links list leads with a UCIe busy time that doubled.
-    logs = [abs(__import__("math").log(m["ratio"])) for m in d["metrics"] if m["ratio"]]
-    assert logs == sorted(logs, reverse=True)
+    # Headline metrics first (pe-dma-perf's primary makespan_ns and effective_GBps, then latencies),
+    # each group sorted by |log ratio|; the links list leads with a UCIe busy time that doubled.
+    from kernbench.diff import headline_rank
+
+    primary = ("makespan_ns", "effective_GBps")
+    assert d["primary"] == list(primary)
+    ranks = [headline_rank(m["metric"], primary) for m in d["metrics"]]
+    assert ranks == sorted(ranks) and ranks[0] == 0 and d["metrics"][0]["metric"] == "makespan_ns"
+    for rank in set(ranks):
+        logs = [abs(__import__("math").log(m["ratio"])) for m, r in zip(d["metrics"], ranks) if r == rank and m["ratio"]]
+        assert logs == sorted(logs, reverse=True)
     assert d["resources"][0]["metric"] == "ucie_busy_ns" and d["resources"][0]["ratio"] == pytest.approx(2.0)
     assert any(h["field"] == "config_hash" for h in d["header"])
     out = format_diff(d)
@@ -158,3 +166,52 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     assert cli.main(["diff", str(bad), str(good)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kernbench: error:") and "bad.json" in err
+
+
+def _headline_pair():
+    """A latency that rose 10 %, a critical-path share that appeared (0 -> 1 %: infinite |log ratio|),
+    a bytes count that doubled, and a throughput that fell."""
+    a = _sweep([{"name": "x", "latency_us": 100.0, "bytes_noc": 10, "throughput_per_s": 50.0,
+                 "critical_path": {"length_ps": 100, "makespan_ps": 100, "share": {"engine:gemm": 1.0}}}])
+    b = copy.deepcopy(a)
+    r = b["results"][0]
+    r.update(latency_us=110.0, bytes_noc=20, throughput_per_s=40.0)
+    r["critical_path"]["share"] = {"engine:gemm": 0.99, "wait:dependency": 0.01}
+    return a, b
+
+
+def test_headline_metrics_sort_before_tiny_critical_path_shares():
+    a, b = _headline_pair()
+    d = diff_sweeps(a, b)
+    order = [m["metric"] for m in d["metrics"]]
+    # latency and throughput first (by |log ratio| between them), then the rest by |log ratio|.
+    assert order[:2] == ["throughput_per_s", "latency_us"]
+    assert order[2] == "critical_path.share.wait:dependency"  # 0 -> 0.01 still leads the non-headline ones
+    assert set(order[3:]) == {"bytes_noc", "critical_path.share.engine:gemm"}
+    assert [m["headline"] for m in d["metrics"]] == [True, True, False, False, False]
+    text = format_diff(d)
+    assert text.index("latency_us") < text.index("critical_path.share.wait:dependency")
+    # A bench's declared primary metric leads even a latency.
+    from kernbench.diff import headline_rank
+
+    assert headline_rank("bytes_noc", ("bytes_noc",)) == 0 < headline_rank("latency_us", ("bytes_noc",)) == 1
+    assert headline_rank("critical_path.share.latency", ()) == 1  # a share named latency is no headline
+
+
+def test_metric_filter_glob_or_substring(tmp_path, capsys):
+    a, b = _headline_pair()
+    assert [m["metric"] for m in diff_sweeps(a, b, metrics=["latency"])["metrics"]] == ["latency_us"]
+    assert sorted(m["metric"] for m in diff_sweeps(a, b, metrics=["critical_path.*"])["metrics"]) == \
+        ["critical_path.share.engine:gemm", "critical_path.share.wait:dependency"]
+    both = diff_sweeps(a, b, metrics=["*_us", "bytes"])
+    assert [m["metric"] for m in both["metrics"]] == ["latency_us", "bytes_noc"]
+    assert both["critical_path"] == [] and both["metric_filter"] == ["*_us", "bytes"]
+    none = diff_sweeps(a, b, metrics=["nothing*"])
+    assert none["metrics"] == [] and none["compared"] == 0 and none["changed"] is False
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert cli.main(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--metric", "*put*"]) == 0
+    out = capsys.readouterr().out
+    assert "metrics matching *put*" in out and "throughput_per_s" in out and "latency_us" not in out
+    assert cli.main(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--metric", " "]) == 2
+    assert "--metric: empty pattern" in capsys.readouterr().err

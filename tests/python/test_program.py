@@ -110,3 +110,26 @@ def test_same_program_same_log():
     a, b = once(), once()
     for col in ("start_ps", "end_ps", "op", "kind"):
         assert np.array_equal(a[col], b[col])
+
+
+def test_ops_df_names_kinds_and_tags(system):
+    """ops_df has one row per op, by id: the name given with name=, the op kind, the tag label and the PE,
+    beside its timings; an op given no name is named KIND#ID, one given no tag has an empty tag."""
+    prog, pin, comp = _pipeline_program(system)
+    pe1 = "sip0.cube0.pe1"
+    v = prog.vector(pe1, 4096, name="softmax", tag="post")
+    b = prog.barrier(pe1, deps=[v, comp])
+    g = prog.gemm(pe1, 2 * 32**3, deps=[b])  # unnamed, untagged
+    res = prog.run()
+    ops = res.ops_df()
+    assert list(ops.columns[:4]) == ["name", "kind", "tag", "pe"]
+    assert {"ready_ps", "start_ps", "end_ps"} <= set(ops.columns) and len(ops) == len(prog)
+    assert ops.loc[pin, ["name", "kind", "tag", "pe"]].tolist() == ["pinned B", "dma", "pinned", "sip0.cube0.pe0"]
+    assert ops.loc[comp, ["name", "kind", "tag"]].tolist() == ["tiles", "composite", "composite"]
+    assert ops.loc[v, ["name", "kind", "tag", "pe"]].tolist() == ["softmax", "vector", "post", pe1]
+    assert ops.loc[b, "kind"] == "barrier" and ops.loc[g, ["name", "kind", "tag"]].tolist() == [f"gemm#{g}", "gemm", ""]
+    assert list(ops["kind"]) == ["dma", "alloc", "composite", "free", "vector", "barrier", "gemm"]
+    # The timings are those of the op log's rows for the same op ids.
+    log = res.log_df()
+    row = log[(log["op"] == v) & (log["kind_name"] == "vector")].iloc[0]
+    assert (ops.loc[v, "start_ps"], ops.loc[v, "end_ps"]) == (row["start_ps"], row["end_ps"])

@@ -264,3 +264,65 @@ def test_schema_file_matches_the_writer():
             validate_sweep(broken)
     with pytest.raises(jsonschema.ValidationError):
         validate_sweep({**doc, "schema_version": 2})
+
+
+# ---- quantities as numbers, --smoke, --plot -----------------------------------------------------
+
+def test_quantity_axes_become_numeric_columns_with_the_unit(tmp_path):
+    """An axis of '64 GB/s'-style values is the numeric column 'KEY [GB/s]'; mixed units of one
+    dimension convert to the base unit; the config still gets the text, and slower links are slower."""
+    from kernbench.sweeps import grid_columns
+
+    grid = {"links.ucie.bandwidth": ["32 GB/s", "128 GB/s"], "bench.bytes": [65536]}
+    df = kernbench.sweep(dma_latency, grid, "serial", sets=SMALL, out=tmp_path)
+    col = "links.ucie.bandwidth [GB/s]"
+    assert col in df.columns and "links.ucie.bandwidth" not in df.columns
+    assert df[col].tolist() == [32, 128] and df[col].dtype.kind in "iu"
+    assert df["latency_ps"][0] > df["latency_ps"][1]  # the UCIe hop is the bottleneck of this read
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    validate_sweep(doc)
+    assert doc["grid"]["links.ucie.bandwidth"] == ["32 GB/s", "128 GB/s"]  # what was run, as given
+    assert doc["grid_columns"] == {"links.ucie.bandwidth": col}
+    assert [r[col] for r in doc["results"]] == [32, 128]
+    mixed = grid_columns([{"a": "500 MB/s"}, {"a": "2 GB/s"}, {"b": "1 ns"}, {"b": "1500 ps"}])
+    assert {k: (c, [f(v) for v in vals]) for (k, (c, f)), vals in
+            zip(mixed.items(), (["500 MB/s", "2 GB/s"], ["1 ns", "1500 ps"]))} == \
+        {"a": ("a [B/s]", [500_000_000, 2_000_000_000]), "b": ("b [ps]", [1000, 1500])}
+    # Not quantities (plain numbers, words, different dimensions): left as they are.
+    assert grid_columns([{"x": 1}, {"x": "packet"}, {"y": "1 ns"}, {"y": "4 KiB"}, {"z": "packet"}]) == {}
+
+
+def test_diff_of_two_quantity_sweeps_matches_rows_by_the_numeric_column(tmp_path):
+    from kernbench.diff import diff_paths
+
+    grid = {"links.ucie.bandwidth": ["32 GB/s", "128 GB/s"], "bench.bytes": [65536]}
+    kernbench.sweep(dma_latency, grid, "serial", sets=SMALL, out=tmp_path / "a")
+    kernbench.sweep(dma_latency, grid, "serial", sets=SMALL, out=tmp_path / "b")
+    d = diff_paths(tmp_path / "a", tmp_path / "b", rtol=0.0)
+    assert d["changed"] is False and d["matched"] == 2 and "links.ucie.bandwidth [GB/s]" in d["key"]
+
+
+def test_cli_sweep_smoke_and_plot(cli, tmp_path):
+    """--smoke runs every point at the bench's smoke size; --plot X Y draws a PNG into the output folder."""
+    out = tmp_path / "sw"
+    proc = cli("sweep", "--bench", "pe-dma-perf", "--smoke", "--grid", "links.ucie.bandwidth=64 GB/s,128 GB/s",
+               "--plot", "links.ucie.bandwidth", "makespan_ns", "--executor", "serial", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    png = out / "makespan_ns-vs-links.ucie.bandwidth.png"
+    assert f"wrote {png}" in proc.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    doc = json.loads((out / "sweep.json").read_text())
+    assert png.name in doc["files"]
+    assert doc["config_overrides"]["system.cubes.w"] == "2"  # the smoke size, under the grid
+    rows = doc["results"]
+    assert {r["links.ucie.bandwidth [GB/s]"] for r in rows} == {64, 128}
+    ucie = {r["links.ucie.bandwidth [GB/s]"]: r["makespan_ns"] for r in rows if r["scenario"] == "ucie_east_8"}
+    assert ucie[64] > ucie[128]
+    # A column that does not exist: one line naming it; the sweep itself is kept.
+    proc = cli("sweep", "--bench", "pe-dma-perf", "--smoke", "--grid", "system.sips.w=2",
+               "--plot", "system.sips.w", "no_such_metric", "--executor", "serial", "--out", str(tmp_path / "bad"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "--plot: no column 'no_such_metric'" in proc.stderr and "makespan_ns" in proc.stderr
+    assert (tmp_path / "bad" / "sweep.json").exists()
+    proc = cli("sweep", "--bench", "perf-phold", "--smoke", "--grid", "bench.events=100", "--plot", "x")
+    assert proc.returncode == 2 and "expected 2 arguments" in proc.stderr

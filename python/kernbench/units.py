@@ -1,0 +1,89 @@
+"""Quantities as text and back: the one place kernbench formats sizes, rates and times.
+
+    units.size(98304)                 # '96 KiB'  (the largest binary unit that divides exactly)
+    units.size(4096, sep="")          # '4KiB'    (metric names)
+    units.size(1 << 30, largest="MiB")  # '1024 MiB'
+    units.gbps(32e9)                  # '32 GB/s'
+    units.ns(1500)                    # '1.5 ns'  (from picoseconds)
+    units.parse_quantity("32 GB/s")   # (32.0, 'GB/s')
+    units.to_base(32.0, "GB/s")       # (3.2e10, 'B/s')
+
+Binary prefixes (KiB, MiB, GiB) are powers of 1024; decimal ones (KB,
+MB, GB, and every rate prefix: GB/s = 1e9 B/s) powers of 1000, as in the
+machine configs (docs/config-reference.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["KiB", "MiB", "GiB", "size", "gbps", "ns", "parse_quantity", "to_base", "parse_size", "UNITS"]
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+_BINARY = (("GiB", GiB), ("MiB", MiB), ("KiB", KiB))
+
+#: unit -> (dimension's base unit, factor to it). Base units: B, B/s, ps, Hz.
+UNITS: dict[str, tuple[str, float]] = {
+    "B": ("B", 1), "KB": ("B", 1e3), "MB": ("B", 1e6), "GB": ("B", 1e9), "TB": ("B", 1e12),
+    "KiB": ("B", KiB), "MiB": ("B", MiB), "GiB": ("B", GiB), "TiB": ("B", 1 << 40),
+    "B/s": ("B/s", 1), "KB/s": ("B/s", 1e3), "MB/s": ("B/s", 1e6), "GB/s": ("B/s", 1e9), "TB/s": ("B/s", 1e12),
+    "KiB/s": ("B/s", KiB), "MiB/s": ("B/s", MiB), "GiB/s": ("B/s", GiB),
+    "ps": ("ps", 1), "ns": ("ps", 1e3), "us": ("ps", 1e6), "ms": ("ps", 1e9), "s": ("ps", 1e12),
+    "Hz": ("Hz", 1), "kHz": ("Hz", 1e3), "KHz": ("Hz", 1e3), "MHz": ("Hz", 1e6), "GHz": ("Hz", 1e9),
+}
+
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z][A-Za-z/]*)\s*$")
+
+
+def size(n: int, *, sep: str = " ", largest: str = "GiB") -> str:
+    """``n`` bytes in the largest binary unit (up to ``largest``) that divides it exactly: 98304 -> '96 KiB'.
+
+    A size no KiB divides is plain bytes ('100 B'); 0 is '0 B'.
+    """
+    n = int(n)
+    names = [u for u, _ in _BINARY]
+    if largest not in names:
+        raise ValueError(f"units.size: largest={largest!r}: expected one of {', '.join(names)}")
+    for unit, scale in _BINARY[names.index(largest):]:
+        if n and n % scale == 0:
+            return f"{n // scale}{sep}{unit}"
+    return f"{n}{sep}B"
+
+
+def gbps(bytes_per_s: float) -> str:
+    """A rate in B/s as decimal GB/s, shortest form: 3.2e10 -> '32 GB/s'."""
+    return f"{bytes_per_s / 1e9:g} GB/s"
+
+
+def ns(ps: float) -> str:
+    """A time in picoseconds as nanoseconds, shortest form: 1500 -> '1.5 ns'."""
+    return f"{ps / 1e3:g} ns"
+
+
+def parse_quantity(text: str) -> tuple[float, str] | None:
+    """'32 GB/s' -> (32.0, 'GB/s'); None when ``text`` is not a number with a known unit."""
+    if not isinstance(text, str):
+        return None
+    m = _QUANTITY.match(text)
+    if not m or m.group(2) not in UNITS:
+        return None
+    return float(m.group(1)), m.group(2)
+
+
+def to_base(value: float, unit: str) -> tuple[float, str]:
+    """A value in ``unit`` expressed in its dimension's base unit: (32, 'GB/s') -> (3.2e10, 'B/s')."""
+    try:
+        base, factor = UNITS[unit]
+    except KeyError:
+        raise ValueError(f"unknown unit {unit!r} (known: {', '.join(UNITS)})") from None
+    return value * factor, base
+
+
+def parse_size(text: str) -> int:
+    """'4KiB', '16 MiB', '100 B' -> bytes (the inverse of ``size``); a bad text names itself."""
+    q = parse_quantity(text)
+    if q is None or UNITS[q[1]][0] != "B":
+        raise ValueError(f"{text!r}: expected a size such as '4 KiB' or '16MiB'")
+    value, base = to_base(*q)
+    return int(round(value))

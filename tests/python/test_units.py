@@ -1,0 +1,63 @@
+"""kernbench.units: the one formatter of sizes, rates and times, and its parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernbench import units
+
+
+@pytest.mark.parametrize("n, kw, text", [
+    (4096, {}, "4 KiB"), (98304, {}, "96 KiB"), (1 << 20, {}, "1 MiB"), (64 << 20, {}, "64 MiB"),
+    (1 << 30, {}, "1 GiB"), (3 << 30, {}, "3 GiB"), (1 << 30, {"largest": "MiB"}, "1024 MiB"),
+    (1536 << 10, {}, "1536 KiB"), (100, {}, "100 B"), (0, {}, "0 B"), (4096, {"sep": ""}, "4KiB"),
+    (16 << 20, {"sep": "", "largest": "MiB"}, "16MiB"),
+])
+def test_size_is_the_largest_binary_unit_that_divides(n, kw, text):
+    assert units.size(n, **kw) == text
+
+
+def test_size_refuses_an_unknown_largest_unit():
+    with pytest.raises(ValueError, match="largest='TB'"):
+        units.size(1, largest="TB")
+
+
+def test_rates_and_times():
+    assert units.gbps(32e9) == "32 GB/s" and units.gbps(1.25e11) == "125 GB/s"
+    assert units.ns(1500) == "1.5 ns" and units.ns(2000) == "2 ns"
+
+
+@pytest.mark.parametrize("text, parsed, base", [
+    ("32 GB/s", (32.0, "GB/s"), (32e9, "B/s")), ("2ns", (2.0, "ns"), (2000.0, "ps")),
+    ("64 KiB", (64.0, "KiB"), (65536.0, "B")), (" 1.5 GHz ", (1.5, "GHz"), (1.5e9, "Hz")),
+    ("1e3 MB", (1000.0, "MB"), (1e9, "B")),
+])
+def test_parse_quantity_and_base_units(text, parsed, base):
+    assert units.parse_quantity(text) == parsed
+    assert units.to_base(*parsed)[0] == pytest.approx(base[0]) and units.to_base(*parsed)[1] == base[1]
+
+
+@pytest.mark.parametrize("text", ["32", "fast", "32 parsecs", "GB/s", "", "1,2 GB/s"])
+def test_parse_quantity_rejects_what_is_not_a_quantity(text):
+    assert units.parse_quantity(text) is None
+
+
+def test_parse_size_inverts_size():
+    for n in (4096, 98304, 1 << 20, 3 << 30, 100):
+        assert units.parse_size(units.size(n)) == n
+        assert units.parse_size(units.size(n, sep="")) == n
+    with pytest.raises(ValueError, match="expected a size"):
+        units.parse_size("2 ns")
+
+
+def test_the_modules_that_format_sizes_use_it():
+    """The helpers that had their own formatting now go through units, with the same text as before."""
+    from kernbench import config, references, show, vgpu
+
+    assert config._size(4096) == "4 KiB" and config._size(64) == "64 B"
+    assert references._size(64 << 20) == "64 MiB" and references._size(1 << 30) == "1 GiB"
+    assert vgpu._size_name(4096) == "4KiB" and vgpu._size_name(16 << 20) == "16MiB"
+    assert show._gbps(128e9) == "128 GB/s" and show._ns(2500) == "2.5 ns"
+    for mod in (config, references, show, vgpu):
+        assert "units" in mod.__dict__ or any(getattr(mod, f, None) in (units.size, units.gbps, units.ns)
+                                              for f in ("_size", "_gbps", "_ns"))
