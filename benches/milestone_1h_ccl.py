@@ -27,7 +27,7 @@ import time
 from kernbench import bench, ccl, units
 
 KiB, MiB = units.KiB, units.MiB
-REFERENCE_US = ccl.REFERENCE_ALL_REDUCE_US  # another simulator, 96 KiB per PE (shared/reference/kernbench-model.md)
+REFERENCE_US = ccl.REFERENCE_ALL_REDUCE_US  # another simulator, 96 KiB per PE (docs/references.md, `kernbench`)
 LINK_CLASSES = ["pe", "noc", "hbm", "ucie_port", "ucie", "pcie_port", "pcie"]
 ALGORITHMS = ["ring", "bidir_ring", "torus2d", "mesh2d", "halving_doubling", "double_binary_tree", "lrab"]
 

@@ -1,6 +1,6 @@
 """pe-dma-perf: what a PE's DMA costs, by distance and under congestion.
 
-The standard PE DMA study of the reference (shared/reference/kernbench-model.md):
+The standard PE DMA study of the reference (the earlier KernBench simulator's outputs (docs/references.md, `kernbench`)):
 16 KB DMAs on the machine (the default one unless --config), first one PE alone at growing distances,
 then groups of PEs contending for an HBM controller, a UCIe side, or one
 slice. Each op's latency is split into node overhead, transmission, drain

@@ -1,7 +1,7 @@
 """validation: the model beside every measured reference and every closed form.
 
 One report (report.md, with plots) that puts each figure the project was
-given -- the K200 tables (shared/reference/k200-measured.md), the vGPU
+given -- the K200 tables (the K200 measurements (docs/references.md, `k200`)), the vGPU
 first launch (vgpu-forwarding.md), the KernBench magnitudes
 (kernbench-model.md) -- beside the model's number, with the error and
 whether the point was fitted, predicted or is only a magnitude; then the
@@ -51,8 +51,8 @@ def validation(ctx):
         figures = _plots(ctx, rows)
     size = "quick (smoke) size" if quick else "full size"
     preamble = (f"Written by `kernbench run --bench validation{' --smoke' if quick else ''}` (seed {ctx.seed}, "
-                f"{size}) on {datetime.date.today().isoformat()}. Sources: shared/reference/k200-measured.md, "
-                "vgpu-forwarding.md, kernbench-model.md; the list of figures is "
+                f"{size}) on {datetime.date.today().isoformat()}. Sources: the K200 measurements, the vGPU "
+                "forwarding measurements and the earlier KernBench simulator's outputs (docs/references.md); the list of figures is "
                 "`kernbench.references.all_references()`.")
     text = v.report_markdown(rows, preamble=preamble, figures=figures)
     kio._atomic_write_bytes(ctx.out / "report.md", text.encode())

@@ -37,7 +37,7 @@ __all__ = ["CollectiveResult", "algorithms", "all_reduce", "reduce_scatter", "al
 VerificationError = _core.VerificationError
 
 #: The external reference for an all-reduce: another simulator, on its own
-#: topology, at 96 KiB per PE (shared/reference/kernbench-model.md). The
+#: topology, at 96 KiB per PE (docs/references.md, `kernbench`). The
 #: milestone-1h-ccl bench sets the default machine beside it; the
 #: validation report lists it (kernbench.references).
 REFERENCE_ALL_REDUCE_US = 366.0

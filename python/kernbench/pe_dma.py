@@ -1,6 +1,6 @@
 """The PE DMA study: scenarios, one scenario's measurement, and the reference's magnitudes.
 
-The standard study of shared/reference/kernbench-model.md: 16 KB DMAs, one
+The standard study of the earlier KernBench simulator's outputs (docs/references.md, `kernbench`): 16 KB DMAs, one
 PE alone at growing distances, then groups of PEs contending for an HBM
 controller, a UCIe side or one slice. ``scenarios(system)`` lists them for
 a machine; ``run_scenario(fresh_system, ...)`` runs one and measures it.

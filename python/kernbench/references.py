@@ -15,10 +15,10 @@ outputs on a topology we do not have), and how it is checked:
 ``value`` is a number, ``(lo, hi)`` a measured range (the model must land
 inside) or ``("<", bound)`` an upper bound.
 
-Sources:
-  k200       shared/reference/k200-measured.md
-  vgpu       shared/reference/vgpu-forwarding.md
-  kernbench  shared/reference/kernbench-model.md
+Sources (described in docs/references.md; SOURCES below says the same):
+  k200       Kunlun K200 (KL1) measurements from the public tuning repository of a K200 host
+  vgpu       the first working run of an emulated-vGPU forwarding stack (host backend logs)
+  kernbench  outputs of an earlier Python simulator of the SIP/CUBE/PE machine ("KernBench")
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 from kernbench.units import size as _size
 
 SOURCES = {
-    "k200": "shared/reference/k200-measured.md",
-    "vgpu": "shared/reference/vgpu-forwarding.md",
-    "kernbench": "shared/reference/kernbench-model.md",
+    "k200": "Kunlun K200 (KL1) measurements: the public tuning repository of a K200 host (driver stages S2-S9)",
+    "vgpu": "the first working run of an emulated-vGPU forwarding stack: one guest, host backend timing logs",
+    "kernbench": "outputs of an earlier Python simulator of the SIP/CUBE/PE machine (KernBench), magnitudes only",
 }
 
 #: Relative tolerance per status: a fitted point must be reproduced closely,
