@@ -99,15 +99,25 @@ printf 'python=%s\nbuild=%s\n' "$PYEXE" "$BUILD" > build/setup.env
 
 version=$("$PYTHON" -c 'import kernbench; print(kernbench.__version__)')
 if [ "$managed" = 1 ]; then
-  # A venv's bin is not on PATH: link a launcher into a bin dir that is.
+  # A venv's bin is not on PATH: put a launcher into a bin dir that is. It is
+  # a small script (not a symlink, which a later pip could write through),
+  # marked so that a rerun replaces it and never a kernbench that is not ours.
   target="$ROOT/$VENV/bin/kernbench"
+  marker="# kernbench launcher written by scripts/setup.sh"
+  ours() { [ ! -e "$1" ] || [ -L "$1" ] || grep -qs "^$marker" "$1"; }
   bindir=/usr/local/bin
-  if ! { [ "$(id -u)" -eq 0 ] || [ -w "$bindir" ]; } \
-     || { [ -e "$bindir/kernbench" ] && [ ! -L "$bindir/kernbench" ]; }; then
-    bindir="$HOME/.local/bin"   # not root, or a real file there that is not ours
+  if ! { [ "$(id -u)" -eq 0 ] || [ -w "$bindir" ]; } || ! ours "$bindir/kernbench"; then
+    bindir="$HOME/.local/bin"
   fi
-  mkdir -p "$bindir"
-  ln -sfn "$target" "$bindir/kernbench"
+  if ! ours "$bindir/kernbench"; then
+    echo "setup: $bindir/kernbench exists and is not a launcher of ours: left alone; run $target" >&2
+  else
+    mkdir -p "$bindir"
+    q=${target//\'/\'\\\'\'}
+    printf '#!/bin/sh\n%s (%s)\nexec '\''%s'\'' "$@"\n' "$marker" "$ROOT" "$q" > "$bindir/.kernbench.$$"
+    chmod 755 "$bindir/.kernbench.$$"
+    mv -f "$bindir/.kernbench.$$" "$bindir/kernbench"
+  fi
   echo "setup: kernbench $version installed in $VENV ($bindir/kernbench -> $target)"
   case ":$PATH:" in
     *":$bindir:"*) ;;
