@@ -60,6 +60,10 @@ if [ "$managed" = 1 ]; then
   build_dir='build/venv-{wheel_tag}'
 fi
 PYEXE=$("$PYTHON" -c 'import sys; print(sys.executable)')
+# PYTHON=.venv/bin/python given by hand: the same tree as above.
+if [ "$("$PYTHON" -c 'import os, sys; print(os.path.realpath(sys.prefix))')" = "$(realpath -m "$VENV")" ]; then
+  build_dir='build/venv-{wheel_tag}'
+fi
 TAG=$("$PYTHON" -c 'import sys, sysconfig
 v = "cp%d%d" % sys.version_info[:2]
 print("%s-%s-%s" % (v, v, sysconfig.get_platform().replace("-", "_").replace(".", "_")))')
