@@ -43,12 +43,16 @@ when every value uses one, else in the dimension's base unit (B, B/s, ps,
 Hz); sweep.json's ``grid_columns`` maps each renamed key to its column.
 ``plot=(X, Y)`` draws Y against X (a grid key or column, and a metric) into
 ``out`` as a PNG, one line per combination of the other grid columns.
+
+This module is the public API (``sweep``, ``Point``) and what one point runs
+(``_run_task``); its parts live beside it and their names stay importable from
+here: the grid and its ``KEY [UNIT]`` columns in ``kernbench.sweep_grid``, the
+executors in ``kernbench.sweep_executors``, the checkpoint file in
+``kernbench.sweep_checkpoint`` and the ``--plot`` figure in ``kernbench.sweep_plot``.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
 import tempfile
 import time
@@ -57,187 +61,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from kernbench import atomic_output as kio
-from kernbench import sweepjson
+from kernbench import sweep_executors, sweepjson
 from kernbench._core import ConfigError, UsageError
 from kernbench.overrides import BENCH_PREFIX, apply_bench_overrides
 from kernbench.progress import progress_bar
 from kernbench.runner import run_bench
-from kernbench.units import parse_quantity, to_base
+from kernbench.sweep_checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, _Checkpoint  # noqa: F401
+from kernbench.sweep_executors import _executor_name, _is_dask_client  # noqa: F401
+from kernbench.sweep_grid import (STATUS_COLUMNS, _number, _plain, _point_key, _text,  # noqa: F401
+                                  expand_grid, grid_columns, parse_grid)
+from kernbench.sweep_plot import plot_name, plot_sweep
 
 __all__ = ["Point", "sweep", "parse_grid", "progress_bar", "expand_grid"]  # progress_bar: kernbench.progress
 
-CHECKPOINT_FORMAT = "kernbench.sweep.checkpoint"
-CHECKPOINT_VERSION = 1
-STATUS_COLUMNS = ("status", "error", "wall_s")
 
-
-# ---- values and grids -------------------------------------------------------------
-
-def _text(value: Any) -> str:
-    """A grid value as --set text: lists as a,b,c; booleans as true/false."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(_text(v) for v in value)
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
-        return _text(value.item())
-    return str(value)
-
-
-def _plain(obj: Any) -> Any:
-    """Python scalars, lists and dicts only (numpy values converted), so records are the same from every executor."""
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
-        return _plain(obj.tolist())
-    if obj is None or isinstance(obj, (str, bool, int, float)):
-        return obj
-    return str(obj)  # anything else (an enum, a custom object) as its text, so it can be checkpointed
-
-
-def parse_grid(items: Iterable[str], list_params: Iterable[str] = ()) -> dict[str, list[str]]:
-    """``["system.sips.w=1,2", "bench.meshes=cube-4x2;mesh-8x8"]`` -> a grid of value texts.
-
-    Values are separated by ``,``; for ``list_params`` (bench parameters
-    whose value is itself a list) by ``;``, each value then being a
-    comma-separated list.
-    """
-    grid: dict[str, list[str]] = {}
-    lists = set(list_params)
-    for text in items:
-        key, sep, values = text.partition("=")
-        key = key.strip()
-        if not sep or not key or not values.strip():
-            raise ConfigError(f"--grid {text!r}: expected KEY=V1,V2,..., e.g. system.sips.w=1,2,4")
-        if key in grid:
-            raise ConfigError(f"--grid {key}: given twice")
-        sepchar = ";" if key in lists else ","
-        vals = [v.strip() for v in values.split(sepchar) if v.strip()]
-        if not vals:
-            raise ConfigError(f"--grid {text!r}: no values")
-        grid[key] = vals
-    return grid
-
-
-def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The points of a grid: the product of a dict of value lists, or an explicit list of dicts."""
-    if isinstance(grid, Mapping):
-        keys = list(grid)
-        for k in keys:
-            vals = grid[k]
-            if isinstance(vals, (str, bytes)) or not hasattr(vals, "__iter__"):
-                raise ConfigError(f"grid[{k!r}]: expected a list of values, got {vals!r}")
-            if len(list(vals)) == 0:
-                raise ConfigError(f"grid[{k!r}]: no values")
-        return [dict(zip(keys, combo)) for combo in itertools.product(*(list(grid[k]) for k in keys))]
-    points = [dict(p) for p in grid]
-    if not points:
-        raise ConfigError("grid: no points")
-    return points
-
-
-def grid_columns(points: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, Any]]:
-    """Grid key -> (DataFrame column, value -> cell) for the axes whose values are quantities.
-
-    Every value of the axis must be a number with a known unit; one unit for all keeps it
-    (``KEY [GB/s]``), mixed units of one dimension convert to its base unit (``KEY [B/s]``).
-    Axes of plain numbers or other text are left as they are (absent from the result).
-    """
-    keys: list[str] = []
-    for p in points:
-        keys += [k for k in p if k not in keys]
-    out: dict[str, tuple[str, Any]] = {}
-    for k in keys:
-        vals = [p[k] for p in points if k in p]
-        parsed = [parse_quantity(v) if isinstance(v, str) else None for v in vals]
-        if not parsed or any(q is None for q in parsed):
-            continue
-        units = {u for _, u in parsed}
-        bases = {to_base(1.0, u)[1] for u in units}
-        if len(bases) != 1:
-            continue  # quantities of different dimensions: keep the text
-        if len(units) == 1:
-            unit = units.pop()
-
-            def cell(v, _u=unit):
-                return _number(parse_quantity(v)[0])
-        else:
-            unit = bases.pop()
-
-            def cell(v):
-                return _number(to_base(*parse_quantity(v))[0])
-        out[k] = (f"{k} [{unit}]", cell)
-    return out
-
-
-def _number(x: float) -> int | float:
-    """An integral value as an int (64 KiB -> 65536 B), others as floats."""
-    return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
-
-
-def plot_sweep(df, x: str, y: str, path: str | os.PathLike[str], *, grid_keys: Sequence[str] = (),
-               title: str | None = None) -> Path:
-    """Draw column ``y`` against ``x`` (a column, or a grid key whose column was renamed) as a PNG.
-
-    One line per combination of the other grid columns (``grid_keys``: the grid's columns), the mean
-    where a point gave several rows; failed points are left out. Written atomically.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    cols = list(df.columns)
-    renamed = {c.split(" [", 1)[0]: c for c in cols if c.endswith("]") and " [" in c}
-    xc = x if x in cols else renamed.get(x)
-    yc = y if y in cols else renamed.get(y)
-    for given, col in ((x, xc), (y, yc)):
-        if col is None:
-            shown = ", ".join(c for c in cols if c not in STATUS_COLUMNS)
-            raise ConfigError(f"--plot: no column {given!r} in the sweep's rows (columns: {shown})")
-    ok = df[df["status"] != "failed"] if "status" in df.columns else df
-    for col in (xc, yc):
-        if pd.to_numeric(ok[col], errors="coerce").isna().all():
-            raise ConfigError(f"--plot: column {col!r} holds no numbers (plot a numeric column)")
-    others = [c for c in grid_keys if c in cols and c != xc]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    groups = ok.groupby(others, sort=True, dropna=False) if others else [((), ok)]
-    for label, sub in groups:
-        pts = pd.DataFrame({"x": pd.to_numeric(sub[xc], errors="coerce"),
-                            "y": pd.to_numeric(sub[yc], errors="coerce")}).dropna().groupby("x", sort=True)["y"].mean()
-        if pts.empty:
-            continue
-        label = label if isinstance(label, tuple) else (label,)
-        text = ", ".join(f"{c}={v}" for c, v in zip(others, label)) or yc
-        ax.plot(list(pts.index), list(pts.values), marker="o", label=text)
-    several = "point" in ok.columns and ok["point"].duplicated().any()
-    ax.set_xlabel(xc)
-    ax.set_ylabel(f"{yc} (mean of each point's rows)" if several else yc)
-    ax.set_title(title or f"{yc} vs {xc}")
-    ax.grid(True, alpha=0.3)
-    if others:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    written = kio.save_figure(fig, Path(path))
-    plt.close(fig)
-    return written
-
-
-def plot_name(x: str, y: str) -> str:
-    """The PNG name of ``--plot X Y``: ``Y-vs-X.png`` with path-unsafe characters replaced."""
-    import re
-
-    def safe(t: str) -> str:
-        return re.sub(r"[^A-Za-z0-9._-]+", "_", t).strip("_") or "column"
-
-    return f"{safe(y)}-vs-{safe(x)}.png"
-
+# ---- a point, run in any process -------------------------------------------------------
 
 @dataclass
 class Point:
@@ -258,8 +96,6 @@ class Point:
         sets.update(extra or {})
         return System.load(self.config, set=sets, seed=self.seed)
 
-
-# ---- the worker side (runs in any process) -------------------------------------------
 
 def _load_fn(blob: bytes):
     import pickle
@@ -324,154 +160,9 @@ def _run_task(task: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-# ---- checkpoints -------------------------------------------------------------------------
-
-def _point_key(params: Mapping[str, Any]) -> str:
-    return json.dumps({k: _text(v) for k, v in params.items()}, sort_keys=True)
-
-
-class _Checkpoint:
-    """A JSON-lines file: one header line, then one line per finished point."""
-
-    def __init__(self, path: Path, identity: dict[str, Any]):
-        self.path = path
-        self.identity = identity
-
-    def read(self) -> dict[str, dict[str, Any]]:
-        """Finished points by key; a line cut short by a crash is dropped (and cut off the file)."""
-        if not self.path.exists():
-            return {}
-        raw = self.path.read_bytes()
-        lines = raw.split(b"\n")
-        good: list[bytes] = []
-        records: dict[str, dict[str, Any]] = {}
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                if i == len(lines) - 1:  # the last line, half-written when the sweep died
-                    break
-                raise ConfigError(f"{self.path}: line {i + 1} is not JSON: the checkpoint is damaged "
-                                  "(delete it, or run without resume)") from None
-            if not good:
-                if obj.get("format") != CHECKPOINT_FORMAT:
-                    raise ConfigError(f"{self.path}: not a kernbench sweep checkpoint")
-                if obj.get("identity") != self.identity:
-                    theirs = obj.get("identity", {})
-                    diff = [k for k in sorted(set(theirs) | set(self.identity)) if theirs.get(k) != self.identity.get(k)]
-                    raise ConfigError(
-                        f"{self.path}: written by a different sweep ({', '.join(diff)} differ: "
-                        + "; ".join(f"{k}: checkpoint {theirs.get(k)!r}, now {self.identity.get(k)!r}" for k in diff)
-                        + "); use another checkpoint or run without resume")
-            else:
-                records[obj["key"]] = obj
-            good.append(line)
-        fixed = b"\n".join(good) + (b"\n" if good else b"")
-        if fixed != raw:
-            kio._atomic_write_bytes(self.path, fixed)
-        return records
-
-    def start(self, keep: Iterable[dict[str, Any]]) -> None:
-        """Rewrite the file: header and the records kept from before."""
-        lines = [json.dumps({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "identity": self.identity})]
-        lines += [json.dumps(r) for r in keep]
-        kio._atomic_write_bytes(self.path, ("\n".join(lines) + "\n").encode())
-
-    def append(self, record: dict[str, Any]) -> None:
-        data = (json.dumps(record) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, data)  # one write of one line: a crash leaves at most a cut last line
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-# ---- executors -----------------------------------------------------------------------
-
-def _is_dask_client(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] == "distributed" and hasattr(obj, "submit")
-
-
-def _executor_name(executor: Any) -> str:
-    if isinstance(executor, str):
-        return "dask" if "://" in executor else executor
-    if _is_dask_client(executor):
-        return "dask"
-    return type(executor).__name__
-
-
-def _run_serial(tasks, on_done):
-    for t in tasks:
-        on_done(_run_task(t))
-
-
-def _run_futures(pool, tasks, on_done):
-    import concurrent.futures as cf
-
-    futures = [pool.submit(_run_task, t) for t in tasks]
-    try:
-        for f in cf.as_completed(futures):
-            on_done(f.result())
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        raise
-
-
-def _run_process(tasks, on_done, workers):
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
-    n = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
-    # forkserver: a clean child per worker, safe even when this process has threads.
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    with cf.ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context(method)) as pool:
-        _run_futures(pool, tasks, on_done)
-
-
-def _run_dask(tasks, on_done, client):
-    from distributed import as_completed
-
-    futures = [client.submit(_run_task, t, pure=False) for t in tasks]
-    try:
-        for f in as_completed(futures):
-            on_done(f.result())
-    except BaseException:
-        client.cancel(futures)
-        raise
-
-
 def _dispatch(executor, tasks, on_done, workers):
-    if not tasks:
-        return
-    if isinstance(executor, str):
-        if executor == "serial":
-            return _run_serial(tasks, on_done)
-        if executor == "process":
-            return _run_process(tasks, on_done, workers)
-        if executor == "dask" or "://" in executor:
-            try:
-                from distributed import Client, LocalCluster
-            except ImportError:
-                raise UsageError("executor 'dask' needs dask.distributed: pip install 'dask[distributed]'") from None
-            if executor == "dask":
-                n = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
-                with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, Client(cluster) as client:
-                    return _run_dask(tasks, on_done, client)
-            with Client(executor) as client:
-                return _run_dask(tasks, on_done, client)
-        raise UsageError(f"unknown executor {executor!r} (known: serial, process, dask, a scheduler address "
-                         "like tcp://host:8786, a dask Client or a concurrent.futures Executor)")
-    if _is_dask_client(executor):
-        return _run_dask(tasks, on_done, executor)
-    if hasattr(executor, "submit"):
-        return _run_futures(executor, tasks, on_done)
-    raise UsageError(f"executor {executor!r}: expected 'serial', 'process', 'dask', an address, a Client "
-                     "or an Executor")
+    """Run the points' tasks on ``executor`` (see kernbench.sweep_executors), ``on_done`` for each record."""
+    return sweep_executors._dispatch(executor, _run_task, tasks, on_done, workers)
 
 
 # ---- the sweep ----------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""Where a sweep's points run: serially, on local processes, on Dask, or on any Executor.
+
+``_dispatch(executor, run, tasks, on_done, workers)`` calls ``run(task)`` for
+every task on the chosen executor and ``on_done(result)`` in this process as each
+result arrives (in completion order). ``run`` must be a module-level function, so
+that process and Dask workers can import it; it must never raise for a task's own
+failure. An exception while waiting (Ctrl-C) cancels the tasks not yet started. These functions know
+nothing of benches or points (``kernbench.sweeps`` gives them its ``_run_task``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kernbench._core import UsageError
+
+
+def _is_dask_client(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "distributed" and hasattr(obj, "submit")
+
+
+def _executor_name(executor: Any) -> str:
+    if isinstance(executor, str):
+        return "dask" if "://" in executor else executor
+    if _is_dask_client(executor):
+        return "dask"
+    return type(executor).__name__
+
+
+def _run_serial(run, tasks, on_done):
+    for t in tasks:
+        on_done(run(t))
+
+
+def _run_futures(pool, run, tasks, on_done):
+    import concurrent.futures as cf
+
+    futures = [pool.submit(run, t) for t in tasks]
+    try:
+        for f in cf.as_completed(futures):
+            on_done(f.result())
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise
+
+
+def _run_process(run, tasks, on_done, workers):
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    n = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    # forkserver: a clean child per worker, safe even when this process has threads.
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    with cf.ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context(method)) as pool:
+        _run_futures(pool, run, tasks, on_done)
+
+
+def _run_dask(run, tasks, on_done, client):
+    from distributed import as_completed
+
+    futures = [client.submit(run, t, pure=False) for t in tasks]
+    try:
+        for f in as_completed(futures):
+            on_done(f.result())
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def _dispatch(executor, run, tasks, on_done, workers):
+    if not tasks:
+        return
+    if isinstance(executor, str):
+        if executor == "serial":
+            return _run_serial(run, tasks, on_done)
+        if executor == "process":
+            return _run_process(run, tasks, on_done, workers)
+        if executor == "dask" or "://" in executor:
+            try:
+                from distributed import Client, LocalCluster
+            except ImportError:
+                raise UsageError("executor 'dask' needs dask.distributed: pip install 'dask[distributed]'") from None
+            if executor == "dask":
+                n = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+                with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, Client(cluster) as client:
+                    return _run_dask(run, tasks, on_done, client)
+            with Client(executor) as client:
+                return _run_dask(run, tasks, on_done, client)
+        raise UsageError(f"unknown executor {executor!r} (known: serial, process, dask, a scheduler address "
+                         "like tcp://host:8786, a dask Client or a concurrent.futures Executor)")
+    if _is_dask_client(executor):
+        return _run_dask(run, tasks, on_done, executor)
+    if hasattr(executor, "submit"):
+        return _run_futures(executor, run, tasks, on_done)
+    raise UsageError(f"executor {executor!r}: expected 'serial', 'process', 'dask', an address, a Client "
+                     "or an Executor")
