@@ -8,7 +8,7 @@ code -- never a crash, a hang or a traceback.
 
 The cases live in data:
 
-* ``tests/bad_inputs/cases.yaml`` lists the broken config files (under
+* ``tests/bad_inputs/cases.yaml`` (and ``cases_<family>.yaml`` beside it) lists the broken config files (under
   ``tests/bad_inputs/configs/``) and the CLI calls;
 * ``API_CASES`` below lists the Python API calls (they are code).
 
@@ -41,7 +41,21 @@ from kernbench._core import CapacityError, ConfigError, DeadlockError, TopologyE
 
 CORPUS = Path(__file__).resolve().parent.parent / "bad_inputs"
 CONFIGS = CORPUS / "configs"
-MANIFEST = yaml.safe_load((CORPUS / "cases.yaml").read_text())
+
+
+def _load_manifest() -> dict[str, list]:
+    """cases.yaml and every cases_<family>.yaml beside it, their lists joined (configs, cli)."""
+    merged: dict[str, list] = {"configs": [], "cli": []}
+    for path in sorted(CORPUS.glob("cases*.yaml")):
+        part = yaml.safe_load(path.read_text()) or {}
+        unknown = set(part) - set(merged)
+        assert not unknown, f"{path.name}: unknown sections {sorted(unknown)} (known: configs, cli)"
+        for key in merged:
+            merged[key] += part.get(key) or []
+    return merged
+
+
+MANIFEST = _load_manifest()
 BASE_SYSTEM = CONFIGS / "_base_system.yaml"
 BASE_GRAPH = CONFIGS / "_base_graph.yaml"
 
