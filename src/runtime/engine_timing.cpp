@@ -57,4 +57,8 @@ Time scratch_read_time(const PeConfig& pe, Bytes bytes) {
   return pe.ipcq_bank_hop + static_cast<Time>(cycles_to_ps(pe, static_cast<double>(cycles)));
 }
 
+Time reduce_slot_time(const PeConfig& pe, Bytes bytes, const std::string& what) {
+  return pe.ipcq_bank_hop + vector_time(pe, bytes, what);
+}
+
 }  // namespace kernbench::runtime

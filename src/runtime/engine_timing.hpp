@@ -11,12 +11,16 @@
 //           bytes at the scratch port's width (vector bytes per cycle),
 //           rounded up to whole cycles
 //   dispatch one PE_CPU dispatch per command: pe.dispatch
-// DMA time is not a formula: moves go through the fabric (the executor's
-// move_legs name the transfers).
+//   reduce  a reducing recv's slot: a bank hop + the vector engine's time
+//   DMA     not a formula: a move's transfers (move_legs) go through the
+//           fabric, which times them
+// The executor charges these; the GEMM plan's estimate uses the same
+// functions.
 #pragma once
 
 #include <string>
 
+#include "runtime/program.hpp"
 #include "topology/config.hpp"
 
 namespace kernbench::runtime {
@@ -48,7 +52,30 @@ Time gemm_time(const PeConfig& pe, double flops, Precision precision, const std:
 Time vector_time(const PeConfig& pe, Bytes bytes, const std::string& what);
 /// Reading `bytes` of an IPCQ slot out of scratch.
 Time scratch_read_time(const PeConfig& pe, Bytes bytes);
+/// Adding a slot of `bytes` into the receiver's buffer (a reducing recv).
+Time reduce_slot_time(const PeConfig& pe, Bytes bytes, const std::string& what);
 /// One PE_CPU dispatch.
 inline Time dispatch_time(const PeConfig& pe) { return pe.dispatch; }
+
+/// The fabric transfers a DMA-style move (a dma op, a composite's load or
+/// store) makes when `agent` runs it: a read -- src is not the agent --
+/// first sends a request packet of `request` bytes to src; then the data
+/// goes src -> dst (no transfer when they are the same node). The executor
+/// issues these; the critical path and the energy model price them.
+struct MoveLegs {
+  struct Leg {
+    NodeId src = 0, dst = 0;
+    Bytes bytes = 0;
+    bool request = false;
+  };
+  Leg leg[2];
+  int count = 0;
+};
+inline MoveLegs move_legs(NodeId agent, const Move& m, Bytes request) {
+  MoveLegs l;
+  if (m.src != agent) l.leg[l.count++] = {agent, m.src, request, true};
+  if (m.src != m.dst) l.leg[l.count++] = {m.src, m.dst, m.bytes, false};
+  return l;
+}
 
 }  // namespace kernbench::runtime

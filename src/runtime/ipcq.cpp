@@ -116,7 +116,7 @@ sim::Task<> Executor::Impl::recv(std::uint32_t n) {
     } else if (mode == RecvMode::Reduce) {
       std::int32_t unused = -1;
       co_await e.acquire(Engine::Vector, unused);
-      co_await sim.delay(cfg.ipcq_bank_hop + vector_time(cfg, b, nodes[n].name));
+      co_await sim.delay(reduce_slot_time(cfg, b, nodes[n].name));
       e.release(Engine::Vector, n);
     }
     Message& m = messages[mi];
