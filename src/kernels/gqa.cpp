@@ -81,7 +81,8 @@ std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, in
       if (s.phase == GqaPhase::Prefill) {
         for (int r = 0; r < n; ++r) {
           const int src = ((pos - r) % n + n) % n;
-          chunk(part_lo(s.s_kv, n, src), part_len(s.s_kv, n, src), striped(s.cubes[static_cast<std::size_t>(src)]), r == 0, r < n - 1);
+          chunk(part_lo(s.s_kv, n, src), part_len(s.s_kv, n, src), striped(s.cubes[static_cast<std::size_t>(src)]),
+                r == 0, r < n - 1);
         }
       } else {
         chunk(part_lo(s.s_kv, n, pos), part_len(s.s_kv, n, pos), striped(cube), true, false);

@@ -201,7 +201,8 @@ TEST_CASE("gqa: the data table covers every op and leaves the Program unchanged"
     for (GqaPhase phase : {GqaPhase::Prefill, GqaPhase::Decode}) {
       DYNAMIC_SECTION(to_string(phase) << " case " << c) {
         System system(gqa_machine());
-        const GqaSpec s = phase == GqaPhase::Prefill ? spec(phase, c, 128, 256, 32, 16) : spec(phase, c, 3, 300, 32, 16);
+        const GqaSpec s =
+            phase == GqaPhase::Prefill ? spec(phase, c, 128, 256, 32, 16) : spec(phase, c, 3, 300, 32, 16);
         std::vector<GqaOpData> data;
         GqaPlan plan;
         const auto with = gqa_program(system, s, &plan, &data);
@@ -219,14 +220,22 @@ TEST_CASE("gqa: the data table covers every op and leaves the Program unchanged"
             case GqaRole::Softmax:
             case GqaRole::Merge:
             case GqaRole::Finalize: CHECK(o.kind == OpKind::Vector); break;
-            case GqaRole::LoadQ: q_rows += static_cast<std::int64_t>(data[i].rows.size()); CHECK(o.kind == OpKind::Dma); break;
-            case GqaRole::StoreO: o_rows += static_cast<std::int64_t>(data[i].rows.size()); CHECK(o.kind == OpKind::Dma); break;
+            case GqaRole::LoadQ:
+              q_rows += static_cast<std::int64_t>(data[i].rows.size());
+              CHECK(o.kind == OpKind::Dma);
+              break;
+            case GqaRole::StoreO:
+              o_rows += static_cast<std::int64_t>(data[i].rows.size());
+              CHECK(o.kind == OpKind::Dma);
+              break;
             case GqaRole::LoadK:
             case GqaRole::LoadV:
               CHECK(o.kind == OpKind::Dma);
               CHECK(data[i].hi - data[i].lo == o.move.bytes / (s.d_head * s.elem_bytes));
               break;
-            case GqaRole::None: CHECK((o.kind == OpKind::Alloc || o.kind == OpKind::Free || o.kind == OpKind::Barrier)); break;
+            case GqaRole::None:
+              CHECK((o.kind == OpKind::Alloc || o.kind == OpKind::Free || o.kind == OpKind::Barrier));
+              break;
             default: CHECK((o.kind == OpKind::Send || o.kind == OpKind::Recv)); break;
           }
         }
