@@ -3,7 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -68,6 +71,51 @@ py::dict plan_dict(const GqaPlan& p) {
   return d;
 }
 
+// Test hook for the numeric check: `p` rebuilt op by op through the Program
+// API, without the dependency edges (op, on) in `drop` and with the keys
+// (op, key) in `rekey` given to those sends and recvs.
+runtime::Program edited(const runtime::Program& p, const std::vector<std::pair<runtime::OpId, runtime::OpId>>& drop,
+                        const std::vector<std::pair<runtime::OpId, std::int64_t>>& rekey) {
+  using runtime::OpId;
+  using runtime::OpKind;
+  runtime::Program q(p.name());
+  for (std::size_t t = 1; t < p.tags().size(); ++t) q.tag(p.tags()[t]);
+  for (const auto& [op, on] : drop)
+    if (op >= p.size() || std::find(p.op(op).deps.begin(), p.op(op).deps.end(), on) == p.op(op).deps.end())
+      throw UsageError(p.name() + ": op " + std::to_string(op) + " does not depend on op " + std::to_string(on));
+  for (const auto& [op, key] : rekey)
+    if (op >= p.size() || (p.op(op).kind != OpKind::Send && p.op(op).kind != OpKind::Recv))
+      throw UsageError(p.name() + ": op " + std::to_string(op) + " is not a send or recv");
+  for (OpId i = 0; i < p.size(); ++i) {
+    const runtime::Op& o = p.op(i);
+    std::vector<OpId> deps;
+    for (OpId d : o.deps)
+      if (std::find(drop.begin(), drop.end(), std::pair<OpId, OpId>{i, d}) == drop.end()) deps.push_back(d);
+    std::int64_t key = o.key;
+    for (const auto& [op, k] : rekey)
+      if (op == i) key = k;
+    switch (o.kind) {
+      case OpKind::Dma: q.dma(o.agent, o.move, deps, o.name, o.tag); break;
+      case OpKind::Gemm: q.gemm(o.agent, o.flops, o.precision, deps, o.name, o.tag); break;
+      case OpKind::Vector: q.vector(o.agent, o.bytes, deps, o.name, o.tag); break;
+      case OpKind::Alloc: q.alloc(o.agent, o.bytes, deps, o.name); break;
+      case OpKind::Free: {
+        // free() adds its alloc as the last dependency itself.
+        const auto it = std::find(deps.rbegin(), deps.rend(), o.target);
+        if (it != deps.rend()) deps.erase(std::next(it).base());
+        q.free(o.target, deps, o.name);
+        break;
+      }
+      case OpKind::Send: q.send(o.agent, o.move.dst, o.move.bytes, key, deps, o.name, o.tag, o.move.src); break;
+      case OpKind::Recv: q.recv(o.agent, o.peer, key, deps, o.name, o.tag, o.recv_mode); break;
+      case OpKind::Barrier: q.barrier(o.agent, deps, o.name); break;
+      case OpKind::Composite: throw UsageError(p.name() + ": edited() does not rebuild composites");
+    }
+    if ((o.kind == OpKind::Send || o.kind == OpKind::Recv) && !o.slices.empty()) q.set_slices(i, o.slices);
+  }
+  return q;
+}
+
 }  // namespace
 
 void bind_gqa(py::module_& m) {
@@ -122,6 +170,76 @@ void bind_gqa(py::module_& m) {
       "Build and run one GQA case on the system (same arguments as gqa_plan). Returns a dict: plan, latency_ps, "
       "engine_busy_ps and engine_occupancy per engine kind, link_bytes per link class, op_counts and op_bytes by "
       "op kind, peak_scratch (most any PE held), phase_windows_ps per tag, run (the RunResult: op log, engines).");
+  m.def(
+      "gqa_dataflow_run",
+      [](System& s, const std::string& phase, int gqa_case, std::int64_t t_q, std::int64_t s_kv, std::int64_t tile_q,
+         std::int64_t tile_s, std::uint32_t kv_buffers, int sip, const Cubes& cubes, const std::string& precision,
+         const std::vector<std::pair<runtime::OpId, runtime::OpId>>& drop_deps,
+         const std::vector<std::pair<runtime::OpId, std::int64_t>>& set_keys) {
+        const GqaSpec spec = make_spec(phase, gqa_case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip, cubes, precision);
+        GqaPlan plan;
+        std::vector<GqaOpData> data;
+        runtime::Program prog = gqa_program(s, spec, &plan, &data);
+        if (!drop_deps.empty() || !set_keys.empty()) prog = edited(prog, drop_deps, set_keys);
+        runtime::RunResult run;
+        poll_python_signals(s.sim());
+        {
+          py::gil_scoped_release nogil;
+          run = runtime::Executor(s).run(prog);
+        }
+        const std::size_t n = prog.size();
+        py::list kind(n), agent(n), peer(n), key(n), deps(n), name(n), role(n), buffer(n), first(n), lo(n), hi(n),
+            rows(n), start(n), end(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const runtime::Op& o = prog.op(static_cast<runtime::OpId>(i));
+          const GqaOpData& g = data[i];
+          kind[i] = runtime::to_string(o.kind);
+          agent[i] = o.agent;
+          peer[i] = o.kind == runtime::OpKind::Send ? static_cast<std::int64_t>(o.move.dst)
+                    : o.kind == runtime::OpKind::Recv ? static_cast<std::int64_t>(o.peer)
+                                                      : -1;
+          key[i] = o.key;
+          deps[i] = o.deps;
+          name[i] = o.name;
+          role[i] = to_string(g.role);
+          buffer[i] = g.buffer;
+          first[i] = g.first;
+          lo[i] = g.lo;
+          hi[i] = g.hi;
+          rows[i] = g.rows;
+          start[i] = run.ops[i].start;
+          end[i] = run.ops[i].end;
+        }
+        py::dict ops;
+        ops["kind"] = kind;
+        ops["agent"] = agent;
+        ops["peer"] = peer;
+        ops["key"] = key;
+        ops["deps"] = deps;
+        ops["name"] = name;
+        ops["role"] = role;
+        ops["buffer"] = buffer;
+        ops["first"] = first;
+        ops["lo"] = lo;
+        ops["hi"] = hi;
+        ops["rows"] = rows;
+        ops["start_ps"] = start;
+        ops["end_ps"] = end;
+        py::dict d;
+        d["ops"] = ops;
+        d["plan"] = plan_dict(plan);
+        d["latency_ps"] = run.makespan();
+        return d;
+      },
+      py::arg("system"), py::arg("phase"), py::arg("case"), py::arg("t_q"), py::arg("s_kv"), py::arg("tile_q") = 256,
+      py::arg("tile_s") = 256, py::arg("kv_buffers") = 2, py::arg("sip") = 0, py::arg("cubes") = Cubes{},
+      py::arg("precision") = "fp16",
+      py::arg("drop_deps") = std::vector<std::pair<runtime::OpId, runtime::OpId>>{},
+      py::arg("set_keys") = std::vector<std::pair<runtime::OpId, std::int64_t>>{},
+      "Build and run one GQA case's Program (as gqa_run) and return what the numeric check interprets: per op "
+      "(columns) its kind, agent, peer, key, deps, name and GqaOpData (role, buffer, first, lo, hi, rows) with its "
+      "start and end in the run; plan; latency_ps. Test hook: drop_deps [(op, on)] removes those dependency edges "
+      "and set_keys [(op, key)] rekeys those sends/recvs before the run.");
 }
 
 }  // namespace kernbench::bindings

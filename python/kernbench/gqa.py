@@ -14,8 +14,9 @@ and runs it::
     r.latency_us, r.compute_work, r.ipcq_ops, r.link_bytes
 
 ``gqa.plan(...)`` gives the decisions and the closed-form op counts without
-running. ``kernbench.gqa_reference`` checks in NumPy that each schedule
-computes attention.
+running. ``kernbench.gqa_reference`` runs a case's Program and interprets its
+ops in NumPy, in the order the executor ran them, to check that it computes
+attention.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "runtime/engine_timing.hpp"
 #include "runtime/hbm.hpp"
 #include "sim/errors.hpp"
 #include "topology/routing.hpp"
@@ -25,16 +26,6 @@ std::string bytes_text(Bytes b) {
   if (b >= sim::kMiB && b % sim::kMiB == 0) return std::to_string(b / sim::kMiB) + " MiB";
   if (b >= sim::kKiB && b % sim::kKiB == 0) return std::to_string(b / sim::kKiB) + " KiB";
   return std::to_string(b) + " B";
-}
-
-int macs_per_cycle(const topology::PeConfig& pe, Precision p) {
-  switch (p) {
-    case Precision::Fp32: return pe.gemm_macs_fp32;
-    case Precision::Fp16: return pe.gemm_macs_fp16;
-    case Precision::Bf16: return pe.gemm_macs_bf16;
-    case Precision::Int8: return pe.gemm_macs_int8;
-  }
-  return 0;
 }
 
 // The HBM regions of each share's A rows, B columns and C block in its home
@@ -134,9 +125,9 @@ struct Context {
 };
 
 Time compute_time(const Context& c, double flops) {
-  // Mirrors the executor: cycles rounded up, then to ps rounded up.
-  const double cycles = std::ceil(flops / (2.0 * c.macs));
-  return static_cast<Time>(std::ceil(cycles * 1e12 / static_cast<double>(c.pe.clock_hz)));
+  // What the executor's GEMM engine charges (unchecked: a candidate tiling
+  // may be absurdly slow; the search discards it).
+  return static_cast<Time>(runtime::cycles_to_ps(c.pe, runtime::gemm_cycles(flops, c.macs)));
 }
 
 Bytes scratch_need(const Context& c, std::int64_t tm, std::int64_t tn, std::int64_t tk, std::int64_t n_share) {
@@ -203,7 +194,7 @@ void evaluate(const Context& c, const PathModel& path, std::int64_t tm, std::int
   // The whole run: dispatches (alloc, [pinned], composite, free), the
   // pinned load, the first tile's loads, the steady state, the last
   // compute and the last store.
-  const Time dispatches = (c.spec.pinned ? 4 : 3) * c.pe.dispatch;
+  const Time dispatches = (c.spec.pinned ? 4 : 3) * runtime::dispatch_time(c.pe);
   s.estimate_ps = dispatches + s.pinned_ps + load_latency + (static_cast<Time>(steps) - 1) * step + s.compute_ps + write_occ;
 }
 
@@ -277,10 +268,8 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
     throw ConfigError(what + ": tile sizes must be >= 0 (0: chosen), got " + std::to_string(spec.tile_m) + " x " +
                       std::to_string(spec.tile_n) + " x " + std::to_string(spec.tile_k));
   if (spec.buffers < 1) throw ConfigError(what + ": buffers must be >= 1");
-  const int macs = macs_per_cycle(pe_cfg, spec.precision);
-  if (macs <= 0)
-    throw ConfigError(what + ": the GEMM engine has no " + std::string(topology::to_string(spec.precision)) +
-                      " mode (pe.gemm." + topology::to_string(spec.precision) + " = 0)");
+  const int macs = runtime::gemm_macs_per_cycle(pe_cfg, spec.precision);
+  if (macs <= 0) throw ConfigError(what + ": " + runtime::no_gemm_mode_text(spec.precision));
   if (spec.pes.empty()) {
     if (machine.pes().empty()) throw ConfigError(what + ": the machine has no PEs; name the agents in GemmSpec::pes");
     spec.pes.push_back(machine.pes().front());
@@ -321,7 +310,7 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   plan.c_elem_bytes = ctx.ec;
   plan.acc_elem_bytes = ctx.acc;
   plan.scratch_budget = pe_cfg.scratch;
-  plan.flops = 2.0 * static_cast<double>(spec.m) * static_cast<double>(spec.n) * static_cast<double>(spec.k);
+  plan.flops = runtime::gemm_flops(dm, dn, dk);
   plan.peak_flops_per_s = static_cast<double>(P) * 2.0 * macs * static_cast<double>(pe_cfg.clock_hz);
 
   topology::Router router(machine);

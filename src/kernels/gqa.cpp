@@ -50,6 +50,7 @@ struct KvTile {
   bool forward = false;  // sent on to the next cube after use
   std::int64_t step = 0;  // ring step
   std::int64_t j = 0;     // tile index within the chunk
+  std::int64_t lo = 0;    // its first K/V token
 };
 
 // The K/V stream of PE (pos, p) for one Q tile.
@@ -61,11 +62,11 @@ std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, in
   // Tiles of a chunk of `len` tokens, homes chosen by `home_of(tile index)`.
   // Per ring step, the tiles of the chunk processed then.
   std::vector<std::vector<KvTile>> steps;
-  auto chunk = [&](std::int64_t len, auto home_of, bool from_hbm, bool forward) {
+  auto chunk = [&](std::int64_t lo, std::int64_t len, auto home_of, bool from_hbm, bool forward) {
     std::vector<KvTile> tiles;
     const auto step = static_cast<std::int64_t>(steps.size());
     for (std::int64_t j = 0; j * ts < len; ++j)
-      tiles.push_back(KvTile{std::min(ts, len - j * ts), home_of(j), from_hbm, forward, step, j});
+      tiles.push_back(KvTile{std::min(ts, len - j * ts), home_of(j), from_hbm, forward, step, j, lo + j * ts});
     steps.push_back(std::move(tiles));
   };
   const int cube = s.cubes[static_cast<std::size_t>(pos)];
@@ -80,24 +81,27 @@ std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, in
       if (s.phase == GqaPhase::Prefill) {
         for (int r = 0; r < n; ++r) {
           const int src = ((pos - r) % n + n) % n;
-          chunk(part_len(s.s_kv, n, src), striped(s.cubes[static_cast<std::size_t>(src)]), r == 0, r < n - 1);
+          chunk(part_lo(s.s_kv, n, src), part_len(s.s_kv, n, src), striped(s.cubes[static_cast<std::size_t>(src)]),
+                r == 0, r < n - 1);
         }
       } else {
-        chunk(part_len(s.s_kv, n, pos), striped(cube), true, false);
+        chunk(part_lo(s.s_kv, n, pos), part_len(s.s_kv, n, pos), striped(cube), true, false);
       }
       break;
-    case 2: chunk(s.s_kv, striped(cube), true, false); break;
-    case 3: chunk(part_len(s.s_kv, P, p), own, true, false); break;
+    case 2: chunk(0, s.s_kv, striped(cube), true, false); break;
+    case 3: chunk(part_lo(s.s_kv, P, p), part_len(s.s_kv, P, p), own, true, false); break;
     case 4:
       if (s.phase == GqaPhase::Prefill) {
         for (int r = 0; r < n; ++r) {
           const int src = ((pos - r) % n + n) % n;
-          chunk(part_len(s.s_kv, static_cast<std::int64_t>(n) * P, static_cast<std::int64_t>(src) * P + p), own,
-                r == 0, r < n - 1);
+          const std::int64_t share = static_cast<std::int64_t>(src) * P + p;
+          chunk(part_lo(s.s_kv, static_cast<std::int64_t>(n) * P, share),
+                part_len(s.s_kv, static_cast<std::int64_t>(n) * P, share), own, r == 0, r < n - 1);
         }
       } else {
-        chunk(part_len(s.s_kv, static_cast<std::int64_t>(n) * P, static_cast<std::int64_t>(pos) * P + p), own, true,
-              false);
+        const std::int64_t share = static_cast<std::int64_t>(pos) * P + p;
+        chunk(part_lo(s.s_kv, static_cast<std::int64_t>(n) * P, share),
+              part_len(s.s_kv, static_cast<std::int64_t>(n) * P, share), own, true, false);
       }
       break;
   }
@@ -118,6 +122,35 @@ std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, in
 
 // Whether PE (pos, p) works at all.
 bool working(const GqaSpec& s, int pos) { return s.gqa_case != 2 || pos == 0; }
+
+// The query rows (token x h_q + head) of working PE (pos, p), in the order
+// its Q tiles take them: prefill splits the tokens (case 1: n P ways, 2: P
+// ways over a cube's PEs, 4: n ways over the cubes; 3: every PE has all);
+// decode cases 1 and 2 split the heads over a cube's PEs, 3 and 4 give
+// every PE all rows.
+std::vector<std::int64_t> pe_rows(const GqaPlan& plan, int pos, int p) {
+  const GqaSpec& s = plan.spec;
+  const int n = plan.n_cubes, P = plan.pes_per_cube;
+  std::vector<std::int64_t> rows;
+  if (s.phase == GqaPhase::Prefill) {
+    const std::int64_t shares = s.gqa_case == 1 ? static_cast<std::int64_t>(n) * P : s.gqa_case == 2 ? P
+                                : s.gqa_case == 4                                    ? n
+                                                                                     : 1;
+    const std::int64_t idx = s.gqa_case == 1 ? static_cast<std::int64_t>(pos) * P + p : s.gqa_case == 2 ? p
+                             : s.gqa_case == 4                                          ? pos
+                                                                                        : 0;
+    const std::int64_t per = s.t_q / shares;
+    for (std::int64_t t = idx * per; t < (idx + 1) * per; ++t)
+      for (int h = 0; h < s.h_q; ++h) rows.push_back(t * s.h_q + h);
+  } else if (tp_case(s)) {
+    const int hp = s.h_q / P;
+    for (std::int64_t t = 0; t < s.t_q; ++t)
+      for (int h = p * hp; h < (p + 1) * hp; ++h) rows.push_back(t * s.h_q + h);
+  } else {
+    for (std::int64_t r = 0; r < s.t_q * s.h_q; ++r) rows.push_back(r);
+  }
+  return rows;
+}
 
 // Where the resident data lives in HBM: every K/V tile read from a slice
 // (keyed by slice, ring step and tile index: PEs of a cube that read the
@@ -176,6 +209,32 @@ GqaHbmLayout place_gqa(const topology::System& system, const GqaPlan& plan) {
 }  // namespace
 
 const char* to_string(GqaPhase phase) { return phase == GqaPhase::Prefill ? "prefill" : "decode"; }
+
+const char* to_string(GqaRole role) {
+  switch (role) {
+    case GqaRole::None: return "none";
+    case GqaRole::LoadQ: return "load_q";
+    case GqaRole::LoadK: return "load_k";
+    case GqaRole::LoadV: return "load_v";
+    case GqaRole::RecvK: return "recv_k";
+    case GqaRole::RecvV: return "recv_v";
+    case GqaRole::SendK: return "send_k";
+    case GqaRole::SendV: return "send_v";
+    case GqaRole::Qk: return "qk";
+    case GqaRole::Softmax: return "softmax";
+    case GqaRole::Pv: return "pv";
+    case GqaRole::SendO: return "send_o";
+    case GqaRole::SendM: return "send_m";
+    case GqaRole::SendL: return "send_l";
+    case GqaRole::RecvO: return "recv_o";
+    case GqaRole::RecvM: return "recv_m";
+    case GqaRole::RecvL: return "recv_l";
+    case GqaRole::Merge: return "merge";
+    case GqaRole::Finalize: return "finalize";
+    case GqaRole::StoreO: return "store_o";
+  }
+  return "?";
+}
 
 GqaPhase gqa_phase_from(const std::string& name) {
   if (name == "prefill") return GqaPhase::Prefill;
@@ -335,7 +394,8 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   return plan;
 }
 
-runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec, GqaPlan* plan_out) {
+runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec, GqaPlan* plan_out,
+                             std::vector<GqaOpData>* data) {
   GqaPlan plan = plan_gqa(system, spec);
   const GqaSpec& s = plan.spec;
   const Machine& m = system.machine();
@@ -348,6 +408,15 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
                      t_merge = prog.tag("merge"), t_fin = prog.tag("finalize"), t_store = prog.tag("store_o");
   const Bytes d = s.d_head, e = s.elem_bytes;
   const auto key = [](std::int64_t qtile, std::int64_t index, int kind) { return ((qtile << 32) + index) * 8 + kind; };
+  // What op `id` does to the data (see GqaOpData); returns `id`.
+  const auto note = [&](OpId id, GqaRole role, std::int32_t buffer = -1) {
+    if (data) {
+      if (data->size() <= id) data->resize(id + 1);
+      (*data)[id].role = role;
+      (*data)[id].buffer = buffer;
+    }
+    return id;
+  };
 
   // Per-PE state carried across Q tiles.
   struct Pe {
@@ -362,6 +431,7 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
     OpId partial = kNone;
     OpId merge_in_free = kNone;     // the received-partial buffer
     std::int64_t o_rows = 0;        // O rows written so far (their HBM address)
+    std::vector<std::int64_t> rows; // its query rows (token x h_q + head)
   };
   std::vector<std::vector<Pe>> pe(static_cast<std::size_t>(n), std::vector<Pe>(static_cast<std::size_t>(P)));
   for (int pos = 0; pos < n; ++pos)
@@ -370,6 +440,7 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
       x.node = plan.pes[pos][p];
       x.own = m.hbm_ctrl(s.sip, s.cubes[pos], s.pe_first + p);
       if (!working(s, pos)) continue;
+      if (data) x.rows = pe_rows(plan, pos, p);
       x.alloc = prog.alloc(x.node, plan.scratch_per_pe, {}, "gqa scratch");
       x.kv_free.assign(s.kv_buffers, x.alloc);
       x.last_pv = x.last_qk = x.o_free = x.merge_in_free = x.alloc;
@@ -383,14 +454,21 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
 
   // A merge of `src`'s partial into `dst`'s (rows R, Q tile k, merge index idx).
   auto merge = [&](Pe& src, Pe& dst, std::int64_t R, std::int64_t k, std::int64_t idx) {
-    const OpId so = prog.send(src.node, dst.node, R * d * 4, key(k, idx, 0), {src.partial}, "send O partial", t_merge);
-    const OpId sm = prog.send(src.node, dst.node, R * 4, key(k, idx, 1), {src.partial}, "send m", t_merge);
-    const OpId sl = prog.send(src.node, dst.node, R * 4, key(k, idx, 2), {src.partial}, "send l", t_merge);
+    const OpId so = note(prog.send(src.node, dst.node, R * d * 4, key(k, idx, 0), {src.partial}, "send O partial",
+                                   t_merge), GqaRole::SendO);
+    const OpId sm = note(prog.send(src.node, dst.node, R * 4, key(k, idx, 1), {src.partial}, "send m", t_merge),
+                         GqaRole::SendM);
+    const OpId sl = note(prog.send(src.node, dst.node, R * 4, key(k, idx, 2), {src.partial}, "send l", t_merge),
+                         GqaRole::SendL);
     src.o_free = prog.barrier(src.node, {so, sm, sl}, "partial sent");
-    const OpId ro = prog.recv(dst.node, src.node, key(k, idx, 0), deps({dst.merge_in_free}), "recv O partial", t_merge);
-    const OpId rm = prog.recv(dst.node, src.node, key(k, idx, 1), deps({dst.merge_in_free}), "recv m", t_merge);
-    const OpId rl = prog.recv(dst.node, src.node, key(k, idx, 2), deps({dst.merge_in_free}), "recv l", t_merge);
-    const OpId v = prog.vector(dst.node, (2 * R * d + 4 * R) * 4, {ro, rm, rl, dst.partial}, "softmax merge", t_merge);
+    const OpId ro = note(prog.recv(dst.node, src.node, key(k, idx, 0), deps({dst.merge_in_free}), "recv O partial",
+                                   t_merge), GqaRole::RecvO);
+    const OpId rm = note(prog.recv(dst.node, src.node, key(k, idx, 1), deps({dst.merge_in_free}), "recv m", t_merge),
+                         GqaRole::RecvM);
+    const OpId rl = note(prog.recv(dst.node, src.node, key(k, idx, 2), deps({dst.merge_in_free}), "recv l", t_merge),
+                         GqaRole::RecvL);
+    const OpId v = note(prog.vector(dst.node, (2 * R * d + 4 * R) * 4, {ro, rm, rl, dst.partial}, "softmax merge",
+                                    t_merge), GqaRole::Merge);
     dst.partial = v;
     dst.merge_in_free = v;
   };
@@ -401,10 +479,11 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
       for (std::int64_t i = stride; i < g; i += 2 * stride) merge(*group[i], *group[i - stride], R, k, base + i);
   };
   auto finalize = [&](Pe& x, std::int64_t R) {
-    const OpId f = prog.vector(x.node, R * d * 4, {x.partial}, "normalize O", t_fin);
+    const OpId f = note(prog.vector(x.node, R * d * 4, {x.partial}, "normalize O", t_fin), GqaRole::Finalize);
     const std::uint64_t at = layout.qo.at(x.node).second + static_cast<std::uint64_t>(x.o_rows * d * e);
+    const OpId w = note(prog.dma(x.node, Move{x.node, x.own, R * d * e, at}, {f}, "store O", t_store), GqaRole::StoreO);
+    if (data) (*data)[w].rows.assign(x.rows.begin() + x.o_rows, x.rows.begin() + x.o_rows + R);
     x.o_rows += R;
-    const OpId w = prog.dma(x.node, Move{x.node, x.own, R * d * e, at}, {f}, "store O", t_store);
     x.o_free = w;
   };
 
@@ -416,8 +495,10 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
         Pe& x = pe[pos][p];
         const NodeId next = plan.pes[(pos + 1) % n][p], prev = plan.pes[(pos + n - 1) % n][p];
         const std::uint64_t q_at = layout.qo.at(x.node).first + static_cast<std::uint64_t>(k * plan.tile_q * d * e);
-        const OpId q =
-            prog.dma(x.node, Move{x.own, x.node, R * d * e, q_at}, deps({x.last_qk}), "load Q tile", t_load_q);
+        const OpId q = note(
+            prog.dma(x.node, Move{x.own, x.node, R * d * e, q_at}, deps({x.last_qk}), "load Q tile", t_load_q),
+            GqaRole::LoadQ);
+        if (data) (*data)[q].rows.assign(x.rows.begin() + k * plan.tile_q, x.rows.begin() + k * plan.tile_q + R);
         const auto stream = kv_stream(plan, m, pos, p);
         OpId prev_soft = kNone;
         for (std::size_t t = 0; t < stream.size(); ++t) {
@@ -428,17 +509,29 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
           OpId kl, vl;
           if (tile.from_hbm) {
             const auto& [k_at, v_at] = layout.kv.at({tile.home, tile.step, tile.j});
-            kl = prog.dma(x.node, Move{tile.home, x.node, kvb, k_at}, {x.kv_free[buf]}, "load K tile", t_load_kv);
-            vl = prog.dma(x.node, Move{tile.home, x.node, kvb, v_at}, {x.kv_free[buf]}, "load V tile", t_load_kv);
+            kl = note(prog.dma(x.node, Move{tile.home, x.node, kvb, k_at}, {x.kv_free[buf]}, "load K tile", t_load_kv),
+                      GqaRole::LoadK, static_cast<std::int32_t>(buf));
+            vl = note(prog.dma(x.node, Move{tile.home, x.node, kvb, v_at}, {x.kv_free[buf]}, "load V tile", t_load_kv),
+                      GqaRole::LoadV, static_cast<std::int32_t>(buf));
+            if (data) {
+              (*data)[kl].lo = (*data)[vl].lo = tile.lo;
+              (*data)[kl].hi = (*data)[vl].hi = tile.lo + L;
+            }
           } else {
             const std::int64_t ti = tile.step * 65536 + tile.j;
-            kl = prog.recv(x.node, prev, key(k, ti, 3), {x.kv_free[buf]}, "recv K tile", t_ring);
-            vl = prog.recv(x.node, prev, key(k, ti, 4), {x.kv_free[buf]}, "recv V tile", t_ring);
+            kl = note(prog.recv(x.node, prev, key(k, ti, 3), {x.kv_free[buf]}, "recv K tile", t_ring), GqaRole::RecvK,
+                      static_cast<std::int32_t>(buf));
+            vl = note(prog.recv(x.node, prev, key(k, ti, 4), {x.kv_free[buf]}, "recv V tile", t_ring), GqaRole::RecvV,
+                      static_cast<std::int32_t>(buf));
           }
-          const OpId qk = prog.gemm(x.node, 2.0 * R * L * d, s.precision, deps({q, kl, x.last_pv}), "QK^T", t_qk);
-          const OpId sm = prog.vector(x.node, 3 * R * L * 4 + R * d * 4,
-                                      deps({qk, t == 0 ? x.o_free : prev_soft}), "online softmax", t_soft);
-          const OpId pv = prog.gemm(x.node, 2.0 * R * L * d, s.precision, {sm, vl}, "PV", t_pv);
+          const OpId qk = note(prog.gemm(x.node, 2.0 * R * L * d, s.precision, deps({q, kl, x.last_pv}), "QK^T", t_qk),
+                               GqaRole::Qk, static_cast<std::int32_t>(buf));
+          const OpId sm = note(prog.vector(x.node, 3 * R * L * 4 + R * d * 4,
+                                           deps({qk, t == 0 ? x.o_free : prev_soft}), "online softmax", t_soft),
+                               GqaRole::Softmax);
+          if (data) (*data)[sm].first = t == 0;
+          const OpId pv = note(prog.gemm(x.node, 2.0 * R * L * d, s.precision, {sm, vl}, "PV", t_pv), GqaRole::Pv,
+                               static_cast<std::int32_t>(buf));
           x.last_qk = qk;
           x.last_pv = pv;
           prev_soft = pv;
@@ -446,8 +539,10 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
           if (tile.forward) {
             // PE p of the next cube processes this chunk one ring step later, tile for tile.
             const std::int64_t ri = (tile.step + 1) * 65536 + tile.j;
-            const OpId sk = prog.send(x.node, next, kvb, key(k, ri, 3), {kl}, "send K tile", t_ring);
-            const OpId sv = prog.send(x.node, next, kvb, key(k, ri, 4), {vl}, "send V tile", t_ring);
+            const OpId sk = note(prog.send(x.node, next, kvb, key(k, ri, 3), {kl}, "send K tile", t_ring),
+                                 GqaRole::SendK, static_cast<std::int32_t>(buf));
+            const OpId sv = note(prog.send(x.node, next, kvb, key(k, ri, 4), {vl}, "send V tile", t_ring),
+                                 GqaRole::SendV, static_cast<std::int32_t>(buf));
             freed = prog.barrier(x.node, {pv, sk, sv}, "K/V tile done");
           }
           x.kv_free[buf] = freed;
@@ -499,6 +594,7 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
         last.insert(last.end(), {x.last_pv, x.o_free, x.merge_in_free});
         prog.free(x.alloc, last, "free gqa scratch");
       }
+  if (data) data->resize(prog.size());
   if (plan_out) *plan_out = std::move(plan);
   return prog;
 }

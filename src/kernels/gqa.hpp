@@ -129,9 +129,50 @@ struct GqaPlan {
 /// that overflows pe.scratch is a CapacityError with the bytes.
 GqaPlan plan_gqa(const topology::System& system, const GqaSpec& spec);
 
+/// What one op of a GQA program does to the data -- the tensor slices it
+/// reads and writes -- for the numeric check that interprets the executed
+/// Program (kernbench.gqa_reference; docs/gqa.md). Per PE the buffers are:
+/// q (the Q tile), k[b], v[b] (K/V buffer b), s (scores, then P), the
+/// partial state m, l, o, and the received partial m_in, l_in, o_in.
+/// Sends and recvs say which buffer they carry; the message they share is
+/// the Program's own (receiver, sender, key), not this table's.
+enum class GqaRole {
+  None,      ///< alloc, free, barriers: no data
+  LoadQ,     ///< q <- Q[rows]
+  LoadK,     ///< k[buffer] <- K[lo, hi)
+  LoadV,     ///< v[buffer] <- V[lo, hi)
+  RecvK,     ///< k[buffer] <- the message
+  RecvV,     ///< v[buffer] <- the message
+  SendK,     ///< the message <- k[buffer]
+  SendV,     ///< the message <- v[buffer]
+  Qk,        ///< s <- q k[buffer]^T / sqrt(d)
+  Softmax,   ///< online softmax: m, l, o rescaled to the new row max, s <- exp(s - m) (first: fresh m, l, o)
+  Pv,        ///< o <- o + s v[buffer]
+  SendO,     ///< the message <- o (likewise SendM: m, SendL: l)
+  SendM,
+  SendL,
+  RecvO,     ///< o_in <- the message (likewise RecvM: m_in, RecvL: l_in)
+  RecvM,
+  RecvL,
+  Merge,     ///< (m, l, o) <- merge of (m, l, o) and (m_in, l_in, o_in)
+  Finalize,  ///< o <- o / l
+  StoreO,    ///< O[rows] <- o
+};
+const char* to_string(GqaRole role);
+
+struct GqaOpData {
+  GqaRole role = GqaRole::None;
+  std::int32_t buffer = -1;        ///< the K/V buffer (K/V loads, recvs, sends; QK^T; PV)
+  bool first = false;              ///< Softmax: the first K/V tile of a Q tile
+  std::int64_t lo = 0, hi = 0;     ///< LoadK, LoadV: K/V tokens [lo, hi)
+  std::vector<std::int64_t> rows;  ///< LoadQ, StoreO: query rows (token x h_q + head), in order
+};
+
 /// The Program of the planned case (tags: "load_q", "load_kv", "qk",
-/// "softmax", "pv", "ring", "merge", "finalize", "store_o").
-runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec, GqaPlan* plan = nullptr);
+/// "softmax", "pv", "ring", "merge", "finalize", "store_o"); with `data`,
+/// what each of its ops does to the data (one entry per op).
+runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec, GqaPlan* plan = nullptr,
+                             std::vector<GqaOpData>* data = nullptr);
 
 /// One simulated run and its metrics.
 struct GqaResult {

@@ -3,7 +3,7 @@
 // Each op becomes a coroutine process once its dependencies are done. It
 // pays one PE_CPU dispatch (a Server per PE, held for pe.dispatch), then
 // queues for its engine -- DMA channels, GEMM, vector: Servers with the
-// config's rates -- and does its work: DMA moves go through the machine's
+// config's rates, costs from engine_timing.hpp -- and does its work: DMA moves go through the machine's
 // fabric (a read sends a request packet to the source first; the channel is
 // held for the whole round trip, so queue wait shows as wait, not as longer
 // service). A composite pays one dispatch and runs its tile pipeline on the
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/causes.hpp"
+#include "runtime/engine_timing.hpp"
 #include "runtime/program.hpp"
 #include "sim/op_log.hpp"
 #include "topology/system.hpp"
@@ -51,27 +52,6 @@ struct EngineUse {
   std::uint64_t grants = 0;
   Time total_wait = 0;   ///< queueing for the engine, summed over grants
 };
-
-/// The fabric transfers a DMA-style move (a dma op, a composite's load or
-/// store) makes when `agent` runs it: a read -- src is not the agent --
-/// first sends a request packet of `request` bytes to src; then the data
-/// goes src -> dst (no transfer when they are the same node). The executor
-/// issues these; the critical path and the energy model price them.
-struct MoveLegs {
-  struct Leg {
-    NodeId src = 0, dst = 0;
-    Bytes bytes = 0;
-    bool request = false;
-  };
-  Leg leg[2];
-  int count = 0;
-};
-inline MoveLegs move_legs(NodeId agent, const Move& m, Bytes request) {
-  MoveLegs l;
-  if (m.src != agent) l.leg[l.count++] = {agent, m.src, request, true};
-  if (m.src != m.dst) l.leg[l.count++] = {m.src, m.dst, m.bytes, false};
-  return l;
-}
 
 struct RunResult {
   std::string program;

@@ -2,6 +2,8 @@
 // pipelines, scratch, deadlocks, determinism.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "machines.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
@@ -209,4 +211,27 @@ TEST_CASE("program building checks its inputs", "[executor]") {
   CHECK_THROWS_WITH(p.composite(0, none), Catch::Contains("needs at least one tile"));
   CHECK(p.tag("x") == p.tag("x"));
   CHECK(p.tag("x") != p.tag("y"));
+}
+
+TEST_CASE("the engines charge what engine_timing computes (the plans' estimates use the same)", "[executor]") {
+  Fixture f;
+  const kernbench::topology::PeConfig& cfg = f.system.config().pe;
+  Program p("timing");
+  const double flops = gemm_flops(100, 70, 33);  // not a whole number of cycles
+  const OpId g = p.gemm(f.pe(0), flops, Precision::Fp16);
+  const OpId g32 = p.gemm(f.pe(0), flops, Precision::Fp32);
+  const OpId v = p.vector(f.pe(1), 1000);  // 7.8 cycles of 128 B
+  const RunResult r = Executor(f.system).run(p);
+  CHECK(r.ops[g].end - r.ops[g].start == gemm_time(cfg, flops, Precision::Fp16, "g"));
+  CHECK(r.ops[g32].end - r.ops[g32].start == gemm_time(cfg, flops, Precision::Fp32, "g32"));
+  CHECK(r.ops[v].end - r.ops[v].start == vector_time(cfg, 1000, "v"));
+  CHECK(r.ops[g].start - r.ops[g].ready == dispatch_time(cfg));
+  // The formulas: cycles rounded up, then ps rounded up.
+  CHECK(gemm_time(cfg, flops, Precision::Fp16, "g") ==
+        static_cast<Time>(std::ceil(std::ceil(flops / (2.0 * cfg.gemm_macs_fp16)) * 1e12 / cfg.clock_hz)));
+  CHECK(vector_time(cfg, 1000, "v") == 8 * 1000);  // 8 cycles at 1 GHz
+  CHECK(scratch_read_time(cfg, 1000) == cfg.ipcq_bank_hop + 8 * 1000);
+  CHECK(gemm_macs_per_cycle(cfg, Precision::Int8) == 0);
+  CHECK_THROWS_AS(gemm_time(cfg, flops, Precision::Int8, "i8"), kernbench::ConfigError);
+  CHECK_THROWS_AS(cycles_to_time(cfg, 1e60, "huge"), kernbench::UsageError);
 }

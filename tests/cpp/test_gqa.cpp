@@ -194,3 +194,53 @@ TEST_CASE("gqa: reruns are bit-identical", "[gqa]") {
   CHECK(a.engine_busy == b.engine_busy);
   CHECK(a.latency > 0);
 }
+
+TEST_CASE("gqa: the data table covers every op and leaves the Program unchanged", "[gqa]") {
+  using kernbench::runtime::OpKind;
+  for (int c = 1; c <= 4; ++c)
+    for (GqaPhase phase : {GqaPhase::Prefill, GqaPhase::Decode}) {
+      DYNAMIC_SECTION(to_string(phase) << " case " << c) {
+        System system(gqa_machine());
+        const GqaSpec s =
+            phase == GqaPhase::Prefill ? spec(phase, c, 128, 256, 32, 16) : spec(phase, c, 3, 300, 32, 16);
+        std::vector<GqaOpData> data;
+        GqaPlan plan;
+        const auto with = gqa_program(system, s, &plan, &data);
+        const auto without = gqa_program(system, s);
+        REQUIRE(data.size() == with.size());
+        REQUIRE(with.size() == without.size());
+        std::int64_t q_rows = 0, o_rows = 0;
+        for (std::size_t i = 0; i < data.size(); ++i) {
+          const auto& o = with.op(static_cast<kernbench::runtime::OpId>(i));
+          CHECK(o.deps == without.op(static_cast<kernbench::runtime::OpId>(i)).deps);
+          CHECK(o.key == without.op(static_cast<kernbench::runtime::OpId>(i)).key);
+          switch (data[i].role) {
+            case GqaRole::Qk:
+            case GqaRole::Pv: CHECK(o.kind == OpKind::Gemm); break;
+            case GqaRole::Softmax:
+            case GqaRole::Merge:
+            case GqaRole::Finalize: CHECK(o.kind == OpKind::Vector); break;
+            case GqaRole::LoadQ:
+              q_rows += static_cast<std::int64_t>(data[i].rows.size());
+              CHECK(o.kind == OpKind::Dma);
+              break;
+            case GqaRole::StoreO:
+              o_rows += static_cast<std::int64_t>(data[i].rows.size());
+              CHECK(o.kind == OpKind::Dma);
+              break;
+            case GqaRole::LoadK:
+            case GqaRole::LoadV:
+              CHECK(o.kind == OpKind::Dma);
+              CHECK(data[i].hi - data[i].lo == o.move.bytes / (s.d_head * s.elem_bytes));
+              break;
+            case GqaRole::None:
+              CHECK((o.kind == OpKind::Alloc || o.kind == OpKind::Free || o.kind == OpKind::Barrier));
+              break;
+            default: CHECK((o.kind == OpKind::Send || o.kind == OpKind::Recv)); break;
+          }
+        }
+        CHECK(q_rows == plan.rows_per_pe * plan.active_pes);
+        CHECK(o_rows >= s.t_q * s.h_q);  // every row written at least once (case 3: once per cube)
+      }
+    }
+}

@@ -1,4 +1,4 @@
-"""GQA attention: the NumPy schedule check for every case and phase, the
+"""GQA attention: the numeric check of the executed Programs for every case and phase, the
 kernbench.gqa bindings on the default machine (counts, work, memory,
 orderings, errors), and the milestone-1h-gqa bench at smoke size."""
 
@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import kernbench
@@ -17,34 +18,68 @@ from kernbench import gqa_reference as ref
 CASES = (1, 2, 3, 4)
 
 
-# ---- numerics: the schedules compute attention ----------------------------------
-
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("phase,t_q,s_kv", [("prefill", 128, 256), ("decode", 1, 512), ("decode", 3, 300)])
-def test_schedule_matches_plain_attention(phase, case, t_q, s_kv):
-    # Small tiles so every schedule runs several Q tiles, K/V tiles, ring steps and merges;
-    # S_kv = 300 leaves uneven shares and edge tiles.
-    err = ref.check(phase, case, t_q=t_q, s_kv=s_kv, tile_q=32, tile_s=16)
-    assert err < 1e-5
-
-
-def test_reference_detects_a_wrong_merge(monkeypatch):
-    # The check can fail: a merge that forgets to rescale is caught.
-    def bad_merge(self, other):
-        self.o = self.o + other.o
-        self.l = self.l + other.l
-        self.m = self.m
-
-    monkeypatch.setattr(ref._Partial, "merge", bad_merge)
-    assert ref.check("decode", 4, t_q=1, s_kv=512, tile_s=16) > 1e-3
-
-
-# ---- the model on the default machine -------------------------------------------
+# ---- numerics: the executed Programs compute attention --------------------------
 
 @pytest.fixture(scope="module")
 def system():
     return kernbench.System.load()
 
+
+# Small tiles so every Program runs several Q tiles, K/V tiles, ring steps and merges;
+# S_kv = 300 leaves uneven shares and edge tiles.
+SMALL = dict(tile_q=32, tile_s=16)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("phase,t_q,s_kv", [("prefill", 128, 256), ("decode", 1, 512), ("decode", 3, 300)])
+def test_executed_program_matches_plain_attention(system, phase, case, t_q, s_kv):
+    x = ref.execute(system, phase, case, t_q=t_q, s_kv=s_kv, **SMALL)
+    assert not np.isnan(x.out).any()  # every output row written
+    assert x.error < 1e-10
+    # Every data op was interpreted: the roles cover the Program's compute and traffic.
+    roles = x.ops["role"]
+    assert roles.count("qk") == roles.count("pv") == x.plan["gemm_ops"] // 2
+    assert roles.count("store_o") == x.plan["dma_out"]
+
+
+def test_the_check_runs_the_timed_program():
+    # The Program the check interprets is the one gqa.run times: same latency on a fresh machine.
+    x = ref.execute(kernbench.System.load(), "decode", 4, t_q=3, s_kv=300, **SMALL)
+    r = gqa.run(kernbench.System.load(), "decode", 4, 3, 300, **SMALL)
+    assert x.latency_ps == r.latency_ps
+    assert len(x.ops["role"]) == sum(c for kind, c in r.op_counts.items() if kind != "slot_wait")
+
+
+def _first(ops, role, after=0):
+    return next(i for i in range(after, len(ops["role"])) if ops["role"][i] == role)
+
+
+def test_check_fails_when_a_dependency_is_dropped(system):
+    args = dict(t_q=128, s_kv=256, **SMALL)
+    ops = ref.execute(system, "prefill", 4, **args).ops
+    # The first online-softmax update waits for its QK^T; without that edge the executor runs it on
+    # scores that are not there yet.
+    sm = _first(ops, "softmax")
+    qk = next(d for d in ops["deps"][sm] if ops["role"][d] == "qk")
+    x = ref.execute(system, "prefill", 4, drop_deps=[(sm, qk)], **args)
+    assert x.ops["start_ps"][sm] < x.ops["end_ps"][qk]  # it did run early
+    assert x.error > 1e-3
+    with pytest.raises(_core.UsageError, match="does not depend on"):
+        ref.execute(system, "prefill", 4, drop_deps=[(qk, sm)], **args)
+
+
+def test_check_fails_when_merge_keys_are_swapped(system):
+    args = dict(t_q=1, s_kv=512, **SMALL)
+    ops = ref.execute(system, "decode", 4, **args).ops
+    # One merge's m and l messages, swapped: each recv gets the other's payload (no deadlock).
+    rm = _first(ops, "recv_m")
+    rl = _first(ops, "recv_l", rm)
+    assert ops["agent"][rm] == ops["agent"][rl] and ops["peer"][rm] == ops["peer"][rl]
+    err = ref.check(system, "decode", 4, set_keys=[(rm, ops["key"][rl]), (rl, ops["key"][rm])], **args)
+    assert err > 1e-3
+
+
+# ---- the model on the default machine -------------------------------------------
 
 def test_plan_counts_and_work(system):
     p = {c: gqa.plan(system, "prefill", c, 2048, 2048) for c in CASES}

@@ -1,0 +1,64 @@
+// engine_timing.cpp -- the engines' cost formulas (see engine_timing.hpp).
+#include "runtime/engine_timing.hpp"
+
+#include <cmath>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::runtime {
+
+int gemm_macs_per_cycle(const PeConfig& pe, Precision precision) {
+  switch (precision) {
+    case Precision::Fp32: return pe.gemm_macs_fp32;
+    case Precision::Fp16: return pe.gemm_macs_fp16;
+    case Precision::Bf16: return pe.gemm_macs_bf16;
+    case Precision::Int8: return pe.gemm_macs_int8;
+  }
+  return 0;
+}
+
+std::string no_gemm_mode_text(Precision precision) {
+  return "the GEMM engine has no " + std::string(topology::to_string(precision)) + " mode (pe.gemm." +
+         topology::to_string(precision) + " = 0)";
+}
+
+double gemm_flops(double m, double n, double k) { return 2.0 * m * n * k; }
+
+double gemm_cycles(double flops, int macs) { return std::ceil(flops / (2.0 * macs)); }
+
+double vector_cycles(const PeConfig& pe, Bytes bytes) {
+  return std::ceil(static_cast<double>(bytes) / pe.vector_bytes_per_cycle);
+}
+
+double cycles_to_ps(const PeConfig& pe, double cycles) {
+  return std::ceil(cycles * 1e12 / static_cast<double>(pe.clock_hz));
+}
+
+Time cycles_to_time(const PeConfig& pe, double cycles, const std::string& what) {
+  const double ps = cycles_to_ps(pe, cycles);
+  if (!(ps < 0x1p62))  // far from int64 overflow (~53 days)
+    throw UsageError("'" + what + "' is too large: it would take " + std::to_string(ps) +
+                     " ps, longer than the simulator's time range (2^62 ps)");
+  return static_cast<Time>(ps);
+}
+
+Time gemm_time(const PeConfig& pe, double flops, Precision precision, const std::string& what) {
+  const int macs = gemm_macs_per_cycle(pe, precision);
+  if (macs <= 0) throw ConfigError(no_gemm_mode_text(precision));
+  return cycles_to_time(pe, gemm_cycles(flops, macs), what);
+}
+
+Time vector_time(const PeConfig& pe, Bytes bytes, const std::string& what) {
+  return cycles_to_time(pe, vector_cycles(pe, bytes), what);
+}
+
+Time scratch_read_time(const PeConfig& pe, Bytes bytes) {
+  const auto cycles = (bytes + pe.vector_bytes_per_cycle - 1) / pe.vector_bytes_per_cycle;
+  return pe.ipcq_bank_hop + static_cast<Time>(cycles_to_ps(pe, static_cast<double>(cycles)));
+}
+
+Time reduce_slot_time(const PeConfig& pe, Bytes bytes, const std::string& what) {
+  return pe.ipcq_bank_hop + vector_time(pe, bytes, what);
+}
+
+}  // namespace kernbench::runtime

@@ -1,0 +1,94 @@
+// executor_impl.hpp (private to src/runtime) -- the state of one
+// Executor::run and the pieces that work on it, each in its own file:
+//   run_graph.cpp        build(): program ops and composite stages -> nodes
+//   executor.cpp         the run loop: run_node(), finish(), DMA moves
+//   ipcq.cpp             send(), recv(), segment_arrived(): the IPCQ
+//   deadlock_report.cpp  report_deadlock(): why the stuck ops are stuck
+//   cause_export.cpp     export_causes(): NodeCause records for the critical path
+// Engine costs come from engine_timing.hpp, the engines from pe_engines.hpp.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "runtime/executor.hpp"
+#include "runtime/ipcq.hpp"
+#include "runtime/pe_engines.hpp"
+#include "runtime/run_graph.hpp"
+#include "sim/process.hpp"
+#include "sim/rng.hpp"
+#include "sim/trigger.hpp"
+
+namespace kernbench::runtime {
+
+struct Executor::Impl {
+  Impl(topology::System& s, const Program& p)
+      : system(s), sim(s.sim()), cfg(s.config().pe), program(p), pes(s.machine().num_nodes()) {}
+
+  topology::System& system;
+  sim::Simulation& sim;
+  const topology::PeConfig& cfg;
+  const Program& program;
+  std::vector<Node> nodes;
+  // Looked up once or more per op: by node id, and hashed -- at thousands of
+  // PEs a std::map's pointer chase per op was a cost that grew with the machine.
+  std::vector<std::unique_ptr<PeEngines>> pes;  // by node id; created on first use
+  struct PairHash {
+    std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>(sim::mix64(k)); }
+  };
+  struct MessageHash {
+    std::size_t operator()(const MessageKey& k) const {
+      return static_cast<std::size_t>(sim::mix64(pair_key(k.to, k.from) ^ sim::mix64(static_cast<std::uint64_t>(k.key))));
+    }
+  };
+  static std::uint64_t pair_key(NodeId a, NodeId b) {
+    return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
+  }
+  std::unordered_map<std::uint64_t, std::unique_ptr<SlotQueue>, PairHash> queues;  // (src, dst)
+  std::unordered_map<MessageKey, std::uint32_t, MessageHash> message_index;        // (dst, src, key)
+  std::vector<Message> messages;
+  std::vector<std::uint32_t> transfer_message;  // fabric transfer id -> message (segments in flight)
+  Executor::Observer* observer = nullptr;
+  RunResult result;
+  std::size_t remaining = 0;
+
+  // ---- ipcq.cpp ----
+  Message& message(NodeId to, NodeId from, std::int64_t key);
+  SlotQueue& queue(NodeId from, NodeId to);
+  void segment_arrived(std::uint64_t transfer);
+  sim::MemberHandler<Impl, &Impl::segment_arrived> on_segment{*this};
+  sim::Task<> send(std::uint32_t n, PeEngines& e);
+  sim::Task<> recv(std::uint32_t n);
+
+  // ---- executor.cpp ----
+  PeEngines& pe(NodeId agent);
+  std::string describe(std::uint32_t n) const;
+  void spawn(std::uint32_t n) { sim.spawn(describe(n), run_node(n)); }
+  sim::Process run_node(std::uint32_t n);
+  sim::Task<> move(Node& nd);
+  void log_wait(const Node& nd, const char* kind, Time from, Time to, int resource);
+  void finish(std::uint32_t n, int resource);
+  /// "gemm 3: compute tile 0" for a composite's stage, the op's name otherwise.
+  std::string full_name(const Node& nd) const {
+    return nd.composite >= 0 ? nodes[static_cast<std::size_t>(nd.composite)].name + ": " + nd.name : nd.name;
+  }
+
+  // ---- run_graph.cpp ----
+  void build();
+
+  // ---- deadlock_report.cpp ----
+  [[noreturn]] void report_deadlock() const;
+
+  // ---- cause_export.cpp ----
+  void export_causes();
+  std::int32_t label(const std::string& text);
+  void split_fabric(const Node& nd, std::vector<std::pair<std::int32_t, double>>& w);
+  std::map<std::string, std::int32_t> label_ids;
+  std::vector<std::int32_t> link_label, queued_label;  // per channel
+};
+
+}  // namespace kernbench::runtime

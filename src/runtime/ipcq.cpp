@@ -1,0 +1,129 @@
+// ipcq.cpp -- the IPCQ side of a run (ipcq.hpp): sends stream slot-sized
+// segments into the receiver's queue from that sender, blocking on slot
+// credits; recvs take the segments in order, pay the slot read (Consume:
+// scratch read on the IPCQ receive port; Reduce: a bank hop + the vector
+// engine) and give each credit back.
+#include <algorithm>
+#include <coroutine>
+#include <string>
+#include <utility>
+
+#include "runtime/engine_timing.hpp"
+#include "runtime/executor_impl.hpp"
+#include "sim/errors.hpp"
+
+namespace kernbench::runtime {
+
+Message& Executor::Impl::message(NodeId to, NodeId from, std::int64_t key) {
+  auto [it, fresh] = message_index.try_emplace(MessageKey{to, from, key}, static_cast<std::uint32_t>(messages.size()));
+  if (fresh) messages.emplace_back();
+  return messages[it->second];
+}
+
+SlotQueue& Executor::Impl::queue(NodeId from, NodeId to) {
+  auto& q = queues[pair_key(from, to)];
+  if (!q)
+    q = std::make_unique<SlotQueue>(sim, system.machine().node(to).name + ".ipcq<" + system.machine().node(from).name,
+                                    cfg.ipcq_slots);
+  return *q;
+}
+
+namespace {
+
+// Parks a coroutine in `slot` until someone schedules it.
+struct Park {
+  std::coroutine_handle<>& slot;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { slot = h; }
+  void await_resume() const noexcept {}
+};
+
+Bytes segment_bytes(Bytes total, Bytes slot, std::uint32_t k, std::uint32_t segments) {
+  return k + 1 < segments ? slot : total - slot * static_cast<Bytes>(segments - 1);
+}
+
+}  // namespace
+
+void Executor::Impl::segment_arrived(std::uint64_t transfer) {
+  Message& m = messages[transfer_message[transfer]];
+  ++m.arrived;
+  const topology::TransferRecord& r = system.fabric().record(transfer);
+  nodes[m.send].fabric_latency += r.latency();
+  nodes[m.send].fabric_queued += r.parts.queuing;
+  if (m.receiver && m.arrived > m.want) sim.schedule(0, sim::Target::resume(std::exchange(m.receiver, {})));
+  if (m.sender && m.arrived == m.segments) sim.schedule(0, sim::Target::resume(std::exchange(m.sender, {})));
+}
+
+sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
+  co_await e.acquire(Engine::Ipcq, nodes[n].engine_holder);
+  Node& nd = nodes[n];
+  nd.start = sim.now();
+  if (observer) observer->on_start(static_cast<OpId>(nd.program_op));
+  const NodeId dst = nd.move.dst;
+  Message& first = message(dst, nd.agent, nd.key);
+  const auto mi = static_cast<std::uint32_t>(&first - messages.data());
+  if (first.send != Message::kNone)
+    throw UsageError(program.name() + ": " + describe(n) + " reuses key " + std::to_string(nd.key) + " of " +
+                     describe(first.send) + " for the same receiver " + system.machine().node(dst).name);
+  SlotQueue& q = queue(nd.agent, dst);
+  const Bytes slot = cfg.ipcq_slot;
+  const Bytes bytes = nd.move.bytes;
+  const auto segments = static_cast<std::uint32_t>(bytes == 0 ? 1 : (bytes + slot - 1) / slot);
+  first.send = n;
+  first.segments = segments;
+  first.bytes = bytes;
+  first.queue = &q;
+  topology::Fabric& fabric = system.fabric();
+  for (std::uint32_t k = 0; k < segments; ++k) {
+    if (!q.credits.try_acquire()) {  // back-pressure: every slot there is taken
+      const Time t0 = sim.now();
+      co_await q.credits.acquire();
+      log_wait(nd, "slot_wait", t0, sim.now(), -1);
+      nodes[n].slot_wait += sim.now() - t0;
+    }
+    topology::TransferSpec spec{nd.move.src, dst, segment_bytes(bytes, slot, k, segments),
+                                static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(slot), nd.tag,
+                                static_cast<std::int32_t>(nd.agent), static_cast<std::int64_t>(n)};
+    const topology::TransferId id = fabric.start(spec, sim::Target::call(on_segment));
+    if (id >= transfer_message.size()) transfer_message.resize(std::max<std::size_t>(id + 1, 2 * transfer_message.size()));
+    transfer_message[id] = mi;
+  }
+  if (messages[mi].arrived < segments) co_await Park{messages[mi].sender};
+  e.release(Engine::Ipcq, n);
+}
+
+sim::Task<> Executor::Impl::recv(std::uint32_t n) {
+  Message& first = message(nodes[n].agent, nodes[n].peer, nodes[n].key);
+  const auto mi = static_cast<std::uint32_t>(&first - messages.data());
+  first.recv = n;
+  PeEngines& e = pe(nodes[n].agent);
+  const RecvMode mode = nodes[n].recv_mode;
+  for (std::uint32_t k = 0;; ++k) {
+    if (messages[mi].arrived <= k) {
+      const Time t0 = sim.now();
+      messages[mi].want = k;
+      co_await Park{messages[mi].receiver};
+      if (k == 0) nodes[n].engine_holder = static_cast<std::int32_t>(messages[mi].send);  // waited for its data
+      else nodes[n].data_wait += sim.now() - t0;
+    }
+    if (k == 0) nodes[n].start = sim.now();  // the first segment is here
+    const Bytes b = segment_bytes(messages[mi].bytes, cfg.ipcq_slot, k, messages[mi].segments);
+    if (mode == RecvMode::Consume) {
+      std::int32_t unused = -1;
+      co_await e.acquire(Engine::IpcqRx, unused);
+      co_await sim.delay(scratch_read_time(cfg, b));
+      e.release(Engine::IpcqRx, n);
+    } else if (mode == RecvMode::Reduce) {
+      std::int32_t unused = -1;
+      co_await e.acquire(Engine::Vector, unused);
+      co_await sim.delay(reduce_slot_time(cfg, b, nodes[n].name));
+      e.release(Engine::Vector, n);
+    }
+    Message& m = messages[mi];
+    ++m.taken;
+    m.queue->credits.release();
+    if (k + 1 == m.segments) break;
+  }
+}
+
+}  // namespace kernbench::runtime

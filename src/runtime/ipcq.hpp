@@ -1,0 +1,48 @@
+// ipcq.hpp (private to src/runtime) -- the IPCQ state of a run: per
+// (sender, receiver) pair a queue of slot credits, and per (receiver,
+// sender, key) the message a send and its recv share. ipcq.cpp runs the two
+// sides (Executor::Impl::send / recv / segment_arrived): a send takes one
+// slot credit per slot-sized segment and starts its transfer (it blocks
+// while every slot is taken); a recv takes the segments in order, pays each
+// slot read (or a reduction into its buffer), then gives the credit back.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <string>
+
+#include "runtime/program.hpp"
+#include "sim/server.hpp"
+
+namespace kernbench::runtime {
+
+// The IPCQ slots at PE `dst` for sender `src`: a counting credit, taken by
+// the sender per segment and given back by the receiver's recv.
+struct SlotQueue {
+  SlotQueue(sim::Simulation& sim, const std::string& name, int slots) : credits(sim, name, slots) {}
+  sim::Server credits;
+};
+
+// One send/recv pair in flight, matched by (dst, src, key).
+struct Message {
+  std::uint32_t send = kNone;     // run-graph node of the send (kNone: not started)
+  std::uint32_t recv = kNone;     // ... of the recv, once it waits
+  std::uint32_t segments = 0;     // known when the send starts
+  std::uint32_t arrived = 0;
+  std::uint32_t taken = 0;        // slots the recv has freed
+  Bytes bytes = 0;
+  SlotQueue* queue = nullptr;
+  std::coroutine_handle<> receiver;  // the recv, waiting for segment `want`
+  std::uint32_t want = 0;
+  std::coroutine_handle<> sender;    // the send, waiting for the last arrival
+  static constexpr std::uint32_t kNone = 0xffffffffU;
+};
+
+// A message's key in the run's index: (receiver, sender, key).
+struct MessageKey {
+  NodeId to, from;
+  std::int64_t key;
+  bool operator==(const MessageKey&) const = default;
+};
+
+}  // namespace kernbench::runtime

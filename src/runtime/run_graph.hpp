@@ -1,0 +1,46 @@
+// run_graph.hpp (private to src/runtime) -- the run graph the executor
+// schedules: one node per program op, plus per composite a dispatch node
+// and one node per pipeline stage (loads, compute, stores of every tile;
+// the composite's own node joins its last stages). run_graph.cpp builds it
+// (Executor::Impl::build); a node becomes a process once its dependency
+// count reaches zero.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/program.hpp"
+
+namespace kernbench::runtime {
+
+// A node of the run graph: a program op, a composite's dispatch, or a stage.
+struct Node {
+  OpKind kind = OpKind::Barrier;
+  NodeId agent = 0;
+  Move move;
+  double flops = 0.0;
+  Precision precision = Precision::Fp16;
+  Bytes bytes = 0;
+  std::int32_t tag = 0;
+  NodeId peer = 0;
+  std::int64_t key = 0;
+  RecvMode recv_mode = RecvMode::Consume;
+  bool dispatch = true;        // pays a PE_CPU dispatch
+  bool logged = true;          // gets an op-log row of its own
+  std::int64_t program_op = -1;
+  std::int64_t composite = -1;  // stages: the composite op they belong to
+  std::uint32_t waiting = 0;
+  std::vector<std::uint32_t> dependents;
+  std::string name;
+  Time ready = -1, start = -1, end = -1;
+  // Causes (see NodeCause), filled as it runs.
+  Time dispatch_start = -1, dispatch_end = -1;
+  std::int32_t after = -1, cpu_holder = -1, engine_holder = -1;
+  std::int32_t resource = -1;  // RunResult::engines index of the engine it ran on (-1: none), set when it ends
+  Time fabric_latency = 0, fabric_queued = 0;  // summed over its transfers
+  Time slot_wait = 0;                          // sends: blocked on full IPCQ slots
+  Time data_wait = 0;                          // recvs: parked for later segments
+};
+
+}  // namespace kernbench::runtime
