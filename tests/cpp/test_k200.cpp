@@ -425,19 +425,20 @@ TEST_CASE("K200 streams: in order each, waits per stream, clusters shared", "[k2
   small.elements = 128;
   small.ncluster = 4;
   Time short_done = 0, long_done = 0, die_done = 0;
+  runtime::Chain ca, cb, cc;  // each thread's ops
   auto a = [&]() -> sim::Task<void> {
-    co_await k.launch_task(0, {0, 0}, big, 0);
-    co_await k.stream_wait_task(0, {0, 0}, 0);
+    co_await k.launch_task(ca, 0, {0, 0}, big, 0);
+    co_await k.stream_wait_task(ca, 0, {0, 0}, 0);
     long_done = sim.now();
   };
   auto b = [&]() -> sim::Task<void> {
-    co_await k.launch_task(1, {0, 0}, small, 1);
-    co_await k.stream_wait_task(1, {0, 0}, 1);
+    co_await k.launch_task(cb, 1, {0, 0}, small, 1);
+    co_await k.stream_wait_task(cb, 1, {0, 0}, 1);
     short_done = sim.now();
   };
   auto c = [&]() -> sim::Task<void> {
     co_await sim.delay(3 * sim::kMicrosecond);  // after both launches
-    co_await k.wait_task(2, {0, 0});
+    co_await k.wait_task(cc, 2, {0, 0});
     die_done = sim.now();
   };
   sim.spawn("a", top(a()));
@@ -454,7 +455,8 @@ TEST_CASE("K200 streams: in order each, waits per stream, clusters shared", "[k2
   const auto st = k2.launch_test(1, 2, 1, small);
   CHECK(st.wait_us == Approx(2 * (13.999 - 2.0) - 2.25 + 2.0).epsilon(1e-3));
   KernelSpec e = small;
-  auto bad = [&]() -> sim::Task<void> { co_await k2.launch_task(0, {0, 0}, e, 64); };
+  runtime::Chain cd;
+  auto bad = [&]() -> sim::Task<void> { co_await k2.launch_task(cd, 0, {0, 0}, e, 64); };
   s2.sim().spawn("bad", top(bad()));
   REQUIRE_THROWS_WITH(k2.run_to_completion(), Catch::Contains("stream 64 is outside 0..63"));
 }
