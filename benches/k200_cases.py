@@ -76,7 +76,7 @@ def k200_cases(ctx):
 
 
 def _critical_path(ctx):
-    """Lists each run's critical path (inferred from its op log) in the summary after the bench."""
+    """Lists each run's exact critical path (the causes the model recorded) in the summary after the bench."""
     def take(label, result):
         if result.raw.get("log") is not None:
             ctx.critical_path(result.critical_path(label), label)

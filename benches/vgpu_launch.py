@@ -44,9 +44,9 @@ def vgpu_launch(ctx):
                 tables[(split, i)] = rows
                 for row in rows:
                     results.append({"study": "decomposition", "split": split, "launch": i, **row})
-            ctx.critical_path(vgpu.critical_path(run["ops"], f"vGPU {split}"), f"{split}: 2 launches")
+            ctx.critical_path(vgpu.critical_path(run, f"vGPU {split}"), f"{split}: 2 launches")
             ctx.write_csv(f"ops_{split[0]}.csv", vgpu.ops_table(run["ops"]).to_dict("records"))
-            vgpu.chrome_trace(run["ops"], ctx.out / f"trace_{split[0]}.json")
+            vgpu.chrome_trace(run, ctx.out / f"trace_{split[0]}.json")
             ctx.files.append(f"trace_{split[0]}.json")
         except Exception as e:  # one split failing never sinks the other
             failures.append({"name": f"decomposition {split}", "error": f"{type(e).__name__}: {e}"})

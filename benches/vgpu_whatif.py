@@ -72,7 +72,7 @@ def vgpu_whatif(ctx):
             try:
                 run = vgpu.launches(1, guests=n, set={**base, **sets, "vgpu.guests": str(n)}, seed=ctx.seed,
                                     config=config)
-                ctx.critical_path(vgpu.critical_path(run["ops"], f"vGPU {split}"), f"{split}: {n} guests")
+                ctx.critical_path(vgpu.critical_path(run, f"vGPU {split}"), f"{split}: {n} guests")
                 el = [l["elapsed_ms"] for l in run["launches"]]
                 results.append({
                     "study": "guests", "split": split, "guests": n,

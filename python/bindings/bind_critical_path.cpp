@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "critical_path_dict.hpp"
 #include "runtime/critical_path.hpp"
 
 namespace py = pybind11;
@@ -23,36 +24,12 @@ void bind_critical_path(py::module_& m) {
           py::gil_scoped_release nogil;
           cp = critical_path(result);
         }
-        py::list steps;
-        for (const CriticalStep& s : cp.steps) {
-          const NodeCause& c = result.causes.at(static_cast<std::size_t>(s.node));
-          py::dict d;
-          d["node"] = s.node;
-          d["op"] = c.program_op >= 0 ? c.program_op : c.composite;
-          d["name"] = c.name;
-          d["kind"] = to_string(s.kind);
-          d["op_kind"] = to_string(c.kind);
-          d["agent"] = c.agent;
-          d["engine"] = s.engine;
-          d["start_ps"] = s.start;
-          d["end_ps"] = s.end;
-          d["duration_ps"] = s.duration();
-          d["via"] = s.via;
-          d["holder"] = s.holder;
-          d["holder_name"] =
-              s.holder >= 0 ? result.causes.at(static_cast<std::size_t>(s.holder)).name : std::string();
-          d["waited_ps"] = s.waited;
-          d["parts"] = s.parts;
-          steps.append(d);
+        py::dict out = critical_path_dict(cp);  // the dict every model's path is read as
+        for (const py::handle& step : py::list(out["steps"])) {
+          py::dict d = py::reinterpret_borrow<py::dict>(step);
+          d["agent"] = result.causes.at(static_cast<std::size_t>(d["node"].cast<std::int32_t>())).agent;
         }
-        py::dict out;
         out["program"] = result.program;
-        out["start_ps"] = cp.start;
-        out["end_ps"] = cp.end;
-        out["length_ps"] = cp.length();
-        out["makespan_ps"] = cp.end - cp.start;
-        out["steps"] = steps;
-        out["share_ps"] = cp.share;
         return out;
       },
       py::arg("result"),

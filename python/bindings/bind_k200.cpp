@@ -4,7 +4,8 @@
 // start idle, its hugepage pool full), runs to completion from the System's
 // current time with the GIL released, and returns plain dicts: the report
 // (elapsed, bandwidth, per-op breakdown, utilization, bound resource) and
-// the op-log rows [log_begin, log_end) of the run in the System's op log.
+// the op-log rows [log_begin, log_end) of the run in the System's op log,
+// and the run's exact critical path (critical_path_dict.hpp).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "critical_path_dict.hpp"
 #include "platforms/k200/k200.hpp"
 #include "platforms/k200/workload.hpp"
 #include "sim/errors.hpp"
@@ -63,8 +65,9 @@ py::dict report_dict(const RunReport& r, const K200& k) {
     py::dict rows;
     std::vector<std::string> kinds;
     std::vector<std::int32_t> res, tag;
-    std::vector<std::int64_t> issue, start, end, bytes;
+    std::vector<std::int64_t> op, issue, start, end, bytes;
     for (std::size_t i = r.log_begin; i < r.log_end; ++i) {
+      op.push_back(log.op()[i]);
       kinds.push_back(log.kind_names()[static_cast<std::size_t>(log.kind()[i])]);
       res.push_back(log.resource()[i]);
       tag.push_back(log.tag()[i]);
@@ -73,6 +76,7 @@ py::dict report_dict(const RunReport& r, const K200& k) {
       end.push_back(log.end()[i]);
       bytes.push_back(log.bytes()[i]);
     }
+    rows["op"] = op;
     rows["kind"] = kinds;
     rows["resource"] = res;
     rows["tag"] = tag;
@@ -84,6 +88,11 @@ py::dict report_dict(const RunReport& r, const K200& k) {
   } else {
     d["log"] = py::none();
   }
+  // The run's exact critical path (its recorded causes), unless it is too long to walk cheaply.
+  if (r.cause_end - r.cause_begin <= kMaxRows)
+    d["critical_path"] = critical_path_dict(k.critical_path(r));
+  else
+    d["critical_path"] = py::none();
   return d;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "critical_path_dict.hpp"
 #include "platforms/vgpu/workload.hpp"
 #include "sim/errors.hpp"
 
@@ -119,12 +120,13 @@ void bind_vgpu(py::module_& m) {
         d["gsp_max_wait_ps"] = run.gsp.max_wait;
         d["gsp_busy_ps"] = run.gsp.busy_unit_time;
         d["ops"] = op_log_dict(s);
+        d["critical_path"] = critical_path_dict(run.critical);
         return d;
       },
       py::arg("system"), py::arg("launches_per_guest") = 1, py::arg("guests") = 0,
       py::arg("hang") = std::vector<std::int64_t>{}, py::arg("bare") = false,
       "Run launches_per_guest synchronised GR launches in each of `guests` guests (0: vgpu.guests), all starting "
-      "at t=0; launch indices in `hang` never complete. Returns the decomposed launches and the op log.");
+      "at t=0; launch indices in `hang` never complete. Returns the decomposed launches, the op log and the run's exact critical path.");
 
   m.def(
       "vgpu_workload",
@@ -152,6 +154,7 @@ void bind_vgpu(py::module_& m) {
         d["kernel_ps"] = w.kernel;
         d["kernel_cycles"] = w.kernel_cycles;
         d["repetitions"] = s.config().vgpu ? s.config().vgpu->workload.repetitions : 0;
+        d["critical_path"] = critical_path_dict(w.critical);
         return d;
       },
       py::arg("system"), py::arg("bare") = false,

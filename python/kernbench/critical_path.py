@@ -10,7 +10,10 @@
 
 The walk and what is exact or apportioned are described in
 docs/critical-path.md and src/runtime/critical_path.hpp. The C++ core does the
-walk (``_core.critical_path``); this module only shapes the answer.
+walk (``_core.critical_path``) for every model: Programs, and the K200 and vGPU
+protocol models, which record their causes through the same runtime facility
+(``k200.Result.critical_path()``, ``vgpu.critical_path(run)``, ``from_raw``);
+this module only shapes the answer.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Iterable
 
 from kernbench import _core
 
-__all__ = ["CriticalPath", "of", "summarize", "share_table", "from_op_log", "from_system", "STEP_COLUMNS"]
+__all__ = ["CriticalPath", "of", "summarize", "share_table", "from_raw", "from_system", "STEP_COLUMNS"]
 
 # Columns of a step row (and of critical_path.csv, after the run label).
 STEP_COLUMNS = ("node", "op", "name", "kind", "op_kind", "engine", "start_ps", "end_ps", "duration_ps", "via",
@@ -102,138 +105,20 @@ def of(result: Any) -> CriticalPath:
     return CriticalPath(_core.critical_path(_core_result(result)))
 
 
-def from_op_log(log: Any, *, program: str = "op log", start_ps: int | None = None,
-                waits: Iterable[str] = ()) -> CriticalPath:
-    """The critical path of a run that logged ops but is not a Program (the K200 and vGPU protocol models).
-
-    ``log`` maps column names to sequences: ``issue``, ``start``, ``end`` (ps), ``resource`` and ``kind``
-    (names, or codes with ``resource_names`` / ``kind_names``). These models record no causes, so the
-    links are inferred from the times, and labelled so (``via``): a row that queued (start > issue) was
-    handed its resource by the row on the same resource that ended at its start (``resource:<name>``);
-    otherwise it followed the row that ended last at or before it became ready (``after (inferred)``),
-    preferring one that ended exactly then and, among rows ending together, the one that started last.
-    Rows of the kinds in ``waits`` are the model's blocking waits and envelopes (spans of other rows):
-    such a row owns only its tail after the last row that ended while it waited, and the path goes on
-    into that row (``inside (inferred)``); a wrapper that knows its model names them. Time no row explains is a wait step (``wait:resource:<name>``
-    while queued with no holder found, ``wait:dependency`` for a gap). As for Programs, the steps tile
-    [start, last end] exactly, so the length equals the makespan; the shares are by op kind
-    (``engine:<kind>``) and wait label.
-    """
-    import bisect
-
-    issue = [int(v) for v in log["issue"]]
-    start = [int(v) for v in log["start"]]
-    end = [int(v) for v in log["end"]]
-    n = len(end)
-    if not (len(issue) == len(start) == n == len(log["resource"]) == len(log["kind"])):
-        raise _core.UsageError("critical path: the op log's columns differ in length")
-
-    def names(col: str, table: str) -> list[str]:
-        vals = list(log[col])
-        if table in log and log[table] is not None:
-            t = list(log[table])
-            return [str(t[int(v)]) for v in vals]
-        return [str(v) for v in vals]
-
-    waits = set(waits)
-    res = names("resource", "resource_names")
-    kind = names("kind", "kind_names")
-    if start_ps is not None:
-        t0 = int(start_ps)
-    else:
-        t0 = min(issue) if n else 0
-    t_end = max(end) if n else t0
-    # Latest end first; among equal ends the latest start: the innermost of rows that span
-    # others (a vGPU "pde_forward" ends with the poll it contains).
-    by_end = sorted(range(n), key=lambda i: (end[i], start[i], i))
-    ends = [end[i] for i in by_end]
-    on_res: dict[str, list[int]] = {}
-    for i in by_end:
-        on_res.setdefault(res[i], []).append(i)
-    visited = [False] * n
-    steps: list[dict[str, Any]] = []
-    share: dict[str, int] = {}
-
-    def add(kind_: str, name: str, engine: str, a: int, b: int, via: str, node: int = -1, holder: int = -1,
-            waited: int = 0, label: str = "") -> None:
-        if b <= a:
-            return
-        steps.append({"node": node, "op": node, "name": name, "kind": kind_, "op_kind": name, "engine": engine,
-                      "start_ps": a, "end_ps": b, "duration_ps": b - a, "via": via, "holder": holder,
-                      "holder_name": kind[holder] if holder >= 0 else "", "waited_ps": waited,
-                      "parts": {label: b - a}})
-        share[label] = share.get(label, 0) + b - a
-
-    def latest_before(t: int, pool: list[int] | None = None) -> int:
-        """The unvisited row with the latest end <= t (ties: the latest start), or -1."""
-        if pool is None:
-            k = bisect.bisect_right(ends, t)
-            while k > 0:
-                k -= 1
-                i = by_end[k]
-                if not visited[i]:
-                    return i
-            return -1
-        for i in reversed(pool):
-            if end[i] <= t and not visited[i]:
-                return i
-        return -1
-
-    def link(step: int, via: str, holder: int) -> None:
-        """How the path got to steps[step]: from `holder`'s step, by `via`."""
-        if 0 <= step < len(steps):
-            steps[step].update(via=via, holder=holder, holder_name=kind[holder] if holder >= 0 else "")
-
-    cursor = t_end
-    cur = latest_before(t_end)
-    def awaited(r: int, t: int) -> int:
-        """For a waiting row r: the unvisited row that ended last in (start of r, t], or -1."""
-        k = bisect.bisect_right(ends, t)
-        while k > 0:
-            k -= 1
-            i = by_end[k]
-            if end[i] <= start[r]:
-                return -1
-            if not visited[i] and i != r:
-                return i
-        return -1
-
-    while cur >= 0:
-        visited[cur] = True
-        # A waiting row (a blocking wait, an envelope: kinds in `waits`) only owns
-        # its tail after the last row that ended while it waited; the path goes on
-        # into that row.
-        c = awaited(cur, min(end[cur], cursor)) if kind[cur] in waits else -1
-        a = max(min(end[c] if c >= 0 else start[cur], cursor), t0)
-        add("op", kind[cur], res[cur], a, cursor, "start", node=cur, label=f"engine:{kind[cur]}")
-        here = len(steps) - 1
-        cursor = a
-        if c >= 0:
-            link(here, "inside (inferred)", c)
-            cur = c
-            continue
-        if start[cur] > issue[cur]:
-            h = latest_before(start[cur], on_res[res[cur]])
-            if h >= 0 and end[h] == start[cur]:
-                link(here, f"resource:{res[cur]}", h)  # it queued; h handed it the resource
-                steps[here]["waited_ps"] = start[cur] - issue[cur]
-                cur = h
-                continue
-            add("wait:resource", kind[cur], res[cur], max(issue[cur], t0), cursor, "queued", node=cur,
-                waited=cursor - issue[cur], label=f"wait:resource:{res[cur]}")
-            cursor = max(issue[cur], t0)
-        nxt = latest_before(cursor)
-        if nxt < 0:
-            break
-        link(here, "after (inferred)", nxt)
-        add("wait:dependency", "gap", "", max(end[nxt], t0), cursor, "gap", label="wait:dependency")
-        cursor = max(min(cursor, end[nxt]), t0)
-        cur = nxt
-    add("wait:dependency", "before the first op", "", t0, cursor, "start", label="wait:dependency")
-    steps.reverse()
-    length = sum(s["duration_ps"] for s in steps)
-    return CriticalPath({"program": program, "start_ps": t0, "end_ps": t_end, "length_ps": length,
-                         "makespan_ps": t_end - t0, "steps": steps, "share_ps": share})
+def from_raw(raw: Any, program: str | None = None) -> CriticalPath:
+    """The exact critical path a model that is not a Program recorded (the K200 and vGPU protocol models
+    write their ops and causes through the runtime's Recorder, and the C++ core walks them as it walks a
+    Program's): ``raw`` is the ``"critical_path"`` dict of a K200 report or a vGPU run. ``program``
+    renames it (the label of a table row)."""
+    if raw is None:
+        raise _core.UsageError("critical path: this run recorded too many ops to walk here (more than 200000); "
+                               "use a smaller run")
+    if isinstance(raw, CriticalPath):
+        raw = raw.raw
+    raw = dict(raw)
+    if program is not None:
+        raw["program"] = program
+    return CriticalPath(raw)
 
 
 _FABRIC_PARTS = (("overhead_ps", "fabric:overhead"), ("transmission_ps", "fabric:transmission"),

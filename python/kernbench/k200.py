@@ -101,50 +101,23 @@ class Result:
         )
 
     def chrome_trace(self, path: str | Path, label: str = "K200") -> dict[str, Any]:
-        """Write the run's ops as a Chrome/Perfetto trace: one track per resource (lanes for overlaps)."""
+        """Write the run's ops as a Chrome/Perfetto trace (kernbench.trace, the writer of every model's
+        traces): one track per resource (lanes for overlaps), times from the run's start, and the run's
+        exact critical path as a process of its own."""
         from kernbench import atomic_output as kio
-        from kernbench.trace import _lanes
+        from kernbench.trace import k200_trace
 
-        log = self.raw.get("log")
-        if log is None:
-            raise UsageError("this run recorded too many ops to trace (more than 200000); trace a smaller run")
-        names = self.raw["resource_names"]
-        t0 = self.raw["start_ps"]
-        events: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": 0, "tid": 0,
-                                         "args": {"name": label}}]
-        tracks: dict[tuple[int, int], int] = {}
-        by_res: dict[int, list[int]] = {}
-        for i, r in enumerate(log["resource"]):
-            by_res.setdefault(r, []).append(i)
-        for r, rows in sorted(by_res.items()):
-            lanes = _lanes([log["start_ps"][i] for i in rows], [log["end_ps"][i] for i in rows], 1)
-            for i, lane in zip(rows, lanes):
-                if (r, lane) not in tracks:
-                    tracks[(r, lane)] = len(tracks) + 1
-                    events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": tracks[(r, lane)],
-                                   "args": {"name": names[r] + (f" #{lane}" if lane else "")}})
-                tid = tracks[(r, lane)]
-                events.append({"ph": "X", "pid": 0, "tid": tid, "name": log["kind"][i],
-                               "ts": (log["start_ps"][i] - t0) / 1e6,
-                               "dur": (log["end_ps"][i] - log["start_ps"][i]) / 1e6,
-                               "args": {"bytes": log["bytes"][i], "tag": log["tag"][i],
-                                        "issue_us": (log["issue_ps"][i] - t0) / 1e6}})
-        trace = {"traceEvents": events, "displayTimeUnit": "ns"}
+        trace = k200_trace(self, label)
         kio.write_json(Path(path), trace)
         return trace
 
     def critical_path(self, label: str = "K200"):
-        """The chain of ops and waits that set this run's elapsed time, inferred from the op log
-        (kernbench.critical_path.from_op_log: the K200 model records no causes)."""
-        from kernbench.critical_path import from_op_log
+        """The chain of ops and waits that set this run's elapsed time: exact, walked by the C++ core over
+        the causes the model recorded (each op's last dependency and the op that handed it the eDMA
+        channel, copy thread, queue or clusters it waited for; docs/critical-path.md)."""
+        from kernbench.critical_path import from_raw
 
-        log = self.raw.get("log")
-        if log is None:
-            raise UsageError("this run recorded too many ops to keep its log (more than 200000); use a smaller run")
-        return from_op_log({"issue": log["issue_ps"], "start": log["start_ps"], "end": log["end_ps"],
-                            "resource": log["resource"], "resource_names": self.raw["resource_names"],
-                            "kind": log["kind"]}, program=label, start_ps=self.raw["start_ps"],
-                           waits=("wait",))  # a host thread blocked until its kernels finish
+        return from_raw(self.raw.get("critical_path"), program=label)
 
     def breakdown(self) -> dict[str, float]:
         """Seconds per op kind (summed over ops, so overlapping ops add up beyond elapsed)."""

@@ -210,43 +210,11 @@ class RunResult:
         return df
 
     def chrome_trace(self) -> dict:
-        """The Trace Event format: one process per PE, one thread per engine, one event per op-log row."""
-        log = self._core.log()
-        eng = self._core.engines()
-        kinds = self._core.kind_names
-        tags = self._core.tags
-        names = self._core.log_names
-        pes: dict[int, int] = {}
-        events: list[dict] = []
-        threads: set[tuple[int, int]] = set()
-        engine_ids = {"pe_cpu": 0, "dma": 1, "gemm": 2, "vector": 3}
-        for i in range(len(log["op"])):
-            agent = int(log["agent"][i])
-            pid = pes.setdefault(agent, len(pes) + 1)
-            r = int(log["resource"][i])
-            tid = engine_ids[eng["engine"][r]] if r >= 0 else 4  # 4: control (alloc, free, barrier, composite)
-            threads.add((pid, tid))
-            kind = kinds[int(log["kind"][i])]
-            events.append({
-                "name": names[i],
-                "cat": kind,
-                "ph": "X",
-                "ts": int(log["start_ps"][i]) / 1e6,
-                "dur": (int(log["end_ps"][i]) - int(log["start_ps"][i])) / 1e6,
-                "pid": pid,
-                "tid": tid,
-                "args": {"op": int(log["op"][i]), "kind": kind, "tag": tags[int(log["tag"][i])],
-                         "bytes": int(log["bytes"][i]), "flops": float(log["work"][i]),
-                         "ready_us": int(log["issue_ps"][i]) / 1e6},
-            })
-        meta = []
-        for agent, pid in pes.items():
-            meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": self.system.node_name(agent)}})
-        labels = {0: "pe_cpu", 1: "dma", 2: "gemm", 3: "vector", 4: "control"}
-        for pid, tid in sorted(threads):
-            meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": labels[tid]}})
-        return {"traceEvents": meta + events, "displayTimeUnit": "ns",
-                "otherData": {"program": self._core.program, "makespan_ps": int(self._core.makespan_ps)}}
+        """The Trace Event format (kernbench.trace, the one writer of every model's traces): one process
+        per PE, one track per engine unit, one event per op-log row, and the critical path."""
+        from kernbench.trace import chrome_trace
+
+        return chrome_trace(self)
 
     def to_chrome_trace(self, path: str | Path) -> Path:
         """Write the Chrome/Perfetto trace (JSON, atomically)."""

@@ -87,7 +87,7 @@ class BenchContext:
         for lbl, known in reversed(self.critical_paths[-8:]):  # benches ask right after offering the panel
             if lbl == label:
                 return known
-        given = isinstance(result, critical_path.CriticalPath)  # e.g. inferred from an op log (K200, vGPU)
+        given = isinstance(result, critical_path.CriticalPath)  # e.g. a K200 or vGPU run's exact path
         bare = hasattr(result, "dma_ops") and not given  # a System that ran bare DMA ops or transfers
         if not (given or bare) and not isinstance(getattr(result, "_core", result), _core.RunResult):
             return None

@@ -1,14 +1,17 @@
 """Chrome / Perfetto traces of a run: one process per agent, one track per engine.
 
     from kernbench.trace import write_trace
-    write_trace(result, "trace.json")      # a RunResult (a Program run), or a System after DMA ops or traffic
+    write_trace(result, "trace.json")      # a RunResult (a Program run), a K200 result, a vGPU run,
+                                           # or a System after DMA ops or traffic
 
 Open the file in https://ui.perfetto.dev or chrome://tracing. Every op-log
 row becomes a complete ("X") event on the track of the engine that ran it.
 An engine with several units (a PE's DMA channels) gets one track per unit
 ("dma", "dma #1", ...), so overlapping ops never share a track; ops that
 hold no engine (alloc, free, barrier, the composite's envelope) go to a
-"control" track. A System's DMA ops (or, without any, its transfers) trace
+"control" track. K200 and vGPU runs go through the same writer (_op_trace):
+one track per model resource (per guest for the vGPU), and like Programs
+their exact critical path as a process of its own. A System's DMA ops (or, without any, its transfers) trace
 as one process per issuer (source) with one track per concurrent op. Times are microseconds in the file (the format's unit),
 exact to the picosecond.
 """
@@ -19,7 +22,7 @@ import heapq
 from pathlib import Path
 from typing import Any
 
-from kernbench import io as kio
+from kernbench import atomic_output as kio
 
 ENGINE_ORDER = ("pe_cpu", "dma", "gemm", "vector", "ipcq")
 
@@ -45,7 +48,58 @@ def _us(ps: int) -> float:
     return ps / 1e6
 
 
+def _op_trace(n: int, *, start, end, process, track, units, event, process_names: dict, t0: int = 0,
+              critical: dict | None = None, match: str = "node", other: dict | None = None) -> dict[str, Any]:
+    """The one writer of op-log traces, for every model (Programs, K200, vGPU).
+
+    Row i goes to process ``process[i]`` (named by ``process_names``), on the track ``track[i]`` =
+    (order, name) of the resource it ran on, or None (the "control" track); a track with ``units[track]``
+    units (default 1) gets one lane per unit ("dma", "dma #1", ...) so overlapping rows never share a
+    lane. ``event(i)`` gives (name, cat, args); args get ``start_ps``/``end_ps`` (and the caller's
+    ``op``, ``issue_ps``). ``critical`` (a critical-path dict) adds its own process of steps linked by flow
+    arrows, and ``args.critical = True`` on the rows it runs through (``match``: the step key that equals a
+    row's ``args.op``: "node" for Programs, "op" for the other models). Times are microseconds from ``t0``."""
+    lane = [0] * n
+    by: dict[tuple, list[int]] = {}
+    for i in range(n):
+        if track[i] is not None:
+            by.setdefault((process[i], track[i]), []).append(i)
+    for (p, t), rows in by.items():
+        for i, u in zip(rows, _lanes([start[i] for i in rows], [end[i] for i in rows], int(units.get(t, 1)))):
+            lane[i] = u
+    pids: dict[Any, int] = {}
+    tracks: dict[tuple[int, int], str] = {}
+    events = []
+    for i in range(n):
+        pid = pids.setdefault(process[i], len(pids) + 1)
+        t = track[i]
+        if t is not None:
+            tid = 1 + int(t[0]) * 64 + lane[i]
+            tracks[(pid, tid)] = t[1] if lane[i] == 0 else f"{t[1]} #{lane[i]}"
+        else:
+            tid = 1 + (len(ENGINE_ORDER) + 1) * 64
+            tracks[(pid, tid)] = "control"
+        name, cat, args = event(i)
+        args.update(start_ps=int(start[i]), end_ps=int(end[i]))
+        events.append({"name": name, "cat": cat, "ph": "X", "ts": _us(start[i] - t0), "dur": _us(end[i] - start[i]),
+                       "pid": pid, "tid": tid, "args": args})
+    meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": process_names.get(key, str(key))}}
+            for key, pid in pids.items()]
+    crit = _critical_path_events(critical, events, len(pids) + 1, tracks, t0, match) if critical else []
+    if crit:
+        meta.append({"name": "process_name", "ph": "M", "pid": len(pids) + 1, "args": {"name": "critical path"}})
+        meta.append({"name": "process_sort_index", "ph": "M", "pid": len(pids) + 1, "args": {"sort_index": -1}})
+    for (pid, tid), name in sorted(tracks.items()):
+        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
+        meta.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+    data = {"tracks": len(tracks), "events": n, "critical_path_steps": sum(1 for e in crit if e["ph"] == "X")}
+    data.update(other or {})
+    return {"traceEvents": meta + events + crit, "displayTimeUnit": "ns", "otherData": data}
+
+
 def _program_trace(result, label: str | None) -> dict[str, Any]:
+    from kernbench import _core
+
     core = getattr(result, "_core", result)
     system = result.system
     log = core.log()
@@ -57,71 +111,98 @@ def _program_trace(result, label: str | None) -> dict[str, Any]:
     start = [int(x) for x in log["start_ps"]]
     end = [int(x) for x in log["end_ps"]]
     res = [int(x) for x in log["resource"]]
-    lane = [0] * n
-    by_res: dict[int, list[int]] = {}
-    for i in range(n):
-        if res[i] >= 0:
-            by_res.setdefault(res[i], []).append(i)
-    for r, rows in by_res.items():
-        got = _lanes([start[i] for i in rows], [end[i] for i in rows], int(eng["capacity"][r]))
-        for i, u in zip(rows, got):
-            lane[i] = u
-    pids: dict[int, int] = {}
-    tracks: dict[tuple[int, int], str] = {}
-    events = []
-    for i in range(n):
-        agent = int(log["agent"][i])
-        pid = pids.setdefault(agent, len(pids) + 1)
-        r = res[i]
+    agents = [int(x) for x in log["agent"]]
+
+    def track_of(r: int):
+        if r < 0:
+            return None
+        kind = str(eng["engine"][r])
+        rank = ENGINE_ORDER.index(kind) if kind in ENGINE_ORDER else len(ENGINE_ORDER)
+        return (rank, kind)
+
+    track = [track_of(r) for r in res]
+    units = {}
+    for r in set(res):
         if r >= 0:
-            kind = str(eng["engine"][r])
-            rank = ENGINE_ORDER.index(kind) if kind in ENGINE_ORDER else len(ENGINE_ORDER)
-            tid = 1 + rank * 64 + lane[i]
-            tracks[(pid, tid)] = kind if lane[i] == 0 else f"{kind} #{lane[i]}"
-        else:
-            tid = 1 + (len(ENGINE_ORDER) + 1) * 64
-            tracks[(pid, tid)] = "control"
+            t = track_of(r)
+            units[t] = max(units.get(t, 1), int(eng["capacity"][r]))
+
+    def event(i):
         kind_name = kinds[int(log["kind"][i])]
         t = int(log["tag"][i])
-        events.append({
-            "name": names[i] or kind_name,
-            "cat": kind_name,
-            "ph": "X",
-            "ts": _us(start[i]),
-            "dur": _us(end[i] - start[i]),
-            "pid": pid,
-            "tid": tid,
-            "args": {"op": int(log["op"][i]), "kind": kind_name, "tag": tags[t] if 0 <= t < len(tags) else "",
-                     "bytes": int(log["bytes"][i]), "work": float(log["work"][i]),
-                     "issue_ps": int(log["issue_ps"][i]), "start_ps": start[i], "end_ps": end[i]},
-        })
-    meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": system.node_name(a)}}
-            for a, pid in pids.items()]
-    critical = _critical_path_events(core, events, len(pids) + 1, tracks)
-    if critical:
-        meta.append({"name": "process_name", "ph": "M", "pid": len(pids) + 1, "args": {"name": "critical path"}})
-        meta.append({"name": "process_sort_index", "ph": "M", "pid": len(pids) + 1, "args": {"sort_index": -1}})
-    for (pid, tid), name in sorted(tracks.items()):
-        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
-        meta.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
-    return {"traceEvents": meta + events + critical, "displayTimeUnit": "ns",
-            "otherData": {"panel": label, "program": core.program, "makespan_ps": int(core.makespan_ps),
-                          "tracks": len(tracks), "source": "program",
-                          "critical_path_steps": sum(1 for e in critical if e["ph"] == "X")}}
+        return names[i] or kind_name, kind_name, {
+            "op": int(log["op"][i]), "kind": kind_name, "tag": tags[t] if 0 <= t < len(tags) else "",
+            "bytes": int(log["bytes"][i]), "work": float(log["work"][i]), "issue_ps": int(log["issue_ps"][i])}
+
+    critical = _core.critical_path(core) if isinstance(core, _core.RunResult) and int(core.makespan_ps) > 0 else None
+    return _op_trace(n, start=start, end=end, process=agents, track=track, units=units, event=event,
+                     process_names={a: system.node_name(a) for a in set(agents)}, critical=critical,
+                     other={"panel": label, "program": core.program, "makespan_ps": int(core.makespan_ps),
+                            "source": "program"})
 
 
-def _critical_path_events(core, events: list[dict[str, Any]], pid: int, tracks: dict) -> list[dict[str, Any]]:
-    """The critical path as its own process (one track of steps, linked by flow arrows), and
-    ``args.critical = True`` on the op-log events of the ops it runs through."""
+def k200_trace(result, label: str = "K200") -> dict[str, Any]:
+    """The trace of a K200 run (a ``kernbench.k200.Result``): one track per resource (lanes for overlaps),
+    times from the run's start, and its exact critical path."""
     from kernbench import _core
 
-    if not isinstance(core, _core.RunResult) or int(core.makespan_ps) <= 0:
+    raw = result.raw
+    log = raw.get("log")
+    if log is None:
+        raise _core.UsageError("this run recorded too many ops to trace (more than 200000); trace a smaller run")
+    names = raw["resource_names"]
+    n = len(log["kind"])
+    res = [int(r) for r in log["resource"]]
+    t0 = int(raw["start_ps"])
+
+    def event(i):
+        return log["kind"][i], names[res[i]], {
+            "op": int(log["op"][i]), "kind": log["kind"][i], "bytes": int(log["bytes"][i]),
+            "tag": int(log["tag"][i]), "issue_ps": int(log["issue_ps"][i]),
+            "issue_us": (int(log["issue_ps"][i]) - t0) / 1e6}
+
+    return _op_trace(n, start=[int(x) for x in log["start_ps"]], end=[int(x) for x in log["end_ps"]],
+                     process=[0] * n, track=[(r, names[r]) for r in res], units={}, event=event,
+                     process_names={0: label}, t0=t0, critical=raw.get("critical_path"), match="op",
+                     other={"panel": label, "makespan_ps": int(raw["elapsed_ps"]), "source": "k200"})
+
+
+def vgpu_trace(run, label: str = "vGPU") -> dict[str, Any]:
+    """The trace of a vGPU run (the dict of ``kernbench.vgpu.launches``; or its ``"ops"`` alone, then
+    without the critical path): one process per guest, one track per resource, and the run's exact
+    critical path."""
+    ops = run["ops"] if "ops" in run else run
+    kinds = list(ops["kind_names"])
+    res_names = list(ops["resource_names"])
+    n = len(ops["op"])
+    res = [int(r) for r in ops["resource"]]
+    start = [int(x) for x in ops["start"]]
+
+    def event(i):
+        return kinds[int(ops["kind"][i])], res_names[res[i]], {
+            "op": int(ops["op"][i]), "kind": kinds[int(ops["kind"][i])], "tag": int(ops["tag"][i]),
+            "issue_ps": int(ops["issue"][i]), "queued_us": (start[i] - int(ops["issue"][i])) / 1e6,
+            "bytes": int(ops["bytes"][i]), "work": float(ops["work"][i])}
+
+    guests = [int(g) for g in ops["agent"]]
+    end = [int(x) for x in ops["end"]]
+    return _op_trace(n, start=start, end=end, process=guests, track=[(r, res_names[r]) for r in res], units={},
+                     event=event, process_names={g: f"guest {g}" for g in set(guests)},
+                     critical=run.get("critical_path") if "ops" in run else None, match="op",
+                     other={"panel": label, "makespan_ps": (max(end) - min(int(x) for x in ops["issue"])) if n else 0,
+                            "source": "vgpu"})
+
+
+def _critical_path_events(cp: dict, events: list[dict[str, Any]], pid: int, tracks: dict, t0: int = 0,
+                          match: str = "node") -> list[dict[str, Any]]:
+    """The critical path as its own process (one track of steps, linked by flow arrows), and
+    ``args.critical = True`` on the op-log events of the ops it runs through."""
+    if not cp or not cp["steps"]:
         return []
-    cp = _core.critical_path(core)
     on_path: dict[int, list[tuple[int, int]]] = {}
     for s in cp["steps"]:
-        on_path.setdefault(int(s["node"]), []).append((int(s["start_ps"]), int(s["end_ps"])))
-    for e in events:  # op-log rows carry their run-graph node as "op"
+        on_path.setdefault(int(s[match]), []).append((int(s["start_ps"]), int(s["end_ps"])))
+    for e in events:  # op-log rows carry their run-graph node (Programs) or their row (other models) as "op"
         spans = on_path.get(e["args"]["op"])
         if spans and any(a < e["args"]["end_ps"] and e["args"]["start_ps"] < b for a, b in spans):
             e["args"]["critical"] = True
@@ -133,13 +214,13 @@ def _critical_path_events(core, events: list[dict[str, Any]], pid: int, tracks: 
                 "holder": s["holder_name"], "waited_ps": s["waited_ps"], "issue_ps": s["start_ps"], "start_ps": s["start_ps"],
                 "end_ps": s["end_ps"], "parts_ps": dict(s["parts"])}
         out.append({"name": s["name"] or s["op_kind"], "cat": "critical:" + s["kind"], "ph": "X",
-                    "ts": _us(s["start_ps"]), "dur": _us(s["duration_ps"]), "pid": pid, "tid": tid, "args": args})
+                    "ts": _us(s["start_ps"] - t0), "dur": _us(s["duration_ps"]), "pid": pid, "tid": tid, "args": args})
         if i > 0 and s["via"] != "op":  # an arrow from the cause to the step it let start
             prev = cp["steps"][i - 1]
             out.append({"name": s["via"], "cat": "critical", "ph": "s", "id": i, "pid": pid, "tid": tid,
-                        "ts": _us(prev["start_ps"])})
+                        "ts": _us(prev["start_ps"] - t0)})
             out.append({"name": s["via"], "cat": "critical", "ph": "f", "bp": "e", "id": i, "pid": pid,
-                        "tid": tid, "ts": _us(s["start_ps"])})
+                        "tid": tid, "ts": _us(s["start_ps"] - t0)})
     return out
 
 
@@ -215,15 +296,20 @@ def _transfer_trace(system, label: str | None) -> dict[str, Any]:
 
 
 def chrome_trace(obj, label: str | None = None) -> dict[str, Any]:
-    """The Trace Event JSON of a RunResult (Program run), or of a System's DMA ops (else its transfers)."""
+    """The Trace Event JSON of a RunResult (Program run), a K200 run (``kernbench.k200.Result``), a vGPU
+    run (the dict of ``kernbench.vgpu.launches``), or a System's DMA ops (else its transfers)."""
     if hasattr(obj, "log") and hasattr(obj, "engines"):
         return _program_trace(obj, label)
+    if hasattr(obj, "raw") and isinstance(getattr(obj, "raw"), dict) and "resource_names" in obj.raw:
+        return k200_trace(obj, label or "K200")
+    if isinstance(obj, dict) and ("ops" in obj or "kind_names" in obj):
+        return vgpu_trace(obj, label or "vGPU")
     if hasattr(obj, "dma_ops"):
         if len(obj.dma_ops()["issue_ps"]):
             return _dma_trace(obj, label)
         return _transfer_trace(obj, label)
-    raise TypeError(f"cannot trace a {type(obj).__name__}: pass a RunResult or a System that ran DMA ops "
-                    "or transfers")
+    raise TypeError(f"cannot trace a {type(obj).__name__}: pass a RunResult, a K200 result, a vGPU run or a "
+                    "System that ran DMA ops or transfers")
 
 
 def write_trace(obj, path: str | Path, label: str | None = None) -> dict[str, Any]:

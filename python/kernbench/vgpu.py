@@ -242,48 +242,27 @@ def whatif_combinations(splits: Mapping[str, Mapping[str, str]] = SPLITS) -> lis
 
 # ---- traces ----------------------------------------------------------------------
 
-def critical_path(ops: Mapping[str, Any], label: str = "vGPU"):
-    """The chain of ops and waits that set a run's makespan, inferred from its op log (the ``ops`` of
-    :func:`launches`; kernbench.critical_path.from_op_log: the protocol model records no causes)."""
-    from kernbench.critical_path import from_op_log
+def critical_path(run: Mapping[str, Any], label: str = "vGPU"):
+    """The chain of ops and waits that set a run's makespan (the dict of :func:`launches` or
+    :func:`workload`'s raw run): exact, walked by the C++ core over the causes the model recorded (each
+    op's last dependency -- the guest's previous op, the GR job the completion poll saw, the last copy
+    chunk -- and the op that handed it the GSP, GR, CE, bounce window or backend worker it waited for)."""
+    from kernbench.critical_path import from_raw
 
-    # Rows spanning others: the whole launch, a forwarded PDE (its RPC and poll), the completion poll.
-    return from_op_log(ops, program=label, waits=("launch", "pde_forward", "completion_poll"))
+    if "critical_path" not in run:
+        raise _core.UsageError("vgpu.critical_path: pass the run (the dict launches() returns), not its op log")
+    return from_raw(run["critical_path"], program=label)
 
 
-def chrome_trace(ops: Mapping[str, Any], path: Any) -> dict[str, int]:
-    """Write the op log of a vGPU run as a Chrome / Perfetto trace (one process per guest,
-    one track per resource, extra tracks where ops overlap); returns {"events", "tracks"}."""
+def chrome_trace(run: Mapping[str, Any], path: Any, label: str = "vGPU") -> dict[str, int]:
+    """Write a vGPU run (the dict of :func:`launches`, or its ``"ops"``) as a Chrome / Perfetto trace
+    through kernbench.trace (one process per guest, one track per resource, extra tracks where ops
+    overlap, and the run's exact critical path); returns {"events", "tracks"} (events: op-log rows)."""
     from pathlib import Path
 
     from kernbench import atomic_output as kio
-    from kernbench.trace import _lanes
+    from kernbench.trace import vgpu_trace
 
-    kinds = list(ops["kind_names"])
-    res_names = list(ops["resource_names"])
-    n = len(ops["op"])
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i in range(n):
-        groups.setdefault((int(ops["agent"][i]), int(ops["resource"][i])), []).append(i)
-    events: list[dict[str, Any]] = []
-    tracks = 0
-    for (guest, res), idx in sorted(groups.items()):
-        starts = [int(ops["start"][i]) for i in idx]
-        ends = [int(ops["end"][i]) for i in idx]
-        lane = _lanes(starts, ends, 1)
-        for unit in sorted(set(lane)):
-            tid = res * 64 + unit
-            name = res_names[res] + (f" #{unit}" if unit else "")
-            events.append({"ph": "M", "name": "thread_name", "pid": guest, "tid": tid, "args": {"name": name}})
-            tracks += 1
-        for k, i in enumerate(idx):
-            events.append({
-                "ph": "X", "name": kinds[int(ops["kind"][i])], "cat": res_names[res], "pid": guest,
-                "tid": res * 64 + lane[k], "ts": starts[k] / US, "dur": (ends[k] - starts[k]) / US,
-                "args": {"tag": int(ops["tag"][i]), "queued_us": (starts[k] - int(ops["issue"][i])) / US,
-                         "bytes": int(ops["bytes"][i]), "work": float(ops["work"][i])},
-            })
-    for guest in sorted({g for g, _ in groups}):
-        events.append({"ph": "M", "name": "process_name", "pid": guest, "args": {"name": f"guest {guest}"}})
-    kio.write_json(Path(path), {"traceEvents": events, "displayTimeUnit": "ms"})
-    return {"events": sum(1 for e in events if e["ph"] == "X"), "tracks": tracks}
+    trace = vgpu_trace(run, label)
+    kio.write_json(Path(path), trace)
+    return {"events": trace["otherData"]["events"], "tracks": trace["otherData"]["tracks"]}

@@ -1,7 +1,8 @@
 // causes.hpp -- why each node of a run ran when it did: the cause records
 // a model writes as it runs and the critical path (critical_path.hpp) is
 // walked from. The executor writes one per program op, composite dispatch
-// and pipeline stage.
+// and pipeline stage; every other model writes them through a Recorder
+// (recorder.hpp), one per op.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,11 @@ struct NodeCause {
   std::int32_t resource = -1;       ///< RunResult::engines index of its engine; -1: none
   std::uint32_t parts_begin = 0;    ///< its work [start, end) split by label: RunResult::cause_parts
   std::uint32_t parts_end = 0;
+  // Nodes of the other models (runtime/recorder.hpp; the executor leaves these as they are):
+  std::string kind_name;            ///< the op's kind ("edma", "rpc"); "": a program node (see `kind`)
+  std::int32_t tag = 0;             ///< the op's tag
+  std::int64_t log_row = -1;        ///< its op-log row; -1: none (or a program node)
+  std::int32_t wait_resource = -1;  ///< the resource it queued for, when not `resource` (-1: `resource`)
 };
 
 /// A piece of a node's work time with a label id (RunResult::cause_labels).

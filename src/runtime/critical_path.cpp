@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "runtime/recorder.hpp"
 #include "sim/errors.hpp"
 
 namespace kernbench::runtime {
@@ -26,12 +27,12 @@ namespace {
 
 // The parts of a node's work [start, end), cut at t (pro rata; the largest
 // part takes the rounding remainder, so they still sum exactly).
-std::map<std::string, Time> work_parts(const RunResult& r, const NodeCause& c, Time t, const std::string& engine) {
+std::map<std::string, Time> work_parts(const CauseGraph& r, const NodeCause& c, Time t, const std::string& engine) {
   std::map<std::string, Time> out;
   const Time whole = c.end - c.start, cut = t - c.start;
   for (std::uint32_t p = c.parts_begin; p < c.parts_end; ++p) {
-    const CausePart& part = r.cause_parts[p];
-    if (part.time > 0) out[r.cause_labels.at(static_cast<std::size_t>(part.label))] += part.time;
+    const CausePart& part = (*r.parts)[p];
+    if (part.time > 0) out[r.labels->at(static_cast<std::size_t>(part.label))] += part.time;
   }
   if (out.empty()) {
     out["engine:" + engine] = cut;
@@ -51,29 +52,38 @@ std::map<std::string, Time> work_parts(const RunResult& r, const NodeCause& c, T
 }  // namespace
 
 CriticalPath critical_path(const RunResult& r) {
+  std::vector<std::string> engines;
+  engines.reserve(r.engines.size());
+  for (const EngineUse& e : r.engines) engines.emplace_back(to_string(e.engine));
+  return critical_path(
+      CauseGraph{r.program, r.start, r.end, &r.causes, &r.cause_parts, &r.cause_labels, &engines, 0, r.causes.size()});
+}
+
+CriticalPath critical_path(const CauseGraph& r) {
   CriticalPath path;
+  path.name = r.name;
   path.start = r.start;
   path.end = r.end;
-  const auto& causes = r.causes;
-  if (causes.empty()) {
-    if (r.end != r.start) throw UsageError("critical path of '" + r.program + "': the run recorded no causes");
+  const auto& causes = *r.causes;
+  if (r.first >= r.last) {
+    if (r.end != r.start) throw UsageError("critical path of '" + r.name + "': the run recorded no causes");
     return path;
   }
   // The node that ends last (the first of them on ties: lowest id, so
   // program ops before stages).
-  std::int32_t cur = 0;
-  for (std::size_t n = 1; n < causes.size(); ++n)
+  auto cur = static_cast<std::int32_t>(r.first);
+  for (std::size_t n = r.first + 1; n < r.last; ++n)
     if (causes[n].end > causes[static_cast<std::size_t>(cur)].end) cur = static_cast<std::int32_t>(n);
   const auto fail = [&](const std::string& what) {
-    throw InternalError("critical path of '" + r.program + "': " + what);
+    throw InternalError("critical path of '" + r.name + "': " + what);
   };
   if (causes[static_cast<std::size_t>(cur)].end != r.end)
     fail("the last node ends at " + std::to_string(causes[static_cast<std::size_t>(cur)].end) + " ps, the run at " +
          std::to_string(r.end) + " ps");
 
   const auto engine_of = [&](const NodeCause& c) -> std::string {
-    if (c.resource >= 0) return to_string(r.engines.at(static_cast<std::size_t>(c.resource)).engine);
-    return to_string(c.kind);
+    if (c.resource >= 0) return r.resources->at(static_cast<std::size_t>(c.resource));
+    return c.kind_name.empty() ? std::string(to_string(c.kind)) : c.kind_name;
   };
   std::vector<CriticalStep> back;  // latest first
   bool open = false;               // back.back()'s link to the step before it is not known yet
@@ -98,7 +108,9 @@ CriticalPath critical_path(const RunResult& r) {
   Time t = r.end;
   std::size_t guard = 0;
   while (true) {
-    if (++guard > 4 * causes.size() + 4) fail("the causes form a cycle");
+    if (++guard > 4 * (r.last - r.first) + 4) fail("the causes form a cycle");
+    if (cur < static_cast<std::int32_t>(r.first) || cur >= static_cast<std::int32_t>(r.last))
+      fail("a link leaves the run's nodes (node " + std::to_string(cur) + ")");
     const NodeCause& c = causes[static_cast<std::size_t>(cur)];
     if (!(c.ready <= c.dispatch_start && c.dispatch_start <= c.dispatch_end && c.dispatch_end <= c.start &&
           c.start <= c.end))
@@ -113,14 +125,16 @@ CriticalPath critical_path(const RunResult& r) {
       t = c.start;
     }
     if (t > c.dispatch_end) {  // it queued for its engine (recv: for its data)
-      const bool recv = c.kind == OpKind::Recv;
+      const bool recv = c.kind_name.empty() && c.kind == OpKind::Recv;
+      const std::string queued =
+          c.wait_resource >= 0 ? r.resources->at(static_cast<std::size_t>(c.wait_resource)) : engine;
       if (c.engine_holder >= 0) {
-        link(recv ? "message" : "resource:" + engine, c.engine_holder, c.start - c.dispatch_end);
+        link(recv ? "message" : "resource:" + queued, c.engine_holder, c.start - c.dispatch_end);
         cur = c.engine_holder;
         continue;
       }
-      emit(recv ? StepKind::WaitDependency : StepKind::WaitResource, cur, recv ? "message" : engine, c.dispatch_end, t);
-      back.back().parts[recv ? "wait:dependency" : "wait:resource:" + engine] = t - c.dispatch_end;
+      emit(recv ? StepKind::WaitDependency : StepKind::WaitResource, cur, recv ? "message" : queued, c.dispatch_end, t);
+      back.back().parts[recv ? "wait:dependency" : "wait:resource:" + queued] = t - c.dispatch_end;
       t = c.dispatch_end;
     }
     if (t > c.dispatch_start) {
@@ -146,8 +160,14 @@ CriticalPath critical_path(const RunResult& r) {
   }
   if (t != r.start)
     fail("the walk stops at " + std::to_string(t) + " ps, not at the run's start " + std::to_string(r.start) + " ps");
-  for (const CriticalStep& s : back)
+  for (CriticalStep& s : back) {
     for (const auto& [label, time] : s.parts) path.share[label] += time;
+    const NodeCause& c = causes[static_cast<std::size_t>(s.node)];
+    s.op = c.kind_name.empty() ? (c.program_op >= 0 ? c.program_op : c.composite) : c.log_row;
+    s.name = c.name;
+    s.op_kind = c.kind_name.empty() ? std::string(to_string(c.kind)) : c.kind_name;
+    if (s.holder >= 0) s.holder_name = causes.at(static_cast<std::size_t>(s.holder)).name;
+  }
   path.steps.assign(std::make_move_iterator(back.rbegin()), std::make_move_iterator(back.rend()));
   if (path.length() != r.end - r.start)
     fail("its steps sum to " + std::to_string(path.length()) + " ps, the makespan is " +

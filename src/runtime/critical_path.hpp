@@ -1,7 +1,8 @@
 // critical_path.hpp -- the chain of ops and waits that sets a run's makespan.
 //
 // Walked back from the node that ends last, over the causes the executor
-// recorded (RunResult::causes), always following what set the current
+// recorded (RunResult::causes) or any model recorded through a Recorder
+// (recorder.hpp: the K200 and vGPU models), always following what set the current
 // time -- the classic critical-path walk. At node X with the cursor at t:
 //   work      [start, t) on its engine is an op step (split by label:
 //             engine:<kind>, link:<class>, wait:resource:<class>, ...)
@@ -54,10 +55,16 @@ struct CriticalStep {
   std::string via = "start";
   std::int32_t holder = -1;     ///< dependency / holder / sender: the previous step's node (-1: none)
   Time waited = 0;              ///< resource / message: how long this node waited for it
+  // Copied from the cause records (so a path outlives the model that ran):
+  std::int64_t op = -1;         ///< program op (composite for stages); other models: the node's op-log row
+  std::string name;             ///< the node's name
+  std::string op_kind;          ///< its kind ("gemm", "edma", "rpc")
+  std::string holder_name;      ///< the name of `holder` ("" for none)
   Time duration() const { return end - start; }
 };
 
 struct CriticalPath {
+  std::string name;                   ///< the run's (program's) name
   Time start = 0;                     ///< the run's start
   Time end = 0;                       ///< the run's end (makespan = end - start)
   std::vector<CriticalStep> steps;    ///< in time order, tiling [start, end]
@@ -65,7 +72,12 @@ struct CriticalPath {
   Time length() const;                ///< sum of the step durations (== end - start)
 };
 
+struct CauseGraph;
+
 /// The critical path of `result` (a run of the executor).
 CriticalPath critical_path(const RunResult& result);
+/// The critical path of any model's recorded causes (runtime/recorder.hpp:
+/// the K200 and vGPU models); the same walk.
+CriticalPath critical_path(const CauseGraph& graph);
 
 }  // namespace kernbench::runtime

@@ -4,12 +4,17 @@
 // holder) on every run.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <set>
 
 #include "ccl/ccl.hpp"
 #include "kernels/gemm.hpp"
 #include "machines.hpp"
+#include "platforms/k200/k200.hpp"
+#include "platforms/vgpu/workload.hpp"
 #include "runtime/critical_path.hpp"
+#include "runtime/recorder.hpp"
+#include "topology/config_loader.hpp"
 #include "sim/errors.hpp"
 
 using namespace kernbench::testing;
@@ -367,4 +372,163 @@ TEST_CASE("a run that took no time has an empty path; a result without causes is
   r.causes.clear();  // not a run of the executor
   CHECK_THROWS_AS(critical_path(r), kernbench::UsageError);
   CHECK_THROWS_WITH(critical_path(r), Catch::Contains("recorded no causes"));
+}
+
+// ---- the other models: the K200 and vGPU record their causes through a Recorder ----
+
+namespace {
+
+std::string config_path(const char* name) {
+  return (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "configs" / name).lexically_normal().string();
+}
+
+// The invariants of a path from a Recorder: steps tile [start, end], links are real.
+void tiles(const CriticalPath& cp) {
+  REQUIRE(!cp.steps.empty());
+  CHECK(cp.steps.front().start == cp.start);
+  CHECK(cp.steps.back().end == cp.end);
+  for (std::size_t i = 1; i < cp.steps.size(); ++i) CHECK(cp.steps[i].start == cp.steps[i - 1].end);
+  CHECK(cp.length() == cp.end - cp.start);
+  for (const CriticalStep& s : cp.steps) {
+    Time parts = 0;
+    for (const auto& [label, t] : s.parts) parts += t;
+    CHECK(parts == s.duration());
+  }
+}
+
+std::vector<std::string> kinds(const CriticalPath& cp) {
+  std::vector<std::string> out;
+  for (const CriticalStep& s : cp.steps) out.push_back(s.op_kind);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("recorder: a chain, a hand-over and a fork/join, walked exactly", "[critical-path][recorder]") {
+  kernbench::sim::Simulation sim(1);
+  Recorder rec(sim);
+  const auto res = rec.add_resource("engine");
+  HeldServer engine(sim, "engine");
+  Chain a, b;
+  // a: op x [0, 10) holds the engine; b asks at 0, gets it at 10 (handed over by x), runs [10, 15).
+  auto x = [&]() -> kernbench::sim::Task<void> {
+    std::int32_t h = -1;
+    co_await engine.acquire(h);
+    co_await sim.delay(10);
+    engine.release(rec.step(a, {rec.kind("x"), res, -1, 0, 0, 0, 10}));
+  };
+  auto y = [&]() -> kernbench::sim::Task<void> {
+    std::int32_t h = -1;
+    co_await engine.acquire(h);
+    const Time t0 = sim.now();
+    co_await sim.delay(5);
+    Recorder::Op op{rec.kind("y"), res, -1, 0, 0, t0, sim.now()};
+    op.holder = h;
+    engine.release(rec.step(b, op));
+  };
+  Join j(sim);
+  j.left = 2;
+  sim.spawn("x", joined(x(), a, j));
+  sim.spawn("y", joined(y(), b, j));
+  sim.run();
+  CHECK(j.last == b.last);
+  const CriticalPath cp = critical_path(rec.graph("toy", 0, 15, 0, rec.size()));
+  tiles(cp);
+  REQUIRE(cp.steps.size() == 2);
+  CHECK(cp.steps[0].op_kind == "x");
+  CHECK(cp.steps[1].op_kind == "y");
+  CHECK(cp.steps[1].via == "resource:engine");
+  CHECK(cp.steps[1].holder_name == "x");
+  CHECK(cp.steps[1].waited == 10);
+  CHECK(cp.share.at("engine:x") == 10);
+  CHECK(cp.share.at("engine:y") == 5);
+  // A lost gap is refused as it is recorded.
+  Chain c{a.last};
+  CHECK_THROWS_AS(rec.step(c, {rec.kind("z"), res, -1, 0, 11, 11, 12}), kernbench::InternalError);
+}
+
+TEST_CASE("K200: a one-segment pinned copy's path is call, map, eDMA, poll, unmap", "[critical-path][k200]") {
+  using namespace kernbench::platforms::k200;
+  kernbench::topology::System sys(kernbench::topology::load_config(config_path("k200.yaml")));
+  K200 k(sys);
+  const auto& drv = k.config().driver;
+  const RunReport r = k.copy({CopyKind::Pinned, Direction::H2D, 1 * kernbench::sim::kMiB, {0, 0}, {0, 1}});
+  const CriticalPath cp = k.critical_path(r);
+  tiles(cp);
+  CHECK(kinds(cp) == std::vector<std::string>{"call", "map", "edma", "poll", "unmap"});
+  const Time half = (drv.segment_overhead + 256 * drv.map_per_page) / 2;
+  CHECK(cp.steps[0].duration() == drv.call_overhead);
+  CHECK(cp.steps[1].duration() == half);
+  CHECK(cp.steps[4].duration() == half);
+  CHECK(cp.steps[3].end % drv.poll_period == 0);  // seen at a poll tick
+  for (std::size_t i = 1; i < cp.steps.size(); ++i) {
+    CHECK(cp.steps[i].via == "dependency");
+    CHECK(cp.steps[i].holder_name == cp.steps[i - 1].op_kind);
+  }
+  CHECK(cp.end - cp.start == r.elapsed());
+}
+
+TEST_CASE("K200: a die's fourth concurrent eDMA waits for a channel a poll hands over", "[critical-path][k200]") {
+  using namespace kernbench::platforms::k200;
+  kernbench::topology::System sys(kernbench::topology::load_config(config_path("k200.yaml")));
+  K200 k(sys);
+  const int n = k.config().edma.channels_per_die + 1;
+  std::vector<CopySpec> specs(static_cast<std::size_t>(n),
+                              CopySpec{CopyKind::Pinned, Direction::H2D, 1 * kernbench::sim::kMiB, {0, 0}, {0, 1}});
+  const RunReport r = k.copies(specs);
+  const CriticalPath cp = k.critical_path(r);
+  tiles(cp);
+  bool handed = false;
+  for (const CriticalStep& s : cp.steps)
+    if (s.via == "resource:card0.die0.edma_channels") {
+      handed = true;
+      CHECK(s.holder_name == "poll");
+      CHECK(s.waited > 0);
+    }
+  CHECK(handed);
+  // Kernels and GEMMs: the wait follows the kernel that finished, the path tiles the elapsed time.
+  const RunReport g = k.gemm({KernelSpec::Kind::Gemm, 0, 1024, 1024, 1024});
+  const CriticalPath gp = k.critical_path(g);
+  tiles(gp);
+  CHECK(gp.steps.front().op_kind == "host_prep");
+  CHECK(gp.steps.back().op_kind == "wait");
+  CHECK(gp.steps.back().holder_name == "hbm");  // the last C store released the wait
+}
+
+TEST_CASE("vGPU: one launch's path is the guest's chain through the GR job", "[critical-path][vgpu]") {
+  using namespace kernbench::platforms::vgpu;
+  kernbench::topology::System sys(kernbench::topology::load_config(config_path("vgpu.yaml")), 1);
+  const LaunchRun run = run_launches(sys, 1, 1, {}, false);
+  const CriticalPath& cp = run.critical;
+  tiles(cp);
+  const LaunchResult& l = run.launches.at(0);
+  CHECK(cp.end == l.guest_done);
+  Time rpc = 0, poll = 0;
+  std::size_t gr = cp.steps.size();
+  for (std::size_t i = 0; i < cp.steps.size(); ++i) {
+    const CriticalStep& s = cp.steps[i];
+    if (s.op_kind == "rpc") rpc += s.duration();
+    if (s.op_kind == "poll_wait") poll += s.duration();
+    if (s.op_kind == "gr_exec") gr = i;
+  }
+  CHECK(rpc == l.firmware);      // one guest: no GSP queue, every RPC on the path
+  CHECK(poll == l.poll_wait);
+  CHECK(cp.steps.front().op_kind == "guest_driver");
+  REQUIRE(gr + 1 < cp.steps.size());
+  CHECK(cp.steps[gr].duration() == l.kernel);
+  CHECK(cp.steps[gr].holder_name == "doorbell");
+  // The completion poll that saw the job follows it (a zero-length poll, seen at the job's end, is
+  // passed through: the next step then names it as its dependency).
+  const CriticalStep& seen = cp.steps[gr + 1];
+  CHECK(((seen.op_kind == "completion_poll" && seen.holder_name == "gr_exec") ||
+         (seen.op_kind == "bounce_out" && seen.holder_name == "completion_poll")));
+  CHECK(cp.steps.back().op_kind == "msix");
+  // Two guests: the later one queues at the GSP behind the other's RPC.
+  kernbench::topology::System two(kernbench::topology::load_config(config_path("vgpu.yaml"), {{"vgpu.guests", "2"}}), 1);
+  const LaunchRun run2 = run_launches(two, 1, 2, {}, false);
+  tiles(run2.critical);
+  bool gsp = false;
+  for (const CriticalStep& s : run2.critical.steps)
+    if (s.via == "resource:gsp") gsp = s.holder_name == "rpc" && s.waited > 0;
+  CHECK(gsp);
 }

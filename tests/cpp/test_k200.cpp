@@ -68,8 +68,7 @@ TEST_CASE("K200 calibration table (printed)", "[k200][.print]") {
     std::printf("pipe-off  %s", to_string(dir));
     for (sim::Bytes b : {M, 64 * M, 256 * M, 1024 * M})
       std::printf(" %7.3f", copy_gib(CopyKind::Pageable, dir, b, {{"k200.driver.kl1_bounce_pipe", "0"}}));
-    std::printf("\n");
-    std::printf("pin       %s %7.3f\n", to_string(dir),
+    std::printf("\npin       %s %7.3f\n", to_string(dir),
                 copy_gib(CopyKind::Pageable, dir, 64 * M, {{"k200.driver.kl1_pageable_pin", "1"}}));
   }
   std::printf("p2p      ");
@@ -82,8 +81,7 @@ TEST_CASE("K200 launch and gemm (printed)", "[k200][.print]") {
   for (int threads : {1, 4}) {
     topology::System sys(k200_config());
     K200 k(sys);
-    KernelSpec add;
-    add.elements = 5120;
+    KernelSpec add{KernelSpec::Kind::Elementwise, 5120};
     add.ncluster = 4;
     auto st = k.launch_test(threads, 10, 100, add);
     std::printf("threads %d: launch %.3f us, wait %.3f us, per kernel %.3f us, single %.3f us\n", threads,
@@ -107,31 +105,17 @@ TEST_CASE("K200 launch and gemm (printed)", "[k200][.print]") {
       auto st = k.launch_test(1, 1, 1, add);
       std::printf("single kernel %d elements nc %d: %.3f us (wait %.3f)\n", n, nc, st.single_us, st.wait_us);
     }
+  const auto gflops = [](std::int64_t mn, std::int64_t kk, topology::Precision prec, int nc) {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    return k.gemm({KernelSpec::Kind::Gemm, 0, mn, mn, kk, prec, nc}).gflops();
+  };
   for (auto prec : {topology::Precision::Fp32, topology::Precision::Fp16})
     for (int nc : {4, 8}) {
       std::printf("%s nc %d:", topology::to_string(prec), nc);
-      for (int m : {512, 1024, 2048, 4096, 8192}) {
-        topology::System sys(k200_config());
-        K200 k(sys);
-        KernelSpec g;
-        g.kind = KernelSpec::Kind::Gemm;
-        g.m = g.n = g.k = m;
-        g.precision = prec;
-        g.ncluster = nc;
-        std::printf(" %7.0f", k.gemm(g).gflops());
-      }
+      for (int m : {512, 1024, 2048, 4096, 8192}) std::printf(" %7.0f", gflops(m, m, prec, nc));
       std::printf("  | K sweep M=N=2048:");
-      for (int kk : {128, 512, 2048, 2560, 3072, 4096, 8192}) {
-        topology::System sys(k200_config());
-        K200 k(sys);
-        KernelSpec g;
-        g.kind = KernelSpec::Kind::Gemm;
-        g.m = g.n = 2048;
-        g.k = kk;
-        g.precision = prec;
-        g.ncluster = nc;
-        std::printf(" %7.0f", k.gemm(g).gflops());
-      }
+      for (int kk : {128, 512, 2048, 2560, 3072, 4096, 8192}) std::printf(" %7.0f", gflops(2048, kk, prec, nc));
       std::printf("\n");
     }
 }
@@ -425,19 +409,20 @@ TEST_CASE("K200 streams: in order each, waits per stream, clusters shared", "[k2
   small.elements = 128;
   small.ncluster = 4;
   Time short_done = 0, long_done = 0, die_done = 0;
+  runtime::Chain ca, cb, cc;  // each thread's ops
   auto a = [&]() -> sim::Task<void> {
-    co_await k.launch_task(0, {0, 0}, big, 0);
-    co_await k.stream_wait_task(0, {0, 0}, 0);
+    co_await k.launch_task(ca, 0, {0, 0}, big, 0);
+    co_await k.stream_wait_task(ca, 0, {0, 0}, 0);
     long_done = sim.now();
   };
   auto b = [&]() -> sim::Task<void> {
-    co_await k.launch_task(1, {0, 0}, small, 1);
-    co_await k.stream_wait_task(1, {0, 0}, 1);
+    co_await k.launch_task(cb, 1, {0, 0}, small, 1);
+    co_await k.stream_wait_task(cb, 1, {0, 0}, 1);
     short_done = sim.now();
   };
   auto c = [&]() -> sim::Task<void> {
     co_await sim.delay(3 * sim::kMicrosecond);  // after both launches
-    co_await k.wait_task(2, {0, 0});
+    co_await k.wait_task(cc, 2, {0, 0});
     die_done = sim.now();
   };
   sim.spawn("a", top(a()));
@@ -454,7 +439,8 @@ TEST_CASE("K200 streams: in order each, waits per stream, clusters shared", "[k2
   const auto st = k2.launch_test(1, 2, 1, small);
   CHECK(st.wait_us == Approx(2 * (13.999 - 2.0) - 2.25 + 2.0).epsilon(1e-3));
   KernelSpec e = small;
-  auto bad = [&]() -> sim::Task<void> { co_await k2.launch_task(0, {0, 0}, e, 64); };
+  runtime::Chain cd;
+  auto bad = [&]() -> sim::Task<void> { co_await k2.launch_task(cd, 0, {0, 0}, e, 64); };
   s2.sim().spawn("bad", top(bad()));
   REQUIRE_THROWS_WITH(k2.run_to_completion(), Catch::Contains("stream 64 is outside 0..63"));
 }

@@ -106,67 +106,82 @@ def test_bench_run_prints_and_writes_the_critical_paths(tmp_path, capsys):
     assert "critical_path.csv" in sweep["files"]
 
 
-def test_op_log_critical_path_on_a_hand_made_log():
-    """Models without causes (K200, vGPU): links inferred from times; the steps tile the makespan."""
-    from kernbench.critical_path import from_op_log
-
-    # a: [0,10) on dma; b queued on dma from 2, granted at 10 (a held it), ends 30;
-    # c ready at 35 (a gap of 5 after b) on gemm, ends 50; d: [0,5) elsewhere, off the path.
-    log = {"issue": [0, 2, 35, 0], "start": [0, 10, 35, 0], "end": [10, 30, 50, 5],
-           "resource": ["dma", "dma", "gemm", "cpu"], "kind": ["load", "load2", "mm", "misc"]}
-    cp = from_op_log(log, start_ps=0)
-    assert cp.length_ps == cp.makespan_ps == 50
-    assert [(s["kind"], s["name"], s["start_ps"], s["end_ps"]) for s in cp.steps] == [
-        ("op", "load", 0, 10), ("op", "load2", 10, 30), ("wait:dependency", "gap", 30, 35), ("op", "mm", 35, 50)]
-    assert cp.steps[1]["via"] == "resource:dma"          # load2 was handed the dma by load
-    assert cp.share_ps == {"engine:load": 10, "engine:load2": 20, "wait:dependency": 5, "engine:mm": 15}
-    # A queued op whose holder is not in the log: the queueing is a wait step.
-    cp2 = from_op_log({"issue": [0], "start": [4], "end": [9], "resource": ["q"], "kind": ["x"]}, start_ps=0)
-    assert [(s["kind"], s["start_ps"], s["end_ps"]) for s in cp2.steps] == [("wait:resource", 0, 4), ("op", 4, 9)]
-    assert cp2.length_ps == 9
+def _tiles(cp):
+    """The invariants of an exact path: the steps tile [start, end], their parts sum to them."""
+    assert cp.length_ps == cp.makespan_ps == cp.end_ps - cp.start_ps > 0
+    assert cp.steps[0]["start_ps"] == cp.start_ps and cp.steps[-1]["end_ps"] == cp.end_ps
+    assert all(a["end_ps"] == b["start_ps"] for a, b in zip(cp.steps, cp.steps[1:]))
+    assert all(sum(s["parts"].values()) == s["duration_ps"] for s in cp.steps)
+    assert sum(cp.share_ps.values()) == cp.length_ps
 
 
-def test_k200_and_vgpu_runs_have_a_critical_path():
-    from kernbench import k200, vgpu
+def test_k200_pinned_copy_path_is_exact_and_closed_form():
+    """A one-segment pinned H2D: call, map, eDMA, poll, unmap, each the dependency of the next (exact
+    causes the model recorded, not inferred), timed as the driver parameters say."""
+    from kernbench import k200
 
     sys = k200.load_system()
-    r = k200.copy(sys, "pageable", "h2d", 4 << 20)
+    r = k200.copy(sys, "pinned", "h2d", 1 << 20)
     cp = r.critical_path()
-    assert cp.length_ps == cp.makespan_ps > 0
-    assert sum(cp.share_ps.values()) == cp.length_ps
-    assert all(a["end_ps"] == b["start_ps"] for a, b in zip(cp.steps, cp.steps[1:]))  # the steps join end to end
-    out = vgpu.launches(1)
-    vp = vgpu.critical_path(out["ops"])
-    ends = out["ops"]["end"]
-    assert vp.length_ps == vp.makespan_ps == max(ends) - min(out["ops"]["issue"])
-    assert any(k.startswith("engine:") for k in vp.share_ps)
+    _tiles(cp)
+    assert cp.makespan_ps == r.raw["elapsed_ps"]
+    assert [s["op_kind"] for s in cp.steps] == ["call", "map", "edma", "poll", "unmap"]
+    assert [s["via"] for s in cp.steps] == ["start"] + ["dependency"] * 4
+    assert [s["holder_name"] for s in cp.steps[1:]] == ["call", "map", "edma", "poll"]
+    call, half = 5_000_000, (200_000 + 256 * 5_000) // 2  # k200.yaml: call_overhead, (segment + pages x map) / 2
+    assert [s["duration_ps"] for s in cp.steps[:2]] == [call, half] and cp.steps[-1]["duration_ps"] == half
+    assert cp.steps[3]["end_ps"] % 2_000_000 == 0  # the poll tick (every 2 us) that saw the completion
+    log = r.raw["log"]
+    edma = log["kind"].index("edma")
+    assert (cp.steps[2]["start_ps"], cp.steps[2]["end_ps"]) == (log["start_ps"][edma], log["end_ps"][edma])
+    assert cp.steps[2]["op"] == log["op"][edma]  # a step names its op-log row
 
 
-def test_op_log_critical_path_prefers_the_innermost_of_rows_ending_together():
-    from kernbench.critical_path import from_op_log
+def test_k200_queued_edma_is_handed_its_channel_by_a_poll():
+    """Four copies to one die (3 channels): the fourth eDMA queues; its holder is the poll that ended a hold."""
+    from kernbench import k200
 
-    # An envelope [0, 20) around two steps [0, 8) and [8, 20): the path is the steps, not the envelope.
-    log = {"issue": [0, 0, 8], "start": [0, 0, 8], "end": [20, 8, 20], "resource": ["r", "a", "b"],
-           "kind": ["envelope", "first", "second"]}
-    cp = from_op_log(log, start_ps=0)
-    assert [s["name"] for s in cp.steps] == ["first", "second"]
-    assert cp.length_ps == 20
+    sys = k200.load_system()
+    r = k200.copies(sys, [{"kind": "pinned", "direction": "h2d", "bytes": 1 << 20}] * 4)
+    cp = r.critical_path()
+    _tiles(cp)
+    handed = [s for s in cp.steps if s["via"].startswith("resource:")]
+    assert handed and all(s["holder_name"] == "poll" and s["waited_ps"] > 0 for s in handed)
+    assert handed[0]["via"] == "resource:card0.die0.edma_channels"
 
 
-def test_op_log_critical_path_goes_into_a_blocking_wait():
-    from kernbench.critical_path import from_op_log
+def test_vgpu_launch_path_is_exact_and_closed_form():
+    """One forwarded launch: the guest's chain, every RPC and poll wait on it, the GR job forked at the
+    doorbell and the completion poll that saw it, then copy-out and MSI-X."""
+    from kernbench import vgpu
 
-    # A thread launches [0, 2), then waits [2, 30) for a kernel [3, 27) on the device (queued from 2);
-    # the wait's own cost is its tail [27, 30). The path: launch, the kernel's queueing, the kernel,
-    # the wait's tail -- not "wait 28 ps".
-    log = {"issue": [0, 2, 2], "start": [0, 3, 2], "end": [2, 27, 30], "resource": ["q", "dev", "q"],
-           "kind": ["launch", "kernel", "wait"]}
-    assert from_op_log(log, start_ps=0).steps[-1]["duration_ps"] == 28  # not declared a wait: its own work
-    cp = from_op_log(log, start_ps=0, waits=("wait",))
-    assert [(s["kind"], s["name"], s["start_ps"], s["end_ps"]) for s in cp.steps] == [
-        ("op", "launch", 0, 2), ("wait:resource", "kernel", 2, 3), ("op", "kernel", 3, 27), ("op", "wait", 27, 30)]
-    assert cp.steps[-1]["via"] == "inside (inferred)"
-    assert cp.length_ps == cp.makespan_ps == 30
+    run = vgpu.launches(1)
+    cp = vgpu.critical_path(run)
+    _tiles(cp)
+    (l,) = run["launches"]
+    assert cp.end_ps == l["guest_done_ps"]
+    kinds = [s["op_kind"] for s in cp.steps]
+    assert kinds[0] == "guest_driver" and kinds[-1] == "msix"
+    assert sum(s["duration_ps"] for s in cp.steps if s["op_kind"] == "rpc") == l["firmware_ps"]
+    assert sum(s["duration_ps"] for s in cp.steps if s["op_kind"] == "poll_wait") == l["poll_wait_ps"]
+    assert kinds.count("rpc") == l["rpcs"]
+    g = kinds.index("gr_exec")
+    assert cp.steps[g]["holder_name"] == "doorbell" and cp.steps[g]["duration_ps"] == l["kernel_ps"]
+    nxt = cp.steps[g + 1]  # the completion poll that saw the job (passed through when it took no time)
+    assert (nxt["op_kind"], nxt["holder_name"]) in {("completion_poll", "gr_exec"), ("bounce_out", "completion_poll")}
+    assert all(s["via"] in ("start", "dependency") for s in cp.steps)  # one guest: nothing queues
+
+
+def test_vgpu_second_guest_is_handed_the_gsp_by_the_first_guests_rpc():
+    from kernbench import vgpu
+
+    run = vgpu.launches(1, set={"vgpu.guests": 2})
+    cp = vgpu.critical_path(run)
+    _tiles(cp)
+    gsp = [s for s in cp.steps if s["via"] == "resource:gsp"]
+    assert gsp and all(s["holder_name"] == "rpc" and s["waited_ps"] > 0 for s in gsp)
+    with pytest.raises(kernbench.UsageError):
+        vgpu.critical_path(run["ops"])  # the op log alone holds no causes
 
 
 def test_a_system_of_bare_dma_ops_has_a_critical_path():
@@ -187,3 +202,26 @@ def test_a_system_of_bare_dma_ops_has_a_critical_path():
     assert parts == d["end_ps"][last] - d["issue_ps"][last]
     assert cp.share_ps.get("wait:dependency", 0) == d["issue_ps"][last] - min(d["issue_ps"])
     assert sum(cp.share_ps.values()) == cp.length_ps
+
+
+def test_ccl_all_reduce_result_writes_its_trace(tmp_path):
+    """RunResult.to_chrome_trace on a Program with send/recv (every ccl result): was KeyError 'ipcq'.
+    One event per op-log row, on its PE's process and engine track, with the op log's times."""
+    from kernbench import ccl
+
+    system = kernbench.System.load(set=SMALL)
+    r = ccl.all_reduce(system, 16 * 1024, algorithm="ring")
+    path = r.run.to_chrome_trace(tmp_path / "ar.json")
+    trace = json.loads(path.read_text())
+    log = r.run.log()
+    ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and not e["cat"].startswith("critical")]
+    assert len(ops) == len(log["op"])
+    kinds = r.run._core.kind_names
+    for e, op, kind, start, end in zip(ops, log["op"], log["kind"], log["start_ps"], log["end_ps"]):
+        assert e["args"]["op"] == op and e["args"]["kind"] == kinds[int(kind)]
+        assert (e["args"]["start_ps"], e["args"]["end_ps"]) == (start, end)
+    assert {"send", "recv"} <= {e["args"]["kind"] for e in ops}
+    threads = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert "ipcq" in threads
+    steps = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"].startswith("critical")]
+    assert sum(e["args"]["end_ps"] - e["args"]["start_ps"] for e in steps) == int(r.run._core.makespan_ps)

@@ -39,11 +39,14 @@ def test_op_log_names_every_step():
 def test_chrome_trace_of_a_run(tmp_path):
     """The op log becomes a Perfetto trace: one X event per op, named by kind, on resource tracks."""
     run = vgpu.launches(1, set={"vgpu.guests": 2})
-    info = vgpu.chrome_trace(run["ops"], tmp_path / "t.json")
+    info = vgpu.chrome_trace(run, tmp_path / "t.json")
     doc = json.loads((tmp_path / "t.json").read_text())
-    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X" and not e["cat"].startswith("critical")]
     assert info["events"] == len(xs) == len(run["ops"]["op"])
-    assert {e["pid"] for e in xs} == {0, 1}
+    procs = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert {procs[e["pid"]] for e in xs} == {"guest 0", "guest 1"}
+    steps = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"].startswith("critical")]
+    assert sum(e["args"]["end_ps"] - e["args"]["start_ps"] for e in steps) == run["critical_path"]["makespan_ps"]
     assert sum(e["name"] == "rpc" for e in xs) == 16
     assert any(e["name"] == "rpc" and e["args"]["queued_us"] > 0 for e in xs)  # the GSP queue is visible
 

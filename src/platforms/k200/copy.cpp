@@ -40,21 +40,21 @@ std::string die_name(DieRef d) { return "card" + std::to_string(d.card) + ".die"
 
 }  // namespace
 
-sim::Task<void> K200::pinned_segment(DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
+sim::Task<void> K200::pinned_segment(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
   const auto& drv = cfg_.driver;
   const Bytes pages = (bytes + drv.page - 1) / drv.page;
   const Time half = (drv.segment_overhead + pages * drv.map_per_page) / 2;
-  co_await delay_op("map", res_driver_, tag, half);
-  co_await edma(d, dir, bytes, tag);
-  co_await delay_op("unmap", res_driver_, tag, half);
+  co_await delay_op(ch, "map", res_driver_, tag, half);
+  co_await edma(ch, d, dir, bytes, tag);
+  co_await delay_op(ch, "unmap", res_driver_, tag, half);
 }
 
-sim::Task<void> K200::copy_pinned(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
+sim::Task<void> K200::copy_pinned(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
   const auto& drv = cfg_.driver;
   if (!drv.kl1_dma_direct) {
     if (path) *path = "pinned with kl1_dma_direct=0: bounced like pageable";
     std::string inner;
-    co_await copy_pageable(d, dir, bytes, tag, &inner);
+    co_await copy_pageable(ch, d, dir, bytes, tag, &inner);
     if (path) *path += " (" + inner + ")";
     co_return;
   }
@@ -63,45 +63,45 @@ sim::Task<void> K200::copy_pinned(DieRef d, Direction dir, Bytes bytes, std::int
     if (path)
       *path = "pinned: hugepage pool exhausted (needs " + std::to_string(need / sim::kMiB) + " MiB, " +
               std::to_string(pool_free_ / sim::kMiB) + " MiB free) -> bounce serial";
-    co_await delay_op("call", res_driver_, tag, drv.pageable_call_overhead);
-    co_await bounce_serial(d, dir, bytes, drv.bounce_buffer, tag);
+    co_await delay_op(ch, "call", res_driver_, tag, drv.pageable_call_overhead);
+    co_await bounce_serial(ch, d, dir, bytes, drv.bounce_buffer, tag);
     co_return;
   }
   if (path) *path = "pinned direct";
   pool_free_ -= need;
-  co_await delay_op("call", res_driver_, tag, drv.call_overhead);
+  co_await delay_op(ch, "call", res_driver_, tag, drv.call_overhead);
   for (Bytes done = 0; done < bytes;) {
     const Bytes seg = std::min(drv.hugepage, bytes - done);
-    co_await pinned_segment(d, dir, seg, tag);
+    co_await pinned_segment(ch, d, dir, seg, tag);
     done += seg;
   }
   pool_free_ += need;
 }
 
-sim::Task<void> K200::copy_pageable(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
+sim::Task<void> K200::copy_pageable(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
   const auto& drv = cfg_.driver;
-  co_await delay_op("call", res_driver_, tag, drv.pageable_call_overhead);
+  co_await delay_op(ch, "call", res_driver_, tag, drv.pageable_call_overhead);
   if (drv.kl1_pageable_pin && bytes >= drv.pin_min) {
     if (path) *path = "pageable pin (one eDMA per page)";
-    co_await pin_path(d, dir, bytes, tag);
+    co_await pin_path(ch, d, dir, bytes, tag);
   } else if (drv.kl1_bounce_pipe && bytes > drv.pipe_threshold) {
     if (path) *path = dir == Direction::H2D ? "bounce pipeline" : (drv.kl1_bounce_d2h == 2 ? "bounce pipeline (d2h mode 2)" : "bounce pipeline (d2h mode 1)");
-    co_await bounce_pipeline(d, dir, bytes, tag);
+    co_await bounce_pipeline(ch, d, dir, bytes, tag);
   } else {
     if (path) *path = "bounce serial";
-    co_await bounce_serial(d, dir, bytes, drv.bounce_buffer, tag);
+    co_await bounce_serial(ch, d, dir, bytes, drv.bounce_buffer, tag);
   }
 }
 
-sim::Task<void> K200::bounce_serial(DieRef d, Direction dir, Bytes bytes, Bytes chunk, std::int32_t tag) {
+sim::Task<void> K200::bounce_serial(Chain& ch, DieRef d, Direction dir, Bytes bytes, Bytes chunk, std::int32_t tag) {
   for (Bytes done = 0; done < bytes;) {
     const Bytes c = std::min(chunk, bytes - done);
     if (dir == Direction::H2D) {
-      co_await memcpy_host(dir, c, tag);
-      co_await edma(d, dir, c, tag);
+      co_await memcpy_host(ch, dir, c, tag);
+      co_await edma(ch, d, dir, c, tag);
     } else {
-      co_await edma(d, dir, c, tag);
-      co_await memcpy_host(dir, c, tag);
+      co_await edma(ch, d, dir, c, tag);
+      co_await memcpy_host(ch, dir, c, tag);
     }
     done += c;
   }
@@ -109,21 +109,27 @@ sim::Task<void> K200::bounce_serial(DieRef d, Direction dir, Bytes bytes, Bytes 
 
 namespace {
 
-/// The two stages of a bounce pipeline over `buffers` buffers: `first` fills
-/// a buffer, `second` drains it; chunks are handed over in order.
+/// The two stages of a bounce pipeline over `buffers` buffers: the first
+/// fills a buffer, the second drains it; chunks are handed over in order.
+/// Each hand-over carries the op that made it (a filled chunk: the fill's
+/// last op; a freed buffer: the drain's), the next op's other dependency.
 struct Pipe {
   Pipe(sim::Simulation& sim, int buffers)
       : free(sim, "bounce.free", static_cast<std::size_t>(buffers)), ready(sim, "bounce.ready") {
-    for (int i = 0; i < buffers; ++i) (void)free.try_put(0);
+    for (int i = 0; i < buffers; ++i) (void)free.try_put(-1);
   }
-  sim::Store<int> free;
-  sim::Store<Bytes> ready;
+  sim::Store<std::int32_t> free;                     ///< the op that freed the buffer (-1: never used)
+  sim::Store<std::pair<Bytes, std::int32_t>> ready;  ///< (chunk bytes, the op that filled it)
   Bytes next = 0;  ///< bytes claimed by the first stage so far
 };
 
+/// The stage's next op also waits for `node` (a hand-over): it follows
+/// whichever ended last.
+void also_after(const runtime::Recorder& rec, Chain& ch, std::int32_t node) { ch.last = rec.later(ch.last, node); }
+
 }  // namespace
 
-sim::Task<void> K200::bounce_pipeline(DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
+sim::Task<void> K200::bounce_pipeline(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
   const auto& drv = cfg_.driver;
   sim::Simulation& sim = system_.sim();
   const int buffers = dir == Direction::H2D ? drv.bounce_h2d_buffers : drv.bounce_d2h_buffers;
@@ -131,53 +137,56 @@ sim::Task<void> K200::bounce_pipeline(DieRef d, Direction dir, Bytes bytes, std:
   const Bytes chunk = drv.bounce_buffer;
   const Bytes chunks = (bytes + chunk - 1) / chunk;
   // First stage: the memcpy (H2D) or the eDMA (D2H); D2H mode 2 runs two.
-  auto fill = [&]() -> sim::Task<void> {
+  auto fill = [&](Chain& st) -> sim::Task<void> {
     for (;;) {
       if (pipe.next >= bytes) co_return;
       const Bytes c = std::min(chunk, bytes - pipe.next);
       pipe.next += c;
-      co_await pipe.free.get();
+      also_after(rec_, st, co_await pipe.free.get());
       if (dir == Direction::H2D)
-        co_await memcpy_host(dir, c, tag);
+        co_await memcpy_host(st, dir, c, tag);
       else
-        co_await edma(d, dir, c, tag);
-      co_await pipe.ready.put(c);
+        co_await edma(st, d, dir, c, tag);
+      co_await pipe.ready.put({c, st.last});
     }
   };
-  auto drain = [&]() -> sim::Task<void> {
+  auto drain = [&](Chain& st) -> sim::Task<void> {
     for (Bytes i = 0; i < chunks; ++i) {
-      const Bytes c = co_await pipe.ready.get();
+      const auto [c, filled] = co_await pipe.ready.get();
+      also_after(rec_, st, filled);
       if (dir == Direction::H2D)
-        co_await edma(d, dir, c, tag);
+        co_await edma(st, d, dir, c, tag);
       else
-        co_await memcpy_host(dir, c, tag);
-      co_await pipe.free.put(0);
+        co_await memcpy_host(st, dir, c, tag);
+      co_await pipe.free.put(st.last);
     }
   };
-  Join j(sim);
+  runtime::Join j(sim);
   const int fillers = dir == Direction::D2H && drv.kl1_bounce_d2h == 2 ? 2 : 1;
   j.left = fillers + 1;
-  for (int f = 0; f < fillers; ++f) sim.spawn("k200.bounce_fill", joined(fill(), j));
-  sim.spawn("k200.bounce_drain", joined(drain(), j));
+  Chain stages[3] = {ch, ch, ch};  // the stages fork from the caller's chain
+  for (int f = 0; f < fillers; ++f) sim.spawn("k200.bounce_fill", runtime::joined(fill(stages[f + 1]), stages[f + 1], j));
+  sim.spawn("k200.bounce_drain", runtime::joined(drain(stages[0]), stages[0], j));
   co_await j.done.wait();
+  ch.last = j.last;
 }
 
-sim::Task<void> K200::pin_path(DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
+sim::Task<void> K200::pin_path(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
   const auto& drv = cfg_.driver;
   const Bytes pages = (bytes + drv.page - 1) / drv.page;
   Bytes done = 0;
   for (Bytes p0 = 0; p0 < pages; p0 += drv.pin_batch) {
     const Bytes n = std::min<Bytes>(drv.pin_batch, pages - p0);
-    co_await delay_op("pin", res_driver_, tag, drv.pin_batch_overhead + n * drv.pin_per_page);
+    co_await delay_op(ch, "pin", res_driver_, tag, drv.pin_batch_overhead + n * drv.pin_per_page);
     for (Bytes p = 0; p < n; ++p) {
       const Bytes c = std::min(drv.page, bytes - done);
-      co_await edma(d, dir, c, tag);
+      co_await edma(ch, d, dir, c, tag);
       done += c;
     }
   }
 }
 
-sim::Task<void> K200::peer_same_card(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag, std::string* path) {
+sim::Task<void> K200::peer_same_card(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag, std::string* path) {
   const auto& drv = cfg_.driver;
   sim::Simulation& sim = system_.sim();
   if (drv.kl1_p2p_stub) {
@@ -186,74 +195,80 @@ sim::Task<void> K200::peer_same_card(DieRef src, DieRef dst, Bytes bytes, std::i
     if (path) *path = "peer via the user-space fallback (kl1_p2p_stub=1)";
     for (Bytes done = 0; done < bytes;) {
       const Bytes c = std::min(drv.p2p_chunk, bytes - done);
-      co_await copy_pageable(src, Direction::D2H, c, tag, nullptr);
-      co_await copy_pageable(dst, Direction::H2D, c, tag, nullptr);
+      co_await copy_pageable(ch, src, Direction::D2H, c, tag, nullptr);
+      co_await copy_pageable(ch, dst, Direction::H2D, c, tag, nullptr);
       done += c;
     }
     co_return;
   }
   if (path) *path = "peer through a host bounce buffer";
-  co_await delay_op("call", res_driver_, tag, drv.call_overhead);
+  co_await delay_op(ch, "call", res_driver_, tag, drv.call_overhead);
   Pipe pipe(sim, drv.p2p_buffers);
   const Bytes chunk = drv.p2p_chunk;
   const Bytes chunks = (bytes + chunk - 1) / chunk;
-  auto fill = [&]() -> sim::Task<void> {
+  auto fill = [&](Chain& st) -> sim::Task<void> {
     for (Bytes done = 0; done < bytes;) {
       const Bytes c = std::min(chunk, bytes - done);
       done += c;
-      co_await pipe.free.get();
-      co_await edma(src, Direction::D2H, c, tag);
-      co_await pipe.ready.put(c);
+      also_after(rec_, st, co_await pipe.free.get());
+      co_await edma(st, src, Direction::D2H, c, tag);
+      co_await pipe.ready.put({c, st.last});
     }
   };
-  auto drain = [&]() -> sim::Task<void> {
+  auto drain = [&](Chain& st) -> sim::Task<void> {
     for (Bytes i = 0; i < chunks; ++i) {
-      const Bytes c = co_await pipe.ready.get();
-      co_await delay_op("handoff", res_driver_, tag, drv.p2p_handoff);
-      co_await edma(dst, Direction::H2D, c, tag);
-      co_await pipe.free.put(0);
+      const auto [c, filled] = co_await pipe.ready.get();
+      also_after(rec_, st, filled);
+      co_await delay_op(st, "handoff", res_driver_, tag, drv.p2p_handoff);
+      co_await edma(st, dst, Direction::H2D, c, tag);
+      co_await pipe.free.put(st.last);
     }
   };
-  Join j(sim);
+  runtime::Join j(sim);
   j.left = 2;
-  sim.spawn("k200.peer_d2h", joined(fill(), j));
-  sim.spawn("k200.peer_h2d", joined(drain(), j));
+  Chain stages[2] = {ch, ch};  // the stages fork from the caller's chain
+  sim.spawn("k200.peer_d2h", runtime::joined(fill(stages[0]), stages[0], j));
+  sim.spawn("k200.peer_h2d", runtime::joined(drain(stages[1]), stages[1], j));
   co_await j.done.wait();
+  ch.last = j.last;
 }
 
-sim::Task<void> K200::cross_card_staged(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag) {
+sim::Task<void> K200::cross_card_staged(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag) {
   const auto& drv = cfg_.driver;
   sim::Simulation& sim = system_.sim();
   Pipe pipe(sim, drv.p2p_buffers);
   const Bytes chunk = drv.hugepage;
   const Bytes chunks = (bytes + chunk - 1) / chunk;
   // Two user calls per chunk, each a pinned copy of one segment.
-  auto fill = [&]() -> sim::Task<void> {
+  auto fill = [&](Chain& st) -> sim::Task<void> {
     for (Bytes done = 0; done < bytes;) {
       const Bytes c = std::min(chunk, bytes - done);
       done += c;
-      co_await pipe.free.get();
-      co_await delay_op("call", res_driver_, tag, drv.call_overhead);
-      co_await pinned_segment(src, Direction::D2H, c, tag);
-      co_await pipe.ready.put(c);
+      also_after(rec_, st, co_await pipe.free.get());
+      co_await delay_op(st, "call", res_driver_, tag, drv.call_overhead);
+      co_await pinned_segment(st, src, Direction::D2H, c, tag);
+      co_await pipe.ready.put({c, st.last});
     }
   };
-  auto drain = [&]() -> sim::Task<void> {
+  auto drain = [&](Chain& st) -> sim::Task<void> {
     for (Bytes i = 0; i < chunks; ++i) {
-      const Bytes c = co_await pipe.ready.get();
-      co_await delay_op("call", res_driver_, tag, drv.call_overhead);
-      co_await pinned_segment(dst, Direction::H2D, c, tag);
-      co_await pipe.free.put(0);
+      const auto [c, filled] = co_await pipe.ready.get();
+      also_after(rec_, st, filled);
+      co_await delay_op(st, "call", res_driver_, tag, drv.call_overhead);
+      co_await pinned_segment(st, dst, Direction::H2D, c, tag);
+      co_await pipe.free.put(st.last);
     }
   };
-  Join j(sim);
+  runtime::Join j(sim);
   j.left = 2;
-  sim.spawn("k200.staged_d2h", joined(fill(), j));
-  sim.spawn("k200.staged_h2d", joined(drain(), j));
+  Chain stages[2] = {ch, ch};  // the stages fork from the caller's chain
+  sim.spawn("k200.staged_d2h", runtime::joined(fill(stages[0]), stages[0], j));
+  sim.spawn("k200.staged_h2d", runtime::joined(drain(stages[1]), stages[1], j));
   co_await j.done.wait();
+  ch.last = j.last;
 }
 
-sim::Task<void> K200::d2d(DieRef ref, Bytes bytes, std::int32_t tag) {
+sim::Task<void> K200::d2d(Chain& ch, DieRef ref, Bytes bytes, std::int32_t tag) {
   sim::Simulation& sim = system_.sim();
   Die& d = die(ref);
   const Time t0 = sim.now();
@@ -265,8 +280,8 @@ sim::Task<void> K200::d2d(DieRef ref, Bytes bytes, std::int32_t tag) {
     sleep = std::min(2 * sleep, cfg_.d2d.sleep_max);
   } while (check < done);
   co_await sim.delay(check - t0);
-  record("d2d", d.res_hbm, tag, t0, t0, done, bytes);
-  record("sleep_poll", res_driver_, tag, done, done, check);
+  record(ch, "d2d", d.res_hbm, tag, t0, t0, done, bytes);
+  record(ch, "sleep_poll", res_driver_, tag, done, done, check);
 }
 
 void check_copy(const K200& k, const CopySpec& s, int cards, const std::vector<int>& dies) {
@@ -301,24 +316,24 @@ void check_copy(const K200& k, const CopySpec& s, int cards, const std::vector<i
                      " are on the same card; use kind 'peer'");
 }
 
-sim::Task<void> K200::copy_task(CopySpec spec, std::int32_t tag, std::string* path) {
+sim::Task<void> K200::copy_task(Chain& ch, CopySpec spec, std::int32_t tag, std::string* path) {
   switch (spec.kind) {
-    case CopyKind::Pinned: co_await copy_pinned(spec.die, spec.dir, spec.bytes, tag, path); break;
-    case CopyKind::Pageable: co_await copy_pageable(spec.die, spec.dir, spec.bytes, tag, path); break;
+    case CopyKind::Pinned: co_await copy_pinned(ch, spec.die, spec.dir, spec.bytes, tag, path); break;
+    case CopyKind::Pageable: co_await copy_pageable(ch, spec.die, spec.dir, spec.bytes, tag, path); break;
     case CopyKind::Stock:
       if (path) *path = "stock driver: bounce serial in " + std::to_string(cfg_.driver.stock_bounce / sim::kKiB) + " KiB chunks";
-      co_await delay_op("call", res_driver_, tag, cfg_.driver.pageable_call_overhead);
-      co_await bounce_serial(spec.die, spec.dir, spec.bytes, cfg_.driver.stock_bounce, tag);
+      co_await delay_op(ch, "call", res_driver_, tag, cfg_.driver.pageable_call_overhead);
+      co_await bounce_serial(ch, spec.die, spec.dir, spec.bytes, cfg_.driver.stock_bounce, tag);
       break;
-    case CopyKind::PeerSameCard: co_await peer_same_card(spec.die, spec.peer, spec.bytes, tag, path); break;
+    case CopyKind::PeerSameCard: co_await peer_same_card(ch, spec.die, spec.peer, spec.bytes, tag, path); break;
     case CopyKind::PeerCrossCard: break;  // refused by check_copy
     case CopyKind::CrossCardStaged:
       if (path) *path = "cross-card staged through host pinned buffers";
-      co_await cross_card_staged(spec.die, spec.peer, spec.bytes, tag);
+      co_await cross_card_staged(ch, spec.die, spec.peer, spec.bytes, tag);
       break;
     case CopyKind::D2D:
       if (path) *path = "d2d (sleep-polled completion)";
-      co_await d2d(spec.die, spec.bytes, tag);
+      co_await d2d(ch, spec.die, spec.bytes, tag);
       break;
   }
 }
@@ -347,9 +362,10 @@ RunReport K200::copies(const std::vector<CopySpec>& specs) {
   for (const CopySpec& spec : specs) check(spec);
   const Snapshot s = snapshot();
   std::vector<std::string> paths(specs.size());
+  std::vector<Chain> chains(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i)
     system_.sim().spawn(std::string("k200.copy.") + to_string(specs[i].kind) + "#" + std::to_string(i),
-                        top(copy_task(specs[i], static_cast<std::int32_t>(i), &paths[i])));
+                        top(copy_task(chains[i], specs[i], static_cast<std::int32_t>(i), &paths[i])));
   run_to_completion();
   RunReport r = report(s);
   for (std::size_t i = 0; i < specs.size(); ++i) {

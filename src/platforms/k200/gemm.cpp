@@ -76,7 +76,7 @@ GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   return p;
 }
 
-sim::Task<void> K200::hbm_move(Die& d, Bytes bytes, bool to_die, std::int32_t tag) {
+sim::Task<void> K200::hbm_move(Chain& ch, Die& d, Bytes bytes, bool to_die, std::int32_t tag) {
   sim::Simulation& sim = system_.sim();
   topology::TransferSpec spec;
   spec.src = to_die ? d.hbm : d.node;
@@ -86,42 +86,53 @@ sim::Task<void> K200::hbm_move(Die& d, Bytes bytes, bool to_die, std::int32_t ta
   spec.agent = d.res_compute;
   const Time t0 = sim.now();
   co_await system_.fabric().transfer(spec);
-  record("hbm", d.res_hbm, tag, t0, t0, sim.now(), bytes);
+  record(ch, "hbm", d.res_hbm, tag, t0, t0, sim.now(), bytes);
 }
 
-sim::Task<void> K200::run_gemm(Die& d, const KernelSpec& k) {
+sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   sim::Simulation& sim = system_.sim();
   const GemmPlan p = plan_gemm(k);
   const Time t0 = sim.now();
   if (cfg_.compute.fc_overhead > 0) co_await sim.delay(cfg_.compute.fc_overhead);
-  record("fc_setup", d.res_compute, k.tag, t0, t0, sim.now());
+  record(ch, "fc_setup", d.res_compute, k.tag, t0, t0, sim.now());
   const auto wave_blocks = [&](std::int64_t w) { return std::min<std::int64_t>(p.ncluster, p.blocks - w * p.ncluster); };
-  co_await hbm_move(d, wave_blocks(0) * p.hbm_per_wave, true, k.tag);
+  co_await hbm_move(ch, d, wave_blocks(0) * p.hbm_per_wave, true, k.tag);
   const double block_flops = p.flops / static_cast<double>(p.blocks);
   // C leaves in per-wave slices (its share of M x N), each written back
-  // while the next wave computes; only the last one is exposed.
+  // while the next wave computes; only the last one is exposed. Each fetch
+  // and store forks from the wave's chain; a wave follows the later of the
+  // previous wave and its panels' fetch.
   const std::int64_t c_elem = k.precision == topology::Precision::Fp32 ? 4 : 2;
   const Bytes c_total = k.m * k.n * c_elem;
   Bytes c_left = c_total;
-  Join stores(sim);
+  runtime::Join stores(sim);
   stores.left = 1;  // released after the loop, so the trigger cannot fire early
+  std::vector<Chain> store_chains(static_cast<std::size_t>(p.waves));  // sized once: the stores hold references
   for (std::int64_t w = 0; w < p.waves; ++w) {
-    Join j(sim);
+    runtime::Join j(sim);
+    Chain fetch = ch;
     if (w + 1 < p.waves) {
       j.left = 1;
-      sim.spawn("k200.gemm_fetch", joined(hbm_move(d, wave_blocks(w + 1) * p.hbm_per_wave, true, k.tag), j));
+      sim.spawn("k200.gemm_fetch",
+                runtime::joined(hbm_move(fetch, d, wave_blocks(w + 1) * p.hbm_per_wave, true, k.tag), fetch, j));
     }
     const Time c0 = sim.now();
     co_await sim.delay(p.compute_per_wave);
-    record("gemm", d.res_compute, k.tag, c0, c0, sim.now(), 0, block_flops * static_cast<double>(wave_blocks(w)));
+    record(ch, "gemm", d.res_compute, k.tag, c0, c0, sim.now(), 0, block_flops * static_cast<double>(wave_blocks(w)));
     const Bytes c_bytes = w + 1 < p.waves ? c_total * wave_blocks(w) / p.blocks : c_left;
     c_left -= c_bytes;
     ++stores.left;
-    sim.spawn("k200.gemm_store", joined(hbm_move(d, c_bytes, false, k.tag), stores));
-    if (w + 1 < p.waves) co_await j.done.wait();
+    Chain& sc = store_chains[static_cast<std::size_t>(w)];
+    sc = ch;
+    sim.spawn("k200.gemm_store", runtime::joined(hbm_move(sc, d, c_bytes, false, k.tag), sc, stores));
+    if (w + 1 < p.waves) {
+      co_await j.done.wait();
+      ch.last = rec_.later(ch.last, j.last);
+    }
   }
   if (--stores.left == 0) stores.done.fire();
   co_await stores.done.wait();
+  ch.last = rec_.later(ch.last, stores.last);
 }
 
 RunReport K200::gemm(const KernelSpec& kernel, DieRef ref) {
@@ -129,9 +140,10 @@ RunReport K200::gemm(const KernelSpec& kernel, DieRef ref) {
   const GemmPlan plan = plan_gemm(kernel);
   sim::Simulation& sim = system_.sim();
   const Snapshot s = snapshot();
+  Chain ch;
   auto call = [&]() -> sim::Task<void> {
-    co_await launch_task(0, ref, kernel);
-    co_await wait_task(0, ref);
+    co_await launch_task(ch, 0, ref, kernel);
+    co_await wait_task(ch, 0, ref);
   };
   sim.spawn("k200.gemm", top(call()));
   run_to_completion();

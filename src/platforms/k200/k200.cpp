@@ -53,7 +53,7 @@ double RunReport::gflops() const {
   return s > 0 ? flops / s / 1e9 : 0.0;
 }
 
-K200::K200(topology::System& system) : system_(system) {
+K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
   const topology::Config& c = system.config();
   if (!c.k200) throw ConfigError(c.source + ": k200: section missing: the K200 model needs it (see configs/k200.yaml)");
   if (!c.graph) throw ConfigError(c.source + ": the K200 model runs on an explicit graph (graph:), not a system");
@@ -82,9 +82,9 @@ K200::K200(topology::System& system) : system_(system) {
       throw ConfigError(c.source + ": graph.nodes: cards must be numbered 0, 1, ...: card" +
                         std::to_string(expect_card - 1) + " is missing");
     Card card;
-    card.edma = std::make_unique<sim::Server>(sim, "card" + std::to_string(ci) + ".edma", cfg_.edma.channels_per_card);
+    card.edma = std::make_unique<Held>(sim, "card" + std::to_string(ci) + ".edma", cfg_.edma.channels_per_card);
     card.res_edma = add_resource(card.edma->name());
-    meters_.push_back({card.edma->name(), card.edma.get(), 0});
+    meters_.push_back({card.edma->name(), &card.edma->server(), 0});
     int expect_die = 0;
     for (auto& [di, node] : dies) {
       if (di != expect_die++)
@@ -95,17 +95,17 @@ K200::K200(topology::System& system) : system_(system) {
       d.node = node;
       const std::string base = "card" + std::to_string(ci) + ".die" + std::to_string(di);
       d.hbm = need(base + ".hbm");
-      d.channels = std::make_unique<sim::Server>(sim, base + ".edma_channels", cfg_.edma.channels_per_die);
-      d.queue = std::make_unique<sim::Server>(sim, base + ".queue");
-      d.compute = std::make_unique<sim::Server>(sim, base + ".clusters", cfg_.compute.clusters);
-      d.grant = std::make_unique<sim::Server>(sim, base + ".cluster_grant");
+      d.channels = std::make_unique<Held>(sim, base + ".edma_channels", cfg_.edma.channels_per_die);
+      d.queue = std::make_unique<Held>(sim, base + ".queue");
+      d.compute = std::make_unique<Held>(sim, base + ".clusters", cfg_.compute.clusters);
+      d.grant = std::make_unique<Held>(sim, base + ".cluster_grant");
       d.res_channels = add_resource(d.channels->name());
       d.res_queue = add_resource(d.queue->name());
       d.res_compute = add_resource(d.compute->name());
       d.res_hbm = add_resource(base + ".hbm");
-      meters_.push_back({d.channels->name(), d.channels.get(), 0});
-      meters_.push_back({d.queue->name(), d.queue.get(), 0});
-      meters_.push_back({d.compute->name(), d.compute.get(), 0});
+      meters_.push_back({d.channels->name(), &d.channels->server(), 0});
+      meters_.push_back({d.queue->name(), &d.queue->server(), 0});
+      meters_.push_back({d.compute->name(), &d.compute->server(), 0});
       if (const auto ch = m.channel_between(d.node, d.hbm)) meters_.push_back({base + ".hbm_read", nullptr, *ch});
       card.dies.push_back(std::move(d));
     }
@@ -145,9 +145,9 @@ K200::K200(topology::System& system) : system_(system) {
       throw ConfigError(c.source + ": graph.edges: card" + std::to_string(ci) + " has no " + cfg_.pcie.link_class +
                         " link (k200.pcie.link_class)");
 
-  copy_threads_ = std::make_unique<sim::Server>(sim, "host.copy_threads", cfg_.host.copy_threads);
+  copy_threads_ = std::make_unique<Held>(sim, "host.copy_threads", cfg_.host.copy_threads);
   res_host_copy_ = add_resource(copy_threads_->name());
-  meters_.push_back({copy_threads_->name(), copy_threads_.get(), 0});
+  meters_.push_back({copy_threads_->name(), &copy_threads_->server(), 0});
   res_driver_ = add_resource("host.driver");
   pool_free_ = cfg_.driver.hugepage_pool;
 }
@@ -168,11 +168,6 @@ K200::Die& K200::die(DieRef d) {
   return c.dies[static_cast<std::size_t>(d.die)];
 }
 
-std::int32_t K200::add_resource(const std::string& name) {
-  resource_names_.push_back(name);
-  return static_cast<std::int32_t>(resource_names_.size() - 1);
-}
-
 double K200::pcie_line_bytes_per_s() const {
   const auto& p = cfg_.pcie;
   return static_cast<double>(p.lane_rate.bytes_per_s) * p.lanes * p.encoding_data_bits / p.encoding_total_bits;
@@ -190,48 +185,54 @@ Bytes K200::wire_bytes(Bytes payload) const {
   return payload + tlps * p.tlp_overhead;
 }
 
-void K200::record(const char* kind_name, std::int32_t resource, std::int32_t tag, Time issue, Time start, Time end,
-                  Bytes bytes, double work) {
-  sim::OpLog& log = system_.sim().op_log();
-  sim::OpRecord r;
-  r.op = static_cast<std::int64_t>(log.size());
-  r.agent = resource;
-  r.resource = resource;
-  r.kind = log.kind_code(kind_name);
-  r.tag = tag;
-  r.issue = issue;
-  r.start = start;
-  r.end = end;
-  r.bytes = bytes;
-  r.work = work;
-  log.record(r);
+std::int32_t K200::record(Chain& ch, const char* kind_name, std::int32_t resource, std::int32_t tag, Time issue,
+                          Time start, Time end, Bytes bytes, double work, std::int32_t holder, std::int32_t after,
+                          Time ready, std::int32_t wait_resource) {
+  runtime::Recorder::Op op;
+  op.kind = rec_.kind(kind_name);
+  op.resource = resource;
+  op.tag = tag;
+  op.issue = issue;
+  op.start = start;
+  op.end = end;
+  op.bytes = bytes;
+  op.work = work;
+  op.holder = holder;
+  op.after = after;
+  op.ready = ready;
+  op.wait_resource = wait_resource;
+  return rec_.step(ch, op);
 }
 
-sim::Task<void> K200::delay_op(const char* kind_name, std::int32_t resource, std::int32_t tag, Time t, Bytes bytes) {
+sim::Task<void> K200::delay_op(Chain& ch, const char* kind_name, std::int32_t resource, std::int32_t tag, Time t,
+                               Bytes bytes) {
   const Time t0 = system_.sim().now();
   if (t > 0) co_await system_.sim().delay(t);
-  record(kind_name, resource, tag, t0, t0, system_.sim().now(), bytes);
+  record(ch, kind_name, resource, tag, t0, t0, system_.sim().now(), bytes);
 }
 
-sim::Task<Time> K200::poll_until(Time done, std::int32_t resource, std::int32_t tag) {
+sim::Task<Time> K200::poll_until(Chain& ch, Time done, std::int32_t resource, std::int32_t tag) {
   // The poll thread ticks on the absolute clock; the completion is seen at
   // the first tick at or after it.
   sim::Simulation& sim = system_.sim();
   const Time p = cfg_.driver.poll_period;
   const Time seen = (done + p - 1) / p * p;
   if (seen > sim.now()) co_await sim.delay(seen - sim.now());
-  record("poll", resource, tag, done, done, seen);
+  record(ch, "poll", resource, tag, done, done, seen);
   co_return seen;
 }
 
-sim::Task<void> K200::edma(DieRef ref, Direction dir, Bytes bytes, std::int32_t tag) {
+sim::Task<void> K200::edma(Chain& ch, DieRef ref, Direction dir, Bytes bytes, std::int32_t tag) {
   sim::Simulation& sim = system_.sim();
   Die& d = die(ref);
   Card& card = cards_[static_cast<std::size_t>(ref.card)];
   const Time asked = sim.now();
-  co_await d.channels->acquire();
-  co_await card.edma->acquire();
+  std::int32_t holder = -1;  // who handed over the channel it waited for last
+  co_await d.channels->acquire(holder);
+  const Time got_channel = sim.now();
+  co_await card.edma->acquire(holder);
   const Time t0 = sim.now();
+  const std::int32_t queued = t0 > got_channel ? card.res_edma : d.res_channels;  // what it waited for last
   Time setup = cfg_.driver.edma_setup + (dir == Direction::H2D ? cfg_.pcie.read_latency : 0);
   if (setup > 0) co_await sim.delay(setup);
   topology::TransferSpec spec;
@@ -240,29 +241,32 @@ sim::Task<void> K200::edma(DieRef ref, Direction dir, Bytes bytes, std::int32_t 
   spec.bytes = wire_bytes(bytes);
   spec.tag = tag;
   spec.agent = d.res_channels;
-  const Time wire0 = sim.now();
   const topology::TransferRecord& r = co_await system_.fabric().transfer(spec);
   const Time done = r.end;
-  record("edma", dir == Direction::H2D ? card.res_link_down : card.res_link_up, tag, asked, t0, done, bytes);
-  (void)wire0;
-  const Time seen = co_await poll_until(done, card.res_edma, tag);
+  record(ch, "edma", dir == Direction::H2D ? card.res_link_down : card.res_link_up, tag, asked, t0, done, bytes, 0.0,
+         holder, -1, -1, queued);
+  const Time seen = co_await poll_until(ch, done, card.res_edma, tag);
   if (seen - t0 > cfg_.driver.poll_timeout)
     throw UsageError("K200 eDMA on card" + std::to_string(ref.card) + ".die" + std::to_string(ref.die) +
                      ": completion after " + std::to_string(sim::to_seconds(seen - t0)) +
                      " s exceeds the driver's poll timeout");
-  card.edma->release();
-  d.channels->release();
+  card.edma->release(ch.last);  // the poll that saw the completion ends the hold
+  d.channels->release(ch.last);
 }
 
-sim::Task<void> K200::memcpy_host(Direction dir, Bytes bytes, std::int32_t tag) {
+sim::Task<void> K200::memcpy_host(Chain& ch, Direction dir, Bytes bytes, std::int32_t tag) {
   sim::Simulation& sim = system_.sim();
   const Time asked = sim.now();
-  co_await copy_threads_->acquire();
+  std::int32_t holder = -1;
+  co_await copy_threads_->acquire(holder);
   const Time t0 = sim.now();
   const sim::Bandwidth bw = dir == Direction::H2D ? cfg_.host.copy_from_user : cfg_.host.copy_to_user;
   co_await sim.delay(sim::transfer_time(bytes, bw));
-  record("memcpy", res_host_copy_, tag, asked, t0, sim.now(), bytes);
-  copy_threads_->release();
+  copy_threads_->release(record(ch, "memcpy", res_host_copy_, tag, asked, t0, sim.now(), bytes, 0.0, holder));
+}
+
+runtime::CriticalPath K200::critical_path(const RunReport& r, const std::string& name) const {
+  return runtime::critical_path(rec_.graph(name, r.start, r.end, r.cause_begin, r.cause_end));
 }
 
 double K200::meter_busy(const Meter& m) const {
@@ -274,6 +278,7 @@ K200::Snapshot K200::snapshot() const {
   Snapshot s;
   s.t = system_.sim().now();
   s.row = system_.sim().op_log().size();
+  s.cause = rec_.size();
   for (const Meter& m : meters_) s.busy.push_back(meter_busy(m));
   return s;
 }
@@ -285,6 +290,8 @@ RunReport K200::report(const Snapshot& s) const {
   r.log_begin = s.row;
   const sim::OpLog& log = system_.sim().op_log();
   r.log_end = log.size();
+  r.cause_begin = s.cause;
+  r.cause_end = rec_.size();
   std::map<std::int32_t, OpTotal> by_kind;
   for (std::size_t i = r.log_begin; i < r.log_end; ++i) {
     OpTotal& t = by_kind[log.kind()[i]];

@@ -14,7 +14,15 @@
 // dies sharing a card link contend for it for real. Every op is recorded in
 // the simulation's OpLog (kinds: call, map, unmap, edma, poll, memcpy, pin,
 // handoff, d2d, launch, fetch, dispatch, kernel, gemm, wait, hbm) with a resource
-// id from resource_names() and a free tag.
+// id from resource_names() and a free tag, through a runtime::Recorder, which
+// also writes each op's cause (runtime/recorder.hpp): `after` = the previous
+// op of its thread of control (a host thread, a die's stream, a pipeline
+// stage; a fork/join's last child; for a blocking wait, the kernel whose end
+// released it; for a device fetch, the later of its launch and the stream's
+// previous kernel), holder = the op that released the eDMA channel, die
+// channel, copy thread, command queue or clusters it queued for. So a run's
+// critical path is the exact walk of runtime/critical_path.hpp
+// (critical_path(report)).
 //
 // Paths (see copy.cpp, launch.cpp, gemm.cpp, workload.cpp for each one's
 // mechanism and the reference figures it was calibrated against).
@@ -27,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/critical_path.hpp"
+#include "runtime/recorder.hpp"
 #include "sim/process.hpp"
 #include "sim/server.hpp"
 #include "sim/store.hpp"
@@ -39,6 +49,8 @@ namespace kernbench::platforms::k200 {
 using sim::Bytes;
 using sim::Time;
 using topology::NodeId;
+using runtime::Chain;
+using Held = runtime::HeldServer;
 
 /// A die of a card ("PD"): card index and die index within the card.
 struct DieRef {
@@ -101,6 +113,8 @@ struct RunReport {
   std::string bound;         ///< the busiest resource
   std::size_t log_begin = 0; ///< op-log rows of this run: [log_begin, log_end)
   std::size_t log_end = 0;
+  std::size_t cause_begin = 0; ///< cause nodes of this run (K200::recorder()): [cause_begin, cause_end)
+  std::size_t cause_end = 0;
   Time elapsed() const { return end - start; }
   double gib_per_s() const;  ///< bytes / elapsed, in GiB/s (2^30 B/s, as the reference's tool)
   double gflops() const;
@@ -114,6 +128,7 @@ struct KernelSpec {
   topology::Precision precision = topology::Precision::Fp32;
   int ncluster = 0;           ///< 0: the config's default
   std::int32_t tag = 0;
+  std::int32_t launched_by = -1;  ///< the cause node of its launch (set by launch_task)
 };
 
 /// The GEMM plan on one die (what gemm_time() decided).
@@ -184,27 +199,33 @@ class K200 {
   GemmPlan plan_gemm(const KernelSpec& kernel) const;
 
   // ---- building blocks (coroutines; usable from workloads) ----------------------
-  sim::Task<void> copy_task(CopySpec spec, std::int32_t tag, std::string* path_out);
+  // Each records its ops as the next ops of `ch`, the caller's thread of control.
+  sim::Task<void> copy_task(Chain& ch, CopySpec spec, std::int32_t tag, std::string* path_out);
   /// Launches `kernel` into stream `stream` of `die` (streams run in order,
   /// each on its own; kernels of different streams share the die's clusters).
-  sim::Task<void> launch_task(int thread, DieRef die, KernelSpec kernel, int stream = 0);
+  sim::Task<void> launch_task(Chain& ch, int thread, DieRef die, KernelSpec kernel, int stream = 0);
   /// Blocks until every kernel launched to the die (all streams) has finished.
-  sim::Task<void> wait_task(int thread, DieRef die, std::int32_t tag = 0);
+  sim::Task<void> wait_task(Chain& ch, int thread, DieRef die, std::int32_t tag = 0);
   /// Blocks until every kernel launched to stream `stream` of the die has finished.
-  sim::Task<void> stream_wait_task(int thread, DieRef die, int stream, std::int32_t tag = 0);
+  sim::Task<void> stream_wait_task(Chain& ch, int thread, DieRef die, int stream, std::int32_t tag = 0);
   /// Validation without running (UsageError/ConfigError naming the problem).
   void check(const CopySpec& spec);
   void check(const KernelSpec& kernel, DieRef die);
   void check(DieRef die) { (void)this->die(die); }
 
   /// Names of the resource ids used in the op log.
-  const std::vector<std::string>& resource_names() const { return resource_names_; }
+  const std::vector<std::string>& resource_names() const { return rec_.resource_names(); }
+  /// The op records and their causes.
+  const runtime::Recorder& recorder() const { return rec_; }
+  /// The exact critical path of a run (its cause nodes, walked back from its end).
+  runtime::CriticalPath critical_path(const RunReport& r, const std::string& name = "K200") const;
   /// The op log the model records into (the System's).
   const sim::OpLog& log() const { return system_.sim().op_log(); }
   /// Where a run starts: time, op-log row, busy integrals of engines and links.
   struct Snapshot {
     Time t = 0;
     std::size_t row = 0;
+    std::size_t cause = 0;
     std::vector<double> busy;  ///< per entry of meters_
   };
   Snapshot snapshot() const;
@@ -221,23 +242,29 @@ class K200 {
   struct Counter {
     std::int64_t launched = 0;
     std::int64_t finished = 0;
-    std::vector<std::pair<std::int64_t, sim::Trigger*>> waiters;  ///< (kernel count, trigger)
-    void finish();  ///< one more finished: wakes the waits now satisfied
+    struct Waiter {
+      std::int64_t count;   ///< kernels that must have finished
+      sim::Trigger* done;
+      std::int32_t* by;     ///< set to the node that finished the last of them
+    };
+    std::vector<Waiter> waiters;
+    void finish(std::int32_t node);  ///< one more finished (its last op: `node`): wakes the waits now satisfied
   };
   /// One stream of a die: an in-order queue with its own command fetch.
   struct StreamQ {
     std::unique_ptr<sim::Store<KernelSpec>> pending;  ///< launched, not yet dispatched
     Counter count;
     bool running = false;
+    Chain chain;  ///< the stream's device ops
   };
   struct Die {
     DieRef ref;
     NodeId node = 0;
     NodeId hbm = 0;
-    std::unique_ptr<sim::Server> channels;  ///< eDMA channels this die may hold
-    std::unique_ptr<sim::Server> queue;     ///< device command queue (submission)
-    std::unique_ptr<sim::Server> compute;   ///< the die's clusters (units): a kernel holds its ncluster
-    std::unique_ptr<sim::Server> grant;     ///< one kernel at a time takes its clusters (no partial holds)
+    std::unique_ptr<Held> channels;  ///< eDMA channels this die may hold
+    std::unique_ptr<Held> queue;     ///< device command queue (submission)
+    std::unique_ptr<Held> compute;   ///< the die's clusters (units): a kernel holds its ncluster
+    std::unique_ptr<Held> grant;     ///< one kernel at a time takes its clusters (no partial holds)
     std::vector<std::unique_ptr<StreamQ>> streams;  ///< by stream id, made on first launch
     Counter count;                          ///< all streams of the die
     std::int32_t res_channels = 0, res_queue = 0, res_compute = 0, res_hbm = 0;
@@ -245,52 +272,57 @@ class K200 {
   struct Card {
     NodeId link_up = 0;       ///< card end of the PCIe link (switch side)
     std::optional<topology::ChannelId> down, up;  ///< the PCIe link's two channels
-    std::unique_ptr<sim::Server> edma;  ///< the card's eDMA channel pool
+    std::unique_ptr<Held> edma;  ///< the card's eDMA channel pool
     std::vector<Die> dies;
     std::int32_t res_edma = 0, res_link_down = 0, res_link_up = 0;
   };
 
   Die& die(DieRef d);
-  std::int32_t add_resource(const std::string& name);
-  void record(const char* kind_name, std::int32_t resource, std::int32_t tag, Time issue, Time start, Time end,
-              Bytes bytes = 0, double work = 0.0);
+  std::int32_t add_resource(const std::string& name) { return rec_.add_resource(name); }
+  /// Records one op as the next op of `ch` (op log row + cause); returns its node.
+  std::int32_t record(Chain& ch, const char* kind_name, std::int32_t resource, std::int32_t tag, Time issue,
+                      Time start, Time end, Bytes bytes = 0, double work = 0.0, std::int32_t holder = -1,
+                      std::int32_t after = -1, Time ready = -1, std::int32_t wait_resource = -1);
 
   // Primitives.
-  sim::Task<void> delay_op(const char* kind_name, std::int32_t resource, std::int32_t tag, Time t, Bytes bytes = 0);
-  sim::Task<Time> poll_until(Time done, std::int32_t resource, std::int32_t tag);
-  sim::Task<void> edma(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
-  sim::Task<void> memcpy_host(Direction dir, Bytes bytes, std::int32_t tag);
-  sim::Task<void> pinned_segment(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> delay_op(Chain& ch, const char* kind_name, std::int32_t resource, std::int32_t tag, Time t,
+                           Bytes bytes = 0);
+  sim::Task<Time> poll_until(Chain& ch, Time done, std::int32_t resource, std::int32_t tag);
+  sim::Task<void> edma(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> memcpy_host(Chain& ch, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> pinned_segment(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
 
   // Copy paths (copy.cpp).
-  sim::Task<void> copy_pinned(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path);
-  sim::Task<void> copy_pageable(DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path);
-  sim::Task<void> bounce_serial(DieRef d, Direction dir, Bytes bytes, Bytes chunk, std::int32_t tag);
-  sim::Task<void> bounce_pipeline(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
-  sim::Task<void> pin_path(DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
-  sim::Task<void> peer_same_card(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag, std::string* path);
-  sim::Task<void> cross_card_staged(DieRef src, DieRef dst, Bytes bytes, std::int32_t tag);
-  sim::Task<void> d2d(DieRef d, Bytes bytes, std::int32_t tag);
+  sim::Task<void> copy_pinned(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path);
+  sim::Task<void> copy_pageable(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path);
+  sim::Task<void> bounce_serial(Chain& ch, DieRef d, Direction dir, Bytes bytes, Bytes chunk, std::int32_t tag);
+  sim::Task<void> bounce_pipeline(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> pin_path(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag);
+  sim::Task<void> peer_same_card(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag, std::string* path);
+  sim::Task<void> cross_card_staged(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag);
+  sim::Task<void> d2d(Chain& ch, DieRef d, Bytes bytes, std::int32_t tag);
 
   // Device (launch.cpp, gemm.cpp).
   StreamQ& stream(Die& d, int id);
-  sim::Task<void> wait_for(Counter& c);  ///< until every kernel launched to `c` so far has finished
+  /// Until every kernel launched to `c` so far has finished; returns the node
+  /// that finished the last of them (-1: nothing to wait for).
+  sim::Task<std::int32_t> wait_for(Counter& c);
+  sim::Task<void> wait_on(Chain& ch, Counter& c, std::int32_t res, std::int32_t tag);
   void ensure_device(Die& d, int id);
   sim::Process device_loop(Die& d, StreamQ& q);
   Time kernel_time(const KernelSpec& k) const;
-  sim::Task<void> run_kernel(Die& d, const KernelSpec& k);
-  sim::Task<void> run_gemm(Die& d, const KernelSpec& k);
-  sim::Task<void> hbm_move(Die& d, Bytes bytes, bool to_die, std::int32_t tag);
+  sim::Task<void> run_kernel(Chain& ch, Die& d, const KernelSpec& k);
+  sim::Task<void> run_gemm(Chain& ch, Die& d, const KernelSpec& k);
+  sim::Task<void> hbm_move(Chain& ch, Die& d, Bytes bytes, bool to_die, std::int32_t tag);
   int ncluster_of(const KernelSpec& k) const;
 
   topology::System& system_;
   topology::K200Config cfg_;
   NodeId host_dram_ = 0;
   std::vector<Card> cards_;
-  std::unique_ptr<sim::Server> copy_threads_;
+  runtime::Recorder rec_;
+  std::unique_ptr<Held> copy_threads_;
   std::int32_t res_host_copy_ = 0, res_driver_ = 0;
-  std::vector<std::unique_ptr<sim::Server>> host_threads_;  ///< per workload thread (launch issue)
-  std::vector<std::string> resource_names_;
   /// What utilization is measured on: a Server (busy units) or a link channel (busy lane time).
   struct Meter {
     std::string name;
@@ -305,20 +337,6 @@ class K200 {
   friend class Workload;
   friend struct Access;
 };
-
-/// Spawns a Task as a top-level process that counts down `left` when it ends
-/// (a join for fork/join inside a model).
-struct Join {
-  explicit Join(sim::Simulation& sim) : done(sim) {}
-  int left = 0;
-  sim::Trigger done;
-};
-
-/// Runs `t` as a process and counts it off `j` when it ends.
-inline sim::Process joined(sim::Task<void> t, Join& j) {
-  co_await std::move(t);
-  if (--j.left == 0) j.done.fire();
-}
 
 /// Runs `t` as a top-level process.
 inline sim::Process top(sim::Task<void> t) { co_await std::move(t); }

@@ -57,11 +57,12 @@ void check_streams(const char* test, int threads) {
 }
 }  // namespace
 
-void K200::Counter::finish() {
+void K200::Counter::finish(std::int32_t node) {
   ++finished;
   for (std::size_t i = 0; i < waiters.size();) {
-    if (waiters[i].first <= finished) {
-      waiters[i].second->fire();
+    if (waiters[i].count <= finished) {
+      *waiters[i].by = node;
+      waiters[i].done->fire();
       waiters.erase(waiters.begin() + static_cast<std::ptrdiff_t>(i));
     } else {
       ++i;
@@ -83,7 +84,7 @@ K200::StreamQ& K200::stream(Die& d, int id) {
   return *d.streams[i];
 }
 
-sim::Task<void> K200::launch_task(int thread, DieRef ref, KernelSpec kernel, int stream_id) {
+sim::Task<void> K200::launch_task(Chain& ch, int thread, DieRef ref, KernelSpec kernel, int stream_id) {
   sim::Simulation& sim = system_.sim();
   Die& d = die(ref);
   StreamQ& q = stream(d, stream_id);
@@ -91,14 +92,26 @@ sim::Task<void> K200::launch_task(int thread, DieRef ref, KernelSpec kernel, int
   if (kernel.kind == KernelSpec::Kind::Gemm) (void)plan_gemm(kernel);
   const Time t0 = sim.now();
   if (cfg_.launch.host_prep > 0) co_await sim.delay(cfg_.launch.host_prep);
-  co_await d.queue->acquire();
+  // host_prep is the thread's own work: a cause of its own (the log folds it into the launch row).
+  runtime::Recorder::Op prep;
+  prep.kind = rec_.cause_kind("host_prep");
+  prep.resource = d.res_queue;
+  prep.tag = kernel.tag;
+  prep.issue = prep.start = t0;
+  prep.end = sim.now();
+  prep.log_row = false;
+  rec_.step(ch, prep);
+  std::int32_t holder = -1;
+  co_await d.queue->acquire(holder);
   const Time s = sim.now();
   if (cfg_.launch.queue_submit > 0) co_await sim.delay(cfg_.launch.queue_submit);
-  d.queue->release();
-  record("launch", d.res_queue, kernel.tag, t0, s, sim.now());
+  const std::int32_t node =
+      record(ch, "launch", d.res_queue, kernel.tag, t0, s, sim.now(), 0, 0.0, holder, -1, rec_.end_of(ch.last));
+  d.queue->release(node);
   (void)thread;
   ++d.count.launched;
   ++q.count.launched;
+  kernel.launched_by = node;
   (void)q.pending->try_put(kernel);
   ensure_device(d, stream_id);
 }
@@ -112,37 +125,41 @@ void K200::ensure_device(Die& d, int id) {
 
 sim::Process K200::device_loop(Die& d, StreamQ& q) {
   sim::Simulation& sim = system_.sim();
+  Chain& ch = q.chain;
   while (auto k = q.pending->try_get()) {
     const int nc = ncluster_of(*k);
-    // The stream fetches the command: a latency of its own, beside other streams.
+    // The stream fetches the command: a latency of its own, beside other
+    // streams, once both its launch and the stream's previous kernel are done.
+    ch.last = rec_.later(ch.last, k->launched_by);
     const Time f0 = sim.now();
     if (cfg_.launch.dispatch_base > 0) co_await sim.delay(cfg_.launch.dispatch_base);
-    record("fetch", d.res_queue, k->tag, f0, f0, sim.now());
+    record(ch, "fetch", d.res_queue, k->tag, f0, f0, sim.now());
     // Then it takes the kernel's clusters, all at once.
     const Time asked = sim.now();
-    co_await d.grant->acquire();
-    for (int c = 0; c < nc; ++c) co_await d.compute->acquire();
-    d.grant->release();
+    std::int32_t holder = -1;
+    co_await d.grant->acquire(holder);
+    for (int c = 0; c < nc; ++c) co_await d.compute->acquire(holder);
+    d.grant->release(holder);  // the next kernel's turn came when these clusters were handed over
     const Time t0 = sim.now();
     if (cfg_.launch.dispatch_per_cluster > 0) co_await sim.delay(nc * cfg_.launch.dispatch_per_cluster);
-    record("dispatch", d.res_compute, k->tag, asked, t0, sim.now());
-    co_await run_kernel(d, *k);
-    for (int c = 0; c < nc; ++c) d.compute->release();
-    q.count.finish();
-    d.count.finish();
+    record(ch, "dispatch", d.res_compute, k->tag, asked, t0, sim.now(), 0, 0.0, holder);
+    co_await run_kernel(ch, d, *k);
+    for (int c = 0; c < nc; ++c) d.compute->release(ch.last);
+    q.count.finish(ch.last);
+    d.count.finish(ch.last);
   }
   q.running = false;
 }
 
-sim::Task<void> K200::run_kernel(Die& d, const KernelSpec& k) {
+sim::Task<void> K200::run_kernel(Chain& ch, Die& d, const KernelSpec& k) {
   sim::Simulation& sim = system_.sim();
   if (k.kind == KernelSpec::Kind::Gemm) {
-    co_await run_gemm(d, k);
+    co_await run_gemm(ch, d, k);
     co_return;
   }
   const Time t0 = sim.now();
   co_await sim.delay(kernel_time(k));
-  record("kernel", d.res_compute, k.tag, t0, t0, sim.now(), 0, static_cast<double>(k.elements));
+  record(ch, "kernel", d.res_compute, k.tag, t0, t0, sim.now(), 0, static_cast<double>(k.elements));
 }
 
 void K200::check(const KernelSpec& kernel, DieRef ref) {
@@ -153,32 +170,36 @@ void K200::check(const KernelSpec& kernel, DieRef ref) {
     throw UsageError("K200 elementwise kernel: elements must be > 0, got " + std::to_string(kernel.elements));
 }
 
-sim::Task<void> K200::wait_for(Counter& c) {
-  if (c.finished >= c.launched) co_return;
+sim::Task<std::int32_t> K200::wait_for(Counter& c) {
+  if (c.finished >= c.launched) co_return -1;
   sim::Trigger done(system_.sim());
-  c.waiters.emplace_back(c.launched, &done);
+  std::int32_t by = -1;
+  c.waiters.push_back({c.launched, &done, &by});
   co_await done.wait();
+  co_return by;
 }
 
-sim::Task<void> K200::wait_task(int thread, DieRef ref, std::int32_t tag) {
+sim::Task<void> K200::wait_on(Chain& ch, Counter& c, std::int32_t res, std::int32_t tag) {
   sim::Simulation& sim = system_.sim();
-  Die& d = die(ref);
-  (void)thread;
   const Time t0 = sim.now();
-  co_await wait_for(d.count);
+  const std::int32_t by = co_await wait_for(c);
+  // Blocked: the wait became ready when the kernel that finished last ended
+  // (its cause starts there; the log row keeps the whole call).
+  const Time ready = sim.now();
   if (cfg_.launch.wait_overhead > 0) co_await sim.delay(cfg_.launch.wait_overhead);
-  record("wait", d.res_queue, tag, t0, t0, sim.now());
+  record(ch, "wait", res, tag, t0, t0, sim.now(), 0, 0.0, -1, by >= 0 ? by : ch.last, ready);
 }
 
-sim::Task<void> K200::stream_wait_task(int thread, DieRef ref, int stream_id, std::int32_t tag) {
-  sim::Simulation& sim = system_.sim();
-  Die& d = die(ref);
-  StreamQ& q = stream(d, stream_id);
+sim::Task<void> K200::wait_task(Chain& ch, int thread, DieRef ref, std::int32_t tag) {
   (void)thread;
-  const Time t0 = sim.now();
-  co_await wait_for(q.count);
-  if (cfg_.launch.wait_overhead > 0) co_await sim.delay(cfg_.launch.wait_overhead);
-  record("wait", d.res_queue, tag, t0, t0, sim.now());
+  Die& d = die(ref);
+  co_await wait_on(ch, d.count, d.res_queue, tag);
+}
+
+sim::Task<void> K200::stream_wait_task(Chain& ch, int thread, DieRef ref, int stream_id, std::int32_t tag) {
+  (void)thread;
+  Die& d = die(ref);
+  co_await wait_on(ch, stream(d, stream_id).count, d.res_queue, tag);
 }
 
 K200::LaunchStats K200::launch_test(int threads, int kernels, int loops, const KernelSpec& kernel, DieRef ref) {
@@ -194,16 +215,18 @@ K200::LaunchStats K200::launch_test(int threads, int kernels, int loops, const K
     Time launch = 0, wait = 0;
     std::int64_t launches = 0, waits = 0;
   } acc;
+  std::vector<Chain> chains(static_cast<std::size_t>(threads));
   auto body = [&](int t) -> sim::Task<void> {
+    Chain& ch = chains[static_cast<std::size_t>(t)];
     for (int l = 0; l < loops; ++l) {
       for (int i = 0; i < kernels; ++i) {
         const Time a = sim.now();
-        co_await launch_task(t, ref, kernel, t);
+        co_await launch_task(ch, t, ref, kernel, t);
         acc.launch += sim.now() - a;
         ++acc.launches;
       }
       const Time a = sim.now();
-      co_await stream_wait_task(t, ref, t);
+      co_await stream_wait_task(ch, t, ref, t);
       acc.wait += sim.now() - a;
       ++acc.waits;
     }
@@ -217,9 +240,10 @@ K200::LaunchStats K200::launch_test(int threads, int kernels, int loops, const K
   st.per_kernel_us = sim::to_seconds(st.report.elapsed()) * 1e6 / (static_cast<double>(loops) * kernels);
   // One kernel alone, launched and waited for (the synchronous latency).
   const Time a = sim.now();
+  Chain single_chain;
   auto single = [&]() -> sim::Task<void> {
-    co_await launch_task(0, ref, kernel);
-    co_await wait_task(0, ref);
+    co_await launch_task(single_chain, 0, ref, kernel);
+    co_await wait_task(single_chain, 0, ref);
   };
   sim.spawn("k200.launch_single", top(single()));
   run_to_completion();
@@ -240,12 +264,14 @@ K200::DispatchStats K200::dispatch_test(int threads, int commands, const KernelS
     Time launch = 0, wait = 0, round = 0;
     std::int64_t n = 0;
   } acc;
+  std::vector<Chain> chains(static_cast<std::size_t>(threads));
   auto body = [&](int t) -> sim::Task<void> {
+    Chain& ch = chains[static_cast<std::size_t>(t)];
     for (int c = 0; c < commands; ++c) {
       const Time a = sim.now();
-      co_await launch_task(t, ref, kernel, t);
+      co_await launch_task(ch, t, ref, kernel, t);
       const Time b = sim.now();
-      co_await stream_wait_task(t, ref, t);
+      co_await stream_wait_task(ch, t, ref, t);
       acc.launch += b - a;
       acc.wait += sim.now() - b;
       acc.round += sim.now() - a;

@@ -17,6 +17,7 @@ struct Runner {
   std::vector<std::string> labels;
   std::map<std::string, std::int32_t> label_ids;
   std::vector<std::string> paths;
+  std::vector<Chain> chains;  ///< per stream (its host thread's ops)
 
   std::int32_t tag_of(const std::string& label) {
     auto [it, fresh] = label_ids.emplace(label, static_cast<std::int32_t>(labels.size()));
@@ -27,27 +28,28 @@ struct Runner {
   sim::Task<void> run_stream(std::size_t si, std::vector<std::int32_t> tags) {
     const Stream& s = streams[si];
     sim::Simulation& sim = k.system().sim();
+    Chain& ch = chains[si];
     for (int it = 0; it < s.iterations; ++it) {
       for (std::size_t i = 0; i < s.steps.size(); ++i) {
         const Step& st = s.steps[i];
         switch (st.op) {
           case Step::Op::Copy: {
             // Synchronous: the die(s) the copy touches finish their kernels first.
-            co_await k.wait_task(static_cast<int>(si), st.copy.die, tags[i]);
+            co_await k.wait_task(ch, static_cast<int>(si), st.copy.die, tags[i]);
             const bool peer = st.copy.kind == CopyKind::PeerSameCard || st.copy.kind == CopyKind::CrossCardStaged;
-            if (peer) co_await k.wait_task(static_cast<int>(si), st.copy.peer, tags[i]);
+            if (peer) co_await k.wait_task(ch, static_cast<int>(si), st.copy.peer, tags[i]);
             std::string path;
-            co_await k.copy_task(st.copy, tags[i], &path);
+            co_await k.copy_task(ch, st.copy, tags[i], &path);
             if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
             break;
           }
           case Step::Op::Launch: {
             KernelSpec kernel = st.kernel;
             kernel.tag = tags[i];
-            co_await k.launch_task(static_cast<int>(si), st.die, kernel);
+            co_await k.launch_task(ch, static_cast<int>(si), st.die, kernel);
             break;
           }
-          case Step::Op::Wait: co_await k.wait_task(static_cast<int>(si), st.die, tags[i]); break;
+          case Step::Op::Wait: co_await k.wait_task(ch, static_cast<int>(si), st.die, tags[i]); break;
         }
       }
       out.iteration_ends[si].push_back(sim.now());
@@ -62,7 +64,7 @@ WorkloadResult run_workload(K200& k, const std::vector<Stream>& streams) {
   if (streams.empty()) throw UsageError("K200 workload: no streams");
   WorkloadResult out;
   out.iteration_ends.resize(streams.size());
-  Runner r{k, streams, out, {}, {}, {}};
+  Runner r{k, streams, out, {}, {}, {}, std::vector<Chain>(streams.size())};
   std::vector<std::vector<std::int32_t>> tags(streams.size());
   for (std::size_t si = 0; si < streams.size(); ++si) {
     const Stream& s = streams[si];

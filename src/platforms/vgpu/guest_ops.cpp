@@ -27,45 +27,68 @@ namespace kernbench::platforms::vgpu {
 namespace {
 
 // The GR engine runs one job: waits for the engine (shared by all guests),
-// sets up the channel/context, runs the kernel, writes the completion.
-sim::Process gr_job(VgpuModel& m, int g, std::int32_t tag, Time setup, Time kernel) {
+// sets up the channel/context, runs the kernel, writes the completion. It
+// forks from the guest's chain at the doorbell.
+sim::Process gr_job(VgpuModel& m, int g, std::int32_t tag, Time setup, Time kernel, runtime::Chain ch) {
   const Time issue = m.sim().now();
-  co_await m.gr().acquire();
+  std::int32_t holder = -1;
+  co_await m.gr().acquire(holder);
   const Time start = m.sim().now();
   co_await m.sim().delay(setup + kernel);
-  m.gr().release();
-  m.record(OpKind::GrExec, Resource::Gr, g, tag, issue, start, m.sim().now(), 0,
-           static_cast<double>(m.params().cfg.launch.kernel_cycles));
+  const std::int32_t node = m.record(ch, OpKind::GrExec, Resource::Gr, g, tag, issue, start, m.sim().now(), 0,
+                                     static_cast<double>(m.params().cfg.launch.kernel_cycles), holder);
+  m.gr().release(node);
   m.job(tag).busy = m.sim().now() - start;
-  m.finish(tag);
+  m.finish(tag, node);
 }
 
-// One chunk of a copy through a bounce window (guest) or straight (bare).
-sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Bytes bytes) {
+// One chunk of a copy through a bounce window (guest) or straight (bare);
+// it forks from the guest's chain after the copy's setup.
+sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Bytes bytes, runtime::Chain ch) {
   const auto& p = m.params();
   const auto& c = p.cfg.copy;
   const bool h2d = dir == CopyDir::H2D;
+  // The bounce window's wait belongs to the first leg's cause (its ready is
+  // the chunk's start, its holder the last hand-over it waited for).
+  std::int32_t holder = -1;
+  Time ready = m.sim().now();
+  Resource queued = Resource::kCount;  // the window, when that was the first leg's last wait
   auto ce_leg = [&](NodeId src, NodeId dst) -> sim::Task<void> {
-    if (!m.bare()) co_await m.sim().delay(c.ce_setup);  // method push + doorbell
+    if (!m.bare()) {  // method push + doorbell: a cause-only node (the log's ce_chunk starts after it)
+      const Time s0 = m.sim().now();
+      co_await m.sim().delay(c.ce_setup);
+      m.cause(ch, "ce_setup", Resource::Ce, g, tag, s0, m.sim().now(), holder, ready, queued);
+      queued = Resource::kCount;
+      holder = -1;
+      ready = -1;
+    }
     const Time issue = m.sim().now();
-    co_await m.ce().acquire();
+    co_await m.ce().acquire(holder);
     const Time start = m.sim().now();
+    if (start > issue) queued = Resource::kCount;  // it queued for the CE last
     auto& j = m.job(tag);
     if (j.first_start < 0) j.first_start = start;
     co_await m.move(src, dst, bytes, g, tag, OpKind::kCount, Resource::Fabric);
-    m.ce().release();
-    m.record(OpKind::CeChunk, Resource::Ce, g, tag, issue, start, m.sim().now(), bytes);
+    m.ce().release(
+        m.record(ch, OpKind::CeChunk, Resource::Ce, g, tag, issue, start, m.sim().now(), bytes, 0.0, holder, ready, queued));
+    holder = -1;
+    ready = -1;
+    queued = Resource::kCount;
   };
   auto memcpy_leg = [&](NodeId src, NodeId dst) -> sim::Task<void> {
-    sim::Server& worker = m.backend(g);
+    auto& worker = m.backend(g);
     const Time issue = m.sim().now();
-    co_await worker.acquire();
+    co_await worker.acquire(holder);
     const Time start = m.sim().now();
+    if (start > issue) queued = Resource::kCount;  // it queued for the worker last
     const Bytes page = p.cfg.launch.page;
     co_await m.sim().delay(c.page_cost * ((bytes + page - 1) / page));
     co_await m.move(src, dst, bytes, g, tag, OpKind::kCount, Resource::Fabric);
-    worker.release();
-    m.record(OpKind::Memcpy, Resource::Backend, g, tag, issue, start, m.sim().now(), bytes);
+    worker.release(
+        m.record(ch, OpKind::Memcpy, Resource::Backend, g, tag, issue, start, m.sim().now(), bytes, 0.0, holder, ready, queued));
+    holder = -1;
+    ready = -1;
+    queued = Resource::kCount;
   };
   if (m.bare()) {
     if (h2d)
@@ -73,7 +96,9 @@ sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Byte
     else
       co_await ce_leg(p.gpu_memory, p.guest_memory);
   } else {
-    co_await m.windows().acquire();
+    const Time asked = m.sim().now();
+    co_await m.windows().acquire(holder);
+    if (m.sim().now() > asked) queued = Resource::Bounce;
     if (h2d) {
       co_await memcpy_leg(p.guest_memory, p.bounce);
       co_await ce_leg(p.bounce, p.gpu_memory);
@@ -81,10 +106,11 @@ sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Byte
       co_await ce_leg(p.gpu_memory, p.bounce);
       co_await memcpy_leg(p.bounce, p.guest_memory);
     }
-    m.windows().release();
+    m.windows().release(ch.last);
   }
   auto& j = m.job(tag);
-  if (--j.remaining == 0) m.finish(tag);
+  j.node = m.recorder().later(j.node, ch.last);
+  if (--j.remaining == 0) m.finish(tag, j.node);
 }
 
 }  // namespace
@@ -107,7 +133,7 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     co_await move(p_.host, p_.gr, c.launch.doorbell_bytes, g, tag, OpKind::Doorbell, Resource::Fabric);
     if (complete) {
       sim().spawn("vgpu.gr_job", gr_job(*this, g, tag, r.first_of_context ? c.bare.gr_first_setup : c.launch.gr_setup,
-                                        c.launch.kernel));
+                                        c.launch.kernel, chain(g)));
       ctx.gr_loaded = true;
     }
     if (!notify) {  // a burst: the CPU moves on; the sync waits for the last job
@@ -116,9 +142,10 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     }
     if (complete) {
       co_await wait_job(tag);
+      follow(g, tag);  // the guest waited for the GR job
       r.kernel = job(tag).busy;
     } else {
-      co_await sim().delay(c.launch.give_up);  // the driver's own wait gives up too
+      co_await cause_delay(chain(g), c.launch.give_up, g, tag, "give_up", Resource::GuestCpu);  // the driver's own wait gives up too
       r.timed_out = true;
     }
     r.doorbell_to_completion = sim().now() - d0;
@@ -127,7 +154,7 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     r.msix = sim().now() - i0;
     r.end = r.guest_done = sim().now();
     r.elapsed_ms = jiffies_between(r.start, r.end, c.jiffy);
-    record(OpKind::Launch, Resource::GuestCpu, g, tag, r.issue, r.start, r.end);
+    envelope(OpKind::Launch, Resource::GuestCpu, g, tag, r.issue, r.start, r.end);
     if (r.timed_out)
       r.error = "launch " + std::to_string(r.index) + " of guest " + std::to_string(g) + " (tag " +
                 std::to_string(tag) + "): no completion within the give-up limit of " +
@@ -151,13 +178,13 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
   if (!windows.empty() && c.pde.batching) {
     const Time extra = c.rpc.batch_entry * static_cast<Time>(windows.size() - 1);
     co_await rpc(g, tag, extra, &r);
-    record(OpKind::PdeForward, Resource::Backend, g, tag, f0, f0, sim().now(), 0,
+    envelope(OpKind::PdeForward, Resource::Backend, g, tag, f0, f0, sim().now(), 0,
            static_cast<double>(windows.size()));
   } else {
     for (const auto& [w, ok] : windows) {
       const Time t = sim().now();
       co_await rpc(g, tag, 0, &r);
-      record(OpKind::PdeForward, Resource::Backend, g, tag, t, t, sim().now(), 0, ok ? 1.0 : 0.0);
+      envelope(OpKind::PdeForward, Resource::Backend, g, tag, t, t, sim().now(), 0, ok ? 1.0 : 0.0);
     }
   }
   for (const auto& [w, ok] : windows) {
@@ -177,14 +204,14 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     const Time t = sim().now();
     co_await sim().delay(c.launch.shadow_cost);
     co_await move(p_.host, p_.gpu_memory, b, g, tag, OpKind::kCount, Resource::Fabric);
-    record(OpKind::ShadowCopy, Resource::Backend, g, tag, t, t, sim().now(), b);
+    record(chain(g), OpKind::ShadowCopy, Resource::Backend, g, tag, t, t, sim().now(), b);
   }
   {
     const Time t = sim().now();
     co_await sim().delay(c.launch.page_in_cost * c.launch.bounce_pages_in);
     const Bytes b = c.launch.page * c.launch.bounce_pages_in;
     co_await move(p_.guest_memory, p_.bounce, b, g, tag, OpKind::kCount, Resource::Fabric);
-    record(OpKind::BounceIn, Resource::Backend, g, tag, t, t, sim().now(), b, c.launch.bounce_pages_in);
+    record(chain(g), OpKind::BounceIn, Resource::Backend, g, tag, t, t, sim().now(), b, c.launch.bounce_pages_in);
   }
   r.copy_in = sim().now() - c0;
 
@@ -193,7 +220,7 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
   co_await move(p_.host, p_.gr, c.launch.doorbell_bytes, g, tag, OpKind::Doorbell, Resource::Fabric);
   if (complete)
     sim().spawn("vgpu.gr_job", gr_job(*this, g, tag, r.first_of_context ? c.launch.gr_first_setup : c.launch.gr_setup,
-                                      c.launch.kernel));
+                                      c.launch.kernel, chain(g)));
   const Time limit = d0 + c.launch.give_up;
   while (job(tag).done < 0) {
     if (sim().now() >= limit) {
@@ -202,7 +229,15 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     }
     co_await sim().delay(std::min(c.launch.completion_poll, limit - sim().now()));
   }
-  record(OpKind::CompletionPoll, Resource::Backend, g, tag, d0, d0, sim().now());
+  {
+    // The poll that saw the completion follows the GR job (its cause starts
+    // when the job ended; the log row spans doorbell .. seen); a give-up
+    // follows the doorbell.
+    const std::int32_t after = r.timed_out ? chain(g).last : recorder().later(chain(g).last, job(tag).node);
+    chain(g).last = after;
+    record(chain(g), OpKind::CompletionPoll, Resource::Backend, g, tag, d0, d0, sim().now(), 0, 0.0, -1,
+           recorder().end_of(after));
+  }
   r.doorbell_to_completion = sim().now() - d0;
   if (r.timed_out) {
     r.error = "launch " + std::to_string(r.index) + " of guest " + std::to_string(g) + " (tag " +
@@ -216,12 +251,12 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     co_await sim().delay(c.launch.page_out_cost * c.launch.bounce_pages_out);
     const Bytes b = c.launch.page * c.launch.bounce_pages_out;
     co_await move(p_.bounce, p_.guest_memory, b, g, tag, OpKind::kCount, Resource::Fabric);
-    record(OpKind::BounceOut, Resource::Backend, g, tag, t, t, sim().now(), b, c.launch.bounce_pages_out);
+    record(chain(g), OpKind::BounceOut, Resource::Backend, g, tag, t, t, sim().now(), b, c.launch.bounce_pages_out);
     r.copy_out = sim().now() - t;
   }
   r.end = sim().now();
   r.elapsed_ms = jiffies_between(r.start, r.end, c.jiffy);
-  record(OpKind::Launch, Resource::Backend, g, tag, r.issue, r.start, r.end);
+  envelope(OpKind::Launch, Resource::Backend, g, tag, r.issue, r.start, r.end);
 
   // ---- MSI-X injection into the guest ----
   if (notify || r.timed_out) {
@@ -255,9 +290,10 @@ sim::Task<CopyResult> VgpuModel::copy(int g, CopyDir dir, Bytes bytes) {
   const Time c0 = sim().now();
   for (int k = 0; k < r.chunks; ++k) {
     const Bytes b = bare_ ? bytes : std::min(c.copy.window, bytes - static_cast<Bytes>(k) * c.copy.window);
-    sim().spawn("vgpu.copy_chunk", copy_chunk(*this, g, tag, dir, b));
+    sim().spawn("vgpu.copy_chunk", copy_chunk(*this, g, tag, dir, b, chain(g)));
   }
   co_await wait_job(tag);
+  follow(g, tag);  // the guest waited for the last chunk
   r.first_ce_start = job(tag).first_start;
   if (bare_) {
     co_await cpu(c.bare.interrupt, g, tag, OpKind::Msix, Resource::GuestCpu);
@@ -266,11 +302,11 @@ sim::Task<CopyResult> VgpuModel::copy(int g, CopyDir dir, Bytes bytes) {
     const Time done = sim().now(), q = c.launch.completion_poll;
     const Time seen = c0 + ((done - c0 + q - 1) / q) * q;
     co_await sim().delay(seen - done);
-    record(OpKind::CompletionPoll, Resource::Backend, g, tag, c0, c0, sim().now());
+    record(chain(g), OpKind::CompletionPoll, Resource::Backend, g, tag, c0, c0, sim().now(), 0, 0.0, -1, done);
     co_await cpu(c.launch.msix, g, tag, OpKind::Msix, Resource::Backend);
   }
   r.end = sim().now();
-  record(OpKind::CeCopy, Resource::Ce, g, tag, r.issue, r.issue, r.end, bytes, static_cast<double>(r.chunks));
+  envelope(OpKind::CeCopy, Resource::Ce, g, tag, r.issue, r.issue, r.end, bytes, static_cast<double>(r.chunks));
   co_return r;
 }
 
@@ -282,13 +318,16 @@ sim::Task<Time> VgpuModel::init(int g) {
   if (bare_) {
     co_await sim().delay(c.bare.init);
   } else {
-    co_await sim().delay(c.ops.init_driver);
+    co_await cause_delay(chain(g), c.ops.init_driver, g, tag, "init_driver", Resource::GuestCpu);
     for (int k = 0; k < c.ops.init_rpcs; ++k) {
       co_await move(p_.guest, p_.host, c.launch.doorbell_bytes, g, tag, OpKind::Trap, Resource::TrapChannel);
       co_await rpc(g, tag, 0, nullptr);
     }
   }
-  record(OpKind::Init, bare_ ? Resource::GuestCpu : Resource::Backend, g, tag, t0, t0, sim().now());
+  if (bare_)
+    record(chain(g), OpKind::Init, Resource::GuestCpu, g, tag, t0, t0, sim().now());
+  else
+    envelope(OpKind::Init, Resource::Backend, g, tag, t0, t0, sim().now());
   co_return sim().now() - t0;
 }
 
@@ -301,14 +340,17 @@ sim::Task<Time> VgpuModel::malloc(int g) {
   if (bare_) {
     co_await sim().delay(n == 0 ? c.bare.malloc_first : c.bare.malloc_steady);
   } else {
-    co_await sim().delay(c.ops.malloc_driver);
+    co_await cause_delay(chain(g), c.ops.malloc_driver, g, tag, "malloc_driver", Resource::GuestCpu);
     const int rpcs = n == 0 ? c.ops.malloc_first_rpcs : (n % c.ops.malloc_rpc_every == 0 ? 1 : 0);
     for (int k = 0; k < rpcs; ++k) {
       co_await move(p_.guest, p_.host, c.launch.doorbell_bytes, g, tag, OpKind::Trap, Resource::TrapChannel);
       co_await rpc(g, tag, 0, nullptr);
     }
   }
-  record(OpKind::Malloc, bare_ ? Resource::GuestCpu : Resource::Backend, g, tag, t0, t0, sim().now());
+  if (bare_)
+    record(chain(g), OpKind::Malloc, Resource::GuestCpu, g, tag, t0, t0, sim().now());
+  else
+    envelope(OpKind::Malloc, Resource::Backend, g, tag, t0, t0, sim().now());
   co_return sim().now() - t0;
 }
 

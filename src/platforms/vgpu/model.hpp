@@ -11,6 +11,16 @@
 // every model op is recorded in the run's OpLog with a kind name (kinds())
 // and the resource it used (resources()), and the tag of the guest op it
 // belongs to, so a launch's decomposition can be read back from the log.
+// Ops are recorded through a runtime::Recorder, which also writes each op's
+// cause (runtime/recorder.hpp): `after` = the guest's previous op (one chain
+// per guest; a GR job and each copy chunk fork from it), the GR job whose
+// end the completion poll or the guest's wait saw, the copy chunk that
+// finished last; holder = the op that released the GSP, GR, CE, bounce
+// window or backend worker it queued for. Steps the log folds into another
+// row (RPC TX/reply hops, driver time before an init/malloc's RPCs, CE
+// method pushes) are cause-only nodes; envelopes (launch, ce_copy,
+// pde_forward, init, malloc under forwarding) are log rows only. So a run's
+// critical path is the exact walk of runtime/critical_path.hpp.
 //
 // bare = true runs the same operations with the forwarding path removed:
 // no trap, no RPCs, no bounce, native driver costs and a completion
@@ -26,6 +36,8 @@
 
 #include "platforms/vgpu/params.hpp"
 #include "platforms/vgpu/poller.hpp"
+#include "runtime/critical_path.hpp"
+#include "runtime/recorder.hpp"
 #include "sim/process.hpp"
 #include "sim/server.hpp"
 #include "topology/system.hpp"
@@ -125,13 +137,33 @@ class VgpuModel {
   /// One RPC round trip for guest `g`: backend CPU, TX, GSP queue + firmware
   /// (+ `extra_firmware`), reply, poll waits. Returns host submit -> reply seen.
   sim::Task<Time> rpc(int g, std::int32_t tag, Time extra_firmware, LaunchResult* acc);
-  /// Moves `bytes` src -> dst through the fabric; logs it as `kind`.
+  /// Moves `bytes` src -> dst through the fabric; logs it as `kind` on
+  /// guest g's chain (kCount: not recorded, the caller's op covers it).
   sim::Task<Time> move(NodeId src, NodeId dst, Bytes bytes, int g, std::int32_t tag, OpKind kind, Resource res);
-  /// Backend (or guest) CPU work of `d`; logs it as `kind`.
-  sim::Task<void> cpu(Time d, int g, std::int32_t tag, OpKind kind, Resource res);
+  /// A fabric hop the log folds into its RPC: a cause-only node `what` on guest g's chain.
+  sim::Task<void> hop(NodeId src, NodeId dst, Bytes bytes, int g, std::int32_t tag, const char* what);
+  /// Backend (or guest) CPU work of `d`; logs it as `kind` (kCount: a cause-only node `what`).
+  sim::Task<void> cpu(Time d, int g, std::int32_t tag, OpKind kind, Resource res, const char* what = "");
 
-  std::int64_t record(OpKind kind, Resource res, int g, std::int32_t tag, Time issue, Time start, Time end,
-                      Bytes bytes = 0, double work = 0.0);
+  /// Records one op as the next op of `ch`; returns its cause node.
+  std::int32_t record(runtime::Chain& ch, OpKind kind, Resource res, int g, std::int32_t tag, Time issue, Time start,
+                      Time end, Bytes bytes = 0, double work = 0.0, std::int32_t holder = -1, Time ready = -1,
+                      Resource queued = Resource::kCount);
+  /// An envelope row (spans ops already recorded): log only, no cause.
+  void envelope(OpKind kind, Resource res, int g, std::int32_t tag, Time issue, Time start, Time end, Bytes bytes = 0,
+                double work = 0.0);
+  /// A cause-only node `what` [start, end) on `ch` (ready/holder: as record()); returns it.
+  std::int32_t cause(runtime::Chain& ch, const char* what, Resource res, int g, std::int32_t tag, Time start, Time end,
+                     std::int32_t holder = -1, Time ready = -1, Resource queued = Resource::kCount);
+  /// A cause-only node `what` of `d` on `ch` (a step the log folds into another row).
+  sim::Task<void> cause_delay(runtime::Chain& ch, Time d, int g, std::int32_t tag, const char* what, Resource res);
+  /// Guest g's chain (its process's ops in order).
+  runtime::Chain& chain(int g) { return context(g).chain; }
+  /// Guest g's next op also follows job `tag`'s last op (it waited for it).
+  void follow(int g, std::int32_t tag) { chain(g).last = rec_.later(chain(g).last, job(tag).node); }
+  const runtime::Recorder& recorder() const { return rec_; }
+  /// The exact critical path of the ops recorded so far (from `start`).
+  runtime::CriticalPath critical_path(const std::string& name, Time start) const;
   std::int32_t new_tag() { return next_tag_++; }
 
   static const char* kind_name(OpKind k);
@@ -143,10 +175,10 @@ class VgpuModel {
   bool bare() const { return bare_; }
   topology::System& system() { return system_; }
   sim::Simulation& sim() { return system_.sim(); }
-  sim::Server& gsp() { return gsp_; }
-  sim::Server& gr() { return gr_; }
-  sim::Server& ce() { return ce_; }
-  sim::Server& windows() { return windows_; }
+  runtime::HeldServer& gsp() { return gsp_; }
+  runtime::HeldServer& gr() { return gr_; }
+  runtime::HeldServer& ce() { return ce_; }
+  runtime::HeldServer& windows() { return windows_; }
   Poller& poller() { return poller_; }
 
   /// Per guest context state.
@@ -156,11 +188,12 @@ class VgpuModel {
     std::vector<bool> cached;  ///< accepted guest windows (cache_accepted what-if)
     int launches = 0;
     int mallocs = 0;
+    runtime::Chain chain;  ///< the guest's ops in order
   };
   Context& context(int g);
   /// Guest g's backend worker (one per guest: it serialises the host-side
   /// work of that guest's copies).
-  sim::Server& backend(int g);
+  runtime::HeldServer& backend(int g);
 
   /// A job handed to an engine: when it completed and who waits for it.
   struct Job {
@@ -168,13 +201,15 @@ class VgpuModel {
     Time busy = 0;
     Time first_start = -1;
     int remaining = 0;                 ///< copy chunks still in flight
+    std::int32_t node = -1;            ///< the cause node it ended with (the GR exec, the last chunk's last op)
     std::coroutine_handle<> waiter{};  ///< resumed (from the event loop) when done
   };
   Job& job(std::int32_t tag);
   /// Marks the job done now and wakes its waiter.
-  void finish(std::int32_t tag) {
+  void finish(std::int32_t tag, std::int32_t node) {
     Job& j = job(tag);
     j.done = sim().now();
+    j.node = node;
     if (j.waiter) sim().schedule(0, sim::Target::resume(std::exchange(j.waiter, {})));
   }
   /// Awaitable: resumes once job `tag` is done.
@@ -193,16 +228,17 @@ class VgpuModel {
   topology::System& system_;
   VgpuParams p_;
   bool bare_;
-  sim::Server gsp_;
-  sim::Server gr_;
-  sim::Server ce_;
-  sim::Server windows_;
+  runtime::Recorder rec_;
+  runtime::HeldServer gsp_;
+  runtime::HeldServer gr_;
+  runtime::HeldServer ce_;
+  runtime::HeldServer windows_;
   Poller poller_;
   std::vector<Context> contexts_;
-  std::vector<std::unique_ptr<sim::Server>> memcpy_;
+  std::vector<std::unique_ptr<runtime::HeldServer>> memcpy_;
   std::vector<Job> jobs_;
-  std::array<std::int32_t, static_cast<int>(OpKind::kCount)> kind_code_{};
-  std::int64_t next_op_ = 0;
+  std::array<runtime::Recorder::Kind, static_cast<int>(OpKind::kCount)> kinds_{};
+  std::size_t first_node_ = 0;
   std::int32_t next_tag_ = 0;
 };
 

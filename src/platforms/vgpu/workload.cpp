@@ -37,7 +37,8 @@ sim::Process workload(VgpuModel& m, WorkloadResult& w) {
   }
   if (m.bare() && last >= 0) {
     co_await m.wait_job(last);
-    co_await m.sim().delay(c.bare.interrupt);
+    m.follow(g, last);
+    co_await m.cause_delay(m.chain(g), c.bare.interrupt, g, last, "interrupt", Resource::GuestCpu);
   }
   w.burst = m.sim().now() - b0;
   w.burst_launches = c.workload.burst;
@@ -64,6 +65,7 @@ LaunchRun run_launches(topology::System& system, int per_guest, int guests, cons
                        std::to_string(per_guest - 1));
     hung[static_cast<std::size_t>(h)] = true;
   }
+  const Time start = system.sim().now();
   std::vector<std::vector<LaunchResult>> out(static_cast<std::size_t>(guests));
   for (int g = 0; g < guests; ++g)
     system.sim().spawn("vgpu.guest" + std::to_string(g),
@@ -73,15 +75,18 @@ LaunchRun run_launches(topology::System& system, int per_guest, int guests, cons
   for (auto& v : out)
     for (auto& r : v) run.launches.push_back(std::move(r));
   run.poll_ticks = m.poller().ticks();
-  run.gsp = m.gsp().stats();
+  run.gsp = m.gsp().server().stats();
+  run.critical = m.critical_path(bare ? "vGPU launches (bare)" : "vGPU launches", start);
   return run;
 }
 
 WorkloadResult run_workload(topology::System& system, bool bare) {
   VgpuModel m(system, bare);
   WorkloadResult w;
+  const Time start = system.sim().now();
   system.sim().spawn(bare ? "vgpu.bare_workload" : "vgpu.guest_workload", workload(m, w));
   system.run();
+  w.critical = m.critical_path(bare ? "vGPU workload (bare)" : "vGPU workload", start);
   return w;
 }
 

@@ -17,6 +17,7 @@ struct LaunchRun {
   std::vector<LaunchResult> launches;  ///< guest-major: guest 0's launches, then guest 1's...
   std::uint64_t poll_ticks = 0;        ///< ticks of the grid poller (grid mode)
   sim::ServerStats gsp;                ///< the GSP queue over the run
+  runtime::CriticalPath critical;      ///< the run's exact critical path (its recorded causes)
 };
 
 /// `per_guest` launches by each of `guests` guests (0: vgpu.guests), all
@@ -40,6 +41,7 @@ struct WorkloadResult {
   Time msix = 0;                     ///< P6: completion interrupt of the first launch
   Time kernel = 0;                   ///< P9: the kernel's time on GR (warm launch)
   int kernel_cycles = 0;             ///< P12
+  runtime::CriticalPath critical;    ///< the run's exact critical path (its recorded causes)
 };
 
 WorkloadResult run_workload(topology::System& system, bool bare);
