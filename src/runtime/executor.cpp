@@ -6,6 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "config/quantity.hpp"
+#include "runtime/config_section.hpp"
 #include "sim/errors.hpp"
 #include "sim/process.hpp"
 #include "sim/rng.hpp"
@@ -26,15 +28,6 @@ const char* to_string(Engine engine) {
   }
   return "?";
 }
-
-namespace {
-
-std::string bytes_text(Bytes b) {
-  if (b % sim::kKiB == 0 && b >= sim::kKiB) return std::to_string(b / sim::kKiB) + " KiB";
-  return std::to_string(b) + " B";
-}
-
-}  // namespace
 
 // One PE's engines for the duration of a run.
 struct PeEngines {
@@ -142,7 +135,7 @@ struct Node {
 
 struct Executor::Impl {
   Impl(topology::System& s, const Program& p)
-      : system(s), sim(s.sim()), cfg(s.config().pe), program(p), pes(s.machine().num_nodes()) {}
+      : system(s), sim(s.sim()), cfg(pe_config(s.config())), program(p), pes(s.machine().num_nodes()) {}
 
   topology::System& system;
   sim::Simulation& sim;
@@ -528,8 +521,9 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
     case OpKind::Alloc:
       if (e.scratch + nd.bytes > cfg.scratch)
         throw CapacityError("scratch of " + system.machine().node(nd.agent).name + " overflows: " + nd.name +
-                            " asks for " + bytes_text(nd.bytes) + " with " + bytes_text(e.scratch) + " of " +
-                            bytes_text(cfg.scratch) + " in use");
+                            " asks for " + config::format_bytes(nd.bytes, config::ByteUnits::UpToKiB) + " with " +
+                            config::format_bytes(e.scratch, config::ByteUnits::UpToKiB) + " of " +
+                            config::format_bytes(cfg.scratch, config::ByteUnits::UpToKiB) + " in use");
       e.scratch += nd.bytes;
       e.peak = std::max(e.peak, e.scratch);
       break;

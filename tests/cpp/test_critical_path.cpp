@@ -21,9 +21,9 @@ namespace {
 
 Config cp_config() {
   Config c = program_config(2, 1);  // 2048 FLOP per cycle at 1 GHz
-  c.pe.ipcq_slots = 2;
-  c.pe.ipcq_slot = 4 * kKiB;
-  c.pe.ipcq_bank_hop = 1 * kNanosecond;
+  pe_config(c).ipcq_slots = 2;
+  pe_config(c).ipcq_slot = 4 * kKiB;
+  pe_config(c).ipcq_bank_hop = 1 * kNanosecond;
   return c;
 }
 
@@ -286,8 +286,8 @@ TEST_CASE("causes are bit-identical across reruns", "[critical-path]") {
 
 TEST_CASE("every all-reduce algorithm and a GEMM kernel: the path tiles the makespan", "[critical-path]") {
   Config c = system_config(2, 1, SipTopology::Ring, 2, 1, 2, 1, 4);  // 2 SIPs x 2 cubes x 4 PEs
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
+  pe_config(c).clock_hz = 1'000'000'000;
+  pe_config(c).dispatch = 20 * kNanosecond;
   for (const auto& a : kernbench::ccl::algorithms()) {
     if (std::find(a.collectives.begin(), a.collectives.end(), "all_reduce") == a.collectives.end()) continue;
     DYNAMIC_SECTION(a.name) {

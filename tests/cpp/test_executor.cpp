@@ -16,7 +16,7 @@ namespace {
 
 Config machine_config() {
   Config c = program_config(2, 1);  // 2048 FLOP per cycle at 1 GHz = 2.048 TFLOPS
-  c.pe.gemm_macs_int8 = 0;
+  pe_config(c).gemm_macs_int8 = 0;
   return c;
 }
 

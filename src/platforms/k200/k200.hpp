@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "sim/process.hpp"
+#include "platforms/k200/config.hpp"
 #include "sim/server.hpp"
 #include "sim/store.hpp"
 #include "sim/trigger.hpp"
