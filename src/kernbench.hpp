@@ -10,11 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "config/schema.hpp"
+#include "config/yaml_tree.hpp"
 #include "topology/config.hpp"
-#include "topology/config_loader.hpp"
 
 namespace kernbench {
+
+namespace config {
+class Schema;
+}  // namespace config
 
 /// Every section of a config (built once, on first use).
 const config::Schema& schema();

@@ -2,6 +2,7 @@
 // reader and the JSON export.
 #include "config/schema.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "config/reader.hpp"
@@ -51,10 +52,28 @@ const KeyDef* SectionDef::find(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<const KeyDef*> SectionDef::listed() const {
+  std::vector<const KeyDef*> out;
+  if (listing.empty()) {
+    for (const auto& k : keys) out.push_back(&k);
+  } else {
+    for (const auto& name : listing) out.push_back(find(name));
+  }
+  return out;
+}
+
 std::vector<std::string> SectionDef::names() const {
   std::vector<std::string> out;
-  for (const auto& k : keys) out.push_back(k.name);
+  for (const KeyDef* k : listed()) out.push_back(k->name);
   return out;
+}
+
+void SectionDef::list_keys(std::vector<std::string> order) {
+  bool ok = order.size() == keys.size();
+  for (std::size_t i = 0; ok && i < order.size(); ++i)
+    ok = find(order[i]) && std::count(order.begin(), order.end(), order[i]) == 1;
+  if (!ok) throw InternalError("config schema: list_keys needs every key of the section exactly once");
+  listing = std::move(order);
 }
 
 void SectionDef::read(const MapReader& r, void* obj) const {
@@ -106,7 +125,7 @@ json section_json(const SectionDef& s) {
   j["doc"] = s.doc;
   if (!s.rules.empty()) j["rules"] = s.rules;
   json keys = json::object();
-  for (const KeyDef& k : s.keys) keys[k.name] = key_json(k);
+  for (const KeyDef* k : s.listed()) keys[k->name] = key_json(*k);
   j["keys"] = std::move(keys);
   return j;
 }

@@ -69,10 +69,17 @@ struct SectionDef {
   std::vector<KeyDef> keys;
   /// Post-read hooks: (n, f) runs f once the first n keys are read.
   std::vector<std::pair<std::size_t, ReadFn>> hooks;
+  /// The order keys are listed in (messages, the schema JSON) when it is not
+  /// the order they are read in; empty: the same. Set with list_keys().
+  std::vector<std::string> listing;
 
   const KeyDef* find(std::string_view name) const;
   KeyDef* find(std::string_view name) { return const_cast<KeyDef*>(std::as_const(*this).find(name)); }
+  /// The keys in listing order.
+  std::vector<const KeyDef*> listed() const;
   std::vector<std::string> names() const;
+  /// Lists the keys in this order (every key exactly once), reading them as declared.
+  void list_keys(std::vector<std::string> order);
   /// Reads the map `r` (checked against this section) into `obj`: the bound
   /// keys in table order, each hook after the keys before it.
   void read(const MapReader& r, void* obj) const;

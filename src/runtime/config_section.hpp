@@ -3,11 +3,14 @@
 // loaded Config.
 #pragma once
 
-#include "config/schema.hpp"
 #include "runtime/energy_config.hpp"
 #include "runtime/hbm_config.hpp"
 #include "runtime/pe_config.hpp"
 #include "topology/config.hpp"
+
+namespace kernbench::config {
+class Schema;
+}  // namespace kernbench::config
 
 namespace kernbench::runtime {
 

@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "config/quantity.hpp"
-#include "config/schema.hpp"
 #include "config/yaml_tree.hpp"
 #include "topology/config.hpp"
+
+namespace kernbench::config {
+class Schema;
+}  // namespace kernbench::config
 
 namespace kernbench::topology {
 

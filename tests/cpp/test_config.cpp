@@ -10,6 +10,8 @@
 #include <string>
 
 #include "kernbench.hpp"
+#include "platforms/k200/config_section.hpp"
+#include "platforms/vgpu/config_section.hpp"
 #include "runtime/config_section.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
@@ -690,4 +692,60 @@ TEST_CASE("the pe section types every engine and defaults what it omits", "[conf
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {dma_channels: 0}\n"),
                       Contains("test.yaml: pe.dma_channels: expected a positive integer"));
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {gemm: {fp8: 4}}\n"), Contains("test.yaml: pe.gemm.fp8: unknown key"));
+}
+
+TEST_CASE("sections are read in the order they always were and listed in the schema's", "[config]") {
+  // energy is read before vgpu and k200 (its error is the one reported) but listed after them.
+  REQUIRE_THROWS_WITH(parse(kSystem + "energy: {static: {pe: -1 W}}\nvgpu: {guests: 2}\n"),
+                      Contains("test.yaml: energy.static.pe: expected a power >= 0"));
+  REQUIRE_THROWS_WITH(parse(kGraph + "energy: {static: {pe: -1 W}}\nk200: {lanes: 2}\n"),
+                      Contains("test.yaml: energy.static.pe: expected a power >= 0"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "vgpu: {guests: 2}\n"),
+                      Contains("test.yaml: vgpu: the vgpu path runs on an explicit graph, not a system"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "k200: {}\n"),
+                      Contains("test.yaml: k200: the K200 host is an explicit graph: give graph, not system"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "fabrik: {}\n"),
+                      Contains("known keys of the top level: include, system, nodes, links, graph, fabric, pe, vgpu, "
+                               "k200, energy"));
+}
+
+TEST_CASE("the higher layers' sections travel typed in the Config, read back by their owners", "[config]") {
+  namespace k200 = kernbench::platforms::k200;
+  namespace vgpu = kernbench::platforms::vgpu;
+  const Config plain = parse(kGraph);
+  CHECK(k200::config_of(plain) == nullptr);  // not given: absent
+  CHECK(vgpu::config_of(plain) == nullptr);
+  CHECK(pe_config(plain).dma_channels == PeConfig{}.dma_channels);  // not given: the defaults
+  CHECK(energy_config(plain).links.pcie == EnergyLinks{}.pcie);
+
+  const Config c = parse(kGraph + "k200: {edma: {channels_per_card: 4, channels_per_die: 2}}\nvgpu: {guests: 3}\n");
+  REQUIRE(k200::config_of(c) != nullptr);
+  CHECK(k200::config_of(c)->edma.channels_per_card == 4);
+  CHECK(k200::config_of(c)->edma.channels_per_die == 2);
+  CHECK(k200::config_of(c)->driver.page == K200DriverConfig{}.page);
+  REQUIRE(vgpu::config_of(c) != nullptr);
+  CHECK(vgpu::config_of(c)->guests == 3);
+
+  Config copy = c;  // sections copy with the Config
+  pe_config(copy).dma_channels = 7;
+  CHECK(pe_config(copy).dma_channels == 7);
+  CHECK(pe_config(c).dma_channels == PeConfig{}.dma_channels);
+  CHECK(k200::config_of(copy)->edma.channels_per_card == 4);
+}
+
+TEST_CASE("one size formatter, in the styles the messages use", "[config]") {
+  using kernbench::config::ByteUnits;
+  using kernbench::sim::kGiB;
+  using kernbench::sim::kKiB;
+  using kernbench::sim::kMiB;
+  CHECK(format_bytes(2 * kGiB) == "2 GiB");
+  CHECK(format_bytes(3000) == "3 KB");
+  CHECK(format_bytes(2 * kMiB, ByteUnits::UpToKiB) == "2048 KiB");
+  CHECK(format_bytes(3000, ByteUnits::UpToKiB) == "3000 B");
+  CHECK(format_bytes(2 * kGiB, ByteUnits::UpToMiB) == "2048 MiB");
+  CHECK(format_bytes(48 * kKiB, ByteUnits::UpToMiB) == "48 KiB");
+  CHECK(format_bytes(0, ByteUnits::UpToMiB) == "0 B");
+  CHECK(format_bytes(3 * kGiB / 2, ByteUnits::Rounded) == "1.50 GiB");
+  CHECK(format_bytes(384 * kKiB, ByteUnits::Rounded) == "384 KiB");
+  CHECK(format_bytes(100, ByteUnits::Rounded) == "100 B");
 }

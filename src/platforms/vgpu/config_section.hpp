@@ -2,9 +2,12 @@
 // registered into a config::Schema, read back from a loaded Config.
 #pragma once
 
-#include "config/schema.hpp"
 #include "platforms/vgpu/config.hpp"
 #include "topology/config.hpp"
+
+namespace kernbench::config {
+class Schema;
+}  // namespace kernbench::config
 
 namespace kernbench::platforms::vgpu {
 
