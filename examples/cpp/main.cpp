@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "kernbench.hpp"
 #include "kernels/gemm.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
 #include "topology/system.hpp"
 
 namespace kb = kernbench;
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     const std::size_t pes = argc > 5 ? std::stoul(argv[5]) : 8;
 
     // One small SIP is enough for the example; any --set path works here.
-    kb::topology::Config config = kb::topology::load_config(
+    kb::topology::Config config = kb::load_config(
         argv[1], {{"system.sips.w", "1"}, {"system.sips.h", "1"}});
     kb::topology::System system(std::move(config), /*seed=*/1);
     const auto& all = system.machine().pes();

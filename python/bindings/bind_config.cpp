@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "kernbench.hpp"
 #include "topology/config_loader.hpp"
 
 namespace py = pybind11;
@@ -73,7 +74,7 @@ void bind_config(py::module_& m) {
   m.def(
       "load_config_summary",
       [](const std::string& path, const OverrideList& overrides) {
-        return summary(load_config(path, to_overrides(overrides)));
+        return summary(kernbench::load_config(path, to_overrides(overrides)));
       },
       py::arg("path"), py::arg("overrides") = OverrideList{},
       "Load a machine config (includes, then overrides as (path, value) pairs), check it strictly and return a "
@@ -82,11 +83,11 @@ void bind_config(py::module_& m) {
   m.def(
       "parse_config_summary",
       [](const std::string& text, const std::string& source, const OverrideList& overrides) {
-        return summary(parse_config(text, source, to_overrides(overrides)));
+        return summary(kernbench::parse_config(text, source, to_overrides(overrides)));
       },
       py::arg("text"), py::arg("source") = "<string>", py::arg("overrides") = OverrideList{},
       "Like load_config_summary, from YAML text; `source` names it in messages and anchors relative includes.");
-  m.def("config_schema", &config_schema_json,
+  m.def("config_schema", &kernbench::config_schema_json,
         "The config schema as JSON text: every section and key with its type, units, required/default and doc.");
   m.def(
       "parse_time", [](const std::string& text, const std::string& where) { return parse_time(text, where); },

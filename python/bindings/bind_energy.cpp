@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "runtime/config_section.hpp"
 #include "runtime/energy.hpp"
 #include "runtime/hbm.hpp"
 
@@ -39,7 +40,7 @@ void bind_energy(py::module_& m) {
   m.def(
       "hbm_traffic",
       [](const topology::System& system, const Program& program) {
-        const auto& hbm = system.config().pe.hbm;
+        const auto& hbm = topology::pe_config(system.config()).hbm;
         py::list out;
         for (const HbmSliceTraffic& t : hbm_traffic(program, system.machine(), hbm)) {
           py::dict d;
@@ -58,7 +59,7 @@ void bind_energy(py::module_& m) {
   py::class_<HbmAllocator>(m, "HbmAllocator",
                            "Reserves address ranges of the HBM slices (hbm_ctrl nodes); CapacityError past "
                            "pe.hbm.capacity, naming the slice, its PE, the item and the bytes.")
-      .def(py::init([](const topology::System& s) { return new HbmAllocator(s.machine(), s.config().pe.hbm); }),
+      .def(py::init([](const topology::System& s) { return new HbmAllocator(s.machine(), topology::pe_config(s.config()).hbm); }),
            py::arg("system"), py::keep_alive<1, 2>())
       .def(
           "alloc",

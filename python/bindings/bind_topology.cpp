@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "bindings.hpp"
+#include "kernbench.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
 #include "topology/maxmin.hpp"
@@ -93,14 +94,14 @@ void bind_topology(py::module_& m) {
       .def_static(
           "load",
           [](const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets,
-             std::uint64_t seed) { return std::make_unique<System>(load_config(path, to_overrides(sets)), seed); },
+             std::uint64_t seed) { return std::make_unique<System>(kernbench::load_config(path, to_overrides(sets)), seed); },
           py::arg("path"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{},
           py::arg("seed") = 1, "Load a YAML machine config (with --set style overrides) and build it.")
       .def_static(
           "from_yaml",
           [](const std::string& text, const std::string& source,
              const std::vector<std::pair<std::string, std::string>>& sets, std::uint64_t seed) {
-            return std::make_unique<System>(parse_config(text, source, to_overrides(sets)), seed);
+            return std::make_unique<System>(kernbench::parse_config(text, source, to_overrides(sets)), seed);
           },
           py::arg("text"), py::arg("source") = "<string>",
           py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{}, py::arg("seed") = 1)

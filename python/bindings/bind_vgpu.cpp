@@ -13,6 +13,7 @@
 
 #include "bindings.hpp"
 #include "critical_path_dict.hpp"
+#include "platforms/vgpu/config_section.hpp"
 #include "platforms/vgpu/workload.hpp"
 #include "sim/errors.hpp"
 
@@ -153,7 +154,8 @@ void bind_vgpu(py::module_& m) {
         d["msix_ps"] = w.msix;
         d["kernel_ps"] = w.kernel;
         d["kernel_cycles"] = w.kernel_cycles;
-        d["repetitions"] = s.config().vgpu ? s.config().vgpu->workload.repetitions : 0;
+        const topology::VgpuConfig* vc = platforms::vgpu::config_of(s.config());
+        d["repetitions"] = vc ? vc->workload.repetitions : 0;
         d["critical_path"] = critical_path_dict(w.critical);
         return d;
       },

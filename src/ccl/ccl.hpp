@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/executor.hpp"
+#include "runtime/pe_config.hpp"
 #include "topology/system.hpp"
 
 namespace kernbench::ccl {

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "ccl/algorithms.hpp"
+#include "config/quantity.hpp"
+#include "runtime/config_section.hpp"
 #include "ccl/verify.hpp"
 #include "sim/errors.hpp"
 
@@ -46,11 +48,6 @@ double CollectiveResult::algorithm_bandwidth() const {
 
 namespace {
 
-std::string bytes_text(Bytes b) {
-  if (b >= sim::kMiB && b % sim::kMiB == 0) return std::to_string(b / sim::kMiB) + " MiB";
-  if (b >= sim::kKiB && b % sim::kKiB == 0) return std::to_string(b / sim::kKiB) + " KiB";
-  return std::to_string(b) + " B";
-}
 
 struct Prepared {
   const Algorithm* algorithm = nullptr;
@@ -80,8 +77,8 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
     throw UsageError("collective: bytes per PE must be positive, got " + std::to_string(spec.bytes_per_pe));
   topology::check_transfer_size(spec.bytes_per_pe, "collective buffer");
   if (spec.buffer == Buffer::Sram && spec.bytes_per_pe > pe.scratch)
-    throw CapacityError("collective: buffer=sram needs " + bytes_text(spec.bytes_per_pe) + " per PE but the scratch is " +
-                        bytes_text(pe.scratch) + " (pe.scratch); use buffer=hbm for larger messages");
+    throw CapacityError("collective: buffer=sram needs " + config::format_bytes(spec.bytes_per_pe, config::ByteUnits::UpToMiB) + " per PE but the scratch is " +
+                        config::format_bytes(pe.scratch, config::ByteUnits::UpToMiB) + " (pe.scratch); use buffer=hbm for larger messages");
   if (spec.pieces < 1) throw UsageError("collective: pieces must be >= 1, got " + std::to_string(spec.pieces));
   if (spec.root < 0 || spec.root >= n)
     throw UsageError("collective: root rank " + std::to_string(spec.root) + " is not one of the " + std::to_string(n) +
@@ -157,7 +154,7 @@ runtime::Program build_collective(const topology::Machine& machine, const topolo
 
 CollectiveResult run_collective(topology::System& system, const CollectiveSpec& spec) {
   const topology::Machine& m = system.machine();
-  const Prepared pr = prepare(m, system.config().pe, spec);
+  const Prepared pr = prepare(m, pe_config(system.config()), spec);
   const Schedule s = build(m, pr, spec);
   const Plan& p = pr.plan;
   const int n = p.world.size();

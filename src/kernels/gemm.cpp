@@ -1,6 +1,8 @@
 // gemm.cpp -- planning a GEMM (split, tiles, scratch, estimates) and building
 // its Program. The layout and loop order are documented in gemm.hpp.
 #include "kernels/gemm.hpp"
+#include "config/quantity.hpp"
+#include "runtime/config_section.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -22,11 +24,6 @@ using topology::Route;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-std::string bytes_text(Bytes b) {
-  if (b >= sim::kMiB && b % sim::kMiB == 0) return std::to_string(b / sim::kMiB) + " MiB";
-  if (b >= sim::kKiB && b % sim::kKiB == 0) return std::to_string(b / sim::kKiB) + " KiB";
-  return std::to_string(b) + " B";
-}
 
 // The HBM regions of each share's A rows, B columns and C block in its home
 // slice (homes that are not HBM slices hold no reservation): a CapacityError
@@ -38,7 +35,7 @@ struct ShareRegions {
 std::vector<ShareRegions> place_operands(const topology::System& system, const GemmPlan& plan,
                                          const std::string& what) {
   const Machine& machine = system.machine();
-  runtime::HbmAllocator hbm(machine, system.config().pe.hbm);
+  runtime::HbmAllocator hbm(machine, pe_config(system.config()).hbm);
   std::vector<ShareRegions> out;
   for (const GemmShare& sh : plan.shares) {
     ShareRegions r;
@@ -139,12 +136,12 @@ Bytes scratch_need(const Context& c, std::int64_t tm, std::int64_t tn, std::int6
 
 std::string scratch_text(const Context& c, std::int64_t tm, std::int64_t tn, std::int64_t tk, std::int64_t n_share) {
   const std::string nb = std::to_string(c.spec.buffers) + " x ";
-  std::string s = "A tiles " + nb + bytes_text(tm * tk * c.e);
-  if (!c.spec.pinned) s += " + B tiles " + nb + bytes_text(tk * tn * c.e);
+  std::string s = "A tiles " + nb + config::format_bytes(tm * tk * c.e, config::ByteUnits::UpToMiB);
+  if (!c.spec.pinned) s += " + B tiles " + nb + config::format_bytes(tk * tn * c.e, config::ByteUnits::UpToMiB);
   if (c.spec.pinned)
     s += " + pinned B " + std::to_string(c.spec.k) + " x " + std::to_string(n_share) + " = " +
-         bytes_text(c.spec.k * n_share * c.e);
-  s += " + C accumulators 2 x " + bytes_text(tm * tn * c.acc);
+         config::format_bytes(c.spec.k * n_share * c.e, config::ByteUnits::UpToMiB);
+  s += " + C accumulators 2 x " + config::format_bytes(tm * tn * c.acc, config::ByteUnits::UpToMiB);
   return s;
 }
 
@@ -250,7 +247,7 @@ Bytes gemm_c_elem_bytes(Precision precision) {
 
 GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   const Machine& machine = system.machine();
-  const topology::PeConfig& pe_cfg = system.config().pe;
+  const topology::PeConfig& pe_cfg = pe_config(system.config());
   GemmPlan plan;
   plan.spec = given;
   GemmSpec& spec = plan.spec;
@@ -344,8 +341,8 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
             if (overflow.empty() || need < overflow_need) {
               overflow_need = need;
               overflow = "tiles " + std::to_string(tm) + "x" + std::to_string(tn) + "x" + std::to_string(tk) +
-                         " need " + bytes_text(need) + " of scratch per PE (" + scratch_text(ctx, tm, tn, tk, s.n) +
-                         "), budget pe.scratch = " + bytes_text(pe_cfg.scratch);
+                         " need " + config::format_bytes(need, config::ByteUnits::UpToMiB) + " of scratch per PE (" + scratch_text(ctx, tm, tn, tk, s.n) +
+                         "), budget pe.scratch = " + config::format_bytes(pe_cfg.scratch, config::ByteUnits::UpToMiB);
             }
             continue;
           }

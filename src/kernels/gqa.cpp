@@ -1,6 +1,8 @@
 // gqa.cpp -- planning and building the GQA attention programs; the layout,
 // the cases and the cost of each op are documented in gqa.hpp.
 #include "kernels/gqa.hpp"
+#include "config/quantity.hpp"
+#include "runtime/config_section.hpp"
 
 #include <algorithm>
 #include <map>
@@ -22,10 +24,6 @@ using topology::Machine;
 
 constexpr OpId kNone = ~OpId{0};
 
-std::string bytes_text(Bytes b) {
-  if (b >= sim::kKiB && b % sim::kKiB == 0) return std::to_string(b / sim::kKiB) + " KiB";
-  return std::to_string(b) + " B";
-}
 
 std::string what_text(const GqaSpec& s) {
   return "GQA case " + std::to_string(s.gqa_case) + " " + to_string(s.phase) + " (T_q = " + std::to_string(s.t_q) +
@@ -176,7 +174,7 @@ GqaHbmLayout place_gqa(const topology::System& system, const GqaPlan& plan) {
       for (const KvTile& t : kv_stream(plan, m, pos, p))
         if (t.from_hbm && seen.insert({t.home, t.step, t.j}).second) tiles[t.home].emplace_back(t.step, t.j, t.len);
   }
-  runtime::HbmAllocator hbm(m, system.config().pe.hbm);
+  runtime::HbmAllocator hbm(m, pe_config(system.config()).hbm);
   GqaHbmLayout out;
   const std::string cache = "KV cache of " + what_text(s) + ", h_kv " + std::to_string(s.h_kv) + " x d " +
                             std::to_string(s.d_head) + " x " + std::to_string(s.elem_bytes) + " B";
@@ -244,7 +242,7 @@ GqaPhase gqa_phase_from(const std::string& name) {
 
 GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   const Machine& m = system.machine();
-  const topology::PeConfig& pe_cfg = system.config().pe;
+  const topology::PeConfig& pe_cfg = pe_config(system.config());
   GqaPlan plan;
   plan.spec = given;
   GqaSpec& s = plan.spec;
@@ -335,15 +333,15 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   plan.scratch_per_pe = q + o + ml + sc_b + kv + part;
   plan.scratch_budget = pe_cfg.scratch;
   plan.scratch_breakdown = "Q tile " + std::to_string(R) + " x " + std::to_string(d) + " x " + std::to_string(e) +
-                           " B = " + bytes_text(q) + " + O accumulator " + bytes_text(o) + " + m, l " + bytes_text(ml) +
+                           " B = " + config::format_bytes(q, config::ByteUnits::UpToKiB) + " + O accumulator " + config::format_bytes(o, config::ByteUnits::UpToKiB) + " + m, l " + config::format_bytes(ml, config::ByteUnits::UpToKiB) +
                            " + scores " + std::to_string(R) + " x " + std::to_string(L) + " x 4 B = " +
-                           bytes_text(sc_b) + " + K/V tiles " + std::to_string(s.kv_buffers) + " x 2 x " +
+                           config::format_bytes(sc_b, config::ByteUnits::UpToKiB) + " + K/V tiles " + std::to_string(s.kv_buffers) + " x 2 x " +
                            std::to_string(L) + " x " + std::to_string(d) + " x " + std::to_string(e) + " B = " +
-                           bytes_text(kv) + (merges ? " + received partial " + bytes_text(part) : "");
+                           config::format_bytes(kv, config::ByteUnits::UpToKiB) + (merges ? " + received partial " + config::format_bytes(part, config::ByteUnits::UpToKiB) : "");
   if (plan.scratch_per_pe > pe_cfg.scratch)
     throw CapacityError(what + ": tile_q = " + std::to_string(R) + " rows, tile_s = " + std::to_string(L) +
-                        " tokens need " + bytes_text(plan.scratch_per_pe) + " of scratch per PE (" +
-                        plan.scratch_breakdown + "), budget pe.scratch = " + bytes_text(pe_cfg.scratch));
+                        " tokens need " + config::format_bytes(plan.scratch_per_pe, config::ByteUnits::UpToKiB) + " of scratch per PE (" +
+                        plan.scratch_breakdown + "), budget pe.scratch = " + config::format_bytes(pe_cfg.scratch, config::ByteUnits::UpToKiB));
 
   // ---- work and closed-form counts ----
   for (int pos = 0; pos < n; ++pos) {

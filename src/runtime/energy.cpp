@@ -1,5 +1,6 @@
 // energy.cpp -- the energy model over a finished run (see energy.hpp).
 #include "runtime/energy.hpp"
+#include "runtime/config_section.hpp"
 
 #include <tuple>
 #include <utility>
@@ -114,7 +115,7 @@ EnergyReport energy(topology::System& system, const Program& program, const RunR
     throw UsageError("energy: the result (" + std::to_string(result.ops.size()) + " ops, program '" +
                      result.program + "') is not a run of program '" + program.name() + "' (" +
                      std::to_string(program.size()) + " ops)");
-  const EnergyConfig& e = system.config().energy;
+  const EnergyConfig& e = energy_config(system.config());
   const topology::Machine& m = system.machine();
   EnergyReport rep;
   rep.makespan = result.makespan();

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "runtime/program.hpp"
+#include "runtime/pe_config.hpp"
 #include "topology/config.hpp"
 
 namespace kernbench::runtime {

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "config/quantity.hpp"
 #include "runtime/engine_timing.hpp"
 #include "runtime/executor_impl.hpp"
 #include "sim/errors.hpp"
@@ -25,15 +26,6 @@ const char* to_string(Engine engine) {
   }
   return "?";
 }
-
-namespace {
-
-std::string bytes_text(Bytes b) {
-  if (b % sim::kKiB == 0 && b >= sim::kKiB) return std::to_string(b / sim::kKiB) + " KiB";
-  return std::to_string(b) + " B";
-}
-
-}  // namespace
 
 PeEngines& Executor::Impl::pe(NodeId agent) {
   auto& slot = pes[agent];
@@ -123,8 +115,9 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
     case OpKind::Alloc:
       if (e.scratch + nd.bytes > cfg.scratch)
         throw CapacityError("scratch of " + system.machine().node(nd.agent).name + " overflows: " + nd.name +
-                            " asks for " + bytes_text(nd.bytes) + " with " + bytes_text(e.scratch) + " of " +
-                            bytes_text(cfg.scratch) + " in use");
+                            " asks for " + config::format_bytes(nd.bytes, config::ByteUnits::UpToKiB) + " with " +
+                            config::format_bytes(e.scratch, config::ByteUnits::UpToKiB) + " of " +
+                            config::format_bytes(cfg.scratch, config::ByteUnits::UpToKiB) + " in use");
       e.scratch += nd.bytes;
       e.peak = std::max(e.peak, e.scratch);
       break;

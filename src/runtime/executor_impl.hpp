@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/config_section.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/ipcq.hpp"
 #include "runtime/pe_engines.hpp"
@@ -27,7 +28,7 @@ namespace kernbench::runtime {
 
 struct Executor::Impl {
   Impl(topology::System& s, const Program& p)
-      : system(s), sim(s.sim()), cfg(s.config().pe), program(p), pes(s.machine().num_nodes()) {}
+      : system(s), sim(s.sim()), cfg(pe_config(s.config())), program(p), pes(s.machine().num_nodes()) {}
 
   topology::System& system;
   sim::Simulation& sim;

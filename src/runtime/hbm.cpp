@@ -6,24 +6,10 @@
 #include <cstdio>
 #include <map>
 
+#include "config/quantity.hpp"
 #include "sim/errors.hpp"
 
 namespace kernbench::runtime {
-
-std::string size_text(Bytes b) {
-  struct U {
-    const char* name;
-    Bytes size;
-  };
-  for (const U u : {U{"GiB", sim::kGiB}, U{"MiB", sim::kMiB}, U{"KiB", sim::kKiB}}) {
-    if (b < u.size) continue;
-    if (b % u.size == 0) return std::to_string(b / u.size) + " " + u.name;
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.2f %s", static_cast<double>(b) / static_cast<double>(u.size), u.name);
-    return buf;
-  }
-  return std::to_string(b) + " B";
-}
 
 HbmAllocator::HbmAllocator(const topology::Machine& machine, const topology::HbmConfig& hbm)
     : machine_(machine), hbm_(hbm) {
@@ -53,13 +39,13 @@ HbmRegion HbmAllocator::alloc(NodeId slice, Bytes bytes, const std::string& what
     int listed = 0;
     for (const HbmRegion& r : regions_) {
       if (r.slice != slice) continue;
-      if (listed++ < 3) taken += (taken.empty() ? "" : ", ") + r.what + " " + size_text(r.bytes);
+      if (listed++ < 3) taken += (taken.empty() ? "" : ", ") + r.what + " " + config::format_bytes(r.bytes, config::ByteUnits::Rounded);
     }
     if (listed > 3) taken += ", ...";
-    throw CapacityError(what + " needs " + size_text(bytes) + " on " + pe + "'s HBM slice " + n.name +
-                        ", which holds " + size_text(hbm_.capacity) + " (pe.hbm.capacity)" +
-                        (at > 0 ? " with " + size_text(at) + " already taken (" + taken + ")" : std::string()) +
-                        ": " + size_text(std::max<Bytes>(0, hbm_.capacity - aligned)) +
+    throw CapacityError(what + " needs " + config::format_bytes(bytes, config::ByteUnits::Rounded) + " on " + pe + "'s HBM slice " + n.name +
+                        ", which holds " + config::format_bytes(hbm_.capacity, config::ByteUnits::Rounded) + " (pe.hbm.capacity)" +
+                        (at > 0 ? " with " + config::format_bytes(at, config::ByteUnits::Rounded) + " already taken (" + taken + ")" : std::string()) +
+                        ": " + config::format_bytes(std::max<Bytes>(0, hbm_.capacity - aligned), config::ByteUnits::Rounded) +
                         " free; spread it over more PEs or raise pe.hbm.capacity");
   }
   next_[slice] = aligned + bytes;

@@ -21,12 +21,10 @@
 #include <vector>
 
 #include "runtime/program.hpp"
+#include "runtime/hbm_config.hpp"
 #include "topology/machine.hpp"
 
 namespace kernbench::runtime {
-
-/// "2 GiB", "1.50 GiB", "384 KiB", "100 B": a size for messages.
-std::string size_text(Bytes bytes);
 
 /// One reservation in a slice.
 struct HbmRegion {

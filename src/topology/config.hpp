@@ -1,10 +1,14 @@
 // config.hpp -- the typed machine configuration (what topology.yaml says).
 //
-// Each YAML section maps to one struct here, with its defaults in one place.
-// Loading (config_loader.cpp) is strict: unknown keys, wrong types, missing
-// units and non-positive rates are ConfigErrors naming the file and the YAML
-// path. Quantities carry units in the YAML (`256 GB/s`, `5 ns`, `4 KiB`) and
-// arrive here as integers: Time in ps, Bytes, Bandwidth in B/s.
+// Each YAML section topology owns (system, nodes, links, graph, fabric) maps
+// to one struct here, with its defaults in one place; the sections of the
+// layers above (pe, energy: runtime; k200, vgpu: platforms) travel in
+// Config::sections, typed, and their owners read them back with accessors
+// (runtime/config_section.hpp, platforms/*/config_section.hpp). Loading
+// (config_loader.hpp, src/config/) is strict: unknown keys, wrong types,
+// missing units and non-positive rates are ConfigErrors naming the file and
+// the YAML path. Quantities carry units in the YAML (`256 GB/s`, `5 ns`,
+// `4 KiB`) and arrive here as integers: Time in ps, Bytes, Bandwidth in B/s.
 #pragma once
 
 #include <map>
@@ -13,11 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/sections.hpp"
 #include "sim/units.hpp"
-#include "runtime/energy_config.hpp"
-#include "runtime/hbm_config.hpp"
-#include "platforms/k200/config.hpp"
-#include "platforms/vgpu/config.hpp"
 
 namespace kernbench::topology {
 
@@ -114,27 +115,6 @@ struct ExplicitGraphConfig {
 /// Arithmetic precisions a GEMM engine may support.
 enum class Precision { Fp32, Fp16, Bf16, Int8 };
 
-/// The engines of every PE of a generated machine (the YAML `pe:` section).
-/// The runtime turns each into a sim::Server per PE.
-struct PeConfig {
-  std::int64_t clock_hz = 1'000'000'000;  ///< engine clock
-  Time dispatch = 20 * sim::kNanosecond;  ///< PE_CPU cost of dispatching one command
-  Bytes scratch = sim::kMiB;              ///< per-PE SRAM budget
-  int dma_channels = 2;                   ///< DMA commands in flight per PE
-  /// GEMM engine throughput in multiply-accumulates per cycle, by precision
-  /// (0: the engine has no such mode -- asking for it is an error).
-  int gemm_macs_fp32 = 256;
-  int gemm_macs_fp16 = 1024;
-  int gemm_macs_bf16 = 1024;
-  int gemm_macs_int8 = 2048;
-  int vector_bytes_per_cycle = 128;       ///< vector engine (softmax, elementwise)
-  int ipcq_slots = 8;                     ///< IPCQ slots at a PE per sending PE
-  Bytes ipcq_slot = 4 * sim::kKiB;        ///< bytes per slot
-  int ipcq_channels = 2;                  ///< IPCQ sends in flight per PE
-  Time ipcq_bank_hop = sim::kNanosecond;  ///< fixed cost of one slot read out of scratch
-  HbmConfig hbm;                          ///< the PE's HBM slice: capacity, pseudo-channels (`pe.hbm`)
-};
-
 enum class FabricModel { Packet, Flow };
 
 struct FabricConfig {
@@ -151,10 +131,19 @@ struct Config {
   std::optional<SystemConfig> system;
   std::optional<ExplicitGraphConfig> graph;
   FabricConfig fabric;
-  PeConfig pe;  ///< engines of every PE (system machines)
-  std::optional<K200Config> k200;  ///< Kunlun K200 host parameters (the `k200:` section), if given
-  std::optional<VgpuConfig> vgpu;  ///< virtualised-GPU forwarding path (the `vgpu:` section), if given
-  EnergyConfig energy;  ///< energy model (the `energy:` section; defaults in energy_config.hpp)
+  /// The sections of higher layers, by type: pe and energy (runtime), k200
+  /// and vgpu (platforms). Their owners' accessors read them.
+  config::Sections sections;
+
+  /// Section T, or nullptr when the file did not give it.
+  template <typename T>
+  const T* find() const { return sections.find<T>(); }
+  /// Section T, or its defaults when the file did not give it.
+  template <typename T>
+  const T& section() const { return sections.get<T>(); }
+  /// Section T, created with its defaults when absent.
+  template <typename T>
+  T& section() { return sections.get<T>(); }
 };
 
 /// Names used in YAML and messages.

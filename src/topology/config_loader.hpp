@@ -1,52 +1,50 @@
-// config_loader.hpp -- YAML -> Config, strictly.
+// config_loader.hpp -- YAML -> Config, strictly, against a schema.
 //
 // Every error is a ConfigError whose message starts with the file and the
 // YAML path, e.g.
 //   configs/topology.yaml: system.sips.w: expected a positive integer, got "two"
 // Overrides (`--set path=value`) are applied to the YAML tree before it is
-// typed, so they are checked against the very same schema.
+// typed, so they are checked against the very same schema. The schema is
+// composed by the library's top (kernbench.hpp: kernbench::load_config), as
+// topology knows only its own sections; add_config_sections() adds them.
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "config/quantity.hpp"
+#include "config/yaml_tree.hpp"
 #include "topology/config.hpp"
+
+namespace kernbench::config {
+class Schema;
+}  // namespace kernbench::config
 
 namespace kernbench::topology {
 
-/// One `--set` override: a dotted YAML path (`system.sips.w`,
-/// `graph.edges.3.latency` -- list items by index) and a YAML scalar value.
-struct Override {
-  std::string path;
-  std::string value;
-};
+using config::Override;
 
-/// Loads `path` (following `include:`), applies `overrides`, types and checks it.
-Config load_config(const std::string& path, const std::vector<Override>& overrides = {});
+// Quantity text (src/config/quantity.hpp), under their old names here.
+using config::format_bandwidth;
+using config::format_bytes;
+using config::format_time;
+using config::parse_bandwidth;
+using config::parse_bytes;
+using config::parse_frequency_hz;
+using config::parse_time;
+
+/// Adds topology's sections to `schema`: the root's doc and structure
+/// (exactly one of system and graph), include, system, nodes, links, graph
+/// and fabric.
+void add_config_sections(config::Schema& schema);
+
+/// Loads `path` (following `include:`), applies `overrides`, types and checks
+/// it against `schema` (kernbench::schema() for the whole config).
+Config load_config(const config::Schema& schema, const std::string& path,
+                   const std::vector<Override>& overrides = {});
 
 /// Same, from YAML text; `source` names it in messages (and anchors relative includes).
-Config parse_config(const std::string& yaml_text, const std::string& source,
+Config parse_config(const config::Schema& schema, const std::string& yaml_text, const std::string& source,
                     const std::vector<Override>& overrides = {});
-
-// Strict quantity parsing ("<number> <unit>"); `where` prefixes errors.
-// Units: time ps/ns/us/ms/s; size B/KB/MB/GB (1e3) and KiB/MiB/GiB (2^10);
-// bandwidth B/s, KB/s, MB/s, GB/s, TB/s, KiB/s..GiB/s, and bits b/s..Tb/s,
-// Gbps; frequency Hz/kHz/MHz/GHz. A missing or unknown unit is an error.
-Time parse_time(const std::string& text, const std::string& where);
-Bytes parse_bytes(const std::string& text, const std::string& where);
-Bandwidth parse_bandwidth(const std::string& text, const std::string& where);
-double parse_frequency_hz(const std::string& text, const std::string& where);
-
-// The inverse, for messages and schema defaults: the largest unit that
-// divides the value exactly ("4 KiB", "1500 ps", "256 GB/s"); parsing the
-// result gives the value back.
-std::string format_time(Time t);
-std::string format_bytes(Bytes b);
-std::string format_bandwidth(Bandwidth bw);
-
-/// The schema (sections, keys, types, units, defaults, docs) as JSON text,
-/// defined once here so Python can validate overrides and document configs.
-std::string config_schema_json();
 
 }  // namespace kernbench::topology

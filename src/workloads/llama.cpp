@@ -1,6 +1,7 @@
 // llama.cpp -- planning and building the LLaMA decoder layer Program; the
 // sharding, the schedule and what is counted are documented in llama.hpp.
 #include "workloads/llama.hpp"
+#include "runtime/config_section.hpp"
 
 #include <algorithm>
 #include <array>
@@ -285,7 +286,7 @@ runtime::Program llama_program(const topology::System& system, const LlamaSpec& 
     cs.bytes_per_pe = bytes;
     cs.pes = ranks;
     cs.buffer = ccl::Buffer::Hbm;
-    const Program sub = ccl::build_collective(m, system.config().pe, cs);
+    const Program sub = ccl::build_collective(m, pe_config(system.config()), cs);
     const OpId lo = splice(phase, sub, after);
     return prog.sinks(lo);
   };

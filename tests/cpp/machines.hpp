@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config_section.hpp"
 #include "topology/config.hpp"
 
 namespace kernbench::testing {
@@ -51,11 +52,11 @@ inline Config system_config(int sips_w = 1, int sips_h = 1, SipTopology topo = S
 /// channels, 1024 fp16 MACs per cycle (2.048 TFLOPS) and 1 MiB of scratch.
 inline Config program_config(int cubes_w, int cubes_h) {
   Config c = system_config(1, 1, SipTopology::Ring, cubes_w, cubes_h);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.dma_channels = 2;
-  c.pe.gemm_macs_fp16 = 1024;
-  c.pe.scratch = sim::kMiB;
+  pe_config(c).clock_hz = 1'000'000'000;
+  pe_config(c).dispatch = 20 * kNanosecond;
+  pe_config(c).dma_channels = 2;
+  pe_config(c).gemm_macs_fp16 = 1024;
+  pe_config(c).scratch = sim::kMiB;
   return c;
 }
 

@@ -21,8 +21,8 @@ namespace {
 // `pes` PEs each (2x1 routers per cube).
 Config grid_machine(int sips_w, int sips_h, SipTopology topo, int cubes_w, int cubes_h, int pes) {
   Config c = system_config(sips_w, sips_h, topo, cubes_w, cubes_h, 2, 1, pes);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
+  pe_config(c).clock_hz = 1'000'000'000;
+  pe_config(c).dispatch = 20 * kNanosecond;
   return c;
 }
 
@@ -37,11 +37,11 @@ Config ring_machine(int p, double gbps, Time latency) {
     g.edges.push_back(ExplicitEdge{"pe" + std::to_string(i), "pe" + std::to_string((i + 1) % p), "ring",
                                    link(gbps, latency)});
   c.graph = g;
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.vector_bytes_per_cycle = 128;  // reductions at 128 GB/s: faster than the links below
-  c.pe.ipcq_bank_hop = 1 * kNanosecond;
-  c.pe.scratch = 64 * kMiB;  // the buffers below stay in SRAM
+  pe_config(c).clock_hz = 1'000'000'000;
+  pe_config(c).dispatch = 20 * kNanosecond;
+  pe_config(c).vector_bytes_per_cycle = 128;  // reductions at 128 GB/s: faster than the links below
+  pe_config(c).ipcq_bank_hop = 1 * kNanosecond;
+  pe_config(c).scratch = 64 * kMiB;  // the buffers below stay in SRAM
   return c;
 }
 
@@ -177,7 +177,7 @@ TEST_CASE("halving-doubling beats the ring on small messages, the ring wins on l
   // 16 PEs in two cubes, one PE per router: ring neighbours are mesh
   // neighbours, while halving-doubling's partners are up to a cube away.
   Config c = system_config(1, 1, SipTopology::Ring, 2, 1, 4, 2, 8);
-  c.pe.dispatch = 20 * kNanosecond;
+  pe_config(c).dispatch = 20 * kNanosecond;
   const auto t = [&](const char* alg, Bytes n) { return run(c, spec_of(alg, n)).latency; };
   CHECK(t("halving_doubling", 1 * kKiB) < t("ring", 1 * kKiB));
   CHECK(t("ring", 1 * kMiB) < t("halving_doubling", 1 * kMiB));

@@ -9,6 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kernbench.hpp"
+#include "platforms/k200/config_section.hpp"
+#include "platforms/vgpu/config_section.hpp"
+#include "runtime/config_section.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
 
@@ -70,7 +74,7 @@ std::string with(std::string text, const std::string& from, const std::string& t
 }
 
 Config parse(const std::string& text, const std::vector<Override>& overrides = {}) {
-  return parse_config(text, "test.yaml", overrides);
+  return kernbench::parse_config(text, "test.yaml", overrides);
 }
 
 /// A fresh folder for include tests, removed afterwards.
@@ -502,7 +506,7 @@ links:
   pcie: {latency: 200 ns}
 fabric: {flit: 32 B}
 )");
-  const Config c = load_config(top);
+  const Config c = kernbench::load_config(top);
   CHECK(c.source == top);
   const SystemConfig& s = *c.system;
   CHECK(s.name == "big");
@@ -519,7 +523,7 @@ fabric: {flit: 32 B}
   // A single string works too, and errors point into the file that holds the bad value.
   const std::string bad = dir.write("bad_base.yaml", with(kSystem, "pes_per_cube: 8", "pes_per_cube: eight"));
   const std::string uses_bad = dir.write("uses_bad.yaml", "include: bad_base.yaml\n");
-  REQUIRE_THROWS_WITH(load_config(uses_bad),
+  REQUIRE_THROWS_WITH(kernbench::load_config(uses_bad),
                       Contains(bad + ": system.pes_per_cube: expected a positive integer, got \"eight\" (line 6)"));
 }
 
@@ -528,27 +532,27 @@ TEST_CASE("include cycles and missing includes are errors", "[config]") {
   const std::string a = dir.write("a.yaml", "include: b.yaml\n" + kSystem);
   dir.write("b.yaml", "include: [c.yaml]\n");
   dir.write("c.yaml", "include: a.yaml\n");
-  REQUIRE_THROWS_WITH(load_config(a), Contains("c.yaml: include: include cycle: ") &&
+  REQUIRE_THROWS_WITH(kernbench::load_config(a), Contains("c.yaml: include: include cycle: ") &&
                                           Contains("a.yaml -> " + (dir.path / "b.yaml").string() + " -> " +
                                                    (dir.path / "c.yaml").string() + " -> " +
                                                    (dir.path / "a.yaml").string()) &&
                                           Contains("(line 1)"));
   const std::string self = dir.write("self.yaml", "include: self.yaml\n");
-  REQUIRE_THROWS_WITH(load_config(self), Contains("self.yaml: include: include cycle"));
+  REQUIRE_THROWS_WITH(kernbench::load_config(self), Contains("self.yaml: include: include cycle"));
   dir.write("fine.yaml", "fabric: {model: flow}\n");
   const std::string missing = dir.write("missing.yaml", "include: [fine.yaml, nope.yaml]\n");
-  REQUIRE_THROWS_WITH(load_config(missing),
+  REQUIRE_THROWS_WITH(kernbench::load_config(missing),
                       Contains("missing.yaml: include[1]: \"nope.yaml\" (" + (dir.path / "nope.yaml").string() +
                                "): cannot read the config file: no such file"));
-  REQUIRE_THROWS_WITH(load_config(dir.write("num.yaml", "include: {a: 1}\n")),
+  REQUIRE_THROWS_WITH(kernbench::load_config(dir.write("num.yaml", "include: {a: 1}\n")),
                       Contains("num.yaml: include: expected a file name or a list of file names, got a map"));
 }
 
 TEST_CASE("a missing or unreadable file names the path", "[config]") {
   TempDir dir;
   const std::string nope = (dir.path / "nope.yaml").string();
-  REQUIRE_THROWS_WITH(load_config(nope), nope + ": cannot read the config file: no such file");
-  REQUIRE_THROWS_WITH(load_config(dir.path.string()), Contains(dir.path.string() + ": cannot read the config file"));
+  REQUIRE_THROWS_WITH(kernbench::load_config(nope), nope + ": cannot read the config file: no such file");
+  REQUIRE_THROWS_WITH(kernbench::load_config(dir.path.string()), Contains(dir.path.string() + ": cannot read the config file"));
 }
 
 // ---- overrides -------------------------------------------------------------------
@@ -614,7 +618,7 @@ TEST_CASE("errors caused by an override say so", "[config]") {
 // ---- the schema export ----------------------------------------------------------
 
 TEST_CASE("the schema JSON describes every section and key", "[config]") {
-  const auto j = nlohmann::json::parse(config_schema_json());
+  const auto j = nlohmann::json::parse(kernbench::config_schema_json());
   CHECK(j["version"] == 1);
   CHECK(j["units"]["time"] == nlohmann::json({"ps", "ns", "us", "ms", "s"}));
   CHECK(j["units"]["bytes"] == nlohmann::json({"B", "KB", "MB", "GB", "KiB", "MiB", "GiB"}));
@@ -654,7 +658,7 @@ TEST_CASE("the schema JSON describes every section and key", "[config]") {
 TEST_CASE("the schema and the unknown-key check agree", "[config]") {
   // Every key the schema lists for links.pe is accepted, and the error for
   // an unknown one lists exactly those keys, in the schema's order.
-  const auto j = nlohmann::ordered_json::parse(config_schema_json());  // keeps the key order
+  const auto j = nlohmann::ordered_json::parse(kernbench::config_schema_json());  // keeps the key order
   std::string listed;
   for (const auto& [name, v] : j["keys"]["links"]["keys"]["pe"]["keys"].items())
     listed += (listed.empty() ? "" : ", ") + name;
@@ -674,18 +678,74 @@ TEST_CASE("the pe section types every engine and defaults what it omits", "[conf
   gemm: {fp32: 128, int8: 0}
   ipcq: {slots: 16}
 )");
-  CHECK(c.pe.clock_hz == 1'500'000'000);
-  CHECK(c.pe.dispatch == 30'000);
-  CHECK(c.pe.scratch == 1 << 20);
-  CHECK(c.pe.dma_channels == 4);
-  CHECK(c.pe.gemm_macs_fp32 == 128);
-  CHECK(c.pe.gemm_macs_fp16 == PeConfig{}.gemm_macs_fp16);  // omitted: the default
-  CHECK(c.pe.gemm_macs_int8 == 0);                          // explicitly absent mode
-  CHECK(c.pe.ipcq_slots == 16);
-  CHECK(c.pe.ipcq_slot == PeConfig{}.ipcq_slot);
-  CHECK(parse(kSystem).pe.clock_hz == PeConfig{}.clock_hz);  // no section: all defaults
+  CHECK(pe_config(c).clock_hz == 1'500'000'000);
+  CHECK(pe_config(c).dispatch == 30'000);
+  CHECK(pe_config(c).scratch == 1 << 20);
+  CHECK(pe_config(c).dma_channels == 4);
+  CHECK(pe_config(c).gemm_macs_fp32 == 128);
+  CHECK(pe_config(c).gemm_macs_fp16 == PeConfig{}.gemm_macs_fp16);  // omitted: the default
+  CHECK(pe_config(c).gemm_macs_int8 == 0);                          // explicitly absent mode
+  CHECK(pe_config(c).ipcq_slots == 16);
+  CHECK(pe_config(c).ipcq_slot == PeConfig{}.ipcq_slot);
+  CHECK(pe_config(parse(kSystem)).clock_hz == PeConfig{}.clock_hz);  // no section: all defaults
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {clock: 1.5 GT/s}\n"), Contains("test.yaml: pe.clock: expected a frequency"));
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {dma_channels: 0}\n"),
                       Contains("test.yaml: pe.dma_channels: expected a positive integer"));
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {gemm: {fp8: 4}}\n"), Contains("test.yaml: pe.gemm.fp8: unknown key"));
+}
+
+TEST_CASE("sections are read in the order they always were and listed in the schema's", "[config]") {
+  // energy is read before vgpu and k200 (its error is the one reported) but listed after them.
+  REQUIRE_THROWS_WITH(parse(kSystem + "energy: {static: {pe: -1 W}}\nvgpu: {guests: 2}\n"),
+                      Contains("test.yaml: energy.static.pe: expected a power >= 0"));
+  REQUIRE_THROWS_WITH(parse(kGraph + "energy: {static: {pe: -1 W}}\nk200: {lanes: 2}\n"),
+                      Contains("test.yaml: energy.static.pe: expected a power >= 0"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "vgpu: {guests: 2}\n"),
+                      Contains("test.yaml: vgpu: the vgpu path runs on an explicit graph, not a system"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "k200: {}\n"),
+                      Contains("test.yaml: k200: the K200 host is an explicit graph: give graph, not system"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "fabrik: {}\n"),
+                      Contains("known keys of the top level: include, system, nodes, links, graph, fabric, pe, vgpu, "
+                               "k200, energy"));
+}
+
+TEST_CASE("the higher layers' sections travel typed in the Config, read back by their owners", "[config]") {
+  namespace k200 = kernbench::platforms::k200;
+  namespace vgpu = kernbench::platforms::vgpu;
+  const Config plain = parse(kGraph);
+  CHECK(k200::config_of(plain) == nullptr);  // not given: absent
+  CHECK(vgpu::config_of(plain) == nullptr);
+  CHECK(pe_config(plain).dma_channels == PeConfig{}.dma_channels);  // not given: the defaults
+  CHECK(energy_config(plain).links.pcie == EnergyLinks{}.pcie);
+
+  const Config c = parse(kGraph + "k200: {edma: {channels_per_card: 4, channels_per_die: 2}}\nvgpu: {guests: 3}\n");
+  REQUIRE(k200::config_of(c) != nullptr);
+  CHECK(k200::config_of(c)->edma.channels_per_card == 4);
+  CHECK(k200::config_of(c)->edma.channels_per_die == 2);
+  CHECK(k200::config_of(c)->driver.page == K200DriverConfig{}.page);
+  REQUIRE(vgpu::config_of(c) != nullptr);
+  CHECK(vgpu::config_of(c)->guests == 3);
+
+  Config copy = c;  // sections copy with the Config
+  pe_config(copy).dma_channels = 7;
+  CHECK(pe_config(copy).dma_channels == 7);
+  CHECK(pe_config(c).dma_channels == PeConfig{}.dma_channels);
+  CHECK(k200::config_of(copy)->edma.channels_per_card == 4);
+}
+
+TEST_CASE("one size formatter, in the styles the messages use", "[config]") {
+  using kernbench::config::ByteUnits;
+  using kernbench::sim::kGiB;
+  using kernbench::sim::kKiB;
+  using kernbench::sim::kMiB;
+  CHECK(format_bytes(2 * kGiB) == "2 GiB");
+  CHECK(format_bytes(3000) == "3 KB");
+  CHECK(format_bytes(2 * kMiB, ByteUnits::UpToKiB) == "2048 KiB");
+  CHECK(format_bytes(3000, ByteUnits::UpToKiB) == "3000 B");
+  CHECK(format_bytes(2 * kGiB, ByteUnits::UpToMiB) == "2048 MiB");
+  CHECK(format_bytes(48 * kKiB, ByteUnits::UpToMiB) == "48 KiB");
+  CHECK(format_bytes(0, ByteUnits::UpToMiB) == "0 B");
+  CHECK(format_bytes(3 * kGiB / 2, ByteUnits::Rounded) == "1.50 GiB");
+  CHECK(format_bytes(384 * kKiB, ByteUnits::Rounded) == "384 KiB");
+  CHECK(format_bytes(100, ByteUnits::Rounded) == "100 B");
 }

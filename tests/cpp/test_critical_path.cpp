@@ -14,7 +14,7 @@
 #include "platforms/vgpu/workload.hpp"
 #include "runtime/critical_path.hpp"
 #include "runtime/recorder.hpp"
-#include "topology/config_loader.hpp"
+#include "kernbench.hpp"
 #include "sim/errors.hpp"
 
 using namespace kernbench::testing;
@@ -26,9 +26,9 @@ namespace {
 
 Config cp_config() {
   Config c = program_config(2, 1);  // 2048 FLOP per cycle at 1 GHz
-  c.pe.ipcq_slots = 2;
-  c.pe.ipcq_slot = 4 * kKiB;
-  c.pe.ipcq_bank_hop = 1 * kNanosecond;
+  pe_config(c).ipcq_slots = 2;
+  pe_config(c).ipcq_slot = 4 * kKiB;
+  pe_config(c).ipcq_bank_hop = 1 * kNanosecond;
   return c;
 }
 
@@ -291,8 +291,8 @@ TEST_CASE("causes are bit-identical across reruns", "[critical-path]") {
 
 TEST_CASE("every all-reduce algorithm and a GEMM kernel: the path tiles the makespan", "[critical-path]") {
   Config c = system_config(2, 1, SipTopology::Ring, 2, 1, 2, 1, 4);  // 2 SIPs x 2 cubes x 4 PEs
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
+  pe_config(c).clock_hz = 1'000'000'000;
+  pe_config(c).dispatch = 20 * kNanosecond;
   for (const auto& a : kernbench::ccl::algorithms()) {
     if (std::find(a.collectives.begin(), a.collectives.end(), "all_reduce") == a.collectives.end()) continue;
     DYNAMIC_SECTION(a.name) {
@@ -449,7 +449,7 @@ TEST_CASE("recorder: a chain, a hand-over and a fork/join, walked exactly", "[cr
 
 TEST_CASE("K200: a one-segment pinned copy's path is call, map, eDMA, poll, unmap", "[critical-path][k200]") {
   using namespace kernbench::platforms::k200;
-  kernbench::topology::System sys(kernbench::topology::load_config(config_path("k200.yaml")));
+  kernbench::topology::System sys(kernbench::load_config(config_path("k200.yaml")));
   K200 k(sys);
   const auto& drv = k.config().driver;
   const RunReport r = k.copy({CopyKind::Pinned, Direction::H2D, 1 * kernbench::sim::kMiB, {0, 0}, {0, 1}});
@@ -470,7 +470,7 @@ TEST_CASE("K200: a one-segment pinned copy's path is call, map, eDMA, poll, unma
 
 TEST_CASE("K200: a die's fourth concurrent eDMA waits for a channel a poll hands over", "[critical-path][k200]") {
   using namespace kernbench::platforms::k200;
-  kernbench::topology::System sys(kernbench::topology::load_config(config_path("k200.yaml")));
+  kernbench::topology::System sys(kernbench::load_config(config_path("k200.yaml")));
   K200 k(sys);
   const int n = k.config().edma.channels_per_die + 1;
   std::vector<CopySpec> specs(static_cast<std::size_t>(n),
@@ -497,7 +497,7 @@ TEST_CASE("K200: a die's fourth concurrent eDMA waits for a channel a poll hands
 
 TEST_CASE("vGPU: one launch's path is the guest's chain through the GR job", "[critical-path][vgpu]") {
   using namespace kernbench::platforms::vgpu;
-  kernbench::topology::System sys(kernbench::topology::load_config(config_path("vgpu.yaml")), 1);
+  kernbench::topology::System sys(kernbench::load_config(config_path("vgpu.yaml")), 1);
   const LaunchRun run = run_launches(sys, 1, 1, {}, false);
   const CriticalPath& cp = run.critical;
   tiles(cp);
@@ -524,7 +524,7 @@ TEST_CASE("vGPU: one launch's path is the guest's chain through the GR job", "[c
          (seen.op_kind == "bounce_out" && seen.holder_name == "completion_poll")));
   CHECK(cp.steps.back().op_kind == "msix");
   // Two guests: the later one queues at the GSP behind the other's RPC.
-  kernbench::topology::System two(kernbench::topology::load_config(config_path("vgpu.yaml"), {{"vgpu.guests", "2"}}), 1);
+  kernbench::topology::System two(kernbench::load_config(config_path("vgpu.yaml"), {{"vgpu.guests", "2"}}), 1);
   const LaunchRun run2 = run_launches(two, 1, 2, {}, false);
   tiles(run2.critical);
   bool gsp = false;

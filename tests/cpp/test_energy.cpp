@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "kernbench.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gqa.hpp"
 #include "machines.hpp"
@@ -27,15 +28,15 @@ namespace {
 Config energy_machine() {
   Config c = program_config(2, 1);
   // Distinct round prices (aJ/B, aJ/flop, uW), so each label is recognisable.
-  c.energy.links.pe = 1'000'000;
-  c.energy.links.hbm = 2'000'000;
-  c.energy.links.noc = 3'000'000;
-  c.energy.memory.hbm = 30'000'000;
-  c.energy.memory.sram = 10'000'000;
-  c.energy.compute.gemm_fp16 = 750'000;
-  c.energy.compute.gemm_fp32 = 2'300'000;
-  c.energy.compute.vector = 200'000;
-  c.energy.static_power.pe = 500'000;
+  energy_config(c).links.pe = 1'000'000;
+  energy_config(c).links.hbm = 2'000'000;
+  energy_config(c).links.noc = 3'000'000;
+  energy_config(c).memory.hbm = 30'000'000;
+  energy_config(c).memory.sram = 10'000'000;
+  energy_config(c).compute.gemm_fp16 = 750'000;
+  energy_config(c).compute.gemm_fp32 = 2'300'000;
+  energy_config(c).compute.vector = 200'000;
+  energy_config(c).static_power.pe = 500'000;
   return c;
 }
 
@@ -164,7 +165,7 @@ links:
   pcie_port: {bandwidth: 1 GB/s, latency: 1 ns}
   pcie: {bandwidth: 1 GB/s, latency: 1 ns}
 )";
-  const Config c = parse_config(base + R"(energy:
+  const Config c = kernbench::parse_config(base + R"(energy:
   links: {ucie: 0.25 pJ/bit, pcie: 40 pJ/B}
   memory: {hbm: 3.9 pJ/bit}
   compute: {gemm: {fp16: 1.5 pJ/MAC, int8: 115 fJ/flop}, vector: 0.2 pJ/B}
@@ -173,21 +174,21 @@ pe:
   hbm: {capacity: 3 GiB, pseudo_channels: 16, stripe: 512 B}
 )",
                                 "energy.yaml");
-  CHECK(c.energy.links.ucie == 2'000'000);
-  CHECK(c.energy.links.pcie == 40'000'000);
-  CHECK(c.energy.links.noc == kernbench::topology::EnergyLinks{}.noc);  // untouched keys keep their defaults
-  CHECK(c.energy.memory.hbm == 31'200'000);
-  CHECK(c.energy.compute.gemm_fp16 == 750'000);
-  CHECK(c.energy.compute.gemm_int8 == 115'000);
-  CHECK(c.energy.compute.vector == 200'000);
-  CHECK(c.energy.static_power.pe == 5'000'000);
-  CHECK(c.energy.static_power.router == 50'000);
-  CHECK(c.pe.hbm.capacity == 3 * kGiB);
-  CHECK(c.pe.hbm.pseudo_channels == 16);
-  CHECK(c.pe.hbm.stripe == 512);
+  CHECK(energy_config(c).links.ucie == 2'000'000);
+  CHECK(energy_config(c).links.pcie == 40'000'000);
+  CHECK(energy_config(c).links.noc == kernbench::topology::EnergyLinks{}.noc);  // untouched keys keep their defaults
+  CHECK(energy_config(c).memory.hbm == 31'200'000);
+  CHECK(energy_config(c).compute.gemm_fp16 == 750'000);
+  CHECK(energy_config(c).compute.gemm_int8 == 115'000);
+  CHECK(energy_config(c).compute.vector == 200'000);
+  CHECK(energy_config(c).static_power.pe == 5'000'000);
+  CHECK(energy_config(c).static_power.router == 50'000);
+  CHECK(pe_config(c).hbm.capacity == 3 * kGiB);
+  CHECK(pe_config(c).hbm.pseudo_channels == 16);
+  CHECK(pe_config(c).hbm.stripe == 512);
   const auto msg = [&](const std::string& extra) {
     try {
-      parse_config(base + extra, "bad.yaml");
+      kernbench::parse_config(base + extra, "bad.yaml");
     } catch (const kernbench::ConfigError& e) {
       return std::string(e.what());
     }
@@ -225,10 +226,10 @@ TEST_CASE("hbm: striping matches a byte-by-byte count and costs O(pseudo-channel
 
 TEST_CASE("hbm: the allocator fills a slice to the byte and names the numbers past it", "[hbm]") {
   Config c = energy_machine();
-  c.pe.hbm.capacity = kMiB;
+  pe_config(c).hbm.capacity = kMiB;
   System system(c);
   const Machine& m = system.machine();
-  HbmAllocator a(m, c.pe.hbm);
+  HbmAllocator a(m, pe_config(c).hbm);
   const NodeId slice = m.hbm_ctrl(0, 1, 3);
   CHECK(a.alloc(slice, 1000, "weights").address == 0);
   CHECK(a.alloc(slice, 100, "bias").address == 1024);  // aligned to the 256 B stripe
@@ -251,12 +252,12 @@ TEST_CASE("hbm: a GEMM whose operands do not fit its slice is a CapacityError at
   Config c = energy_machine();
   kernbench::kernels::GemmSpec s;
   s.m = s.n = s.k = 2048;  // fp16 on one PE: A, B, C 8 MiB each
-  c.pe.hbm.capacity = 24 * kMiB;
+  pe_config(c).hbm.capacity = 24 * kMiB;
   {
     System system(c);
     CHECK_NOTHROW(kernbench::kernels::plan_gemm(system, s));
   }
-  c.pe.hbm.capacity = 24 * kMiB - 1;
+  pe_config(c).hbm.capacity = 24 * kMiB - 1;
   System system(c);
   CHECK_THROWS_WITH(kernbench::kernels::plan_gemm(system, s),
                     Catch::Contains("C block 2048 x 2048 of GEMM 2048x2048x2048") &&
@@ -266,7 +267,7 @@ TEST_CASE("hbm: a GEMM whose operands do not fit its slice is a CapacityError at
 TEST_CASE("hbm: GQA decode at 128k tokens on one cube needs its KV cache in 8 slices, to the byte", "[hbm]") {
   using namespace kernbench::kernels;
   Config c = system_config(1, 1, SipTopology::Ring, 4, 2);
-  c.pe.scratch = kMiB;
+  pe_config(c).scratch = kMiB;
   GqaSpec s;
   s.phase = GqaPhase::Decode;
   s.gqa_case = 2;  // the whole K/V of the group striped over one cube's 8 slices
@@ -278,15 +279,15 @@ TEST_CASE("hbm: GQA decode at 128k tokens on one cube needs its KV cache in 8 sl
   System probe(c);
   const GqaPlan plan = plan_gqa(probe, s);
   const Bytes rows = (plan.rows_per_pe * 128 * 2 + 255) / 256 * 256;
-  c.pe.hbm.capacity = kv + 2 * rows;
+  pe_config(c).hbm.capacity = kv + 2 * rows;
   {
     System fits(c);
     CHECK_NOTHROW(plan_gqa(fits, s));
   }
-  c.pe.hbm.capacity = kv + 2 * rows - 1;
+  pe_config(c).hbm.capacity = kv + 2 * rows - 1;
   System tight(c);
   CHECK_THROWS_AS(plan_gqa(tight, s), kernbench::CapacityError);
-  c.pe.hbm.capacity = kv - 1;
+  pe_config(c).hbm.capacity = kv - 1;
   System small(c);
   CHECK_THROWS_WITH(plan_gqa(small, s), Catch::Contains("V of the KV cache of GQA case 2 decode") &&
                                             Catch::Contains("S_kv = 131072") && Catch::Contains("16384 tokens here"));
@@ -295,13 +296,13 @@ TEST_CASE("hbm: GQA decode at 128k tokens on one cube needs its KV cache in 8 sl
 TEST_CASE("hbm: a GEMM's traffic per pseudo-channel adds up to its HBM bytes and spreads over every channel",
           "[hbm]") {
   Config c = energy_machine();
-  c.pe.hbm.pseudo_channels = 8;
+  pe_config(c).hbm.pseudo_channels = 8;
   System system(c);
   kernbench::kernels::GemmSpec s;
   s.m = s.n = s.k = 256;
   kernbench::kernels::GemmPlan plan;
   const Program p = kernbench::kernels::gemm_program(system, s, &plan);
-  const auto t = hbm_traffic(p, system.machine(), c.pe.hbm);
+  const auto t = hbm_traffic(p, system.machine(), pe_config(c).hbm);
   REQUIRE(t.size() == 1);
   Bytes total = 0;
   for (std::size_t i = 0; i < 8; ++i) {

@@ -18,7 +18,7 @@ namespace {
 
 Config machine_config() {
   Config c = program_config(2, 1);  // 2048 FLOP per cycle at 1 GHz = 2.048 TFLOPS
-  c.pe.gemm_macs_int8 = 0;
+  pe_config(c).gemm_macs_int8 = 0;
   return c;
 }
 
@@ -215,7 +215,7 @@ TEST_CASE("program building checks its inputs", "[executor]") {
 
 TEST_CASE("the engines charge what engine_timing computes (the plans' estimates use the same)", "[executor]") {
   Fixture f;
-  const kernbench::topology::PeConfig& cfg = f.system.config().pe;
+  const kernbench::topology::PeConfig& cfg = pe_config(f.system.config());
   Program p("timing");
   const double flops = gemm_flops(100, 70, 33);  // not a whole number of cycles
   const OpId g = p.gemm(f.pe(0), flops, Precision::Fp16);

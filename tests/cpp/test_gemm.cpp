@@ -28,13 +28,13 @@ namespace {
 // bottleneck to its own slice. 2 TFLOP/s fp16 per PE, no int8 mode.
 Config machine_config(int macs_fp16 = 1024) {
   Config c = system_config(1, 1, SipTopology::Ring, 2, 1);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.dma_channels = 2;
-  c.pe.gemm_macs_fp32 = 256;
-  c.pe.gemm_macs_fp16 = macs_fp16;
-  c.pe.gemm_macs_int8 = 0;
-  c.pe.scratch = kMiB;
+  pe_config(c).clock_hz = 1'000'000'000;
+  pe_config(c).dispatch = 20 * kNanosecond;
+  pe_config(c).dma_channels = 2;
+  pe_config(c).gemm_macs_fp32 = 256;
+  pe_config(c).gemm_macs_fp16 = macs_fp16;
+  pe_config(c).gemm_macs_int8 = 0;
+  pe_config(c).scratch = kMiB;
   return c;
 }
 

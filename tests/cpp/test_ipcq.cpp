@@ -17,12 +17,12 @@ namespace {
 
 Config ipcq_config(int slots = 8, Bytes slot = 4 * kKiB) {
   Config c = system_config(1, 1, SipTopology::Ring, 2, 1);
-  c.pe.clock_hz = 1'000'000'000;
-  c.pe.dispatch = 20 * kNanosecond;
-  c.pe.vector_bytes_per_cycle = 128;  // scratch port: 128 B/ns, slower than the 256 GB/s NoC
-  c.pe.ipcq_slots = slots;
-  c.pe.ipcq_slot = slot;
-  c.pe.ipcq_bank_hop = 1 * kNanosecond;
+  pe_config(c).clock_hz = 1'000'000'000;
+  pe_config(c).dispatch = 20 * kNanosecond;
+  pe_config(c).vector_bytes_per_cycle = 128;  // scratch port: 128 B/ns, slower than the 256 GB/s NoC
+  pe_config(c).ipcq_slots = slots;
+  pe_config(c).ipcq_slot = slot;
+  pe_config(c).ipcq_bank_hop = 1 * kNanosecond;
   return c;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "kernbench.hpp"
+#include "platforms/k200/config_section.hpp"
 #include "platforms/k200/k200.hpp"
 #include "platforms/k200/workload.hpp"
 #include "sim/errors.hpp"
@@ -19,7 +21,7 @@ std::string k200_yaml() {
 }
 
 topology::Config k200_config(const std::vector<topology::Override>& o = {}) {
-  return topology::load_config(k200_yaml(), o);
+  return kernbench::load_config(k200_yaml(), o);
 }
 
 /// Measured GiB/s of the reference (shared/reference/k200-measured.md).
@@ -123,10 +125,10 @@ TEST_CASE("K200 launch and gemm (printed)", "[k200][.print]") {
 TEST_CASE("K200 config: the k200 section is typed strictly", "[k200]") {
   REQUIRE_NOTHROW(k200_config());
   const topology::Config c = k200_config();
-  REQUIRE(c.k200);
-  CHECK(c.k200->driver.kl1_bounce_pipe == 1);
-  CHECK(c.k200->driver.poll_period == 2 * sim::kMicrosecond);
-  CHECK(c.k200->driver.hugepage == 2 * sim::kMiB);
+  REQUIRE(config_of(c));
+  CHECK(config_of(c)->driver.kl1_bounce_pipe == 1);
+  CHECK(config_of(c)->driver.poll_period == 2 * sim::kMicrosecond);
+  CHECK(config_of(c)->driver.hugepage == 2 * sim::kMiB);
   REQUIRE_THROWS_WITH(k200_config({{"k200.driver.kl1_bounce_pipe", "3"}}),
                       Catch::Contains("k200.driver.kl1_bounce_pipe") && Catch::Contains("expected one of 0, 1"));
   REQUIRE_THROWS_WITH(k200_config({{"k200.driver.kl1_bounce_d2h", "0"}}), Catch::Contains("expected one of 1, 2"));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "kernbench.hpp"
 #include "platforms/vgpu/workload.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
@@ -26,11 +27,11 @@ std::string vgpu_yaml() {
   return (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "configs" / "vgpu.yaml").lexically_normal();
 }
 
-topology::Config config(const std::vector<Override>& sets = {}) { return topology::load_config(vgpu_yaml(), sets); }
+topology::Config vgpu_config(const std::vector<Override>& sets = {}) { return kernbench::load_config(vgpu_yaml(), sets); }
 
 LaunchRun launches(int n, const std::vector<Override>& sets = {}, std::uint64_t seed = 1, int guests = 0,
                    const std::vector<int>& hang = {}) {
-  topology::System s(config(sets), seed);
+  topology::System s(vgpu_config(sets), seed);
   return run_launches(s, n, guests, hang);
 }
 
@@ -142,7 +143,7 @@ TEST_CASE("vgpu: a free-running grid poller sees replies at its ticks", "[vgpu]"
   // Forwards after the first start on a tick and end on one: their round
   // trips are whole multiples of the quantum (never the measured 22-23 ms).
   for (std::size_t k = 1; k < r.round_trips.size(); ++k) CHECK(r.round_trips[k] % (5 * kMillisecond) == 0);
-  topology::System s(config(sets), 1);
+  topology::System s(vgpu_config(sets), 1);
   run_launches(s, 1);
   const auto& log = s.sim().op_log();
   const std::int32_t poll = s.sim().op_log().kind_names().size() > 0
@@ -160,7 +161,7 @@ TEST_CASE("vgpu: a free-running grid poller sees replies at its ticks", "[vgpu]"
 }
 
 TEST_CASE("vgpu: two guests queue at the one GSP", "[vgpu]") {
-  topology::System s(config({{"vgpu.guests", "2"}}), 1);
+  topology::System s(vgpu_config({{"vgpu.guests", "2"}}), 1);
   const LaunchRun run = run_launches(s, 1);
   REQUIRE(run.launches.size() == 2);
   const LaunchResult& a = run.launches[0];
@@ -214,7 +215,7 @@ TEST_CASE("vgpu: same seed, same run; other seeds spread like the measurements",
     CHECK(a.launches[i].round_trips == b.launches[i].round_trips);
   }
   // The whole op log is bit-identical, run to run (two guests: queueing included).
-  topology::System s1(config({{"vgpu.guests", "2"}}), 11), s2(config({{"vgpu.guests", "2"}}), 11);
+  topology::System s1(vgpu_config({{"vgpu.guests", "2"}}), 11), s2(vgpu_config({{"vgpu.guests", "2"}}), 11);
   run_launches(s1, 2);
   run_launches(s2, 2);
   const auto &l1 = s1.sim().op_log(), &l2 = s2.sim().op_log();
@@ -256,7 +257,7 @@ TEST_CASE("vgpu: what-if switches change the forwards the model counts", "[vgpu]
 }
 
 TEST_CASE("vgpu: bare metal runs the same launch without the forwarding path", "[vgpu]") {
-  topology::System s(config(), 1);
+  topology::System s(vgpu_config(), 1);
   const LaunchRun run = run_launches(s, 2, 0, {}, true);
   const LaunchResult& r = run.launches.at(1);
   CHECK(r.rpcs == 0);
@@ -268,21 +269,21 @@ TEST_CASE("vgpu: bare metal runs the same launch without the forwarding path", "
 TEST_CASE("vgpu: config errors name what is wrong and where", "[vgpu]") {
   CHECK_THROWS_WITH(launches(1, {{"vgpu.roles.gsp", "gps"}}),
                     Catch::Contains("vgpu.roles.gsp") && Catch::Contains("\"gps\""));
-  CHECK_THROWS_WITH(config({{"vgpu.pde.guest_windows.1", "maybe"}}),
+  CHECK_THROWS_WITH(vgpu_config({{"vgpu.pde.guest_windows.1", "maybe"}}),
                     Catch::Contains("vgpu.pde.guest_windows") && Catch::Contains("accept or refuse"));
-  CHECK_THROWS_WITH(config({{"vgpu.poll.mode", "ticks"}}), Catch::Contains("vgpu.poll.mode"));
-  CHECK_THROWS_WITH(config({{"vgpu.poll.quantum", "0 ms"}}), Catch::Contains("vgpu.poll.quantum"));
-  CHECK_THROWS_WITH(config({{"vgpu.rpc.firmware.kind", "uniform"}, {"vgpu.rpc.firmware.min", "3 ms"},
+  CHECK_THROWS_WITH(vgpu_config({{"vgpu.poll.mode", "ticks"}}), Catch::Contains("vgpu.poll.mode"));
+  CHECK_THROWS_WITH(vgpu_config({{"vgpu.poll.quantum", "0 ms"}}), Catch::Contains("vgpu.poll.quantum"));
+  CHECK_THROWS_WITH(vgpu_config({{"vgpu.rpc.firmware.kind", "uniform"}, {"vgpu.rpc.firmware.min", "3 ms"},
                             {"vgpu.rpc.firmware.max", "2 ms"}}),
                     Catch::Contains("vgpu.rpc.firmware.max"));
-  CHECK_THROWS_WITH(config({{"vgpu.bogus", "1"}}), Catch::Contains("vgpu.bogus"));
+  CHECK_THROWS_WITH(vgpu_config({{"vgpu.bogus", "1"}}), Catch::Contains("vgpu.bogus"));
   CHECK_THROWS_AS(launches(1, {}, 1, 2), UsageError);  // 2 guests asked, 1 configured
   // A vgpu section on a generated SIP machine is refused, pointing at the vGPU config.
   const std::string sip_yaml =
       (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "configs" / "topology.yaml").lexically_normal();
-  CHECK_THROWS_WITH(topology::load_config(sip_yaml, {{"vgpu.guests", "2"}}),
+  CHECK_THROWS_WITH(kernbench::load_config(sip_yaml, {{"vgpu.guests", "2"}}),
                     Catch::Contains("vgpu") && Catch::Contains("explicit graph") && Catch::Contains("vgpu.yaml"));
-  CHECK_THROWS_WITH(config({{"vgpu.guests", "5000"}}), Catch::Contains("vgpu.guests") && Catch::Contains("1024"));
+  CHECK_THROWS_WITH(vgpu_config({{"vgpu.guests", "5000"}}), Catch::Contains("vgpu.guests") && Catch::Contains("1024"));
 }
 
 namespace {
@@ -292,7 +293,7 @@ sim::Process one_copy(VgpuModel& m, CopyDir dir, sim::Bytes bytes, CopyResult& o
 }
 
 CopyResult copy(CopyDir dir, sim::Bytes bytes, bool bare) {
-  topology::System s(config(), 1);
+  topology::System s(vgpu_config(), 1);
   VgpuModel m(s, bare);
   CopyResult r;
   s.sim().spawn("copy", one_copy(m, dir, bytes, r));

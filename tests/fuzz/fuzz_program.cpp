@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/config_section.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
 #include "topology/config.hpp"
@@ -46,8 +47,8 @@ topology::Config small_machine() {
   s.links = {l, l, l, l, LinkParams{sim::Bandwidth::gb_per_s(128), 500, 4}, l, l};
   c.system = s;
   c.fabric.chunk = 1024;
-  c.pe.scratch = 64 * 1024;
-  c.pe.gemm_macs_int8 = 0;  // asking for int8 is an error the fuzzer should meet
+  pe_config(c).scratch = 64 * 1024;
+  pe_config(c).gemm_macs_int8 = 0;  // asking for int8 is an error the fuzzer should meet
   return c;
 }
 

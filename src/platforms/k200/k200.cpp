@@ -11,6 +11,7 @@
 //   completion is noticed at the next tick of the driver's poll (every
 //   k200.driver.poll_period on the absolute clock: a polling thread).
 #include "platforms/k200/k200.hpp"
+#include "platforms/k200/config_section.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -55,9 +56,10 @@ double RunReport::gflops() const {
 
 K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
   const topology::Config& c = system.config();
-  if (!c.k200) throw ConfigError(c.source + ": k200: section missing: the K200 model needs it (see configs/k200.yaml)");
+  const topology::K200Config* k200 = config_of(c);
+  if (!k200) throw ConfigError(c.source + ": k200: section missing: the K200 model needs it (see configs/k200.yaml)");
   if (!c.graph) throw ConfigError(c.source + ": the K200 model runs on an explicit graph (graph:), not a system");
-  cfg_ = *c.k200;
+  cfg_ = *k200;
   const topology::Machine& m = system.machine();
   sim::Simulation& sim = system.sim();
   const auto need = [&](const std::string& name) {

@@ -38,6 +38,7 @@
 #include "runtime/critical_path.hpp"
 #include "runtime/recorder.hpp"
 #include "sim/process.hpp"
+#include "platforms/k200/config.hpp"
 #include "sim/server.hpp"
 #include "sim/store.hpp"
 #include "sim/trigger.hpp"

@@ -1,5 +1,6 @@
 // params.cpp -- role lookup, distribution draws, jiffies.
 #include "platforms/vgpu/params.hpp"
+#include "platforms/vgpu/config_section.hpp"
 
 #include <cmath>
 
@@ -21,10 +22,11 @@ NodeId role(const topology::System& system, const std::string& role_name, const 
 
 VgpuParams resolve_params(const topology::System& system) {
   const auto& c = system.config();
-  if (!c.vgpu)
+  const topology::VgpuConfig* vgpu = config_of(c);
+  if (!vgpu)
     throw ConfigError(c.source + ": the vGPU model needs a `vgpu:` section (see configs/vgpu.yaml)");
   VgpuParams p;
-  p.cfg = *c.vgpu;
+  p.cfg = *vgpu;
   const auto& r = p.cfg.roles;
   p.guest = role(system, "guest", r.guest);
   p.guest_memory = role(system, "guest_memory", r.guest_memory);

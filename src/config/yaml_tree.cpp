@@ -1,0 +1,328 @@
+// yaml_tree.cpp -- see yaml_tree.hpp. The only file that includes yaml-cpp.
+#include "config/yaml_tree.hpp"
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <unordered_map>
+
+#include "config/text.hpp"
+
+namespace kernbench::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kMaxNodes = 1'000'000;  // guards against alias bombs
+
+// Deep merge: maps merge key by key (top's keys win, base's order is kept);
+// anything else is replaced by top.
+void merge(Value& base, Value&& top) {
+  if (base.type != Value::Type::Map || top.type != Value::Type::Map) {
+    base = std::move(top);
+    return;
+  }
+  base.where = top.where;
+  // Index base's keys once: merging n keys stays O(n), not O(n^2).
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < base.entries.size(); ++i) index.emplace(base.entries[i].key, i);
+  for (auto& e : top.entries) {
+    if (const auto it = index.find(e.key); it != index.end()) {
+      merge(base.entries[it->second].value, std::move(e.value));
+    } else {
+      index.emplace(e.key, base.entries.size());
+      base.entries.push_back(std::move(e));
+    }
+  }
+}
+
+std::string read_file(const std::string& path, std::string& text) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return "cannot read the config file: no such file";
+  if (fs::is_directory(path, ec)) return "cannot read the config file: it is a directory";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot read the config file (permission denied?)";
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) return "cannot read the config file: read error";
+  return "";
+}
+
+// Receives parser events only to see where each document starts.
+struct DocumentStarts : YAML::EventHandler {
+  YAML::Mark start;
+  void OnDocumentStart(const YAML::Mark& m) override { start = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+template <typename F>
+void for_each_include(const Loader& l, const Value& includes, F&& f) {
+  const auto one = [&](const Value& item, const std::string& path) {
+    if (item.type != Value::Type::Scalar || trim(item.text).empty())
+      l.fail(item.where, path, "expected a file name, got " + describe(item));
+    f(item, path);
+  };
+  if (includes.type == Value::Type::List) {
+    for (std::size_t i = 0; i < includes.items.size(); ++i) one(includes.items[i], item_path("include", i));
+  } else if (includes.type == Value::Type::Scalar) {
+    one(includes, "include");
+  } else {
+    l.fail(includes.where, "include", "expected a file name or a list of file names, got " + describe(includes));
+  }
+}
+
+}  // namespace
+
+Value* Value::find(std::string_view key) {
+  for (auto& e : entries)
+    if (e.key == key) return &e.value;
+  return nullptr;
+}
+
+/// "got ..." in messages.
+std::string describe(const Value& v) {
+  switch (v.type) {
+    case Value::Type::Null: return "nothing (null)";
+    case Value::Type::Scalar: return in_quotes(v.text);
+    case Value::Type::Map: return "a map";
+    case Value::Type::List: return "a list";
+  }
+  return "?";
+}
+
+std::string child_path(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+std::string item_path(const std::string& parent, std::size_t i) { return parent + "[" + std::to_string(i) + "]"; }
+
+/// Copies yaml-cpp nodes into Values: the only place yaml-cpp nodes are read.
+struct YamlCopy {
+  Loader& l;
+
+  Value to_value(const YAML::Node& n, int file, int parent_line, const std::string& path) {
+    if (++l.node_count_ > kMaxNodes)
+      l.fail({file, parent_line, -1}, path, "too many YAML nodes (more than " + std::to_string(kMaxNodes) + ")");
+    Value v;
+    try {
+      const YAML::Mark m = n.Mark();
+      v.where = {file, m.line >= 0 ? m.line + 1 : parent_line, -1};
+      switch (n.Type()) {
+        case YAML::NodeType::Undefined:
+        case YAML::NodeType::Null: break;
+        case YAML::NodeType::Scalar:
+          v.type = Value::Type::Scalar;
+          v.text = n.Scalar();
+          break;
+        case YAML::NodeType::Sequence:
+          v.type = Value::Type::List;
+          for (std::size_t i = 0; i < n.size(); ++i)
+            v.items.push_back(to_value(n[i], file, v.where.line, item_path(path, i)));
+          break;
+        case YAML::NodeType::Map: {
+          v.type = Value::Type::Map;
+          std::unordered_map<std::string, std::size_t> seen;
+          for (const auto& kv : n) {
+            const YAML::Mark km = kv.first.Mark();
+            const Where kw{file, km.line >= 0 ? km.line + 1 : v.where.line, -1};
+            if (kv.first.Type() != YAML::NodeType::Scalar)
+              l.fail(kw, path, "map keys must be plain names, got a " +
+                                 std::string(kv.first.IsMap() ? "map" : kv.first.IsSequence() ? "list" : "null") +
+                                 " as a key");
+            const std::string name = kv.first.Scalar();
+            // A hash of the keys seen so far: a map of n keys costs O(n), not O(n^2).
+            if (const auto [it, fresh] = seen.emplace(name, v.entries.size()); !fresh)
+              l.fail(kw, child_path(path, name),
+                   "duplicate key (first given on line " + std::to_string(v.entries[it->second].key_where.line) + ")");
+            v.entries.push_back({name, kw, to_value(kv.second, file, kw.line, child_path(path, name))});
+          }
+          break;
+        }
+      }
+    } catch (const YAML::Exception& e) {
+      Where w = v.where;
+      if (e.mark.line >= 0) w.line = e.mark.line + 1;
+      l.fail(w, path, std::string("unreadable YAML: ") + e.msg);
+    }
+    return v;
+  }
+};
+
+void Loader::fail(const Where& w, const std::string& path, const std::string& msg) const {
+  std::string s = (w.file >= 0 ? files_[static_cast<std::size_t>(w.file)] : source_) + ": " +
+                  (path.empty() ? "(top level)" : path);
+  if (w.set_by >= 0) {
+    const Override& o = overrides_[static_cast<std::size_t>(w.set_by)];
+    s += " (set by --set " + o.path + "=" + o.value + ")";
+  }
+  s += ": " + msg;
+  if (w.file >= 0 && w.line > 0) s += " (line " + std::to_string(w.line) + ")";
+  throw_config(s);
+}
+
+Value Loader::load_root_file(const std::string& path) {
+  std::string text;
+  if (std::string err = read_file(path, text); !err.empty()) throw_config(path + ": " + err);
+  return load_text(text, path);
+}
+
+Value Loader::load_text(const std::string& text, const std::string& name) {
+  const int file = static_cast<int>(files_.size());
+  files_.push_back(name);
+  std::error_code ec;
+  stack_.push_back({fs::weakly_canonical(name, ec).string(), name});
+  Value root = parse_document(text, file);
+  if (root.type == Value::Type::Null) {  // an empty file is an empty map
+    root.type = Value::Type::Map;
+    root.where = {file, 1, -1};
+  }
+  if (root.type != Value::Type::Map)
+    fail(root.where, "", "expected a map of sections (system or graph, fabric, ...), got " + describe(root));
+
+  Value merged;
+  merged.type = Value::Type::Map;
+  merged.where = root.where;
+  const auto inc =
+      std::find_if(root.entries.begin(), root.entries.end(), [](const Entry& e) { return e.key == "include"; });
+  if (inc != root.entries.end()) {
+    const Value includes = std::move(inc->value);
+    root.entries.erase(inc);
+    const fs::path dir = fs::path(name).parent_path();
+    for_each_include(*this, includes, [&](const Value& item, const std::string& path) {
+      merge(merged, load_include(dir, item, path));
+    });
+  }
+  merge(merged, std::move(root));
+  stack_.pop_back();
+  return merged;
+}
+
+void Loader::apply_overrides(Value& root) const {
+  for (std::size_t i = 0; i < overrides_.size(); ++i) apply_override(root, static_cast<int>(i));
+}
+
+Value Loader::parse_document(const std::string& text, int file) {
+  const auto syntax_error = [&](const std::string& what, const YAML::Mark& m) {
+    std::string msg = files_[static_cast<std::size_t>(file)] + ": invalid YAML: " + what;
+    if (m.line >= 0) msg += " (line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1) + ")";
+    throw_config(msg);
+  };
+  YAML::Node doc;
+  try {
+    // Count the documents ourselves instead of YAML::LoadAll: yaml-cpp 0.7
+    // loops forever, allocating, on a stray ',' (jbeder/yaml-cpp#1040,
+    // fixed after 0.7). A parser that starts the next document where the
+    // previous one started has consumed nothing: that is the bug, and the
+    // character there is what it could not parse.
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    int docs = 0;
+    int previous = -1;
+    while (docs < 2 && parser.HandleNextDocument(starts)) {
+      if (starts.start.pos == previous) {
+        const auto at = static_cast<std::size_t>(std::max(starts.start.pos, 0));
+        syntax_error("unexpected " + (at < text.size() ? in_quotes(text.substr(at, 1)) : "end of input"),
+                     starts.start);
+      }
+      previous = starts.start.pos;
+      ++docs;
+    }
+    if (docs > 1)
+      fail({file, starts.start.line + 1, -1}, "",
+           "a config file holds one YAML document, found more (the second starts here)");
+    if (docs == 0) return Value{};
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    syntax_error(e.msg, e.mark);
+  }
+  return YamlCopy{*this}.to_value(doc, file, 1, "");
+}
+
+Value Loader::load_include(const fs::path& dir, const Value& item, const std::string& path) {
+  const std::string name = (dir / std::string(trim(item.text))).lexically_normal().string();
+  std::error_code ec;
+  const std::string canon = fs::weakly_canonical(name, ec).string();
+  for (std::size_t i = 0; i < stack_.size(); ++i) {
+    if (stack_[i].canonical != canon) continue;
+    std::vector<std::string> chain;
+    for (std::size_t j = i; j < stack_.size(); ++j) chain.push_back(stack_[j].name);
+    chain.push_back(name);
+    fail(item.where, path, "include cycle: " + join(chain, " -> "));
+  }
+  std::string text;
+  if (std::string err = read_file(name, text); !err.empty())
+    fail(item.where, path, in_quotes(item.text) + " (" + name + "): " + err);
+  return load_text(text, name);
+}
+
+void Loader::apply_override(Value& root, int index) const {
+  const Override& o = overrides_[static_cast<std::size_t>(index)];
+  const Where w{-1, 0, index};
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t dot = o.path.find('.', start);
+    parts.push_back(o.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
+    fail(w, o.path, "expected a dotted path like system.sips.w or graph.edges.0.latency");
+  if (parts[0] == "include") fail(w, "include", "includes cannot be set by --set (they are read before overrides)");
+
+  Value value;
+  try {
+    const YAML::Node n = YAML::Load(o.value);
+    if (n.IsMap() || n.IsSequence())
+      fail(w, o.path, "a --set value is a single YAML scalar, got " + std::string(n.IsMap() ? "a map" : "a list"));
+    if (n.IsScalar()) value.type = Value::Type::Scalar, value.text = n.Scalar();
+  } catch (const YAML::Exception& e) {
+    fail(w, o.path, "not a valid YAML scalar: " + e.msg);
+  }
+  value.where = w;
+
+  Value* cur = &root;
+  std::string path;
+  for (const std::string& part : parts) {
+    if (cur->type == Value::Type::Null) {  // `fabric:` left empty: the override fills it
+      cur->type = Value::Type::Map;
+      cur->where.set_by = index;
+    }
+    if (cur->type == Value::Type::Map) {
+      Value* next = cur->find(part);
+      if (!next) {
+        Value fresh;
+        fresh.where = w;
+        cur->entries.push_back({part, w, std::move(fresh)});
+        next = &cur->entries.back().value;
+      }
+      cur = next;
+      path = child_path(path, part);
+    } else if (cur->type == Value::Type::List) {
+      if (!std::all_of(part.begin(), part.end(), is_digit))
+        fail(w, path, "is a list: expected an item index, got " + in_quotes(part));
+      const std::size_t i = part.size() > 9 ? SIZE_MAX : std::stoul(part);
+      if (i >= cur->items.size())
+        fail(w, path + "[" + part + "]",
+             "index out of range: " + path + " has " + std::to_string(cur->items.size()) + " items");
+      cur = &cur->items[i];
+      path = item_path(path, i);
+    } else {
+      fail(w, path, "is a single value (" + describe(*cur) + "), it has no key " + in_quotes(part));
+    }
+  }
+  *cur = std::move(value);
+}
+
+}  // namespace kernbench::config

@@ -1,0 +1,45 @@
+// kernbench.cpp -- see kernbench.hpp.
+#include "kernbench.hpp"
+
+#include "config/schema.hpp"
+#include "platforms/k200/config_section.hpp"
+#include "platforms/vgpu/config_section.hpp"
+#include "runtime/config_section.hpp"
+#include "topology/config_loader.hpp"
+
+namespace kernbench {
+namespace {
+
+config::Schema make_schema() {
+  config::Schema s;
+  // The order the root's sections are read in: an error in an earlier one
+  // is the one reported.
+  topology::add_config_sections(s);  // include, system, nodes, links, graph, fabric
+  runtime::add_pe_section(s);
+  runtime::add_energy_section(s);
+  platforms::vgpu::add_config_section(s);
+  platforms::k200::add_config_section(s);
+  // The order they are listed in (messages, `kernbench schema`, docs/config-reference.md).
+  s.root().list_keys({"include", "system", "nodes", "links", "graph", "fabric", "pe", "vgpu", "k200", "energy"});
+  return s;
+}
+
+}  // namespace
+
+const config::Schema& schema() {
+  static const config::Schema s = make_schema();
+  return s;
+}
+
+topology::Config load_config(const std::string& path, const std::vector<config::Override>& overrides) {
+  return topology::load_config(schema(), path, overrides);
+}
+
+topology::Config parse_config(const std::string& yaml_text, const std::string& source,
+                              const std::vector<config::Override>& overrides) {
+  return topology::parse_config(schema(), yaml_text, source, overrides);
+}
+
+std::string config_schema_json() { return config::schema_json(schema()); }
+
+}  // namespace kernbench
