@@ -14,6 +14,7 @@ so a model change that shifts results arrives as a reviewed diff.
 from __future__ import annotations
 
 import json
+import os
 import math
 import tempfile
 from dataclasses import dataclass
@@ -216,7 +217,22 @@ def load_golden(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no golden file: run `kernbench goldens --update --bench {path.stem}`")
-    return json.loads(path.read_text())
+    if not path.is_file():
+        raise ConfigError(f"{path}: not a golden file (it is not a regular file)")
+    try:
+        golden = json.loads(path.read_text())
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the golden file is not UTF-8 text: it is damaged "
+                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)") from None
+    except ValueError as e:
+        raise ConfigError(f"{path}: the golden file is not valid JSON ({e}): it is damaged "
+                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the golden file: {e.strerror or e}") from None
+    if not isinstance(golden, dict) or not isinstance(golden.get("rows", []), list):
+        raise ConfigError(f"{path}: not a golden file (expected a JSON object with rows): it is damaged "
+                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)")
+    return golden
 
 
 def write_golden(path: Path | str, golden: Mapping[str, Any]) -> Path:
@@ -244,7 +260,28 @@ def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path |
 
     from kernbench.registry import list_benches
 
+    from kernbench.atomic_output import check_output_dir, check_output_file
+
     selected = _selected(benches)
+    # Every golden read (and, for --update, every path checked) before any smoke run.
+    if folder is not None:
+        if str(folder).strip() == "":
+            raise ConfigError("--dir: empty path (give the golden folder)")
+        if not update and not Path(folder).is_dir():
+            raise ConfigError(f"--dir {folder}: no such folder")
+    if update:
+        check_output_dir(Path(folder) if folder is not None else default_folder(), "--dir")
+    olds: dict[str, Any] = {}
+    for b in selected:
+        path = golden_path(b.name, folder)
+        try:
+            olds[b.name] = load_golden(path) if os.path.lexists(path) else None
+        except ConfigError:
+            if not update:
+                raise
+            olds[b.name] = None  # --update rewrites a damaged golden
+        if update:
+            check_output_file(path, "golden")
     bad = 0
     for b in selected:
         path = golden_path(b.name, folder)
@@ -252,7 +289,7 @@ def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path |
         with tempfile.TemporaryDirectory(prefix=f"kernbench-golden-{b.name}-") as tmp:
             current = summarize(b, run_smoke(b, tmp))
         wall = time.perf_counter() - t0
-        old = json.loads(path.read_text()) if path.exists() else None
+        old = olds[b.name]
         diffs = compare(old, current) if old is not None else []
         if update:
             write_golden(path, current)
