@@ -95,7 +95,11 @@ def perf_ccl_scale(ctx):
                 f"{fit['vs_phold_smallest']:.2f}x -> {fit['vs_phold_largest']:.2f}x PHOLD's cost per event")
     ctx.write_csv("scale.csv", ctx.results)
     _figure(ctx, ctx.results)
-    return {"results": ctx.results, "failures": ctx.failures, "target": target, "scaling": scaling}
+    # Host times, rates and memory are wall-clock by nature: named in wall_clock_fields (docs/sweep-json.md).
+    return {"results": ctx.results, "failures": ctx.failures, "target": target, "scaling": scaling,
+            "wall_clock_fields": ["results[].build_s", "results[].events_per_s", "results[].peak_mb",
+                                  "results[].phold_us_per_event", "results[].vs_phold", "results[].wall_us_per_*",
+                                  "scaling", "target.wall_s"]}
 
 
 def _scaling(rows):

@@ -85,7 +85,9 @@ def perf_phold(ctx):
         _plot(ctx, results)
         ctx.log(_summary(results))
     targets = _check_targets(results)
-    return {"results": results, "failures": failures, "targets": targets}
+    # Rates are wall-clock by nature: named in wall_clock_fields (docs/sweep-json.md), the rest is deterministic.
+    return {"results": results, "failures": failures, "targets": targets,
+            "wall_clock_fields": ["results[].*_events_per_s", "results[].*_vs_*", "targets[].value", "targets[].met"]}
 
 
 def _parse_population(text: str) -> tuple[int, int]:

@@ -208,6 +208,40 @@ def compare(golden: Mapping[str, Any], current: Mapping[str, Any]) -> list[Diff]
     return diffs
 
 
+def without_wall_clock(sweep: Mapping[str, Any]) -> dict[str, Any]:
+    """A sweep.json dict without its wall-clock fields: what two runs with one seed must agree on byte for byte.
+
+    Dropped: the top-level ``wall_s``, ``wall_s`` of each result row, and every field matched by a
+    pattern of the file's ``wall_clock_fields`` (``results[].events_per_s``, ``scaling``; ``[]``
+    walks a list, ``*`` in the last name is a glob), which benches measuring the host itself declare
+    (docs/sweep-json.md).
+    """
+    import copy
+    import fnmatch
+
+    doc = copy.deepcopy(dict(sweep))
+    patterns = list(doc.get("wall_clock_fields") or []) + ["wall_s", "results[].wall_s"]
+
+    def drop(obj: Any, parts: list[str]) -> None:
+        head, rest = parts[0], parts[1:]
+        each = head.endswith("[]")
+        name = head[:-2] if each else head
+        if not isinstance(obj, dict):
+            return
+        for key in [k for k in obj if fnmatch.fnmatchcase(k, name)]:
+            if not rest:
+                if not each:
+                    del obj[key]
+                continue
+            items = obj[key] if each and isinstance(obj[key], list) else [obj[key]]
+            for item in items:
+                drop(item, rest)
+
+    for pattern in patterns:
+        drop(doc, str(pattern).split("."))
+    return doc
+
+
 def golden_path(bench_name: str, folder: Path | str | None = None) -> Path:
     """``<folder>/<bench>.json`` (folder default: tests/goldens)."""
     return (Path(folder) if folder is not None else default_folder()) / f"{bench_name}.json"
