@@ -24,7 +24,7 @@ from kernbench.progress import progress_bar
 from kernbench.registry import Bench, get_bench
 
 DEFAULT_SEED = 1
-SEED_MAX = 2**64 - 1  # the engine's RNG takes an unsigned 64-bit seed
+SEED_MAX = 2**63 - 1  # the engine takes a signed 64-bit seed, >= 0
 
 
 class Terminated(KeyboardInterrupt):
@@ -38,7 +38,7 @@ def interrupt_reason(e: BaseException) -> str:
 
 
 def check_seed(seed: Any, what: str = "--seed") -> int:
-    """An integer from 0 to 2**64 - 1, or ConfigError naming it."""
+    """An integer from 0 to 2**63 - 1 (the engine's 64-bit seed), or ConfigError naming it."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"{what} {seed!r}: expected an integer from 0 to {SEED_MAX}")
     if not 0 <= seed <= SEED_MAX:
@@ -216,7 +216,7 @@ def run_bench(
     """Run one bench; returns the sweep dict that was written to ``out/sweep.json``.
 
     Bad names, bad ``--set`` keys and values (the bench's own ``Param``/``checks`` included) and a
-    seed outside 0..2**64-1 raise ConfigError before anything runs; so does an output path that
+    seed outside 0..2**63-1 raise ConfigError before anything runs; so does an output path that
     cannot be written (UsageError: ``out`` not a folder, ``trace`` not a file). ``out`` is locked
     (``OUT/.kernbench.lock``) for the run: a second run into it is a UsageError.
     ``trace``: write the Chrome/Perfetto trace of the panel ``trace_panel``
