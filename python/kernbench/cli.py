@@ -41,7 +41,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line on stderr (exit 2), like every other error."""
 
     def error(self, message: str):
-        self.exit(2, f"kernbench: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"kernbench: error: {_one_line(message)} (see `{self.prog} --help`)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -193,7 +193,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     try:
         summary = validate(args.file, args.sets)
     except ConfigError as e:
-        print(f"kernbench: error: {e}", file=sys.stderr)
+        print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
         return 1
     print(describe(summary))
     return 0
@@ -299,6 +299,15 @@ def _cmd_goldens(args: argparse.Namespace) -> int:
     return goldens_main(benches=args.bench, update=args.update, folder=args.dir)
 
 
+def _one_line(message: object) -> str:
+    """An error message as one printable line: control characters (newlines, \x1e, ...) escaped, so the
+    user's own text in it cannot break the one-line contract or the terminal."""
+    text = str(message)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def _on_sigterm(signum, frame):
     raise Terminated()
 
@@ -342,7 +351,7 @@ def _main(args: argparse.Namespace) -> int:
             return _cmd_diff(args)
         return _cmd_run(args)
     except KernbenchError as e:
-        print(f"kernbench: error: {e}", file=sys.stderr)
+        print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except Terminated:
         print("kernbench: interrupted (SIGTERM)", file=sys.stderr)
