@@ -241,6 +241,7 @@ def sweep(
             raise UsageError("plot=(X, Y) needs out=DIR (where the PNG goes)")
         if len(plot) != 2:
             raise UsageError(f"plot={plot!r}: expected (X, Y), two column names")
+        kio.check_figure_file(Path(out) / plot_name(*plot), "--plot")  # before the points run
     columns = grid_columns(points)
     raw: dict[str, Any] = {}
     if isinstance(sets, Mapping):

@@ -227,6 +227,35 @@ def test_sigterm_keeps_what_finished_like_ctrl_c(tmp_path):
 _STOP = {"at": 2}
 
 
+def test_sigterm_to_a_sweep_keeps_the_finished_points(tmp_path):
+    """`kernbench sweep` under SIGTERM: exit 143, sweep.json and the checkpoint hold every finished point."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench", "sweep", "--bench", "perf-phold", "--executor", "serial", "--quiet",
+         "--out", str(tmp_path), "--set", "bench.simpy_events=20000", "--set", "bench.populations=256x1",
+         "--grid", "bench.events=" + ",".join(str(400000 + i) for i in range(30))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ckpt = tmp_path / "checkpoint.jsonl"
+    t0 = time.monotonic()
+    while not (ckpt.exists() and len(ckpt.read_text().splitlines()) >= 3):  # the header and two points
+        assert proc.poll() is None, "the sweep ended before it could be stopped"
+        assert time.monotonic() - t0 < 120, "no point finished in 120 s"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "kernbench: interrupted (SIGTERM)" in err and "Traceback" not in err
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    finished = len(ckpt.read_text().splitlines()) - 1
+    assert finished >= 2 and len({r["point"] for r in doc["results"]}) == finished < 30
+    assert doc["failures"][-1]["error"].startswith("interrupted (SIGTERM)")
+
+
+def test_bad_plot_name_is_refused_before_the_points_run(tmp_path):
+    with pytest.raises(UsageError, match="--plot .*bytes long"):
+        kernbench.sweep(_stop_at_two, {"bench.n": [0, 1, 2, 3]}, "serial", out=tmp_path, plot=("bench.n", "y" * 300))
+    assert not (tmp_path / "checkpoint.jsonl").exists()
+
+
 def _stop_at_two(point):
     if point.index == _STOP["at"]:
         raise KeyboardInterrupt
