@@ -263,7 +263,7 @@ def load_golden(path: Path | str) -> dict[str, Any]:
                           f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the golden file: {e.strerror or e}") from None
-    if not isinstance(golden, dict) or not isinstance(golden.get("rows", []), list):
+    if not isinstance(golden, dict) or not isinstance(golden.get("rows"), (dict, list)):
         raise ConfigError(f"{path}: not a golden file (expected a JSON object with rows): it is damaged "
                           f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)")
     return golden
@@ -302,7 +302,7 @@ def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path |
         if str(folder).strip() == "":
             raise ConfigError("--dir: empty path (give the golden folder)")
         if not update and not Path(folder).is_dir():
-            raise ConfigError(f"--dir {folder}: no such folder")
+            raise ConfigError(f"--dir {folder}: " + ("not a folder" if os.path.lexists(folder) else "no such folder"))
     if update:
         check_output_dir(Path(folder) if folder is not None else default_folder(), "--dir")
     olds: dict[str, Any] = {}

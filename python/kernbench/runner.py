@@ -246,6 +246,8 @@ def run_bench(
     # Every output path checked before anything runs (a bad one would only fail at the end).
     kio.check_output_dir(out if out is not None else Path("out") / b.name, "--out")
     out_dir = Path(out) if out is not None else Path("out") / b.name
+    for name in ("sweep.json", "sweep.csv"):  # e.g. a folder named sweep.json left in OUT
+        kio.check_output_file(out_dir / name, "--out")
     kio.check_output_file(trace, "--trace")
     with kio.lock_output_dir(out_dir, "--out"):
         return _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel)

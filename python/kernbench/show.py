@@ -33,7 +33,6 @@ def topology_summary(config=None, sets: Iterable[str] = ()) -> dict[str, Any]:
     """Counts by node kind, link classes (links, lanes, bandwidth, latency), the loader's summary."""
     import numpy as np
 
-    kio.check_figure_file(png, "--png")  # before drawing: a bad path is refused, not found at the end
     sets = list(sets)
     path, system = _load(config, sets)
     summary = validate(path, sets)
@@ -194,6 +193,7 @@ def draw(config=None, sets: Iterable[str] = (), png: str | Path = "machine.png")
 
     from kernbench import atomic_output as kio
 
+    kio.check_figure_file(png, "--png")  # before drawing: a bad path is refused, not found at the end
     sets = list(sets)
     path, system = _load(config, sets)
     summary = validate(path, sets)

@@ -230,6 +230,10 @@ def sweep(
     check_seed(seed, "seed")
     if out is not None:
         kio.check_output_dir(out, "--out")
+        for fname in ("sweep.json", "sweep.csv", "checkpoint.jsonl"):
+            kio.check_output_file(Path(out) / fname, "--out")
+    if checkpoint is not None:
+        kio.check_output_file(checkpoint, "checkpoint")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"workers={workers!r}: expected a positive number of processes")
     if isinstance(executor, str) and executor not in ("serial", "process", "dask") and "://" not in executor:
