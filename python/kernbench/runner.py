@@ -179,9 +179,25 @@ class BenchContext:
         return path
 
     def save_figure(self, fig: Any, name: str) -> Path:
+        """Save ``fig`` as OUT/name and close it in pyplot (it can still be saved again)."""
         path = kio.save_figure(fig, self.out / name)
         self.files.append(name)
+        _close_figure(fig)
         return path
+
+
+def _close_figure(fig: Any) -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            plt.close(fig)
+        except Exception:  # noqa: BLE001 -- not a pyplot figure: nothing to release
+            pass
+
+
+def _open_figures() -> set[int]:
+    plt = sys.modules.get("matplotlib.pyplot")
+    return set(plt.get_fignums()) if plt is not None else set()
 
 
 class _CountingResults(list):
@@ -254,6 +270,19 @@ def run_bench(
 
 
 def _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel):
+    # Figures a bench leaves open in pyplot are closed after it (runs in one process -- serial sweeps,
+    # goldens, tests -- would otherwise pile them up).
+    before = _open_figures()
+    try:
+        return _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace,
+                               trace_panel)
+    finally:
+        plt = sys.modules.get("matplotlib.pyplot")
+        for num in _open_figures() - before:
+            plt.close(num)
+
+
+def _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel):
     ctx = BenchContext(
         bench=b,
         params=params,
