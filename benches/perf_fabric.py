@@ -109,7 +109,10 @@ def perf_fabric(ctx):
     if results:
         ctx.write_csv("perf_fabric.csv", results)
         _plot(ctx, knob)
-    return {"results": results, "failures": failures, "cost_per_event_ratio": flat}
+    # Rates and costs per event are wall-clock by nature: named in wall_clock_fields (docs/sweep-json.md).
+    return {"results": results, "failures": failures, "cost_per_event_ratio": flat,
+            "wall_clock_fields": ["results[].*_per_s", "results[].ns_per_event", "results[].speedup",
+                                  "cost_per_event_ratio"]}
 
 
 def _timed(ctx, extra, p, active_sips=None, label=""):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import kernbench
 from kernbench import bench
+from kernbench.overrides import Param, shape_check
 
 # Targets from the foundation issue: the engine may cost at most this much
 # over the bare loop, and must beat SimPy 4 by this factor.
@@ -27,7 +28,8 @@ TARGET_VS_SIMPY = 7.0
     params={
         "events": 10_000_000,          # events per C++ engine per population
         "simpy_events": 300_000,       # SimPy is ~20x slower: fewer events, scaled to a rate
-        "populations": ["1024x1", "1024x16", "16384x16"],  # N LPs x E events per LP
+        "populations": Param(["1024x1", "1024x16", "16384x16"], check=shape_check(2),
+                             allowed="NxE: N LPs x E events per LP, positive integers"),  # N LPs x E events per LP
         "mean_delay_ns": 1000.0,       # a real time scale: 1 us mean delay
     },
     # Only the deterministic outputs are goldens (the event trace, memory per pending event), not rates.
@@ -83,7 +85,9 @@ def perf_phold(ctx):
         _plot(ctx, results)
         ctx.log(_summary(results))
     targets = _check_targets(results)
-    return {"results": results, "failures": failures, "targets": targets}
+    # Rates are wall-clock by nature: named in wall_clock_fields (docs/sweep-json.md), the rest is deterministic.
+    return {"results": results, "failures": failures, "targets": targets,
+            "wall_clock_fields": ["results[].*_events_per_s", "results[].*_vs_*", "targets[].value", "targets[].met"]}
 
 
 def _parse_population(text: str) -> tuple[int, int]:

@@ -89,7 +89,10 @@ def info(b: Bench) -> dict[str, Any]:
         "module": b.module,
         "source": b.source,
         "plugin": b.plugin,
-        "params": [{"name": f"bench.{k}", "type": type_name(v), "default": v} for k, v in b.params.items()],
+        "params": [{"name": f"bench.{k}", "type": type_name(v), "default": v,
+                    **({"allowed": b.param_specs[k].describe_allowed()}
+                       if k in getattr(b, "param_specs", {}) and b.param_specs[k].describe_allowed() else {})}
+                   for k, v in b.params.items()],
         "smoke": dict(b.smoke) if b.smoke is not None else None,
         "golden": dict(b.golden) if b.golden is not None else None,
         "primary": list(b.primary),
@@ -114,7 +117,8 @@ def text(d: dict[str, Any]) -> str:
     if d["params"]:
         w = max(len(p["name"]) for p in d["params"])
         tw = max(len(p["type"]) for p in d["params"])
-        lines += [f"  {p['name']:<{w}}  {p['type']:<{tw}}  default {_value(p['default'])}" for p in d["params"]]
+        lines += [f"  {p['name']:<{w}}  {p['type']:<{tw}}  default {_value(p['default'])}"
+                  + (f"  (allowed: {p['allowed']})" if p.get("allowed") else "") for p in d["params"]]
     else:
         lines.append("  none")
     lines.append("")

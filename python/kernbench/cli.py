@@ -18,27 +18,30 @@ environment variable (folders separated by ``os.pathsep``) and the entry
 point group ``kernbench.benches`` (see kernbench.registry).
 
 Library errors become one line on stderr and an exit code: 2 for bad input
-(unknown bench, bad --set), 1 when a bench ran and reported failures or
-when ``validate`` found the config invalid.
+(unknown bench, bad --set or --seed, an output path that cannot be written,
+an output folder another run holds), 1 when a bench ran and reported failures or
+when ``validate`` found the config invalid, 130 for Ctrl-C (SIGINT) and 143
+for SIGTERM: both write what had finished first (see docs/cli.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 
 from kernbench._core import ConfigError, KernbenchError
 from kernbench.config import describe, validate
 from kernbench.registry import list_benches
-from kernbench.runner import DEFAULT_SEED, run_bench
+from kernbench.runner import DEFAULT_SEED, Terminated, check_seed, run_bench
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line on stderr (exit 2), like every other error."""
 
     def error(self, message: str):
-        self.exit(2, f"kernbench: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"kernbench: error: {_one_line(message)} (see `{self.prog} --help`)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -190,7 +193,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     try:
         summary = validate(args.file, args.sets)
     except ConfigError as e:
-        print(f"kernbench: error: {e}", file=sys.stderr)
+        print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
         return 1
     print(describe(summary))
     return 0
@@ -224,7 +227,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         trace=args.trace,
         trace_panel=args.trace_panel,
     )
-    out = args.out or f"out/{sweep['bench']}"
+    out = args.out if args.out is not None else f"out/{sweep['bench']}"
     n_fail = len(sweep["failures"])
     if not args.quiet:
         print(f"wrote {out}/sweep.json ({len(sweep['results'])} results, {n_fail} failures)")
@@ -232,10 +235,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from kernbench.atomic_output import check_output_dir
     from kernbench.registry import get_bench
     from kernbench.sweeps import parse_grid, sweep
 
     b = get_bench(args.bench)
+    check_seed(args.seed)
+    check_output_dir(args.out if args.out is not None else f"out/{b.name}-sweep", "--out")
     if not args.grid:
         raise ConfigError("sweep: give at least one --grid KEY=V1,V2")
     fixed = list(args.sets)
@@ -258,7 +264,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         else:  # plain integers read as integers (the config loader gets the same text back)
             grid[key] = [int(v) if v.lstrip("-").isdigit() else v for v in values]
     executor = args.scheduler if args.scheduler else args.executor
-    out = args.out or f"out/{b.name}-sweep"
+    out = args.out if args.out is not None else f"out/{b.name}-sweep"
     df = sweep(b.name, grid, executor, workers=args.workers, sets=fixed, config=args.config, seed=args.seed,
                resume=args.resume, retry_failed=args.retry_failed, out=out,
                plot=tuple(args.plot) if args.plot else None)
@@ -275,8 +281,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from kernbench.atomic_output import check_figure_file
     from kernbench.show import draw, summary_text, topology_summary
 
+    check_figure_file(args.png, "--png")  # before anything is printed
     info = topology_summary(args.file, args.sets)
     print(summary_text(info))
     if args.png:
@@ -291,8 +299,35 @@ def _cmd_goldens(args: argparse.Namespace) -> int:
     return goldens_main(benches=args.bench, update=args.update, folder=args.dir)
 
 
+def _one_line(message: object) -> str:
+    """An error message as one printable line: control characters (newlines, \x1e, ...) escaped, so the
+    user's own text in it cannot break the one-line contract or the terminal."""
+    text = str(message)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # SIGTERM stops a run like Ctrl-C does (finished work written, an `interrupted` failure), exit 143.
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        pass
+    try:
+        return _main(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         if getattr(args, "bench_path", None):
             from kernbench.registry import add_bench_path
@@ -316,8 +351,19 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_diff(args)
         return _cmd_run(args)
     except KernbenchError as e:
-        print(f"kernbench: error: {e}", file=sys.stderr)
+        print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("kernbench: interrupted (SIGTERM)", file=sys.stderr)
+        return 143
+    except BrokenPipeError:  # `kernbench describe X | head`: the reader left; not an error of ours
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
     except KeyboardInterrupt:
         print("kernbench: interrupted", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ so a model change that shifts results arrives as a reviewed diff.
 from __future__ import annotations
 
 import json
+import os
 import math
 import tempfile
 from dataclasses import dataclass
@@ -207,6 +208,40 @@ def compare(golden: Mapping[str, Any], current: Mapping[str, Any]) -> list[Diff]
     return diffs
 
 
+def without_wall_clock(sweep: Mapping[str, Any]) -> dict[str, Any]:
+    """A sweep.json dict without its wall-clock fields: what two runs with one seed must agree on byte for byte.
+
+    Dropped: the top-level ``wall_s``, ``wall_s`` of each result row, and every field matched by a
+    pattern of the file's ``wall_clock_fields`` (``results[].events_per_s``, ``scaling``; ``[]``
+    walks a list, ``*`` in the last name is a glob), which benches measuring the host itself declare
+    (docs/sweep-json.md).
+    """
+    import copy
+    import fnmatch
+
+    doc = copy.deepcopy(dict(sweep))
+    patterns = list(doc.get("wall_clock_fields") or []) + ["wall_s", "results[].wall_s"]
+
+    def drop(obj: Any, parts: list[str]) -> None:
+        head, rest = parts[0], parts[1:]
+        each = head.endswith("[]")
+        name = head[:-2] if each else head
+        if not isinstance(obj, dict):
+            return
+        for key in [k for k in obj if fnmatch.fnmatchcase(k, name)]:
+            if not rest:
+                if not each:
+                    del obj[key]
+                continue
+            items = obj[key] if each and isinstance(obj[key], list) else [obj[key]]
+            for item in items:
+                drop(item, rest)
+
+    for pattern in patterns:
+        drop(doc, str(pattern).split("."))
+    return doc
+
+
 def golden_path(bench_name: str, folder: Path | str | None = None) -> Path:
     """``<folder>/<bench>.json`` (folder default: tests/goldens)."""
     return (Path(folder) if folder is not None else default_folder()) / f"{bench_name}.json"
@@ -216,7 +251,22 @@ def load_golden(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no golden file: run `kernbench goldens --update --bench {path.stem}`")
-    return json.loads(path.read_text())
+    if not path.is_file():
+        raise ConfigError(f"{path}: not a golden file (it is not a regular file)")
+    try:
+        golden = json.loads(path.read_text())
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the golden file is not UTF-8 text: it is damaged "
+                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)") from None
+    except ValueError as e:
+        raise ConfigError(f"{path}: the golden file is not valid JSON ({e}): it is damaged "
+                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the golden file: {e.strerror or e}") from None
+    if not isinstance(golden, dict) or not isinstance(golden.get("rows"), (dict, list)):
+        raise ConfigError(f"{path}: not a golden file (expected a JSON object with rows): it is damaged "
+                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)")
+    return golden
 
 
 def write_golden(path: Path | str, golden: Mapping[str, Any]) -> Path:
@@ -244,7 +294,28 @@ def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path |
 
     from kernbench.registry import list_benches
 
+    from kernbench.atomic_output import check_output_dir, check_output_file
+
     selected = _selected(benches)
+    # Every golden read (and, for --update, every path checked) before any smoke run.
+    if folder is not None:
+        if str(folder).strip() == "":
+            raise ConfigError("--dir: empty path (give the golden folder)")
+        if not update and not Path(folder).is_dir():
+            raise ConfigError(f"--dir {folder}: " + ("not a folder" if os.path.lexists(folder) else "no such folder"))
+    if update:
+        check_output_dir(Path(folder) if folder is not None else default_folder(), "--dir")
+    olds: dict[str, Any] = {}
+    for b in selected:
+        path = golden_path(b.name, folder)
+        try:
+            olds[b.name] = load_golden(path) if os.path.lexists(path) else None
+        except ConfigError:
+            if not update:
+                raise
+            olds[b.name] = None  # --update rewrites a damaged golden
+        if update:
+            check_output_file(path, "golden")
     bad = 0
     for b in selected:
         path = golden_path(b.name, folder)
@@ -252,7 +323,7 @@ def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path |
         with tempfile.TemporaryDirectory(prefix=f"kernbench-golden-{b.name}-") as tmp:
             current = summarize(b, run_smoke(b, tmp))
         wall = time.perf_counter() - t0
-        old = json.loads(path.read_text()) if path.exists() else None
+        old = olds[b.name]
         diffs = compare(old, current) if old is not None else []
         if update:
             write_golden(path, current)

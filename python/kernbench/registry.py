@@ -50,6 +50,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from kernbench._core import ConfigError
+from kernbench.overrides import Param, check_params
 
 BENCH_PACKAGE = "kernbench.benches"
 ENTRY_POINT_GROUP = "kernbench.benches"
@@ -75,6 +76,8 @@ class Bench:
     config: str | None = None  # the machine config it runs when --config is not given (None: topology.yaml)
     outputs: Mapping[str, str] | None = None  # files it writes beside sweep.json -> what they hold (describe)
     primary: tuple[str, ...] = ()  # its headline metrics (kernbench diff lists them first)
+    param_specs: Mapping[str, Param] = field(default_factory=dict)  # what each parameter allows (Param)
+    checks: Callable[[Mapping[str, Any]], Any] | None = None  # the bench's own check over all its parameters
     source: str = ""  # the file that defines it
     plugin: bool = False  # from a --bench-path folder or an entry point, not the kernbench.benches package
 
@@ -98,6 +101,7 @@ def bench(
     config: str | None = None,
     outputs: Mapping[str, str] | Any = None,
     primary: str | Any = None,
+    checks: Callable[[Mapping[str, Any]], Any] | None = None,
 ):
     """Register ``fn`` as the bench ``name``.
 
@@ -115,6 +119,12 @@ def bench(
     writes beside sweep.json, ``{name: what it holds}`` (or a list of names;
     ``kernbench describe`` shows them, read from the source when not given).
     ``primary``: its headline metric (or metrics), listed first by ``kernbench diff``.
+
+    A parameter may be declared as ``kernbench.Param(default, min=, max=, choices=, check=)``
+    instead of a bare default; ``checks``: ``fn(params) -> None`` over all the parameters (return
+    a text or raise ValueError to refuse them). Both run before the bench (``kernbench run``,
+    every point of ``kernbench sweep``), after the type checks every parameter gets (see
+    kernbench.overrides); a refused value is a ConfigError naming it, exit 2.
     """
     if golden is not None and smoke is None:
         raise BenchAuditError(f"bench {name!r}: golden= needs smoke= (the size the goldens are taken at)")
@@ -124,6 +134,13 @@ def bench(
     if outputs is not None and not isinstance(outputs, Mapping):
         outputs = {str(o): "" for o in outputs}
     primaries = (primary,) if isinstance(primary, str) else tuple(primary or ())
+
+    specs = {k: v for k, v in (params or {}).items() if isinstance(v, Param)}
+    defaults = {k: (v.default if isinstance(v, Param) else v) for k, v in (params or {}).items()}
+    try:
+        check_params(name, defaults, specs, checks)
+    except ConfigError as e:
+        raise BenchAuditError(f"bench {name!r}: its default parameters fail its own checks: {e}") from None
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         existing = _BENCHES.get(name)
@@ -135,7 +152,9 @@ def bench(
             name=name,
             description=description,
             func=fn,
-            params=MappingProxyType(dict(params or {})),
+            params=MappingProxyType(defaults),
+            param_specs=MappingProxyType(specs),
+            checks=checks,
             module=fn.__module__,
             uses_config=uses_config or config is not None,
             config=config,

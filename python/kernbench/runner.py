@@ -19,11 +19,31 @@ from typing import Any, Iterable, Mapping
 from kernbench import atomic_output as kio
 from kernbench import sweepjson
 from kernbench._core import ConfigError
-from kernbench.overrides import apply_bench_overrides
+from kernbench.overrides import apply_bench_overrides, check_params
 from kernbench.progress import progress_bar
 from kernbench.registry import Bench, get_bench
 
 DEFAULT_SEED = 1
+SEED_MAX = 2**63 - 1  # the engine takes a signed 64-bit seed, >= 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt (``kernbench`` installs the handler), so both
+    stop a run the same way: what finished is written, with an ``interrupted`` failure."""
+
+
+def interrupt_reason(e: BaseException) -> str:
+    """The ``error`` of the failure an interrupt records: ``interrupted (KeyboardInterrupt)`` or ``(SIGTERM)``."""
+    return "interrupted (SIGTERM)" if isinstance(e, Terminated) else "interrupted (KeyboardInterrupt)"
+
+
+def check_seed(seed: Any, what: str = "--seed") -> int:
+    """An integer from 0 to 2**63 - 1 (the engine's 64-bit seed), or ConfigError naming it."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"{what} {seed!r}: expected an integer from 0 to {SEED_MAX}")
+    if not 0 <= seed <= SEED_MAX:
+        raise ConfigError(f"{what} {seed}: out of range (allowed: 0 to {SEED_MAX})")
+    return seed
 
 
 @dataclass
@@ -159,9 +179,25 @@ class BenchContext:
         return path
 
     def save_figure(self, fig: Any, name: str) -> Path:
+        """Save ``fig`` as OUT/name and close it in pyplot (it can still be saved again)."""
         path = kio.save_figure(fig, self.out / name)
         self.files.append(name)
+        _close_figure(fig)
         return path
+
+
+def _close_figure(fig: Any) -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            plt.close(fig)
+        except Exception:  # noqa: BLE001 -- not a pyplot figure: nothing to release
+            pass
+
+
+def _open_figures() -> set[int]:
+    plt = sys.modules.get("matplotlib.pyplot")
+    return set(plt.get_fignums()) if plt is not None else set()
 
 
 class _CountingResults(list):
@@ -195,12 +231,17 @@ def run_bench(
 ) -> dict[str, Any]:
     """Run one bench; returns the sweep dict that was written to ``out/sweep.json``.
 
-    Bad names and bad ``--set`` keys raise ConfigError before anything runs.
+    Bad names, bad ``--set`` keys and values (the bench's own ``Param``/``checks`` included) and a
+    seed outside 0..2**63-1 raise ConfigError before anything runs; so does an output path that
+    cannot be written (UsageError: ``out`` not a folder, ``trace`` not a file). ``out`` is locked
+    (``OUT/.kernbench.lock``) for the run: a second run into it is a UsageError.
     ``trace``: write the Chrome/Perfetto trace of the panel ``trace_panel``
     (default: the first the bench offers) there; no such panel is a failure.
     """
     b = get_bench(key)
+    check_seed(seed)
     params, config_overrides = apply_bench_overrides(b.name, b.params, sets)
+    check_params(b.name, params, b.param_specs, b.checks)
     if not b.uses_config:
         if config_overrides:
             path = next(iter(config_overrides))
@@ -218,7 +259,30 @@ def run_bench(
 
         config = config_path(config if config is not None else b.config)
         System.load(config, set=config_overrides)
+    # Every output path checked before anything runs (a bad one would only fail at the end).
+    kio.check_output_dir(out if out is not None else Path("out") / b.name, "--out")
     out_dir = Path(out) if out is not None else Path("out") / b.name
+    for name in ("sweep.json", "sweep.csv"):  # e.g. a folder named sweep.json left in OUT
+        kio.check_output_file(out_dir / name, "--out")
+    kio.check_output_file(trace, "--trace")
+    with kio.lock_output_dir(out_dir, "--out"):
+        return _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel)
+
+
+def _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel):
+    # Figures a bench leaves open in pyplot are closed after it (runs in one process -- serial sweeps,
+    # goldens, tests -- would otherwise pile them up).
+    before = _open_figures()
+    try:
+        return _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace,
+                               trace_panel)
+    finally:
+        plt = sys.modules.get("matplotlib.pyplot")
+        for num in _open_figures() - before:
+            plt.close(num)
+
+
+def _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel):
     ctx = BenchContext(
         bench=b,
         params=params,
@@ -250,12 +314,12 @@ def run_bench(
         if hasattr(bar, "close"):
             bar.close()
         raise
-    except KeyboardInterrupt:
-        # Ctrl-C: write what the bench had finished, then stop.
+    except KeyboardInterrupt as e:
+        # Ctrl-C or SIGTERM: write what the bench had finished, then stop.
         sweep["results"] = list(ctx.results)
         if hasattr(bar, "close"):
             bar.close()
-        sweep["failures"] = [*ctx.failures, {"name": b.name, "error": "interrupted (KeyboardInterrupt)"}]
+        sweep["failures"] = [*ctx.failures, {"name": b.name, "error": interrupt_reason(e)}]
         sweep["wall_s"] = round(time.perf_counter() - t0, 3)
         sweep["files"] = list(ctx.files)
         sweepjson.write_sweep(out_dir, sweep)

@@ -193,6 +193,7 @@ def draw(config=None, sets: Iterable[str] = (), png: str | Path = "machine.png")
 
     from kernbench import atomic_output as kio
 
+    kio.check_figure_file(png, "--png")  # before drawing: a bad path is refused, not found at the end
     sets = list(sets)
     path, system = _load(config, sets)
     summary = validate(path, sets)

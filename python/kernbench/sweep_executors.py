@@ -4,7 +4,9 @@
 every task on the chosen executor and ``on_done(result)`` in this process as each
 result arrives (in completion order). ``run`` must be a module-level function, so
 that process and Dask workers can import it; it must never raise for a task's own
-failure. An exception while waiting (Ctrl-C) cancels the tasks not yet started. These functions know
+failure. An exception while waiting (Ctrl-C, SIGTERM) cancels the tasks not yet started, waits for the
+running ones and hands every finished result to ``on_done`` before it propagates, so no finished point
+is lost (on a terminal Ctrl-C reaches the workers too; their cut points are not results). These functions know
 nothing of benches or points (``kernbench.sweeps`` gives them its ``_run_task``).
 """
 
@@ -37,12 +39,19 @@ def _run_futures(pool, run, tasks, on_done):
     import concurrent.futures as cf
 
     futures = [pool.submit(run, t) for t in tasks]
+    consumed: set[int] = set()
     try:
         for f in cf.as_completed(futures):
+            consumed.add(id(f))
             on_done(f.result())
     except BaseException:
         for f in futures:
             f.cancel()
+        left = [f for f in futures if id(f) not in consumed and not f.cancelled()]
+        cf.wait(left)  # the running points finish (a pool's shutdown would wait for them anyway)
+        for f in left:
+            if f.done() and not f.cancelled() and f.exception() is None:
+                on_done(f.result())
         raise
 
 
@@ -61,11 +70,19 @@ def _run_dask(run, tasks, on_done, client):
     from distributed import as_completed
 
     futures = [client.submit(run, t, pure=False) for t in tasks]
+    consumed: set[str] = set()
     try:
         for f in as_completed(futures):
+            consumed.add(f.key)
             on_done(f.result())
     except BaseException:
-        client.cancel(futures)
+        finished = [f for f in futures if f.key not in consumed and f.status == "finished"]
+        client.cancel([f for f in futures if f.key not in consumed and f.status != "finished"])
+        for f in finished:  # done before the interrupt: kept, not recomputed on resume
+            try:
+                on_done(f.result())
+            except Exception:  # noqa: BLE001 -- the interrupt is what propagates
+                pass
         raise
 
 

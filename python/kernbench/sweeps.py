@@ -61,11 +61,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import contextlib
+
+from kernbench import atomic_output as kio
 from kernbench import sweep_executors, sweepjson
 from kernbench._core import ConfigError, UsageError
-from kernbench.overrides import BENCH_PREFIX, apply_bench_overrides
+from kernbench.overrides import BENCH_PREFIX, apply_bench_overrides, check_params
 from kernbench.progress import progress_bar
-from kernbench.runner import run_bench
+from kernbench.runner import check_seed, interrupt_reason, run_bench
 from kernbench.sweep_checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, _Checkpoint  # noqa: F401
 from kernbench.sweep_executors import _executor_name, _is_dask_client  # noqa: F401
 from kernbench.sweep_grid import (STATUS_COLUMNS, _number, _plain, _point_key, _text,  # noqa: F401
@@ -224,6 +227,13 @@ def sweep(
     from kernbench.system import config_path
 
     t0 = time.perf_counter()
+    check_seed(seed, "seed")
+    if out is not None:
+        kio.check_output_dir(out, "--out")
+        for fname in ("sweep.json", "sweep.csv", "checkpoint.jsonl"):
+            kio.check_output_file(Path(out) / fname, "--out")
+    if checkpoint is not None:
+        kio.check_output_file(checkpoint, "checkpoint")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"workers={workers!r}: expected a positive number of processes")
     if isinstance(executor, str) and executor not in ("serial", "process", "dask") and "://" not in executor:
@@ -235,6 +245,7 @@ def sweep(
             raise UsageError("plot=(X, Y) needs out=DIR (where the PNG goes)")
         if len(plot) != 2:
             raise UsageError(f"plot={plot!r}: expected (X, Y), two column names")
+        kio.check_figure_file(Path(out) / plot_name(*plot), "--plot")  # before the points run
     columns = grid_columns(points)
     raw: dict[str, Any] = {}
     if isinstance(sets, Mapping):
@@ -277,6 +288,12 @@ def sweep(
     if bench is not None and not bench.uses_config and (config is not None or fixed_config):
         raise ConfigError(f"bench {bench.name!r} models no machine config: no --config or config --set")
     _check_values(bench, points, fixed_config, cfg)
+    if bench is not None:  # the bench's own Param/checks over each point's full parameters, before any runs
+        for p in points:
+            every = [f"{k}={v}" for k, v in fixed_bench] + [f"{k}={_text(v)}" for k, v in p.items()
+                                                            if k.startswith(BENCH_PREFIX)]
+            check_params(bench.name, apply_bench_overrides(bench.name, bench.params, every)[0],
+                         bench.param_specs, bench.checks)
 
     out_dir = Path(out) if out is not None else None
     ckpt_path = Path(checkpoint) if checkpoint is not None else (out_dir / "checkpoint.jsonl" if out_dir else None)
@@ -285,98 +302,111 @@ def sweep(
     identity = {"target": name, "seed": seed,
                 "config_hash": sweepjson.config_hash(cfg, dict(fixed_config)) if cfg else None,
                 "sets": [f"{k}={v}" for k, v in fixed]}
-    done: dict[str, dict[str, Any]] = {}
-    ck = None
-    if ckpt_path is not None:
-        ckpt_path.parent.mkdir(parents=True, exist_ok=True)
-        ck = _Checkpoint(ckpt_path, identity)
-        if resume:
-            done = ck.read()
-            if retry_failed:
-                done = {k: r for k, r in done.items() if r["status"] != "failed"}
-        ck.start(done.values())
+    with kio.lock_output_dir(out_dir, "--out") if out_dir is not None else contextlib.nullcontext():
+        done: dict[str, dict[str, Any]] = {}
+        ck = None
+        if ckpt_path is not None:
+            ckpt_path.parent.mkdir(parents=True, exist_ok=True)
+            ck = _Checkpoint(ckpt_path, identity)
+            if resume:
+                done = ck.read()
+                if retry_failed:
+                    done = {k: r for k, r in done.items() if r["status"] != "failed"}
+            ck.start(done.values())
 
-    from kernbench.registry import bench_paths
+        from kernbench.registry import bench_paths
 
-    plugin_paths = [str(d) for d in bench_paths()]
-    tasks = []
-    for i, p in enumerate(points):
-        key = _point_key(p)
-        if key in done:
-            done[key]["point"] = i
-            continue
-        task = {"key": key, "index": i, "params": _plain(p), "seed": seed,
-                "config": str(cfg) if cfg else None, "bench_paths": plugin_paths}
-        if bench is not None:
-            task.update(kind="bench", bench=bench.name,
-                        sets=[f"{k}={v}" for k, v in fixed] + [f"{k}={_text(v)}" for k, v in p.items()],
-                        out=str(out_dir / "points" / f"p{i:04d}") if out_dir else None)
-        else:
-            task.update(kind="fn", fn=blob,
-                        config_overrides={**dict(fixed_config),
-                                          **{k: _text(v) for k, v in p.items() if not k.startswith(BENCH_PREFIX)}},
-                        bench_params={**params, **{k[len(BENCH_PREFIX):]: v for k, v in p.items()
-                                                   if k.startswith(BENCH_PREFIX)}})
-        tasks.append(task)
+        plugin_paths = [str(d) for d in bench_paths()]
+        tasks = []
+        for i, p in enumerate(points):
+            key = _point_key(p)
+            if key in done:
+                done[key]["point"] = i
+                continue
+            task = {"key": key, "index": i, "params": _plain(p), "seed": seed,
+                    "config": str(cfg) if cfg else None, "bench_paths": plugin_paths}
+            if bench is not None:
+                task.update(kind="bench", bench=bench.name,
+                            sets=[f"{k}={v}" for k, v in fixed] + [f"{k}={_text(v)}" for k, v in p.items()],
+                            out=str(out_dir / "points" / f"p{i:04d}") if out_dir else None)
+            else:
+                task.update(kind="fn", fn=blob,
+                            config_overrides={**dict(fixed_config),
+                                              **{k: _text(v) for k, v in p.items() if not k.startswith(BENCH_PREFIX)}},
+                            bench_params={**params, **{k[len(BENCH_PREFIX):]: v for k, v in p.items()
+                                                       if k.startswith(BENCH_PREFIX)}})
+            tasks.append(task)
 
-    records: dict[str, dict[str, Any]] = dict(done)
-    bar = progress_bar(total=len(points), desc=f"sweep {name}", enabled=progress, unit="point")
-    bar.update(len(points) - len(tasks))
+        records: dict[str, dict[str, Any]] = dict(done)
+        bar = progress_bar(total=len(points), desc=f"sweep {name}", enabled=progress, unit="point")
+        bar.update(len(points) - len(tasks))
 
-    def on_done(rec: dict[str, Any]) -> None:
-        records[rec["key"]] = rec
-        if ck is not None:
-            ck.append(rec)
-        bar.update(1)
+        def on_done(rec: dict[str, Any]) -> None:
+            records[rec["key"]] = rec
+            if ck is not None:
+                ck.append(rec)
+            bar.update(1)
 
-    try:
-        _dispatch(executor, tasks, on_done, workers)
-    finally:
-        bar.close()
+        interrupted: KeyboardInterrupt | None = None
+        try:
+            _dispatch(executor, tasks, on_done, workers)
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: sweep.json gets the finished points, then stop
+            interrupted = e
+        finally:
+            bar.close()
 
-    rows: list[dict[str, Any]] = []
-    failures: list[dict[str, Any]] = []
-    for i, p in enumerate(points):
-        rec = records[_point_key(p)]
-        base = {"point": i, **{columns[k][0] if k in columns else k: columns[k][1](v) if k in columns else v
-                               for k, v in p.items()}}
-        tail = {"status": rec["status"], "error": rec["error"], "wall_s": rec["wall_s"]}
-        if rec["status"] != "ok":
-            label = ", ".join(f"{k}={_text(v)}" for k, v in p.items())
-            failures.append({"name": f"point {i} ({label})", "error": rec["error"], "point": i, "params": p})
-        for r in rec["rows"] or [{}]:
-            rows.append({**base, **{k: v for k, v in r.items() if k not in base and k not in tail}, **tail})
-    df = pd.DataFrame(rows)
-    df.attrs.update({"bench": name, "failures": failures, "points": len(points),
-                     "computed": len(tasks), "wall_s": round(time.perf_counter() - t0, 3)})
+        rows: list[dict[str, Any]] = []
+        failures: list[dict[str, Any]] = []
+        for i, p in enumerate(points):
+            rec = records.get(_point_key(p))
+            if rec is None:  # not run: the sweep was interrupted
+                continue
+            base = {"point": i, **{columns[k][0] if k in columns else k: columns[k][1](v) if k in columns else v
+                                   for k, v in p.items()}}
+            tail = {"status": rec["status"], "error": rec["error"], "wall_s": rec["wall_s"]}
+            if rec["status"] != "ok":
+                label = ", ".join(f"{k}={_text(v)}" for k, v in p.items())
+                failures.append({"name": f"point {i} ({label})", "error": rec["error"], "point": i, "params": p})
+            for r in rec["rows"] or [{}]:
+                rows.append({**base, **{k: v for k, v in r.items() if k not in base and k not in tail}, **tail})
+        if interrupted is not None:
+            failures.append({"name": "sweep", "error": f"{interrupt_reason(interrupted)}: "
+                             f"{len(records)} of {len(points)} points finished"})
+        df = pd.DataFrame(rows)
+        df.attrs.update({"bench": name, "failures": failures, "points": len(points),
+                         "computed": len(tasks), "wall_s": round(time.perf_counter() - t0, 3)})
 
-    if out_dir is not None:
-        doc = sweepjson.header("sweep", name, description=description, params=params, seed=seed, config=cfg,
-                               config_overrides=dict(fixed_config))
-        doc.update({"grid": {k: [_plain(v) for v in vals] for k, vals in grid.items()}
-                    if isinstance(grid, Mapping) else {"points": _plain(points)},
-                    "points": len(points), "executor": _executor_name(executor)})
-        doc["results"] = _plain(rows)
-        doc["failures"] = _plain(failures)
-        doc["wall_s"] = df.attrs["wall_s"]
-        if columns:
-            doc["grid_columns"] = {k: col for k, (col, _) in columns.items()}
-        doc["files"] = ["checkpoint.jsonl"] if ckpt_path == out_dir / "checkpoint.jsonl" else []
-        plot_error = None
-        if plot is not None:
-            name_png = plot_name(*plot)
-            grid_cols = [columns[k][0] if k in columns else k for k in (points[0] if points else {})]
-            try:
-                plot_sweep(df, plot[0], plot[1], out_dir / name_png, grid_keys=grid_cols,
-                           title=f"{name}: {plot[1]} vs {plot[0]}")
-                doc["files"].append(name_png)
-                df.attrs["plot"] = str(out_dir / name_png)
-            except ConfigError as e:
-                plot_error = e
-        _write_sweep_lenient(out_dir, doc)
-        if plot_error is not None:  # sweep.json is written; the bad plot request is still an error
-            raise plot_error
-    return df
+        if out_dir is not None:
+            doc = sweepjson.header("sweep", name, description=description, params=params, seed=seed, config=cfg,
+                                   config_overrides=dict(fixed_config))
+            doc.update({"grid": {k: [_plain(v) for v in vals] for k, vals in grid.items()}
+                        if isinstance(grid, Mapping) else {"points": _plain(points)},
+                        "points": len(points), "executor": _executor_name(executor)})
+            doc["results"] = _plain(rows)
+            doc["failures"] = _plain(failures)
+            doc["wall_s"] = df.attrs["wall_s"]
+            if columns:
+                doc["grid_columns"] = {k: col for k, (col, _) in columns.items()}
+            doc["files"] = ["checkpoint.jsonl"] if ckpt_path == out_dir / "checkpoint.jsonl" else []
+            plot_error = None
+            if plot is not None and interrupted is None:
+                name_png = plot_name(*plot)
+                grid_cols = [columns[k][0] if k in columns else k for k in (points[0] if points else {})]
+                try:
+                    plot_sweep(df, plot[0], plot[1], out_dir / name_png, grid_keys=grid_cols,
+                               title=f"{name}: {plot[1]} vs {plot[0]}")
+                    doc["files"].append(name_png)
+                    df.attrs["plot"] = str(out_dir / name_png)
+                except ConfigError as e:
+                    plot_error = e
+            _write_sweep_lenient(out_dir, doc)
+            if interrupted is not None:
+                raise interrupted
+            if plot_error is not None:  # sweep.json is written; the bad plot request is still an error
+                raise plot_error
+        if interrupted is not None:
+            raise interrupted
+        return df
 
 
 def _write_sweep_lenient(out_dir: Path, doc: dict[str, Any]) -> None:

@@ -95,15 +95,15 @@ def test_config_key_on_a_bench_without_config(cli):
     assert "unknown key 'system.sips.w'" in proc.stderr
 
 
-def test_bad_population_recorded_as_failure(cli, tmp_path):
-    """A bad population lands in `failures` and the others still run; exit code 1."""
+def test_bad_population_refused_before_the_run(cli, tmp_path):
+    """A bad population is refused up front (issue 22: bench parameters are checked before any
+    simulation): exit 2, one line naming the parameter, the bad item and the form, nothing written."""
     sets = ["--set", "bench.events=5000", "--set", "bench.simpy_events=500", "--set", "bench.populations=8x2,eight,16x1"]
     proc = cli("run", "--bench", "perf-phold", "--out", str(tmp_path), "--quiet", *sets)
-    assert proc.returncode == 1
-    sweep = json.loads((tmp_path / "sweep.json").read_text())
-    assert [r["population"] for r in sweep["results"]] == ["8x2", "16x1"]
-    assert sweep["failures"][0]["name"] == "eight"
-    assert "expected NxE" in sweep["failures"][0]["error"]
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("kernbench: error: bench.populations=8x2,eight,16x1")
+    assert "'eight'" in proc.stderr and "NxE" in proc.stderr
+    assert not (tmp_path / "sweep.json").exists()
 
 
 def test_describe_by_name_and_by_index(cli):
