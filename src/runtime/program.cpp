@@ -153,6 +153,15 @@ OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps,
   if (pipeline.buffers == 0) throw UsageError(name_ + ": composite '" + name + "': needs at least one buffer");
   if (pipeline.compute != OpKind::Gemm && pipeline.compute != OpKind::Vector)
     throw UsageError(name_ + ": composite '" + name + "': the compute stage runs on gemm or vector");
+  for (std::size_t j = 0; j < pipeline.loads.size(); ++j)
+    topology::check_transfer_size(pipeline.loads[j].bytes, name_ + ": composite '" + name + "': load " + std::to_string(j));
+  for (std::size_t j = 0; j < pipeline.stores.size(); ++j)
+    topology::check_transfer_size(pipeline.stores[j].bytes, name_ + ": composite '" + name + "': store " + std::to_string(j));
+  if (!(pipeline.flops >= 0) || !std::isfinite(pipeline.flops))
+    throw UsageError(name_ + ": composite '" + name + "': FLOPs per tile must be >= 0 and finite, got " +
+                     std::to_string(pipeline.flops));
+  if (pipeline.vector_bytes < 0)
+    throw UsageError(name_ + ": composite '" + name + "': negative vector_bytes " + std::to_string(pipeline.vector_bytes));
   // Its run-graph nodes (one op-log row each), counted before anything is allocated.
   const std::uint64_t per_tile = pipeline.loads.size() + 1 + pipeline.stores.size();
   if (static_cast<std::uint64_t>(pipeline.tiles) * per_tile + 2 > kMaxRunNodes)

@@ -5,6 +5,8 @@
 // class and a message naming the op, the node and the limit.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "machines.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
@@ -198,4 +200,20 @@ TEST_CASE("reliability: counts too large for the run graph are refused up front"
   CHECK_THROWS_AS(f.run(t), kernbench::UsageError);
   CHECK_THROWS_WITH(f.run(t), Contains("op 0 'big send' (send) on sip0.cube0.pe0") &&
                                   Contains("268435456 segments, more than the limit of 4194304 per send"));
+}
+
+TEST_CASE("reliability: a composite's sizes and FLOPs are checked as it is added", "[program][reliability]") {
+  Fixture f;
+  Program p("bad pipeline");
+  CHECK_THROWS_AS(p.composite(f.pe(0), one_load(f.hbm(0), f.pe(0), -1), {}, "neg"), kernbench::UsageError);
+  CHECK_THROWS_WITH(p.composite(f.pe(0), one_load(f.hbm(0), f.pe(0), -1), {}, "neg"),
+                    Contains("composite 'neg': load 0: negative size -1 B"));
+  Pipeline nan = one_load(f.hbm(0), f.pe(0), 64);
+  nan.flops = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(p.composite(f.pe(0), nan, {}, "nan"), Contains("composite 'nan': FLOPs per tile must be >= 0"));
+  Pipeline vec = one_load(f.hbm(0), f.pe(0), 64);
+  vec.compute = OpKind::Vector;
+  vec.vector_bytes = -5;
+  CHECK_THROWS_WITH(p.composite(f.pe(0), vec, {}, "vec"), Contains("composite 'vec': negative vector_bytes -5"));
+  CHECK(p.size() == 0);
 }
