@@ -194,6 +194,7 @@ RunResult Executor::run(const Program& program, Observer* observer) {
       throw InternalError("executor: " + x.describe(n) + " started at t=" + std::to_string(x.nodes[n].start) +
                           " ps and never ended");
   if (x.remaining > 0) x.report_deadlock();
+  x.check_unreceived();  // a send nobody received finished, but the program is wrong
   x.export_causes();
   x.result.end = x.result.start;
   x.result.ops.resize(program.size());

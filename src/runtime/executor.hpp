@@ -8,9 +8,13 @@
 // held for the whole round trip, so queue wait shows as wait, not as longer
 // service). A composite pays one dispatch and runs its tile pipeline on the
 // engines. Every op and pipeline stage is one op-log row (issue = ready,
-// start = engine granted, end). A program that cannot finish -- a cycle, a
-// recv with no send -- ends in a DeadlockError naming the stuck ops; scratch
-// overflow is a CapacityError naming the PE, the op and the bytes.
+// start = engine granted, end). Before anything runs, the program is checked
+// against the machine (node kinds, scratch / HBM-slice / IPCQ capacity, one
+// send and one recv per message, run-graph and segment limits: the list is in
+// program.hpp). A program that cannot finish -- a cycle, a recv with no send
+// -- ends in a DeadlockError naming the stuck ops, and so does one that
+// finishes with a send no recv took; scratch overflow is a CapacityError
+// naming the PE, the op and the bytes.
 #pragma once
 
 #include <map>

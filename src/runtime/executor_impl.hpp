@@ -1,6 +1,6 @@
 // executor_impl.hpp (private to src/runtime) -- the state of one
 // Executor::run and the pieces that work on it, each in its own file:
-//   run_graph.cpp        build(): program ops and composite stages -> nodes
+//   run_graph.cpp        check_program(), build(): program ops and composite stages -> nodes
 //   executor.cpp         the run loop: run_node(), finish(), DMA moves
 //   ipcq.cpp             send(), recv(), segment_arrived(): the IPCQ
 //   deadlock_report.cpp  report_deadlock(): why the stuck ops are stuck
@@ -79,7 +79,12 @@ struct Executor::Impl {
   }
 
   // ---- run_graph.cpp ----
+  /// Before anything runs: node kinds, scratch / HBM / IPCQ capacities,
+  /// message pairing and the size of the run graph (program.hpp lists them).
+  void check_program() const;
   void build();
+  /// After the run: every send's message was taken by a recv.
+  void check_unreceived() const;
 
   // ---- deadlock_report.cpp ----
   [[noreturn]] void report_deadlock() const;

@@ -48,6 +48,9 @@ Op make_op(OpKind kind, NodeId agent, std::string name, std::int32_t tag = 0) {
 
 OpId Program::add(Op op, std::vector<OpId> deps) {
   const auto id = static_cast<OpId>(ops_.size());
+  if (ops_.size() >= kMaxOps)
+    throw UsageError(name_ + ": " + to_string(op.kind) + " '" + op.name + "': the program already has " +
+                     std::to_string(ops_.size()) + " ops, the limit of ops in a program");
   for (OpId d : deps)
     if (d >= id)
       throw UsageError(name_ + ": op " + std::to_string(id) + " '" + op.name + "' depends on op " +
@@ -150,6 +153,22 @@ OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps,
   if (pipeline.buffers == 0) throw UsageError(name_ + ": composite '" + name + "': needs at least one buffer");
   if (pipeline.compute != OpKind::Gemm && pipeline.compute != OpKind::Vector)
     throw UsageError(name_ + ": composite '" + name + "': the compute stage runs on gemm or vector");
+  for (std::size_t j = 0; j < pipeline.loads.size(); ++j)
+    topology::check_transfer_size(pipeline.loads[j].bytes, name_ + ": composite '" + name + "': load " + std::to_string(j));
+  for (std::size_t j = 0; j < pipeline.stores.size(); ++j)
+    topology::check_transfer_size(pipeline.stores[j].bytes, name_ + ": composite '" + name + "': store " + std::to_string(j));
+  if (!(pipeline.flops >= 0) || !std::isfinite(pipeline.flops))
+    throw UsageError(name_ + ": composite '" + name + "': FLOPs per tile must be >= 0 and finite, got " +
+                     std::to_string(pipeline.flops));
+  if (pipeline.vector_bytes < 0)
+    throw UsageError(name_ + ": composite '" + name + "': negative vector_bytes " + std::to_string(pipeline.vector_bytes));
+  // Its run-graph nodes (one op-log row each), counted before anything is allocated.
+  const std::uint64_t per_tile = pipeline.loads.size() + 1 + pipeline.stores.size();
+  if (static_cast<std::uint64_t>(pipeline.tiles) * per_tile + 2 > kMaxRunNodes)
+    throw UsageError(name_ + ": composite '" + name + "': tiles = " + std::to_string(pipeline.tiles) + " x " +
+                     std::to_string(per_tile) + " stages (loads + compute + stores) would make " +
+                     std::to_string(static_cast<std::uint64_t>(pipeline.tiles) * per_tile + 2) +
+                     " run-graph nodes, more than the limit of " + std::to_string(kMaxRunNodes));
   Op op = make_op(OpKind::Composite, agent, std::move(name), tag);
   op.pipeline = static_cast<std::uint32_t>(pipelines_.size());
   pipelines_.push_back(std::move(pipeline));
@@ -164,6 +183,10 @@ void Program::depend(OpId op, OpId on) {
 
 OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
   const auto offset = static_cast<OpId>(ops_.size());
+  if (ops_.size() + sub.size() > kMaxOps)
+    throw UsageError(name_ + ": append '" + sub.name() + "': " + std::to_string(ops_.size()) + " + " +
+                     std::to_string(sub.size()) + " ops would exceed the limit of " + std::to_string(kMaxOps) +
+                     " ops");
   for (OpId a : after)
     if (a >= offset)
       throw UsageError(name_ + ": append '" + sub.name() + "': after op " + std::to_string(a) +

@@ -18,6 +18,25 @@
 //              dispatched once, its stages running on the engines
 // Dependencies are ops of the same program (by id). Every op carries a tag
 // (an interned label: stage, kernel, case) that reaches the op log.
+//
+// What is refused (sim/errors.hpp), so a bad program fails up front with a
+// message naming the op, the node and the limit instead of running wrong:
+//  - here, as ops are added: negative sizes, transfers over 1 TiB, a program
+//    of more than kMaxOps ops, a composite whose tiles x (loads + compute +
+//    stores) would exceed kMaxRunNodes run-graph nodes (UsageError);
+//  - by the executor before the run starts (run_graph.cpp, it knows the
+//    machine and pe config): agents that own no engines (a router, an HBM
+//    controller, ...; on generated machines anything but a PE) and dma /
+//    composite endpoints that are not memories (a router, a switch, a UCIe
+//    or PCIe adapter) (UsageError); a dma or a composite's resident tile
+//    buffers (min(buffers, tiles) x the loads into scratch + the stores out
+//    of it) larger than pe.scratch, an access past the end of an HBM slice
+//    (pe.hbm.capacity), IPCQ slots (ipcq_slots x ipcq_slot) larger than the
+//    receiver's scratch (CapacityError); a send of more than kMaxSegments
+//    slot segments, or more run-graph nodes than kMaxRunNodes (UsageError);
+//    two sends or two recvs of one message (same receiver, sender, key)
+//    (UsageError);
+//  - at the end of the run: a send whose message no recv took (DeadlockError).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +55,13 @@ using topology::NodeId;
 using topology::Precision;
 
 using OpId = std::uint32_t;
+
+/// Bounds on what a program may make the executor allocate (see above): ops
+/// of a program, nodes of the run graph (ops + composite stages; one op-log
+/// row each), and IPCQ segments (one fabric transfer each) of one send.
+inline constexpr std::uint64_t kMaxOps = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t kMaxRunNodes = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t kMaxSegments = std::uint64_t{1} << 22;
 
 enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite };
 const char* to_string(OpKind kind);

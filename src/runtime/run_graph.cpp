@@ -2,7 +2,13 @@
 // node per op; a composite becomes a dispatch node, its pipeline stages
 // (per tile: loads, compute, stores; a tile's loads wait for the compute
 // `buffers` tiles back) and its own node as the join of the last stages.
+// check_program() refuses, before any node exists, what a program must not
+// do on this machine (the list is in program.hpp): agents and dma endpoints
+// of the wrong node kind, scratch / HBM-slice / IPCQ-slot overruns, two
+// sends or two recvs of one message, more segments or nodes than the limits.
+#include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -11,7 +17,164 @@
 
 namespace kernbench::runtime {
 
+namespace {
+
+using topology::NodeKind;
+
+std::string bytes_text(Bytes b) {
+  if (b % sim::kKiB == 0 && b >= sim::kKiB) return std::to_string(b / sim::kKiB) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+// Nodes that own no engines: they cannot dispatch ops.
+bool owns_no_engines(NodeKind k) {
+  return k == NodeKind::Router || k == NodeKind::Switch || k == NodeKind::Ucie || k == NodeKind::PcieEp ||
+         k == NodeKind::HbmCtrl || k == NodeKind::Memory;
+}
+
+// Nodes that only forward: they hold no memory a dma could read or write.
+bool forwards_only(NodeKind k) {
+  return k == NodeKind::Router || k == NodeKind::Switch || k == NodeKind::Ucie || k == NodeKind::PcieEp;
+}
+
+}  // namespace
+
+void Executor::Impl::check_program() const {
+  const topology::Machine& m = system.machine();
+  const auto& ops = program.ops();
+  const std::string& pn = program.name();
+  const auto what = [&](std::uint32_t i) {
+    return pn + ": op " + std::to_string(i) + " '" + ops[i].name + "' (" + to_string(ops[i].kind) + ")";
+  };
+  const auto check_agent = [&](std::uint32_t i, NodeId a, const char* role) {
+    if (a >= m.num_nodes())
+      throw UsageError(what(i) + ": " + role + " node id " + std::to_string(a) + " out of range");
+    const topology::NodeInfo& n = m.node(a);
+    // On a generated machine only PEs own engines (explicit graphs name
+    // their own agents: a K200 die, a host thread).
+    if ((m.generated() && n.kind != NodeKind::Pe) || owns_no_engines(n.kind))
+      throw UsageError(what(i) + ": " + role + " " + n.name + " is a " + topology::to_string(n.kind) +
+                       ", not a PE");
+  };
+  // One end of a data movement: a memory (a PE's scratch, an HBM slice, a
+  // memory or host node), never a node that only forwards; what lands in or
+  // is read from a scratch or an HBM slice must fit there.
+  const auto check_end = [&](std::uint32_t i, const Move& mv, NodeId end, const std::string& leg,
+                             bool composite = false) {
+    if (end >= m.num_nodes())
+      throw UsageError(what(i) + ": " + leg + " node id " + std::to_string(end) + " out of range");
+    const topology::NodeInfo& n = m.node(end);
+    if (forwards_only(n.kind))
+      throw UsageError(what(i) + ": " + leg + " " + n.name + " is a " + topology::to_string(n.kind) +
+                       ", not a memory (a PE's scratch, an HBM controller, a memory)");
+    // (A composite's own scratch is checked for all its resident tiles at once.)
+    if (n.kind == NodeKind::Pe && mv.bytes > cfg.scratch && !(composite && end == ops[i].agent))
+      throw CapacityError(what(i) + " on " + m.node(ops[i].agent).name + ": " + leg + " " + bytes_text(mv.bytes) +
+                          " in the scratch of " + n.name + " exceed its budget pe.scratch = " +
+                          bytes_text(cfg.scratch));
+    if (m.generated() && n.kind == NodeKind::HbmCtrl &&
+        (mv.address > static_cast<std::uint64_t>(cfg.hbm.capacity) ||
+         static_cast<std::uint64_t>(mv.bytes) > static_cast<std::uint64_t>(cfg.hbm.capacity) - mv.address))
+      throw CapacityError(what(i) + " on " + m.node(ops[i].agent).name + ": " + leg + " " + bytes_text(mv.bytes) +
+                          " at address " + std::to_string(mv.address) + " of the HBM slice " + n.name +
+                          " run past its capacity pe.hbm.capacity = " + bytes_text(cfg.hbm.capacity));
+  };
+  const auto check_move = [&](std::uint32_t i, const Move& mv, const std::string& leg, bool composite = false) {
+    check_end(i, mv, mv.src, leg + " source", composite);
+    check_end(i, mv, mv.dst, leg + " destination", composite);
+  };
+  std::uint64_t nodes_total = ops.size(), segments_total = 0;
+  const auto slot = static_cast<std::uint64_t>(std::max<Bytes>(cfg.ipcq_slot, 1));
+  const Bytes slots_bytes = static_cast<Bytes>(cfg.ipcq_slots) * cfg.ipcq_slot;
+  std::unordered_map<MessageKey, std::uint32_t, MessageHash> sends, recvs;
+  for (std::uint32_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    check_agent(i, op.agent, "agent");
+    switch (op.kind) {
+      case OpKind::Dma: check_move(i, op.move, "dma"); break;
+      case OpKind::Composite: {
+        const Pipeline& p = program.pipelines()[op.pipeline];
+        nodes_total += 1 + static_cast<std::uint64_t>(p.tiles) * (p.loads.size() + 1 + p.stores.size());
+        if (nodes_total > kMaxRunNodes)
+          throw UsageError(what(i) + ": the run graph would have " + std::to_string(nodes_total) +
+                           " nodes (ops + composite stages), more than the limit of " + std::to_string(kMaxRunNodes));
+        // Its resident tile buffers: min(buffers, tiles) sets of the loads
+        // into the agent's scratch, plus the stores read out of it.
+        Bytes in = 0, out = 0;
+        for (std::size_t j = 0; j < p.loads.size(); ++j) {
+          check_move(i, p.loads[j], "load " + std::to_string(j), true);
+          if (p.loads[j].dst == op.agent) in += p.loads[j].bytes;
+        }
+        for (std::size_t j = 0; j < p.stores.size(); ++j) {
+          check_move(i, p.stores[j], "store " + std::to_string(j), true);
+          if (p.stores[j].src == op.agent) out += p.stores[j].bytes;
+        }
+        const auto depth = static_cast<Bytes>(std::min(p.buffers, p.tiles));
+        const Bytes resident = depth * in + out;  // each at most 1 TiB: no overflow
+        if (resident > cfg.scratch)
+          throw CapacityError(what(i) + " on " + m.node(op.agent).name + ": its tile buffers need " +
+                              bytes_text(resident) + " of scratch (" + std::to_string(depth) + " buffers x " +
+                              bytes_text(in) + " of loads + " + bytes_text(out) +
+                              " of stores), budget pe.scratch = " + bytes_text(cfg.scratch));
+        break;
+      }
+      case OpKind::Send: {
+        check_agent(i, op.move.dst, "receiver");
+        check_end(i, Move{op.move.src, op.move.dst, 0}, op.move.src, "send source");
+        const std::uint64_t segs = std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(op.move.bytes) + slot - 1) / slot);
+        if (segs > kMaxSegments)
+          throw UsageError(what(i) + " on " + m.node(op.agent).name + ": " + bytes_text(op.move.bytes) + " in " +
+                           bytes_text(cfg.ipcq_slot) + " IPCQ slots make " + std::to_string(segs) +
+                           " segments, more than the limit of " + std::to_string(kMaxSegments) + " per send");
+        segments_total += segs;
+        if (segments_total > kMaxRunNodes)
+          throw UsageError(what(i) + ": the program's sends make " + std::to_string(segments_total) +
+                           " IPCQ segments in all, more than the limit of " + std::to_string(kMaxRunNodes));
+        const auto [it, fresh] = sends.try_emplace(MessageKey{op.move.dst, op.agent, op.key}, i);
+        if (!fresh)
+          throw UsageError(what(i) + " on " + m.node(op.agent).name + " reuses key " + std::to_string(op.key) +
+                           " of op " + std::to_string(it->second) + " '" + ops[it->second].name +
+                           "' for the same receiver " + m.node(op.move.dst).name);
+        break;
+      }
+      case OpKind::Recv: {
+        check_agent(i, op.peer, "sender");
+        if (slots_bytes > cfg.scratch)
+          throw CapacityError(what(i) + " on " + m.node(op.agent).name + ": the IPCQ slots from " +
+                              m.node(op.peer).name + " (ipcq_slots " + std::to_string(cfg.ipcq_slots) + " x " +
+                              bytes_text(cfg.ipcq_slot) + " = " + bytes_text(slots_bytes) +
+                              ") do not fit its scratch, budget pe.scratch = " + bytes_text(cfg.scratch));
+        const auto [it, fresh] = recvs.try_emplace(MessageKey{op.agent, op.peer, op.key}, i);
+        if (!fresh) {
+          const auto s = sends.find(MessageKey{op.agent, op.peer, op.key});
+          std::string send_text = "the send from " + m.node(op.peer).name + " with key " + std::to_string(op.key);
+          if (s != sends.end()) send_text = "op " + std::to_string(s->second) + " '" + ops[s->second].name + "' (" + send_text + ")";
+          throw UsageError(what(i) + " on " + m.node(op.agent).name + " and op " + std::to_string(it->second) +
+                           " '" + ops[it->second].name + "' both receive " + send_text +
+                           ": a message has exactly one recv");
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+void Executor::Impl::check_unreceived() const {
+  for (const Message& msg : messages) {
+    if (msg.send == Message::kNone || msg.recv != Message::kNone) continue;
+    const Node& nd = nodes[msg.send];
+    throw DeadlockError(program.name() + ": deadlock: " + describe(msg.send) + " sent " + bytes_text(nd.move.bytes) +
+                        " from " + system.machine().node(nd.agent).name + " to " +
+                        system.machine().node(nd.move.dst).name + " with key " + std::to_string(nd.key) +
+                        ", but no recv on " + system.machine().node(nd.move.dst).name + " from " +
+                        system.machine().node(nd.agent).name + " with key " + std::to_string(nd.key) +
+                        " took it");
+  }
+}
+
 void Executor::Impl::build() {
+  check_program();
   const auto& ops = program.ops();
   const auto n_ops = static_cast<std::uint32_t>(ops.size());
   nodes.resize(n_ops);
@@ -34,15 +197,6 @@ void Executor::Impl::build() {
     nd.recv_mode = op.recv_mode;
     nd.program_op = i;
     nd.name = op.name;
-    if (op.agent >= system.machine().num_nodes())
-      throw UsageError(program.name() + ": op " + std::to_string(i) + " '" + op.name + "': agent node id " +
-                       std::to_string(op.agent) + " out of range");
-    // On a generated machine only PEs own engines (explicit graphs name
-    // their own agents: a K200 die, a host thread).
-    const topology::NodeInfo& agent = system.machine().node(op.agent);
-    if (system.machine().generated() && agent.kind != topology::NodeKind::Pe)
-      throw UsageError(program.name() + ": op " + std::to_string(i) + " '" + op.name + "': agent " + agent.name +
-                       " is a " + topology::to_string(agent.kind) + ", not a PE");
   }
   for (std::uint32_t i = 0; i < n_ops; ++i) {
     const Op& op = ops[i];

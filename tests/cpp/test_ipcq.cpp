@@ -111,11 +111,16 @@ TEST_CASE("a send that fills the slots with no recv is a deadlock naming both PE
   CHECK_THROWS_WITH(Executor(g.system).run(p),
                     Catch::Contains("'orphan send' (send on sip0.cube0.pe0) is blocked: 2 of 8 segments delivered") &&
                         Catch::Contains("sip0.cube0.pe1's queue from sip0.cube0.pe0 are full and no recv for key 4"));
-  // A send that fits in the slots completes even with nobody receiving.
+  // A send that fits in the slots is not received either: once the run is
+  // over, a DeadlockError names it, its sender, its receiver and its key.
   Fixture h(ipcq_config(/*slots=*/8));
   Program q("fits");
-  const OpId s = q.send(h.pe(0), h.pe(1), 32 * kKiB, 4, {}, "fits");
-  CHECK(Executor(h.system).run(q).ops[s].done());
+  q.send(h.pe(0), h.pe(1), 32 * kKiB, 4, {}, "fits");
+  CHECK_THROWS_AS(Executor(h.system).run(q), kernbench::DeadlockError);
+  Fixture k(ipcq_config(/*slots=*/8));
+  CHECK_THROWS_WITH(Executor(k.system).run(q),
+                    Catch::Contains("'fits' (send on sip0.cube0.pe0) sent 32 KiB from sip0.cube0.pe0 to sip0.cube0.pe1 "
+                                    "with key 4, but no recv on sip0.cube0.pe1"));
 }
 
 TEST_CASE("two sends with one key to one receiver, and sends to oneself, are refused", "[ipcq]") {
