@@ -44,7 +44,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "kernels": frozenset(_CORE),                                  # not workloads, platforms
     "platforms": frozenset(_CORE),                                # not kernels, workloads
     "workloads": frozenset(_CORE + ("kernels", "platforms")),     # kernels, platforms: public headers only
-    "bindings": frozenset(_CORE + ("sim/models", "kernels", "platforms", "workloads")),
+    # src/kernbench.{hpp,cpp}: the library's front door (the whole config
+    # schema, composed from every owner's sections), above every layer.
+    "api": frozenset(_CORE + ("kernels", "platforms", "workloads")),
+    "bindings": frozenset(_CORE + ("sim/models", "kernels", "platforms", "workloads", "api")),
 }
 # (from, to): `from` may include only the public headers of `to`.
 PUBLIC_ONLY: frozenset[tuple[str, str]] = frozenset({("workloads", "kernels"), ("workloads", "platforms")})
@@ -149,7 +152,7 @@ def layer_of(rel_to_src: Path) -> str:
     parts = rel_to_src.parts
     if len(parts) >= 3 and parts[0] == "sim" and parts[1] == "models":
         return "sim/models"
-    return parts[0] if len(parts) > 1 else ""
+    return parts[0] if len(parts) > 1 else "api"   # files directly in src/: the front door
 
 
 def is_public(rel_in_layer: Path) -> bool:
