@@ -77,7 +77,7 @@ TEST_CASE("reliability: a dma larger than a scratch or past an HBM slice is a Ca
   Program q("out of scratch");
   q.dma(f.pe(0), Move{f.pe(1), f.hbm(0), 2 * kMiB}, {}, "read remote");
   CHECK_THROWS_WITH(f.run(q), Contains("dma source 2048 KiB in the scratch of sip0.cube0.pe1"));
-  const Bytes cap = f.system.config().pe.hbm.capacity;
+  const Bytes cap = pe_config(f.system.config()).hbm.capacity;
   Program h("hbm");
   h.dma(f.pe(0), Move{f.pe(0), f.hbm(0), 4 * kKiB, static_cast<std::uint64_t>(cap) - kKiB}, {}, "past the end");
   CHECK_THROWS_AS(f.run(h), kernbench::CapacityError);
@@ -87,8 +87,8 @@ TEST_CASE("reliability: a dma larger than a scratch or past an HBM slice is a Ca
 
 TEST_CASE("reliability: IPCQ slots larger than the receiver's scratch are refused", "[program][reliability]") {
   Config c = program_config(2, 1);
-  c.pe.ipcq_slots = 512;
-  c.pe.ipcq_slot = 4 * kKiB;  // 2 MiB of slots, 1 MiB of scratch
+  pe_config(c).ipcq_slots = 512;
+  pe_config(c).ipcq_slot = 4 * kKiB;  // 2 MiB of slots, 1 MiB of scratch
   Fixture f(c);
   Program p("slots");
   p.send(f.pe(0), f.pe(1), 64, 1, {}, "s");
