@@ -26,10 +26,42 @@ OpKind compute_from(const std::string& name) {
   throw ConfigError("composite: unknown compute stage '" + name + "' (known: gemm, vector)");
 }
 
-std::vector<Move> moves(const std::vector<std::tuple<NodeId, NodeId, Bytes>>& in) {
+std::vector<Move> moves(const std::vector<std::tuple<NodeId, NodeId, py::object>>& in, const char* what) {
   std::vector<Move> out;
-  for (const auto& [s, d, b] : in) out.push_back(Move{s, d, b});
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const auto& [s, d, b] = in[i];
+    out.push_back(Move{s, d, int_arg(b, std::string(what) + "[" + std::to_string(i) + "] bytes")});
+  }
   return out;
+}
+
+// Stage nodes a composite expands into when it runs (the executor builds one
+// per load, compute and store of every tile): the real structure its tile
+// count allocates. Far past this, a run would only end in an allocation
+// failure after seconds.
+constexpr std::uint64_t kMaxCompositeStages = std::uint64_t{1} << 24;
+// Fabric transfers (and their records) one Program run may create up front:
+// an IPCQ send moves its bytes in ipcq_slot-sized segments, one transfer each.
+constexpr std::uint64_t kMaxRunTransfers = std::uint64_t{1} << 25;
+
+/// Refuses, before anything runs, a Program whose sends would need more
+/// segment transfers than a run can hold (a 1 TiB send in 4 KiB slots is
+/// 2^28 transfers): CapacityError naming the op, its bytes and the limit.
+void check_run_size(const topology::System& system, const Program& program) {
+  const Bytes slot = std::max<Bytes>(system.config().pe.ipcq_slot, 1);
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < program.ops().size(); ++i) {
+    const Op& op = program.ops()[i];
+    if (op.kind != OpKind::Send) continue;
+    const auto segments = static_cast<std::uint64_t>(op.move.bytes == 0 ? 1 : (op.move.bytes + slot - 1) / slot);
+    total += segments;
+    if (total > kMaxRunTransfers)
+      throw CapacityError(program.name() + ": op " + std::to_string(i) + " send '" + op.name + "' of " +
+                          std::to_string(op.move.bytes) + " B moves in " + std::to_string(segments) +
+                          " segments of pe.ipcq_slot = " + std::to_string(slot) + " B; the program's sends need " +
+                          std::to_string(total) + " segment transfers, more than one run holds (at most " +
+                          std::to_string(kMaxRunTransfers) + ")");
+  }
 }
 
 template <typename T>
@@ -72,25 +104,41 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("tags", &Program::tags)
       .def(
           "dma",
-          [](Program& p, NodeId agent, NodeId src, NodeId dst, Bytes bytes, Ids deps, std::string name,
-             std::int32_t tag) { return p.dma(agent, Move{src, dst, bytes}, std::move(deps), std::move(name), tag); },
+          [](Program& p, NodeId agent, NodeId src, NodeId dst, const py::object& bytes, Ids deps, std::string name,
+             std::int32_t tag) {
+            const Bytes b = int_arg(bytes, "dma: bytes");
+            return p.dma(agent, Move{src, dst, b}, std::move(deps), std::move(name), tag);
+          },
           py::arg("agent"), py::arg("src"), py::arg("dst"), py::arg("bytes"), py::arg("deps") = Ids{},
           py::arg("name") = "", py::arg("tag") = 0)
       .def(
           "gemm",
-          [](Program& p, NodeId agent, double flops, const std::string& precision, Ids deps, std::string name,
-             std::int32_t tag) { return p.gemm(agent, flops, precision_from(precision), std::move(deps), std::move(name), tag); },
+          [](Program& p, NodeId agent, const py::object& flops, const std::string& precision, Ids deps,
+             std::string name, std::int32_t tag) {
+            const double f = real_arg(flops, "gemm: flops", false);
+            return p.gemm(agent, f, precision_from(precision), std::move(deps), std::move(name), tag);
+          },
           py::arg("agent"), py::arg("flops"), py::arg("precision") = "fp16", py::arg("deps") = Ids{},
           py::arg("name") = "", py::arg("tag") = 0)
-      .def("vector", &Program::vector, py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{},
-           py::arg("name") = "", py::arg("tag") = 0)
-      .def("alloc", &Program::alloc, py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "")
+      .def(
+          "vector",
+          [](Program& p, NodeId agent, const py::object& bytes, Ids deps, std::string name, std::int32_t tag) {
+            return p.vector(agent, int_arg(bytes, "vector: bytes"), std::move(deps), std::move(name), tag);
+          },
+          py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0)
+      .def(
+          "alloc",
+          [](Program& p, NodeId agent, const py::object& bytes, Ids deps, std::string name) {
+            return p.alloc(agent, int_arg(bytes, "alloc: bytes"), std::move(deps), std::move(name));
+          },
+          py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "")
       .def("free", &Program::free, py::arg("alloc"), py::arg("deps") = Ids{}, py::arg("name") = "")
       .def(
           "send",
-          [](Program& p, NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, Ids deps, std::string name,
-             std::int32_t tag, std::optional<NodeId> source) {
-            return p.send(agent, peer, bytes, key, std::move(deps), std::move(name), tag, source);
+          [](Program& p, NodeId agent, NodeId peer, const py::object& bytes, std::int64_t key, Ids deps,
+             std::string name, std::int32_t tag, std::optional<NodeId> source) {
+            const Bytes b = int_arg(bytes, "send: bytes");
+            return p.send(agent, peer, b, key, std::move(deps), std::move(name), tag, source);
           },
           py::arg("agent"), py::arg("peer"), py::arg("bytes"), py::arg("key"), py::arg("deps") = Ids{},
           py::arg("name") = "", py::arg("tag") = 0, py::arg("source") = py::none(),
@@ -107,20 +155,28 @@ void bind_runtime(py::module_& m) {
       .def("barrier", &Program::barrier, py::arg("agent"), py::arg("deps"), py::arg("name") = "")
       .def(
           "composite",
-          [](Program& p, NodeId agent, std::uint32_t tiles, const std::vector<std::tuple<NodeId, NodeId, Bytes>>& loads,
-             const std::string& compute, double flops, const std::string& precision, Bytes vector_bytes,
-             const std::vector<std::tuple<NodeId, NodeId, Bytes>>& stores, std::uint32_t buffers, Ids deps,
+          [](Program& p, NodeId agent, const py::object& tiles,
+             const std::vector<std::tuple<NodeId, NodeId, py::object>>& loads, const std::string& compute,
+             const py::object& flops, const std::string& precision, const py::object& vector_bytes,
+             const std::vector<std::tuple<NodeId, NodeId, py::object>>& stores, const py::object& buffers, Ids deps,
              std::string name, std::int32_t tag, std::int32_t load_tag, std::int32_t compute_tag,
              std::int32_t store_tag) {
             Pipeline pipe;
-            pipe.tiles = tiles;
-            pipe.loads = moves(loads);
+            pipe.tiles = static_cast<std::uint32_t>(int_arg(tiles, "composite: tiles", 0, UINT32_MAX));
+            pipe.loads = moves(loads, "composite: loads");
             pipe.compute = compute_from(compute);
-            pipe.flops = flops;
+            pipe.flops = real_arg(flops, "composite: flops", false);
             pipe.precision = precision_from(precision);
-            pipe.vector_bytes = vector_bytes;
-            pipe.stores = moves(stores);
-            pipe.buffers = buffers;
+            pipe.vector_bytes = int_arg(vector_bytes, "composite: vector_bytes");
+            pipe.stores = moves(stores, "composite: stores");
+            pipe.buffers = static_cast<std::uint32_t>(int_arg(buffers, "composite: buffers", 0, UINT32_MAX));
+            const std::uint64_t stages = std::uint64_t{pipe.tiles} * (pipe.loads.size() + pipe.stores.size() + 1);
+            if (stages > kMaxCompositeStages)
+              throw CapacityError(p.name() + ": composite '" + name + "': tiles = " + std::to_string(pipe.tiles) +
+                                  " with " + std::to_string(pipe.loads.size()) + " loads and " +
+                                  std::to_string(pipe.stores.size()) + " stores per tile expands into " +
+                                  std::to_string(stages) + " stages when it runs (at most " +
+                                  std::to_string(kMaxCompositeStages) + "); use fewer, larger tiles");
             pipe.load_tag = load_tag;
             pipe.compute_tag = compute_tag;
             pipe.store_tag = store_tag;
@@ -128,7 +184,7 @@ void bind_runtime(py::module_& m) {
           },
           py::arg("agent"), py::arg("tiles"), py::arg("loads"), py::arg("compute") = "gemm", py::arg("flops") = 0.0,
           py::arg("precision") = "fp16", py::arg("vector_bytes") = 0,
-          py::arg("stores") = std::vector<std::tuple<NodeId, NodeId, Bytes>>{}, py::arg("buffers") = 2,
+          py::arg("stores") = std::vector<std::tuple<NodeId, NodeId, py::object>>{}, py::arg("buffers") = 2,
           py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0, py::arg("load_tag") = -1,
           py::arg("compute_tag") = -1, py::arg("store_tag") = -1,
           "A tile pipeline: per tile, `loads` (src, dst, bytes), a compute stage, `stores`; N-buffered.")
@@ -242,13 +298,9 @@ void bind_runtime(py::module_& m) {
   m.def(
       "run_program",
       [](topology::System& system, const Program& program) {
-        std::shared_ptr<RunResult> r;
-        poll_python_signals(system.sim());
-        {
-          py::gil_scoped_release nogil;
-          r = std::make_shared<RunResult>(Executor(system).run(program));
-        }
-        return r;
+        Using use(system);
+        check_run_size(system, program);
+        return use.run([&] { return std::make_shared<RunResult>(Executor(system).run(program)); });
       },
       py::arg("system"), py::arg("program"), "Run a Program on a System to completion.");
 }
