@@ -22,14 +22,17 @@ BUILD=build/asan
 JOBS=${JOBS:-$(nproc)}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
   -DKERNBENCH_SANITIZE=ON -DKERNBENCH_FUZZ=ON -DKERNBENCH_BUILD_PYTHON=OFF >/dev/null
-cmake --build "$BUILD" --target kernbench_tests fuzz_config fuzz_program -j "$JOBS"
+cmake --build "$BUILD" --target kernbench_tests fuzz_config fuzz_program fuzz_transfer -j "$JOBS"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
 
 # Fixed-seed fuzz runs; findings land in build/asan/fuzz-crashes (and make
 # the script fail). The config fuzzer starts from the shipped configs.
-mkdir -p "$BUILD/fuzz-config" "$BUILD/fuzz-program" "$BUILD/fuzz-crashes"
+mkdir -p "$BUILD/fuzz-config" "$BUILD/fuzz-program" "$BUILD/fuzz-transfer" "$BUILD/fuzz-crashes"
 cp configs/*.yaml "$BUILD/fuzz-config"/
+# fuzz_transfer is built (above) but not yet run here: its first minute finds
+# a std::bad_alloc inside a flow-model run (FlowFabric::on_solve path), open
+# in issue 22; add "transfer" to this list once it is fixed.
 for target in config program; do
   echo "fuzz_$target: ${FUZZ_SECONDS:-30} s"
   "$BUILD/fuzz_$target" "$BUILD/fuzz-$target" -seed=1 -max_total_time="${FUZZ_SECONDS:-30}" -max_len=4096 \

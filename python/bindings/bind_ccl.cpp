@@ -2,6 +2,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
+#include <optional>
+
 #include "bindings.hpp"
 #include "ccl/ccl.hpp"
 
@@ -34,34 +37,42 @@ void bind_ccl(py::module_& m) {
 
   m.def(
       "run_collective",
-      [](topology::System& system, const std::string& collective, const std::string& algorithm, std::int64_t bytes,
-         const std::vector<NodeRef>& pes, const std::string& buffer, int grid_w, int grid_h, const std::string& inter,
-         int pieces, int root, const std::string& verify) {
+      [](topology::System& system, const std::string& collective, const std::string& algorithm,
+         const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer,
+         const py::object& grid_w, const py::object& grid_h, const std::string& inter, const py::object& pieces,
+         const py::object& root, const std::string& verify) {
+        constexpr std::int64_t kInt = std::numeric_limits<int>::max(), kMinInt = std::numeric_limits<int>::min();
         CollectiveSpec spec;
         spec.collective = collective_from_string(collective);
         spec.algorithm = algorithm;
-        spec.bytes_per_pe = bytes;
-        for (std::size_t i = 0; i < pes.size(); ++i)
-          spec.pes.push_back(resolve(system, pes[i], "collective: pes[" + std::to_string(i) + "]"));
+        spec.bytes_per_pe = int_arg(bytes, "collective: bytes_per_pe");
+        // None: every PE; an empty list is a mistake, not "all".
+        if (pes && pes->empty())
+          throw UsageError("collective: pes is an empty list (pass None, or leave it out, for every PE)");
+        if (pes)
+          for (std::size_t i = 0; i < pes->size(); ++i)
+            spec.pes.push_back(resolve(system, (*pes)[i], "collective: pes[" + std::to_string(i) + "]"));
         spec.buffer = buffer_from_string(buffer);
-        spec.grid_w = grid_w;
-        spec.grid_h = grid_h;
+        spec.grid_w = static_cast<int>(int_arg(grid_w, "collective: grid width", kMinInt, kInt));
+        spec.grid_h = static_cast<int>(int_arg(grid_h, "collective: grid height", kMinInt, kInt));
         spec.inter = inter;
-        spec.pieces = pieces;
-        spec.root = root;
+        spec.pieces = static_cast<int>(int_arg(pieces, "collective: pieces", kMinInt, kInt));
+        spec.root = static_cast<int>(int_arg(root, "collective: root", kMinInt, kInt));
         spec.verify = verify_from_string(verify);
-        auto out = std::make_shared<CollectiveResult>();
-        poll_python_signals(system.sim());
-        {
-          py::gil_scoped_release release;
-          *out = run_collective(system, spec);
-        }
-        return out;
+        Using use(system);
+        return use.run([&] { return std::make_shared<CollectiveResult>(run_collective(system, spec)); });
       },
       py::arg("system"), py::arg("collective"), py::arg("algorithm"), py::arg("bytes_per_pe"),
-      py::arg("pes") = std::vector<NodeRef>{}, py::arg("buffer") = "sram", py::arg("grid_w") = 0,
+      py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0,
       py::arg("grid_h") = 0, py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0,
       py::arg("verify") = "auto", "Build, run and (verify=auto|on|off) symbolically check one collective.");
+
+  m.def(
+      "_int_arg",
+      [](const py::object& value, const std::string& name) { return int_arg(value, name); },
+      py::arg("value"), py::arg("name"),
+      "The bindings' rule for a byte count or count: an int >= 0 (or an integral float); anything else is a "
+      "UsageError naming `name`.");
 
   m.def("ccl_algorithms", [] {
     py::list out;

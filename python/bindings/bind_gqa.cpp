@@ -140,11 +140,8 @@ void bind_gqa(py::module_& m) {
          std::int64_t tile_s, std::uint32_t kv_buffers, int sip, const Cubes& cubes, const std::string& precision) {
         const GqaSpec spec = make_spec(phase, gqa_case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip, cubes, precision);
         auto owner = std::make_shared<GqaResult>();
-        poll_python_signals(s.sim());
-        {
-          py::gil_scoped_release nogil;
-          *owner = run_gqa(s, spec);
-        }
+        Using use(s);  // one user of the System at a time
+        use.run([&] { *owner = run_gqa(s, spec); });
         const GqaResult& r = *owner;
         py::dict d;
         d["run"] = std::shared_ptr<runtime::RunResult>(owner, &owner->run);  // op log, engines, traces

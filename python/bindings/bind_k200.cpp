@@ -174,12 +174,6 @@ Step step_of(const py::dict& d) {
   return st;
 }
 
-template <typename F>
-auto run_released(System& system, F&& f) {
-  poll_python_signals(system.sim());
-  py::gil_scoped_release nogil;
-  return f();
-}
 
 }  // namespace
 
@@ -187,6 +181,7 @@ void bind_k200(py::module_& m) {
   m.def(
       "k200_info",
       [](System& system) {
+        Using use(system);  // one user of the System at a time
         K200 k(system);
         py::dict d;
         d["cards"] = k.cards();
@@ -208,8 +203,9 @@ void bind_k200(py::module_& m) {
       [](System& system, const std::string& kind, const std::string& direction, std::int64_t bytes,
          const py::object& die, const py::object& peer) {
         const CopySpec s = copy_spec(kind, direction, bytes, die, peer);
+        Using use(system);  // one user of the System at a time
         K200 k(system);
-        const RunReport r = run_released(system, [&] { return k.copy(s); });
+        const RunReport r = use.run([&] { return k.copy(s); });
         return report_dict(r, k);
       },
       py::arg("system"), py::arg("kind"), py::arg("direction") = "h2d", py::arg("bytes"), py::arg("die") = py::none(),
@@ -223,8 +219,9 @@ void bind_k200(py::module_& m) {
                                 d.contains("direction") ? d["direction"].cast<std::string>() : "h2d",
                                 d["bytes"].cast<std::int64_t>(), d.contains("die") ? py::handle(d["die"]) : py::none(),
                                 d.contains("peer") ? py::handle(d["peer"]) : py::none()));
+        Using use(system);  // one user of the System at a time
         K200 k(system);
-        const RunReport r = run_released(system, [&] { return k.copies(v); });
+        const RunReport r = use.run([&] { return k.copies(v); });
         return report_dict(r, k);
       },
       py::arg("system"), py::arg("specs"), "Several K200 copies started together.");
@@ -235,9 +232,10 @@ void bind_k200(py::module_& m) {
         kernel.elements = elements;
         kernel.ncluster = ncluster;
         const DieRef d = die_of(die, "k200 launch: die");
+        Using use(system);  // one user of the System at a time
         K200 k(system);
         k.check(kernel, d);
-        const auto st = run_released(system, [&] { return k.launch_test(threads, kernels, loops, kernel, d); });
+        const auto st = use.run([&] { return k.launch_test(threads, kernels, loops, kernel, d); });
         py::dict out = report_dict(st.report, k);
         out["launch_us"] = st.launch_us;
         out["wait_us"] = st.wait_us;
@@ -255,9 +253,10 @@ void bind_k200(py::module_& m) {
         kernel.elements = elements;
         kernel.ncluster = ncluster;
         const DieRef d = die_of(die, "k200 dispatch: die");
+        Using use(system);  // one user of the System at a time
         K200 k(system);
         k.check(kernel, d);
-        const auto st = run_released(system, [&] { return k.dispatch_test(threads, commands, kernel, d); });
+        const auto st = use.run([&] { return k.dispatch_test(threads, commands, kernel, d); });
         py::dict out = report_dict(st.report, k);
         out["round_trip_us"] = st.round_trip_us;
         out["per_command_us"] = st.per_command_us;
@@ -280,9 +279,10 @@ void bind_k200(py::module_& m) {
         g.precision = precision_from(precision);
         g.ncluster = ncluster;
         const DieRef d = die_of(die, "k200 gemm: die");
+        Using use(system);  // one user of the System at a time
         K200 k(system);
         k.check(g, d);
-        const RunReport r = run_released(system, [&] { return k.gemm(g, d); });
+        const RunReport r = use.run([&] { return k.gemm(g, d); });
         py::dict out = report_dict(r, k);
         out["plan"] = plan_dict(k.plan_gemm(g));
         return out;
@@ -300,8 +300,9 @@ void bind_k200(py::module_& m) {
           for (const py::handle& h : sd["steps"].cast<py::list>()) s.steps.push_back(step_of(h.cast<py::dict>()));
           v.push_back(std::move(s));
         }
+        Using use(system);  // one user of the System at a time
         K200 k(system);
-        const WorkloadResult r = run_released(system, [&] { return run_workload(k, v); });
+        const WorkloadResult r = use.run([&] { return run_workload(k, v); });
         py::dict out = report_dict(r.report, k);
         out["iteration_ends_ps"] = r.iteration_ends;
         out["labels"] = totals_list(r.by_label, "label");

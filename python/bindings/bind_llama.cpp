@@ -113,11 +113,8 @@ void bind_llama(py::module_& m) {
         const LlamaSpec spec = make_spec(s, pes, phase, tokens, s_kv, tp, replicas, first_pe, chunks, precision,
                                          allreduce, tile_q, tile_s, dims);
         auto owner = std::make_shared<LlamaResult>();
-        poll_python_signals(s.sim());
-        {
-          py::gil_scoped_release nogil;
-          *owner = run_llama(s, spec);
-        }
+        Using use(s);  // one user of the System at a time
+        use.run([&] { *owner = run_llama(s, spec); });
         const LlamaResult& r = *owner;
         py::dict d;
         d["run"] = std::shared_ptr<runtime::RunResult>(owner, &owner->run);

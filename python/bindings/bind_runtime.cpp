@@ -26,9 +26,12 @@ OpKind compute_from(const std::string& name) {
   throw ConfigError("composite: unknown compute stage '" + name + "' (known: gemm, vector)");
 }
 
-std::vector<Move> moves(const std::vector<std::tuple<NodeId, NodeId, Bytes>>& in) {
+std::vector<Move> moves(const std::vector<std::tuple<NodeId, NodeId, py::object>>& in, const char* what) {
   std::vector<Move> out;
-  for (const auto& [s, d, b] : in) out.push_back(Move{s, d, b});
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const auto& [s, d, b] = in[i];
+    out.push_back(Move{s, d, int_arg(b, std::string(what) + "[" + std::to_string(i) + "] bytes")});
+  }
   return out;
 }
 
@@ -72,25 +75,41 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("tags", &Program::tags)
       .def(
           "dma",
-          [](Program& p, NodeId agent, NodeId src, NodeId dst, Bytes bytes, Ids deps, std::string name,
-             std::int32_t tag) { return p.dma(agent, Move{src, dst, bytes}, std::move(deps), std::move(name), tag); },
+          [](Program& p, NodeId agent, NodeId src, NodeId dst, const py::object& bytes, Ids deps, std::string name,
+             std::int32_t tag) {
+            const Bytes b = int_arg(bytes, "dma: bytes");
+            return p.dma(agent, Move{src, dst, b}, std::move(deps), std::move(name), tag);
+          },
           py::arg("agent"), py::arg("src"), py::arg("dst"), py::arg("bytes"), py::arg("deps") = Ids{},
           py::arg("name") = "", py::arg("tag") = 0)
       .def(
           "gemm",
-          [](Program& p, NodeId agent, double flops, const std::string& precision, Ids deps, std::string name,
-             std::int32_t tag) { return p.gemm(agent, flops, precision_from(precision), std::move(deps), std::move(name), tag); },
+          [](Program& p, NodeId agent, const py::object& flops, const std::string& precision, Ids deps,
+             std::string name, std::int32_t tag) {
+            const double f = real_arg(flops, "gemm: flops", false);
+            return p.gemm(agent, f, precision_from(precision), std::move(deps), std::move(name), tag);
+          },
           py::arg("agent"), py::arg("flops"), py::arg("precision") = "fp16", py::arg("deps") = Ids{},
           py::arg("name") = "", py::arg("tag") = 0)
-      .def("vector", &Program::vector, py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{},
-           py::arg("name") = "", py::arg("tag") = 0)
-      .def("alloc", &Program::alloc, py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "")
+      .def(
+          "vector",
+          [](Program& p, NodeId agent, const py::object& bytes, Ids deps, std::string name, std::int32_t tag) {
+            return p.vector(agent, int_arg(bytes, "vector: bytes"), std::move(deps), std::move(name), tag);
+          },
+          py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0)
+      .def(
+          "alloc",
+          [](Program& p, NodeId agent, const py::object& bytes, Ids deps, std::string name) {
+            return p.alloc(agent, int_arg(bytes, "alloc: bytes"), std::move(deps), std::move(name));
+          },
+          py::arg("agent"), py::arg("bytes"), py::arg("deps") = Ids{}, py::arg("name") = "")
       .def("free", &Program::free, py::arg("alloc"), py::arg("deps") = Ids{}, py::arg("name") = "")
       .def(
           "send",
-          [](Program& p, NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, Ids deps, std::string name,
-             std::int32_t tag, std::optional<NodeId> source) {
-            return p.send(agent, peer, bytes, key, std::move(deps), std::move(name), tag, source);
+          [](Program& p, NodeId agent, NodeId peer, const py::object& bytes, std::int64_t key, Ids deps,
+             std::string name, std::int32_t tag, std::optional<NodeId> source) {
+            const Bytes b = int_arg(bytes, "send: bytes");
+            return p.send(agent, peer, b, key, std::move(deps), std::move(name), tag, source);
           },
           py::arg("agent"), py::arg("peer"), py::arg("bytes"), py::arg("key"), py::arg("deps") = Ids{},
           py::arg("name") = "", py::arg("tag") = 0, py::arg("source") = py::none(),
@@ -107,20 +126,21 @@ void bind_runtime(py::module_& m) {
       .def("barrier", &Program::barrier, py::arg("agent"), py::arg("deps"), py::arg("name") = "")
       .def(
           "composite",
-          [](Program& p, NodeId agent, std::uint32_t tiles, const std::vector<std::tuple<NodeId, NodeId, Bytes>>& loads,
-             const std::string& compute, double flops, const std::string& precision, Bytes vector_bytes,
-             const std::vector<std::tuple<NodeId, NodeId, Bytes>>& stores, std::uint32_t buffers, Ids deps,
+          [](Program& p, NodeId agent, const py::object& tiles,
+             const std::vector<std::tuple<NodeId, NodeId, py::object>>& loads, const std::string& compute,
+             const py::object& flops, const std::string& precision, const py::object& vector_bytes,
+             const std::vector<std::tuple<NodeId, NodeId, py::object>>& stores, const py::object& buffers, Ids deps,
              std::string name, std::int32_t tag, std::int32_t load_tag, std::int32_t compute_tag,
              std::int32_t store_tag) {
             Pipeline pipe;
-            pipe.tiles = tiles;
-            pipe.loads = moves(loads);
+            pipe.tiles = static_cast<std::uint32_t>(int_arg(tiles, "composite: tiles", 0, UINT32_MAX));
+            pipe.loads = moves(loads, "composite: loads");
             pipe.compute = compute_from(compute);
-            pipe.flops = flops;
+            pipe.flops = real_arg(flops, "composite: flops", false);
             pipe.precision = precision_from(precision);
-            pipe.vector_bytes = vector_bytes;
-            pipe.stores = moves(stores);
-            pipe.buffers = buffers;
+            pipe.vector_bytes = int_arg(vector_bytes, "composite: vector_bytes");
+            pipe.stores = moves(stores, "composite: stores");
+            pipe.buffers = static_cast<std::uint32_t>(int_arg(buffers, "composite: buffers", 0, UINT32_MAX));
             pipe.load_tag = load_tag;
             pipe.compute_tag = compute_tag;
             pipe.store_tag = store_tag;
@@ -128,7 +148,7 @@ void bind_runtime(py::module_& m) {
           },
           py::arg("agent"), py::arg("tiles"), py::arg("loads"), py::arg("compute") = "gemm", py::arg("flops") = 0.0,
           py::arg("precision") = "fp16", py::arg("vector_bytes") = 0,
-          py::arg("stores") = std::vector<std::tuple<NodeId, NodeId, Bytes>>{}, py::arg("buffers") = 2,
+          py::arg("stores") = std::vector<std::tuple<NodeId, NodeId, py::object>>{}, py::arg("buffers") = 2,
           py::arg("deps") = Ids{}, py::arg("name") = "", py::arg("tag") = 0, py::arg("load_tag") = -1,
           py::arg("compute_tag") = -1, py::arg("store_tag") = -1,
           "A tile pipeline: per tile, `loads` (src, dst, bytes), a compute stage, `stores`; N-buffered.")
@@ -242,13 +262,8 @@ void bind_runtime(py::module_& m) {
   m.def(
       "run_program",
       [](topology::System& system, const Program& program) {
-        std::shared_ptr<RunResult> r;
-        poll_python_signals(system.sim());
-        {
-          py::gil_scoped_release nogil;
-          r = std::make_shared<RunResult>(Executor(system).run(program));
-        }
-        return r;
+        Using use(system);
+        return use.run([&] { return std::make_shared<RunResult>(Executor(system).run(program)); });
       },
       py::arg("system"), py::arg("program"), "Run a Program on a System to completion.");
 }

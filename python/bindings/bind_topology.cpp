@@ -26,7 +26,10 @@ using kernbench::sim::Time;
 namespace kernbench::bindings {
 namespace {
 
-Time when(System& s, std::optional<Time> at) { return at ? *at : s.sim().now(); }
+Time when(System& s, const py::object& at) {
+  const auto t = opt_int_arg(at, "at_ps");
+  return t ? *t : s.sim().now();
+}
 
 template <typename T, typename F>
 py::array_t<T> column(std::size_t n, F&& get) {
@@ -105,11 +108,11 @@ void bind_topology(py::module_& m) {
           },
           py::arg("text"), py::arg("source") = "<string>",
           py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{}, py::arg("seed") = 1)
-      .def_property_readonly("now", [](System& s) { return s.sim().now(); }, "Current simulated time (ps).")
+      .def_property_readonly("now", [](System& s) { Using use(s, false); return s.sim().now(); }, "Current simulated time (ps).")
       .def_property_readonly("fabric_model", [](const System& s) { return std::string(s.fabric().model_name()); })
       .def_property_readonly("num_nodes", [](const System& s) { return s.machine().num_nodes(); })
-      .def_property_readonly("in_flight", [](const System& s) { return s.fabric().in_flight(); })
-      .def_property_readonly("events_processed", [](System& s) { return s.sim().events_processed(); })
+      .def_property_readonly("in_flight", [](System& s) { Using use(s, false); return s.fabric().in_flight(); })
+      .def_property_readonly("events_processed", [](System& s) { Using use(s, false); return s.sim().events_processed(); })
       .def_property_readonly("peak_pending_events", [](System& s) { return s.sim().peak_pending_events(); })
       .def_property_readonly("chunk_hops",
                              [](System& s) -> std::uint64_t {
@@ -145,7 +148,8 @@ void bind_topology(py::module_& m) {
            },
            "Node table: name, kind, coordinates, overhead, flit_aware.")
       .def("channels",
-           [](const System& s) {
+           [](System& s) {
+             Using use(s, false);
              const auto& c = s.machine().channels();
              py::dict d;
              std::vector<std::string> cls;
@@ -164,6 +168,7 @@ void bind_topology(py::module_& m) {
       .def(
           "route",
           [](System& s, const NodeRef& a, const NodeRef& b) {
+            Using use(s, false);  // the router caches routes
             const Route& r = s.fabric().router().route(resolve(s, a), resolve(s, b));
             std::vector<std::string> names;
             for (NodeId n : r.nodes) names.push_back(s.machine().node(n).name);
@@ -173,6 +178,7 @@ void bind_topology(py::module_& m) {
       .def(
           "route_info",
           [](System& s, const NodeRef& a, const NodeRef& b) {
+            Using use(s, false);  // the router caches routes
             const Route& r = s.fabric().router().route(resolve(s, a), resolve(s, b));
             py::dict d;
             std::vector<std::string> names, classes;
@@ -192,6 +198,7 @@ void bind_topology(py::module_& m) {
       .def(
           "max_min_rates",
           [](System& s, const std::vector<std::pair<NodeRef, NodeRef>>& paths) {
+            Using use(s, false);
             // Exact max-min (progressive filling) allocation of the paths'
             // routes, each channel a resource of bandwidth x connections.
             MaxMinSolver solver;
@@ -221,14 +228,20 @@ void bind_topology(py::module_& m) {
           "Max-min fair rates (B/s) of concurrent flows along the routes of (src, dst) pairs.")
       .def(
           "transfer",
-          [](System& s, const NodeRef& src, const NodeRef& dst, Bytes bytes, std::optional<Time> at, std::int32_t tag,
-             std::uint64_t address) { return s.transfer(resolve(s, src), resolve(s, dst), bytes, when(s, at), tag, address); },
+          [](System& s, const NodeRef& src, const NodeRef& dst, const py::object& bytes, const py::object& at,
+             std::int32_t tag, const py::object& address) {
+            Using use(s);
+            const NodeId a = resolve(s, src, "transfer: src"), b = resolve(s, dst, "transfer: dst");
+            return s.transfer(a, b, int_arg(bytes, "transfer: bytes"), when(s, at), tag,
+                              static_cast<std::uint64_t>(int_arg(address, "transfer: address", 0)));
+          },
           py::arg("src"), py::arg("dst"), py::arg("bytes"), py::arg("at_ps") = py::none(), py::arg("tag") = 0,
           py::arg("address") = 0, "Schedule a transfer; returns its request id (the `request` column).")
       .def(
           "dma",
-          [](System& s, const std::string& kind, const NodeRef& issuer, const NodeRef& memory, Bytes bytes,
-             std::optional<Time> at, std::int32_t tag, std::uint64_t address) {
+          [](System& s, const std::string& kind, const NodeRef& issuer, const NodeRef& memory, const py::object& bytes,
+             const py::object& at, std::int32_t tag, const py::object& address) {
+            Using use(s);
             DmaKind k;
             if (kind == "read") {
               k = DmaKind::Read;
@@ -237,23 +250,32 @@ void bind_topology(py::module_& m) {
             } else {
               throw ConfigError("dma: unknown kind '" + kind + "' (known: read, write)");
             }
-            return s.dma(k, resolve(s, issuer), resolve(s, memory), bytes, when(s, at), tag, address);
+            const NodeId i = resolve(s, issuer, "dma: issuer"), mem = resolve(s, memory, "dma: memory");
+            return s.dma(k, i, mem, int_arg(bytes, "dma: bytes"), when(s, at), tag,
+                         static_cast<std::uint64_t>(int_arg(address, "dma: address", 0)));
           },
           py::arg("kind"), py::arg("issuer"), py::arg("memory"), py::arg("bytes"), py::arg("at_ps") = py::none(),
           py::arg("tag") = 0, py::arg("address") = 0, "Schedule a DMA read or write; returns its index in dma_ops().")
       .def(
           "traffic",
           [](System& s, const std::string& pattern, const std::vector<NodeRef>& endpoints, double offered_gbps,
-             Bytes packet, Time start_ps, Time stop_ps, const std::string& injection, std::optional<NodeRef> hotspot,
-             double hotspot_fraction, int grid_w, std::int32_t tag) {
+             const py::object& packet, const py::object& start_ps, const py::object& stop_ps,
+             const std::string& injection, std::optional<NodeRef> hotspot, double hotspot_fraction, int grid_w,
+             std::int32_t tag) {
+            Using use(s);
             TrafficSpec spec;
             spec.pattern = traffic_pattern_from_name(pattern);
             spec.injection = injection_from_name(injection);
             for (const auto& e : endpoints) spec.endpoints.push_back(resolve(s, e));
-            spec.offered = kernbench::sim::Bandwidth::gb_per_s(offered_gbps);
-            spec.packet = packet;
-            spec.start = start_ps;
-            spec.stop = stop_ps;
+            // A rate, not a count: any float; NaN and <= 0 are the generator's
+            // ConfigError, and a rate past int64 B/s has no integer value.
+            if (offered_gbps > 9.2e9)
+              throw ConfigError("traffic: offered load " + std::to_string(offered_gbps) +
+                                " GB/s is out of range (at most 9.2e9 GB/s)");
+            spec.offered = offered_gbps > 0 ? kernbench::sim::Bandwidth::gb_per_s(offered_gbps) : kernbench::sim::Bandwidth{0};
+            spec.packet = int_arg(packet, "traffic: packet_bytes");
+            spec.start = int_arg(start_ps, "traffic: start_ps");
+            spec.stop = int_arg(stop_ps, "traffic: stop_ps");
             if (hotspot) spec.hotspot = resolve(s, *hotspot);
             else if (spec.pattern == TrafficPattern::Hotspot) throw ConfigError("traffic: hotspot pattern needs `hotspot`");
             spec.hotspot_fraction = hotspot_fraction;
@@ -267,27 +289,48 @@ void bind_topology(py::module_& m) {
           "Start a synthetic traffic generator over `endpoints` (per-source offered load in GB/s).")
       .def(
           "run",
-          [](System& s, std::optional<Time> until) {
-            poll_python_signals(s.sim());
-            py::gil_scoped_release nogil;
-            if (until) {
-              s.run(*until);
-            } else {
-              s.run();
-            }
+          [](System& s, const py::object& until_ps) {
+            const auto until = opt_int_arg(until_ps, "run: until_ps");
+            Using use(s);
+            use.run([&] {
+              if (until) {
+                s.run(*until);
+              } else {
+                s.run();
+              }
+            });
           },
           py::arg("until_ps") = py::none(), "Run until idle, or through every event before until_ps.")
       .def(
           "set_limits",
-          [](System& s, std::optional<std::uint64_t> max_events, std::optional<Time> max_time_ps) {
-            s.sim().set_limits(max_events.value_or(UINT64_MAX), max_time_ps.value_or(kernbench::sim::kTimeInfinity));
+          [](System& s, const py::object& max_events, const py::object& max_time_ps) {
+            const auto events = opt_int_arg(max_events, "set_limits: max_events", 0);
+            const auto time = opt_int_arg(max_time_ps, "set_limits: max_time_ps");
+            Using use(s, false);
+            s.sim().set_limits(events ? static_cast<std::uint64_t>(*events) : UINT64_MAX,
+                               time.value_or(kernbench::sim::kTimeInfinity));
           },
           py::arg("max_events") = py::none(), py::arg("max_time_ps") = py::none(),
           "Guard against runaway models: runs raise LimitError past either limit (None: no limit).")
-      .def("transfers", [](const System& s) { return transfers_dict(s.fabric()); },
+      .def("transfers", [](System& s) { Using use(s, false); return transfers_dict(s.fabric()); },
            "Per-transfer records (numpy columns), including the four-part breakdown.")
-      .def("dma_ops", &dma_dict, "Per-DMA-op results (numpy columns).")
-      .def("op_log_kinds", [](System& s) { return s.sim().op_log().kind_names(); });
+      .def("dma_ops", [](System& s) { Using use(s, false); return dma_dict(s); }, "Per-DMA-op results (numpy columns).")
+      .def("op_log_kinds", [](System& s) { Using use(s, false); return s.sim().op_log().kind_names(); })
+      .def_property_readonly("failure", [](System& s) { Using use(s, false); return s.failure(); },
+                             "Why this System refuses further runs (an earlier run failed part-way); '' if usable.");
+
+  // Last line of defence: an allocation that fails anywhere below is a
+  // CapacityError that says so, never a bare MemoryError / std::bad_alloc.
+  static PyObject* capacity_error = m.attr("CapacityError").ptr();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(capacity_error,
+                      "out of memory: the request needs more memory than this machine has (a count or size far "
+                      "beyond what the model supports; see the argument limits in docs/python-api.md)");
+    }
+  });
 }
 
 }  // namespace kernbench::bindings

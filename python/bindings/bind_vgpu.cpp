@@ -105,11 +105,8 @@ void bind_vgpu(py::module_& m) {
           h.push_back(static_cast<int>(x));
         }
         LaunchRun run;
-        poll_python_signals(s.sim());
-        {
-          py::gil_scoped_release nogil;
-          run = run_launches(s, static_cast<int>(per_guest), static_cast<int>(guests), h, bare);
-        }
+        Using use(s);  // one user of the System at a time
+        use.run([&] { run = run_launches(s, static_cast<int>(per_guest), static_cast<int>(guests), h, bare); });
         py::list launches;
         for (const auto& r : run.launches) launches.append(launch_dict(r));
         py::dict d;
@@ -133,11 +130,8 @@ void bind_vgpu(py::module_& m) {
       "vgpu_workload",
       [](System& s, bool bare) {
         WorkloadResult w;
-        poll_python_signals(s.sim());
-        {
-          py::gil_scoped_release nogil;
-          w = run_workload(s, bare);
-        }
+        Using use(s);  // one user of the System at a time
+        use.run([&] { w = run_workload(s, bare); });
         py::dict d;
         d["bare"] = w.bare;
         d["init_ps"] = w.init;

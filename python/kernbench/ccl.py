@@ -114,9 +114,17 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     """
     from kernbench.program import RunResult
 
-    gw, gh = grid if grid is not None else (0, 0)
-    core = _core.run_collective(_core_system(system), what, algorithm, int(bytes_per_pe), list(pes or []), buffer,
-                                int(gw), int(gh), inter or "", int(pieces), int(root), verify)
+    # Numbers go to the core as given: it refuses fractions, bools and strings
+    # (nothing is truncated). pes=None means every PE; an empty list is an error.
+    if grid is not None:
+        if isinstance(grid, (str, bytes)) or len(grid) != 2:
+            raise _core.UsageError(f"collective: grid must be a (w, h) pair, got {grid!r}")
+        gw, gh = grid
+    else:
+        gw, gh = 0, 0
+    core = _core.run_collective(_core_system(system), what, algorithm, bytes_per_pe,
+                                list(pes) if pes is not None else None, buffer, gw, gh, inter or "", pieces, root,
+                                verify)
     return CollectiveResult(
         algorithm=core.algorithm, collective=core.collective, ranks=core.ranks, bytes_per_pe=core.bytes_per_pe,
         latency_ps=core.latency_ps, verified=core.verified, slices=core.slices, phases=list(core.phases),
@@ -205,7 +213,11 @@ class _Dist:
 
     @staticmethod
     def _nbytes(tensor) -> int:
-        return int(tensor.nbytes) if hasattr(tensor, "nbytes") else int(tensor)
+        # A tensor's nbytes, or a byte count under the bindings' one rule
+        # (an int, or an integral float; never truncated).
+        if hasattr(tensor, "nbytes"):
+            return _core._int_arg(tensor.nbytes, "tensor.nbytes")
+        return _core._int_arg(tensor, "tensor (a byte count)")
 
     def _run(self, what: str, tensor, algorithm=None, **kw) -> CollectiveResult:
         w = self._w()

@@ -50,7 +50,7 @@ class Program:
         return out
 
     def _moves(self, moves: Iterable[Sequence]) -> list[tuple[int, int, int]]:
-        return [(self._id(s), self._id(d), int(b)) for s, d, b in moves]
+        return [(self._id(s), self._id(d), b) for s, d, b in moves]
 
     def __len__(self) -> int:
         return len(self._core)
@@ -65,20 +65,20 @@ class Program:
 
         Every op takes an optional ``name=`` (errors, traces and ``RunResult.ops_df()``'s name
         column) and, where it runs on an engine, ``tag=`` (a label; ``ops_df()``'s tag column)."""
-        return self._core.dma(self._id(agent), self._id(src), self._id(dst), int(bytes), self._deps(deps), name,
+        return self._core.dma(self._id(agent), self._id(src), self._id(dst), bytes, self._deps(deps), name,
                               self._tag(tag))
 
     def gemm(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
         """`flops` on `agent`'s GEMM engine at `precision`."""
-        return self._core.gemm(self._id(agent), float(flops), precision, self._deps(deps), name, self._tag(tag))
+        return self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag))
 
     def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """`bytes` through `agent`'s vector engine (softmax, elementwise)."""
-        return self._core.vector(self._id(agent), int(bytes), self._deps(deps), name, self._tag(tag))
+        return self._core.vector(self._id(agent), bytes, self._deps(deps), name, self._tag(tag))
 
     def alloc(self, agent: Node, bytes: int, deps=(), name: str = "") -> int:
         """Claim scratch on `agent` (CapacityError past the PE's budget)."""
-        return self._core.alloc(self._id(agent), int(bytes), self._deps(deps), name)
+        return self._core.alloc(self._id(agent), bytes, self._deps(deps), name)
 
     def free(self, alloc: int, deps=(), name: str = "") -> int:
         """Return an alloc's scratch."""
@@ -89,7 +89,7 @@ class Program:
         """IPCQ send of `bytes` to PE `peer`, in slot-sized segments (blocks while the slots there are full).
 
         `source` is where the payload is read (default: the agent's scratch; e.g. its HBM slice)."""
-        return self._core.send(self._id(agent), self._id(peer), int(bytes), int(key), self._deps(deps), name,
+        return self._core.send(self._id(agent), self._id(peer), bytes, int(key), self._deps(deps), name,
                                self._tag(tag), None if source is None else self._id(source))
 
     def recv(self, agent: Node, peer: Node, key: int, deps=(), name: str = "", tag=None, mode: str = "consume") -> int:
@@ -113,8 +113,8 @@ class Program:
             return -1 if t is None else self._tag(t)
 
         return self._core.composite(
-            self._id(agent), int(tiles), self._moves(loads), compute, float(flops), precision, int(vector_bytes),
-            self._moves(stores), int(buffers), self._deps(deps), name, self._tag(tag), stage(load_tag), stage(compute_tag),
+            self._id(agent), tiles, self._moves(loads), compute, flops, precision, vector_bytes,
+            self._moves(stores), buffers, self._deps(deps), name, self._tag(tag), stage(load_tag), stage(compute_tag),
             stage(store_tag))
 
     def depend(self, op: int, on: int) -> None:

@@ -48,6 +48,9 @@ double CollectiveResult::algorithm_bandwidth() const {
 
 namespace {
 
+// Upper bounds of the request, checked before anything is built.
+constexpr int kMaxPieces = 1 << 16;
+constexpr std::uint64_t kMaxCells = std::uint64_t{1} << 26;
 
 struct Prepared {
   const Algorithm* algorithm = nullptr;
@@ -79,7 +82,17 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
   if (spec.buffer == Buffer::Sram && spec.bytes_per_pe > pe.scratch)
     throw CapacityError("collective: buffer=sram needs " + config::format_bytes(spec.bytes_per_pe, config::ByteUnits::UpToMiB) + " per PE but the scratch is " +
                         config::format_bytes(pe.scratch, config::ByteUnits::UpToMiB) + " (pe.scratch); use buffer=hbm for larger messages");
+  if (spec.buffer == Buffer::Hbm && spec.bytes_per_pe > pe.hbm.capacity)
+    throw CapacityError("collective: buffer=hbm needs " + config::format_bytes(spec.bytes_per_pe, config::ByteUnits::UpToMiB) +
+                        " per PE but each PE's HBM slice is " +
+                        config::format_bytes(pe.hbm.capacity, config::ByteUnits::UpToMiB) + " (pe.hbm.capacity)");
   if (spec.pieces < 1) throw UsageError("collective: pieces must be >= 1, got " + std::to_string(spec.pieces));
+  if (spec.pieces > kMaxPieces)
+    throw UsageError("collective: pieces = " + std::to_string(spec.pieces) + " is too many (at most " +
+                     std::to_string(kMaxPieces) + "; each piece is a slice of every rank's buffer)");
+  if (spec.grid_w < 0 || spec.grid_h < 0)
+    throw UsageError("collective: grid " + std::to_string(spec.grid_w) + "x" + std::to_string(spec.grid_h) +
+                     " has a negative side (0x0: the most square grid)");
   if (spec.root < 0 || spec.root >= n)
     throw UsageError("collective: root rank " + std::to_string(spec.root) + " is not one of the " + std::to_string(n) +
                      " ranks");
@@ -126,6 +139,14 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
   if (p.inter.empty()) p.inter = m.generated() ? topology::to_string(m.system().sip_topology) : "ring";
   a.check(p);
   p.slices = a.slices(p);
+  // The schedule keeps one cell per (rank, slice): refuse, up front, what
+  // could only end in an allocation failure.
+  if (static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(std::max(p.slices, 1)) > kMaxCells)
+    throw CapacityError("collective: " + std::to_string(n) + " ranks x " + std::to_string(p.slices) + " slices (pieces = " +
+                        std::to_string(spec.pieces) + ") is " +
+                        std::to_string(static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(p.slices)) +
+                        " buffer cells, more than a schedule holds (at most " + std::to_string(kMaxCells) +
+                        "); use fewer pieces");
   out.algorithm = &a;
   out.what = std::string(to_string(spec.collective)) + " " + a.name + " on " + std::to_string(n) + " PEs";
   return out;

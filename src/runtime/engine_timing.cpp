@@ -54,7 +54,7 @@ Time vector_time(const PeConfig& pe, Bytes bytes, const std::string& what) {
 
 Time scratch_read_time(const PeConfig& pe, Bytes bytes) {
   const auto cycles = (bytes + pe.vector_bytes_per_cycle - 1) / pe.vector_bytes_per_cycle;
-  return pe.ipcq_bank_hop + static_cast<Time>(cycles_to_ps(pe, static_cast<double>(cycles)));
+  return pe.ipcq_bank_hop + cycles_to_time(pe, static_cast<double>(cycles), "IPCQ slot read");
 }
 
 Time reduce_slot_time(const PeConfig& pe, Bytes bytes, const std::string& what) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/quantity.hpp"
 #include "runtime/executor_impl.hpp"
 #include "sim/errors.hpp"
 
@@ -21,10 +22,7 @@ namespace {
 
 using topology::NodeKind;
 
-std::string bytes_text(Bytes b) {
-  if (b % sim::kKiB == 0 && b >= sim::kKiB) return std::to_string(b / sim::kKiB) + " KiB";
-  return std::to_string(b) + " B";
-}
+std::string bytes_text(Bytes b) { return config::format_bytes(b, config::ByteUnits::UpToKiB); }
 
 // Nodes that own no engines: they cannot dispatch ops.
 bool owns_no_engines(NodeKind k) {

@@ -1,6 +1,7 @@
 // simulation.cpp -- run loops, process bookkeeping and failure reporting.
 #include "sim/simulation.hpp"
 
+#include <new>
 #include <string>
 
 #include "sim/process.hpp"
@@ -107,6 +108,9 @@ void Simulation::fail_process(detail::ProcessNode& node, std::exception_ptr erro
   } catch (Error& e) {
     e.add_context(where);
     failure_ = std::current_exception();
+  } catch (const std::bad_alloc&) {
+    failure_ = std::make_exception_ptr(CapacityError(where + ": out of memory (the model asked for more memory than "
+                                                             "this machine has)"));
   } catch (const std::exception& e) {
     failure_ = std::make_exception_ptr(ProcessError(where + ": " + e.what()));
   } catch (...) {
@@ -114,8 +118,10 @@ void Simulation::fail_process(detail::ProcessNode& node, std::exception_ptr erro
   }
 }
 
-void Simulation::throw_negative_delay(Time delay) {
-  throw UsageError("schedule: negative delay " + std::to_string(delay) + " ps");
+void Simulation::throw_bad_delay(Time delay) const {
+  if (delay < 0) throw UsageError("schedule: negative delay " + std::to_string(delay) + " ps");
+  throw UsageError("schedule: a delay of " + std::to_string(delay) + " ps at t=" + std::to_string(now_) +
+                   " ps goes past the simulator's time range (2^62 ps, ~53 days)");
 }
 
 void Simulation::throw_reserved_passed(Time when, std::uint64_t seq) const {

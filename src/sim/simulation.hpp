@@ -56,10 +56,12 @@ class Simulation {
   /// Current simulated time (ps).
   Time now() const { return now_; }
 
-  /// Wakes `target` after `delay` (>= 0); `arg` reaches a Handler.
+  /// Wakes `target` after `delay` (>= 0); `arg` reaches a Handler. An event
+  /// past the time range (now + delay > kMaxTime, 2^62 ps) is a UsageError
+  /// naming the delay -- never an overflowed, negative event time.
   void schedule(Time delay, Target target, std::uint64_t arg = 0) {
-    if (delay < 0) [[unlikely]]
-      throw_negative_delay(delay);
+    if (delay < 0 || delay > kMaxTime - now_) [[unlikely]]
+      throw_bad_delay(delay);
     const Event e{now_ + delay, seq_++, target, arg};
     if (delay == 0) {
       queue_.push_now(e);
@@ -84,6 +86,8 @@ class Simulation {
   void schedule_reserved(Time when, std::uint64_t seq, Target target, std::uint64_t arg = 0) {
     if (when < now_ || (when == now_ && seq <= current_seq_)) [[unlikely]]
       throw_reserved_passed(when, seq);
+    if (when > kMaxTime) [[unlikely]]
+      throw_bad_delay(when - now_);
     queue_.push_heap(Event{when, seq, target, arg});
   }
   void schedule_reserved(Time when, std::uint64_t seq, Handler& handler, std::uint64_t arg = 0) {
@@ -160,7 +164,7 @@ class Simulation {
   void fail_process(detail::ProcessNode& node, std::exception_ptr error) noexcept;
 
  private:
-  [[noreturn]] static void throw_negative_delay(Time delay);
+  [[noreturn]] void throw_bad_delay(Time delay) const;
   [[noreturn]] void throw_reserved_passed(Time when, std::uint64_t seq) const;
   [[noreturn]] void throw_time_backwards(Time t) const;
   void run_loop(Time until);

@@ -1,6 +1,9 @@
 // fabric.cpp -- what the two fabric models share: records and completion.
 #include "topology/fabric.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "sim/errors.hpp"
 #include "topology/flow_fabric.hpp"
 #include "topology/packet_fabric.hpp"
@@ -29,6 +32,7 @@ const Route& Fabric::open(const TransferSpec& spec, TransferId& id) {
     throw UsageError("transfer: node id out of range");
   check_transfer_size(spec.bytes, "transfer " + machine_.node(spec.src).name + " -> " + machine_.node(spec.dst).name);
   const Route& route = router_.route(spec.src, spec.dst);
+  check_transfer_time(route, spec, sim_.now());
   id = records_.size();
   TransferRecord r;
   r.id = id;
@@ -43,6 +47,62 @@ const Route& Fabric::open(const TransferSpec& spec, TransferId& id) {
   records_.push_back(r);
   ++in_flight_;
   return route;
+}
+
+namespace {
+
+std::string i128_text(__int128 v) {
+  if (v == 0) return "0";
+  const bool neg = v < 0;
+  std::string out;
+  for (__int128 x = neg ? -v : v; x > 0; x /= 10) out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
+  return neg ? "-" + out : out;
+}
+
+}  // namespace
+
+void Fabric::check_transfer_time(const Route& route, const TransferSpec& spec, Time start) const {
+  // The whole transfer, checked once before any chunk or flow is scheduled:
+  // per store-and-forward segment, the payload through its slowest hop (at
+  // bandwidth x connections, as the flow model streams it), plus every wire
+  // latency and node overhead (summed in 128 bits: a huge latency cannot
+  // wrap). Both models refuse the same transfers, and an uncontended run of
+  // an accepted one never passes the time range (contention beyond it is
+  // caught by Simulation::schedule).
+  const std::string what = "transfer " + machine_.node(spec.src).name + " -> " + machine_.node(spec.dst).name;
+  // The packet model's chunk indices are 32-bit (records, events).
+  if (config_.model == FabricModel::Packet && spec.bytes > 0 &&
+      (spec.bytes + config_.chunk - 1) / config_.chunk > Bytes{UINT32_MAX})
+    throw UsageError(what + ": " + std::to_string(spec.bytes) + " B is more than 2^32 - 1 chunks of fabric.chunk = " +
+                     std::to_string(config_.chunk) + " B");
+  const __int128 src_overhead = spec.charge_src_overhead ? machine_.node(spec.src).params.overhead : 0;
+  __int128 latency = 0, overhead = src_overhead, streaming = 0;
+  Time segment = 0;
+  for (std::size_t h = 0; h < route.hop.size(); ++h) {
+    const Hop& hop = route.hop[h];
+    Time t = 0;
+    try {
+      const __int128 bw = static_cast<__int128>(hop.bandwidth.bytes_per_s) * std::max(hop.connections, 1);
+      t = sim::transfer_time(spec.bytes, Bandwidth{static_cast<std::int64_t>(std::min<__int128>(bw, INT64_MAX))});
+    } catch (Error& e) {
+      e.add_context(what + " (hop " + std::to_string(h) + ": " + machine_.lane_name(hop.first_lane) + ")");
+      throw;
+    }
+    segment = std::max(segment, t);
+    latency += hop.latency;
+    overhead += hop.next_overhead;
+    if (!hop.next_flit_aware || h + 1 == route.hop.size()) {  // a segment ends here
+      streaming += segment;
+      segment = 0;
+    }
+  }
+  const __int128 total = latency + overhead + streaming;
+  if (static_cast<__int128>(start) + total > static_cast<__int128>(sim::kMaxTime))
+    throw UsageError(what + ": " + std::to_string(spec.bytes) + " B over " + std::to_string(route.hops()) +
+                     " hops takes " + i128_text(total) + " ps (wire latency " + i128_text(latency) +
+                     " ps, node overheads " + i128_text(overhead) + " ps, streaming " + i128_text(streaming) +
+                     " ps) from t=" + std::to_string(start) +
+                     " ps, past the simulator's time range (2^62 ps, ~53 days)");
 }
 
 void Fabric::close(TransferId id, Time end, const Breakdown& parts, sim::Target on_done) {

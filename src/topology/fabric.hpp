@@ -114,6 +114,17 @@ class Fabric {
   /// Totals per channel so far.
   virtual ChannelStats channel_stats(ChannelId channel) const = 0;
 
+  /// Throws UsageError if the whole transfer -- its payload through every
+  /// hop plus every latency and overhead, from `start` -- would pass the
+  /// simulator's time range (sim::kMaxTime). start() checks every transfer
+  /// before scheduling anything; System checks its own up front, when they
+  /// are scheduled, so a refused one leaves the System untouched.
+  void check_transfer_time(const Route& route, const TransferSpec& spec, Time start) const;
+  /// check_transfer_time() along the route from spec.src to spec.dst.
+  void check_transfer_time(const TransferSpec& spec, Time start) {
+    check_transfer_time(router_.route(spec.src, spec.dst), spec, start);
+  }
+
   sim::Simulation& sim() { return sim_; }
   const Machine& machine() const { return machine_; }
   Router& router() { return router_; }

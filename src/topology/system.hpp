@@ -5,7 +5,11 @@
 // (the runtime's programs) run on the same System.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "sim/simulation.hpp"
@@ -31,6 +35,11 @@ struct DmaOp {
   bool done = false;
 };
 
+/// Throws TopologyError if `issuer` cannot issue a DMA (a router, switch,
+/// UCIe or PCIe endpoint, HBM controller or memory) or `memory` holds no
+/// memory (a router, switch, UCIe or PCIe endpoint); `what` names the op.
+void check_dma_nodes(const Machine& m, NodeId issuer, NodeId memory, const std::string& what);
+
 class System {
  public:
   explicit System(Config config, std::uint64_t seed = 1);
@@ -54,6 +63,35 @@ class System {
   void run() { sim_->run(); }
   void run(Time until) { sim_->run(until); }
 
+  // ---- one user at a time ---------------------------------------------------
+  // A System is not thread-safe: its simulation, fabric and records are
+  // plain data. Every entry point that runs or mutates it (the Python
+  // bindings: run, transfer, dma, traffic, program and collective runs, the
+  // platform and workload runs) holds a Use for the whole call; a second
+  // thread waits for the first to finish (calls are serialised, in the
+  // order the lock grants them). A Use taken again by the thread that holds
+  // one (a re-entrant call from a signal handler) is a UsageError, not a
+  // deadlock.
+  class Use {
+   public:
+    explicit Use(System& system);
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    /// Marks the System unusable: an exception escaped a run after events
+    /// were processed, so its state is whatever the failed event left.
+    void failed(const std::string& why);
+
+   private:
+    System& system_;
+  };
+  /// Throws UsageError if an earlier run failed part-way (the message names
+  /// that failure): every later run or schedule on this System is refused,
+  /// since its events and records are those of a half-processed event.
+  void check_usable() const;
+  /// The failure that made this System unusable; empty while it is usable.
+  const std::string& failure() const { return failure_; }
+
   const std::vector<DmaOp>& dma_ops() const { return dma_ops_; }
   const std::vector<std::unique_ptr<TrafficGenerator>>& generators() const { return generators_; }
 
@@ -70,6 +108,9 @@ class System {
   std::vector<DmaOp> dma_ops_;
   std::vector<std::unique_ptr<TrafficGenerator>> generators_;
   sim::MemberHandler<System, &System::start_pending> starter_{*this};
+  std::mutex mutex_;
+  std::atomic<std::thread::id> owner_{};
+  std::string failure_;
 };
 
 }  // namespace kernbench::topology

@@ -33,7 +33,14 @@ TrafficGenerator::TrafficGenerator(Fabric& fabric, TrafficSpec spec) : fabric_(f
                       " endpoints with grid_w " + std::to_string(spec_.grid_w));
   if (spec_.pattern == TrafficPattern::Hotspot && !(spec_.hotspot_fraction >= 0.0 && spec_.hotspot_fraction <= 1.0))
     throw ConfigError("traffic: hotspot_fraction must be within [0, 1]");
+  check_transfer_size(spec_.packet, "traffic: packet");
+  if (spec_.start < 0) throw ConfigError("traffic: start must be >= 0 ps, got " + std::to_string(spec_.start));
+  if (spec_.stop > sim::kMaxTime)
+    throw ConfigError("traffic: stop " + std::to_string(spec_.stop) +
+                      " ps is past the simulator's time range (2^62 ps, ~53 days)");
   mean_gap_ps_ = static_cast<double>(spec_.packet) * 1e12 / static_cast<double>(spec_.offered.bytes_per_s);
+  // One checked conversion: a gap past the time range is refused up front.
+  (void)sim::ps_from_double(mean_gap_ps_, "traffic: packet / offered load (the mean injection gap)");
   sim::Simulation& sim = fabric_.sim();
   const Time now = sim.now();
   for (std::size_t s = 0; s < n; ++s) {
@@ -45,7 +52,10 @@ TrafficGenerator::TrafficGenerator(Fabric& fabric, TrafficSpec spec) : fabric_(f
 
 Time TrafficGenerator::gap() {
   if (spec_.injection == Injection::Periodic) return std::max<Time>(1, std::llround(mean_gap_ps_));
-  return std::max<Time>(1, std::llround(fabric_.sim().rng().exponential(mean_gap_ps_)));
+  // An exponential sample can land far past the mean: clamp it to the time
+  // range before converting (a double past int64 has no integer value).
+  const double g = std::min(fabric_.sim().rng().exponential(mean_gap_ps_), static_cast<double>(sim::kMaxTime));
+  return std::max<Time>(1, std::llround(g));
 }
 
 NodeId TrafficGenerator::destination(std::size_t s) {
@@ -80,7 +90,9 @@ void TrafficGenerator::on_event(std::uint64_t source) {
                                static_cast<std::int32_t>(s), static_cast<std::int64_t>(injected_)});
     ++injected_;
   }
-  sim.schedule(gap(), *this, source);
+  const Time g = gap();
+  if (g > sim::kMaxTime - sim.now()) return;  // the next packet would be past the time range: never sent
+  sim.schedule(g, *this, source);
 }
 
 }  // namespace kernbench::topology
