@@ -1,6 +1,6 @@
 """k200-bandwidth: K200 copy bandwidth vs transfer size, every path, every knob.
 
-The Kunlun K200 protocol model (src/kernels/k200/, configs/k200.yaml) runs
+The Kunlun K200 protocol model (src/platforms/k200/, configs/k200.yaml) runs
 one copy per point: sizes 4 KiB .. 1 GiB, every copy kind (pinned,
 pageable, stock driver, same-card P2P, cross-card staged, D2D), both
 directions for host copies, with the production knobs and with each knob

@@ -1,6 +1,6 @@
 """llama-layer: one LLaMA-3.1-70B decoder layer as one Program, over TP degree and machine size.
 
-The layer (src/kernels/llama.hpp: Megatron sharding, GQA case per KV group,
+The layer (src/workloads/llama.hpp: Megatron sharding, GQA case per KV group,
 chunked schedule overlapping the all-reduces with compute) runs
   prefill  T = S_kv in ``prefill_tokens`` (the prompt attends itself);
   decode   a batch of ``decode_batch`` sequences, one new token each, against

@@ -7,7 +7,7 @@
     k200.gemm(sys, 2048, 2048, 2048, "fp16", ncluster=4).gflops
     k200.run_case(k200.load_case("c4_mlp.yaml"))  # an end-to-end case with its what-ifs
 
-The C++ model (src/kernels/k200/) does the work; each call attaches a
+The C++ model (src/platforms/k200/) does the work; each call attaches a
 fresh model to the System and runs from its current time. REFERENCE holds
 the measured figures (shared/reference/k200-measured.md) and which of them
 configs/k200.yaml was fitted to, so benches and tests report fitted and
@@ -227,7 +227,7 @@ def gemm(system, m: int, n: int, k: int, precision: str = "fp32", *, ncluster: i
 
 
 def run_streams(system, streams: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Run workload streams (see src/kernels/k200/workload.hpp) to completion; returns the raw dict + Result."""
+    """Run workload streams (see src/platforms/k200/workload.hpp) to completion; returns the raw dict + Result."""
     d = dict(_core.k200_run(_core_system(system), [dict(s) for s in streams]))
     d["result"] = Result.from_dict(d)
     return d

@@ -1,6 +1,6 @@
 """One LLaMA-3.1-70B decoder layer as a single Program, tensor-parallel on the machine.
 
-The model lives in C++ (``src/kernels/llama.hpp`` documents the sharding, the
+The model lives in C++ (``src/workloads/llama.hpp`` documents the sharding, the
 GQA case per KV group, the chunked schedule that overlaps the all-reduces
 with compute, and what is counted)::
 

@@ -1,6 +1,6 @@
 """The virtualised-GPU forwarding path: launches, decomposition, P1-P12, what-ifs.
 
-The C++ model (src/kernels/vgpu/) runs the path on ``configs/vgpu.yaml``;
+The C++ model (src/platforms/vgpu/) runs the path on ``configs/vgpu.yaml``;
 this module drives it and analyses the results::
 
     from kernbench import vgpu

@@ -1,11 +1,12 @@
-// k200_config.hpp -- the typed `k200:` section: everything about a Kunlun K200
+// config.hpp -- the typed `k200:` section: everything about a Kunlun K200
 // host that is not the graph (driver knobs and costs, eDMA channels, host
 // copy threads, launch/dispatch, the compute clusters of a die).
 //
 // The graph section of configs/k200.yaml holds the hardware nodes and links
 // (host DRAM, CPU, root complex, per card a PCIe link, a card switch, two
-// dies with HBM); this section holds the parameters the K200 kernel models
-// (src/kernels/k200/) read. Defaults live here, in one place; the YAML
+// dies with HBM); this section holds the parameters the K200 protocol model
+// (src/platforms/k200/) reads. Defaults live here, in one place; the keys
+// are bound to these members once, in config_section.cpp, and the YAML
 // comments say where each value comes from.
 #pragma once
 
@@ -16,7 +17,7 @@
 namespace kernbench::topology {
 
 /// The host link of each card: its raw rate and the framing the model
-/// derives the payload bandwidth from (see K200Model::pcie_payload_bandwidth).
+/// derives the payload bandwidth from (see K200::pcie_payload_bytes_per_s).
 struct K200PcieConfig {
   std::string link_class = "pcie";          ///< graph edge class of the card <-> root complex links
   sim::Bandwidth lane_rate{2'000'000'000};  ///< raw bit rate of one lane (16 GT/s = 16 Gb/s)

@@ -1,10 +1,10 @@
-// vgpu_config.hpp -- the typed `vgpu:` section: everything about the
+// config.hpp -- the typed `vgpu:` section: everything about the
 // virtualised-GPU forwarding path that is not the graph.
 //
 // The graph section of configs/vgpu.yaml holds the hardware (guest vCPU and
 // memory, the trapped MMIO channel, the host backend, host bounce windows,
 // PCIe, GSP, GR, CE, GPU memory); this section holds the protocol
-// parameters the vGPU model (src/kernels/vgpu/) reads: the GSP RPC and its
+// parameters the vGPU model (src/platforms/vgpu/) reads: the GSP RPC and its
 // firmware service time, the host poller, the PDE forwards of a launch, the
 // launch and copy costs, the guest driver ops, the bare-metal costs the
 // guest/bare ratios use and the scripted perf workload. Defaults live here,
