@@ -179,11 +179,21 @@ Route Router::shortest_path(NodeId src, NodeId dst) const {
   return r;
 }
 
+namespace {
+// Sums of per-hop latencies and overheads saturate instead of wrapping: a
+// route whose total is past the time range is refused, with the per-hop
+// figures, by the fabric's check_transfer_time before it is ever used.
+Time saturating_add(Time a, Time b) {
+  Time out = 0;
+  return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<Time>::max() : out;
+}
+}  // namespace
+
 void Router::finish(Route& r) const {
   r.wire_latency = 0;
   r.node_overhead = 0;
   r.bottleneck = Bandwidth{std::numeric_limits<std::int64_t>::max()};
-  for (NodeId n : r.nodes) r.node_overhead += m_.node(n).params.overhead;
+  for (NodeId n : r.nodes) r.node_overhead = saturating_add(r.node_overhead, m_.node(n).params.overhead);
   r.hop.clear();
   for (std::size_t h = 0; h < r.channels.size(); ++h) {
     const ChannelId c = r.channels[h];
@@ -191,7 +201,7 @@ void Router::finish(Route& r) const {
     const NodeParams& next = m_.node(r.nodes[h + 1]).params;
     r.hop.push_back(Hop{c, ch.first_lane, ch.link.connections, ch.link.bandwidth, ch.link.latency, next.overhead,
                         next.flit_aware});
-    r.wire_latency += ch.link.latency;
+    r.wire_latency = saturating_add(r.wire_latency, ch.link.latency);
     r.bottleneck.bytes_per_s = std::min(r.bottleneck.bytes_per_s, ch.link.bandwidth.bytes_per_s);
   }
   if (r.channels.empty()) r.bottleneck = Bandwidth{};
