@@ -173,7 +173,10 @@ def coerce(value: str, default: Any) -> Any:
             raise ValueError(f"expected an integer >= 0, got {value!r}")
         return x
     if isinstance(default, float):
-        x = float(_parse_number(value))
+        try:
+            x = float(_parse_number(value))
+        except OverflowError:  # an integer too large for a double (e.g. 400 digits)
+            raise ValueError(f"expected a finite number, got {value!r}") from None
         if not math.isfinite(x) or abs(x) > 1e300:
             raise ValueError(f"expected a finite number, got {value!r}")
         if default > 0 and x <= 0:

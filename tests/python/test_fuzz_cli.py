@@ -166,7 +166,8 @@ def test_fuzz_set_and_bench_parameters(stubbed):
     ["run", "--bench", "llama-layer", "--set", "bench.tp=3"],
     ["run", "--bench", "pe-dma-perf", "--set", "system.sips.w=1e99"],
     ["run", "--bench", "pe-dma-perf", "--set", "bench.sip=-1"],
-    ["run", "--bench", "k200-cases", "--set", "bench.quick=0"],  # CI stop 23: the default ``cases: []`` is valid
+    ["run", "--bench", "k200-cases", "--set", "bench.quick=0"],
+    ["run", "--bench", "perf-fabric", "--set", "bench.window_ns=" + "9" * 400],  # an int too large for a float  # CI stop 23: the default ``cases: []`` is valid
 ])
 def test_known_reproducers_exit_2_with_one_line(stubbed, args):
     out, _ = stubbed
