@@ -142,7 +142,15 @@ py::dict plan_dict(const GemmPlan& p) {
   py::dict d;
   d["ncluster"] = p.ncluster;
   d["blocks"] = p.blocks;
+  d["block_m"] = p.block_m;
+  d["block_n"] = p.block_n;
   d["waves"] = p.waves;
+  d["core_tiles"] = p.core_tiles;
+  d["core_rounds"] = p.core_rounds;
+  d["k_padded"] = p.k_padded;
+  d["tile_utilization"] = p.tile_utilization;
+  d["scan_ps"] = p.scan_time;
+  d["scan_bytes"] = p.scan_bytes;
   d["compute_per_wave_ps"] = p.compute_per_wave;
   d["hbm_per_block_bytes"] = p.hbm_per_wave;
   d["hbm_bytes"] = p.hbm_bytes;

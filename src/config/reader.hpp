@@ -9,6 +9,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <climits>
 #include <cstdint>
 #include <optional>
@@ -108,6 +110,25 @@ class MapReader {
     if ((k.bound == Bound::Positive && x <= 0) || (k.bound == Bound::NonNegative && x < 0))
       l_.fail(v->where, path_of(name), "expected " + what + ", got " + describe(*v));
     out = static_cast<int>(x);
+    return true;
+  }
+
+  /// A plain finite decimal number ("58", "58.5", "5.85e1"); no units.
+  bool get_real(std::string_view name, double& out) const {
+    const KeyDef& k = def(name, Type::Real);
+    const Value* v = v_.find(name);
+    if (!v) return false;
+    const std::string what = k.bound == Bound::Positive      ? "a positive number"
+                             : k.bound == Bound::NonNegative ? "a non-negative number"
+                                                             : "a number";
+    const std::string t = v->type == Value::Type::Scalar ? std::string(trim(v->text)) : std::string();
+    char* end = nullptr;
+    const double x = t.empty() || t.size() > 64 ? std::nan("") : std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(x))
+      l_.fail(v->where, path_of(name), "expected " + what + ", got " + describe(*v));
+    if ((k.bound == Bound::Positive && !(x > 0)) || (k.bound == Bound::NonNegative && x < 0))
+      l_.fail(v->where, path_of(name), "expected " + what + ", got " + describe(*v));
+    out = x;
     return true;
   }
 

@@ -27,6 +27,7 @@ const char* type_name(Type t) {
     case Type::EnergyPerByte: return "energy/byte";
     case Type::EnergyPerFlop: return "energy/op";
     case Type::Power: return "power";
+    case Type::Real: return "number";
   }
   return "?";
 }

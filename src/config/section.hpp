@@ -53,6 +53,10 @@ class Section {
     return bind(std::move(name), Type::Int, std::move(doc), defaults().*m,
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_int(n, s.*m); });
   }
+  KeyDef& add(std::string name, double S::*m, std::string doc) {
+    return bind(std::move(name), Type::Real, std::move(doc), defaults().*m,
+                [m](const MapReader& r, const std::string& n, S& s) { r.get_real(n, s.*m); });
+  }
   KeyDef& add(std::string name, std::string S::*m, std::string doc) {
     return bind(std::move(name), Type::String, std::move(doc), defaults().*m,
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_string(n, s.*m); });

@@ -506,6 +506,66 @@ TEST_CASE("K200 GEMM on a die against the reference", "[k200]") {
   REQUIRE_THROWS_WITH(k.gemm(g), Catch::Contains("HBM holds 8 GiB"));
 }
 
+TEST_CASE("K200 GEMM mechanism: micro-tiles on cores, K steps, the operand scan", "[k200]") {
+  using topology::Precision;
+  topology::System sys(k200_config());
+  K200 k(sys);
+  const auto& c = k.config().compute;
+  REQUIRE(c.core_tile_m == 16);
+  REQUIRE(c.core_tile_n == 16);
+  REQUIRE(c.core_tile_k == 32);
+  REQUIRE(c.cores_per_cluster == 16);
+  const auto spec = [](std::int64_t m, std::int64_t n, std::int64_t kk, Precision p) {
+    KernelSpec g;
+    g.kind = KernelSpec::Kind::Gemm;
+    g.m = m;
+    g.n = n;
+    g.k = kk;
+    g.precision = p;
+    return g;
+  };
+  // M = 1 computes a whole 16-row micro-tile: the same wave time as M = 16, 1/16 of the useful work.
+  const GemmPlan m1 = k.plan_gemm(spec(1, 2048, 2048, Precision::Fp32));
+  const GemmPlan m16 = k.plan_gemm(spec(16, 2048, 2048, Precision::Fp32));
+  CHECK(m1.compute_per_wave == m16.compute_per_wave);
+  CHECK(m1.tile_utilization == Approx(m16.tile_utilization / 16));
+  // K = 100 runs in steps of 32: it costs K = 128.
+  const GemmPlan k100 = k.plan_gemm(spec(256, 256, 100, Precision::Fp32));
+  const GemmPlan k128 = k.plan_gemm(spec(256, 256, 128, Precision::Fp32));
+  CHECK(k100.k_padded == 128);
+  CHECK(k100.compute_per_wave == k128.compute_per_wave);
+  // 18 micro-tiles on 16 cores take 2 rounds, 16 take 1: N = 136 costs twice N = 128.
+  const GemmPlan n136 = k.plan_gemm(spec(32, 136, 2048, Precision::Fp32));
+  const GemmPlan n128 = k.plan_gemm(spec(32, 128, 2048, Precision::Fp32));
+  CHECK(n136.core_tiles == 18);
+  CHECK(n136.core_rounds == 2);
+  CHECK(n128.core_rounds == 1);
+  CHECK(n136.compute_per_wave == Approx(2.0 * static_cast<double>(n128.compute_per_wave)).margin(1));
+  // The closed form of one wave: rounds x 2 tm tn Kp / (core peak x efficiency), up to the picosecond.
+  const double core_peak = 2000.0 * 900e6 / 16;
+  const double wave_s = 1 * 2.0 * 16 * 16 * 2048 / (core_peak * c.fp32_efficiency / 100.0);
+  CHECK(static_cast<double>(n128.compute_per_wave) == Approx(wave_s * 1e12).margin(1));
+  // The scan reads A and B once at operand_scan_bandwidth: bytes follow the element size.
+  const GemmPlan f32 = k.plan_gemm(spec(32, 2048, 2048, Precision::Fp32));
+  const GemmPlan f16 = k.plan_gemm(spec(32, 2048, 2048, Precision::Fp16));
+  CHECK(f32.scan_bytes == (32 * 2048 + 2048 * 2048) * 4);
+  CHECK(f32.scan_bytes == 2 * f16.scan_bytes);
+  CHECK(f32.scan_time == sim::transfer_time(f32.scan_bytes, c.operand_scan_bandwidth));
+  // In a run the scan is serial before the tiles: turning it off saves exactly its time
+  // (its HBM reads, at the HBM link's rate, finish inside it).
+  const auto elapsed = [&](const std::vector<topology::Override>& o) {
+    topology::System s2(k200_config(o));
+    K200 k2(s2);
+    return k2.gemm(spec(32, 2048, 2048, Precision::Fp32)).elapsed();
+  };
+  const sim::Time with = elapsed({});
+  const sim::Time without = elapsed({{"k200.compute.operand_scan_bandwidth", "0 B/s"}});
+  CHECK(with - without == f32.scan_time);
+  // A small-M fc costs far more than its FLOPs at the square-GEMM rate.
+  const double flops = 2.0 * 32 * 2048 * 2048;
+  CHECK(static_cast<double>(with) * 1e-12 > 3.0 * flops / 7800e9);
+}
+
 TEST_CASE("K200 runs are bit-identical", "[k200]") {
   const auto run = [] {
     topology::System sys(k200_config());

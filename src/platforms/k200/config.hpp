@@ -89,7 +89,8 @@ struct K200LaunchConfig {
   sim::Time wait_overhead = 2 * sim::kMicrosecond;   ///< host: noticing a finished kernel in a wait
 };
 
-/// The compute of one die (a "PD") and the GEMM kernel's tiling.
+/// The compute of one die (a "PD") and the xdnn fc (GEMM) kernel's mapping
+/// onto it (see gemm.cpp for the mechanism).
 struct K200ComputeConfig {
   std::int64_t clock_hz = 900'000'000;
   int clusters = 8;
@@ -100,10 +101,14 @@ struct K200ComputeConfig {
   sim::Time elementwise_element_time = 3600;  ///< per element per cluster, elementwise kernels (ps)
   sim::Time elementwise_serial_element_time = 0;  ///< per element, not spread over clusters (ps)
   sim::Bytes gemm_block_bytes = sim::kKiB;  ///< output block per cluster: a side of this many bytes of elements
+  int core_tile_m = 16;                     ///< a core's micro-tile: rows of C
+  int core_tile_n = 16;                     ///< a core's micro-tile: columns of C
+  int core_tile_k = 32;                     ///< K is consumed in steps of this many elements
   sim::Bytes kpanel_capacity = 10 * sim::kKiB;  ///< per core: K-panel bytes held without spilling
-  int fp32_efficiency = 60;                ///< % of cluster peak reached inside a block (no spill)
-  int fp16_efficiency = 75;
-  int spill_penalty = 100;                 ///< % extra compute once the K panel spills
+  double fp32_efficiency = 60;             ///< % of a core's peak on a full micro-tile (no spill)
+  double fp16_efficiency = 75;
+  double spill_penalty = 100;              ///< % extra compute once the K panel spills
+  sim::Bandwidth operand_scan_bandwidth{0};  ///< per fc call, the max-finding pass over A and B; 0 = none
   sim::Time fc_overhead = 40 * sim::kMicrosecond;  ///< per xdnn fc call, besides launch/dispatch/wait
   sim::Bytes hbm_capacity = 8 * sim::kGiB;  ///< HBM per die: a GEMM's operands must fit
 };

@@ -5,6 +5,7 @@
 #include "platforms/k200/config_section.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -196,15 +197,23 @@ void add_config_section(config::Schema& schema) {
   k200_compute.bytes("gemm_block_bytes", &K200ComputeConfig::gemm_block_bytes,
       "GEMM output block per cluster: side of this many bytes of elements")
       .min(Bound::Positive);
+  k200_compute.add("core_tile_m", &K200ComputeConfig::core_tile_m, "a core's micro-tile: rows of C")
+      .min(Bound::Positive);
+  k200_compute.add("core_tile_n", &K200ComputeConfig::core_tile_n, "a core's micro-tile: columns of C")
+      .min(Bound::Positive);
+  k200_compute.add("core_tile_k", &K200ComputeConfig::core_tile_k, "K is consumed in steps of this many elements")
+      .min(Bound::Positive);
   k200_compute.bytes("kpanel_capacity", &K200ComputeConfig::kpanel_capacity,
       "per core: K-panel bytes held without spilling")
       .min(Bound::Positive);
-  k200_compute.add("fp32_efficiency", &K200ComputeConfig::fp32_efficiency, "% of cluster peak inside a block, FP32")
-      .min(Bound::Positive);
-  k200_compute.add("fp16_efficiency", &K200ComputeConfig::fp16_efficiency, "% of cluster peak inside a block, FP16")
-      .min(Bound::Positive);
+  k200_compute.add("fp32_efficiency", &K200ComputeConfig::fp32_efficiency,
+      "% of a core's peak on a full micro-tile, FP32").min(Bound::Positive);
+  k200_compute.add("fp16_efficiency", &K200ComputeConfig::fp16_efficiency,
+      "% of a core's peak on a full micro-tile, FP16").min(Bound::Positive);
   k200_compute.add("spill_penalty", &K200ComputeConfig::spill_penalty, "% extra compute once the K panel spills")
       .min(Bound::NonNegative);
+  k200_compute.add("operand_scan_bandwidth", &K200ComputeConfig::operand_scan_bandwidth,
+      "per fc call: the max-finding pass over A and B (0: none)");
   k200_compute.time("fc_overhead", &K200ComputeConfig::fc_overhead, "per xdnn fc call, besides launch/dispatch/wait")
       .min(Bound::NonNegative);
   k200_compute.bytes("hbm_capacity", &K200ComputeConfig::hbm_capacity, "HBM per die (a GEMM's A, B and C must fit)")
@@ -214,8 +223,8 @@ void add_config_section(config::Schema& schema) {
       k.fail("default_ncluster", "default_ncluster (" + std::to_string(v.default_ncluster) + ") exceeds clusters (" +
                                      std::to_string(v.clusters) + ")");
     for (const char* e : {"fp32_efficiency", "fp16_efficiency"}) {
-      const int x = std::string(e) == "fp32_efficiency" ? v.fp32_efficiency : v.fp16_efficiency;
-      if (x > 100) k.fail(e, "an efficiency is a percentage of peak: expected 1..100, got " + std::to_string(x));
+      const double x = std::string(e) == "fp32_efficiency" ? v.fp32_efficiency : v.fp16_efficiency;
+      if (x > 100) k.fail(e, "an efficiency is a percentage of peak: expected (0, 100], got " + [&] { char b[32]; std::snprintf(b, sizeof b, "%g", x); return std::string(b); }());
     }
   });
 }

@@ -1,23 +1,34 @@
 // gemm.cpp -- GEMM on one die (an xdnn `fc` call), C[M,N] = A[M,K] B[K,N].
 //
-// The output is cut into square blocks whose side holds gemm_block_bytes of
-// elements (256 FP32 or 512 FP16 elements for 1 KiB), smaller at the edges;
-// each of the `ncluster` clusters computes one block at a time, so the
-// blocks run in waves of ncluster. A block needs its A panel (bm x K) and B
-// panel (K x bn) from HBM: the panels of the next wave are fetched through
-// the fabric (the die <-> HBM link, shared by the clusters) while the
-// current wave computes (double buffering), so a wave costs
-// max(compute, panel fetch), and C is written back at the end.
-//
-// Compute of one block: 2 bm bn K FLOPs at the cluster's peak
-// (flops_per_cycle x clock) times the kernel's in-block efficiency (one per
-// precision, fitted to the 2048^3 figures). Each core streams a K panel of
-// K x element bytes; past kpanel_capacity it spills (the reference
-// attributes the drop at large K to register spill), which costs
-// spill_penalty % extra compute (the measured drop is a step, flat beyond).
-// Edge blocks are computed as whole blocks (tile quantization). Every call
-// also pays fc_overhead on the device (the fc's setup), besides the
-// launch, dispatch and wait of launch.cpp.
+// The mechanism, in the order a call pays it:
+//  1. fc_overhead: the call's fixed cost on the device.
+//  2. The operand scan: the fc is given no max of its operands (xdnn's fc
+//     takes max pointers for its quantized paths; a null one is computed),
+//     so each call reads A and B once to find their range, at
+//     operand_scan_bandwidth (HBM traffic through the fabric too). Its cost
+//     follows the operands' bytes, not the FLOPs: it is what makes a small-M
+//     fc with a large weight cost far more than its FLOPs, and FP32 about
+//     twice FP16 there. 0 turns it off.
+//  3. The tiles. C is cut into blocks whose side holds gemm_block_bytes of
+//     elements (smaller when M or N is), one block per cluster at a time,
+//     so blocks run in waves of ncluster; edge blocks cost whole blocks.
+//     Inside a block the cluster's cores_per_cluster cores compute
+//     core_tile_m x core_tile_n micro-tiles of C, K in steps of core_tile_k:
+//     a block costs ceil(tiles / cores) rounds of one micro-tile each. So
+//     M = 1 costs a whole core_tile_m rows, a K of 100 costs 128, and 20
+//     micro-tiles on 16 cores cost 2 rounds: tile_utilization says what
+//     share of the computed multiply-adds is useful.
+//  4. Operand traffic: a block needs its A panel (bm x K) and B panel
+//     (K x bn) from HBM in the cluster's memory. The panels of the next
+//     wave are fetched through the fabric (die <-> HBM, shared by the
+//     clusters) while the current wave computes (double buffering), so a
+//     wave costs max(compute, fetch); the first fetch is exposed and C is
+//     written back per wave.
+// A micro-tile runs at the core's share of the cluster peak
+// (flops_per_cycle x clock / cores) times the kernel's efficiency (one per
+// precision). A core holds kpanel_capacity bytes of a K panel; past that it
+// spills (the reference attributes the drop at large K to register spill),
+// which costs spill_penalty % extra compute (the measured drop is a step).
 //
 // INT8 (and BF16) have no GEMM kernel on KL1: asking is a UsageError.
 #include <algorithm>
@@ -55,23 +66,34 @@ GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   p.ncluster = ncluster_of(k);
   const bool fp32 = k.precision == Precision::Fp32;
   const std::int64_t elem = fp32 ? 4 : 2;
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
   const std::int64_t block = std::max<std::int64_t>(1, c.gemm_block_bytes / elem);
-  const std::int64_t bm = std::min<std::int64_t>(block, k.m);
-  const std::int64_t bn = std::min<std::int64_t>(block, k.n);
-  p.blocks = ((k.m + bm - 1) / bm) * ((k.n + bn - 1) / bn);
-  p.waves = (p.blocks + p.ncluster - 1) / p.ncluster;
+  p.block_m = std::min<std::int64_t>(block, k.m);
+  p.block_n = std::min<std::int64_t>(block, k.n);
+  p.blocks = ceil_div(k.m, p.block_m) * ceil_div(k.n, p.block_n);
+  p.waves = ceil_div(p.blocks, p.ncluster);
+  const std::int64_t tm = c.core_tile_m, tn = c.core_tile_n, tk = c.core_tile_k;
+  p.core_tiles = ceil_div(p.block_m, tm) * ceil_div(p.block_n, tn);
+  p.core_rounds = ceil_div(p.core_tiles, c.cores_per_cluster);
+  p.k_padded = ceil_div(k.k, tk) * tk;
   const double cluster_peak =
       static_cast<double>(fp32 ? c.fp32_flops_per_cycle : c.fp16_flops_per_cycle) * static_cast<double>(c.clock_hz);
+  const double core_peak = cluster_peak / c.cores_per_cluster;
   const double eff = (fp32 ? c.fp32_efficiency : c.fp16_efficiency) / 100.0;
   const double panel = static_cast<double>(k.k * elem);
   p.spill_fraction = std::max(0.0, 1.0 - static_cast<double>(c.kpanel_capacity) / panel);
-  const double block_flops = 2.0 * static_cast<double>(bm) * static_cast<double>(bn) * static_cast<double>(k.k);
   const double spill = p.spill_fraction > 0.0 ? c.spill_penalty / 100.0 : 0.0;
-  const double seconds = block_flops / (cluster_peak * eff) * (1.0 + spill);
-  p.compute_per_wave = static_cast<Time>(std::ceil(seconds * 1e12));
-  p.hbm_per_wave = (bm + bn) * k.k * elem;  // per block; a wave moves this times its blocks
-  p.hbm_bytes = p.blocks * p.hbm_per_wave + k.m * k.n * elem;
+  const double tile_flops = 2.0 * static_cast<double>(tm * tn) * static_cast<double>(p.k_padded);
+  const double seconds = static_cast<double>(p.core_rounds) * tile_flops / (core_peak * eff) * (1.0 + spill);
+  p.compute_per_wave = sim::ps_from_double(seconds * 1e12, "K200 GEMM: one wave's compute");
   p.flops = 2.0 * static_cast<double>(k.m) * static_cast<double>(k.n) * static_cast<double>(k.k);
+  const double computed = static_cast<double>(p.waves * p.ncluster * p.core_rounds * c.cores_per_cluster) * tile_flops;
+  p.tile_utilization = p.flops / computed;
+  p.scan_bytes = (k.m * k.k + k.k * k.n) * elem;
+  if (c.operand_scan_bandwidth.bytes_per_s > 0)
+    p.scan_time = sim::transfer_time(p.scan_bytes, c.operand_scan_bandwidth);
+  p.hbm_per_wave = (p.block_m + p.block_n) * k.k * elem;  // per block; a wave moves this times its blocks
+  p.hbm_bytes = (p.scan_time > 0 ? p.scan_bytes : 0) + p.blocks * p.hbm_per_wave + k.m * k.n * elem;
   p.peak_flops_per_s = cluster_peak * p.ncluster;
   return p;
 }
@@ -95,9 +117,22 @@ sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   const Time t0 = sim.now();
   if (cfg_.compute.fc_overhead > 0) co_await sim.delay(cfg_.compute.fc_overhead);
   record(ch, "fc_setup", d.res_compute, k.tag, t0, t0, sim.now());
+  if (p.scan_time > 0) {
+    // The max-finding pass: its reads share the die's HBM link with everyone
+    // else's traffic, and it lasts at least scan_time.
+    const Time s0 = sim.now();
+    runtime::Join j(sim);
+    j.left = 1;
+    Chain reads = ch;
+    sim.spawn("k200.gemm_scan", runtime::joined(hbm_move(reads, d, p.scan_bytes, true, k.tag), reads, j));
+    co_await sim.delay(p.scan_time);
+    co_await j.done.wait();
+    record(ch, "fc_scan", d.res_compute, k.tag, s0, s0, sim.now(), p.scan_bytes);
+    ch.last = rec_.later(ch.last, j.last);
+  }
   const auto wave_blocks = [&](std::int64_t w) { return std::min<std::int64_t>(p.ncluster, p.blocks - w * p.ncluster); };
   co_await hbm_move(ch, d, wave_blocks(0) * p.hbm_per_wave, true, k.tag);
-  const double block_flops = p.flops / static_cast<double>(p.blocks);
+  const double block_flops = p.flops / static_cast<double>(p.blocks);  // useful FLOPs, for the op log
   // C leaves in per-wave slices (its share of M x N), each written back
   // while the next wave computes; only the last one is exposed. Each fetch
   // and store forks from the wave's chain; a wave follows the later of the

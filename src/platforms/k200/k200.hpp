@@ -132,14 +132,22 @@ struct KernelSpec {
   std::int32_t launched_by = -1;  ///< the cause node of its launch (set by launch_task)
 };
 
-/// The GEMM plan on one die (what gemm_time() decided).
+/// The GEMM plan on one die (what plan_gemm() decided; gemm.cpp says how).
 struct GemmPlan {
   int ncluster = 0;
-  std::int64_t blocks = 0;        ///< output blocks (block x block)
+  std::int64_t blocks = 0;        ///< output blocks (bm x bn), one cluster each
+  std::int64_t block_m = 0;       ///< rows of C per block
+  std::int64_t block_n = 0;       ///< columns of C per block
   std::int64_t waves = 0;         ///< rounds of ncluster blocks
+  std::int64_t core_tiles = 0;    ///< micro-tiles per block
+  std::int64_t core_rounds = 0;   ///< rounds of cores_per_cluster micro-tiles per block
+  std::int64_t k_padded = 0;      ///< K rounded up to core_tile_k
+  double tile_utilization = 0.0;  ///< useful / computed multiply-adds (quantization in M, N, K and over cores)
   Time compute_per_wave = 0;      ///< one block on one cluster
-  Bytes hbm_per_wave = 0;         ///< A and B panels of the wave's blocks
-  Bytes hbm_bytes = 0;            ///< total HBM traffic (A, B panels and C)
+  Time scan_time = 0;             ///< the max-finding pass over A and B (0: none)
+  Bytes scan_bytes = 0;           ///< bytes of A and B that pass reads
+  Bytes hbm_per_wave = 0;         ///< A and B panels of one block (a wave moves this times its blocks)
+  Bytes hbm_bytes = 0;            ///< total HBM traffic (scan, A and B panels, C)
   double spill_fraction = 0.0;    ///< of the K panel that does not fit a core
   double flops = 0.0;
   double peak_flops_per_s = 0.0;  ///< of the clusters used
