@@ -362,8 +362,16 @@ def load_data(path: str | Path, registry: Registry | None = None) -> Dataset:
     else:
         raise CalibrationError(f"--data {p}: expected a .yaml, .yml or .csv file")
     for g, spec in groups.items():
-        if not isinstance(spec, dict) or any(k not in ("tolerance", "doc") for k in spec):
+        if not isinstance(spec, dict):
             raise CalibrationError(f"{p}: groups.{g}: a map with tolerance and doc")
+        for k in spec:
+            if k not in ("tolerance", "doc"):
+                raise CalibrationError(f"{p}: groups.{g}.{k}: unknown key (known: tolerance, doc)")
+        if "tolerance" in spec:
+            try:
+                parse_tolerance(spec["tolerance"])
+            except ValueError as e:
+                raise CalibrationError(f"{p}: groups.{g}: {e}") from None
     rows: list[Row] = []
     seen: dict[str, int] = {}
     known: dict[str, bool] = {}
