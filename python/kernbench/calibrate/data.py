@@ -220,7 +220,8 @@ def _yaml_rows(path: Path, text: str) -> tuple[list[tuple[int, Any]], dict, dict
 
 def _csv_rows(path: Path, text: str) -> list[tuple[int, Any]]:
     lines = ["" if ln.lstrip().startswith("#") else ln for ln in text.splitlines()]
-    reader = csv.DictReader(io.StringIO("\n".join(lines) + "\n"))
+    skip = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))  # comments above the header
+    reader = csv.DictReader(io.StringIO("\n".join(lines[skip:]) + "\n"))
     if reader.fieldnames is None:
         raise CalibrationError(f"{path}: empty CSV (expected a header: {', '.join(CSV_REQUIRED)}, ...)")
     header = [h.strip() for h in reader.fieldnames]
@@ -233,12 +234,12 @@ def _csv_rows(path: Path, text: str) -> list[tuple[int, Any]]:
     if unknown:
         raise CalibrationError(f"{path}:1: unknown column {unknown[0]!r} (known: {', '.join(ROW_KEYS)})")
     out = []
-    prev = reader.line_num
+    prev = reader.line_num + skip
     for rec in reader:
         start = prev + 1
         while start <= len(lines) and not lines[start - 1].strip():
             start += 1
-        prev = reader.line_num
+        prev = reader.line_num + skip
         if None in rec:
             raise CalibrationError(f"{path}:{start}: more cells than columns")
         out.append((start, {k: v.strip() for k, v in rec.items() if v is not None and v.strip() != ""}))
