@@ -180,8 +180,9 @@ def _calibrate_parser(sub) -> None:
     c.add_argument("--loss", default="soft_l1", choices=["linear", "soft_l1", "huber", "cauchy", "arctan"],
                    help="robust loss of scipy.optimize.least_squares (default soft_l1)")
     c.add_argument("--f-scale", type=float, default=0.1, help="residual scale of the loss, in log error (default 0.1)")
-    c.add_argument("--diff-step", type=float, default=1e-3,
-                   help="finite-difference step on the [0, 1]-scaled parameters (default 1e-3)")
+    c.add_argument("--diff-step", type=float, default=1e-2,
+                   help="finite-difference step on the [0, 1]-scaled parameters (default 1e-2: wider than the "
+                        "simulator's small steps)")
     c.add_argument("--max-nfev", type=int, default=None, help="most fit iterations (default 60 x (parameters + 1))")
     c.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     c.add_argument("--no-plots", action="store_true", help="write no PNGs")

@@ -67,7 +67,7 @@ def evaluate_rows(ev: Evaluator, rows: Sequence[Row], texts: Mapping[str, str], 
 
 def calibrate(data: str | Path | Dataset, free: Sequence[str | Free] = (), fit_on: Sequence[str] | None = None, *,
               config: Any = None, sets: Mapping[str, Any] | Iterable[str] | None = None, seed: int = 1,
-              cv_by: str = "group", loss: str = "soft_l1", f_scale: float = 0.1, diff_step: float = 1e-3,
+              cv_by: str = "group", loss: str = "soft_l1", f_scale: float = 0.1, diff_step: float = 1e-2,
               tolerance: float | None = None, registry: Registry | None = None, max_nfev: int | None = None,
               command: str = "") -> dict[str, Any]:
     """Fit ``free`` (``PATH=LO..HI`` texts) on the rows of ``fit_on`` (default: every group), predict the rest,

@@ -240,16 +240,30 @@ def _steps(free: Sequence[Free], diff_step: float) -> np.ndarray:
 
 
 def fit(ev: Evaluator, rows: Sequence[Row], x0: Sequence[float], *, loss: str = "soft_l1", f_scale: float = 0.1,
-        diff_step: float = 1e-3, max_nfev: int | None = None, digits: int = 6) -> FitResult:
+        diff_step: float = 1e-2, max_nfev: int | None = None, digits: int = 6, starts_random: int = 4,
+        polish: int = 2) -> FitResult:
     """Robust least squares of log(model / measured) over ``rows``, then the fitted texts at ``digits``."""
     from scipy.optimize import least_squares
 
     free = ev.free
     x0 = np.clip(np.asarray(x0, dtype=float), 0.0, 1.0)
     steps = _steps(free, diff_step)
-    res = least_squares(lambda x: ev.residuals(rows, x), x0, bounds=(np.zeros(len(free)), np.ones(len(free))),
-                        loss=loss, f_scale=f_scale, diff_step=steps, method="trf",
-                        max_nfev=max_nfev or 60 * (len(free) + 1))
+    lb, ub = np.zeros(len(free)), np.ones(len(free))
+
+    def cost_of(xx):
+        return float(np.sum(_rho(ev.residuals(rows, xx), loss, f_scale)))
+
+    # Starts: the given point, the centre of the box and a few seeded points; the fit runs from the best
+    # `polish` of them (a simulator's cost has plateaus that trap a single local fit).
+    rng = np.random.default_rng(12345)
+    starts = [x0, np.full(len(free), 0.5)] + [rng.uniform(0.05, 0.95, len(free)) for _ in range(starts_random)]
+    ranked = sorted(starts, key=cost_of)[:max(1, polish)]
+    res = None
+    for s in ranked:
+        r = least_squares(lambda x: ev.residuals(rows, x), s, bounds=(lb, ub), loss=loss, f_scale=f_scale,
+                          diff_step=steps, method="trf", jac="3-point", max_nfev=max_nfev or 60 * (len(free) + 1))
+        if res is None or r.cost < res.cost:
+            res = r
     x = res.x
     # Integer keys: the best of the neighbouring whole values (the trust region sees steps, not slopes).
     ints = [i for i, f in enumerate(free) if f.integer and not f.unit]
@@ -295,17 +309,17 @@ def _rho(r: np.ndarray, loss: str, f_scale: float) -> np.ndarray:
 
 
 def jacobian(ev: Evaluator, rows: Sequence[Row], x: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """d (weighted log error) / d log(parameter value) at x, by one-sided differences inside [0, 1]."""
-    r0 = ev.residuals(rows, x)
+    """d (weighted log error) / d log(parameter value) at x: central differences over +-step (one-sided at a
+    bound), so a simulator's small steps (poll periods, whole picoseconds) average out over the step."""
     J = np.zeros((len(rows), len(ev.free)))
     for j, f in enumerate(ev.free):
-        h = steps[j] if x[j] + steps[j] <= 1.0 else -steps[j]
-        xx = np.array(x, dtype=float)
-        xx[j] += h
-        v0, v1 = f.value(x[j]), f.value(xx[j])
-        if v1 == v0 or v0 <= 0:
+        lo_x, hi_x = max(x[j] - steps[j], 0.0), min(x[j] + steps[j], 1.0)
+        xa, xb = np.array(x, dtype=float), np.array(x, dtype=float)
+        xa[j], xb[j] = lo_x, hi_x
+        va, vb = f.value(xa[j]), f.value(xb[j])
+        if vb == va or va <= 0:
             continue
-        J[:, j] = (ev.residuals(rows, xx) - r0) / math.log(v1 / v0)
+        J[:, j] = (ev.residuals(rows, xb) - ev.residuals(rows, xa)) / math.log(vb / va)
     return J
 
 
