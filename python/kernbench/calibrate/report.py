@@ -238,15 +238,18 @@ def _figures(result: Mapping[str, Any], out: Path) -> list[str]:
     cv = [100 * (r["cv_error"] if r.get("cv_error") is not None else np.nan) for r in rows]
     err = [100 * r["error"] for r in rows]
     x = np.arange(len(rows))
-    ax.bar(x - 0.2, err, 0.4, label="error", color=["tab:blue" if r["role"] == "fitted" else "tab:orange"
-                                                    for r in rows])
-    ax.bar(x + 0.2, cv, 0.4, label="cross-validated error", color="tab:green")
+    from matplotlib.patches import Patch
+
+    ax.bar(x - 0.2, err, 0.4, color=["tab:blue" if r["role"] == "fitted" else "tab:orange" for r in rows])
+    ax.bar(x + 0.2, cv, 0.4, color="tab:green")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(x)
     ax.set_xticklabels([r["id"] for r in rows], rotation=90, fontsize=7)
     ax.set_ylabel("%")
     ax.set_title("error per row (blue fitted, orange predicted; green cross-validated)")
-    ax.legend(fontsize=7)
+    ax.legend(handles=[Patch(color="tab:blue", label="error, fitted row"),
+                       Patch(color="tab:orange", label="error, predicted row"),
+                       Patch(color="tab:green", label="cross-validated error")], fontsize=7)
     save_figure(fig, out / "cv_error.png")
     plt.close(fig)
     names.append("cv_error.png")
