@@ -23,6 +23,7 @@ Every error names the file, the line and the row id (``CalibrationError``).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import shlex
@@ -88,11 +89,16 @@ def parse_tolerance(v: Any) -> float:
     return x
 
 
-def schema_key(path: str) -> dict[str, Any] | None:
-    """The schema entry of a config path (``k200.compute.fc_overhead``; list items by index), or None."""
+@functools.lru_cache(maxsize=1)
+def _schema_keys() -> dict[str, Any]:
     from kernbench.config import schema
 
-    node: dict[str, Any] = {"keys": schema().get("keys", {})}
+    return schema().get("keys", {})
+
+
+def schema_key(path: str) -> dict[str, Any] | None:
+    """The schema entry of a config path (``k200.compute.fc_overhead``; list items by index), or None."""
+    node: dict[str, Any] = {"keys": _schema_keys()}
     for part in path.split("."):
         if node.get("type") == "list" and isinstance(node.get("items"), dict):
             if not part.isdigit():
