@@ -235,3 +235,19 @@ def test_shipped_data_files_evaluate(name):
     """The K200, vGPU and fabric data files of docs/calibrate.md run through the built-in functions."""
     res = cal.calibrate(HERE / name)
     assert res["rows"] and all(r["model"] > 0 and r["role"] == "predicted" for r in res["rows"])
+
+
+def test_overlay_of_a_list_item_round_trips(tmp_path):
+    """A free parameter inside a list (a graph edge) writes the base config's whole list into the overlay, which
+    loads as a config and reproduces the errors."""
+    rows = ["  - {id: stock, group: g, call: k200.copy kind=stock direction=h2d bytes=64MiB, metric: bandwidth, "
+            "value: 4.27, unit: GiB/s}\n"]
+    data = _write(tmp_path, rows)
+    res = cal.calibrate(data, ["graph.edges.0.latency=10 ns..1000 ns"])
+    out = cal.write_outputs(res, tmp_path / "out", plots=False)
+    assert "edges: [" in Path(out["overlay"]).read_text()
+    chk = cal.check(out["overlay"], data)
+    assert [r["error"] for r in chk["rows"]] == [r["error"] for r in res["rows"]]
+    from kernbench.config import validate
+
+    assert validate(out["overlay"])["kind"] == "graph"

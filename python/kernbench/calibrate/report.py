@@ -35,18 +35,40 @@ def _num(v: float | None) -> str:
     return f"{v:.4g}" if (a >= 1e7 or (a < 1e-2 and a != 0)) else (f"{v:.0f}" if a >= 1000 else f"{v:.4g}")
 
 
-def _nest(values: Mapping[str, str]) -> dict[str, Any]:
+def _nest(values: Mapping[str, str], base: Any = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Dotted paths -> nested maps. A path through a list (``graph.edges.2.bandwidth``) writes the whole list,
+    taken from the base config with the items changed (an included file's list is replaced whole); returns the
+    tree and, per list, the changed item paths."""
+    import copy
+
+    from kernbench.calibrate.fit import _config_lookup
+
     tree: dict[str, Any] = {}
+    lists: dict[str, list[str]] = {}
     for path, v in values.items():
         parts = path.split(".")
-        if any(p.isdigit() for p in parts):
-            raise CalibrationError(f"overlay: {path}: a list item cannot be written as an overlay key (a list "
-                                   "in an included file is replaced whole); fit a map key instead")
+        idx = next((i for i, p in enumerate(parts) if p.isdigit()), None)
+        if idx is None:
+            node = tree
+            for p in parts[:-1]:
+                node = node.setdefault(p, {})
+            node[parts[-1]] = v
+            continue
+        prefix = ".".join(parts[:idx])
         node = tree
-        for p in parts[:-1]:
+        for p in parts[:idx - 1]:
             node = node.setdefault(p, {})
-        node[parts[-1]] = v
-    return tree
+        if not isinstance(node.get(parts[idx - 1]), list):
+            try:
+                node[parts[idx - 1]] = copy.deepcopy(_config_lookup(base, prefix))
+            except Exception:
+                raise CalibrationError(f"overlay: {path}: the base config has no list {prefix} to copy") from None
+        item: Any = node[parts[idx - 1]]
+        for p in parts[idx:-1]:
+            item = item[int(p)] if isinstance(item, list) else item.setdefault(p, {})
+        item[parts[-1]] = v
+        lists.setdefault(prefix, []).append(".".join(parts[idx:]))
+    return tree, lists
 
 
 def _scalar_text(v: str) -> str:
@@ -85,7 +107,7 @@ def overlay_text(result: Mapping[str, Any], out_dir: Path) -> str:
             rel = str(base)
         lines.append(f"include: [{json.dumps(rel)}]")
     values = result.get("overlay_values", {})
-    tree = _nest(values)
+    tree, lists = _nest(values, base)
 
     def emit(node: Mapping[str, Any], prefix: str, indent: int) -> None:
         for k, v in node.items():
@@ -93,6 +115,11 @@ def overlay_text(result: Mapping[str, Any], out_dir: Path) -> str:
             if isinstance(v, dict):
                 lines.append(" " * indent + f"{k}:")
                 emit(v, path + ".", indent + 2)
+                continue
+            if isinstance(v, list):
+                changed = ", ".join(f"{path}.{c}" for c in lists.get(path, []))
+                lines.append(" " * indent + f"# {path}: the base config's list, with {changed} changed")
+                lines.append(" " * indent + f"{k}: {json.dumps(v)}")
                 continue
             if path in free:
                 f = free[path]
@@ -133,7 +160,7 @@ def read_overlay(path: str | Path) -> dict[str, Any]:
             if isinstance(v, dict):
                 walk(v, f"{prefix}{k}.")
             elif isinstance(v, list):
-                raise CalibrationError(f"--check {p}: {prefix}{k}: a list; an overlay holds single values")
+                walk(dict((str(i), item) for i, item in enumerate(v)), f"{prefix}{k}.")
             else:
                 values[f"{prefix}{k}"] = str(v)
 
