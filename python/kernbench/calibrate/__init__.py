@@ -98,7 +98,7 @@ def calibrate(data: str | Path | Dataset, free: Sequence[str | Free] = (), fit_o
                 raise CalibrationError(f"{r.where()}: its set fixes {p}, a free parameter (the row would not "
                                        "see the fitted value)")
     if cv_by not in ("group", "row", "none"):
-        known = {k for r in ds.rows for k in list(r.params) + list(r.set)}
+        known = {k for r in ds.rows for k in list(r.params) + list(r.set)} | {"function", "metric", "unit", "source"}
         if cv_by not in known:
             raise CalibrationError(f"--cv-by {cv_by}: no row has such a parameter (rows have: "
                                    f"{', '.join(sorted(known)) or 'none'})")
