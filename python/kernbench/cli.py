@@ -12,6 +12,8 @@
     kernbench show [CONFIG] [--set PATH=VALUE]... [--png FILE]
     kernbench goldens [--update] [--bench NAME]... [--dir DIR]
     kernbench diff A B [--bench NAME] [--set KEY=VALUE]... [--smoke] [--rtol R] [--metric PATTERN]... [--json]
+    kernbench calibrate --data FILE [--free PATH=LO..HI]... [--fit-on GROUPS] [--cv-by KEY] [--out DIR]
+    kernbench calibrate --check OVERLAY --data FILE [--tolerance T]
 
 Plugin benches: ``--bench-path DIR`` (repeatable), the ``KERNBENCH_BENCH_PATH``
 environment variable (folders separated by ``os.pathsep``) and the entry
@@ -149,7 +151,105 @@ def _parser() -> argparse.ArgumentParser:
                    help="only metrics matching PATTERN: a glob (*latency*, critical_path.*) or else a "
                         "substring (repeatable: any of them)")
     d.add_argument("--json", action="store_true", help="the diff as JSON on stdout")
+    _calibrate_parser(sub)
     return p
+
+
+def _calibrate_parser(sub) -> None:
+    c = sub.add_parser("calibrate", help="fit config parameters to measured figures, or --check an overlay")
+    c.add_argument("--data", required=True, metavar="FILE", help="measured-data file (.yaml or .csv; docs/calibrate.md)")
+    c.add_argument("--free", action="append", default=[], metavar="PATH=LO..HI",
+                   help='a free parameter and its bounds in the key\'s units, e.g. k200.compute.fc_overhead="1 us..50 us" '
+                        "(repeatable)")
+    c.add_argument("--fit-on", default=None, metavar="GROUPS",
+                   help="comma list of the groups fitted on (default: all); the other groups are predictions")
+    c.add_argument("--cv-by", default="group", metavar="KEY",
+                   help="cross-validation: group (leave one fitted group out, default), row, none, or a parameter "
+                        "of the rows' calls (e.g. batch: leave one batch out)")
+    c.add_argument("--check", default=None, metavar="OVERLAY",
+                   help="recompute the errors with OVERLAY applied, without refitting; exit 1 when a row is "
+                        "outside its tolerance")
+    c.add_argument("--config", default=None, help="machine config (default: each measurement function's own)")
+    c.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a config value for every row (repeatable); it goes into the overlay")
+    c.add_argument("--functions", action="append", default=[], metavar="FILE.py",
+                   help="a Python file registering measurement functions with @measurement (repeatable)")
+    c.add_argument("--tolerance", default=None, metavar="T",
+                   help="tolerance of rows that name none (0.05 or '5 %%'; default: fitted 5 %%, predicted 20 %%)")
+    c.add_argument("--out", default=None, help="output folder (default: out/calibrate, --check: nothing written)")
+    c.add_argument("--loss", default="soft_l1", choices=["linear", "soft_l1", "huber", "cauchy", "arctan"],
+                   help="robust loss of scipy.optimize.least_squares (default soft_l1)")
+    c.add_argument("--f-scale", type=float, default=0.1, help="residual scale of the loss, in log error (default 0.1)")
+    c.add_argument("--diff-step", type=float, default=1e-2,
+                   help="finite-difference step on the [0, 1]-scaled parameters (default 1e-2: wider than the "
+                        "simulator's small steps)")
+    c.add_argument("--max-nfev", type=int, default=None, help="most fit iterations (default 60 x (parameters + 1))")
+    c.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    c.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    c.add_argument("--quiet", action="store_true", help="print only the output paths")
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import shlex
+
+    from kernbench import calibrate as cal
+    from kernbench.atomic_output import check_output_dir
+    from kernbench.calibrate.data import parse_tolerance
+    from kernbench.config import config_overrides
+
+    check_seed(args.seed)
+    for name, v in (("--f-scale", args.f_scale), ("--diff-step", args.diff_step)):
+        if not (v > 0 and v < 1e6):
+            raise cal.CalibrationError(f"{name} {v}: must be a positive number")
+    if args.max_nfev is not None and args.max_nfev <= 0:
+        raise cal.CalibrationError(f"--max-nfev {args.max_nfev}: must be > 0")
+    try:
+        tol = None if args.tolerance is None else parse_tolerance(args.tolerance)
+    except ValueError as e:
+        raise cal.CalibrationError(f"--tolerance: {e}") from None
+    out = args.out if args.out is not None else (None if args.check else "out/calibrate")
+    check_output_dir(out, "--out")
+    sets = dict(config_overrides(args.sets))
+    for f in args.functions:
+        cal.load_functions(f)
+    words = ["kernbench", "calibrate", "--data", args.data]
+    for flag, vals in (("--free", args.free), ("--set", args.sets), ("--functions", args.functions)):
+        for v in vals:
+            words += [flag, v]
+    for flag, v in (("--fit-on", args.fit_on), ("--check", args.check), ("--config", args.config),
+                    ("--tolerance", args.tolerance), ("--out", args.out)):
+        if v is not None:
+            words += [flag, v]
+    if args.cv_by != "group":
+        words += ["--cv-by", args.cv_by]
+    command = shlex.join(words)
+    if args.check:
+        res = cal.check(args.check, args.data, config=args.config, sets=sets, tolerance=tol, command=command)
+    else:
+        if args.free and args.fit_on is not None and not args.fit_on.strip():
+            raise cal.CalibrationError("--fit-on: empty (give a comma list of groups)")
+        fit_on = None if args.fit_on is None else args.fit_on.split(",")
+        res = cal.calibrate(args.data, args.free, fit_on, config=args.config, sets=sets, seed=args.seed,
+                            cv_by=args.cv_by, loss=args.loss, f_scale=args.f_scale, diff_step=args.diff_step,
+                            tolerance=tol, max_nfev=args.max_nfev, command=command)
+    written = cal.write_outputs(res, out, plots=not args.no_plots) if out is not None else {}
+    if not args.quiet:
+        for f in res.get("free", []):
+            flag = "" if f["identifiable"] else f"  NOT IDENTIFIABLE: {f['why']}"
+            print(f"{f['path']} = {f['value']}  (start {f['start'] or '?'}, bounds {f['bounds'][0]}..{f['bounds'][1]}, "
+                  f"fitted on {len(f['fitted_on'])} rows){flag}")
+        for r in res["rows"]:
+            cv = "" if r.get("cv_error") is None or r["role"] == "predicted" else f"  cv {100 * r['cv_error']:+.2f} %"
+            print(f"  {r['id']:<28} {r['role']:<9} measured {r['measured']:<10.5g} model {r['model']:<10.5g} "
+                  f"{r['unit']:<9} error {100 * r['error']:+7.2f} %{cv}{'' if r['within'] else '  OUTSIDE'}")
+    for path in written.values():
+        print(f"wrote {path}")
+    if args.check:
+        if not res["ok"]:
+            print(f"kernbench: {len(res['outside'])} row(s) outside their tolerance: {', '.join(res['outside'])}",
+                  file=sys.stderr)
+        return 0 if res["ok"] else 1
+    return 0
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
@@ -349,6 +449,8 @@ def _main(args: argparse.Namespace) -> int:
             return _cmd_goldens(args)
         if args.command == "diff":
             return _cmd_diff(args)
+        if args.command == "calibrate":
+            return _cmd_calibrate(args)
         return _cmd_run(args)
     except KernbenchError as e:
         print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
