@@ -44,6 +44,7 @@ def validation(ctx):
                             spread_seeds=10 if quick else 100, failures=failures)
     ctx.log(f"  {len(rows)} reference figures")
     rows += v.closed_form_rows(quick=quick, seed=ctx.seed, failures=failures)
+    rows += v.case_prediction_rows(seed=ctx.seed, failures=failures)  # C1-C5: predictions, held-back references
     ctx.results.extend(rows)
     figures = []
     if rows:
@@ -76,7 +77,8 @@ def _plots(ctx, rows):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pts = [r for r in rows if r["model"] is not None and r["model"] > 0 and r["reference"] > 0]
+    pts = [r for r in rows if r["model"] is not None and r["model"] > 0 and r["reference"] is not None
+           and r["reference"] > 0]
     fig, ax = plt.subplots(figsize=(7, 6.5))
     for (src, status), color in ((k, SOURCE_COLORS[k[0]]) for k in sorted({(r["source"], r["status"]) for r in pts})):
         sub = [r for r in pts if r["source"] == src and r["status"] == status]

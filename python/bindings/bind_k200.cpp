@@ -119,21 +119,23 @@ CopySpec copy_spec(const std::string& kind, const std::string& direction, std::i
 KernelSpec kernel_spec(const py::dict& d) {
   KernelSpec k;
   const std::string kind = d.contains("kind") ? d["kind"].cast<std::string>() : "gemm";
-  if (kind == "gemm") {
-    k.kind = KernelSpec::Kind::Gemm;
+  if (kind == "gemm" || kind == "conv") {
+    k.kind = kind == "gemm" ? KernelSpec::Kind::Gemm : KernelSpec::Kind::Conv;
     for (const char* key : {"m", "n", "k"})
-      if (!d.contains(key)) throw UsageError(std::string("k200 gemm kernel: missing '") + key + "'");
+      if (!d.contains(key)) throw UsageError("k200 " + kind + " kernel: missing '" + key + "'");
     k.m = d["m"].cast<std::int64_t>();
     k.n = d["n"].cast<std::int64_t>();
     k.k = d["k"].cast<std::int64_t>();
-    k.precision = precision_from(d.contains("precision") ? d["precision"].cast<std::string>() : "fp32");
+    if (kind == "conv") k.lowered_from = d.contains("lowered_from") ? d["lowered_from"].cast<std::int64_t>() : 0;
   } else if (kind == "elementwise") {
     k.kind = KernelSpec::Kind::Elementwise;
     if (!d.contains("elements")) throw UsageError("k200 elementwise kernel: missing 'elements'");
     k.elements = d["elements"].cast<std::int64_t>();
   } else {
-    throw UsageError("k200 kernel: unknown kind '" + kind + "' (known: gemm, elementwise)");
+    throw UsageError("k200 kernel: unknown kind '" + kind + "' (known: gemm, conv, elementwise)");
   }
+  k.precision = precision_from(d.contains("precision") ? d["precision"].cast<std::string>() : "fp32");
+  if (d.contains("framework_overhead_ps")) k.framework_overhead = d["framework_overhead_ps"].cast<std::int64_t>();
   k.ncluster = d.contains("ncluster") ? d["ncluster"].cast<int>() : 0;
   return k;
 }

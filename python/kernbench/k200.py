@@ -66,10 +66,43 @@ REFERENCE_DISPATCH = {1: 26.0, 4: 25.0}  # threads -> us
 DISPATCH_TOLERANCE = 0.15
 REFERENCE_WAIT = {(128, 1): 11.7, (128, 4): 14.0, (5120, 1): 29.6, (5120, 4): 20.6}
 # All four single-kernel waits are fitted (dispatch_base, dispatch_per_cluster,
-# elementwise_element_time, elementwise_serial_element_time); the vendor
+# elementwise_bandwidth, elementwise_serial_bandwidth); the vendor
 # loop's per-kernel figure and the dispatch round trips are predicted.
 FITTED_WAIT = {(128, 1), (128, 4), (5120, 1), (5120, 4)}
 FITTED_LAUNCH = {"launch_1thread_us", "launch_4threads_us"}  # host_prep + queue_submit, queue_submit
+# C4 (the MLP tower; "Measured end to end: C4" of the reference): samples/s by
+# (case-file variant, batch). configs/k200.yaml fits one parameter on all 12
+# points (k200.compute.operand_scan_bandwidth); the rest of the tower's cost
+# comes from parameters fitted elsewhere.
+REFERENCE_C4 = {
+    ("baseline", 32): 12486, ("fp16", 32): 22477, ("pinned", 32): 12759, ("fp16 pinned", 32): 22845,
+    ("baseline", 64): 22096, ("fp16", 64): 40908, ("pinned", 64): 22947, ("fp16 pinned", 64): 42163,
+    ("baseline", 128): 36314, ("fp16", 128): 70260, ("pinned", 128): 38415, ("fp16 pinned", 128): 74267,
+}
+FITTED_C4 = set(REFERENCE_C4)
+C4_TOLERANCE = 0.15  # one parameter fitted on 12 points: each within 15 %
+# Which configs/k200.yaml parameter each fitted figure pins (its comment there
+# says the same): the "fitted on" column of the validation report.
+FITTED_ON = {
+    ("copy", "pinned", "d2h", MiB): "k200.driver.map_per_page",
+    ("copy", "pinned", "d2h", 64 * MiB): "k200.driver.segment_overhead",
+    ("copy", "pageable pipeline on", "h2d", 64 * MiB): "k200.host.copy_from_user",
+    ("copy", "pageable pipeline on", "d2h", 64 * MiB): "k200.host.copy_to_user",
+    ("copy", "pageable pipeline off", "h2d", MiB): "k200.driver.pageable_call_overhead",
+    ("copy", "stock driver pageable", "h2d", 64 * MiB): "k200.pcie.read_latency",
+    ("copy", "stock driver pageable", "d2h", 64 * MiB): "k200.driver.stock_bounce",
+    ("p2p", 64 * MiB): "k200.driver.p2p_handoff",
+    ("pin", "d2h"): "k200.driver.pin_per_page",
+    ("d2d", GiB): "k200.d2d.bandwidth",
+    ("gemm", "fp32", 2048): "k200.compute.fp32_efficiency",
+    ("gemm", "fp16", 2048): "k200.compute.fp16_efficiency",
+    ("gemm", "fp32", 4096): "k200.compute.spill_penalty",
+    ("launch", "launch_1thread_us"): "k200.launch.host_prep",
+    ("launch", "launch_4threads_us"): "k200.launch.queue_submit",
+    ("wait",): "k200.launch.dispatch_base, dispatch_per_cluster, k200.compute.elementwise_bandwidth, "
+               "elementwise_serial_bandwidth (4 waits, 4 unknowns)",
+    ("c4",): "k200.compute.operand_scan_bandwidth, operand_scan_element_rate (all 12 points)",
+}
 
 
 @dataclass
@@ -289,9 +322,19 @@ def _fc(m, n, k, precision, ncluster, die, label):
                        "ncluster": int(ncluster)}}
 
 
-def _add(elements, ncluster, die, label):
+def _conv(m, n, k, lowered_from, precision, ncluster, die, label, framework_us=0.0):
+    """A conv as its GEMM (m output pixels x n output channels x k = Cin x kernel area) after its lowering:
+    ``lowered_from`` input elements read by the im2col (0: a 1x1 stride-1 conv, whose input already is A)."""
     return {"op": "launch", "label": label, "die": die,
-            "kernel": {"kind": "elementwise", "elements": int(elements), "ncluster": int(ncluster)}}
+            "kernel": {"kind": "conv", "m": int(m), "n": int(n), "k": int(k), "lowered_from": int(lowered_from),
+                       "precision": precision, "ncluster": int(ncluster),
+                       "framework_overhead_ps": int(round(framework_us * 1e6))}}
+
+
+def _add(elements, ncluster, die, label, precision="fp32", framework_us=0.0):
+    return {"op": "launch", "label": label, "die": die,
+            "kernel": {"kind": "elementwise", "elements": int(elements), "ncluster": int(ncluster),
+                       "precision": precision, "framework_overhead_ps": int(round(framework_us * 1e6))}}
 
 
 def _copy(kind, direction, nbytes, die, label, peer=None):
@@ -323,14 +366,37 @@ def resnet50_layers(batch: int) -> list[tuple[str, int, int, int, int]]:
     return layers
 
 
+def resnet50_lowering(batch: int) -> dict[str, int]:
+    """Layer name -> input elements its im2col lowering reads (the layers of resnet50_layers that need one:
+    every conv but the 1x1 stride-1 ones, whose NHWC input already is the GEMM's A)."""
+    out = {"conv1": batch * 224 * 224 * 3}  # 7x7 stride 2
+    h, cin = 56, 64
+    for stage, (mid, outc, blocks, stride) in enumerate([(64, 256, 3, 1), (128, 512, 4, 2), (256, 1024, 6, 2),
+                                                         (512, 2048, 3, 2)]):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            name = f"s{stage + 1}b{b + 1}"
+            out[f"{name}.conv2"] = batch * h * h * mid   # 3x3 (stride s) over conv1's output
+            if b == 0 and s > 1:
+                out[f"{name}.down"] = batch * h * h * cin  # 1x1 stride 2: a gather of every other pixel
+            cin, h = outc, h // s
+    return out
+
+
 def _streams_resnet50(p, batch):
     die = (0, 0)
     prec, nc = p["precision"], p["ncluster"]
+    fw = float(p.get("framework_op_us", 0.0))  # the framework's own host work per op (C1 runs through one)
+    lowering = resnet50_lowering(batch)
     steps = [_copy(_staging_kind(p["staging"]), "h2d", batch * 3 * 224 * 224 * ELEM[prec], die, "input h2d")]
     for name, m, n, k, res in resnet50_layers(batch):
-        steps.append(_fc(m, n, k, prec, nc, die, "conv/fc"))
+        if name == "fc":
+            steps.append(_fc(m, n, k, prec, nc, die, "conv/fc"))
+            steps[-1]["kernel"]["framework_overhead_ps"] = int(round(fw * 1e6))
+        else:
+            steps.append(_conv(m, n, k, lowering.get(name, 0), prec, nc, die, "conv/fc", fw))
         if res:
-            steps.append(_add(res, nc, die, "residual add"))
+            steps.append(_add(res, nc, die, "residual add", prec, fw))
     steps.append({"op": "wait", "die": die, "label": "wait"})
     steps.append(_copy(_staging_kind(p["staging"]), "d2h", batch * 1000 * ELEM[prec], die, "logits d2h"))
     return [{"name": "resnet50", "iterations": p["iterations"], "steps": steps}], batch
@@ -343,15 +409,17 @@ def _streams_denoiser(p, batch):
     act = hw * c * ELEM[prec]
     img = hw * 3 * ELEM[prec]
     wait = {"op": "wait", "die": die, "label": "wait"}
-    steps = [_copy(_staging_kind(p["staging"]), "h2d", img, die, "h2d"), _fc(hw, c, 3 * 9, prec, nc, die, "conv"), wait]
+    # Every conv is 3x3 (stride 1): its im2col reads the hw x Cin input.
+    steps = [_copy(_staging_kind(p["staging"]), "h2d", img, die, "h2d"),
+             _conv(hw, c, 3 * 9, hw * 3, prec, nc, die, "conv"), wait]
     steps += [_copy("d2d", "h2d", act, die, "d2d"), wait]  # the global skip
     for _ in range(p["blocks"]):
         steps += [_copy("d2d", "h2d", act, die, "d2d"), wait,
-                  _fc(hw, c, c * 9, prec, nc, die, "conv"), wait,
-                  _fc(hw, c, c * 9, prec, nc, die, "conv"), wait,
-                  _add(hw * c, nc, die, "add"), wait]
-    steps += [_fc(hw, c, c * 9, prec, nc, die, "conv"), wait, _add(hw * c, nc, die, "add"), wait,
-              _fc(hw, 3, c * 9, prec, nc, die, "conv"), wait,
+                  _conv(hw, c, c * 9, hw * c, prec, nc, die, "conv"), wait,
+                  _conv(hw, c, c * 9, hw * c, prec, nc, die, "conv"), wait,
+                  _add(hw * c, nc, die, "add", prec), wait]
+    steps += [_conv(hw, c, c * 9, hw * c, prec, nc, die, "conv"), wait, _add(hw * c, nc, die, "add", prec), wait,
+              _conv(hw, 3, c * 9, hw * c, prec, nc, die, "conv"), wait,
               _copy(_staging_kind(p["staging"]), "d2h", img, die, "d2h")]
     return [{"name": "denoiser", "iterations": p["iterations"], "steps": steps}], batch
 

@@ -82,6 +82,8 @@ class Reference:
     probe: tuple = field(default=())
     note: str = ""
     tol: float | None = None  # overrides the status' tolerance (a figure the source calls approximate)
+    fitted_on: str = ""       # for a fitted figure: the parameter(s) of the config fitted to it
+    calibration_id: str = ""  # its row id in configs/k200.measured.yaml, where `kernbench calibrate` fits it
 
     @property
     def key(self) -> str:
@@ -102,6 +104,15 @@ class Reference:
         return float(v)
 
 
+def _fitted_on(k200, fitted: bool, key: tuple) -> str:
+    """The parameter(s) fitted to a figure (k200.FITTED_ON); a fitted figure without an entry is an error."""
+    if not fitted:
+        return ""
+    if key not in k200.FITTED_ON:
+        raise KeyError(f"kernbench.k200.FITTED_ON has no entry for the fitted figure {key!r}: add one")
+    return k200.FITTED_ON[key]
+
+
 def k200_references() -> list[Reference]:
     """Every figure of the K200 tables (kernbench.k200 REFERENCE_* / FITTED_*)."""
     from kernbench import k200
@@ -113,67 +124,97 @@ def k200_references() -> list[Reference]:
             for nbytes, measured in zip(k200.SIZES, ref):
                 fitted = (row, direction, nbytes) in k200.FITTED_COPY
                 out.append(Reference("k200", g, f"{row} {direction} {_size(nbytes)}", measured, "GiB/s",
-                                     "fitted" if fitted else "predicted", ("copy", kind, direction, nbytes, knobs)))
+                                     "fitted" if fitted else "predicted", ("copy", kind, direction, nbytes, knobs),
+                                     fitted_on=_fitted_on(k200, fitted, ("copy", row, direction, nbytes))))
     for nbytes, measured in k200.REFERENCE_P2P.items():
         out.append(Reference("k200", g, f"same-card P2P {_size(nbytes)}", measured, "GiB/s",
                              "fitted" if nbytes in k200.FITTED_P2P else "predicted",
-                             ("copy", "peer", "h2d", nbytes, {})))
+                             ("copy", "peer", "h2d", nbytes, {}),
+                             fitted_on=_fitted_on(k200, nbytes in k200.FITTED_P2P, ("p2p", nbytes))))
     for direction, measured in k200.REFERENCE_PIN.items():
         out.append(Reference("k200", g, f"page pinning (per-page eDMA) {direction} 64 MiB", measured, "GiB/s",
                              "fitted" if direction in k200.FITTED_PIN else "predicted",
-                             ("copy", "pageable", direction, 64 << 20, {"k200.driver.kl1_pageable_pin": 1})))
+                             ("copy", "pageable", direction, 64 << 20, {"k200.driver.kl1_pageable_pin": 1}),
+                             fitted_on=_fitted_on(k200, direction in k200.FITTED_PIN, ("pin", direction))))
     g = "K200 GEMM"
     for prec, table in k200.REFERENCE_GEMM.items():
         # FP16 is best (and was measured) at ncluster 4; FP32 at the default (k200-measured.md).
         nc = 4 if prec == "fp16" else 0
         for n, measured in table.items():
+            fitted = (prec, n) in k200.FITTED_GEMM
             out.append(Reference("k200", g, f"{prec} M=N=K={n}", measured, "GFLOPS",
-                                 "fitted" if (prec, n) in k200.FITTED_GEMM else "predicted", ("gemm", n, prec, nc)))
+                                 "fitted" if fitted else "predicted", ("gemm", n, prec, nc),
+                                 fitted_on=_fitted_on(k200, fitted, ("gemm", prec, n)),
+                                 calibration_id=f"gemm-{prec}-{n}"))
     g = "K200 launch"
     lr = k200.REFERENCE_LAUNCH
     # The launch figures are per kernel of the vendor test (10 kernels, one
     # wait, loops; kernel size and ncluster as kernbench.k200 states them);
     # configs/k200.yaml fits launch to them.
-    fitted_launch = getattr(k200, "FITTED_LAUNCH", {"launch_1thread_us", "launch_4threads_us"})
+    fitted_launch = k200.FITTED_LAUNCH
     for threads, key in ((1, "launch_1thread_us"), (4, "launch_4threads_us")):
         out.append(Reference("k200", g, f"launch per kernel, {threads} thread{'s' if threads > 1 else ''}",
                              tuple(lr[key]), "us", "fitted" if key in fitted_launch else "predicted",
-                             ("launch", threads, "launch_us")))
+                             ("launch", threads, "launch_us"),
+                             fitted_on=_fitted_on(k200, key in fitted_launch, ("launch", key))))
     out.append(Reference("k200", g, "loop time per kernel, 1 thread", lr["per_kernel_us"], "us",
                          "fitted" if "per_kernel_us" in fitted_launch else "predicted", ("launch", 1, "per_kernel_us")))
     # "dispatch": the synchronous round trip (launch one kernel, wait for it) per
     # host thread; untraceable in the reference, approximate (15 %).
-    dispatch = getattr(k200, "REFERENCE_DISPATCH", None)
-    if dispatch is None:
-        dispatch = {1: lr["dispatch_1thread_us"], 4: lr["dispatch_4threads_us"]}
-    for threads, measured in dispatch.items():
+    for threads, measured in k200.REFERENCE_DISPATCH.items():
         out.append(Reference("k200", g, f"dispatch (sync launch + wait), {threads} thread{'s' if threads > 1 else ''}",
                              measured, "us", "predicted", ("dispatch", threads),
                              note="no traceable measurement (the reference: approximate, 15 %)",
-                             tol=getattr(k200, "DISPATCH_TOLERANCE", 0.15)))
+                             tol=k200.DISPATCH_TOLERANCE))
     for (elements, nc), measured in k200.REFERENCE_WAIT.items():
         out.append(Reference("k200", g, f"single-kernel wait, {elements} elements, ncluster {nc}", measured, "us",
                              "fitted" if (elements, nc) in k200.FITTED_WAIT else "predicted",
-                             ("wait", elements, nc)))
+                             ("wait", elements, nc),
+                             fitted_on=_fitted_on(k200, (elements, nc) in k200.FITTED_WAIT, ("wait",))))
+    g = "K200 end to end (C4)"
+    for (variant, batch), measured in k200.REFERENCE_C4.items():
+        fitted = (variant, batch) in k200.FITTED_C4
+        out.append(Reference("k200", g, f"C4 {variant}, batch {batch}", float(measured), "samples/s",
+                             "fitted" if fitted else "predicted", ("case", "c4_mlp.yaml", variant, batch),
+                             note="target after calibration: 15 % (the scan's two limits, fitted on these 12 points)",
+                             tol=k200.C4_TOLERANCE, fitted_on=_fitted_on(k200, fitted, ("c4",)),
+                             calibration_id=f"c4-b{batch}-{variant.replace(' ', '-')}"))
     for group, quantity, value, unit, status, probe in K200_PROSE:
+        on = _fitted_on(k200, status == "fitted", ("d2d", probe[3])) if probe[1] == "d2d" else ""
         out.append(Reference("k200", group, quantity, value, unit, status, probe,
-                             note="stated approximately (~) in the reference's prose"))
+                             note="stated approximately (~) in the reference's prose", fitted_on=on))
     return out
 
 
-#: vgpu.MEASURED key -> (quantity, status, unit, note). The window counts are
-#: configs/vgpu.yaml inputs (the reference's own counts), hence "fitted".
+#: vgpu.MEASURED key -> (quantity, status, unit, note). The window
+#: counts are configs/vgpu.yaml inputs (the reference's own counts), hence
+#: "fitted". A figure that is a sum of parameters fitted to that same figure
+#: is fitted too: the first launch's elapsed time and its forwarding time are
+#: the fitted round trips and setup added up, the spread is the firmware sd's.
 _VGPU = {
-    "elapsed_ms": ("elapsed_ms, first launch", "predicted", "ms", "one seed; jiffies (1 ms granularity)"),
+    "elapsed_ms": ("elapsed_ms, first launch", "fitted", "ms", "one seed; jiffies (1 ms granularity); "
+                   "a sum of the fitted round trips and setup"),
     "forwards": ("PDE forwards", "fitted", "count", "config input: 1 scratch + 7 guest windows"),
     "accepted": ("forwards accepted", "fitted", "count", "config input"),
     "refused": ("forwards refused", "fitted", "count", "config input"),
-    "forwarding_ms": ("forwarding time", "predicted", "ms", "follows from the round-trip fit"),
+    "forwarding_ms": ("forwarding time", "fitted", "ms", "the fitted round trip times the forwards"),
     "round_trip_ms": ("per-forward round trip, mean", "fitted", "ms", "firmware mean fitted"),
     "copy_in_ms": ("QMD + shadow copies + bounce copy-in", "predicted", "ms", "a bound"),
     "doorbell_to_completion_ms": ("doorbell -> completion", "fitted", "ms", ""),
     "copy_out_ms": ("bounce copy-out", "predicted", "ms", "a bound"),
-    "spread_ms": ("first-launch elapsed_ms range over seeds", "predicted", "ms", "firmware sd fitted to it"),
+    "spread_ms": ("first-launch elapsed_ms range over seeds", "fitted", "ms", "firmware sd fitted to it"),
+}
+
+
+#: For each fitted vGPU figure, the configs/vgpu.yaml parameter(s) it pins or follows from.
+_VGPU_FITTED_ON = {
+    "elapsed_ms": "vgpu firmware round trip (mean), gr_first_setup",
+    "forwards": "config input (the reference's window count)",
+    "accepted": "config input", "refused": "config input",
+    "forwarding_ms": "vgpu firmware round trip (mean)",
+    "round_trip_ms": "vgpu firmware round trip (mean)",
+    "doorbell_to_completion_ms": "gr_first_setup",
+    "spread_ms": "vgpu firmware round trip (sd)",
 }
 
 
@@ -193,7 +234,9 @@ def vgpu_references() -> list[Reference]:
             value = (float(v[0]), float(v[1]))
         else:
             value = float(v)
-        out.append(Reference("vgpu", "vGPU first launch", quantity, value, unit, status, ("vgpu", k), note))
+        on = _VGPU_FITTED_ON[k] if status == "fitted" else ""
+        out.append(Reference("vgpu", "vGPU first launch", quantity, value, unit, status, ("vgpu", k), note,
+                             fitted_on=on))
     return out
 
 

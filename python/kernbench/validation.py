@@ -66,7 +66,8 @@ def reference_text(value: Any) -> str:
 
 
 def make_row(*, source: str, group: str, quantity: str, unit: str, status: str, value: Any,
-             model: float | None, tolerance: float | None, note: str = "", error_text: str = "") -> dict[str, Any]:
+             model: float | None, tolerance: float | None, note: str = "", error_text: str = "",
+             fitted_on: str = "", cv_error: float | None = None) -> dict[str, Any]:
     """One report row: the figure, the model's number, the error and the verdict."""
     if isinstance(value, tuple):
         center = float(value[1]) if value[0] == "<" else 0.5 * (float(value[0]) + float(value[1]))
@@ -81,7 +82,29 @@ def make_row(*, source: str, group: str, quantity: str, unit: str, status: str, 
             "reference": center, "reference_text": reference_text(value), "check": check, "model": model,
             "error": err, "tolerance": tolerance if check == "point" else None,
             "verdict": verdict(model, value, status, tolerance),
+            "fitted_on": fitted_on, "cv_error": cv_error,
             "note": note if not error_text else (note + "; " if note else "") + error_text}
+
+
+def cross_validated_errors(refs: Iterable[Reference] | None = None) -> dict[str, float | None]:
+    """Reference key -> the cross-validated error of its fit (configs/k200.calibration.json, written by
+    scripts/calibrate_k200.sh): the error when the figure's fold was left out of the fit. Only fitted
+    figures that `kernbench calibrate` fits have one; a missing file or row is an error, not a blank."""
+    import json
+
+    from kernbench.system import config_path
+
+    path = config_path("k200.calibration.json")
+    rows = json.loads(path.read_text())["rows"]
+    out: dict[str, float | None] = {}
+    for ref in refs if refs is not None else all_references():
+        if ref.status != "fitted" or not ref.calibration_id:
+            continue
+        if ref.calibration_id not in rows:
+            raise LookupError(f"{path}: no row {ref.calibration_id!r} for the fitted figure {ref.key!r}: "
+                              "rerun scripts/calibrate_k200.sh")
+        out[ref.key] = rows[ref.calibration_id]["cv_error"]
+    return out
 
 
 # ---- the model's side of each reference ----------------------------------------------
@@ -123,7 +146,7 @@ class _Probes:
     def _launch(self, threads, field):
         from kernbench import k200
 
-        vendor = dict(getattr(k200, "VENDOR_KERNEL", {}))  # the vendor test's kernel, where k200 states it
+        vendor = dict(k200.VENDOR_KERNEL)  # the vendor test's kernel
         d = self._once(("launch", threads), lambda: k200.launch(
             k200.load_system(seed=self.seed), threads=threads, kernels=10, loops=self.launch_loops, **vendor))
         return d[field]
@@ -131,12 +154,9 @@ class _Probes:
     def _dispatch(self, threads):
         from kernbench import k200
 
-        if hasattr(k200, "dispatch"):  # the synchronous round trip, per command and thread
-            vendor = dict(getattr(k200, "VENDOR_KERNEL", {}))
-            return k200.dispatch(k200.load_system(seed=self.seed), threads=threads, commands=self.launch_loops,
-                                 **vendor)["round_trip_us"]
-        # Without it: one kernel launched and waited for alone (the sync latency of the launch test).
-        return self._launch(threads, "single_us")
+        # The synchronous round trip, per command and thread.
+        return k200.dispatch(k200.load_system(seed=self.seed), threads=threads, commands=self.launch_loops,
+                             **dict(k200.VENDOR_KERNEL))["round_trip_us"]
 
     def _wait(self, elements, ncluster):
         from kernbench import k200
@@ -144,6 +164,25 @@ class _Probes:
         d = k200.launch(k200.load_system(seed=self.seed), threads=1, kernels=1, loops=1, elements=elements,
                         ncluster=ncluster)
         return d["wait_us"]
+
+    @staticmethod
+    def case_path(name):
+        from kernbench import k200
+
+        for p in k200.case_files():
+            if p.name == name:
+                return p
+        raise LookupError(f"no K200 case file {name!r} (known: {', '.join(p.name for p in k200.case_files())})")
+
+    def _case(self, case_file, variant, batch):
+        """Throughput (samples/s) of one variant of an end-to-end case at one batch."""
+        from kernbench import k200
+
+        rows = self._once(("case", case_file), lambda: k200.run_case(self.case_path(case_file), seed=self.seed))
+        for r in rows:
+            if r["variant"] == variant and r["batch"] == batch:
+                return r["throughput_per_s"]
+        raise LookupError(f"{case_file}: no variant {variant!r} at batch {batch}")
 
     # vGPU (configs/vgpu.yaml)
     def _vgpu(self, key):
@@ -213,8 +252,10 @@ def reference_rows(refs: Iterable[Reference] | None = None, *, quick: bool = Fal
                    failures: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per reference figure; a figure whose model run fails is a row with verdict ``error``."""
     probes = _Probes(quick, seed, launch_loops, spread_seeds)
+    refs = list(refs if refs is not None else all_references())
+    cv = cross_validated_errors(refs)
     rows = []
-    for ref in refs if refs is not None else all_references():
+    for ref in refs:
         note = ref.note
         try:
             model = probes.value(ref)
@@ -240,7 +281,7 @@ def reference_rows(refs: Iterable[Reference] | None = None, *, quick: bool = Fal
             note = (note + "; " if note else "") + "quick run: 2 SIPs of 2x2 cubes"
         rows.append(make_row(source=ref.source, group=ref.group, quantity=ref.quantity, unit=ref.unit,
                              status=ref.status, value=ref.value, model=model, tolerance=ref.tolerance, note=note,
-                             error_text=err_text))
+                             error_text=err_text, fitted_on=ref.fitted_on, cv_error=cv.get(ref.key)))
     return rows
 
 
@@ -369,11 +410,40 @@ def closed_form_rows(*, quick: bool = False, seed: int = 1, failures: list | Non
     return rows
 
 
+def case_prediction_rows(*, seed: int = 1, failures: list | None = None) -> list[dict[str, Any]]:
+    """Every end-to-end K200 case (C1-C5), every variant and batch, as a prediction: what the model says
+    and what bounds it. Figures measured here (C4's) are reference rows too; the others are held back
+    to judge the model, so these rows have no reference and no verdict."""
+    from kernbench import k200
+
+    rows = []
+    for path in k200.case_files():
+        try:
+            results = k200.run_case(path, seed=seed)
+        except Exception as e:
+            if failures is None:
+                raise
+            failures.append({"name": f"case {path.name}", "error": f"{type(e).__name__}: {e}"})
+            continue
+        for r in results:
+            measured = r["case"] == "C4" and (r["variant"], r["batch"]) in k200.REFERENCE_C4
+            rows.append({"source": "k200", "group": "K200 end to end (predictions)",
+                         "quantity": f"{r['case']} {r['variant']}, batch {r['batch']}", "unit": "samples/s",
+                         "status": "predicted", "reference": None,
+                         "reference_text": "measured (see C4)" if measured else "held back", "check": "point",
+                         "model": float(r["throughput_per_s"]), "error": None, "tolerance": None,
+                         "verdict": "prediction", "fitted_on": "", "cv_error": None,
+                         "note": f"latency {r['latency_ms']:.4g} ms; bound: {r['bound_resource']}; "
+                                 f"top step: {r['top_step']}"})
+    return rows
+
+
 def collect(*, quick: bool = False, seed: int = 1, failures: list | None = None) -> list[dict[str, Any]]:
-    """Every reference figure and every closed form, as report rows."""
+    """Every reference figure, every closed form and every end-to-end case prediction, as report rows."""
     rows = reference_rows(quick=quick, seed=seed, launch_loops=10 if quick else 100,
                           spread_seeds=10 if quick else 100, failures=failures)
-    return rows + closed_form_rows(quick=quick, seed=seed, failures=failures)
+    rows += closed_form_rows(quick=quick, seed=seed, failures=failures)
+    return rows + case_prediction_rows(seed=seed, failures=failures)
 
 
 # ---- the report -----------------------------------------------------------------------------
@@ -436,9 +506,14 @@ def report_markdown(rows: list[Mapping[str, Any]], *, title: str = "Validation r
             groups.append(r["group"])
     for g in groups:
         sub = [r for r in rows if r["group"] == g]
-        lines += [f"## {g}", "",
-                  "| quantity | model | reference | unit | error | status | tolerance | verdict | note |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"## {g}", ""]
+        if g == "K200 end to end (predictions)":
+            lines += ["Every end-to-end case, as the model predicts it; only C4 was measured here (its rows "
+                      "above), the other measurements are held back to judge these numbers.", ""]
+        lines += [
+                  "| quantity | model | reference | unit | error | status | tolerance | verdict | fitted on | "
+                  "cross-validated error | note |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sub:
             err = "--" if r["error"] is None else (f"x{1 + r['error']:.3f}" if r["status"] == "magnitude"
                                                    else f"{100 * r['error']:+.2f} %")
@@ -446,8 +521,11 @@ def report_markdown(rows: list[Mapping[str, Any]], *, title: str = "Validation r
             if r["tolerance"] is not None:
                 tol = f"{100 * r['tolerance']:g} %"
             note = str(r.get("note", "")).replace("|", "/")
+            cv = r.get("cv_error")
+            cv_text = "--" if cv is None else f"{100 * cv:+.2f} %"
+            on = str(r.get("fitted_on") or "--").replace("|", "/")
             lines.append(f"| {r['quantity']} | {_num(r['model'])} | {r['reference_text']} | {r['unit']} | {err} | "
-                         f"{r['status']} | {tol} | {r['verdict']} | {note} |")
+                         f"{r['status']} | {tol} | {r['verdict']} | {on} | {cv_text} | {note} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -225,15 +225,7 @@ GemmShare largest_share(const GemmSpec& spec, std::int64_t gm, std::int64_t gn) 
 
 }  // namespace
 
-Bytes gemm_elem_bytes(Precision precision) {
-  switch (precision) {
-    case Precision::Fp32: return 4;
-    case Precision::Fp16:
-    case Precision::Bf16: return 2;
-    case Precision::Int8: return 1;
-  }
-  return 0;
-}
+Bytes gemm_elem_bytes(Precision precision) { return topology::element_bytes(precision); }
 
 Bytes gemm_c_elem_bytes(Precision precision) {
   switch (precision) {

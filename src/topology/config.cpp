@@ -59,6 +59,16 @@ const char* to_string(SipTopology topology) {
   return "?";
 }
 
+Bytes element_bytes(Precision precision) {
+  switch (precision) {
+    case Precision::Fp32: return 4;
+    case Precision::Fp16:
+    case Precision::Bf16: return 2;
+    case Precision::Int8: return 1;
+  }
+  return 0;
+}
+
 const char* to_string(Precision precision) {
   switch (precision) {
     case Precision::Fp32: return "fp32";

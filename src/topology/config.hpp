@@ -146,6 +146,9 @@ struct Config {
   T& section() { return sections.get<T>(); }
 };
 
+/// Bytes of one element of a precision (FP32 4, FP16 and BF16 2, INT8 1).
+Bytes element_bytes(Precision precision);
+
 /// Names used in YAML and messages.
 const char* to_string(NodeKind kind);
 const char* to_string(SipTopology topology);

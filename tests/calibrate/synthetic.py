@@ -3,14 +3,14 @@
 They read the free parameters straight from the evaluation's config texts (no machine is built), so the
 true values behind a data set are known exactly:
 
-  test.linear n   -> a * n + b                [us], a = k200.compute.elementwise_element_time, b = k200.launch.wait_overhead
+  test.linear n   -> a * n + b                [us], a = k200.launch.queue_submit, b = k200.launch.wait_overhead
   test.product n  -> p * q * n                [us], p = k200.driver.segment_overhead, q = k200.driver.edma_setup (us)
 """
 
 from kernbench._core import parse_time
 from kernbench.calibrate import measurement
 
-A, B = "k200.compute.elementwise_element_time", "k200.launch.wait_overhead"
+A, B = "k200.launch.queue_submit", "k200.launch.wait_overhead"
 P, Q = "k200.driver.segment_overhead", "k200.driver.edma_setup"
 DEFAULTS = {A: "3 ns", B: "2 us", P: "0.2 us", Q: "1 us"}
 

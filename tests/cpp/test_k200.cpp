@@ -448,21 +448,26 @@ TEST_CASE("K200 streams: in order each, waits per stream, clusters shared", "[k2
 }
 
 TEST_CASE("K200 elementwise kernel: per-cluster and serial parts (closed form)", "[k200]") {
+  // By bytes: 3 tensors of n elements x 4 B (FP32) = 12 B per element, each cluster its share at
+  // 3.976143 GB/s (3.018 ns per element) and the whole at 21.12676 GB/s (0.568 ns per element):
   // wait = dispatch_base + nc x dispatch_per_cluster + ceil(n / nc) x 3.018 ns
   //        + n x 0.568 ns + wait_overhead; the speedup over clusters
-  //        saturates at (3.018 + 0.568) / 0.568 = 6.3x for large n.
-  const auto wait_us = [](std::int64_t n, int nc) {
+  //        saturates at (3.018 + 0.568) / 0.568 = 6.3x for large n. FP16 moves half the bytes.
+  const auto wait_us = [](std::int64_t n, int nc, topology::Precision p = topology::Precision::Fp32) {
     topology::System sys(k200_config());
     K200 k(sys);
     KernelSpec e;
     e.elements = n;
     e.ncluster = nc;
+    e.precision = p;
     return k.launch_test(1, 1, 1, e).wait_us;
   };
   for (auto [n, nc] : {std::pair<std::int64_t, int>{1000, 3}, {1 << 20, 8}, {1 << 20, 1}}) {
     INFO(n << " elements, ncluster " << nc);
-    const double expect = 8.378 + nc * 0.863 + static_cast<double>((n + nc - 1) / nc) * 3.018e-3 + n * 0.568e-3 + 2;
+    const double data = static_cast<double>((n + nc - 1) / nc) * 3.018e-3 + n * 0.568e-3;
+    const double expect = 8.378 + nc * 0.863 + data + 2;
     CHECK(wait_us(n, nc) == Approx(expect).epsilon(1e-6));
+    CHECK(wait_us(n, nc, topology::Precision::Fp16) == Approx(expect - data / 2).epsilon(1e-6));
   }
   const double k1 = wait_us(1 << 24, 1), k8 = wait_us(1 << 24, 8);
   CHECK(k1 / k8 < (3.018 + 0.568) / (3.018 / 8 + 0.568));
@@ -561,6 +566,22 @@ TEST_CASE("K200 GEMM mechanism: micro-tiles on cores, K steps, the operand scan"
   const sim::Time with = elapsed({});
   const sim::Time without = elapsed({{"k200.compute.operand_scan_bandwidth", "0 B/s"}});
   CHECK(with - without == f32.scan_time);
+  // A conv is its GEMM after the im2col: the lowering reads the input and writes the m x k matrix at
+  // lowering_bandwidth (the HBM link is faster), serial before the GEMM; a 1x1 conv has none.
+  {
+    KernelSpec conv = spec(56 * 56, 64, 64 * 9, Precision::Fp32);
+    conv.kind = KernelSpec::Kind::Conv;
+    const auto run = [&](const KernelSpec& kk) {
+      topology::System s2(k200_config());
+      K200 k2(s2);
+      return k2.gemm(kk).elapsed();
+    };
+    const sim::Time plain = run(conv);  // lowered_from = 0: exactly the GEMM
+    CHECK(plain == run(spec(56 * 56, 64, 64 * 9, Precision::Fp32)));
+    conv.lowered_from = 56 * 56 * 64;
+    const sim::Bytes moved = (56 * 56 * 64 + 56 * 56 * 64 * 9) * 4;
+    CHECK(run(conv) - plain == sim::transfer_time(moved, c.lowering_bandwidth));
+  }
   // A small-M fc costs far more than its FLOPs at the square-GEMM rate.
   const double flops = 2.0 * 32 * 2048 * 2048;
   CHECK(static_cast<double>(with) * 1e-12 > 3.0 * flops / 7800e9);

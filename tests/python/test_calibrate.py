@@ -16,7 +16,7 @@ SYNTH = HERE / "synthetic.py"
 K200_GEMM = HERE / "k200_gemm.yaml"
 
 cal.load_functions(SYNTH)
-A, B = "k200.compute.elementwise_element_time", "k200.launch.wait_overhead"
+A, B = "k200.launch.queue_submit", "k200.launch.wait_overhead"
 P, Q = "k200.driver.segment_overhead", "k200.driver.edma_setup"
 TRUE_A_NS, TRUE_B_US = 7.5, 4.2
 FREE_AB = [f"{A}=0.5 ns..20 ns", f"{B}=0.1 us..20 us"]
@@ -114,14 +114,21 @@ def test_overlay_round_trips_exactly(tmp_path, linear_data):
 
 
 def test_k200_fits_fp32_efficiency_near_the_packaged_value(tmp_path):
-    """The real K200 model: fp32_efficiency fitted on the 2048^3 FP32 GEMM lands near configs/k200.yaml's 58; the
-    other GEMMs are predictions; the overlay round-trips through the C++ config loader too."""
+    """The real K200 model: fp32_efficiency fitted on the 2048^3 FP32 GEMM lands near configs/k200.yaml's own value
+    (fitted there on the same figure); the other GEMMs are predictions; the overlay round-trips through the C++
+    config loader too."""
     from kernbench import k200
+
+    import yaml
+
+    from kernbench.system import config_path
+
+    packaged = float(yaml.safe_load(config_path("k200.yaml").read_text())["k200"]["compute"]["fp32_efficiency"])
 
     res = cal.calibrate(K200_GEMM, ["k200.compute.fp32_efficiency=30..90", "k200.compute.fc_overhead=0.1 us..5 us"],
                         fit_on=["gemm-fp32-2048"])
     eff = next(f for f in res["free"] if f["path"] == "k200.compute.fp32_efficiency")
-    assert 55 <= int(eff["value"]) <= 61
+    assert abs(float(eff["value"]) - packaged) <= 3
     assert [r["role"] for r in res["rows"]] == ["fitted", "predicted", "predicted"]
     out = cal.write_outputs(res, tmp_path / "k200", plots=True)
     assert all((tmp_path / "k200" / f).read_bytes()[:4] == b"\x89PNG"
@@ -188,7 +195,7 @@ def test_duplicate_id_names_both_lines(tmp_path):
     (f"{A}=20 ns..0.5 ns", "bounds reversed"),
     (f"{A}=1..5", "is not one of the key's units"),
     (f"{A}=1 GB/s..5 GB/s", "'GB/s' is not one of the key's units"),
-    ("k200.compute.fp32_efficiency=30 us..90 us", r"plain int \(no unit\)"),
+    ("k200.compute.fp32_efficiency=30 us..90 us", r"plain number \(no unit\)"),
     ("k200.nope=1..2", "k200.nope: unknown config path"),
     (f"{A}=0.5 ns", "expected PATH=LO..HI"),
 ])

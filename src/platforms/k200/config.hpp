@@ -98,8 +98,10 @@ struct K200ComputeConfig {
   int fp32_flops_per_cycle = 2000;  ///< per cluster
   int fp16_flops_per_cycle = 8000;  ///< per cluster
   int default_ncluster = 8;
-  sim::Time elementwise_element_time = 3600;  ///< per element per cluster, elementwise kernels (ps)
-  sim::Time elementwise_serial_element_time = 0;  ///< per element, not spread over clusters (ps)
+  int elementwise_operands = 3;                   ///< tensors an elementwise kernel streams (a + b -> c: 3)
+  sim::Bandwidth elementwise_bandwidth{4'000'000'000};  ///< per cluster: operand bytes streamed per second
+  sim::Bandwidth elementwise_serial_bandwidth{0};  ///< the part that does not spread over clusters (0: none)
+  sim::Bandwidth lowering_bandwidth{0};  ///< conv -> GEMM lowering (im2col): bytes read + written per second
   sim::Bytes gemm_block_bytes = sim::kKiB;  ///< output block per cluster: a side of this many bytes of elements
   int core_tile_m = 16;                     ///< a core's micro-tile: rows of C
   int core_tile_n = 16;                     ///< a core's micro-tile: columns of C
@@ -109,6 +111,7 @@ struct K200ComputeConfig {
   double fp16_efficiency = 75;
   double spill_penalty = 100;              ///< % extra compute once the K panel spills
   sim::Bandwidth operand_scan_bandwidth{0};  ///< per fc call, the max-finding pass over A and B; 0 = none
+  double operand_scan_element_rate = 0;      ///< that pass's elements per second, whatever their width; 0 = no limit
   sim::Time fc_overhead = 40 * sim::kMicrosecond;  ///< per xdnn fc call, besides launch/dispatch/wait
   sim::Bytes hbm_capacity = 8 * sim::kGiB;  ///< HBM per die: a GEMM's operands must fit
 };

@@ -188,12 +188,16 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::Positive);
   k200_compute.add("default_ncluster", &K200ComputeConfig::default_ncluster, "clusters a kernel uses unless told")
       .min(Bound::Positive);
-  k200_compute.time("elementwise_element_time", &K200ComputeConfig::elementwise_element_time,
-      "elementwise kernels: time per element per cluster")
+  k200_compute.add("elementwise_operands", &K200ComputeConfig::elementwise_operands,
+      "tensors an elementwise kernel streams (two inputs and an output: 3)")
       .min(Bound::Positive);
-  k200_compute.time("elementwise_serial_element_time", &K200ComputeConfig::elementwise_serial_element_time,
-      "elementwise kernels: time per element that does not spread over clusters")
-      .min(Bound::NonNegative);
+  k200_compute.add("elementwise_bandwidth", &K200ComputeConfig::elementwise_bandwidth,
+      "elementwise kernels: operand bytes per second per cluster")
+      .min(Bound::Positive);
+  k200_compute.add("elementwise_serial_bandwidth", &K200ComputeConfig::elementwise_serial_bandwidth,
+      "elementwise kernels: bytes per second of the part that does not spread over clusters (0: none)");
+  k200_compute.add("lowering_bandwidth", &K200ComputeConfig::lowering_bandwidth,
+      "conv kernels: the im2col lowering's bytes (input read + matrix written) per second (0: free)");
   k200_compute.bytes("gemm_block_bytes", &K200ComputeConfig::gemm_block_bytes,
       "GEMM output block per cluster: side of this many bytes of elements")
       .min(Bound::Positive);
@@ -214,6 +218,9 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::NonNegative);
   k200_compute.add("operand_scan_bandwidth", &K200ComputeConfig::operand_scan_bandwidth,
       "per fc call: the max-finding pass over A and B (0: none)");
+  k200_compute.add("operand_scan_element_rate", &K200ComputeConfig::operand_scan_element_rate,
+      "that pass's elements per second, whatever their width (0: no limit; it then follows the bytes alone)")
+      .min(Bound::NonNegative);
   k200_compute.time("fc_overhead", &K200ComputeConfig::fc_overhead, "per xdnn fc call, besides launch/dispatch/wait")
       .min(Bound::NonNegative);
   k200_compute.bytes("hbm_capacity", &K200ComputeConfig::hbm_capacity, "HBM per die (a GEMM's A, B and C must fit)")

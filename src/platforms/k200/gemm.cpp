@@ -8,7 +8,9 @@
 //     operand_scan_bandwidth (HBM traffic through the fabric too). Its cost
 //     follows the operands' bytes, not the FLOPs: it is what makes a small-M
 //     fc with a large weight cost far more than its FLOPs, and FP32 about
-//     twice FP16 there. 0 turns it off.
+//     twice FP16 there. Its lanes bound it too: at most
+//     operand_scan_element_rate elements a second, whatever their width (so
+//     FP16 may gain less than 2x). A zero bandwidth turns it off.
 //  3. The tiles. C is cut into blocks whose side holds gemm_block_bytes of
 //     elements (smaller when M or N is), one block per cluster at a time,
 //     so blocks run in waves of ncluster; edge blocks cost whole blocks.
@@ -30,6 +32,11 @@
 // spills (the reference attributes the drop at large K to register spill),
 // which costs spill_penalty % extra compute (the measured drop is a step).
 //
+// A conv is this GEMM after its lowering: with lowered_from > 0 the im2col
+// pass first reads that many input elements and writes the m x k matrix A
+// (HBM to HBM through the fabric), at lowering_bandwidth (bytes read +
+// written per second); a 1x1 stride-1 conv needs none (its input is A).
+//
 // INT8 (and BF16) have no GEMM kernel on KL1: asking is a UsageError.
 #include <algorithm>
 #include <cmath>
@@ -45,6 +52,8 @@ GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   if (k.precision == Precision::Int8 || k.precision == Precision::Bf16)
     throw UsageError(std::string("K200 GEMM: no ") + topology::to_string(k.precision) +
                      " GEMM kernel on KL1 (xdnn fc runs fp32 and fp16)");
+  if (k.kind == KernelSpec::Kind::Conv && k.lowered_from < 0)
+    throw UsageError("K200 conv: lowered_from (input elements) must be >= 0, got " + std::to_string(k.lowered_from));
   if (k.m <= 0 || k.n <= 0 || k.k <= 0)
     throw UsageError("K200 GEMM: M, N and K must be > 0, got " + std::to_string(k.m) + " x " + std::to_string(k.n) +
                      " x " + std::to_string(k.k));
@@ -90,8 +99,14 @@ GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   const double computed = static_cast<double>(p.waves * p.ncluster * p.core_rounds * c.cores_per_cluster) * tile_flops;
   p.tile_utilization = p.flops / computed;
   p.scan_bytes = (k.m * k.k + k.k * k.n) * elem;
-  if (c.operand_scan_bandwidth.bytes_per_s > 0)
+  if (c.operand_scan_bandwidth.bytes_per_s > 0) {
     p.scan_time = sim::transfer_time(p.scan_bytes, c.operand_scan_bandwidth);
+    // The pass is bounded by its lanes too: at most operand_scan_element_rate elements a second.
+    if (c.operand_scan_element_rate > 0)
+      p.scan_time = std::max(p.scan_time, sim::ps_from_double(static_cast<double>(k.m * k.k + k.k * k.n) /
+                                                                  c.operand_scan_element_rate * 1e12,
+                                                              "K200 GEMM: the operand scan"));
+  }
   p.hbm_per_wave = (p.block_m + p.block_n) * k.k * elem;  // per block; a wave moves this times its blocks
   p.hbm_bytes = (p.scan_time > 0 ? p.scan_bytes : 0) + p.blocks * p.hbm_per_wave + k.m * k.n * elem;
   p.peak_flops_per_s = cluster_peak * p.ncluster;
@@ -115,8 +130,23 @@ sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   sim::Simulation& sim = system_.sim();
   const GemmPlan p = plan_gemm(k);
   const Time t0 = sim.now();
+  if (k.kind == KernelSpec::Kind::Conv && k.lowered_from > 0 && cfg_.compute.lowering_bandwidth.bytes_per_s > 0) {
+    // im2col: the input in, the lowered matrix out, both through the die's HBM link.
+    const Bytes e = topology::element_bytes(k.precision);
+    const Bytes in = k.lowered_from * e, out = k.m * k.k * e;
+    runtime::Join j(sim);
+    j.left = 2;
+    Chain rd = ch, wr = ch;
+    sim.spawn("k200.im2col_read", runtime::joined(hbm_move(rd, d, in, true, k.tag), rd, j));
+    sim.spawn("k200.im2col_write", runtime::joined(hbm_move(wr, d, out, false, k.tag), wr, j));
+    co_await sim.delay(sim::transfer_time(in + out, cfg_.compute.lowering_bandwidth));
+    co_await j.done.wait();
+    record(ch, "im2col", d.res_compute, k.tag, t0, t0, sim.now(), in + out);
+    ch.last = rec_.later(ch.last, j.last);
+  }
+  const Time f0 = sim.now();
   if (cfg_.compute.fc_overhead > 0) co_await sim.delay(cfg_.compute.fc_overhead);
-  record(ch, "fc_setup", d.res_compute, k.tag, t0, t0, sim.now());
+  record(ch, "fc_setup", d.res_compute, k.tag, f0, f0, sim.now());
   if (p.scan_time > 0) {
     // The max-finding pass: its reads share the die's HBM link with everyone
     // else's traffic, and it lasts at least scan_time.

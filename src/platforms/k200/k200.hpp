@@ -123,13 +123,18 @@ struct RunReport {
 
 /// A kernel for the device queue.
 struct KernelSpec {
-  enum class Kind { Elementwise, Gemm } kind = Kind::Elementwise;
+  /// Conv: a convolution lowered to the GEMM m x n x k (m = output pixels, n = output channels,
+  /// k = input channels x kernel area); with lowered_from > 0 the lowering (im2col) first reads
+  /// that many input elements and writes the m x k matrix; 0 = the input already is A (1x1, stride 1).
+  enum class Kind { Elementwise, Gemm, Conv } kind = Kind::Elementwise;
   std::int64_t elements = 0;  ///< elementwise
   std::int64_t m = 0, n = 0, k = 0;
   topology::Precision precision = topology::Precision::Fp32;
   int ncluster = 0;           ///< 0: the config's default
   std::int32_t tag = 0;
   std::int32_t launched_by = -1;  ///< the cause node of its launch (set by launch_task)
+  std::int64_t lowered_from = 0;  ///< conv: input elements the im2col lowering reads (0: no lowering)
+  Time framework_overhead = 0;    ///< a framework's per-op host work before the launch (C1's path); 0: none
 };
 
 /// The GEMM plan on one die (what plan_gemm() decided; gemm.cpp says how).

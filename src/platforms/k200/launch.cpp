@@ -10,10 +10,11 @@
 //           kernel's ncluster clusters of the die (a Server with one unit per
 //           cluster, granted to one kernel at a time so nothing holds a
 //           partial set), sets each up (ncluster x dispatch_per_cluster)
-//           and runs the kernel (elementwise: ceil(elements / ncluster) x
-//           elementwise_element_time + elements x
-//           elementwise_serial_element_time, the part that does not spread
-//           over clusters; GEMM: gemm.cpp); kernels of different streams
+//           and runs the kernel (elementwise: by bytes, its operands
+//           (elementwise_operands tensors of elements x element size) over
+//           ncluster x elementwise_bandwidth, plus all of them over
+//           elementwise_serial_bandwidth, the part that does not spread over
+//           clusters; GEMM and conv: gemm.cpp); kernels of different streams
 //           run side by side on disjoint clusters;
 //   wait:   the calling thread blocks until every kernel launched to its
 //           stream (stream_wait_task) or to the whole die (wait_task, as
@@ -41,9 +42,15 @@ int K200::ncluster_of(const KernelSpec& k) const {
 }
 
 Time K200::kernel_time(const KernelSpec& k) const {
+  const auto& c = cfg_.compute;
   const int nc = ncluster_of(k);
-  const std::int64_t per_cluster = (k.elements + nc - 1) / nc;
-  return per_cluster * cfg_.compute.elementwise_element_time + k.elements * cfg_.compute.elementwise_serial_element_time;
+  const Bytes per_element = topology::element_bytes(k.precision) * c.elementwise_operands;
+  const Bytes per_cluster = (k.elements + nc - 1) / nc * per_element;  // each cluster streams its share
+  Time t = sim::transfer_time(per_cluster, c.elementwise_bandwidth);
+  if (c.elementwise_serial_bandwidth.bytes_per_s > 0)
+    t = sim::add_time(t, sim::transfer_time(k.elements * per_element, c.elementwise_serial_bandwidth),
+                      "K200 elementwise kernel");
+  return t;
 }
 
 namespace {
@@ -89,7 +96,14 @@ sim::Task<void> K200::launch_task(Chain& ch, int thread, DieRef ref, KernelSpec 
   Die& d = die(ref);
   StreamQ& q = stream(d, stream_id);
   (void)ncluster_of(kernel);  // a bad ncluster fails at launch, on the host, as the runtime does
-  if (kernel.kind == KernelSpec::Kind::Gemm) (void)plan_gemm(kernel);
+  if (kernel.framework_overhead < 0) throw UsageError("K200 kernel: framework_overhead must be >= 0");
+  if (kernel.kind != KernelSpec::Kind::Elementwise) (void)plan_gemm(kernel);
+  if (kernel.framework_overhead > 0) {
+    // A framework's own per-op work on the calling thread (its op dispatch), before the runtime's launch.
+    const Time f0 = sim.now();
+    co_await sim.delay(kernel.framework_overhead);
+    record(ch, "framework", res_driver_, kernel.tag, f0, f0, sim.now());
+  }
   const Time t0 = sim.now();
   if (cfg_.launch.host_prep > 0) co_await sim.delay(cfg_.launch.host_prep);
   // host_prep is the thread's own work: a cause of its own (the log folds it into the launch row).
@@ -153,7 +167,7 @@ sim::Process K200::device_loop(Die& d, StreamQ& q) {
 
 sim::Task<void> K200::run_kernel(Chain& ch, Die& d, const KernelSpec& k) {
   sim::Simulation& sim = system_.sim();
-  if (k.kind == KernelSpec::Kind::Gemm) {
+  if (k.kind == KernelSpec::Kind::Gemm || k.kind == KernelSpec::Kind::Conv) {
     co_await run_gemm(ch, d, k);
     co_return;
   }
@@ -165,7 +179,8 @@ sim::Task<void> K200::run_kernel(Chain& ch, Die& d, const KernelSpec& k) {
 void K200::check(const KernelSpec& kernel, DieRef ref) {
   (void)die(ref);
   (void)ncluster_of(kernel);
-  if (kernel.kind == KernelSpec::Kind::Gemm) (void)plan_gemm(kernel);
+  if (kernel.framework_overhead < 0) throw UsageError("K200 kernel: framework_overhead must be >= 0");
+  if (kernel.kind != KernelSpec::Kind::Elementwise) (void)plan_gemm(kernel);
   if (kernel.kind == KernelSpec::Kind::Elementwise && kernel.elements <= 0)
     throw UsageError("K200 elementwise kernel: elements must be > 0, got " + std::to_string(kernel.elements));
 }

@@ -1,0 +1,113 @@
+"""The K200 model's known misses and its C4 calibration, pinned so that drift shows in both directions.
+
+Each figure's current relative error (model - measured) / measured is pinned to within 1.5 points:
+a change that improves a miss fails here as loudly as one that worsens it, and the pin is then moved
+on purpose (with the reason in the commit). C4 is pinned after its calibration (two parameters, the
+operand scan's byte and element rates, fitted on all 12 points; scripts/calibrate_k200.sh), with the
+issue's targets: every
+point within 15 %, the FP16/FP32 ratio within 10 % at every batch, leave-one-batch-out within 20 %.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernbench import k200, references, validation
+from kernbench.system import config_path
+
+PIN = 0.015  # 1.5 points of relative error
+
+#: reference key -> pinned relative error (the model's value today)
+KNOWN_MISSES = {
+    # FP16 at K = 8192 spills like FP32 does (one spill_penalty for both precisions, fitted on FP32 4096^3);
+    # the measured FP16 drop is milder.
+    "K200 GEMM: fp16 M=N=K=8192": -0.2895,
+    "K200 GEMM: fp16 M=N=2048, K=8192": -0.2465,
+    # A K = 128 GEMM pays the operand scan over A and B for little compute: FP16 lands low.
+    "K200 GEMM: fp16 M=N=2048, K=128": -0.2212,
+    # One eDMA per 4 KiB page: the H2D read's round trip is fitted on the stock driver, not on this path.
+    "K200 copy bandwidth: page pinning (per-page eDMA) h2d 64 MiB": -0.2474,
+    # D2D pays its sleep-polled completion (10 us doubling to 1 ms) on top of 62 GiB/s: a 64 MiB copy
+    # ends between polls.
+    "K200 copy bandwidth: d2d one die 64 MiB": -0.2062,
+}
+
+C4_PINNED = {
+    ("baseline", 32): 0.0203, ("fp16", 32): 0.0040, ("pinned", 32): 0.0312, ("fp16 pinned", 32): 0.0226,
+    ("baseline", 64): -0.0046, ("fp16", 64): -0.0060, ("pinned", 64): 0.0040, ("fp16 pinned", 64): 0.0159,
+    ("baseline", 128): -0.0494, ("fp16", 128): -0.0319, ("pinned", 128): -0.0381, ("fp16 pinned", 128): -0.0139,
+}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    wanted = set(KNOWN_MISSES) | {f"K200 end to end (C4): C4 {v}, batch {b}" for v, b in C4_PINNED}
+    refs = [r for r in references.all_references() if r.key in wanted]
+    assert {r.key for r in refs} == wanted, "a pinned figure is no longer among the references"
+    return {f"{r['group']}: {r['quantity']}": r for r in validation.reference_rows(refs)}
+
+
+@pytest.mark.parametrize("key", sorted(KNOWN_MISSES))
+def test_known_miss_is_pinned(rows, key):
+    """A known miss stays where it is: outside its tolerance, at its pinned error."""
+    r = rows[key]
+    assert r["verdict"] == "outside", f"{key}: now within tolerance ({r['error']:+.2%}): move it out of KNOWN_MISSES"
+    assert r["error"] == pytest.approx(KNOWN_MISSES[key], abs=PIN), f"{key}: error moved to {r['error']:+.2%}"
+
+
+@pytest.mark.parametrize("variant,batch", sorted(C4_PINNED, key=lambda t: (t[1], t[0])))
+def test_c4_after_calibration(rows, variant, batch):
+    """C4 after the fit: within the 15 % target, at its pinned error."""
+    r = rows[f"K200 end to end (C4): C4 {variant}, batch {batch}"]
+    assert r["status"] == "fitted" and "operand_scan_bandwidth" in r["fitted_on"]
+    assert abs(r["error"]) <= 0.15
+    assert r["error"] == pytest.approx(C4_PINNED[(variant, batch)], abs=PIN)
+
+
+@pytest.mark.parametrize("staging", ["", " pinned"])
+@pytest.mark.parametrize("batch", [32, 64, 128])
+def test_c4_fp16_over_fp32_ratio_within_10_percent(rows, batch, staging):
+    """What FP16 buys in C4 (measured ~1.8x at every batch) comes out of the model within 10 %."""
+    def pair(variant):
+        r = rows[f"K200 end to end (C4): C4 {variant}, batch {batch}"]
+        return r["model"], r["reference"]
+
+    m16, r16 = pair("fp16" + staging)
+    m32, r32 = pair("baseline" if not staging else "pinned")
+    assert (m16 / m32) / (r16 / r32) == pytest.approx(1.0, abs=0.10)
+
+
+def test_c4_leave_one_batch_out_within_20_percent():
+    """The committed calibration's cross-validated errors (each batch predicted by a fit without it)."""
+    rows = json.loads(config_path("k200.calibration.json").read_text())["rows"]
+    c4 = {k: v for k, v in rows.items() if k.startswith("c4-")}
+    assert len(c4) == 12
+    for k, v in c4.items():
+        assert v["cv_fold"].startswith("batch="), k
+        assert k.split("-")[1] == "b" + v["cv_fold"].split("=")[1], f"{k}: predicted by a fit that included it"
+        assert abs(v["cv_error"]) <= 0.20, k
+
+
+def test_calibration_file_matches_the_config():
+    """configs/k200.calibration.json's values are the ones configs/k200.yaml carries (rerun the script when
+    either moves): the fitted numbers in the YAML come out of `kernbench calibrate`, not by hand."""
+    import yaml
+
+    doc = json.loads(config_path("k200.calibration.json").read_text())
+    compute = yaml.safe_load(config_path("k200.yaml").read_text())["k200"]["compute"]
+    for path, value in doc["values"].items():
+        key = path.rsplit(".", 1)[1]
+        got, want = str(compute[key]), value
+        num = lambda t: float(str(t).split()[0])  # noqa: E731
+        assert num(got) == pytest.approx(num(want), rel=2e-3), f"{path}: k200.yaml {got}, calibration {want}"
+
+
+def test_c4_prediction_before_the_c4_fit_is_documented():
+    """The honest first number (the GEMM parameters fitted on the micro-benchmarks only, C4 predicted) is in
+    the docs, with its range."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "k200-calibration.md").read_text()
+    assert "+17" in text and "+64" in text and "first number" in text
