@@ -126,9 +126,10 @@ def _target(ctx, config: str):
     system = System.load(config, set=sets, seed=ctx.seed)
     pes = nccl.pes_of(system)[: row["ranks"]]
     ch = system.channels()
-    out_of_gpu = sum(int(ch["bandwidth_Bps"][i]) * int(ch["connections"][i]) for i in range(len(ch["src"]))
-                     if system.node_name(int(ch["src"][i])) == pes[0] and ch["class"][i] == "nvlink")
     info = system.route_info(pes[0], pes[1])
+    cls = info["classes"][0]  # the GPU's links of the class the ring takes (nvlink, or pcie on a PCIe box)
+    out_of_gpu = sum(int(ch["bandwidth_Bps"][i]) * int(ch["connections"][i]) for i in range(len(ch["src"]))
+                     if system.node_name(int(ch["src"][i])) == pes[0] and ch["class"][i] == cls)
     path_bps = min(int(ch["bandwidth_Bps"][c]) * int(ch["connections"][c]) for c in info["channels"])
     doc = yaml.safe_load(Path(config).read_text()) or {}
     dispatch = _pe(doc, sets, "dispatch", "20 ns", _core.parse_time)
@@ -145,8 +146,8 @@ def _target(ctx, config: str):
         {"name": "dispatch per step", "ps": dispatch,
          "from": "pe.dispatch (assumed: NCCL's per-step flag write and poll, one small-message round trip)"},
         {"name": "wire + switch latency per step", "ps": hop_lat,
-         "from": f"route {' -> '.join(info['nodes'])}: NVLink wire latency x {info['hops']} + the NVSwitch's "
-                 "overhead (assumed values in the preset)"},
+         "from": f"route {' -> '.join(info['nodes'])}: the wire latency of its {info['hops']} {cls} hops + the "
+                 "switch's overhead (assumed values in the preset)"},
         {"name": "cut-through of the first chunk per extra hop", "ps": cut_through_ps,
          "from": f"fabric.chunk {chunk} B at the path rate ({info['hops'] - 1} extra hop)"},
         {"name": "bank hop per step", "ps": bank_hop, "from": "pe.ipcq.bank_hop (assumed, the default)"},
@@ -158,15 +159,15 @@ def _target(ctx, config: str):
     model_ps = row["time_us"] * 1e6
     t = {"collective": "all_reduce", "algorithm": "ring", "size": size, "ranks": n, "busbw_GBps": row["busbw"],
          "algbw_GBps": row["algbw"], "time_us": row["time_us"],
-         "nvlink_per_gpu_per_direction_GBps": out_of_gpu / 1e9,
+         "link_class": cls, "gpu_link_rate_GBps": out_of_gpu / 1e9,
          "route": info["nodes"], "path_rate_GBps": path_bps / 1e9,
-         "busbw_vs_nvlink": row["busbw"] / (out_of_gpu / 1e9) if out_of_gpu else None,
+         "busbw_vs_gpu_links": row["busbw"] / (out_of_gpu / 1e9) if out_of_gpu else None,
          "busbw_vs_path": row["busbw"] / (path_bps / 1e9),
          "closed_form_us": closed_ps / 1e6, "model_vs_closed_form": model_ps / closed_ps - 1,
          "alpha_per_step_us": alpha / 1e6, "overheads": [{**o, "us": o.pop("ps") / 1e6} for o in overheads]}
-    ctx.log(f"target: ring all-reduce, {n} GPUs, 1 GiB: busbw {row['busbw']:.1f} GB/s beside NVLink "
-            f"{t['nvlink_per_gpu_per_direction_GBps']:.0f} GB/s per GPU per direction "
-            f"({100 * (t['busbw_vs_nvlink'] or 0):.0f} %) and the route's {t['path_rate_GBps']:.0f} GB/s "
+    ctx.log(f"target: ring all-reduce, {n} GPUs, 1 GiB: busbw {row['busbw']:.1f} GB/s beside the GPU's {cls} "
+            f"links, {t['gpu_link_rate_GBps']:.1f} GB/s per direction "
+            f"({100 * (t['busbw_vs_gpu_links'] or 0):.0f} %), and the route's {t['path_rate_GBps']:.1f} GB/s "
             f"({' -> '.join(info['nodes'])}: {100 * t['busbw_vs_path']:.1f} %)")
     ctx.log(f"  closed form 2(n-1)(alpha + S/(n beta)) on that path: {t['closed_form_us']:.1f} us; model "
             f"{row['time_us']:.1f} us ({100 * t['model_vs_closed_form']:+.3f} %); alpha per step "

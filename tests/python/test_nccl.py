@@ -158,7 +158,7 @@ def test_gpu_collectives_target_at_1GiB(tmp_path):
     sweep = run_bench("gpu-collectives", out=tmp_path, quiet=True,
                       sets=["bench.collectives=all_reduce", f"bench.min_bytes={1 << 30}"])
     t = sweep["target"]
-    assert t["size"] == 1 << 30 and t["nvlink_per_gpu_per_direction_GBps"] == pytest.approx(450)
+    assert t["size"] == 1 << 30 and t["link_class"] == "nvlink" and t["gpu_link_rate_GBps"] == pytest.approx(450)
     assert t["busbw_GBps"] <= t["path_rate_GBps"] and t["busbw_GBps"] > 0.95 * t["path_rate_GBps"]
     assert abs(t["model_vs_closed_form"]) < 0.005  # the gap to alpha-beta is attributable: under 0.5 %
     assert {o["name"] for o in t["overheads"]} >= {"dispatch per step", "reduction of the last slot per step"}
