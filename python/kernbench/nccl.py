@@ -277,18 +277,17 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
     alg = algorithm or MODELLED[name]
     width = TYPE_BYTES.get(type_, 4)
     out = []
-    pes = None
+    pes = pes_of(System.load(config, set=dict(sets or {}), seed=seed))
+    if ranks is not None and not 2 <= ranks <= len(pes):
+        raise ConfigError(f"{config}: {ranks} ranks asked, the machine has {len(pes)} PEs (kind pe nodes); "
+                          "a collective needs 2 or more")
+    pes = pes[:ranks] if ranks else pes
+    n = len(pes)
     for size in sizes:
         try:
             extra = dict(sets or {})
             extra["pe.scratch"] = f"{max(64 << 20, 4 * int(size))} B"
             system = System.load(config, set=extra, seed=seed)
-            if pes is None:
-                pes = pes_of(system)
-                if ranks is not None and ranks > len(pes):
-                    raise ConfigError(f"{config}: {ranks} ranks asked, the machine has {len(pes)} PEs")
-                pes = pes[:ranks] if ranks else pes
-            n = len(pes)
             kw: dict[str, Any] = {"pes": pes, "verify": "off"}
             if name == "broadcast":
                 kw["pieces"] = max(1, min(1024, math.ceil(size / broadcast_piece)))

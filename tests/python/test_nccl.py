@@ -94,6 +94,18 @@ def test_model_table_round_trips_through_the_parser(tmp_path):
     assert rows[1]["busbw"] == pytest.approx(rows[1]["algbw"] * 1.75)
 
 
+def test_more_ranks_than_the_machine_has_is_refused(tmp_path):
+    """A 16-rank log (two boxes) against an 8-GPU machine: a clear error, not 16 failed sizes."""
+    lines = (LOGS / "h100_all_reduce_perf.txt").read_text().splitlines()
+    ranks = [ln for ln in lines if "Rank" in ln]
+    f = tmp_path / "two_boxes.txt"
+    at = lines.index(ranks[-1]) + 1
+    f.write_text("\n".join(lines[:at] + [r.replace("dgx-h100-01", "dgx-h100-02") for r in ranks] + lines[at:]))
+    assert nccl.parse_log(f).ranks == 16
+    with pytest.raises(nccl.ConfigError, match="16 ranks asked, the machine has 8 PEs"):
+        nccl.compare_log(f, "h100-8x-nvswitch")
+
+
 def test_compare_puts_model_beside_measured():
     """compare_log: every size of the log gets the model's time and busbw and the relative errors."""
     res = nccl.compare_log(LOGS / "h100_reduce_scatter_perf_truncated.txt", "h100-8x-nvswitch")
