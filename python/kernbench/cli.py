@@ -14,6 +14,7 @@
     kernbench diff A B [--bench NAME] [--set KEY=VALUE]... [--smoke] [--rtol R] [--metric PATTERN]... [--json]
     kernbench calibrate --data FILE [--free PATH=LO..HI]... [--fit-on GROUPS] [--cv-by KEY] [--out DIR]
     kernbench calibrate --check OVERLAY --data FILE [--tolerance T]
+    kernbench compare-nccl LOG --config MACHINE [--collective NAME] [--out DIR]
 
 Plugin benches: ``--bench-path DIR`` (repeatable), the ``KERNBENCH_BENCH_PATH``
 environment variable (folders separated by ``os.pathsep``) and the entry
@@ -152,7 +153,43 @@ def _parser() -> argparse.ArgumentParser:
                         "substring (repeatable: any of them)")
     d.add_argument("--json", action="store_true", help="the diff as JSON on stdout")
     _calibrate_parser(sub)
+    _compare_nccl_parser(sub)
     return p
+
+
+def _compare_nccl_parser(sub) -> None:
+    n = sub.add_parser("compare-nccl", help="put the model beside a user's nccl-tests *_perf output: errors and a plot")
+    n.add_argument("log", help="an nccl-tests output (all_reduce_perf ... > LOG), complete or cut short")
+    n.add_argument("--config", required=True, metavar="MACHINE",
+                   help="machine config: a file, or a preset name (h100-8x-nvswitch, a100-8x-nvswitch, l40s-8x-pcie)")
+    n.add_argument("--collective", default=None, metavar="NAME",
+                   help="all_reduce, all_gather, reduce_scatter or broadcast (default: the log's own, else all_reduce)")
+    n.add_argument("--algorithm", default=None, help="the model's algorithm (default ring; see kernbench.ccl.algorithms())")
+    n.add_argument("--out", default="out/compare-nccl", help="output folder (default: out/compare-nccl)")
+    n.add_argument("--no-plot", action="store_true", help="write no PNG")
+    n.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+
+
+def _cmd_compare_nccl(args: argparse.Namespace) -> int:
+    from kernbench import nccl
+    from kernbench.atomic_output import check_output_dir
+
+    check_seed(args.seed)
+    check_output_dir(args.out, "--out")
+    res = nccl.compare_log(args.log, args.config, collective=args.collective, algorithm=args.algorithm,
+                           seed=args.seed)
+    print(f"{res['log']}: {res['collective']} ({res['collective_from']}), {res['ranks']} ranks, model "
+          f"{res['algorithm']} on {res['config']}; busbw = algbw x {res['busbw_factor']:.4g}")
+    for note in res["notes"]:
+        print(f"  note: {note}")
+    print(nccl.compare_text(res["rows"]))
+    for f in res["failures"]:
+        print(f"  no model at {f['size']} B: {f['error']}")
+    if res["mean_abs_busbw_error_from_1MiB"] is not None:
+        print(f"mean |busbw error| from 1 MiB up: {100 * res['mean_abs_busbw_error_from_1MiB']:.1f} %")
+    for path in nccl.write_comparison(res, args.out, plot=not args.no_plot).values():
+        print(f"wrote {path}")
+    return 0
 
 
 def _calibrate_parser(sub) -> None:
@@ -451,6 +488,8 @@ def _main(args: argparse.Namespace) -> int:
             return _cmd_diff(args)
         if args.command == "calibrate":
             return _cmd_calibrate(args)
+        if args.command == "compare-nccl":
+            return _cmd_compare_nccl(args)
         return _cmd_run(args)
     except KernbenchError as e:
         print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)

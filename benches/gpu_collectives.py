@@ -1,0 +1,206 @@
+"""gpu-collectives: the nccl-tests tables of an 8-GPU box, from the model.
+
+For all-reduce, all-gather, reduce-scatter and broadcast on a GPU-box preset
+(default configs/machines/h100-8x-nvswitch.yaml), sizes ``min_bytes`` to
+``max_bytes`` by ``factor``, it prints and writes the table nccl-tests prints:
+size, count, type, redop, root, time (us), algbw, busbw. algbw = size / time
+and busbw = algbw x nccl-tests' factor (all_reduce 2(n-1)/n, all_gather and
+reduce_scatter (n-1)/n, broadcast 1; kernbench.nccl.BUSBW). ``count`` is
+size / element size, divided by the ranks for all_gather and reduce_scatter,
+as nccl-tests prints it.
+
+The model runs each collective's Program (kernbench.ccl, algorithm ``ring``
+by default) on the preset's GPUs with the buffer in PE scratch, raised per
+size to hold it (an HBM-resident buffer on an explicit graph waits for issue
+18 item 1; NVLink, not HBM, is the bound at these sizes). A collective or size
+the model cannot run is a row of ``failures`` with the reason; no number is
+made up for it.
+
+Target (when all_reduce reaches 1 GiB): the ring all-reduce's busbw beside the
+link rates (the GPU's NVLink total per direction, and the rate of the one path
+the route takes today: one NVSwitch, single-path routing until issue 18 item
+3), with the alpha-beta closed form on that path and each protocol overhead the
+model charges, with where it comes from (docs/gpu-box.md).
+
+Outputs: sweep.json, nccl.csv (every row), nccl_tables.txt (the tables in
+nccl-tests' layout; ``kernbench compare-nccl`` reads it back), busbw.png.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from kernbench import bench, nccl
+from kernbench.overrides import Param
+
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+
+
+@bench(
+    name="gpu-collectives",
+    description="nccl-tests tables (time, algbw, busbw) of all-reduce/all-gather/reduce-scatter/broadcast on a GPU box",
+    params={"collectives": Param(list(COLLECTIVES), choices=COLLECTIVES + ["alltoall", "reduce", "sendrecv"]),
+            "min_bytes": Param(8, min=1), "max_bytes": Param(1 << 30, min=1), "factor": Param(2, min=2),
+            "ranks": Param(8, min=2), "type": Param("float", choices=sorted(nccl.TYPE_BYTES)),
+            "algorithm": "ring", "broadcast_piece": Param(4 << 20, min=1)},
+    config="machines/h100-8x-nvswitch.yaml",
+    smoke={"bench.max_bytes": 1 << 20, "bench.factor": 16},
+    golden={"key": ["collective", "size"], "metrics": {"time_us": "rel=1e-9", "busbw": "rel=1e-9",
+                                                       "count": "exact", "ranks": "exact"}},
+    outputs={"nccl.csv": "every row: collective, size, count, type, time_us, algbw, busbw",
+             "nccl_tables.txt": "one table per collective in nccl-tests' layout",
+             "busbw.png": "busbw against size per collective"},
+    primary=["busbw", "time_us"],
+    checks=lambda p: (f"min_bytes {p['min_bytes']} > max_bytes {p['max_bytes']}"
+                      if p["min_bytes"] > p["max_bytes"] else None),
+)
+def gpu_collectives(ctx):
+    p = ctx.params
+    sizes = []
+    s = int(p["min_bytes"])
+    while s <= p["max_bytes"]:
+        sizes.append(s)
+        s *= int(p["factor"])
+    config = str(ctx.config)
+    tables = []
+    for coll in p["collectives"]:
+        if coll not in nccl.MODELLED:
+            ctx.failures.append({"name": coll, "collective": coll,
+                                 "error": f"no model of {coll} in kernbench.ccl (modelled: "
+                                          f"{', '.join(sorted(nccl.MODELLED))})"})
+            ctx.log(f"{coll}: no model (recorded in failures)")
+            continue
+        alg = p["algorithm"] if coll != "broadcast" or p["algorithm"] in ("ring", "double_binary_tree") else "ring"
+
+        def failed(size, e, coll=coll):
+            ctx.failures.append({"name": f"{coll} {size} B", "collective": coll, "size": size,
+                                 "error": f"{type(e).__name__}: {e}"})
+            ctx.log(f"  {coll} {size} B FAILED: {type(e).__name__}: {e}")
+
+        rows = nccl.model_rows(config, coll, sizes, ranks=int(p["ranks"]), algorithm=alg, type_=p["type"],
+                               sets=dict(ctx.config_overrides), seed=ctx.seed,
+                               broadcast_piece=int(p["broadcast_piece"]), on_error=failed)
+        for r in rows:
+            lb = r.pop("link_bytes")
+            r.update({f"bytes_{k}": v for k, v in sorted(lb.items())})
+            ctx.results.append(r)
+        title = f"{coll}_perf (kernbench model: {alg} on {Path(config).stem})"
+        table = nccl.format_table(rows, title=title, ranks=int(p["ranks"]))
+        tables.append(table)
+        ctx.log(table.rstrip())
+    text = "\n".join(tables)
+    from kernbench.atomic_output import _atomic_write_bytes  # the one atomic writer (kernbench.io re-exports it)
+
+    _atomic_write_bytes(ctx.out / "nccl_tables.txt", text.encode())
+    ctx.files.append("nccl_tables.txt")
+    ctx.write_csv("nccl.csv", ctx.results)
+    _figure(ctx, ctx.results)
+    target = _target(ctx, config)
+    return {"results": ctx.results, "failures": ctx.failures, "target": target,
+            "busbw_factors": {c: nccl.busbw_factor(c, int(p["ranks"])) for c in p["collectives"] if c in nccl.BUSBW}}
+
+
+def _pe(doc: dict, sets: dict, key: str, default: str, parse) -> float:
+    """A pe.* value of the run: the --set override, else the config's, else the schema default."""
+    text = sets.get(f"pe.{key}")
+    if text is None:
+        node = doc.get("pe", {})
+        for part in key.split("."):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        text = node if node != {} else default
+    return parse(str(text))
+
+
+def _target(ctx, config: str):
+    """The ring all-reduce's busbw at 1 GiB beside the link rates, the closed form and the overheads."""
+    from kernbench import _core
+    from kernbench.system import System
+
+    row = next((r for r in ctx.results if r["collective"] == "all_reduce" and r["size"] == 1 << 30
+                and r["algorithm"] == "ring"), None)
+    if row is None:
+        return None
+    sets = dict(ctx.config_overrides)
+    system = System.load(config, set=sets, seed=ctx.seed)
+    pes = nccl.pes_of(system)[: row["ranks"]]
+    ch = system.channels()
+    info = system.route_info(pes[0], pes[1])
+    cls = info["classes"][0]  # the GPU's links of the class the ring takes (nvlink, or pcie on a PCIe box)
+    out_of_gpu = sum(int(ch["bandwidth_Bps"][i]) * int(ch["connections"][i]) for i in range(len(ch["src"]))
+                     if system.node_name(int(ch["src"][i])) == pes[0] and ch["class"][i] == cls)
+    path_bps = min(int(ch["bandwidth_Bps"][c]) * int(ch["connections"][c]) for c in info["channels"])
+    doc = yaml.safe_load(Path(config).read_text()) or {}
+    dispatch = _pe(doc, sets, "dispatch", "20 ns", _core.parse_time)
+    bank_hop = _pe(doc, sets, "ipcq.bank_hop", "1 ns", _core.parse_time)
+    slot = _pe(doc, sets, "ipcq.slot", "4 KiB", _core.parse_bytes)
+    clock_hz = _freq(_pe(doc, sets, "clock", "1000 MHz", str))
+    vec = float(_pe(doc, sets, "vector_bytes_per_cycle", "128", float))
+    chunk = _core.parse_bytes(str(sets.get("fabric.chunk", (doc.get("fabric") or {}).get("chunk", "4 KiB"))))
+    n, size = row["ranks"], row["size"]
+    hop_lat = info["wire_latency_ps"] + info["node_overhead_ps"]
+    reduce_ps = slot / (vec * clock_hz) * 1e12
+    cut_through_ps = chunk / path_bps * 1e12 * (info["hops"] - 1)
+    overheads = [
+        {"name": "dispatch per step", "ps": dispatch,
+         "from": "pe.dispatch (assumed: NCCL's per-step flag write and poll, one small-message round trip)"},
+        {"name": "wire + switch latency per step", "ps": hop_lat,
+         "from": f"route {' -> '.join(info['nodes'])}: the wire latency of its {info['hops']} {cls} hops + the "
+                 "switch's overhead (assumed values in the preset)"},
+        {"name": "cut-through of the first chunk per extra hop", "ps": cut_through_ps,
+         "from": f"fabric.chunk {chunk} B at the path rate ({info['hops'] - 1} extra hop)"},
+        {"name": "bank hop per step", "ps": bank_hop, "from": "pe.ipcq.bank_hop (assumed, the default)"},
+        {"name": "reduction of the last slot per step", "ps": reduce_ps,
+         "from": f"pe.ipcq.slot {int(slot)} B / (pe.vector_bytes_per_cycle x pe.clock) (assumed: HBM rate / 3)"},
+    ]
+    alpha = sum(o["ps"] for o in overheads)
+    closed_ps = 2 * (n - 1) * (alpha + size / n / path_bps * 1e12)
+    model_ps = row["time_us"] * 1e6
+    t = {"collective": "all_reduce", "algorithm": "ring", "size": size, "ranks": n, "busbw_GBps": row["busbw"],
+         "algbw_GBps": row["algbw"], "time_us": row["time_us"],
+         "link_class": cls, "gpu_link_rate_GBps": out_of_gpu / 1e9,
+         "route": info["nodes"], "path_rate_GBps": path_bps / 1e9,
+         "busbw_vs_gpu_links": row["busbw"] / (out_of_gpu / 1e9) if out_of_gpu else None,
+         "busbw_vs_path": row["busbw"] / (path_bps / 1e9),
+         "closed_form_us": closed_ps / 1e6, "model_vs_closed_form": model_ps / closed_ps - 1,
+         "alpha_per_step_us": alpha / 1e6, "overheads": [{**o, "us": o.pop("ps") / 1e6} for o in overheads]}
+    ctx.log(f"target: ring all-reduce, {n} GPUs, 1 GiB: busbw {row['busbw']:.1f} GB/s beside the GPU's {cls} "
+            f"links, {t['gpu_link_rate_GBps']:.1f} GB/s per direction "
+            f"({100 * (t['busbw_vs_gpu_links'] or 0):.0f} %), and the route's {t['path_rate_GBps']:.1f} GB/s "
+            f"({' -> '.join(info['nodes'])}: {100 * t['busbw_vs_path']:.1f} %)")
+    ctx.log(f"  closed form 2(n-1)(alpha + S/(n beta)) on that path: {t['closed_form_us']:.1f} us; model "
+            f"{row['time_us']:.1f} us ({100 * t['model_vs_closed_form']:+.3f} %); alpha per step "
+            f"{t['alpha_per_step_us']:.3f} us:")
+    for o in t["overheads"]:
+        ctx.log(f"    {o['us']:8.3f} us  {o['name']}: {o['from']}")
+    return t
+
+
+def _freq(text: str) -> float:
+    """'1830 MHz' -> 1.83e9 (Hz)."""
+    value, unit = str(text).split()
+    return float(value) * {"Hz": 1, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9}[unit]
+
+
+def _figure(ctx, rows):
+    if not rows:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for coll in dict.fromkeys(r["collective"] for r in rows):
+        pts = [(r["size"], r["busbw"]) for r in rows if r["collective"] == coll]
+        ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=coll)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("size (B)")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_title(f"kernbench model, {Path(str(ctx.config)).stem}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    ctx.save_figure(fig, "busbw.png")
+    plt.close(fig)

@@ -1,0 +1,435 @@
+"""nccl-tests in and out: its ``*_perf`` tables read, and the model's own written the same way.
+
+nccl-tests (github.com/NVIDIA/nccl-tests) prints, per message size, the
+time of one collective and two bandwidths (its doc/PERFORMANCE.md)::
+
+    algbw = size / time
+    busbw = algbw x factor      all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
+                                broadcast, reduce, sendrecv 1
+
+``parse_log(path)`` reads a user's log (``#`` header lines, the out-of-place
+and in-place column groups, ``#wrong``; a log cut short keeps its complete
+rows) and refuses a file that is not one (``NcclLogError``, naming file and
+line). ``model_rows`` runs kernbench's collectives on a machine for the same
+sizes; ``compare`` puts the two side by side with errors per size;
+``format_table`` prints rows in nccl-tests' layout. The bench
+``gpu-collectives`` and ``kernbench compare-nccl`` are built on these.
+
+What the model is (docs/gpu-box.md): the collective's Program of IPCQ sends
+and recvs on the machine's PEs (the GPUs), the buffer in PE scratch (raised
+to fit: an HBM-resident buffer on an explicit graph needs issue 18 item 1),
+one path per GPU pair (no multipath yet: issue 18 item 3).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from kernbench._core import ConfigError
+
+__all__ = ["BUSBW", "MODELLED", "NcclLogError", "NcclLog", "NcclRow", "busbw_factor", "parse_log", "model_rows",
+           "compare", "format_table", "resolve_machine", "TYPE_BYTES"]
+
+#: nccl-tests' bus-bandwidth factor per collective, as a function of the rank count n (doc/PERFORMANCE.md).
+BUSBW: dict[str, Callable[[int], float]] = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+
+#: Collectives kernbench models, with the algorithm used by default (``kernbench.ccl.algorithms()``).
+MODELLED = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring", "broadcast": "ring"}
+
+#: Bytes per element of nccl-tests' type names.
+TYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8, "uint64": 8,
+              "half": 2, "float16": 2, "bfloat16": 2, "float": 4, "float32": 4, "double": 8, "float64": 8,
+              "fp8_e4m3": 1, "fp8_e5m2": 1, "f8e4m3": 1, "f8e5m2": 1}
+
+# nccl-tests binaries are named <collective>_perf; the name of the collective as nccl spells it.
+_ALIASES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+            "bcast": "broadcast", "alltoall": "alltoall", "all_to_all": "alltoall", "send_recv": "sendrecv"}
+_KNOWN = set(BUSBW) | {"gather", "scatter", "hypercube"}
+_NAME_IN_HEADER = re.compile(r"\b(" + "|".join(sorted(_KNOWN | set(_ALIASES), key=len, reverse=True))
+                             + r")(?:_perf(?:_mpi)?)?\b")
+_RANK_LINE = re.compile(r"^#\s*Rank\s+\d+\s")
+_THREADS = re.compile(r"nThreads?\s+(\d+)\s+nGpus\s+(\d+)")
+
+
+class NcclLogError(ConfigError):
+    """A file that is not (or no longer) nccl-tests output: the message names the file and the line."""
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    """nccl-tests' busbw / algbw for ``collective`` on ``n`` ranks."""
+    name = canonical(collective)
+    if name not in BUSBW:
+        raise ConfigError(f"no bus-bandwidth factor for {collective!r} (known: {', '.join(sorted(BUSBW))})")
+    return BUSBW[name](n)
+
+
+def canonical(name: str) -> str:
+    """all_reduce, allreduce, all_reduce_perf, AllReduce -> all_reduce."""
+    n = re.sub(r"(_perf)?(_mpi)?$", "", name.strip().lower().replace("-", "_"))
+    return _ALIASES.get(n, _ALIASES.get(n.replace("_", ""), n))
+
+
+@dataclass
+class NcclRow:
+    """One size of a log: the leading fields and each column group (out-of-place first) as given."""
+
+    size: int
+    count: int
+    type: str
+    redop: str | None
+    root: int | None
+    groups: list[dict[str, Any]]  # [{"time_us", "algbw", "busbw", "wrong"}] out-of-place, then in-place
+    line: int
+
+    @property
+    def time_us(self) -> float:
+        """The out-of-place time (the first group)."""
+        return self.groups[0]["time_us"]
+
+    @property
+    def busbw(self) -> float:
+        return self.groups[0]["busbw"]
+
+
+@dataclass
+class NcclLog:
+    """A parsed nccl-tests log."""
+
+    path: str
+    collective: str | None  # from the log itself (a *_perf name in its header); None if it does not say
+    ranks: int | None       # "# Rank" lines, else nThread x nGpus; None if the log does not say
+    columns: list[str]
+    rows: list[NcclRow]
+    truncated: bool = False  # no "Avg bus bandwidth" footer, or a last row cut short
+    notes: list[str] = field(default_factory=list)
+    avg_busbw: float | None = None
+    devices: list[str] = field(default_factory=list)
+
+
+def _number(tok: str) -> float | None:
+    if tok.upper() in ("N/A", "NA", "-"):
+        return None
+    return float(tok)
+
+
+def parse_log(path: str | Path) -> NcclLog:
+    """Read an nccl-tests ``*_perf`` output; ``NcclLogError`` (file:line: why) if it is not one."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise NcclLogError(f"{path}: cannot read: {e.strerror or e}") from None
+    if b"\x00" in raw[:4096]:
+        raise NcclLogError(f"{path}:1: not an nccl-tests *_perf output (a binary file)")
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    collective = None
+    ranks = 0
+    threads = None
+    columns: list[str] | None = None
+    lead: list[str] = []
+    rows: list[NcclRow] = []
+    notes: list[str] = []
+    avg = None
+    devices: list[str] = []
+    truncated = False
+    first_foreign: tuple[int, str] | None = None
+    for i, text in enumerate(lines, start=1):
+        s = text.strip()
+        if not s:
+            continue
+        if s.startswith("#"):
+            body = s.lstrip("#").strip()
+            if _RANK_LINE.match(s):
+                ranks += 1
+                devices.append(body.split(" device ", 1)[-1] if " device " in body else body)
+                continue
+            m = _THREADS.search(body)
+            if m:
+                threads = int(m.group(1)) * int(m.group(2))
+            if collective is None and columns is None:
+                m = _NAME_IN_HEADER.search(body.lower())
+                if m and ("perf" in body.lower() or "collective" in body.lower() or "test" in body.lower()):
+                    collective = canonical(m.group(1))
+            toks = body.split()
+            if columns is None and toks[:2] == ["size", "count"] and "time" in toks:
+                columns = toks
+                lead = toks[:toks.index("time")]
+                if lead[2:3] != ["type"]:
+                    raise NcclLogError(f"{path}:{i}: nccl-tests column header without 'type' third: {s[:80]!r}")
+            if body.lower().startswith("avg bus bandwidth"):
+                try:
+                    avg = float(body.split(":", 1)[1].split()[0])
+                except (IndexError, ValueError):
+                    pass
+            continue
+        if columns is None:  # launcher and library noise before the table (mpirun, warnings) is skipped
+            if first_foreign is None:
+                first_foreign = (i, s)
+            continue
+        toks = s.split()
+        need = len(lead) + 4
+        last = not any(x.strip() and not x.strip().startswith("#") for x in lines[i:])
+        try:
+            if len(toks) < need or (len(toks) - len(lead)) % 4:
+                raise ValueError(f"{len(toks)} fields, expected {len(lead)} + 4 per column group")
+            row = _row(toks, lead, i)
+        except ValueError as e:
+            if last:  # a log cut mid-row: keep what came before
+                truncated = True
+                notes.append(f"line {i}: an incomplete last row was ignored ({e})")
+                break
+            if rows and not toks[0].isdigit():  # trailing text of another program after the table
+                notes.append(f"line {i}: the table ends here (not a result row: {s[:40]!r})")
+                break
+            raise NcclLogError(f"{path}:{i}: not an nccl-tests result row ({e}): {s[:80]!r}") from None
+        rows.append(row)
+    if columns is None:
+        where, what = first_foreign or (1, lines[0].strip() if lines else "")
+        raise NcclLogError(f"{path}:{where}: not an nccl-tests *_perf output: no '#  size  count  type ... time  "
+                           f"algbw  busbw' column header in the file (line {where} reads {what[:60]!r})")
+    if not rows:
+        raise NcclLogError(f"{path}:{len(lines)}: nccl-tests header but no result row (the log stops before the "
+                           "first size)")
+    if avg is None:
+        truncated = True
+        if not notes:
+            notes.append("no 'Avg bus bandwidth' footer: the log was cut short; its complete rows are used")
+    return NcclLog(str(path), collective, ranks or threads, columns, rows, truncated, notes, avg, devices)
+
+
+def _row(toks: list[str], lead: list[str], line: int) -> NcclRow:
+    fields = dict(zip(lead, toks))
+    size, count = int(fields["size"]), int(fields["count"])
+    if size < 0 or count < 0:
+        raise ValueError("negative size or count")
+    root = fields.get("root")
+    groups = []
+    for g in range((len(toks) - len(lead)) // 4):
+        t = toks[len(lead) + 4 * g: len(lead) + 4 * g + 4]
+        time_us, algbw, busbw = _number(t[0]), _number(t[1]), _number(t[2])
+        if time_us is None and algbw is None:
+            groups.append({"time_us": None, "algbw": None, "busbw": None, "wrong": None})
+            continue
+        wrong: Any = t[3]
+        try:
+            wrong = int(wrong)
+        except ValueError:
+            wrong = None if wrong.upper() == "N/A" else float(wrong)  # older versions print an error value
+        groups.append({"time_us": time_us, "algbw": algbw, "busbw": busbw, "wrong": wrong})
+    if groups[0]["time_us"] is None:
+        raise ValueError("no out-of-place time")
+    return NcclRow(size, count, fields["type"], fields.get("redop"),
+                   int(root) if root not in (None, "-") else None, groups, line)
+
+
+def resolve_machine(name: str | Path) -> Path:
+    """A machine config: a path, a packaged name (machines/h100-8x-nvswitch.yaml) or a preset's bare name."""
+    from kernbench.system import config_path
+
+    try:
+        return config_path(name)
+    except ConfigError:
+        if not str(name).endswith((".yaml", ".yml")):
+            try:
+                return config_path(f"machines/{name}.yaml")
+            except ConfigError:
+                pass
+        raise
+
+
+def pes_of(system) -> list[str]:
+    """The machine's compute nodes (kind pe) by name, in node order (System.pes() where it answers)."""
+    pes = list(system.pes() or [])
+    if pes:
+        return pes
+    nodes = system.nodes()
+    return [n for n, k in zip(nodes["name"], nodes["kind"]) if k == "pe"]
+
+
+def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ranks: int | None = None,
+               algorithm: str | None = None, type_: str = "float", sets: dict | None = None, seed: int = 1,
+               broadcast_piece: int = 4 << 20, on_error: Callable[[int, Exception], None] | None = None
+               ) -> list[dict[str, Any]]:
+    """Model one collective per size on ``config``'s first ``ranks`` PEs: the nccl-tests row of each.
+
+    The buffer lives in PE scratch, raised per size to hold it (``pe.scratch`` = max(64 MiB, 4 x size));
+    a broadcast is pipelined in pieces of ``broadcast_piece`` bytes (assumed: NCCL_BUFFSIZE, 4 MiB).
+    A size that cannot be modelled calls ``on_error(size, exc)`` (default: raise) and gives no row."""
+    from kernbench import ccl
+    from kernbench.system import System
+
+    name = canonical(collective)
+    if name not in MODELLED:
+        raise ConfigError(f"collective {collective!r} has no model in kernbench (modelled: "
+                          f"{', '.join(sorted(MODELLED))})")
+    alg = algorithm or MODELLED[name]
+    width = TYPE_BYTES.get(type_, 4)
+    out = []
+    pes = pes_of(System.load(config, set=dict(sets or {}), seed=seed))
+    if ranks is not None and not 2 <= ranks <= len(pes):
+        raise ConfigError(f"{config}: {ranks} ranks asked, the machine has {len(pes)} PEs (kind pe nodes); "
+                          "a collective needs 2 or more")
+    pes = pes[:ranks] if ranks else pes
+    n = len(pes)
+    for size in sizes:
+        try:
+            extra = dict(sets or {})
+            extra["pe.scratch"] = f"{max(64 << 20, 4 * int(size))} B"
+            system = System.load(config, set=extra, seed=seed)
+            kw: dict[str, Any] = {"pes": pes, "verify": "off"}
+            if name == "broadcast":
+                kw["pieces"] = max(1, min(1024, math.ceil(size / broadcast_piece)))
+            r = ccl.collective(system, name, int(size), algorithm=alg, **kw)
+        except Exception as e:  # one size failing never sinks the others
+            if on_error is None:
+                raise
+            on_error(int(size), e)
+            continue
+        t_us = r.latency_ps / 1e6
+        algbw = size / (r.latency_ps * 1e-12) / 1e9 if r.latency_ps else 0.0
+        per_rank = name in ("all_gather", "reduce_scatter")  # nccl-tests' count is per rank for these
+        out.append({"collective": name, "algorithm": alg, "ranks": n, "size": int(size),
+                    "count": int(size) // width // (n if per_rank else 1), "type": type_,
+                    "redop": "sum" if name == "all_reduce" or name == "reduce_scatter" else "none",
+                    "root": 0 if name == "broadcast" else -1, "time_us": t_us, "algbw": algbw,
+                    "busbw": algbw * busbw_factor(name, n), "link_bytes": dict(r.link_bytes)})
+    return out
+
+
+def compare(log: NcclLog, model: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per size of the log: measured (out-of-place; in-place beside) and model, with relative errors."""
+    by_size = {m["size"]: m for m in model}
+    rows = []
+    for r in log.rows:
+        m = by_size.get(r.size)
+        ip = r.groups[1] if len(r.groups) > 1 else {}
+        row = {"size": r.size, "count": r.count, "type": r.type, "measured_time_us": r.time_us,
+               "measured_algbw": r.groups[0]["algbw"], "measured_busbw": r.busbw,
+               "measured_inplace_time_us": ip.get("time_us"), "measured_inplace_busbw": ip.get("busbw"),
+               "wrong": r.groups[0]["wrong"], "model_time_us": None, "model_busbw": None,
+               "time_error": None, "busbw_error": None}
+        if m is not None:
+            row["model_time_us"], row["model_busbw"] = m["time_us"], m["busbw"]
+            if r.time_us:
+                row["time_error"] = (m["time_us"] - r.time_us) / r.time_us
+            if r.busbw:
+                row["busbw_error"] = (m["busbw"] - r.busbw) / r.busbw
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]], *, title: str = "", ranks: int | None = None) -> str:
+    """Rows (model_rows' dicts) in nccl-tests' layout, one column group (the model has no in-place variant);
+    ``parse_log`` reads it back."""
+    out = []
+    if title:
+        out.append(f"# {title}")
+    if ranks:
+        out.append(f"# nThread 1 nGpus {ranks} (kernbench model)")
+    out.append("#")
+    out.append("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>12} {:>8} {:>8} {:>6}".format(
+        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"))
+    out.append("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>12} {:>8} {:>8} {:>6}".format(
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""))
+    for r in rows:
+        out.append("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>12.2f} {:>8.2f} {:>8.2f} {:>6}".format(
+            r["size"], r["count"], r["type"], r["redop"], r["root"], r["time_us"], r["algbw"], r["busbw"], "N/A"))
+    if rows:
+        out.append(f"# Avg bus bandwidth    : {sum(r['busbw'] for r in rows) / len(rows):.4f}")
+    out.append("#")
+    return "\n".join(out) + "\n"
+
+
+def compare_text(rows: list[dict[str, Any]]) -> str:
+    """The comparison as a table for the terminal."""
+    def f(v, fmt):
+        return format(v, fmt) if v is not None else "-"
+
+    out = ["{:>12} {:>12} {:>12} {:>9} {:>10} {:>10} {:>9}".format(
+        "size (B)", "meas. us", "model us", "time err", "meas. bus", "model bus", "bus err")]
+    for r in rows:
+        te = f(100 * r["time_error"], "+.1f") + " %" if r["time_error"] is not None else "-"
+        be = f(100 * r["busbw_error"], "+.1f") + " %" if r["busbw_error"] is not None else "-"
+        out.append("{:>12} {:>12} {:>12} {:>9} {:>10} {:>10} {:>9}".format(
+            r["size"], f(r["measured_time_us"], ".2f"), f(r["model_time_us"], ".2f"), te,
+            f(r["measured_busbw"], ".2f"), f(r["model_busbw"], ".2f"), be))
+    return "\n".join(out)
+
+
+def figure(rows: list[dict[str, Any]], title: str):
+    """busbw and time against size, measured and model (a matplotlib Figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    xs = [r["size"] for r in rows]
+    for ax, key, label in ((a, "busbw", "busbw (GB/s)"), (b, "time_us", "time (us)")):
+        ax.plot(xs, [r[f"measured_{key}"] for r in rows], marker="o", label="nccl-tests (out-of-place)")
+        pts = [(r["size"], r[f"model_{key}"]) for r in rows if r[f"model_{key}"] is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="x", ls="--", label="kernbench model")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("size (B)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    b.set_yscale("log")
+    a.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def compare_log(log_path: str | Path, config: str | Path, *, collective: str | None = None,
+                algorithm: str | None = None, seed: int = 1) -> dict[str, Any]:
+    """Parse ``log_path``, model its collective on ``config`` at its sizes and rank count: the whole comparison."""
+    log = parse_log(log_path)
+    name = canonical(collective) if collective else (log.collective or "all_reduce")
+    if collective and log.collective and canonical(collective) != log.collective:
+        raise ConfigError(f"{log_path}: --collective {collective} but the log is {log.collective}_perf output")
+    if name not in MODELLED:
+        raise ConfigError(f"{log_path}: {name}: no model in kernbench (modelled: {', '.join(sorted(MODELLED))})")
+    machine = resolve_machine(config)
+    failures: list[dict[str, Any]] = []
+    model = model_rows(machine, name, sorted({r.size for r in log.rows}), ranks=log.ranks, algorithm=algorithm,
+                       type_=log.rows[0].type, seed=seed,
+                       on_error=lambda s, e: failures.append({"size": s, "error": f"{type(e).__name__}: {e}"}))
+    rows = compare(log, model)
+    ranks = model[0]["ranks"] if model else log.ranks
+    big = [r for r in rows if r["busbw_error"] is not None and r["size"] >= (1 << 20)]
+    return {"log": str(log_path), "config": str(machine), "collective": name,
+            "collective_from": "--collective" if collective else ("log" if log.collective else "default"),
+            "algorithm": algorithm or MODELLED[name], "ranks": ranks, "log_ranks": log.ranks,
+            "truncated": log.truncated, "notes": log.notes, "rows": rows, "failures": failures,
+            "busbw_factor": busbw_factor(name, ranks or 1),
+            "mean_abs_busbw_error_from_1MiB": (sum(abs(r["busbw_error"]) for r in big) / len(big)) if big else None}
+
+
+def write_comparison(res: dict[str, Any], out: str | Path, *, plot: bool = True) -> dict[str, Path]:
+    """OUT/compare.csv, compare.json and compare.png, each written atomically (kernbench.atomic_output)."""
+    from kernbench.atomic_output import lock_output_dir, save_figure, write_csv, write_json
+
+    folder = Path(out)
+    written: dict[str, Path] = {}
+    with lock_output_dir(folder):
+        written["csv"] = write_csv(folder / "compare.csv", res["rows"])
+        written["json"] = write_json(folder / "compare.json", res)
+        if plot and res["rows"]:
+            import matplotlib.pyplot as plt
+
+            fig = figure(res["rows"], f"{res['collective']} on {Path(res['config']).stem}, {res['ranks']} ranks")
+            written["png"] = save_figure(fig, folder / "compare.png")
+            plt.close(fig)
+    return written
