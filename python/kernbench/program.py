@@ -3,12 +3,21 @@
     sys = kernbench.System.load(set={"system.sips.w": 1, "system.sips.h": 1})
     prog = kernbench.Program(sys, "demo")
     a = prog.dma("sip0.cube0.pe0", src="sip0.cube0.hbm_ctrl.pe0", dst="sip0.cube0.pe0", bytes=16384, tag="load")
-    g = prog.gemm("sip0.cube0.pe0", flops=2 * 64**3, precision="fp16", deps=[a], tag="compute")
+    g = prog.compute("sip0.cube0.pe0", flops=2 * 64**3, precision="fp16", deps=[a], tag="compute")
     res = prog.run()
+
+Whole kernels and collectives compose the same way, each one handle:
+
+    pes = sys.pes()[:8]
+    mm = prog.gemm(pes, 4096, 4096, 4096, precision="fp16")              # the GEMM kernel model
+    ar = prog.all_reduce(pes, 1 << 20, algorithm="ring", deps=[mm])      # then a collective
+    at = prog.attention("prefill", 1, t_q=1024, s_kv=1024, deps=[ar])    # a GQA case
     res.ops_df(); res.log_df(); res.to_chrome_trace("trace.json")   # Perfetto / chrome://tracing
 
 Nodes are given by name or id, tags by label; ops return integer handles
-that later ops list in ``deps``.
+that later ops list in ``deps``. A kernel or a collective is appended as
+its whole program (the one the benches run); its handle is a barrier that
+completes when all of it has.
 """
 
 from __future__ import annotations
@@ -68,9 +77,69 @@ class Program:
         return self._core.dma(self._id(agent), self._id(src), self._id(dst), bytes, self._deps(deps), name,
                               self._tag(tag))
 
-    def gemm(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
-        """`flops` on `agent`'s GEMM engine at `precision`."""
+    def compute(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
+        """`flops` on `agent`'s GEMM engine at `precision` (one engine op; ``gemm()`` is the whole kernel)."""
         return self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag))
+
+    # ---- whole kernels and collectives ----------------------------------------------
+    def _append(self, sub, deps, name: str, agent: int) -> int:
+        """Append a sub-program after `deps`; one barrier handle joins its sinks."""
+        first = self._core.append(sub, self._deps(deps))
+        sinks = self._core.sinks(first)
+        return self._core.barrier(agent, sinks, name or sub.name)
+
+    def _ids(self, pes) -> list[int]:
+        if pes is None:
+            return []
+        if isinstance(pes, (str, int)):
+            pes = [pes]
+        return [self._id(p) for p in pes]
+
+    def gemm(self, pes, m: int, n: int, k: int, precision: str = "fp16", *, tile_m: int = 0, tile_n: int = 0,
+             tile_k: int = 0, pinned: bool = False, buffers: int = 2, homes=None, deps=(), name: str = "") -> int:
+        """C[m,n] = A[m,k] B[k,n] on `pes` (names or ids; the M x N split over them), the whole GEMM kernel
+        model (kernbench.gemm's plan and program: tiles from each HBM slice, N-buffered). Returns one handle."""
+        ids = self._ids(pes)
+        sub = _core.gemm_program(self.system._core, m, n, k, precision, ids, tile_m, tile_n, tile_k, pinned,
+                                 buffers, self._ids(homes))
+        return self._append(sub, deps, name, ids[0] if ids else self.system._core.node_id(self.system.pes()[0]))
+
+    def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str = "sram",
+                   grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
+                   name: str = "") -> int:
+        """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast) over `pes` in rank
+        order (None: every PE), built by kernbench.ccl's algorithm. Returns one handle."""
+        ids = self._ids(pes)
+        sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids or None, buffer, grid_w,
+                                       grid_h, inter, pieces, root)
+        agent = ids[0] if ids else self.system._core.node_id(self.system.pes()[0])
+        return self._append(sub, deps, name, agent)
+
+    def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> int:
+        """Every rank ends with the sum of every rank's `bytes`-byte buffer (see collective())."""
+        return self.collective("all_reduce", pes, bytes, algorithm=algorithm, **kw)
+
+    def reduce_scatter(self, pes, bytes: int, algorithm: str = "ring", **kw) -> int:
+        """Each rank ends with its share of the sum (see collective())."""
+        return self.collective("reduce_scatter", pes, bytes, algorithm=algorithm, **kw)
+
+    def all_gather(self, pes, bytes: int, algorithm: str = "ring", **kw) -> int:
+        """Each rank ends with every rank's share (see collective())."""
+        return self.collective("all_gather", pes, bytes, algorithm=algorithm, **kw)
+
+    def broadcast(self, pes, bytes: int, algorithm: str = "double_binary_tree", root: int = 0, **kw) -> int:
+        """Rank `root`'s buffer reaches every rank (see collective())."""
+        return self.collective("broadcast", pes, bytes, algorithm=algorithm, root=root, **kw)
+
+    def attention(self, phase: str, case: int, t_q: int, s_kv: int, *, tile_q: int = 256, tile_s: int = 256,
+                  kv_buffers: int = 2, sip: int = 0, cubes=(), precision: str = "fp16", deps=(),
+                  name: str = "") -> int:
+        """One GQA attention case (kernbench.gqa: phase prefill/decode, case 1..4) on the cubes (groups)
+        of package `sip`. Returns one handle."""
+        sub = _core.gqa_program(self.system._core, phase, case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip,
+                                list(cubes), precision)
+        agent = self.system._core.node_id(self.system.pes()[0])
+        return self._append(sub, deps, name, agent)
 
     def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """`bytes` through `agent`'s vector engine (softmax, elementwise)."""
