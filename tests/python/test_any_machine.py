@@ -7,6 +7,7 @@ import yaml
 
 import kernbench
 from kernbench import _core, ccl, llama
+from kernbench.program import Handle
 from kernbench.system import config_path
 
 PE_SECTION = "pe: {clock: 1000 MHz, dispatch: 20 ns, scratch: 4 MiB, ipcq: {bank_hop: 1 ns, slot: 4 KiB}}\n"
@@ -154,7 +155,7 @@ def test_program_composes_gemm_and_collectives_with_deps():
 
     prog = s.program("composed")
     ar = prog.all_reduce(pes, 1 << 16, algorithm="ring")
-    assert isinstance(ar, int)
+    assert isinstance(ar, Handle) and ar.sinks and ar.first == 0
     res = prog.run()
     assert res.makespan_ps == ref_ar
 
@@ -168,8 +169,9 @@ def test_program_composes_gemm_and_collectives_with_deps():
     last = prog2.compute(pes[0], 1e3, deps=[bc], name="after")
     res2 = prog2.run()
     ops = res2.ops_df()
-    assert ops.loc[ar2, "start_ps"] >= ops.loc[mm, "end_ps"]
-    assert ops.loc[last, "start_ps"] >= ops.loc[bc, "end_ps"]
+    assert ops.loc[list(ar2.ops), "start_ps"].min() >= ops.loc[list(mm.sinks), "end_ps"].max()
+    assert ops.loc[last, "start_ps"] >= ops.loc[list(bc.sinks), "end_ps"].max()
+    assert res2.makespan_ps == ops.loc[last, "end_ps"]
 
     s3 = kernbench.System.from_yaml(text)
     ref_mm = s3.run_program(_core.gemm_program(s3._core, 512, 512, 512, "fp16",
