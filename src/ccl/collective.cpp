@@ -129,7 +129,7 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
     p.world.h = g->h;
   } else if (a.needs_grid && !m.generated()) {
     throw UsageError("collective: " + a.name + " needs a rank grid and none is declared for these " +
-                     std::to_string(n) + " ranks: give grid_w and grid_h, or declare graph.layout.grid {w, h} "
+                     std::to_string(n) + " ranks: give a grid (grid=(w, h); CollectiveSpec grid_w, grid_h), or declare graph.layout.grid {w, h} "
                      "(and graph.layout.ranks) in the config");
   } else {
     int h = static_cast<int>(std::sqrt(static_cast<double>(n)));
