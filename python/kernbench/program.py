@@ -105,7 +105,7 @@ class Program:
         return self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag))
 
     # ---- whole kernels and collectives ----------------------------------------------
-    def _append(self, sub, deps, name: str, agent: int) -> "Handle":
+    def _append(self, sub, deps, name: str) -> "Handle":
         """Append a sub-program after `deps`; its handle stands for its sinks (no extra op, no extra time)."""
         first = self._core.append(sub, self._deps(deps))
         return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)))
@@ -120,11 +120,12 @@ class Program:
     def gemm(self, pes, m: int, n: int, k: int, precision: str = "fp16", *, tile_m: int = 0, tile_n: int = 0,
              tile_k: int = 0, pinned: bool = False, buffers: int = 2, homes=None, deps=(), name: str = "") -> Handle:
         """C[m,n] = A[m,k] B[k,n] on `pes` (names or ids; the M x N split over them), the whole GEMM kernel
-        model (kernbench.gemm's plan and program: tiles from each HBM slice, N-buffered). Returns one handle."""
+        model (the plan and program of the GEMM benches: tiles from each PE's HBM slice, N-buffered). Returns
+        one handle."""
         ids = self._ids(pes)
         sub = _core.gemm_program(self.system._core, m, n, k, precision, ids, tile_m, tile_n, tile_k, pinned,
                                  buffers, self._ids(homes))
-        return self._append(sub, deps, name, ids[0] if ids else self.system._core.node_id(self.system.pes()[0]))
+        return self._append(sub, deps, name)
 
     def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str = "sram",
                    grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
@@ -134,8 +135,7 @@ class Program:
         ids = self._ids(pes)
         sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids or None, buffer, grid_w,
                                        grid_h, inter, pieces, root)
-        agent = ids[0] if ids else self.system._core.node_id(self.system.pes()[0])
-        return self._append(sub, deps, name, agent)
+        return self._append(sub, deps, name)
 
     def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
         """Every rank ends with the sum of every rank's `bytes`-byte buffer (see collective())."""
@@ -160,8 +160,7 @@ class Program:
         of package `sip`. Returns one handle."""
         sub = _core.gqa_program(self.system._core, phase, case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip,
                                 list(cubes), precision)
-        agent = self.system._core.node_id(self.system.pes()[0])
-        return self._append(sub, deps, name, agent)
+        return self._append(sub, deps, name)
 
     def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """`bytes` through `agent`'s vector engine (softmax, elementwise)."""
