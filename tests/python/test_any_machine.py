@@ -192,3 +192,21 @@ def test_program_attention_on_a_generated_machine():
     prog = s.program("attn")
     prog.attention("decode", 2, 4, 1024, cubes=[0])
     assert prog.run().makespan_ps == ref
+
+
+def test_declared_rank_order_is_the_ring_order():
+    """layout.ranks sets the rank order: a ring listed out of order runs as fast as one listed in order."""
+    order = [0, 2, 4, 6, 1, 3, 5, 7]
+    nodes, _ = _gpus(8)
+    listed = [nodes[2 * i] + "\n" + nodes[2 * i + 1] for i in order]
+    edges = [f"    - {{a: gpu{i}, b: gpu{i}.hbm, class: hbm, bandwidth: 1 TB/s, latency: 1 ns}}" for i in range(8)]
+    edges += [f"    - {{a: gpu{i}, b: gpu{(i + 1) % 8}, class: ring, bandwidth: 100 GB/s, latency: 50 ns}}"
+              for i in range(8)]
+    base = "graph:\n  nodes:\n" + "\n".join(listed) + "\n  edges:\n" + "\n".join(edges) + "\n"
+    ranks = "  layout: {ranks: [" + ", ".join(f"gpu{i}" for i in range(8)) + "]}\n"
+    scrambled = kernbench.System.from_yaml(base + PE_SECTION)
+    declared = kernbench.System.from_yaml(base + ranks + PE_SECTION)
+    assert scrambled.pes()[:2] == ["gpu0", "gpu2"] and declared.pes()[:2] == ["gpu0", "gpu1"]
+    in_order = ccl.all_reduce(kernbench.System.from_yaml(ring_yaml()), 1 << 16).latency_ps
+    assert ccl.all_reduce(declared, 1 << 16).latency_ps == in_order
+    assert ccl.all_reduce(scrambled, 1 << 16).latency_ps > in_order
