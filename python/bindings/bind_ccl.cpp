@@ -7,11 +7,41 @@
 
 #include "bindings.hpp"
 #include "ccl/ccl.hpp"
+#include "runtime/config_section.hpp"
 
 namespace py = pybind11;
 using namespace kernbench::ccl;
 
 namespace kernbench::bindings {
+
+namespace {
+
+CollectiveSpec make_spec(const topology::System& system, const std::string& collective, const std::string& algorithm,
+                         const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes,
+                         const std::string& buffer, const py::object& grid_w, const py::object& grid_h,
+                         const std::string& inter, const py::object& pieces, const py::object& root,
+                         const std::string& verify) {
+  constexpr std::int64_t kInt = std::numeric_limits<int>::max(), kMinInt = std::numeric_limits<int>::min();
+  CollectiveSpec spec;
+  spec.collective = collective_from_string(collective);
+  spec.algorithm = algorithm;
+  spec.bytes_per_pe = int_arg(bytes, "collective: bytes_per_pe");
+  // None: every PE; an empty list is a mistake, not "all".
+  if (pes && pes->empty()) throw UsageError("collective: pes is an empty list (pass None, or leave it out, for every PE)");
+  if (pes)
+    for (std::size_t i = 0; i < pes->size(); ++i)
+      spec.pes.push_back(resolve(system, (*pes)[i], "collective: pes[" + std::to_string(i) + "]"));
+  spec.buffer = buffer_from_string(buffer);
+  spec.grid_w = static_cast<int>(int_arg(grid_w, "collective: grid width", kMinInt, kInt));
+  spec.grid_h = static_cast<int>(int_arg(grid_h, "collective: grid height", kMinInt, kInt));
+  spec.inter = inter;
+  spec.pieces = static_cast<int>(int_arg(pieces, "collective: pieces", kMinInt, kInt));
+  spec.root = static_cast<int>(int_arg(root, "collective: root", kMinInt, kInt));
+  spec.verify = verify_from_string(verify);
+  return spec;
+}
+
+}  // namespace
 
 void bind_ccl(py::module_& m) {
   py::class_<CollectiveResult, std::shared_ptr<CollectiveResult>>(m, "CollectiveResult",
@@ -41,24 +71,8 @@ void bind_ccl(py::module_& m) {
          const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer,
          const py::object& grid_w, const py::object& grid_h, const std::string& inter, const py::object& pieces,
          const py::object& root, const std::string& verify) {
-        constexpr std::int64_t kInt = std::numeric_limits<int>::max(), kMinInt = std::numeric_limits<int>::min();
-        CollectiveSpec spec;
-        spec.collective = collective_from_string(collective);
-        spec.algorithm = algorithm;
-        spec.bytes_per_pe = int_arg(bytes, "collective: bytes_per_pe");
-        // None: every PE; an empty list is a mistake, not "all".
-        if (pes && pes->empty())
-          throw UsageError("collective: pes is an empty list (pass None, or leave it out, for every PE)");
-        if (pes)
-          for (std::size_t i = 0; i < pes->size(); ++i)
-            spec.pes.push_back(resolve(system, (*pes)[i], "collective: pes[" + std::to_string(i) + "]"));
-        spec.buffer = buffer_from_string(buffer);
-        spec.grid_w = static_cast<int>(int_arg(grid_w, "collective: grid width", kMinInt, kInt));
-        spec.grid_h = static_cast<int>(int_arg(grid_h, "collective: grid height", kMinInt, kInt));
-        spec.inter = inter;
-        spec.pieces = static_cast<int>(int_arg(pieces, "collective: pieces", kMinInt, kInt));
-        spec.root = static_cast<int>(int_arg(root, "collective: root", kMinInt, kInt));
-        spec.verify = verify_from_string(verify);
+        const CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
+                                              pieces, root, verify);
         Using use(system);
         return use.run([&] { return std::make_shared<CollectiveResult>(run_collective(system, spec)); });
       },
@@ -66,6 +80,20 @@ void bind_ccl(py::module_& m) {
       py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0,
       py::arg("grid_h") = 0, py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0,
       py::arg("verify") = "auto", "Build, run and (verify=auto|on|off) symbolically check one collective.");
+  m.def(
+      "collective_program",
+      [](const topology::System& system, const std::string& collective, const std::string& algorithm,
+         const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer,
+         const py::object& grid_w, const py::object& grid_h, const std::string& inter, const py::object& pieces,
+         const py::object& root) {
+        const CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
+                                              pieces, root, "off");
+        return build_collective(system.machine(), topology::pe_config(system.config()), spec);
+      },
+      py::arg("system"), py::arg("collective"), py::arg("algorithm"), py::arg("bytes_per_pe"),
+      py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0,
+      py::arg("grid_h") = 0, py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0,
+      "The Program of one collective (same arguments as run_collective, no verification), to append to another.");
 
   m.def(
       "_int_arg",

@@ -168,6 +168,16 @@ void bind_gqa(py::module_& m) {
       "engine_busy_ps and engine_occupancy per engine kind, link_bytes per link class, op_counts and op_bytes by "
       "op kind, peak_scratch (most any PE held), phase_windows_ps per tag, run (the RunResult: op log, engines).");
   m.def(
+      "gqa_program",
+      [](const System& s, const std::string& phase, int gqa_case, std::int64_t t_q, std::int64_t s_kv,
+         std::int64_t tile_q, std::int64_t tile_s, std::uint32_t kv_buffers, int sip, const Cubes& cubes,
+         const std::string& precision) {
+        return gqa_program(s, make_spec(phase, gqa_case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip, cubes, precision));
+      },
+      py::arg("system"), py::arg("phase"), py::arg("case"), py::arg("t_q"), py::arg("s_kv"), py::arg("tile_q") = 256,
+      py::arg("tile_s") = 256, py::arg("kv_buffers") = 2, py::arg("sip") = 0, py::arg("cubes") = Cubes{},
+      py::arg("precision") = "fp16", "The Program of one GQA case (same arguments as gqa_plan), to append to another.");
+  m.def(
       "gqa_dataflow_run",
       [](System& s, const std::string& phase, int gqa_case, std::int64_t t_q, std::int64_t s_kv, std::int64_t tile_q,
          std::int64_t tile_s, std::uint32_t kv_buffers, int sip, const Cubes& cubes, const std::string& precision,

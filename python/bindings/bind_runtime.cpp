@@ -153,6 +153,10 @@ void bind_runtime(py::module_& m) {
           py::arg("compute_tag") = -1, py::arg("store_tag") = -1,
           "A tile pipeline: per tile, `loads` (src, dst, bytes), a compute stage, `stores`; N-buffered.")
       .def("depend", &Program::depend, py::arg("op"), py::arg("on"), "Add a dependency (may form a cycle).")
+      .def("append", &Program::append, py::arg("sub"), py::arg("after") = Ids{},
+           "Append a whole sub-program (a kernel's, a collective's); its ops without deps wait for `after`. "
+           "Returns the id of its first op.")
+      .def("sinks", &Program::sinks, py::arg("first") = 0, "Ops from `first` on that no later op depends on.")
       .def(
           "op_columns",
           [](const Program& p) {

@@ -12,9 +12,11 @@
 #include <variant>
 
 #include "bindings.hpp"
+#include "config/quantity.hpp"
 #include "kernbench.hpp"
 #include "sim/errors.hpp"
 #include "topology/config_loader.hpp"
+#include "topology/graph_export.hpp"
 #include "topology/maxmin.hpp"
 #include "topology/packet_fabric.hpp"
 #include "topology/system.hpp"
@@ -90,6 +92,78 @@ py::dict dma_dict(const System& s) {
   return d;
 }
 
+py::tuple grid(const GridSize& g) { return py::make_tuple(g.w, g.h); }
+
+py::dict layout_dict(const Machine& m) {
+  py::dict d;
+  std::vector<std::string> ranks;
+  std::vector<py::object> memories;
+  std::vector<int> sip, cube, pe;
+  for (NodeId id : m.pes()) {
+    const NodeInfo& n = m.node(id);
+    ranks.push_back(n.name);
+    const auto mem = m.memory_of(id);
+    memories.push_back(mem ? py::object(py::str(m.node(*mem).name)) : py::object(py::none()));
+    sip.push_back(n.sip);
+    cube.push_back(n.cube);
+    pe.push_back(n.pe);
+  }
+  d["ranks"] = ranks;
+  d["memories"] = memories;
+  d["package"] = sip;
+  d["group"] = cube;
+  d["pe"] = pe;
+  const PeHierarchy& h = m.hierarchy();
+  d["packages"] = grid(h.packages);
+  d["package_topology"] = std::string(to_string(h.package_topology));
+  d["groups"] = grid(h.groups);
+  d["pes_per_group"] = h.pes_per_group;
+  d["declared"] = h.declared;
+  d["grid"] = m.rank_grid() ? py::object(grid(*m.rank_grid())) : py::object(py::none());
+  return d;
+}
+
+py::dict explicit_graph_dict(const Machine& m) {
+  using kernbench::config::format_bandwidth;
+  using kernbench::config::format_time;
+  const ExplicitGraphConfig g = explicit_graph(m);
+  py::list nodes, edges;
+  for (const ExplicitNode& n : g.nodes) {
+    py::dict x;
+    x["name"] = n.name;
+    x["kind"] = std::string(to_string(n.kind));
+    x["overhead"] = format_time(n.params.overhead);
+    x["flit_aware"] = n.params.flit_aware;
+    if (!n.memory.empty()) x["memory"] = n.memory;
+    nodes.append(x);
+  }
+  for (const ExplicitEdge& e : g.edges) {
+    py::dict x;
+    x["a"] = e.a;
+    x["b"] = e.b;
+    x["class"] = e.link_class;
+    x["bandwidth"] = format_bandwidth(e.link.bandwidth);
+    x["latency"] = format_time(e.link.latency);
+    x["connections"] = e.link.connections;
+    edges.append(x);
+  }
+  const LayoutConfig& l = g.layout;
+  py::dict layout;
+  if (!l.ranks.empty()) layout["ranks"] = l.ranks;
+  if (l.grid) layout["grid"] = py::dict(py::arg("w") = l.grid->w, py::arg("h") = l.grid->h);
+  if (l.packages) {
+    layout["packages"] = py::dict(py::arg("w") = l.packages->w, py::arg("h") = l.packages->h,
+                                  py::arg("topology") = std::string(to_string(l.package_topology)));
+    layout["groups"] = py::dict(py::arg("w") = l.groups->w, py::arg("h") = l.groups->h);
+    layout["pes_per_group"] = l.pes_per_group;
+  }
+  py::dict d;
+  d["nodes"] = nodes;
+  d["edges"] = edges;
+  if (py::len(layout) > 0) d["layout"] = layout;
+  return d;
+}
+
 }  // namespace
 
 void bind_topology(py::module_& m) {
@@ -125,7 +199,11 @@ void bind_topology(py::module_& m) {
         std::vector<std::string> out;
         for (NodeId id : s.machine().pes()) out.push_back(s.machine().node(id).name);
         return out;
-      }, "Names of all PEs, in (sip, cube, pe) order.")
+      }, "Names of all PEs, in rank order ((sip, cube, pe) order on a generated machine).")
+      .def("layout", [](const System& s) { return layout_dict(s.machine()); },
+           "The PE relations: ranks, their memories and coordinates, the group hierarchy and the rank grid.")
+      .def("explicit_graph", [](const System& s) { return explicit_graph_dict(s.machine()); },
+           "The machine as an explicit `graph:` section (nodes, edges, layout), as plain data.")
       .def("nodes",
            [](const System& s) {
              const auto& n = s.machine().nodes();

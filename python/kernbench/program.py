@@ -3,12 +3,21 @@
     sys = kernbench.System.load(set={"system.sips.w": 1, "system.sips.h": 1})
     prog = kernbench.Program(sys, "demo")
     a = prog.dma("sip0.cube0.pe0", src="sip0.cube0.hbm_ctrl.pe0", dst="sip0.cube0.pe0", bytes=16384, tag="load")
-    g = prog.gemm("sip0.cube0.pe0", flops=2 * 64**3, precision="fp16", deps=[a], tag="compute")
+    g = prog.compute("sip0.cube0.pe0", flops=2 * 64**3, precision="fp16", deps=[a], tag="compute")
     res = prog.run()
+
+Whole kernels and collectives compose the same way, each one handle:
+
+    pes = sys.pes()[:8]
+    mm = prog.gemm(pes, 4096, 4096, 4096, precision="fp16")              # the GEMM kernel model
+    ar = prog.all_reduce(pes, 1 << 20, algorithm="ring", deps=[mm])      # then a collective
+    at = prog.attention("prefill", 1, t_q=1024, s_kv=1024, deps=[ar])    # a GQA case
     res.ops_df(); res.log_df(); res.to_chrome_trace("trace.json")   # Perfetto / chrome://tracing
 
 Nodes are given by name or id, tags by label; ops return integer handles
-that later ops list in ``deps``.
+that later ops list in ``deps``. A kernel or a collective is appended as
+its whole program (the one the benches run); its handle (a ``Handle``)
+stands for the ops that finish it, and adds no op of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +29,26 @@ from kernbench import _core
 from kernbench import atomic_output as kio
 
 Node = Union[int, str]
+
+
+class Handle:
+    """What prog.gemm / all_reduce / ... / attention return: one handle for a whole appended sub-program.
+
+    List it in a later op's ``deps=[...]`` (it stands for the sub-program's sinks, the ops nothing in
+    it waits for, so it adds no op and no time). ``ops`` is the range of its op ids (rows of
+    ``RunResult.ops_df()``), ``sinks`` its last ops."""
+
+    __slots__ = ("name", "first", "end", "sinks")
+
+    def __init__(self, name: str, first: int, end: int, sinks: tuple):
+        self.name, self.first, self.end, self.sinks = name, first, end, sinks
+
+    @property
+    def ops(self) -> range:
+        return range(self.first, self.end)
+
+    def __repr__(self) -> str:
+        return f"<Handle {self.name!r}: ops {self.first}..{self.end - 1}, {len(self.sinks)} sinks>"
 
 
 class Program:
@@ -44,6 +73,9 @@ class Program:
         # not exist yet").
         out = []
         for d in deps:
+            if isinstance(d, Handle):
+                out.extend(d.sinks)
+                continue
             if isinstance(d, bool) or not isinstance(d, int) or d < 0:
                 raise _core.UsageError(f"{self.name}: dependency {d!r} is not an op handle")
             out.append(d)
@@ -68,9 +100,67 @@ class Program:
         return self._core.dma(self._id(agent), self._id(src), self._id(dst), bytes, self._deps(deps), name,
                               self._tag(tag))
 
-    def gemm(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
-        """`flops` on `agent`'s GEMM engine at `precision`."""
+    def compute(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
+        """`flops` on `agent`'s GEMM engine at `precision` (one engine op; ``gemm()`` is the whole kernel)."""
         return self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag))
+
+    # ---- whole kernels and collectives ----------------------------------------------
+    def _append(self, sub, deps, name: str) -> "Handle":
+        """Append a sub-program after `deps`; its handle stands for its sinks (no extra op, no extra time)."""
+        first = self._core.append(sub, self._deps(deps))
+        return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)))
+
+    def _ids(self, pes) -> list[int]:
+        if pes is None:
+            return []
+        if isinstance(pes, (str, int)):
+            pes = [pes]
+        return [self._id(p) for p in pes]
+
+    def gemm(self, pes, m: int, n: int, k: int, precision: str = "fp16", *, tile_m: int = 0, tile_n: int = 0,
+             tile_k: int = 0, pinned: bool = False, buffers: int = 2, homes=None, deps=(), name: str = "") -> Handle:
+        """C[m,n] = A[m,k] B[k,n] on `pes` (names or ids; the M x N split over them), the whole GEMM kernel
+        model (the plan and program of the GEMM benches: tiles from each PE's HBM slice, N-buffered). Returns
+        one handle."""
+        ids = self._ids(pes)
+        sub = _core.gemm_program(self.system._core, m, n, k, precision, ids, tile_m, tile_n, tile_k, pinned,
+                                 buffers, self._ids(homes))
+        return self._append(sub, deps, name)
+
+    def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str = "sram",
+                   grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
+                   name: str = "") -> Handle:
+        """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast) over `pes` in rank
+        order (None: every PE), built by kernbench.ccl's algorithm. Returns one handle."""
+        ids = self._ids(pes)
+        sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids or None, buffer, grid_w,
+                                       grid_h, inter, pieces, root)
+        return self._append(sub, deps, name)
+
+    def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
+        """Every rank ends with the sum of every rank's `bytes`-byte buffer (see collective())."""
+        return self.collective("all_reduce", pes, bytes, algorithm=algorithm, **kw)
+
+    def reduce_scatter(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
+        """Each rank ends with its share of the sum (see collective())."""
+        return self.collective("reduce_scatter", pes, bytes, algorithm=algorithm, **kw)
+
+    def all_gather(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
+        """Each rank ends with every rank's share (see collective())."""
+        return self.collective("all_gather", pes, bytes, algorithm=algorithm, **kw)
+
+    def broadcast(self, pes, bytes: int, algorithm: str = "double_binary_tree", root: int = 0, **kw) -> Handle:
+        """Rank `root`'s buffer reaches every rank (see collective())."""
+        return self.collective("broadcast", pes, bytes, algorithm=algorithm, root=root, **kw)
+
+    def attention(self, phase: str, case: int, t_q: int, s_kv: int, *, tile_q: int = 256, tile_s: int = 256,
+                  kv_buffers: int = 2, sip: int = 0, cubes=(), precision: str = "fp16", deps=(),
+                  name: str = "") -> Handle:
+        """One GQA attention case (kernbench.gqa: phase prefill/decode, case 1..4) on the cubes (groups)
+        of package `sip`. Returns one handle."""
+        sub = _core.gqa_program(self.system._core, phase, case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip,
+                                list(cubes), precision)
+        return self._append(sub, deps, name)
 
     def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """`bytes` through `agent`'s vector engine (softmax, elementwise)."""

@@ -88,6 +88,35 @@ class System:
     def __repr__(self) -> str:
         return f"<kernbench.System {self.source}: {self._core.num_nodes} nodes, {self._core.fabric_model} model>"
 
+    # ---- the PEs and their relations --------------------------------------------
+    def layout(self) -> dict:
+        """The PE relations kernels read (docs/concepts.md): ``ranks`` (PE names in rank order),
+        ``memories`` (each rank's memory node, or None), per rank its ``package``, ``group`` and ``pe``
+        index, the hierarchy (``packages``, ``package_topology``, ``groups``, ``pes_per_group``,
+        ``declared``) and the rank ``grid`` (or None). The same on generated and explicit machines."""
+        return self._core.layout()
+
+    def pes(self, group: int | None = None, *, package: int | None = None) -> list[str]:
+        """PE names in rank order; ``group=`` keeps one group (cube) index, ``package=`` one package (SIP)."""
+        lay = self._core.layout()
+        return [name for name, p, g in zip(lay["ranks"], lay["package"], lay["group"])
+                if (group is None or g == group) and (package is None or p == package)]
+
+    def memory_of(self, pe) -> str | None:
+        """The name of the node holding `pe`'s own memory (its HBM slice), or None."""
+        lay = self._core.layout()
+        name = pe if isinstance(pe, str) else self._core.node_name(pe)
+        for r, m in zip(lay["ranks"], lay["memories"]):
+            if r == name:
+                return m
+        return None
+
+    def explicit_graph(self) -> dict:
+        """This machine as an explicit ``graph:`` section (nodes, edges, layout) in plain data: dump it
+        with yaml.safe_dump under ``graph:`` (with this config's other sections) to get the same machine
+        built from a graph."""
+        return self._core.explicit_graph()
+
     # ---- programs ---------------------------------------------------------------
     def program(self, name: str = "program"):
         """A new Program bound to this machine (nodes by name)."""

@@ -29,6 +29,9 @@ struct Plan {
 struct Algorithm {
   std::string name;
   std::string description;
+  /// Needs a rank grid: the spec's, the machine's declared one (graph.layout.grid),
+  /// or, on a generated machine, the most square factorisation.
+  bool needs_grid = false;
   /// Slices each buffer is cut into (a multiple of what the pattern needs).
   int (*slices)(const Plan& plan) = nullptr;
   /// Throws UsageError when the ranks or grid do not suit the algorithm.

@@ -61,10 +61,7 @@ struct Prepared {
 Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const CollectiveSpec& spec) {
   Prepared out;
   std::vector<NodeId> pes = spec.pes;
-  if (pes.empty()) {
-    for (NodeId n = 0; n < m.num_nodes(); ++n)
-      if (m.node(n).kind == topology::NodeKind::Pe) pes.push_back(n);
-  }
+  if (pes.empty()) pes = m.pes();
   std::set<NodeId> seen;
   for (std::size_t r = 0; r < pes.size(); ++r) {
     if (pes[r] >= m.num_nodes())
@@ -127,6 +124,13 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
                        " does not hold the " + std::to_string(n) + " ranks");
     p.world.w = spec.grid_w;
     p.world.h = spec.grid_h;
+  } else if (const auto& g = m.rank_grid(); g && g->count() == n && pes == m.pes()) {
+    p.world.w = g->w;
+    p.world.h = g->h;
+  } else if (a.needs_grid && !m.generated()) {
+    throw UsageError("collective: " + a.name + " needs a rank grid and none is declared for these " +
+                     std::to_string(n) + " ranks: give a grid (grid=(w, h); CollectiveSpec grid_w, grid_h), or declare graph.layout.grid {w, h} "
+                     "(and graph.layout.ranks) in the config");
   } else {
     int h = static_cast<int>(std::sqrt(static_cast<double>(n)));
     while (n % h != 0) --h;
@@ -136,7 +140,7 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
   p.pieces = spec.pieces;
   p.root = spec.root;
   p.inter = spec.inter;
-  if (p.inter.empty()) p.inter = m.generated() ? topology::to_string(m.system().sip_topology) : "ring";
+  if (p.inter.empty()) p.inter = topology::to_string(m.hierarchy().package_topology);
   a.check(p);
   p.slices = a.slices(p);
   // The schedule keeps one cell per (rank, slice): refuse, up front, what

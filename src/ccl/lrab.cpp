@@ -37,28 +37,33 @@ struct Layout {
 };
 
 Layout layout(const Plan& p) {
-  if (!p.machine || !p.machine->generated())
-    throw UsageError("lrab needs a generated SIP/CUBE/PE machine (it follows the cube grid)");
+  if (!p.machine) throw InternalError("lrab: no machine");
   const topology::Machine& m = *p.machine;
-  const topology::SystemConfig& sys = m.system();
+  const topology::PeHierarchy& sys = m.hierarchy();
+  if (!sys.declared)
+    throw UsageError("lrab needs a group hierarchy (it follows the cube grid) and the machine declares none: give "
+                     "graph.layout.packages, graph.layout.groups and graph.layout.pes_per_group in the config");
   Layout l;
-  l.W = sys.cubes.w;
-  l.H = sys.cubes.h;
-  l.L = sys.pes_per_cube;
+  l.W = sys.groups.w;
+  l.H = sys.groups.h;
+  l.L = sys.pes_per_group;
   l.cx = (l.W - 1) / 2;
   l.cy = (l.H - 1) / 2;
   const int per_sip = l.W * l.H * l.L;
   std::map<int, int> count;
-  for (NodeId pe : p.pes) count[m.node(pe).sip]++;
+  for (NodeId pe : p.pes) {
+    if (m.rank_of(pe) < 0) throw UsageError("lrab: " + m.node(pe).name + " is not one of the machine's ranks");
+    count[m.node(pe).sip]++;
+  }
   for (const auto& [sip, c] : count) {
     if (c != per_sip)
       throw UsageError("lrab needs every PE of each SIP it uses: sip" + std::to_string(sip) + " has " +
                        std::to_string(c) + " of its " + std::to_string(per_sip) + " PEs among the ranks");
     l.sip_ids.push_back(sip);
   }
-  if (l.sips() == sys.sips.count()) {
-    l.grid_w = sys.sips.w;
-    l.grid_h = sys.sips.h;
+  if (l.sips() == sys.packages.count()) {
+    l.grid_w = sys.packages.w;
+    l.grid_h = sys.packages.h;
   } else {
     l.grid_w = l.sips();  // a subset of SIPs: taken as one row
   }

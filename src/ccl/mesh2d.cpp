@@ -41,6 +41,7 @@ void line_all_gather(Schedule& s, const std::vector<int>& line, Slices r) {
 Algorithm mesh2d_algorithm() {
   Algorithm a;
   a.name = "mesh2d";
+  a.needs_grid = true;
   a.description = "2-D dimension by dimension with line (no wraparound) reduce-scatter/all-gather per row and column";
   a.slices = [](const Plan& p) { return p.world.w * p.world.h; };
   a.check = [](const Plan&) {};

@@ -22,10 +22,7 @@ Schedule::Schedule(const topology::Machine& machine, std::vector<NodeId> pes, By
       program_(std::move(name)),
       cells_(pes_.size() * static_cast<std::size_t>(slices)) {
   if (buffer_ == Buffer::Hbm) {
-    for (NodeId p : pes_) {
-      const topology::NodeInfo& n = machine_.node(p);
-      hbm_.push_back(machine_.hbm_ctrl(n.sip, n.cube, n.pe));
-    }
+    for (NodeId p : pes_) hbm_.push_back(machine_.memory(p, "collective buffer=hbm"));
   }
 }
 

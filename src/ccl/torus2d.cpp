@@ -10,6 +10,7 @@ namespace kernbench::ccl {
 Algorithm torus2d_algorithm() {
   Algorithm a;
   a.name = "torus2d";
+  a.needs_grid = true;
   a.description = "2-D dimension by dimension: ring reduce-scatter along rows then columns, all-gather back";
   a.slices = [](const Plan& p) { return p.world.w * p.world.h; };
   a.check = [](const Plan&) {};

@@ -260,7 +260,9 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   const int macs = runtime::gemm_macs_per_cycle(pe_cfg, spec.precision);
   if (macs <= 0) throw ConfigError(what + ": " + runtime::no_gemm_mode_text(spec.precision));
   if (spec.pes.empty()) {
-    if (machine.pes().empty()) throw ConfigError(what + ": the machine has no PEs; name the agents in GemmSpec::pes");
+    if (machine.pes().empty())
+      throw ConfigError(what + ": the machine has no PEs: give it `kind: pe` nodes (graph.nodes), or name the "
+                               "agents in GemmSpec::pes");
     spec.pes.push_back(machine.pes().front());
   }
   std::set<NodeId> seen;
@@ -276,10 +278,12 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   const auto P = static_cast<std::int64_t>(spec.pes.size());
   if (spec.homes.empty()) {
     for (NodeId p : spec.pes) {
-      const auto& info = machine.node(p);
-      if (!machine.generated() || info.sip < 0)
-        throw ConfigError(what + ": " + info.name + " has no HBM slice of its own; give the homes of the shares");
-      spec.homes.push_back(machine.hbm_ctrl(info.sip, info.cube, info.pe));
+      const auto home = machine.memory_of(p);
+      if (!home)
+        throw ConfigError(what + ": " + machine.node(p).name +
+                          " has no memory of its own: declare it with `memory: NODE` on its graph.nodes entry, "
+                          "or give the homes of the shares");
+      spec.homes.push_back(*home);
     }
   } else {
     if (spec.homes.size() != spec.pes.size())

@@ -227,31 +227,37 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
     throw ConfigError(what + ": tile_q and tile_s must be >= 1, got " + std::to_string(s.tile_q) + " and " +
                       std::to_string(s.tile_s));
   if (s.kv_buffers < 1) throw ConfigError(what + ": kv_buffers must be >= 1");
-  if (!m.generated()) throw ConfigError(what + ": needs a generated machine (SIPs of cubes of PEs)");
-  const topology::SystemConfig& sc = m.system();
-  if (s.sip < 0 || s.sip >= sc.sips.count())
-    throw ConfigError(what + ": sip " + std::to_string(s.sip) + " does not exist (" + std::to_string(sc.sips.count()) +
-                      " SIPs)");
+  // The group hierarchy: SIPs of cubes of PEs, or what an explicit graph
+  // declares (graph.layout; without one, one package with one group of
+  // every PE).
+  const topology::PeHierarchy& sc = m.hierarchy();
+  if (m.pes().empty())
+    throw ConfigError(what + ": the machine has no PEs: give it `kind: pe` nodes (graph.nodes)");
+  if (s.sip < 0 || s.sip >= sc.packages.count())
+    throw ConfigError(what + ": sip " + std::to_string(s.sip) + " does not exist (" +
+                      std::to_string(sc.packages.count()) + " SIPs)");
   if (s.cubes.empty()) {
-    if (sc.cubes.w < 4 || sc.cubes.h < 2)
+    if (sc.groups.w < 4 || sc.groups.h < 2)
       throw ConfigError(what + ": the default 2 x 4 snake of cubes needs a cube grid of at least 4 x 2, the SIP has " +
-                        std::to_string(sc.cubes.w) + " x " + std::to_string(sc.cubes.h) + "; give the cubes");
+                        std::to_string(sc.groups.w) + " x " + std::to_string(sc.groups.h) +
+                        (sc.declared ? "" : " (no group hierarchy declared: graph.layout.groups)") +
+                        "; give the cubes");
     for (int c = 0; c < 4; ++c) s.cubes.push_back(c);
-    for (int c = 3; c >= 0; --c) s.cubes.push_back(sc.cubes.w + c);
+    for (int c = 3; c >= 0; --c) s.cubes.push_back(sc.groups.w + c);
   }
   std::set<int> seen;
   for (int c : s.cubes) {
-    if (c < 0 || c >= sc.cubes.count())
-      throw ConfigError(what + ": cube " + std::to_string(c) + " does not exist (" + std::to_string(sc.cubes.count()) +
-                        " cubes per SIP)");
+    if (c < 0 || c >= sc.groups.count())
+      throw ConfigError(what + ": cube " + std::to_string(c) + " does not exist (" +
+                        std::to_string(sc.groups.count()) + " cubes per SIP)");
     if (!seen.insert(c).second) throw ConfigError(what + ": cube " + std::to_string(c) + " is listed twice");
   }
   const int n = static_cast<int>(s.cubes.size());
-  if (s.pe_first < 0 || s.pe_count < 0 || s.pe_first + s.pe_count > sc.pes_per_cube ||
-      s.pe_first >= sc.pes_per_cube)
+  if (s.pe_first < 0 || s.pe_count < 0 || s.pe_first + s.pe_count > sc.pes_per_group ||
+      s.pe_first >= sc.pes_per_group)
     throw ConfigError(what + ": PEs " + std::to_string(s.pe_first) + " + " + std::to_string(s.pe_count) +
-                      " per cube do not fit the " + std::to_string(sc.pes_per_cube) + " PEs of a cube");
-  const int P = s.pe_count > 0 ? s.pe_count : sc.pes_per_cube - s.pe_first;
+                      " per cube do not fit the " + std::to_string(sc.pes_per_group) + " PEs of a cube");
+  const int P = s.pe_count > 0 ? s.pe_count : sc.pes_per_group - s.pe_first;
   plan.n_cubes = n;
   plan.pes_per_cube = P;
   for (int c : s.cubes) {

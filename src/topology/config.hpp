@@ -97,6 +97,7 @@ struct ExplicitNode {
   std::string name;
   NodeKind kind = NodeKind::Other;
   NodeParams params;
+  std::string memory;  ///< a PE's own memory: the node holding its HBM (empty: none declared)
 };
 
 /// One link of an explicit graph (both directions, same parameters).
@@ -107,9 +108,25 @@ struct ExplicitEdge {
   LinkParams link;
 };
 
+/// The PE relations of an explicit graph (the YAML `graph.layout:`): the
+/// rank order, an optional rank grid, and an optional group hierarchy
+/// (packages of groups of PEs, the generator's SIPs of cubes of PEs).
+/// The generator states the same relations for the machines it builds.
+struct LayoutConfig {
+  std::vector<std::string> ranks;      ///< PE names in rank order (empty: the pe nodes as listed)
+  std::optional<GridSize> grid;        ///< the ranks as a w x h grid, row-major (2-D collectives)
+  /// Hierarchy: rank r is PE r % pes_per_group of group (r / pes_per_group) %
+  /// groups.count() of package r / (groups.count() * pes_per_group).
+  std::optional<GridSize> packages;
+  SipTopology package_topology = SipTopology::Ring;  ///< how packages are linked (hierarchical collectives)
+  std::optional<GridSize> groups;      ///< groups per package, as a grid (row-major)
+  int pes_per_group = 0;
+};
+
 struct ExplicitGraphConfig {
   std::vector<ExplicitNode> nodes;
   std::vector<ExplicitEdge> edges;
+  LayoutConfig layout;
 };
 
 /// Arithmetic precisions a GEMM engine may support.

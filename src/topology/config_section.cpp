@@ -109,6 +109,65 @@ void read_system(const MapReader& top, Config& c) {
   c.system = std::move(s);
 }
 
+GridSize read_grid(const MapReader& r) {
+  GridSize g;
+  for (const char* k : {"w", "h"})
+    if (!r.get(k)) r.fail(k, "required key is missing (give w and h)");
+  r.get_int("w", g.w);
+  r.get_int("h", g.h);
+  return g;
+}
+
+// graph.layout: the rank order, the rank grid and the group hierarchy.
+void read_layout(const MapReader& r, ExplicitGraphConfig& g, const std::unordered_map<std::string, std::size_t>& index,
+                 const std::vector<std::string>& names) {
+  LayoutConfig& l = g.layout;
+  if (const Value* v = r.get("ranks")) {
+    if (v->type != Value::Type::List) r.fail("ranks", "expected a list of pe node names");
+    std::unordered_map<std::string, std::size_t> seen;
+    for (std::size_t i = 0; i < v->items.size(); ++i) {
+      const std::string& name = v->items[i].text;
+      const std::string at = item_path(r.path_of("ranks"), i);
+      const auto it = index.find(name);
+      if (v->items[i].type != Value::Type::Scalar || it == index.end())
+        r.loader().fail(v->items[i].where, at, "no node named " + in_quotes(name) + suggestion(name, names));
+      if (g.nodes[it->second].kind != NodeKind::Pe)
+        r.loader().fail(v->items[i].where, at,
+                        in_quotes(name) + " is a " + std::string(to_string(g.nodes[it->second].kind)) +
+                            ", not a pe: only pe nodes are ranks");
+      if (!seen.emplace(name, i).second)
+        r.loader().fail(v->items[i].where, at, in_quotes(name) + " is listed twice among the ranks");
+      l.ranks.push_back(name);
+    }
+  }
+  std::size_t n = l.ranks.size();
+  if (l.ranks.empty())
+    for (const ExplicitNode& node : g.nodes) n += node.kind == NodeKind::Pe ? 1 : 0;
+  if (n == 0) r.fail(r.get("ranks") ? "ranks" : "grid", "a layout needs ranks: the graph has no pe nodes");
+  const std::string count = std::to_string(n) + " ranks";
+  if (r.get("grid")) {
+    l.grid = read_grid(r.child("grid"));
+    if (static_cast<std::size_t>(l.grid->count()) != n)
+      r.fail("grid", "a " + std::to_string(l.grid->w) + "x" + std::to_string(l.grid->h) + " grid does not hold the " +
+                         count);
+  }
+  const bool any = r.get("packages") || r.get("groups") || r.get("pes_per_group");
+  if (!any) return;
+  for (const char* k : {"packages", "groups", "pes_per_group"})
+    if (!r.get(k))
+      r.fail(k, "required key is missing: a group hierarchy gives packages, groups and pes_per_group together");
+  const MapReader pk = r.child("packages");
+  l.packages = read_grid(pk);
+  pk.get_enum("topology", l.package_topology, sip_topology_from_string);
+  l.groups = read_grid(r.child("groups"));
+  r.get_int("pes_per_group", l.pes_per_group);
+  const long long total = static_cast<long long>(l.packages->count()) * l.groups->count() * l.pes_per_group;
+  if (total != static_cast<long long>(n))
+    r.fail("pes_per_group", std::to_string(l.packages->count()) + " packages x " + std::to_string(l.groups->count()) +
+                                " groups x " + std::to_string(l.pes_per_group) + " PEs = " + std::to_string(total) +
+                                ", but the layout has " + count);
+}
+
 ExplicitGraphConfig read_graph(const MapReader& top) {
   const MapReader r = top.child("graph");
   ExplicitGraphConfig g;
@@ -127,6 +186,9 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
     m.get_enum("kind", n.kind, node_kind_from_string);
     m.get_time("overhead", n.params.overhead);
     m.get_bool("flit_aware", n.params.flit_aware);
+    if (m.get_string("memory", n.memory) && n.kind != NodeKind::Pe)
+      m.fail("memory", "only a pe node has a memory of its own; " + in_quotes(n.name) + " is a " +
+                           to_string(n.kind));
     index.emplace(n.name, i);
     names.push_back(n.name);
     g.nodes.push_back(std::move(n));
@@ -154,6 +216,19 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
     adjacent[ends[1]].push_back(ends[0]);
     g.edges.push_back(std::move(e));
   }
+
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const std::string& mem = g.nodes[i].memory;
+    if (mem.empty()) continue;
+    const auto it = index.find(mem);
+    if (it == index.end())
+      nodes[i].fail("memory", "no node named " + in_quotes(mem) + " in " + r.path_of("nodes") + suggestion(mem, names));
+    const NodeKind k = g.nodes[it->second].kind;
+    if (k != NodeKind::HbmCtrl && k != NodeKind::Memory)
+      nodes[i].fail("memory", in_quotes(mem) + " is a " + std::string(to_string(k)) +
+                                  "; a PE's memory is a hbm_ctrl or memory node");
+  }
+  if (r.get("layout")) read_layout(r.child("layout"), g, index, names);
 
   // Every node must be reachable from the first (routing needs a connected graph).
   std::vector<bool> seen(g.nodes.size(), false);
@@ -324,6 +399,34 @@ void add_config_sections(config::Schema& schema) {
   gn.key("overhead", Type::Time, "processing delay paid by every chunk passing the node").req().min(Bound::NonNegative);
   gn.key("flit_aware", Type::Bool, "forwards chunk by chunk (cut-through); false: store-and-forward")
       .dflt(ExplicitNode{}.params.flit_aware);
+  gn.key("memory", Type::String, "pe nodes: the hbm_ctrl or memory node holding this PE's own memory (its HBM)");
+  Section<LayoutConfig> layout =
+      graph.section<LayoutConfig>("layout", Type::Map, "the PEs' rank order, rank grid and group hierarchy");
+  layout.doc("The relations kernels and collectives read (the generator states the same for its machines).");
+  layout.rules({"ranks are pe nodes, each once; without ranks, every pe node in the order listed",
+                "grid.w x grid.h is the number of ranks",
+                "packages, groups and pes_per_group come together; their product is the number of ranks",
+                "rank r is PE r % pes_per_group of group (r / pes_per_group) % groups of package "
+                "r / (groups x pes_per_group)"});
+  layout.key("ranks", Type::Strings, "pe node names in rank order");
+  Section<LayoutConfig> lgrid = layout.section<LayoutConfig>("grid", Type::Map, "the ranks as a w x h grid, row-major");
+  lgrid.doc("The rank grid of the 2-D collectives (torus2d, mesh2d).");
+  lgrid.key("w", Type::Int, "grid width (columns)").req().min(Bound::Positive);
+  lgrid.key("h", Type::Int, "grid height (rows)").req().min(Bound::Positive);
+  Section<LayoutConfig> lpk =
+      layout.section<LayoutConfig>("packages", Type::Map, "the package grid (the generator's SIPs)");
+  lpk.doc("The grid of packages and how they are linked.");
+  lpk.key("w", Type::Int, "package grid width").req().min(Bound::Positive);
+  lpk.key("h", Type::Int, "package grid height").req().min(Bound::Positive);
+  lpk.key("topology", Type::Enum, "how the packages are linked (hierarchical collectives)")
+      .dflt(to_string(LayoutConfig{}.package_topology))
+      .one_of(sip_topology_names());
+  Section<LayoutConfig> lgr =
+      layout.section<LayoutConfig>("groups", Type::Map, "the group grid of each package (the generator's cubes)");
+  lgr.doc("The grid of groups (PEs sharing a cube) in each package, row-major.");
+  lgr.key("w", Type::Int, "group grid width").req().min(Bound::Positive);
+  lgr.key("h", Type::Int, "group grid height").req().min(Bound::Positive);
+  layout.key("pes_per_group", Type::Int, "PEs per group").min(Bound::Positive);
   Section<ExplicitEdge> ge = graph.section<ExplicitEdge>("edges", Type::List, "the links");
   graph.key_def("edges").req();
   ge.doc("One link of an explicit graph (both directions, same parameters).");

@@ -36,6 +36,36 @@ Machine::Machine(const Config& config) : config_(config) {
   } else {
     throw TopologyError(config.source + ": no machine: expected a `system:` or a `graph:` section");
   }
+  set_relations();
+}
+
+// Ranks, coordinates and memories from the hierarchy, for every builder.
+void Machine::set_relations() {
+  if (config_.system) {
+    const SystemConfig& s = *config_.system;
+    hierarchy_ = PeHierarchy{s.sips, s.sip_topology, s.cubes, s.pes_per_cube, true};
+  } else {
+    const LayoutConfig& l = config_.graph->layout;
+    if (l.packages) {
+      hierarchy_ = PeHierarchy{*l.packages, l.package_topology, *l.groups, l.pes_per_group, true};
+    } else {
+      hierarchy_ = PeHierarchy{{1, 1}, SipTopology::Ring, {1, 1}, static_cast<int>(pe_ids_.size()), false};
+    }
+    rank_grid_ = l.grid;
+    const int per_pkg = std::max(1, hierarchy_.pes_per_package());
+    const int per_grp = std::max(1, hierarchy_.pes_per_group);
+    for (std::size_t r = 0; r < pe_ids_.size(); ++r) {
+      const int ri = static_cast<int>(r);
+      for (NodeId id : {pe_ids_[r], hbm_ids_[r]}) {
+        if (id == kNoNode) continue;
+        NodeInfo& n = nodes_[id];
+        n.sip = ri / per_pkg;
+        n.cube = (ri / per_grp) % hierarchy_.groups.count();
+        n.pe = ri % per_grp;
+      }
+    }
+  }
+  for (std::size_t r = 0; r < pe_ids_.size(); ++r) rank_.emplace(pe_ids_[r], static_cast<int>(r));
 }
 
 NodeId Machine::add_node(NodeInfo info) {
@@ -186,6 +216,38 @@ void Machine::build_system(const SystemConfig& s) {
 void Machine::build_explicit(const ExplicitGraphConfig& g) {
   for (const ExplicitNode& n : g.nodes) add_node(NodeInfo{n.name, n.kind, n.params});
   for (const ExplicitEdge& e : g.edges) add_link(at(e.a), at(e.b), e.link, e.link_class);
+  // The ranks: graph.layout.ranks, or every pe node in the order listed.
+  if (!g.layout.ranks.empty()) {
+    for (const std::string& name : g.layout.ranks) pe_ids_.push_back(at(name));
+  } else {
+    for (NodeId id = 0; id < nodes_.size(); ++id)
+      if (nodes_[id].kind == NodeKind::Pe) pe_ids_.push_back(id);
+  }
+  std::unordered_map<std::string, const ExplicitNode*> decl;
+  for (const ExplicitNode& n : g.nodes) decl.emplace(n.name, &n);
+  for (NodeId pe : pe_ids_) {
+    const std::string& mem = decl.at(nodes_[pe].name)->memory;
+    hbm_ids_.push_back(mem.empty() ? kNoNode : at(mem));
+  }
+}
+
+std::optional<NodeId> Machine::memory_of(NodeId pe) const {
+  const int r = rank_of(pe);
+  if (r < 0 || hbm_ids_[static_cast<std::size_t>(r)] == kNoNode) return std::nullopt;
+  return hbm_ids_[static_cast<std::size_t>(r)];
+}
+
+NodeId Machine::memory(NodeId pe, const std::string& what) const {
+  if (auto m = memory_of(pe)) return *m;
+  const std::string name = pe < nodes_.size() ? nodes_[pe].name : "node " + std::to_string(pe);
+  if (rank_of(pe) < 0) throw TopologyError(what + ": " + name + " is not one of the machine's PEs");
+  throw TopologyError(what + ": " + name + " has no memory of its own: declare it in the config with `memory: NODE` "
+                      "on its graph.nodes entry (a hbm_ctrl or memory node)");
+}
+
+int Machine::rank_of(NodeId pe) const {
+  const auto it = rank_.find(pe);
+  return it == rank_.end() ? -1 : it->second;
 }
 
 const SystemConfig& Machine::system() const {
@@ -234,20 +296,17 @@ std::string Machine::lane_name(LaneId lane) const {
   return nodes_[ch.from].name + "->" + nodes_[ch.to].name + ".conn" + std::to_string(k);
 }
 
-int Machine::pes_per_sip() const { return system().cubes.count() * system().pes_per_cube; }
-
 NodeId Machine::pe(int sip, int cube, int p) const {
-  const SystemConfig& s = system();
-  if (sip < 0 || sip >= s.sips.count() || cube < 0 || cube >= s.cubes.count() || p < 0 || p >= s.pes_per_cube)
+  const PeHierarchy& h = hierarchy_;
+  if (sip < 0 || sip >= h.packages.count() || cube < 0 || cube >= h.groups.count() || p < 0 || p >= h.pes_per_group)
     throw TopologyError("no PE sip" + std::to_string(sip) + ".cube" + std::to_string(cube) + ".pe" +
                         std::to_string(p) + " in this machine");
-  return pe_ids_[static_cast<std::size_t>((sip * s.cubes.count() + cube) * s.pes_per_cube + p)];
+  return pe_ids_[static_cast<std::size_t>((sip * h.groups.count() + cube) * h.pes_per_group + p)];
 }
 
 NodeId Machine::hbm_ctrl(int sip, int cube, int p) const {
-  const SystemConfig& s = system();
-  pe(sip, cube, p);  // range check
-  return hbm_ids_[static_cast<std::size_t>((sip * s.cubes.count() + cube) * s.pes_per_cube + p)];
+  return memory(pe(sip, cube, p), "the HBM slice of sip" + std::to_string(sip) + ".cube" + std::to_string(cube) +
+                                      ".pe" + std::to_string(p));
 }
 
 NodeId Machine::router(int sip, int cube, int row, int col) const {

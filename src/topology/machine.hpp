@@ -57,6 +57,21 @@ struct EdgeProps {
 };
 using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, EdgeProps>;
 
+/// Which PEs share a group (a cube) and a package (a SIP): rank r is PE
+/// r % pes_per_group of group (r / pes_per_group) % groups.count() of
+/// package r / (groups.count() * pes_per_group). The generator states its
+/// SIPs of cubes of PEs; an explicit graph declares one in graph.layout, or
+/// gets the implied one (one package, one group of every rank) with
+/// `declared` false.
+struct PeHierarchy {
+  GridSize packages{1, 1};
+  SipTopology package_topology = SipTopology::Ring;
+  GridSize groups{1, 1};
+  int pes_per_group = 0;
+  bool declared = false;
+  int pes_per_package() const { return groups.count() * pes_per_group; }
+};
+
 class Machine {
  public:
   /// Builds the graph from a config (system generator or explicit graph).
@@ -86,15 +101,33 @@ class Machine {
   bool generated() const { return config_.system.has_value(); }
   const SystemConfig& system() const;
 
-  // Generated machines: coordinates -> nodes (TopologyError when out of range).
+  // ---- the PE relations, whatever built the machine ---------------------------
+  /// All PEs of the machine in rank order: (sip, cube, pe) order on a
+  /// generated machine, graph.layout.ranks (or the pe nodes as listed) on
+  /// an explicit graph.
+  const std::vector<NodeId>& pes() const { return pe_ids_; }
+  /// The node holding `pe`'s own memory (its HBM slice), if it has one.
+  std::optional<NodeId> memory_of(NodeId pe) const;
+  /// memory_of, or a TopologyError naming the PE and the config key that
+  /// would declare it (`what` names the asking op).
+  NodeId memory(NodeId pe, const std::string& what) const;
+  /// The group hierarchy (always present; see PeHierarchy::declared).
+  const PeHierarchy& hierarchy() const { return hierarchy_; }
+  /// The declared rank grid (graph.layout.grid), if any.
+  const std::optional<GridSize>& rank_grid() const { return rank_grid_; }
+  /// The rank of a PE in pes(), or -1.
+  int rank_of(NodeId pe) const;
+
+  // Coordinates (package = sip, group = cube, pe) -> nodes, on any machine
+  // with PEs (TopologyError when out of range).
   NodeId pe(int sip, int cube, int pe) const;
   NodeId hbm_ctrl(int sip, int cube, int pe) const;
+  // Generated machines only.
   NodeId router(int sip, int cube, int row, int col) const;
   NodeId pcie_ep(int sip) const;
   std::optional<NodeId> ucie(int sip, int cube, Side side) const;
-  /// All PEs of the machine in (sip, cube, pe) order.
-  const std::vector<NodeId>& pes() const { return pe_ids_; }
-  int pes_per_sip() const;
+  /// PEs per package (per SIP on a generated machine).
+  int pes_per_sip() const { return hierarchy_.pes_per_package(); }
 
  private:
   NodeId add_node(NodeInfo info);
@@ -110,8 +143,15 @@ class Machine {
   std::unordered_map<std::string, NodeId> by_name_;
   std::unordered_map<std::uint64_t, ChannelId> by_ends_;  // (from << 32 | to) -> channel
   BoostGraph graph_;
+  void set_relations();
+  // PE relations: ranks, memories (by rank; kNoNode: none), hierarchy, grid.
+  static constexpr NodeId kNoNode = ~NodeId{0};
+  std::vector<NodeId> pe_ids_, hbm_ids_;
+  std::unordered_map<NodeId, int> rank_;
+  PeHierarchy hierarchy_;
+  std::optional<GridSize> rank_grid_;
   // Generated-machine lookups (flattened tables).
-  std::vector<NodeId> pe_ids_, hbm_ids_, router_ids_, pcie_ids_;
+  std::vector<NodeId> router_ids_, pcie_ids_;
   std::vector<std::optional<NodeId>> ucie_ids_;
 };
 

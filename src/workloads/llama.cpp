@@ -32,13 +32,13 @@ std::string what_text(const LlamaSpec& s) {
 // PEs in placement order: SIP by SIP, cubes in snake order (consecutive cubes
 // are neighbours), PEs of a cube in index order.
 std::vector<NodeId> placement_order(const Machine& m) {
-  const topology::SystemConfig& sc = m.system();
+  const topology::PeHierarchy& sc = m.hierarchy();
   std::vector<NodeId> out;
-  for (int sip = 0; sip < sc.sips.count(); ++sip)
-    for (int y = 0; y < sc.cubes.h; ++y)
-      for (int i = 0; i < sc.cubes.w; ++i) {
-        const int x = y % 2 == 0 ? i : sc.cubes.w - 1 - i;
-        for (int p = 0; p < sc.pes_per_cube; ++p) out.push_back(m.pe(sip, y * sc.cubes.w + x, p));
+  for (int sip = 0; sip < sc.packages.count(); ++sip)
+    for (int y = 0; y < sc.groups.h; ++y)
+      for (int i = 0; i < sc.groups.w; ++i) {
+        const int x = y % 2 == 0 ? i : sc.groups.w - 1 - i;
+        for (int p = 0; p < sc.pes_per_group; ++p) out.push_back(m.pe(sip, y * sc.groups.w + x, p));
       }
   return out;
 }
@@ -100,7 +100,7 @@ LlamaPlan plan_llama(const topology::System& system, const LlamaSpec& given) {
   if (d.intermediate % s.tp != 0)
     throw UsageError(what + ": tp = " + std::to_string(s.tp) + " does not divide the MLP intermediate size " +
                      std::to_string(d.intermediate));
-  if (!m.generated()) throw UsageError(what + ": needs a generated machine (SIPs of cubes of PEs)");
+  if (m.pes().empty()) throw UsageError(what + ": the machine has no PEs: give it `kind: pe` nodes (graph.nodes)");
   const auto want = static_cast<std::int64_t>(s.tp) * s.replicas;
   if (s.pes.empty()) {
     const std::vector<NodeId> order = placement_order(m);
@@ -203,9 +203,10 @@ runtime::Program llama_program(const topology::System& system, const LlamaSpec& 
   const std::int32_t t_relayout = prog.tag("relayout");
   std::int64_t next_key = -1;  // own sends use negative keys; appended programs' keys are shifted above
 
+  const std::string what = what_text(s);
   auto hbm_of = [&](NodeId pe) {
-    const auto& n = m.node(pe);
-    return m.hbm_ctrl(n.sip, n.cube, n.pe);
+    if (auto home = m.memory_of(pe)) return *home;
+    return m.memory(pe, what);
   };
   // Cached GEMM tiles per shape: planned once, then given to every rank.
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::array<std::int64_t, 3>> tiles;

@@ -127,7 +127,7 @@ def _program(name: str):
 
 def _free_of_gemm():
     p = _program("p")
-    return p.free(p.gemm(PE0, 1e3))
+    return p.free(p.compute(PE0, 1e3))
 
 
 def _scratch_overflow():
@@ -146,15 +146,15 @@ def _scratch_single_alloc():
 def _cyclic_program():
     p = _program("cycle")
     x = p.barrier(PE0, [], name="x")
-    y = p.gemm(PE0, 1e3, deps=[x], name="y")
-    z = p.gemm(PE0, 1e3, deps=[y], name="z")
+    y = p.compute(PE0, 1e3, deps=[x], name="y")
+    z = p.compute(PE0, 1e3, deps=[y], name="z")
     p.depend(y, z)
     return p.run()
 
 
 def _self_dependency():
     p = _program("self")
-    y = p.gemm(PE0, 1e3, name="y")
+    y = p.compute(PE0, 1e3, name="y")
     p.depend(y, y)
     return p.run()
 
@@ -174,13 +174,13 @@ def _recv_other_key():
 
 def _agent_out_of_range():
     p = _program("p")
-    p.gemm(999, 1e3, name="g")
+    p.compute(999, 1e3, name="g")
     return p.run()
 
 
 def _gemm_int8_op_without_int8():
     p = _tiny(set={"pe.gemm.int8": 0}).program("p")
-    p.gemm(PE0, 1e3, precision="int8", name="q")
+    p.compute(PE0, 1e3, precision="int8", name="q")
     return p.run()
 
 
@@ -198,13 +198,13 @@ def _double_free():
 
 def _gemm_on_a_router():
     p = _program("p")
-    p.gemm(ROUTER, 1e6, name="g")
+    p.compute(ROUTER, 1e6, name="g")
     return p.run()
 
 
 def _gemm_flops(flops: float):
     p = _program("p")
-    p.gemm(PE0, flops, name="g")
+    p.compute(PE0, flops, name="g")
     return p.run()
 
 
@@ -319,19 +319,19 @@ API_CASES: list[ApiCase] = [
             ("lonely: deadlock", "op 0 'r'", "recv on sip0.cube0.pe1", "send from sip0.cube0.pe0 with key 5",
              "never came")),
     ApiCase("program-recv-other-key", _recv_other_key, DeadlockError, ("op 1 'r'", "key 2", "never came")),
-    ApiCase("program-unknown-precision", lambda: _program("p").gemm(PE0, 1e3, precision="fp8"), ConfigError,
+    ApiCase("program-unknown-precision", lambda: _program("p").compute(PE0, 1e3, precision="fp8"), ConfigError,
             ("unknown precision 'fp8'", "fp32, fp16, bf16, int8")),
-    ApiCase("program-unknown-agent", lambda: _program("p").gemm("sip0.cube0.pe9", 1e3), TopologyError,
+    ApiCase("program-unknown-agent", lambda: _program("p").compute("sip0.cube0.pe9", 1e3), TopologyError,
             ("unknown node 'sip0.cube0.pe9'",)),
     ApiCase("program-agent-id-out-of-range", _agent_out_of_range, UsageError,
             ("op 0 'g'", "agent node id 999 out of range")),
-    ApiCase("program-dependency-on-a-later-op", lambda: _program("p").gemm(PE0, 1e3, deps=[42]), UsageError,
+    ApiCase("program-dependency-on-a-later-op", lambda: _program("p").compute(PE0, 1e3, deps=[42]), UsageError,
             ("depends on op 42", "does not exist yet")),
     ApiCase("program-depend-on-missing-op", lambda: _program("p").depend(0, 5), UsageError,
             ("depend(0, 5)", "no such op")),
     ApiCase("program-free-of-a-non-alloc", _free_of_gemm, UsageError, ("op 0 is not an alloc",)),
-    ApiCase("program-negative-flops", lambda: _program("p").gemm(PE0, -1.0), UsageError, ("FLOPs must be >= 0",)),
-    ApiCase("program-nan-flops", lambda: _program("p").gemm(PE0, float("nan")), UsageError,
+    ApiCase("program-negative-flops", lambda: _program("p").compute(PE0, -1.0), UsageError, ("FLOPs must be >= 0",)),
+    ApiCase("program-nan-flops", lambda: _program("p").compute(PE0, float("nan")), UsageError,
             ("FLOPs must be >= 0",)),
     ApiCase("program-negative-dma-size", lambda: _program("p").dma(PE0, HBM0, PE0, -1), UsageError,
             ("dma", "negative size")),

@@ -23,8 +23,8 @@ def _program(system):
     """A load, a GEMM that depends on it, and a second GEMM contending for the same engine."""
     prog = system.program("cp")
     load = prog.dma(PE, "sip0.cube1.hbm_ctrl.pe3", PE, 256 * 1024, name="far load")
-    first = prog.gemm(PE, 2 * 256**3, deps=[load], name="first")
-    second = prog.gemm(PE, 2 * 256**3, deps=[load], name="second")
+    first = prog.compute(PE, 2 * 256**3, deps=[load], name="first")
+    second = prog.compute(PE, 2 * 256**3, deps=[load], name="second")
     return prog, load, first, second
 
 

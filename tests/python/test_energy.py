@@ -46,7 +46,7 @@ def test_compute_and_static_energy_follow_their_prices():
                                         "energy.static.router": "0 W", "energy.static.hbm_ctrl": "0 W",
                                         "energy.static.ucie": "0 W", "energy.static.pcie_ep": "0 W"})
     prog = system.program("gemm")
-    prog.gemm(PE, 1e6, precision="fp32")
+    prog.compute(PE, 1e6, precision="fp32")
     res = prog.run()
     e = res.energy()
     assert e["by"]["dynamic:compute:gemm:fp32"] == pytest.approx(1e6 * 4e-12, rel=1e-12)
@@ -61,7 +61,7 @@ def test_summarize_follows_the_shared_contract():
     system = kernbench.System.load(set=SMALL)
     prog = system.program("mixed")
     a = prog.dma(PE, HBM, PE, 16384, tag="load")
-    g = prog.gemm(PE, 2 * 64**3, deps=[a])
+    g = prog.compute(PE, 2 * 64**3, deps=[a])
     prog.vector(PE, 4096, deps=[g])
     res = prog.run()
     s = kenergy.summarize(res)
@@ -82,7 +82,7 @@ def test_energy_needs_the_program():
     """A bare _core result cannot be priced: the error says how to get one that can."""
     system = kernbench.System.load(set=SMALL)
     prog = system.program("x")
-    prog.gemm(PE, 1000)
+    prog.compute(PE, 1000)
     bare = _core.run_program(system._core, prog._core)
     with pytest.raises(kernbench.UsageError, match="run_program"):
         kenergy.summarize(bare)

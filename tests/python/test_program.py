@@ -87,8 +87,8 @@ def test_errors_name_the_ops(system):
         prog.run()
     cyc = kernbench.System.load(set=SMALL).program("cycle")
     x = cyc.barrier("sip0.cube0.pe0", [], name="x")
-    y = cyc.gemm("sip0.cube0.pe0", 1e3, deps=[x], name="y")
-    z = cyc.gemm("sip0.cube0.pe0", 1e3, deps=[y], name="z")
+    y = cyc.compute("sip0.cube0.pe0", 1e3, deps=[x], name="y")
+    z = cyc.compute("sip0.cube0.pe0", 1e3, deps=[y], name="z")
     cyc.depend(y, z)
     with pytest.raises(kernbench.DeadlockError, match="op 1 'y'.*waits for op 2"):
         cyc.run()
@@ -97,7 +97,7 @@ def test_errors_name_the_ops(system):
     with pytest.raises(kernbench.DeadlockError, match="waits for a send from sip0.cube0.pe0 with key 5"):
         lonely.run()
     with pytest.raises(kernbench.ConfigError, match="unknown precision 'fp8'"):
-        system.program("p").gemm("sip0.cube0.pe0", 1e3, precision="fp8")
+        system.program("p").compute("sip0.cube0.pe0", 1e3, precision="fp8")
 
 
 def test_same_program_same_log():
@@ -119,7 +119,7 @@ def test_ops_df_names_kinds_and_tags(system):
     pe1 = "sip0.cube0.pe1"
     v = prog.vector(pe1, 4096, name="softmax", tag="post")
     b = prog.barrier(pe1, deps=[v, comp])
-    g = prog.gemm(pe1, 2 * 32**3, deps=[b])  # unnamed, untagged
+    g = prog.compute(pe1, 2 * 32**3, deps=[b])  # unnamed, untagged
     res = prog.run()
     ops = res.ops_df()
     assert list(ops.columns[:4]) == ["name", "kind", "tag", "pe"]

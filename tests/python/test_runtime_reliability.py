@@ -136,7 +136,7 @@ def test_threads_on_one_system_are_serialised():
 def _program(s, name):
     p = s.program(name)
     a = p.dma(PE0, HBM0, PE0, 65536)
-    p.gemm(PE0, 1e6, deps=[a])
+    p.compute(PE0, 1e6, deps=[a])
     return p
 
 
@@ -224,7 +224,7 @@ def test_program_byte_counts(value, words):
 def test_gemm_flops_is_a_number(value, words):
     p = _system().program()
     with pytest.raises(UsageError) as e:
-        p.gemm(PE0, value)
+        p.compute(PE0, value)
     _exact(e, UsageError, "gemm: flops", words)
 
 
@@ -257,7 +257,7 @@ def test_integral_floats_and_numpy_ints_are_accepted():
     s.transfer(PE0, PE1, np.int64(4096), at_ps=np.int32(10))
     p = s.program()
     p.dma(PE0, HBM0, PE0, 1024.0)
-    p.gemm(PE0, 1e6)
+    p.compute(PE0, 1e6)
     s.run()
     s.run_program(p)
     assert s.transfers()["bytes"].tolist()[:2] == [4096, 4096]
