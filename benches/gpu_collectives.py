@@ -11,8 +11,8 @@ as nccl-tests prints it.
 
 The model runs each collective's Program (kernbench.ccl, algorithm ``ring``
 by default) on the preset's GPUs with the buffer in PE scratch, raised per
-size to hold it (an HBM-resident buffer on an explicit graph waits for issue
-18 item 1; NVLink, not HBM, is the bound at these sizes). A collective or size
+size to hold it (so the figures are the links': NVLink, not HBM, is the
+bound at these sizes). A collective or size
 the model cannot run is a row of ``failures`` with the reason; no number is
 made up for it.
 

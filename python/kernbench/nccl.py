@@ -17,8 +17,7 @@ sizes; ``compare`` puts the two side by side with errors per size;
 
 What the model is (docs/gpu-box.md): the collective's Program of IPCQ sends
 and recvs on the machine's PEs (the GPUs), the buffer in PE scratch (raised
-to fit: an HBM-resident buffer on an explicit graph needs issue 18 item 1),
-one path per GPU pair (no multipath yet: issue 18 item 3).
+to fit, so the figures are the links'), one path per GPU pair (no multipath yet: issue 18 item 3).
 """
 
 from __future__ import annotations
@@ -250,12 +249,8 @@ def resolve_machine(name: str | Path) -> Path:
 
 
 def pes_of(system) -> list[str]:
-    """The machine's compute nodes (kind pe) by name, in node order (System.pes() where it answers)."""
-    pes = list(system.pes() or [])
-    if pes:
-        return pes
-    nodes = system.nodes()
-    return [n for n, k in zip(nodes["name"], nodes["kind"]) if k == "pe"]
+    """The machine's compute nodes by name, in rank order (System.pes())."""
+    return list(system.pes())
 
 
 def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ranks: int | None = None,

@@ -50,12 +50,12 @@ def test_preset_validates_and_loads(name):
     assert [n for n, k in kinds.items() if k == "cpu"] == ["cpu0", "cpu1"]  # host CPUs are not PEs
 
 
-@pytest.mark.xfail(strict=True, reason="System.pes() is empty on explicit graphs until issue 18 item 1 "
-                                       "(PEs and memories on any graph) lands")
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_pes_are_the_8_gpus(name):
-    """System.pes() gives exactly the 8 GPUs, in rank order; the host CPUs are not among them."""
-    assert list(System.load(f"machines/{name}.yaml").pes()) == GPUS
+    """System.pes() gives exactly the 8 GPUs, in rank order, each with its own HBM; the host CPUs are not PEs."""
+    system = System.load(f"machines/{name}.yaml")
+    assert list(system.pes()) == GPUS
+    assert [system.memory_of(g) for g in GPUS] == [f"hbm{i}" for i in range(8)]
 
 
 def test_h100_nvswitch_wiring_is_the_published_uneven_one():
