@@ -20,11 +20,15 @@ const char* side_suffix(Side s) {
   return "?";
 }
 
-// Routing weight of a hop: wire latency plus the next node's overhead, plus
-// one ps so that, between equal-latency paths, the one with fewer hops wins.
-Time hop_weight(const LinkParams& link, const NodeParams& to) { return link.latency + to.overhead + 1; }
-
 }  // namespace
+
+Time hop_weight(const LinkParams& link, const NodeParams& to) {
+  // Clamped, so that no sum of weights along a path of a machine (at most
+  // 2^21 nodes) overflows inside Dijkstra: a hop this slow is refused by the
+  // fabric's time check anyway, whichever path it ends up on.
+  const auto part = [](Time t) { return std::clamp<Time>(t, 0, kMaxHopWeight); };
+  return std::min(part(link.latency) + part(to.overhead) + 1, kMaxHopWeight);
+}
 
 Machine::Machine(const Config& config) : config_(config) {
   if (config.system && config.graph)

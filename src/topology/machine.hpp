@@ -49,6 +49,13 @@ struct ChannelInfo {
   LaneId first_lane = 0;  ///< lanes first_lane .. first_lane + link.connections - 1
 };
 
+/// The routing weight of a hop (ps): wire latency plus the next node's
+/// overhead, plus one ps so that, between equal-latency paths, the one with
+/// fewer hops wins; at most kMaxHopWeight (2^40 ps, about 1.1 s), so path
+/// sums cannot overflow.
+inline constexpr Time kMaxHopWeight = Time{1} << 40;
+Time hop_weight(const LinkParams& link, const NodeParams& to);
+
 /// Boost.Graph view: vertex index == NodeId, edge carries its ChannelId and
 /// the routing weight (ps).
 struct EdgeProps {
