@@ -208,7 +208,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     # generic bad-input 2 of main().
     try:
         summary = validate(args.file, args.sets)
-    except ConfigError as e:
+    except KernbenchError as e:  # ConfigError, or a CapacityError of a config too large to load
         print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
         return 1
     print(describe(summary))
