@@ -238,7 +238,9 @@ void add_config_sections(config::Schema& schema) {
                                                        : "link parameters in graph.edges"));
     }
   });
-  root.key("include", Type::Strings, "file or list of files merged under this one, relative to its folder");
+  root.key("include", Type::Strings,
+           "file or list of files merged under this one, relative to its folder; confined to its folder tree, the "
+           "packaged configs and --include-dir folders");
 
   // ---- system: the SIP -> CUBE -> PE generator, with nodes and links ----
   const SystemConfig sys_defaults{};
