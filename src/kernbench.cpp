@@ -31,13 +31,15 @@ const config::Schema& schema() {
   return s;
 }
 
-topology::Config load_config(const std::string& path, const std::vector<config::Override>& overrides) {
-  return topology::load_config(schema(), path, overrides);
+topology::Config load_config(const std::string& path, const std::vector<config::Override>& overrides,
+                             const std::vector<std::string>& include_dirs) {
+  return topology::load_config(schema(), path, overrides, include_dirs);
 }
 
 topology::Config parse_config(const std::string& yaml_text, const std::string& source,
-                              const std::vector<config::Override>& overrides) {
-  return topology::parse_config(schema(), yaml_text, source, overrides);
+                              const std::vector<config::Override>& overrides,
+                              const std::vector<std::string>& include_dirs) {
+  return topology::parse_config(schema(), yaml_text, source, overrides, include_dirs);
 }
 
 std::string config_schema_json() { return config::schema_json(schema()); }

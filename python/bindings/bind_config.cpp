@@ -70,22 +70,38 @@ py::dict summary(const Config& c) {
 
 }  // namespace
 
+std::vector<std::string> include_dirs_arg(py::handle dirs) {
+  py::object list = py::reinterpret_borrow<py::object>(dirs);
+  if (dirs.is_none()) list = py::module_::import("kernbench.system").attr("include_dirs")();
+  const py::object fspath = py::module_::import("os").attr("fspath");
+  std::vector<std::string> out;
+  if (py::isinstance<py::str>(list) || py::hasattr(list, "__fspath__")) {
+    out.push_back(py::str(fspath(list)));
+    return out;
+  }
+  for (py::handle d : list) out.push_back(py::str(fspath(d)));
+  return out;
+}
+
 void bind_config(py::module_& m) {
   m.def(
       "load_config_summary",
-      [](const std::string& path, const OverrideList& overrides) {
-        return summary(kernbench::load_config(path, to_overrides(overrides)));
+      [](const std::string& path, const OverrideList& overrides, const py::object& include_dirs) {
+        return summary(kernbench::load_config(path, to_overrides(overrides), include_dirs_arg(include_dirs)));
       },
-      py::arg("path"), py::arg("overrides") = OverrideList{},
+      py::arg("path"), py::arg("overrides") = OverrideList{}, py::arg("include_dirs") = py::none(),
       "Load a machine config (includes, then overrides as (path, value) pairs), check it strictly and return a "
       "summary dict: source, kind ('system' or 'graph'), the grid sizes or node/edge counts, and fabric. "
-      "Raises ConfigError naming the file and the YAML path.");
+      "Raises ConfigError naming the file and the YAML path. Includes may read the file's folder tree and "
+      "`include_dirs` (None: kernbench.system.include_dirs()).");
   m.def(
       "parse_config_summary",
-      [](const std::string& text, const std::string& source, const OverrideList& overrides) {
-        return summary(kernbench::parse_config(text, source, to_overrides(overrides)));
+      [](const std::string& text, const std::string& source, const OverrideList& overrides,
+         const py::object& include_dirs) {
+        return summary(kernbench::parse_config(text, source, to_overrides(overrides), include_dirs_arg(include_dirs)));
       },
       py::arg("text"), py::arg("source") = "<string>", py::arg("overrides") = OverrideList{},
+      py::arg("include_dirs") = py::none(),
       "Like load_config_summary, from YAML text; `source` names it in messages and anchors relative includes.");
   m.def("config_schema", &kernbench::config_schema_json,
         "The config schema as JSON text: every section and key with its type, units, required/default and doc.");

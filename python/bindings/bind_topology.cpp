@@ -171,17 +171,25 @@ void bind_topology(py::module_& m) {
       .def_static(
           "load",
           [](const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets,
-             std::uint64_t seed) { return std::make_unique<System>(kernbench::load_config(path, to_overrides(sets)), seed); },
+             std::uint64_t seed, const py::object& include_dirs) {
+            return std::make_unique<System>(
+                kernbench::load_config(path, to_overrides(sets), include_dirs_arg(include_dirs)), seed);
+          },
           py::arg("path"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{},
-          py::arg("seed") = 1, "Load a YAML machine config (with --set style overrides) and build it.")
+          py::arg("seed") = 1, py::arg("include_dirs") = py::none(),
+          "Load a YAML machine config (with --set style overrides) and build it; includes may read its folder "
+          "tree and `include_dirs` (None: kernbench.system.include_dirs()).")
       .def_static(
           "from_yaml",
           [](const std::string& text, const std::string& source,
-             const std::vector<std::pair<std::string, std::string>>& sets, std::uint64_t seed) {
-            return std::make_unique<System>(kernbench::parse_config(text, source, to_overrides(sets)), seed);
+             const std::vector<std::pair<std::string, std::string>>& sets, std::uint64_t seed,
+             const py::object& include_dirs) {
+            return std::make_unique<System>(
+                kernbench::parse_config(text, source, to_overrides(sets), include_dirs_arg(include_dirs)), seed);
           },
           py::arg("text"), py::arg("source") = "<string>",
-          py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{}, py::arg("seed") = 1)
+          py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{}, py::arg("seed") = 1,
+          py::arg("include_dirs") = py::none())
       .def_property_readonly("now", [](System& s) { Using use(s, false); return s.sim().now(); }, "Current simulated time (ps).")
       .def_property_readonly("fabric_model", [](const System& s) { return std::string(s.fabric().model_name()); })
       .def_property_readonly("num_nodes", [](const System& s) { return s.machine().num_nodes(); })

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "sim/errors.hpp"
 #include "topology/system.hpp"
@@ -65,6 +66,12 @@ class Using {
   topology::System& system_;
   std::optional<topology::System::Use> use_;
 };
+
+/// The `include_dirs=` of a config load: the folders its includes may read
+/// besides the config's own folder tree. None: kernbench.system.include_dirs()
+/// ($KERNBENCH_INCLUDE_PATH and the packaged configs); a path or a list of
+/// paths: those (defined in bind_config.cpp).
+std::vector<std::string> include_dirs_arg(pybind11::handle dirs);
 
 // ---- the one rule for numeric arguments ------------------------------------
 // Every byte count, count, flop count and time that Python passes goes

@@ -2,7 +2,7 @@
 
     kernbench list [--bench-path DIR]...
     kernbench describe NAME|INDEX [--bench-path DIR]... [--json]
-    kernbench validate FILE [--set PATH=VALUE]...
+    kernbench validate FILE [--set PATH=VALUE]... [--include-dir DIR]...
     kernbench schema [--markdown]
     kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
                   [--trace FILE [--trace-panel LABEL]] [--smoke] [--bench-path DIR]...
@@ -20,6 +20,11 @@ Plugin benches: ``--bench-path DIR`` (repeatable), the ``KERNBENCH_BENCH_PATH``
 environment variable (folders separated by ``os.pathsep``) and the entry
 point group ``kernbench.benches`` (see kernbench.registry).
 
+Config includes: a config's ``include:`` may read its own folder tree and the
+packaged configs; ``--include-dir DIR`` (repeatable, on every verb that loads
+a config: validate, run, sweep, show, diff) and the ``KERNBENCH_INCLUDE_PATH``
+environment variable (folders separated by ``os.pathsep``) allow more.
+
 Library errors become one line on stderr and an exit code: 2 for bad input
 (unknown bench, bad --set or --seed, an output path that cannot be written,
 an output folder another run holds), 1 when a bench ran and reported failures or
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 
@@ -56,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
                             help="also load the bench plugins (*.py) of DIR (repeatable; "
                                  "the KERNBENCH_BENCH_PATH variable adds more)")
 
+    def include_dir(parser):
+        parser.add_argument("--include-dir", dest="include_dirs", action="append", default=[], metavar="DIR",
+                            help="let config includes read DIR too (repeatable; the config's own folder tree and "
+                                 "the packaged configs always; KERNBENCH_INCLUDE_PATH adds more)")
+
     ls = sub.add_parser("list", help="list the benches with their indices")
     bench_path(ls)
 
@@ -74,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH=VALUE",
         help="override a config value, e.g. system.sips.w=4 (repeatable)",
     )
+    include_dir(v)
 
     sc = sub.add_parser("schema", help="print the machine-config schema (JSON, or the Markdown reference)")
     sc.add_argument("--markdown", action="store_true", help="the reference as Markdown (docs/config-reference.md)")
@@ -100,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--smoke", action="store_true",
                    help="the bench's smoke size (its golden-regression size; --set applies on top)")
     bench_path(r)
+    include_dir(r)
 
     sw = sub.add_parser("sweep", help="run a bench over a grid of config and bench values")
     sw.add_argument("--bench", required=True, help="bench name or index")
@@ -124,12 +137,14 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--plot", nargs=2, default=None, metavar=("X", "Y"),
                     help="draw column Y against X (a grid key or column) into OUT/Y-vs-X.png")
     bench_path(sw)
+    include_dir(sw)
 
     sh = sub.add_parser("show", help="summarise a machine config: node kinds, link classes, the SIP grid")
     sh.add_argument("file", nargs="?", default=None, help="YAML machine config (default: topology.yaml)")
     sh.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
                     help="override a config value (repeatable)")
     sh.add_argument("--png", default=None, metavar="FILE", help="also draw the machine to a PNG")
+    include_dir(sh)
 
     g = sub.add_parser("goldens", help="check the benches' smoke runs against tests/goldens, or refresh them")
     g.add_argument("--update", action="store_true", help="rewrite the golden files and print what moved")
@@ -152,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="only metrics matching PATTERN: a glob (*latency*, critical_path.*) or else a "
                         "substring (repeatable: any of them)")
     d.add_argument("--json", action="store_true", help="the diff as JSON on stdout")
+    include_dir(d)
     _calibrate_parser(sub)
     _compare_nccl_parser(sub)
     return p
@@ -329,7 +345,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     # generic bad-input 2 of main().
     try:
         summary = validate(args.file, args.sets)
-    except ConfigError as e:
+    except KernbenchError as e:  # ConfigError, or a CapacityError of a config too large to load
         print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
         return 1
     print(describe(summary))
@@ -445,6 +461,16 @@ def _one_line(message: object) -> str:
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
+def _include_path(dirs: list[str]) -> str:
+    """``--include-dir`` folders, checked, in front of $KERNBENCH_INCLUDE_PATH (which every load reads, and
+    which sweep workers inherit)."""
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise ConfigError(f"--include-dir {d}: no such folder")
+    old = os.environ.get("KERNBENCH_INCLUDE_PATH", "")
+    return os.pathsep.join([os.path.abspath(d) for d in dirs] + ([old] if old else []))
+
+
 def _on_sigterm(signum, frame):
     raise Terminated()
 
@@ -465,7 +491,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    previous = os.environ.get("KERNBENCH_INCLUDE_PATH")  # --include-dir changes it for this call only
     try:
+        return _dispatch(args)
+    finally:
+        if previous is None:
+            os.environ.pop("KERNBENCH_INCLUDE_PATH", None)
+        else:
+            os.environ["KERNBENCH_INCLUDE_PATH"] = previous
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    try:
+        if getattr(args, "include_dirs", None):
+            os.environ["KERNBENCH_INCLUDE_PATH"] = _include_path(args.include_dirs)
         if getattr(args, "bench_path", None):
             from kernbench.registry import add_bench_path
 
@@ -498,8 +537,6 @@ def _main(args: argparse.Namespace) -> int:
         print("kernbench: interrupted (SIGTERM)", file=sys.stderr)
         return 143
     except BrokenPipeError:  # `kernbench describe X | head`: the reader left; not an error of ours
-        import os
-
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except OSError:

@@ -39,14 +39,20 @@ def config_overrides(sets: Iterable[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def validate(path: str | os.PathLike[str], sets: Iterable[str] = ()) -> dict[str, Any]:
+def validate(path: str | os.PathLike[str], sets: Iterable[str] = (), *, include_dirs=None) -> dict[str, Any]:
     """Load the config at ``path`` strictly, with ``--set`` strings applied; return its summary.
+
+    Its includes may read its own folder tree and the folders of ``include_dirs``
+    (one or a list), ``$KERNBENCH_INCLUDE_PATH`` and the packaged configs
+    (kernbench.system.include_dirs()).
 
     The summary holds ``source``, ``kind`` ("system" or "graph"), the SIP,
     cube and router grids, PEs per cube and ``total_pes`` (system) or the
     node and edge counts (graph), and ``fabric``. Raises ConfigError.
     """
-    return load_config_summary(os.fspath(path), config_overrides(sets))
+    from kernbench.system import include_dirs as _include_dirs
+
+    return load_config_summary(os.fspath(path), config_overrides(sets), _include_dirs(include_dirs))
 
 
 def schema() -> dict[str, Any]:

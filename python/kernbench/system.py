@@ -32,6 +32,29 @@ def config_dirs() -> list[Path]:
     return dirs
 
 
+INCLUDE_PATH_VAR = "KERNBENCH_INCLUDE_PATH"
+
+def include_dirs(extra: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None) -> list[str]:
+    """The folders a config's ``include:`` may read besides the config's own folder tree.
+
+    ``extra`` (one folder or several) first, then ``$KERNBENCH_INCLUDE_PATH``
+    (folders separated by ``os.pathsep``; ``kernbench --include-dir DIR`` adds
+    to it) and the packaged configs folders (config_dirs()). An include that
+    resolves (symlinks followed) anywhere else is refused, unread.
+    """
+    if extra is None:
+        extras: list = []
+    elif isinstance(extra, (str, os.PathLike)):
+        extras = [extra]
+    else:
+        extras = list(extra)
+    env = [d for d in os.environ.get(INCLUDE_PATH_VAR, "").split(os.pathsep) if d]
+    return [os.fspath(d) for d in extras] + env + [str(d) for d in config_dirs()]
+
+
+_include_dirs = include_dirs  # the methods below take a keyword of the same name
+
+
 def config_path(name_or_path: str | os.PathLike | None = None) -> Path:
     """Resolve a config: an existing path as given, else a name in config_dirs()."""
     name = Path(name_or_path) if name_or_path is not None else Path(DEFAULT_CONFIG)
@@ -72,15 +95,24 @@ class System:
         self.source = source
 
     @classmethod
-    def load(cls, path: str | os.PathLike | None = None, *, set=None, seed: int = 1) -> "System":
-        """Load a YAML config (default: the packaged ``topology.yaml``) with overrides."""
+    def load(cls, path: str | os.PathLike | None = None, *, set=None, seed: int = 1,
+             include_dirs=None) -> "System":
+        """Load a YAML config (default: the packaged ``topology.yaml``) with overrides.
+
+        Its includes may read its own folder tree and the folders of
+        ``include_dirs`` (one folder or a list), ``$KERNBENCH_INCLUDE_PATH`` and the
+        packaged configs (see :func:`include_dirs`).
+        """
         p = config_path(path)
-        return cls(_core.System.load(str(p), _overrides(set), seed), str(p))
+        return cls(_core.System.load(str(p), _overrides(set), seed, _include_dirs(include_dirs)), str(p))
 
     @classmethod
-    def from_yaml(cls, text: str, *, source: str = "<string>", set=None, seed: int = 1) -> "System":
-        """Build from YAML text (relative includes resolve against the current folder)."""
-        return cls(_core.System.from_yaml(text, source, _overrides(set), seed), source)
+    def from_yaml(cls, text: str, *, source: str = "<string>", set=None, seed: int = 1,
+                  include_dirs=None) -> "System":
+        """Build from YAML text (relative includes resolve against, and stay inside, the current folder,
+        or ``source``'s folder when it names one; ``include_dirs`` as for load())."""
+        dirs = _include_dirs(include_dirs)
+        return cls(_core.System.from_yaml(text, source, _overrides(set), seed, dirs), source)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)

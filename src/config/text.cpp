@@ -9,6 +9,13 @@ namespace kernbench::config {
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
+std::string shortened(std::string_view s, std::size_t keep) {
+  if (s.size() <= 2 * keep) return std::string(s);
+  std::size_t n = keep;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) >> 6) == 0x2) --n;  // not inside a UTF-8 character
+  return std::string(s.substr(0, n)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 std::string printable(std::string_view s) {
   std::string out;
   const auto escape = [&](unsigned char c) {

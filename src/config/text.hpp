@@ -13,6 +13,9 @@
 namespace kernbench::config {
 
 std::string in_quotes(std::string_view s);
+/// `s` itself when short, else its first `keep` bytes (whole UTF-8
+/// characters), "..." and its length: long user text stays out of messages.
+std::string shortened(std::string_view s, std::size_t keep = 60);
 /// Valid UTF-8 kept; control bytes and invalid UTF-8 escaped as \xNN.
 std::string printable(std::string_view s);
 /// Throws ConfigError(printable(message)).

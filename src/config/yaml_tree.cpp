@@ -1,6 +1,7 @@
 // yaml_tree.cpp -- see yaml_tree.hpp. The only file that includes yaml-cpp.
 #include "config/yaml_tree.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -18,8 +19,6 @@ namespace kernbench::config {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::size_t kMaxNodes = 1'000'000;  // guards against alias bombs
 
 // Deep merge: maps merge key by key (top's keys win, base's order is kept);
 // anything else is replaced by top.
@@ -42,16 +41,49 @@ void merge(Value& base, Value&& top) {
   }
 }
 
+std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// Reads a config file, refusing what is not a plain file or is too large
+// before reading a byte of it (`include: /dev/zero` must not read forever).
 std::string read_file(const std::string& path, std::string& text) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return "cannot read the config file: no such file";
-  if (fs::is_directory(path, ec)) return "cannot read the config file: it is a directory";
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found) return "cannot read the config file: no such file";
+  if (ec) return "cannot read the config file (permission denied?)";
+  if (fs::is_directory(st)) return "cannot read the config file: it is a directory";
+  if (!fs::is_regular_file(st))
+    return "cannot read the config file: not a regular file (a device, a pipe or a socket)";
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > kMaxFileBytes)
+    return "cannot read the config file: it holds " + std::to_string(size) + " bytes, more than the " +
+           mib(kMaxFileBytes) + " a config file may hold";
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot read the config file (permission denied?)";
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  text.clear();
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes)  // it grew while we read it
+      return "cannot read the config file: it holds more than the " + mib(kMaxFileBytes) + " a config file may hold";
+  }
   if (in.bad()) return "cannot read the config file: read error";
   return "";
 }
+
+// yaml-cpp refuses an implicit key longer than 1024 characters with
+// "illegal map value" at the ':' after it. The length of the key that ends
+// at `pos`: back to the line's start or a flow indicator, indentation and
+// block indicators skipped (0 when there is nothing to measure).
+std::size_t key_length_before(const std::string& text, int pos) {
+  if (pos <= 0 || static_cast<std::size_t>(pos) > text.size()) return 0;
+  const auto end = static_cast<std::size_t>(pos);
+  const std::size_t stop = text.find_last_of("\n{[,", end - 1);
+  std::size_t start = stop == std::string::npos ? 0 : stop + 1;
+  while (start < end && (text[start] == ' ' || text[start] == '-' || text[start] == '?')) ++start;
+  return end - start;
+}
+
+constexpr std::size_t kYamlCppKeyLimit = 1024;
 
 // Receives parser events only to see where each document starts.
 struct DocumentStarts : YAML::EventHandler {
@@ -95,7 +127,7 @@ Value* Value::find(std::string_view key) {
 std::string describe(const Value& v) {
   switch (v.type) {
     case Value::Type::Null: return "nothing (null)";
-    case Value::Type::Scalar: return in_quotes(v.text);
+    case Value::Type::Scalar: return in_quotes(shortened(v.text));
     case Value::Type::Map: return "a map";
     case Value::Type::List: return "a list";
   }
@@ -108,12 +140,37 @@ std::string child_path(const std::string& parent, std::string_view key) {
 std::string item_path(const std::string& parent, std::size_t i) { return parent + "[" + std::to_string(i) + "]"; }
 
 /// Copies yaml-cpp nodes into Values: the only place yaml-cpp nodes are read.
+/// Every limit is checked before the memory it guards is allocated.
 struct YamlCopy {
   Loader& l;
+  std::vector<YAML::Node> open;  ///< the maps and lists being copied, outermost first
+
+  // Nodes are counted and scalar bytes charged as aliases expand them.
+  void charge(std::size_t bytes, const Where& w, const std::string& path) {
+    if (bytes > kMaxTreeBytes - l.tree_bytes_)
+      l.fail(w, path,
+             "the config is too large: more than " + mib(kMaxTreeBytes) +
+                 " of keys and values once aliases are expanded (the limit; an alias bomb?)");
+    l.tree_bytes_ += bytes;
+  }
+
+  // Entering a map or list: one level deeper, and never into itself (an
+  // alias inside its own anchor: `x: &a [1, *a]` would recurse forever).
+  void enter(const YAML::Node& n, const Where& w, int parent_line, const std::string& path) {
+    for (const YAML::Node& o : open)
+      if (o.is(n))
+        l.fail({w.file, parent_line, -1}, path,
+               "recursive alias: an alias to an anchor that contains it (the anchored node starts on line " +
+                   std::to_string(w.line) + ")");
+    if (open.size() >= kMaxDepth)
+      l.fail(w, path, "nested deeper than " + std::to_string(kMaxDepth) + " levels of maps and lists, the limit");
+    open.push_back(n);
+  }
 
   Value to_value(const YAML::Node& n, int file, int parent_line, const std::string& path) {
     if (++l.node_count_ > kMaxNodes)
-      l.fail({file, parent_line, -1}, path, "too many YAML nodes (more than " + std::to_string(kMaxNodes) + ")");
+      l.fail({file, parent_line, -1}, path,
+             "too many YAML nodes (more than " + std::to_string(kMaxNodes) + " once aliases are expanded)");
     Value v;
     try {
       const YAML::Mark m = n.Mark();
@@ -122,15 +179,19 @@ struct YamlCopy {
         case YAML::NodeType::Undefined:
         case YAML::NodeType::Null: break;
         case YAML::NodeType::Scalar:
+          charge(n.Scalar().size(), v.where, path);
           v.type = Value::Type::Scalar;
           v.text = n.Scalar();
           break;
         case YAML::NodeType::Sequence:
+          enter(n, v.where, parent_line, path);
           v.type = Value::Type::List;
           for (std::size_t i = 0; i < n.size(); ++i)
             v.items.push_back(to_value(n[i], file, v.where.line, item_path(path, i)));
+          open.pop_back();
           break;
         case YAML::NodeType::Map: {
+          enter(n, v.where, parent_line, path);
           v.type = Value::Type::Map;
           std::unordered_map<std::string, std::size_t> seen;
           for (const auto& kv : n) {
@@ -140,13 +201,19 @@ struct YamlCopy {
               l.fail(kw, path, "map keys must be plain names, got a " +
                                  std::string(kv.first.IsMap() ? "map" : kv.first.IsSequence() ? "list" : "null") +
                                  " as a key");
-            const std::string name = kv.first.Scalar();
+            const std::string& key = kv.first.Scalar();
+            if (key.size() > kMaxKeyBytes)
+              l.fail(kw, path,
+                     "map key too long: " + std::to_string(key.size()) + " bytes, more than the " +
+                         std::to_string(kMaxKeyBytes) + " a key may have (" + in_quotes(shortened(key)) + ")");
+            charge(key.size(), kw, child_path(path, key));
             // A hash of the keys seen so far: a map of n keys costs O(n), not O(n^2).
-            if (const auto [it, fresh] = seen.emplace(name, v.entries.size()); !fresh)
-              l.fail(kw, child_path(path, name),
+            if (const auto [it, fresh] = seen.emplace(key, v.entries.size()); !fresh)
+              l.fail(kw, child_path(path, key),
                    "duplicate key (first given on line " + std::to_string(v.entries[it->second].key_where.line) + ")");
-            v.entries.push_back({name, kw, to_value(kv.second, file, kw.line, child_path(path, name))});
+            v.entries.push_back({key, kw, to_value(kv.second, file, kw.line, child_path(path, key))});
           }
+          open.pop_back();
           break;
         }
       }
@@ -160,8 +227,13 @@ struct YamlCopy {
 };
 
 void Loader::fail(const Where& w, const std::string& path, const std::string& msg) const {
+  // A path through 100 levels of long keys is shortened to its ends.
+  constexpr std::size_t kPathShown = 300;
+  const std::string shown_path = path.size() <= kPathShown
+                                     ? path
+                                     : path.substr(0, kPathShown / 2) + "..." + path.substr(path.size() - kPathShown / 2);
   std::string s = (w.file >= 0 ? files_[static_cast<std::size_t>(w.file)] : source_) + ": " +
-                  (path.empty() ? "(top level)" : path);
+                  (path.empty() ? "(top level)" : shown_path);
   if (w.set_by >= 0) {
     const Override& o = overrides_[static_cast<std::size_t>(w.set_by)];
     s += " (set by --set " + o.path + "=" + o.value + ")";
@@ -178,6 +250,10 @@ Value Loader::load_root_file(const std::string& path) {
 }
 
 Value Loader::load_text(const std::string& text, const std::string& name) {
+  if (stack_.empty()) set_roots(name);
+  if (text.size() > kMaxFileBytes)
+    throw_config(name + ": the config text holds " + std::to_string(text.size()) + " bytes, more than the " +
+                 mib(kMaxFileBytes) + " a config file may hold");
   const int file = static_cast<int>(files_.size());
   files_.push_back(name);
   std::error_code ec;
@@ -214,7 +290,7 @@ void Loader::apply_overrides(Value& root) const {
 
 Value Loader::parse_document(const std::string& text, int file) {
   const auto syntax_error = [&](const std::string& what, const YAML::Mark& m) {
-    std::string msg = files_[static_cast<std::size_t>(file)] + ": invalid YAML: " + what;
+    std::string msg = files_[static_cast<std::size_t>(file)] + ": " + what;
     if (m.line >= 0) msg += " (line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1) + ")";
     throw_config(msg);
   };
@@ -233,7 +309,7 @@ Value Loader::parse_document(const std::string& text, int file) {
     while (docs < 2 && parser.HandleNextDocument(starts)) {
       if (starts.start.pos == previous) {
         const auto at = static_cast<std::size_t>(std::max(starts.start.pos, 0));
-        syntax_error("unexpected " + (at < text.size() ? in_quotes(text.substr(at, 1)) : "end of input"),
+        syntax_error("invalid YAML: unexpected " + (at < text.size() ? in_quotes(text.substr(at, 1)) : "end of input"),
                      starts.start);
       }
       previous = starts.start.pos;
@@ -244,16 +320,55 @@ Value Loader::parse_document(const std::string& text, int file) {
            "a config file holds one YAML document, found more (the second starts here)");
     if (docs == 0) return Value{};
     doc = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard, past our kMaxDepth (its depth counts parser calls, not levels).
+    syntax_error("nested deeper than " + std::to_string(kMaxDepth) + " levels of maps and lists, the limit", e.mark);
   } catch (const YAML::Exception& e) {
-    syntax_error(e.msg, e.mark);
+    if (const std::size_t key = key_length_before(text, e.mark.pos);
+        e.msg == YAML::ErrorMsg::MAP_VALUE && key > kYamlCppKeyLimit)
+      syntax_error("map key too long: " + std::to_string(key) + " bytes, more than the " +
+                       std::to_string(kMaxKeyBytes) + " a key may have",
+                   e.mark);
+    syntax_error("invalid YAML: " + e.msg, e.mark);
   }
-  return YamlCopy{*this}.to_value(doc, file, 1, "");
+  return YamlCopy{*this, {}}.to_value(doc, file, 1, "");
+}
+
+void Loader::set_roots(const std::string& top) {
+  // The top-level file's folder (the current folder for text without one),
+  // then the allowed folders, all with symlinks resolved.
+  roots_.clear();
+  std::error_code ec;
+  fs::path dir = fs::path(top).parent_path();
+  if (dir.empty()) dir = fs::current_path(ec);
+  if (fs::path c = fs::weakly_canonical(dir, ec); !ec) roots_.push_back(std::move(c));
+  for (const std::string& d : include_dirs_) {
+    std::error_code e;
+    if (d.empty() || !fs::is_directory(d, e)) continue;
+    if (fs::path c = fs::canonical(d, e); !e) roots_.push_back(std::move(c));
+  }
+}
+
+bool Loader::allowed(const fs::path& canonical) const {
+  return std::any_of(roots_.begin(), roots_.end(), [&](const fs::path& root) {
+    return std::mismatch(root.begin(), root.end(), canonical.begin(), canonical.end()).first == root.end();
+  });
 }
 
 Value Loader::load_include(const fs::path& dir, const Value& item, const std::string& path) {
   const std::string name = (dir / std::string(trim(item.text))).lexically_normal().string();
   std::error_code ec;
-  const std::string canon = fs::weakly_canonical(name, ec).string();
+  const fs::path resolved = fs::weakly_canonical(name, ec);
+  // Confined before anything is read: a refused file is named, never opened.
+  if (ec || !allowed(resolved)) {
+    std::vector<std::string> roots;
+    for (const fs::path& r : roots_) roots.push_back(r.string());
+    fail(item.where, path,
+         in_quotes(item.text) + " (" + (ec ? name : resolved.string()) +
+             ") is outside the folders includes may read (" + join(roots, ", ") +
+             "); allow its folder with --include-dir DIR, KERNBENCH_INCLUDE_PATH or include_dirs=");
+  }
+  const std::string canon = resolved.string();
   for (std::size_t i = 0; i < stack_.size(); ++i) {
     if (stack_[i].canonical != canon) continue;
     std::vector<std::string> chain;

@@ -6,7 +6,21 @@
 // merge. This is the only code of the project that includes yaml-cpp
 // (yaml_tree.cpp): every YAML::Exception becomes a ConfigError there, so
 // typing (reader.hpp) never meets a yaml-cpp node. Anchors and aliases are
-// resolved by yaml-cpp while copying (bounded: kMaxNodes).
+// resolved by yaml-cpp and expanded while copying.
+//
+// Every resource a file can make the loader spend is bounded before it is
+// spent, and each limit is named in its message with the file, the line and
+// the YAML path: the bytes read per file (kMaxFileBytes; devices, pipes and
+// folders are refused before reading), the nesting depth (kMaxDepth; an alias
+// to its own anchor is refused as recursive), the nodes and the scalar bytes
+// after alias expansion (kMaxNodes, kMaxTreeBytes) and the length of a key
+// (kMaxKeyBytes).
+//
+// Includes are confined: an include must resolve (symlinks followed) inside
+// the top-level file's folder tree or one of the folders the caller allows
+// (`include_dirs`: the packaged configs, --include-dir,
+// KERNBENCH_INCLUDE_PATH). A refused include is named by its path only; the
+// loader never reads it, so no message can quote it.
 #pragma once
 
 #include <filesystem>
@@ -15,6 +29,18 @@
 #include <vector>
 
 namespace kernbench::config {
+
+/// Bytes a config file (top-level or included) may hold.
+inline constexpr std::size_t kMaxFileBytes = std::size_t{16} << 20;
+/// Levels of maps and lists a file may nest (real configs use fewer than 10).
+inline constexpr std::size_t kMaxDepth = 100;
+/// YAML nodes after alias expansion (guards against alias bombs).
+inline constexpr std::size_t kMaxNodes = 1'000'000;
+/// Bytes of scalars and keys after alias expansion: four times the largest
+/// file, so only aliases can reach it.
+inline constexpr std::size_t kMaxTreeBytes = std::size_t{64} << 20;
+/// Bytes of one map key (keys are names; yaml-cpp refuses implicit keys past 1024).
+inline constexpr std::size_t kMaxKeyBytes = 256;
 
 /// One `--set` override: a dotted YAML path (`system.sips.w`,
 /// `graph.edges.3.latency` -- list items by index) and a YAML scalar value.
@@ -61,8 +87,10 @@ std::string item_path(const std::string& parent, std::size_t i);
 /// Reads config files into a Value tree and names places in messages.
 class Loader {
  public:
-  Loader(std::string source, const std::vector<Override>& overrides)
-      : source_(std::move(source)), overrides_(overrides) {}
+  /// `include_dirs`: folders includes may read besides the top-level file's
+  /// folder tree (those that do not exist are skipped).
+  Loader(std::string source, const std::vector<Override>& overrides, std::vector<std::string> include_dirs = {})
+      : source_(std::move(source)), overrides_(overrides), include_dirs_(std::move(include_dirs)) {}
 
   const std::string& source() const { return source_; }
 
@@ -80,6 +108,8 @@ class Loader {
   friend struct YamlCopy;
   Value parse_document(const std::string& text, int file);
   Value load_include(const std::filesystem::path& dir, const Value& item, const std::string& path);
+  void set_roots(const std::string& top);
+  bool allowed(const std::filesystem::path& canonical) const;
   void apply_override(Value& root, int index) const;
 
   struct Loading {
@@ -91,7 +121,10 @@ class Loader {
   const std::vector<Override>& overrides_;
   std::vector<std::string> files_;  ///< Where::file indexes this
   std::vector<Loading> stack_;      ///< files being loaded, outermost first (cycle check)
+  std::vector<std::string> include_dirs_;
+  std::vector<std::filesystem::path> roots_;  ///< where includes may resolve (canonical)
   std::size_t node_count_ = 0;
+  std::size_t tree_bytes_ = 0;
 };
 
 }  // namespace kernbench::config

@@ -20,14 +20,15 @@ Config load(const config::Schema& schema, const config::Loader& l, config::Value
 
 }  // namespace
 
-Config load_config(const config::Schema& schema, const std::string& path, const std::vector<Override>& overrides) {
-  config::Loader l(path, overrides);
+Config load_config(const config::Schema& schema, const std::string& path, const std::vector<Override>& overrides,
+                   const std::vector<std::string>& include_dirs) {
+  config::Loader l(path, overrides, include_dirs);
   return load(schema, l, l.load_root_file(path));
 }
 
 Config parse_config(const config::Schema& schema, const std::string& yaml_text, const std::string& source,
-                    const std::vector<Override>& overrides) {
-  config::Loader l(source, overrides);
+                    const std::vector<Override>& overrides, const std::vector<std::string>& include_dirs) {
+  config::Loader l(source, overrides, include_dirs);
   return load(schema, l, l.load_text(yaml_text, source));
 }
 

@@ -14,6 +14,7 @@
 
 #include "config/section.hpp"
 #include "topology/config_loader.hpp"
+#include "topology/machine.hpp"
 
 namespace kernbench::topology {
 namespace {
@@ -93,10 +94,17 @@ void read_pcie_attach(const MapReader& r, SystemConfig& s) {
   s.pcie_attach.col = col;
 }
 
+void check_connections(const MapReader& r, const LinkParams& p) {
+  if (p.connections > kMaxConnections)
+    r.fail("connections", "at most " + std::to_string(kMaxConnections) + " parallel lanes per link (the limit: " +
+                              "each lane is a server with its own queue), got " + std::to_string(p.connections));
+}
+
 void read_link(const MapReader& r, LinkParams& p) {
   r.get_bandwidth("bandwidth", p.bandwidth);
   r.get_time("latency", p.latency);
   r.get_int("connections", p.connections);
+  check_connections(r, p);
 }
 
 void read_system(const MapReader& top, Config& c) {
@@ -272,7 +280,9 @@ void link_keys(Section<LinkParams> l) {
   l.doc("A link class: per-direction bandwidth per connection, wire latency, parallel connections.");
   l.add("bandwidth", &LinkParams::bandwidth, "bandwidth per direction per connection").req().min(Bound::Positive);
   l.time("latency", &LinkParams::latency, "wire latency").req().min(Bound::NonNegative);
-  l.add("connections", &LinkParams::connections, "parallel lanes, each its own server").min(Bound::Positive);
+  l.add("connections", &LinkParams::connections, "parallel lanes, each its own server (at most 1024)")
+      .min(Bound::Positive);
+  l.rule(check_connections);
 }
 
 }  // namespace
@@ -282,7 +292,8 @@ void add_config_sections(config::Schema& schema) {
   root.doc("A kernbench machine configuration.");
   root.rules({"exactly one of system and graph", "nodes and links are required with system, refused with graph",
               "included files are merged first (maps deep-merged, this file's keys win); cycles are errors",
-              "--set PATH=VALUE overrides apply after includes; numeric path components index lists"});
+              "--set PATH=VALUE overrides apply after includes; numeric path components index lists",
+              "at most 2^24 lanes (links x connections, both directions) in one machine"});
   root.rule([](const MapReader& top, Config&) {
     const Value* sys = top.get("system");
     const Value* graph = top.get("graph");
@@ -302,7 +313,9 @@ void add_config_sections(config::Schema& schema) {
                                                        : "link parameters in graph.edges"));
     }
   });
-  root.key("include", Type::Strings, "file or list of files merged under this one, relative to its folder");
+  root.key("include", Type::Strings,
+           "file or list of files merged under this one, relative to its folder; confined to its folder tree, the "
+           "packaged configs and --include-dir folders");
 
   // ---- system: the SIP -> CUBE -> PE generator, with nodes and links ----
   const SystemConfig sys_defaults{};
@@ -435,7 +448,35 @@ void add_config_sections(config::Schema& schema) {
   ge.key("class", Type::String, "link class, for reports").dflt(ExplicitEdge{}.link_class);
   ge.key("bandwidth", Type::Bandwidth, "bandwidth per direction per connection").req().min(Bound::Positive);
   ge.key("latency", Type::Time, "wire latency").req().min(Bound::NonNegative);
-  ge.key("connections", Type::Int, "parallel lanes, each its own server").dflt(lp.connections).min(Bound::Positive);
+  ge.key("connections", Type::Int, "parallel lanes, each its own server (at most 1024)")
+      .dflt(lp.connections)
+      .min(Bound::Positive);
+
+  // The machine's real size, from the config alone: `validate` refuses what
+  // could never be built, naming the key that brings the most lanes.
+  root.rule([](const MapReader& top, Config& c) {
+    const LaneCount n = count_lanes(c);
+    if (const std::string over = lanes_over_limit(n); !over.empty()) {
+      // The key's own node (its file and line, or its --set), else its nearest parent's.
+      const Value* found = &top.value();
+      for (std::string rest = n.key; !rest.empty();) {
+        const std::size_t dot = rest.find('.');
+        const std::string part = rest.substr(0, dot);
+        rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
+        const Value* next = nullptr;
+        if (const auto br = part.find('['); br != std::string::npos) {  // edges[3]
+          const Value* list = found->find(part.substr(0, br));
+          const std::size_t i = std::stoul(part.substr(br + 1));
+          if (list && list->type == Value::Type::List && i < list->items.size()) next = &list->items[i];
+        } else {
+          next = found->find(part);
+        }
+        if (!next) break;
+        found = next;
+      }
+      top.loader().fail(found->where, n.key, over);
+    }
+  });
 
   // ---- fabric ----
   Section<FabricConfig> fabric =

@@ -153,8 +153,14 @@ void FlowFabric::on_arrival(std::uint64_t slot64) {
 void FlowFabric::on_completion(std::uint64_t arg) {
   const auto f = static_cast<MaxMinSolver::FlowId>(arg >> 32);
   const auto version = static_cast<std::uint32_t>(arg);
-  if (f >= flows_.size() || !solver_.active(f) || flows_[f].version != version) return;  // superseded
+  if (f >= flows_.size() || !solver_.active(f) || flows_[f].version != version) {  // superseded
+    arm();
+    return;
+  }
   Flow& fl = flows_[f];
+  fl.materialised = false;
+  due_.erase(Due{fl.due, fl.due_seq, f});
+  fl.queued = false;
   Transfer& t = transfers_[fl.transfer];
   const Segment& s = segments_[fl.segment];
   const Time now = sim_.now();
@@ -170,6 +176,16 @@ void FlowFabric::on_completion(std::uint64_t arg) {
   solver_.remove_flow(f);
   sim_.schedule(s.tail, arrival_, fl.transfer);
   request_solve();
+  arm();
+}
+
+void FlowFabric::arm() {
+  if (due_.empty()) return;
+  const auto& [when, seq, f] = *due_.begin();
+  Flow& fl = flows_[f];
+  if (fl.materialised) return;
+  sim_.schedule_reserved(when, seq, sim::Target::call(completion_), (static_cast<std::uint64_t>(f) << 32) | fl.version);
+  fl.materialised = true;
 }
 
 // Flows start and end in bursts at one instant (a collective's first step,
@@ -198,12 +214,24 @@ void FlowFabric::on_solve(std::uint64_t) {
                           std::to_string(transfers_[fl.transfer].id) + " got rate " +
                           std::to_string(solver_.rate(f)));
     ++fl.version;
-    const Time left = fl.work == 0.0 ? 0 : static_cast<Time>(std::ceil(fl.work / fl.phi));
+    fl.materialised = false;  // an event already queued for it is now stale
+    if (fl.queued) due_.erase(Due{fl.due, fl.due_seq, f});
+    fl.queued = false;
+    // Checked as a double: a sliver of rate can put the end past any Time.
+    const double left_ps = fl.work == 0.0 ? 0.0 : std::ceil(fl.work / fl.phi);
+    if (!(left_ps <= static_cast<double>(sim::kMaxTime - now)) || fl.full > sim::kMaxTime - fl.start)
+      throw UsageError("flow fabric: transfer " + std::to_string(transfers_[fl.transfer].id) +
+                       " would end past the time range (2^62 ps) at its share of the bandwidth (" +
+                       std::to_string(solver_.rate(f) * kPsPerSecond) + " B/s)");
+    const Time left = static_cast<Time>(left_ps);
     // A flow can never beat its uncontended time; the floor only guards
     // against rounding in `work` (and keeps queuing >= 0 by construction).
-    const Time when = std::max(now + left, fl.start + fl.full);
-    sim_.schedule_at(when, sim::Target::call(completion_), (static_cast<std::uint64_t>(f) << 32) | fl.version);
+    fl.due = std::max(now + left, fl.start + fl.full);
+    fl.due_seq = sim_.reserve_seq();  // the place schedule() would have given it
+    due_.insert(Due{fl.due, fl.due_seq, f});
+    fl.queued = true;
   }
+  arm();
 }
 
 }  // namespace kernbench::topology

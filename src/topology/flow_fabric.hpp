@@ -35,9 +35,18 @@
 //
 // A record completes (done(), in_flight()) at its end time, not earlier;
 // its `chunks` stays 0, a fluid is not cut.
+//
+// Completion events are lazy (Simulation::reserve_seq): a re-solve gives
+// each changed flow its completion's place in the event order, but only the
+// earliest pending completion is in the event queue. A re-solve that moves
+// n flows therefore adds at most one event, not n that later fire stale:
+// the queue grows with the events run, not with events x flows in flight,
+// and runs stay event-for-event the same as with one event per completion.
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -109,7 +118,12 @@ class FlowFabric final : public Fabric {
     Time start = 0;               // a_j
     Time full = 0;                // ceil(bytes / r_max_j): W0
     std::uint32_t version = 0;
+    Time due = 0;                 // its completion's place in the event order:
+    std::uint64_t due_seq = 0;    //   (due, due_seq), once solved
+    bool queued = false;          // (due, due_seq, id) is in due_
+    bool materialised = false;    // an event for (due, due_seq, version) is in the sim's queue
   };
+  using Due = std::tuple<Time, std::uint64_t, MaxMinSolver::FlowId>;
 
   std::uint32_t plan_for(const Route& route);
   // Event entry points (held as sim::MemberHandlers: no allocation per event).
@@ -117,6 +131,8 @@ class FlowFabric final : public Fabric {
   void on_completion(std::uint64_t flow_and_version);
   void on_solve(std::uint64_t unused);
   void request_solve();
+  // Puts the earliest pending completion into the sim's queue (if it is not there yet).
+  void arm();
 
   MaxMinSolver solver_;
   std::vector<double> lane_ps_per_byte_;  // per channel: 1e12 / per-lane B/s
@@ -126,6 +142,7 @@ class FlowFabric final : public Fabric {
   std::unordered_map<const Route*, std::uint32_t> plan_of_;  // lookup only, never iterated
   sim::SlotPool<Transfer> transfers_;
   std::vector<Flow> flows_;
+  std::set<Due> due_;  // every solved flow's completion, in event order
   bool solve_pending_ = false;
   sim::MemberHandler<FlowFabric, &FlowFabric::on_arrival> arrival_{*this};
   sim::MemberHandler<FlowFabric, &FlowFabric::on_completion> completion_{*this};

@@ -20,13 +20,64 @@ const char* side_suffix(Side s) {
   return "?";
 }
 
-// Routing weight of a hop: wire latency plus the next node's overhead, plus
-// one ps so that, between equal-latency paths, the one with fewer hops wins.
-Time hop_weight(const LinkParams& link, const NodeParams& to) { return link.latency + to.overhead + 1; }
-
 }  // namespace
 
+Time hop_weight(const LinkParams& link, const NodeParams& to) {
+  // Clamped, so that no sum of weights along a path of a machine (at most
+  // 2^21 nodes) overflows inside Dijkstra: a hop this slow is refused by the
+  // fabric's time check anyway, whichever path it ends up on.
+  const auto part = [](Time t) { return std::clamp<Time>(t, 0, kMaxHopWeight); };
+  return std::min(part(link.latency) + part(to.overhead) + 1, kMaxHopWeight);
+}
+
+LaneCount count_lanes(const Config& config) {
+  LaneCount n;
+  // Both directions of `links` links of `connections` lanes each; counts stay
+  // far below 2^40 (nodes are capped) and connections below 2^31.
+  const auto add = [&](std::int64_t links, int connections, std::string key) {
+    const std::int64_t lanes = 2 * links * std::max(connections, 0);
+    n.lanes = n.lanes > kMaxLanes ? n.lanes : n.lanes + lanes;
+    if (lanes > n.key_lanes) n.key = std::move(key), n.key_lanes = lanes, n.key_connections = connections;
+  };
+  if (config.system) {
+    const SystemConfig& s = *config.system;
+    const std::int64_t sips = static_cast<std::int64_t>(s.sips.w) * s.sips.h;
+    const std::int64_t cw = s.cubes.w, ch = s.cubes.h, cubes = sips * cw * ch;
+    const std::int64_t rw = s.routers.w, rh = s.routers.h;
+    const SystemConfig::Links& l = s.links;
+    add(cubes * ((rw - 1) * rh + rw * (rh - 1)), l.noc.connections, "links.noc.connections");
+    add(cubes * s.pes_per_cube, l.pe.connections, "links.pe.connections");
+    add(cubes * s.pes_per_cube, l.hbm.connections, "links.hbm.connections");
+    add(sips * (2 * cw * (ch - 1) * rw + 2 * (cw - 1) * ch * rh), l.ucie_port.connections,
+        "links.ucie_port.connections");
+    add(sips * (cw * (ch - 1) + (cw - 1) * ch), l.ucie.connections, "links.ucie.connections");
+    add(sips, l.pcie_port.connections, "links.pcie_port.connections");
+    // The SIP grid, as build_system links it (no duplicate of a 2-long ring or torus dimension).
+    const std::int64_t W = s.sips.w, H = s.sips.h;
+    const auto around = [](std::int64_t k) { return k > 2 ? k : k - 1; };
+    const std::int64_t pcie = s.sip_topology == SipTopology::Ring    ? around(sips)
+                              : s.sip_topology == SipTopology::Torus ? H * around(W) + W * around(H)
+                                                                     : H * (W - 1) + W * (H - 1);
+    add(pcie, l.pcie.connections, "links.pcie.connections");
+  } else if (config.graph) {
+    const std::vector<ExplicitEdge>& edges = config.graph->edges;
+    for (std::size_t i = 0; i < edges.size(); ++i)
+      add(1, edges[i].link.connections, "graph.edges[" + std::to_string(i) + "].connections");
+  }
+  return n;
+}
+
+std::string lanes_over_limit(const LaneCount& n) {
+  if (n.lanes <= kMaxLanes) return "";
+  return "the machine is too large: more than " + std::to_string(kMaxLanes) +
+         " lanes (links x connections, both directions; the limit); " + n.key + " = " +
+         std::to_string(n.key_connections) + " alone brings " + std::to_string(n.key_lanes);
+}
+
 Machine::Machine(const Config& config) : config_(config) {
+  // Checked before anything is built, for configs that did not come through the loader.
+  if (std::string over = lanes_over_limit(count_lanes(config)); !over.empty())
+    throw CapacityError(config.source + ": " + over);
   if (config.system && config.graph)
     throw TopologyError(config.source + ": a config describes either a system or an explicit graph, not both");
   if (config.system) {
@@ -82,9 +133,10 @@ void Machine::add_link(NodeId a, NodeId b, const LinkParams& link, const std::st
   if (link.bandwidth.bytes_per_s <= 0)
     throw TopologyError(config_.source + ": link " + nodes_[a].name + " <-> " + nodes_[b].name +
                         ": bandwidth must be positive");
-  if (link.connections < 1)
+  if (link.connections < 1 || link.connections > kMaxConnections)
     throw TopologyError(config_.source + ": link " + nodes_[a].name + " <-> " + nodes_[b].name +
-                        ": connections must be >= 1");
+                        ": connections must be 1 to " + std::to_string(kMaxConnections) + ", got " +
+                        std::to_string(link.connections));
   const auto ab = static_cast<ChannelId>(channels_.size());
   const ChannelId ba = ab + 1;
   for (const auto& [from, to, rev] : {std::tuple{a, b, ba}, std::tuple{b, a, ab}}) {

@@ -49,6 +49,36 @@ struct ChannelInfo {
   LaneId first_lane = 0;  ///< lanes first_lane .. first_lane + link.connections - 1
 };
 
+/// Parallel lanes (connections) one link may have: each lane is a server
+/// with its own queue, and a packet-model transfer keeps a slot for every
+/// lane of every hop it crosses.
+inline constexpr int kMaxConnections = 1024;
+/// Lanes (links x connections, both directions) one machine may have: each
+/// costs about 70 bytes across the machine and the packet fabric (measured:
+/// 9.2 M lanes took 613 MB), so about 1.1 GiB at the limit.
+inline constexpr std::int64_t kMaxLanes = std::int64_t{1} << 24;
+
+/// The lanes a config's machine would have, counted from the config alone
+/// (nothing is built), and the link class that brings the most: `key` is its
+/// YAML path (links.noc.connections, graph.edges[3].connections).
+struct LaneCount {
+  std::int64_t lanes = 0;
+  std::string key;
+  std::int64_t key_lanes = 0;  ///< the lanes of that class (or edge)
+  int key_connections = 0;
+};
+LaneCount count_lanes(const Config& config);
+/// "" within kMaxLanes, else the message: "the machine is too large: more
+/// than ... lanes ...; <key> = <connections> alone brings <lanes>".
+std::string lanes_over_limit(const LaneCount& n);
+
+/// The routing weight of a hop (ps): wire latency plus the next node's
+/// overhead, plus one ps so that, between equal-latency paths, the one with
+/// fewer hops wins; at most kMaxHopWeight (2^40 ps, about 1.1 s), so path
+/// sums cannot overflow.
+inline constexpr Time kMaxHopWeight = Time{1} << 40;
+Time hop_weight(const LinkParams& link, const NodeParams& to);
+
 /// Boost.Graph view: vertex index == NodeId, edge carries its ChannelId and
 /// the routing weight (ps).
 struct EdgeProps {

@@ -11,36 +11,43 @@ namespace kernbench::topology {
 
 Router::Router(const Machine& machine) : m_(machine) {
   if (!m_.generated()) return;
-  // Next-hop table over the SIP grid by Dijkstra on the PCIe links alone.
+  // The SIP grid as a graph of its PCIe links alone.
   const SystemConfig& s = m_.system();
   const int n = s.sips.count();
-  BoostGraph g(static_cast<std::size_t>(n));
+  sip_graph_ = BoostGraph(static_cast<std::size_t>(n));
   for (int a = 0; a < n; ++a)
     for (ChannelId c : m_.out_channels(m_.pcie_ep(a))) {
       const ChannelInfo& ch = m_.channel(c);
       const NodeInfo& to = m_.node(ch.to);
       if (to.kind != NodeKind::PcieEp) continue;
       boost::add_edge(static_cast<std::size_t>(a), static_cast<std::size_t>(to.sip),
-                      EdgeProps{c, ch.link.latency + to.params.overhead + 1}, g);
+                      EdgeProps{c, hop_weight(ch.link, to.params)}, sip_graph_);
     }
-  sip_next_.assign(static_cast<std::size_t>(n), std::vector<int>(static_cast<std::size_t>(n), -1));
-  for (int dst = 0; dst < n; ++dst) {
-    // Shortest paths *to* dst: run from dst on the (symmetric) SIP graph; the
-    // predecessor of `a` on dst's tree is a's next hop towards dst.
-    std::vector<std::size_t> pred(static_cast<std::size_t>(n));
-    std::vector<Time> dist(static_cast<std::size_t>(n));
-    boost::dijkstra_shortest_paths(
-        g, static_cast<std::size_t>(dst),
-        boost::weight_map(boost::get(&EdgeProps::weight, g))
-            .predecessor_map(boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
-            .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g))));
-    for (int a = 0; a < n; ++a) {
-      if (a != dst && pred[static_cast<std::size_t>(a)] == static_cast<std::size_t>(a))
-        throw TopologyError(m_.config().source + ": SIP " + std::to_string(a) + " cannot reach SIP " +
-                            std::to_string(dst) + " over PCIe");
-      sip_next_[static_cast<std::size_t>(a)][static_cast<std::size_t>(dst)] = static_cast<int>(pred[static_cast<std::size_t>(a)]);
-    }
+  // The links are symmetric: every SIP reaches every other one iff all reach
+  // SIP 0 (checked now, so a broken grid fails at load, not mid-run).
+  sip_next_to(0);
+}
+
+const std::vector<int>& Router::sip_next_to(int dst) {
+  if (const auto it = sip_next_.find(dst); it != sip_next_.end()) return it->second;
+  const std::size_t n = boost::num_vertices(sip_graph_);
+  // Shortest paths *to* dst: run from dst on the (symmetric) SIP graph; the
+  // predecessor of `a` on dst's tree is a's next hop towards dst.
+  std::vector<std::size_t> pred(n);
+  std::vector<Time> dist(n);
+  boost::dijkstra_shortest_paths(
+      sip_graph_, static_cast<std::size_t>(dst),
+      boost::weight_map(boost::get(&EdgeProps::weight, sip_graph_))
+          .predecessor_map(boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, sip_graph_)))
+          .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, sip_graph_))));
+  std::vector<int> next(n, -1);
+  for (std::size_t a = 0; a < n; ++a) {
+    if (a != static_cast<std::size_t>(dst) && pred[a] == a)
+      throw TopologyError(m_.config().source + ": SIP " + std::to_string(a) + " cannot reach SIP " +
+                          std::to_string(dst) + " over PCIe");
+    next[a] = static_cast<int>(pred[a]);
   }
+  return sip_next_.emplace(dst, std::move(next)).first->second;
 }
 
 const Route& Router::route(NodeId src, NodeId dst) {
@@ -57,8 +64,9 @@ const Route& Router::route(NodeId src, NodeId dst) {
         intra_sip(r, src, dst);
       } else {
         intra_sip(r, src, m_.pcie_ep(ss));
+        const std::vector<int>& towards = sip_next_to(ds);
         for (int at = ss; at != ds;) {
-          const int next = sip_next_[static_cast<std::size_t>(at)][static_cast<std::size_t>(ds)];
+          const int next = towards[static_cast<std::size_t>(at)];
           append(r, m_.pcie_ep(at), m_.pcie_ep(next));
           at = next;
         }

@@ -6,7 +6,8 @@
 // traffic spreads over the side's routers -- and shortest path (Dijkstra on
 // latency) over the SIP grid between PCIe endpoints. Anything else
 // (explicit graphs, unusual endpoints) takes the Dijkstra shortest path on
-// the whole graph. Routes are computed once per (src, dst) and cached.
+// the whole graph. Routes are computed once per (src, dst) and cached, and
+// the SIP grid's next hops once per destination SIP, when first needed.
 #pragma once
 
 #include <cstdint>
@@ -60,10 +61,16 @@ class Router {
   bool hierarchical(NodeId n) const;
   void finish(Route& r) const;
 
+  /// Next hops towards SIP `dst`: [from_sip] -> sip (computed on first use).
+  const std::vector<int>& sip_next_to(int dst);
+
   const Machine& m_;
   std::unordered_map<std::uint64_t, Route> cache_;
-  // SIP-level shortest paths: next hop table [from_sip][to_sip] -> sip.
-  std::vector<std::vector<int>> sip_next_;
+  // SIP-level shortest paths over the PCIe links, one next-hop table per
+  // destination SIP that a route has needed: memory grows with the
+  // destinations used, not with the square of the SIP count.
+  BoostGraph sip_graph_;
+  std::unordered_map<int, std::vector<int>> sip_next_;
 };
 
 }  // namespace kernbench::topology

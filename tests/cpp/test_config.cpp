@@ -506,7 +506,9 @@ links:
   pcie: {latency: 200 ns}
 fabric: {flit: 32 B}
 )");
-  const Config c = kernbench::load_config(top);
+  // ../ leaves big.yaml's folder tree: allowed only where the caller names the folder (--include-dir).
+  REQUIRE_THROWS_WITH(kernbench::load_config(top), Contains("is outside the folders includes may read"));
+  const Config c = kernbench::load_config(top, {}, {dir.path.string()});
   CHECK(c.source == top);
   const SystemConfig& s = *c.system;
   CHECK(s.name == "big");

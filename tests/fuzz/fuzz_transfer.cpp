@@ -4,7 +4,11 @@
 // times anywhere in int64, any node pair (routers, HBM controllers, ids out
 // of range), either fabric model -- must finish or raise a kernbench::Error
 // (a typed, clear error); never crash, overflow time, recurse without end or
-// fail an allocation. Runs are capped by max_events.
+// fail an allocation. Runs are capped by max_events and by wall time: a
+// re-solve of the flow model moves every flow sharing the channels, so the
+// work per event grows with the flows in flight, and a fuzzed traffic
+// generator can keep thousands in flight -- slow (events x flows), not wrong.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -99,6 +103,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     topology::System system(machine(in), 1);
     system.sim().set_limits(200'000, sim::kTimeInfinity);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    system.sim().set_poll(256, [deadline] {
+      if (std::chrono::steady_clock::now() > deadline) throw LimitError("fuzz_transfer: past the 2 s wall-time budget");
+    });
     const std::uint32_t nodes = static_cast<std::uint32_t>(system.machine().num_nodes());
     // Mostly real nodes (of every kind), sometimes one past the end.
     auto node = [&] { return static_cast<topology::NodeId>(in.next(nodes + 2)); };

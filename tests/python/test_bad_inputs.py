@@ -213,6 +213,10 @@ def _many_keys(n: int = 100_000):
     return kernbench.System.from_yaml(text, source="many_keys.yaml")
 
 
+def _from_yaml(text: str, source: str):
+    return lambda: kernbench.System.from_yaml(text, source=source)
+
+
 def _absurd_machine():
     # 10^9 PEs: below the loader's INT_MAX guard, far beyond any memory.
     return _tiny(set={"system.sips.w": 1000, "system.sips.h": 1000, "system.routers.w": 1,
@@ -236,6 +240,16 @@ API_CASES: list[ApiCase] = [
     ApiCase("from-yaml-many-keys", _many_keys, ConfigError, ("many_keys.yaml", "k0", "unknown key"),
             isolate=True, timeout_s=5,
         ),
+    # The issue's reproducers at full size (the corpus files are smaller variants).
+    ApiCase("from-yaml-recursive-alias", _from_yaml("x: &a [1, *a]\n", "a.yaml"), ConfigError,
+            ("a.yaml", "x[1]", "recursive alias"), isolate=True),
+    ApiCase("from-yaml-nesting-100000", _from_yaml("x: " + "[" * 100_000 + "]" * 100_000, "deep.yaml"), ConfigError,
+            ("deep.yaml", "nested deeper than 100 levels"), isolate=True),
+    ApiCase("from-yaml-key-10MB", _from_yaml("k" * 10_000_000 + ": 1\n", "key.yaml"), ConfigError,
+            ("key.yaml", "map key too long", "10000000 bytes", "256"), isolate=True),
+    ApiCase("from-yaml-alias-bomb-1MiB-x20000",
+            _from_yaml("a: &s " + "x" * (1 << 20) + "\nb: [" + ", ".join(["*s"] * 20_000) + "]\n", "bomb.yaml"),
+            ConfigError, ("bomb.yaml", "b[", "more than 64 MiB", "once aliases are expanded"), isolate=True),
     # ---- nodes, transfers, DMA ------------------------------------------------------------
     ApiCase("transfer-unknown-node", lambda: _tiny().transfer(PE0, "nowhere", 64), TopologyError,
             ("_base_system.yaml", "unknown node 'nowhere'")),
@@ -532,9 +546,9 @@ def test_corpus_size():
 
     Removing a case means lowering a floor here, on purpose, in the same change.
     """
-    assert len(CONFIG_CASES) >= 70
-    assert len(CLI_CASES) >= 37
-    assert len(API_CASES) >= 68
+    assert len(CONFIG_CASES) >= 84
+    assert len(CLI_CASES) >= 52
+    assert len(API_CASES) >= 72
     assert len(CONFIG_CASES) + len(CLI_CASES) + len(API_CASES) >= 40
 
 
