@@ -293,8 +293,16 @@ def test_interrupt_while_waiting_keeps_every_finished_point():
         if len(got) == 1:
             raise KeyboardInterrupt  # Ctrl-C / SIGTERM while the first result is handled
 
+    import threading
+
+    started = threading.Barrier(4)  # no point returns before all four run: none is still queued (cancellable)
+
+    def run(x):
+        started.wait(timeout=30)
+        return _identity(x)
+
     with cf.ThreadPoolExecutor(4) as pool, pytest.raises(KeyboardInterrupt):  # all four running
-        _run_futures(pool, _identity, [0, 1, 2, 3], on_done)
+        _run_futures(pool, run, [0, 1, 2, 3], on_done)
     assert sorted(got) == [0, 1, 2, 3]
 
 
