@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     bench_path(de)
 
     v = sub.add_parser("validate", help="check a machine config strictly and summarise it")
-    v.add_argument("file", help="YAML machine config")
+    v.add_argument("file", nargs="+", help="YAML machine config(s): each is checked, a bad one does not stop the rest")
     v.add_argument(
         "--set",
         dest="sets",
@@ -342,14 +342,20 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     # A bad config is the expected failure of this command: exit 1, not the
-    # generic bad-input 2 of main().
-    try:
-        summary = validate(args.file, args.sets)
-    except KernbenchError as e:  # ConfigError, or a CapacityError of a config too large to load
-        print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
-        return 1
-    print(describe(summary))
-    return 0
+    # generic bad-input 2 of main(). With several files each is checked (a
+    # header line names it) and the exit status is 1 if any was bad.
+    bad = 0
+    for i, path in enumerate(args.file):
+        if len(args.file) > 1:
+            print(f"{'' if i == 0 else chr(10)}== {path}")
+        try:
+            summary = validate(path, args.sets)
+        except KernbenchError as e:  # ConfigError, or a CapacityError of a config too large to load
+            print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)
+            bad += 1
+            continue
+        print(describe(summary))
+    return 1 if bad else 0
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:

@@ -180,6 +180,24 @@ def test_cli_validate_reports_errors_on_one_line(cli, tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_cli_validate_several_files_checks_each(cli, system_file, tmp_path):
+    """`kernbench validate A B C`: each file gets its header and summary; a bad one is its one error line and
+    exit 1, and does not stop the files after it."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SYSTEM.replace("latency: 150 ns", "latency: 150"))
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(GRAPH)
+    proc = cli("validate", str(system_file), str(bad), str(graph))
+    assert proc.returncode == 1
+    assert [line for line in proc.stdout.splitlines() if line.startswith("== ")] == [
+        f"== {system_file}", f"== {bad}", f"== {graph}"]
+    assert "explicit graph: 3 nodes, 2 edges" in proc.stdout  # the file after the bad one was checked
+    assert proc.stderr.startswith(f"kernbench: error: {bad}: links.pcie.latency:")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    ok = cli("validate", str(system_file), str(graph))
+    assert ok.returncode == 0 and ok.stderr == ""
+
+
 def test_cli_validate_bad_set_and_missing_file(cli, system_file, tmp_path):
     """A --set that breaks the config, or a file that is missing, exits 1 with the reason."""
     by_count = tmp_path / "by_count.yaml"
