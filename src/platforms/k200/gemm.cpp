@@ -60,7 +60,7 @@ GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   const auto& c = cfg_.compute;
   {
     // A, B and C must fit the die's HBM (long double: no overflow for any int64 shape).
-    const long double e = k.precision == Precision::Fp32 ? 4.0L : 2.0L;
+    const long double e = static_cast<long double>(topology::element_bytes(k.precision));
     const long double m = static_cast<long double>(k.m), n = static_cast<long double>(k.n),
                       kk = static_cast<long double>(k.k);
     const long double need = (m * kk + kk * n + m * n) * e;
@@ -74,7 +74,7 @@ GemmPlan K200::plan_gemm(const KernelSpec& k) const {
   GemmPlan p;
   p.ncluster = ncluster_of(k);
   const bool fp32 = k.precision == Precision::Fp32;
-  const std::int64_t elem = fp32 ? 4 : 2;
+  const std::int64_t elem = topology::element_bytes(k.precision);
   const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
   const std::int64_t block = std::max<std::int64_t>(1, c.gemm_block_bytes / elem);
   p.block_m = std::min<std::int64_t>(block, k.m);
@@ -126,6 +126,21 @@ sim::Task<void> K200::hbm_move(Chain& ch, Die& d, Bytes bytes, bool to_die, std:
   record(ch, "hbm", d.res_hbm, tag, t0, t0, sim.now(), bytes);
 }
 
+sim::Task<void> K200::hbm_pass(Chain& ch, Die& d, Bytes read, Bytes write, Time at_least, const char* kind,
+                               std::int32_t tag) {
+  sim::Simulation& sim = system_.sim();
+  const Time t0 = sim.now();
+  runtime::Join j(sim);
+  j.left = (read > 0 ? 1 : 0) + (write > 0 ? 1 : 0);
+  Chain rd = ch, wr = ch;
+  if (read > 0) sim.spawn("k200.hbm_pass_read", runtime::joined(hbm_move(rd, d, read, true, tag), rd, j));
+  if (write > 0) sim.spawn("k200.hbm_pass_write", runtime::joined(hbm_move(wr, d, write, false, tag), wr, j));
+  co_await sim.delay(at_least);
+  if (read > 0 || write > 0) co_await j.done.wait();
+  record(ch, kind, d.res_compute, tag, t0, t0, sim.now(), read + write);
+  ch.last = rec_.later(ch.last, j.last);
+}
+
 sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   sim::Simulation& sim = system_.sim();
   const GemmPlan p = plan_gemm(k);
@@ -134,32 +149,13 @@ sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
     // im2col: the input in, the lowered matrix out, both through the die's HBM link.
     const Bytes e = topology::element_bytes(k.precision);
     const Bytes in = k.lowered_from * e, out = k.m * k.k * e;
-    runtime::Join j(sim);
-    j.left = 2;
-    Chain rd = ch, wr = ch;
-    sim.spawn("k200.im2col_read", runtime::joined(hbm_move(rd, d, in, true, k.tag), rd, j));
-    sim.spawn("k200.im2col_write", runtime::joined(hbm_move(wr, d, out, false, k.tag), wr, j));
-    co_await sim.delay(sim::transfer_time(in + out, cfg_.compute.lowering_bandwidth));
-    co_await j.done.wait();
-    record(ch, "im2col", d.res_compute, k.tag, t0, t0, sim.now(), in + out);
-    ch.last = rec_.later(ch.last, j.last);
+    co_await hbm_pass(ch, d, in, out, sim::transfer_time(in + out, cfg_.compute.lowering_bandwidth), "im2col", k.tag);
   }
   const Time f0 = sim.now();
   if (cfg_.compute.fc_overhead > 0) co_await sim.delay(cfg_.compute.fc_overhead);
   record(ch, "fc_setup", d.res_compute, k.tag, f0, f0, sim.now());
-  if (p.scan_time > 0) {
-    // The max-finding pass: its reads share the die's HBM link with everyone
-    // else's traffic, and it lasts at least scan_time.
-    const Time s0 = sim.now();
-    runtime::Join j(sim);
-    j.left = 1;
-    Chain reads = ch;
-    sim.spawn("k200.gemm_scan", runtime::joined(hbm_move(reads, d, p.scan_bytes, true, k.tag), reads, j));
-    co_await sim.delay(p.scan_time);
-    co_await j.done.wait();
-    record(ch, "fc_scan", d.res_compute, k.tag, s0, s0, sim.now(), p.scan_bytes);
-    ch.last = rec_.later(ch.last, j.last);
-  }
+  // The max-finding pass: its reads share the die's HBM link with everyone else's traffic.
+  if (p.scan_time > 0) co_await hbm_pass(ch, d, p.scan_bytes, 0, p.scan_time, "fc_scan", k.tag);
   const auto wave_blocks = [&](std::int64_t w) { return std::min<std::int64_t>(p.ncluster, p.blocks - w * p.ncluster); };
   co_await hbm_move(ch, d, wave_blocks(0) * p.hbm_per_wave, true, k.tag);
   const double block_flops = p.flops / static_cast<double>(p.blocks);  // useful FLOPs, for the op log
@@ -167,8 +163,7 @@ sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   // while the next wave computes; only the last one is exposed. Each fetch
   // and store forks from the wave's chain; a wave follows the later of the
   // previous wave and its panels' fetch.
-  const std::int64_t c_elem = k.precision == topology::Precision::Fp32 ? 4 : 2;
-  const Bytes c_total = k.m * k.n * c_elem;
+  const Bytes c_total = k.m * k.n * topology::element_bytes(k.precision);
   Bytes c_left = c_total;
   runtime::Join stores(sim);
   stores.left = 1;  // released after the loop, so the trigger cannot fire early

@@ -328,6 +328,10 @@ class K200 {
   sim::Task<void> run_kernel(Chain& ch, Die& d, const KernelSpec& k);
   sim::Task<void> run_gemm(Chain& ch, Die& d, const KernelSpec& k);
   sim::Task<void> hbm_move(Chain& ch, Die& d, Bytes bytes, bool to_die, std::int32_t tag);
+  /// A pass on the die that reads `read` and writes `write` bytes of its HBM (through the fabric, beside
+  /// everyone's traffic) and lasts at least `at_least`: the fc's operand scan, a conv's im2col.
+  sim::Task<void> hbm_pass(Chain& ch, Die& d, Bytes read, Bytes write, Time at_least, const char* kind,
+                           std::int32_t tag);
   int ncluster_of(const KernelSpec& k) const;
 
   topology::System& system_;
