@@ -176,6 +176,9 @@ def _target(ctx, config: str):
          "alpha_per_step_us": alpha / 1e6, "overheads": [{**o, "us": o.pop("ps") / 1e6} for o in overheads]}
     rates = ", ".join(f"{p['nodes'][1]} {p['rate_Bps'] / 1e9:.0f}" for p in used)
     via = f"{len(used)} paths striped by rate: {rates} GB/s" if len(used) > 1 else " -> ".join(info["nodes"])
+    if mode == "ecmp" and len(paths) > 1:  # concurrent transfers may hash onto other paths: not a bound
+        via = (f"each transfer on one of {len(paths)} paths by flow hash, the first stated: {via}; "
+               "transfers in flight together may take others")
     ctx.log(f"target: ring all-reduce, {n} GPUs, 1 GiB: busbw {row['busbw']:.1f} GB/s beside the GPU's {cls} "
             f"links, {t['gpu_link_rate_GBps']:.1f} GB/s per direction "
             f"({100 * (t['busbw_vs_gpu_links'] or 0):.0f} %), and the routing's {t['path_rate_GBps']:.1f} GB/s "
