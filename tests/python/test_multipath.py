@@ -76,3 +76,15 @@ def test_a_pinned_route_off_the_edges_names_its_yaml_path():
     text = _h100_with_routes([{"src": "gpu0", "dst": "gpu5", "via": ["nvswitch2", "cpu0"]}])
     with pytest.raises(ValueError, match=r"graph\.routes\[0\]\.via: no edge joins \"nvswitch2\" and \"cpu0\""):
         System.from_yaml(text)
+
+
+def test_a_spread_transfer_is_one_interval_in_the_trace():
+    """The trace draws a spread transfer once (its parent record), not once per stripe."""
+    from kernbench import trace
+
+    system = System.load("machines/h100-8x-nvswitch.yaml")
+    system.transfer("gpu0", "gpu1", 1 << 20)
+    system.run()
+    assert len(system.transfers()["id"]) == 5  # the transfer and its 4 stripes
+    events = [e for e in trace.chrome_trace(system)["traceEvents"] if e.get("ph") == "X"]
+    assert [e["args"]["bytes"] for e in events] == [1 << 20]
