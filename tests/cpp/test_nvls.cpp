@@ -10,6 +10,7 @@
 #include "ccl/verify.hpp"
 #include "kernbench.hpp"
 #include "machines.hpp"
+#include "runtime/critical_path.hpp"
 #include "sim/errors.hpp"
 
 using namespace kernbench::testing;
@@ -208,4 +209,15 @@ TEST_CASE("in-network reduction: what is missing is named", "[nvls][errors]") {
     unknown.replace(unknown.find("bandwidth: 400 GB/s}"), 20, "bandwidth: 400 GB/s, ops: sum}");
     CHECK_THROWS_WITH(kernbench::parse_config(unknown, "t.yaml", {}), Catch::Contains("ops"));
   }
+}
+
+TEST_CASE("the critical path of an nvls all-reduce tiles its makespan", "[nvls][critical-path]") {
+  const CollectiveResult r = run(star(4, 100, 400), nvls(256 * kKiB, 4));
+  const kernbench::runtime::CriticalPath cp = kernbench::runtime::critical_path(r.run);
+  CHECK(cp.length() == r.latency);
+  // The path runs through the switch's ops: its time is theirs.
+  Time on_switch = 0;
+  for (const auto& st : cp.steps)
+    if (st.op_kind == "switch_reduce") on_switch += st.end - st.start;
+  CHECK(on_switch > 0);
 }
