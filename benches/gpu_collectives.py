@@ -22,7 +22,7 @@ NVSwitch gen3; not the A100's), all-reduce is also modelled with
 switch, which reduces and multicasts it; steps of ``nvls_piece`` bytes,
 assumed 4 MiB): rows with algorithm ``nvls`` beside ring's, and its busbw at
 the largest size in the log and in ``target``. On a box without a reducing
-switch it is skipped, with the reason in the log and ``target``.
+switch it is skipped, with the reason in the log and in ``innet`` (sweep.json).
 
 Target (when all_reduce reaches 1 GiB): the ring all-reduce's busbw beside the
 link rates (the GPU's NVLink total per direction, and the rate of the one path
@@ -110,7 +110,7 @@ def gpu_collectives(ctx):
     target = _target(ctx, config)
     if target is not None and innet is not None:
         target["innet"] = innet
-    return {"results": ctx.results, "failures": ctx.failures, "target": target,
+    return {"results": ctx.results, "failures": ctx.failures, "target": target, "innet": innet,
             "busbw_factors": {c: nccl.busbw_factor(c, int(p["ranks"])) for c in p["collectives"] if c in nccl.BUSBW}}
 
 
