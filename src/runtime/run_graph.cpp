@@ -96,11 +96,12 @@ void Executor::Impl::check_program() const {
         throw UsageError(what(i) + ": " + sw.name + " is a " + topology::to_string(sw.kind) +
                          " that declares no in-network reduction (graph.nodes[...].reduction: {bandwidth: ...})");
       const std::vector<NodeId>& members = program.switch_groups()[op.pipeline];
-      for (std::size_t j = 0; j < members.size(); ++j) {
+      for (std::size_t j = 0; j < members.size(); ++j)
         check_end(i, Move{members[j], members[j], op.move.bytes}, members[j], "member " + std::to_string(j));
-        if (members[j] == op.agent || std::count(members.begin(), members.end(), members[j]) > 1)
-          throw UsageError(what(i) + ": member " + m.node(members[j]).name + " appears twice or is the switch");
-      }
+      std::vector<NodeId> sorted = members;
+      std::sort(sorted.begin(), sorted.end());
+      if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end())
+        throw UsageError(what(i) + ": member " + m.node(*dup).name + " appears twice");
       continue;
     }
     check_agent(i, op.agent, "agent");

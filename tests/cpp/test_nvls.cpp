@@ -184,6 +184,10 @@ TEST_CASE("in-network reduction: what is missing is named", "[nvls][errors]") {
     p.switch_reduce(system.machine().at("sw0"), {pes[0], pes[1]}, 1024, {}, "sr");
     CHECK_THROWS_WITH(kernbench::runtime::Executor(system).run(p),
                       Catch::Contains("op 0 'sr' (switch_reduce): sw0 is a switch that declares no in-network reduction"));
+    System reducing(star(4, 100, 400));
+    kernbench::runtime::Program d("dup");
+    d.switch_reduce(reducing.machine().at("sw0"), {pes[0], pes[1], pes[0]}, 1024, {}, "sr");
+    CHECK_THROWS_WITH(kernbench::runtime::Executor(reducing).run(d), Catch::Contains("member gpu0 appears twice"));
     kernbench::runtime::Program q("one");
     CHECK_THROWS_WITH(q.switch_reduce(system.machine().at("sw0"), {pes[0]}, 1024, {}, "sr"),
                       Catch::Contains("needs at least 2 members"));
