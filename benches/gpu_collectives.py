@@ -16,6 +16,14 @@ bound at these sizes). A collective or size
 the model cannot run is a row of ``failures`` with the reason; no number is
 made up for it.
 
+Where the box's switches reduce in the network (``reduction:`` on the H100's
+NVSwitch gen3; not the A100's), all-reduce is also modelled with
+``innet_algorithm`` (default ``nvls``: each GPU sends every chunk once to a
+switch, which reduces and multicasts it; steps of ``nvls_piece`` bytes,
+assumed 4 MiB): rows with algorithm ``nvls`` beside ring's, and its busbw at
+the largest size in the log and in ``target``. On a box without a reducing
+switch it is skipped, with the reason in the log and in ``innet`` (sweep.json).
+
 Target (when all_reduce reaches 1 GiB): the ring all-reduce's busbw beside the
 link rates (the GPU's NVLink total per direction, and the rate the neighbour
 pair's routing gives: under ``fabric.multipath: spread``, as on the H100 and
@@ -47,10 +55,11 @@ COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
     params={"collectives": Param(list(COLLECTIVES), choices=COLLECTIVES + ["alltoall", "reduce", "sendrecv"]),
             "min_bytes": Param(8, min=1), "max_bytes": Param(1 << 30, min=1), "factor": Param(2, min=2),
             "ranks": Param(8, min=2), "type": Param("float", choices=sorted(nccl.TYPE_BYTES)),
-            "algorithm": "ring", "broadcast_piece": Param(4 << 20, min=1)},
+            "algorithm": "ring", "broadcast_piece": Param(4 << 20, min=1),
+            "innet_algorithm": Param("nvls", choices=["nvls", ""]), "nvls_piece": Param(4 << 20, min=1)},
     config="machines/h100-8x-nvswitch.yaml",
     smoke={"bench.max_bytes": 1 << 20, "bench.factor": 16},
-    golden={"key": ["collective", "size"], "metrics": {"time_us": "rel=1e-9", "busbw": "rel=1e-9",
+    golden={"key": ["collective", "algorithm", "size"], "metrics": {"time_us": "rel=1e-9", "busbw": "rel=1e-9",
                                                        "count": "exact", "ranks": "exact"}},
     outputs={"nccl.csv": "every row: collective, size, count, type, time_us, algbw, busbw",
              "nccl_tables.txt": "one table per collective in nccl-tests' layout",
@@ -93,6 +102,7 @@ def gpu_collectives(ctx):
         table = nccl.format_table(rows, title=title, ranks=int(p["ranks"]))
         tables.append(table)
         ctx.log(table.rstrip())
+    innet = _innet(ctx, config, sizes) if "all_reduce" in p["collectives"] and p["innet_algorithm"] else None
     text = "\n".join(tables)
     from kernbench.atomic_output import _atomic_write_bytes  # the one atomic writer (kernbench.io re-exports it)
 
@@ -101,8 +111,46 @@ def gpu_collectives(ctx):
     ctx.write_csv("nccl.csv", ctx.results)
     _figure(ctx, ctx.results)
     target = _target(ctx, config)
-    return {"results": ctx.results, "failures": ctx.failures, "target": target,
+    if target is not None and innet is not None:
+        target["innet"] = innet
+    return {"results": ctx.results, "failures": ctx.failures, "target": target, "innet": innet,
             "busbw_factors": {c: nccl.busbw_factor(c, int(p["ranks"])) for c in p["collectives"] if c in nccl.BUSBW}}
+
+
+def _innet(ctx, config: str, sizes: list[int]):
+    """All-reduce with the in-network algorithm beside ring's, where the box's switches reduce."""
+    p = ctx.params
+    alg = p["innet_algorithm"]
+    errors = []
+
+    def failed(size, e):
+        errors.append((size, e))
+
+    rows = nccl.model_rows(config, "all_reduce", sizes, ranks=int(p["ranks"]), algorithm=alg, type_=p["type"],
+                           sets=dict(ctx.config_overrides), seed=ctx.seed, nvls_piece=int(p["nvls_piece"]),
+                           on_error=failed)
+    missing = [e for _, e in errors if "needs an in-network reducing switch" in str(e)]
+    if missing and not rows:  # the box has no reducing switch: not a failure of the model
+        ctx.log(f"all_reduce {alg}: skipped: {missing[0]}")
+        return {"algorithm": alg, "skipped": str(missing[0])}
+    for size, e in errors:
+        ctx.failures.append({"name": f"all_reduce {alg} {size} B", "collective": "all_reduce", "size": size,
+                             "error": f"{type(e).__name__}: {e}"})
+    ring = {r["size"]: r for r in ctx.results if r["collective"] == "all_reduce" and r["algorithm"] != alg}
+    for r in rows:
+        lb = r.pop("link_bytes")
+        r.update({f"bytes_{k}": v for k, v in sorted(lb.items())})
+        ctx.results.append(r)
+    if not rows:
+        return {"algorithm": alg, "skipped": "every size failed (see failures)"}
+    last = rows[-1]
+    other = ring.get(last["size"])
+    ctx.log(f"all_reduce {alg} (in-network) beside {other['algorithm'] if other else 'ring'}, busbw GB/s:")
+    for r in rows:
+        o = ring.get(r["size"])
+        ctx.log(f"  {r['size']:>12} B  {alg} {r['busbw']:8.2f}" + (f"  {o['algorithm']} {o['busbw']:8.2f}" if o else ""))
+    return {"algorithm": alg, "size": last["size"], "busbw_GBps": last["busbw"], "time_us": last["time_us"],
+            "ring_busbw_GBps": other["busbw"] if other else None}
 
 
 def _pe(doc: dict, sets: dict, key: str, default: str, parse) -> float:
@@ -224,9 +272,9 @@ def _figure(ctx, rows):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for coll in dict.fromkeys(r["collective"] for r in rows):
-        pts = [(r["size"], r["busbw"]) for r in rows if r["collective"] == coll]
-        ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=coll)
+    for coll, alg in dict.fromkeys((r["collective"], r["algorithm"]) for r in rows):
+        pts = [(r["size"], r["busbw"]) for r in rows if r["collective"] == coll and r["algorithm"] == alg]
+        ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=f"{coll} ({alg})")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("size (B)")
     ax.set_ylabel("busbw (GB/s)")

@@ -110,8 +110,12 @@ runtime::Program edited(const runtime::Program& p, const std::vector<std::pair<r
       case OpKind::Recv: q.recv(o.agent, o.peer, key, deps, o.name, o.tag, o.recv_mode); break;
       case OpKind::Barrier: q.barrier(o.agent, deps, o.name); break;
       case OpKind::Composite: throw UsageError(p.name() + ": edited() does not rebuild composites");
+      case OpKind::SwitchReduce:
+        q.switch_reduce(o.agent, p.switch_groups()[o.pipeline], o.move.bytes, deps, o.name, o.tag);
+        break;
     }
-    if ((o.kind == OpKind::Send || o.kind == OpKind::Recv) && !o.slices.empty()) q.set_slices(i, o.slices);
+    if ((o.kind == OpKind::Send || o.kind == OpKind::Recv || o.kind == OpKind::SwitchReduce) && !o.slices.empty())
+      q.set_slices(i, o.slices);
   }
   return q;
 }

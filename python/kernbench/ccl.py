@@ -11,7 +11,13 @@ buffer must end up reduced over all ranks exactly once)::
     r = ccl.all_reduce(system, 96 * 1024, algorithm="lrab")
     r.latency_us, r.phases_df(), r.link_bytes
 
-``ccl.algorithms()`` lists the algorithms and what each implements.
+``ccl.algorithms()`` lists the algorithms and what each implements. ``nvls`` is the in-network all-reduce:
+on a machine whose switches declare ``reduction: {bandwidth: ...}`` (the HGX H100 preset's NVSwitch gen3),
+each rank sends every chunk once to a switch, which reduces the contributions and multicasts the sum back
+(``pieces``: chunks per switch); elsewhere it fails naming what is missing (docs/ccl.md)::
+
+    h100 = kernbench.System.load("machines/h100-8x-nvswitch.yaml")
+    ccl.all_reduce(h100, 64 << 20, algorithm="nvls", pieces=16).latency_us
 
 The ``dist`` front lets scripts written against ``torch.distributed`` port
 with few changes: one call stands for the call every rank makes, and time
@@ -110,6 +116,7 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     ``pes``: the ranks (node names or ids, in rank order; default every PE). ``buffer``: ``sram`` (the PE
     scratch; must fit) or ``hbm`` (each PE's HBM slice). ``grid``: (w, h) of the 2-D algorithms (default the
     most square). ``inter``: lrab's exchange across SIPs (``ring``/``torus``/``mesh``; default the machine's).
+    ``pieces``: pipeline pieces of chains and trees, chunks per switch of ``nvls``.
     ``verify``: ``auto`` checks the schedule symbolically when the state is small, ``on`` always, ``off`` never.
     """
     from kernbench.program import RunResult

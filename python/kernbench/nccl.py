@@ -256,12 +256,13 @@ def pes_of(system) -> list[str]:
 
 def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ranks: int | None = None,
                algorithm: str | None = None, type_: str = "float", sets: dict | None = None, seed: int = 1,
-               broadcast_piece: int = 4 << 20, on_error: Callable[[int, Exception], None] | None = None
-               ) -> list[dict[str, Any]]:
+               broadcast_piece: int = 4 << 20, nvls_piece: int = 4 << 20,
+               on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
     """Model one collective per size on ``config``'s first ``ranks`` PEs: the nccl-tests row of each.
 
     The buffer lives in PE scratch, raised per size to hold it (``pe.scratch`` = max(64 MiB, 4 x size));
-    a broadcast is pipelined in pieces of ``broadcast_piece`` bytes (assumed: NCCL_BUFFSIZE, 4 MiB).
+    a broadcast is pipelined in pieces of ``broadcast_piece`` bytes (assumed: NCCL_BUFFSIZE, 4 MiB), the
+    in-network all-reduce (``nvls``) in steps of ``nvls_piece`` bytes of the buffer (assumed, 4 MiB).
     A size that cannot be modelled calls ``on_error(size, exc)`` (default: raise) and gives no row."""
     from kernbench import ccl
     from kernbench.system import System
@@ -287,6 +288,8 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
             kw: dict[str, Any] = {"pes": pes, "verify": "off"}
             if name == "broadcast":
                 kw["pieces"] = max(1, min(1024, math.ceil(size / broadcast_piece)))
+            elif alg == "nvls":
+                kw["pieces"] = max(1, min(1024, math.ceil(size / nvls_piece)))
             r = ccl.collective(system, name, int(size), algorithm=alg, **kw)
         except Exception as e:  # one size failing never sinks the others
             if on_error is None:

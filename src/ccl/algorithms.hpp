@@ -58,6 +58,7 @@ Algorithm mesh2d_algorithm();
 Algorithm halving_doubling_algorithm();
 Algorithm double_binary_tree_algorithm();
 Algorithm lrab_algorithm();
+Algorithm nvls_algorithm();
 
 // ---- shared pieces ------------------------------------------------------------
 /// Ring reduce-scatter of `r` over `ring` (ranks in ring order) in n - 1

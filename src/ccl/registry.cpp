@@ -8,7 +8,7 @@ namespace kernbench::ccl {
 const std::vector<Algorithm>& registry() {
   static const std::vector<Algorithm> all = {
       ring_algorithm(),      bidir_ring_algorithm(),         torus2d_algorithm(), mesh2d_algorithm(),
-      halving_doubling_algorithm(), double_binary_tree_algorithm(), lrab_algorithm(),
+      halving_doubling_algorithm(), double_binary_tree_algorithm(), lrab_algorithm(), nvls_algorithm(),
   };
   return all;
 }

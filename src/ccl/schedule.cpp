@@ -104,3 +104,31 @@ void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
 }
 
 }  // namespace kernbench::ccl
+
+namespace kernbench::ccl {
+
+void Schedule::switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s) {
+  if (s.empty()) return;
+  if (s.lo < 0 || s.hi > slices_)
+    throw InternalError(program_.name() + ": slices [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) +
+                        ") outside the " + std::to_string(slices_) + " of a buffer");
+  // It reads every member's slices and then overwrites them: it waits for
+  // their last writers and for every op still reading them.
+  std::vector<OpId> deps, one;
+  std::vector<NodeId> members;
+  for (int r : ranks) {
+    one.clear();
+    collect(r, s, true, one);
+    deps.insert(deps.end(), one.begin(), one.end());
+    members.push_back(buffer_ == Buffer::Hbm ? hbm_[static_cast<std::size_t>(r)] : pe(r));
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  const std::string label = machine_.node(sw).name + " [" + std::to_string(s.lo) + "," + std::to_string(s.hi) + ")";
+  const OpId op = program_.switch_reduce(sw, std::move(members), bytes(s), deps, "switch_reduce " + label, tag_);
+  program_.set_slices(op, s);
+  for (int r : ranks) set_writer(r, s, op);
+  reductions_[op] = Reduction{ranks, s};
+}
+
+}  // namespace kernbench::ccl

@@ -52,6 +52,11 @@ class Schedule {
   /// `src` sends slices `s` of its buffer to `dst`, which adds them to its
   /// own (Reduce) or replaces its own with them (Copy). No-op when empty.
   void transfer(int src, int dst, Slices s, Combine combine);
+  /// In-network reduction on switch `sw` (a node that declares `reduction:`):
+  /// every rank of `ranks` sends slices `s` to the switch, which reduces
+  /// them and multicasts the sum back; afterwards each of them holds the
+  /// sum over all of them. One runtime switch_reduce op.
+  void switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s);
   /// Labels the transfers added from now on (a phase: "reduce-scatter", ...).
   void phase(const std::string& label) { tag_ = program_.tag(label); }
 
@@ -67,6 +72,12 @@ class Schedule {
     bool is_recv = false;
   };
   const std::unordered_map<OpId, Move>& moves() const { return moves_; }
+  /// What the symbolic check needs about a switch_reduce op.
+  struct Reduction {
+    std::vector<int> ranks;
+    Slices slices;
+  };
+  const std::unordered_map<OpId, Reduction>& reductions() const { return reductions_; }
 
  private:
   struct Cell {  // one slice of one rank's buffer
@@ -93,6 +104,7 @@ class Schedule {
   std::vector<Cell> cells_;
   std::unordered_map<std::size_t, std::vector<OpId>> extra_readers_;  // cells with more than 3 readers
   std::unordered_map<OpId, Move> moves_;
+  std::unordered_map<OpId, Reduction> reductions_;
 };
 
 }  // namespace kernbench::ccl

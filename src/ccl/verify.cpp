@@ -26,6 +26,17 @@ void SymbolicCheck::set_start(int rank, Slices s, Start start) {
 }
 
 void SymbolicCheck::on_start(OpId op) {
+  if (const auto red = schedule_.reductions().find(op); red != schedule_.reductions().end()) {
+    // The switch reads every member's slices as its gather starts.
+    const Schedule::Reduction& r = red->second;
+    std::vector<std::uint64_t>& snap = snapshots_[op];
+    for (int rank : r.ranks)
+      for (std::int32_t i = r.slices.lo; i < r.slices.hi; ++i) {
+        const std::uint64_t* c = cell(rank, i);
+        snap.insert(snap.end(), c, c + words_);
+      }
+    return;
+  }
   const auto it = schedule_.moves().find(op);
   if (it == schedule_.moves().end() || it->second.is_recv) return;
   const Schedule::Move& m = it->second;
@@ -37,6 +48,10 @@ void SymbolicCheck::on_start(OpId op) {
 }
 
 void SymbolicCheck::on_end(OpId op) {
+  if (const auto red = schedule_.reductions().find(op); red != schedule_.reductions().end()) {
+    end_reduction(op, red->second);
+    return;
+  }
   const auto it = schedule_.moves().find(op);
   if (it == schedule_.moves().end() || !it->second.is_recv) return;
   const Schedule::Move& m = it->second;
@@ -63,6 +78,38 @@ void SymbolicCheck::on_end(OpId op) {
                           ranks_text(twice_.data()) + " twice when op " + std::to_string(op) + " ('" +
                           schedule_.program().op(op).name + "') adds what rank " +
                           std::to_string(schedule_.moves().at(m.send).rank) + " sent");
+  }
+  snapshots_.erase(snap_it);
+}
+
+void SymbolicCheck::end_reduction(OpId op, const Schedule::Reduction& r) {
+  // The switch adds the members' snapshots (a rank present in two of them
+  // would be counted twice) and multicasts the sum: every member's slices
+  // become it.
+  const auto snap_it = snapshots_.find(op);
+  if (snap_it == snapshots_.end())
+    throw InternalError(what_ + ": switch_reduce op " + std::to_string(op) + " ended before it started");
+  const std::vector<std::uint64_t>& snap = snap_it->second;
+  const auto n = static_cast<std::size_t>(r.slices.hi - r.slices.lo);
+  std::vector<std::uint64_t> sum(words_);
+  twice_.resize(words_);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::fill(sum.begin(), sum.end(), 0);
+    for (std::size_t m = 0; m < r.ranks.size(); ++m) {
+      const std::uint64_t* in = &snap[(m * n + i) * words_];
+      bool overlap = false;
+      for (std::size_t w = 0; w < words_; ++w) {
+        twice_[w] = sum[w] & in[w];
+        overlap |= twice_[w] != 0;
+        sum[w] |= in[w];
+      }
+      if (overlap)
+        throw VerificationError(what_ + ": wrong schedule: op " + std::to_string(op) + " ('" +
+                                schedule_.program().op(op).name + "') would count ranks " + ranks_text(twice_.data()) +
+                                " twice when the switch adds what " +
+                                where(r.ranks[m], r.slices.lo + static_cast<std::int32_t>(i)) + " sent");
+    }
+    for (int rank : r.ranks) std::copy(sum.begin(), sum.end(), cell(rank, r.slices.lo + static_cast<std::int32_t>(i)));
   }
   snapshots_.erase(snap_it);
 }

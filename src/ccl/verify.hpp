@@ -6,6 +6,9 @@
 // counted twice -- an error on the spot) or replaces the slices with it
 // (Copy). Because the check follows the executor's real order of events, a
 // missing dependency that lets a send read a slice too early is caught too.
+// A switch_reduce (in-network reduction) snapshots every member's slices
+// when its gather starts and, when it ends, gives every member the sum of
+// the snapshots (a rank in two of them is an error on the spot).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +48,7 @@ class SymbolicCheck final : public runtime::Executor::Observer {
     return &state_[(static_cast<std::size_t>(rank) * slices_ + static_cast<std::size_t>(slice)) * words_];
   }
   std::string ranks_text(const std::uint64_t* bits) const;
+  void end_reduction(OpId op, const Schedule::Reduction& r);
   std::string where(int rank, int slice) const;
 
   const Schedule& schedule_;

@@ -76,6 +76,12 @@ void Executor::Impl::log_wait(const Node& nd, const char* kind, Time from, Time 
 sim::Process Executor::Impl::run_node(std::uint32_t n) {
   // A composite's join node keeps the ready time of its dispatch.
   if (nodes[n].kind != OpKind::Composite || nodes[n].ready < 0) nodes[n].ready = sim.now();
+  if (nodes[n].kind == OpKind::SwitchReduce) {  // runs on a switch: no PE engines, no dispatch
+    nodes[n].dispatch_start = nodes[n].dispatch_end = nodes[n].ready;
+    co_await switch_reduce(n);
+    finish(n, -1);
+    co_return;
+  }
   const Node& nd = nodes[n];
   PeEngines& e = pe(nd.agent);
   nodes[n].dispatch_start = nodes[n].dispatch_end = nodes[n].ready;
@@ -129,7 +135,8 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
                                                      : -1;
       break;
     case OpKind::Barrier:
-    case OpKind::Composite: break;
+    case OpKind::Composite:
+    case OpKind::SwitchReduce: break;
   }
   finish(n, resource);
 }
@@ -158,7 +165,8 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
   if (nd.logged) {
     const char* kind = to_string(nd.kind);
     result.op_counts[kind] += 1;
-    if (nd.kind == OpKind::Dma || nd.kind == OpKind::Send) result.op_bytes[kind] += nd.move.bytes;
+    if (nd.kind == OpKind::Dma || nd.kind == OpKind::Send || nd.kind == OpKind::SwitchReduce)
+      result.op_bytes[kind] += nd.move.bytes;
     result.log.record(sim::OpRecord{static_cast<std::int64_t>(n), static_cast<std::int32_t>(nd.agent), resource,
                                     result.log.kind_code(kind), nd.tag, nd.ready, nd.start, nd.end,
                                     nd.kind == OpKind::Vector ? nd.bytes : nd.move.bytes, nd.flops});

@@ -3,6 +3,7 @@
 //   run_graph.cpp        check_program(), build(): program ops and composite stages -> nodes
 //   executor.cpp         the run loop: run_node(), finish(), DMA moves
 //   ipcq.cpp             send(), recv(), segment_arrived(): the IPCQ
+//   switch_reduce.cpp    switch_reduce(): in-network reduction on a switch
 //   deadlock_report.cpp  report_deadlock(): why the stuck ops are stuck
 //   cause_export.cpp     export_causes(): NodeCause records for the critical path
 // Engine costs come from engine_timing.hpp, the engines from pe_engines.hpp.
@@ -64,6 +65,23 @@ struct Executor::Impl {
   sim::MemberHandler<Impl, &Impl::segment_arrived> on_segment{*this};
   sim::Task<> send(std::uint32_t n, PeEngines& e);
   sim::Task<> recv(std::uint32_t n);
+
+  // ---- switch_reduce.cpp ----
+  /// The three stages of a reducing switch, each a Server of one unit: the
+  /// gather (its input ports take one chunk's contributions at a time), the
+  /// reduction unit, the multicast (its output ports send one result at a
+  /// time). Chunks on one switch pipeline through them.
+  struct SwitchStages {
+    SwitchStages(sim::Simulation& sim, const std::string& name)
+        : gather(sim, name + ".gather", 1), reduce(sim, name + ".reduce", 1), multicast(sim, name + ".multicast", 1) {}
+    sim::Server gather, reduce, multicast;
+  };
+  std::unordered_map<NodeId, std::unique_ptr<SwitchStages>> switches;
+  std::vector<std::uint32_t> transfer_node;  // fabric transfer id -> switch_reduce node (legs in flight)
+  void switch_leg_done(std::uint64_t transfer);
+  sim::MemberHandler<Impl, &Impl::switch_leg_done> on_switch_leg{*this};
+  sim::Task<> switch_legs(std::uint32_t n, bool gather);
+  sim::Task<> switch_reduce(std::uint32_t n);
 
   // ---- executor.cpp ----
   PeEngines& pe(NodeId agent);

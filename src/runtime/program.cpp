@@ -20,6 +20,7 @@ const char* to_string(OpKind kind) {
     case OpKind::Recv: return "recv";
     case OpKind::Barrier: return "barrier";
     case OpKind::Composite: return "composite";
+    case OpKind::SwitchReduce: return "switch_reduce";
   }
   return "?";
 }
@@ -134,8 +135,9 @@ OpId Program::recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId
 }
 
 void Program::set_slices(OpId op, Slices slices) {
-  if (op >= ops_.size() || (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv))
-    throw UsageError(name_ + ": set_slices: op " + std::to_string(op) + " is not a send or recv");
+  if (op >= ops_.size() || (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv &&
+                            ops_[op].kind != OpKind::SwitchReduce))
+    throw UsageError(name_ + ": set_slices: op " + std::to_string(op) + " is not a send, recv or switch_reduce");
   if (slices.lo < 0 || slices.hi < slices.lo)
     throw UsageError(name_ + ": set_slices: bad range [" + std::to_string(slices.lo) + ", " +
                      std::to_string(slices.hi) + ")");
@@ -175,6 +177,19 @@ OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps,
   return add(std::move(op), std::move(deps));
 }
 
+OpId Program::switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes, std::vector<OpId> deps,
+                            std::string name, std::int32_t tag) {
+  topology::check_transfer_size(bytes, name_ + ": switch_reduce '" + name + "'");
+  if (members.size() < 2)
+    throw UsageError(name_ + ": switch_reduce '" + name + "': needs at least 2 members, got " +
+                     std::to_string(members.size()));
+  Op op = make_op(OpKind::SwitchReduce, sw, std::move(name), tag);
+  op.move = Move{sw, sw, bytes};
+  op.pipeline = static_cast<std::uint32_t>(switch_groups_.size());
+  switch_groups_.push_back(std::move(members));
+  return add(std::move(op), std::move(deps));
+}
+
 void Program::depend(OpId op, OpId on) {
   if (op >= ops_.size() || on >= ops_.size())
     throw UsageError(name_ + ": depend(" + std::to_string(op) + ", " + std::to_string(on) + "): no such op");
@@ -203,6 +218,8 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
     p.store_tag = map_tag(p.store_tag);
     pipelines_.push_back(std::move(p));
   }
+  const auto group_offset = static_cast<std::uint32_t>(switch_groups_.size());
+  switch_groups_.insert(switch_groups_.end(), sub.switch_groups().begin(), sub.switch_groups().end());
   // Grow geometrically: an exact reserve per append would copy the whole
   // program every time (quadratic in the number of appends).
   if (const std::size_t need = ops_.size() + sub.size(); need > ops_.capacity())
@@ -213,6 +230,7 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
     o.tag = map_tag(o.tag);
     if (o.kind == OpKind::Free) o.target += offset;
     if (o.kind == OpKind::Composite) o.pipeline += pipe_offset;
+    if (o.kind == OpKind::SwitchReduce) o.pipeline += group_offset;
     if (o.kind == OpKind::Send || o.kind == OpKind::Recv) {
       o.key += key_shift;
       note_key(o.key);

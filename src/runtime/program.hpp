@@ -16,6 +16,12 @@
 //   barrier    no work: joins dependencies
 //   composite  a tile pipeline (loads -> compute -> stores, with N-buffering)
 //              dispatched once, its stages running on the engines
+//   switch_reduce  in-network reduction on a switch that declares
+//              `reduction:` (NVLink SHARP-like): every member buffer sends
+//              the chunk to the switch (gather), the switch reduces the
+//              contributions (its reduction bandwidth), then sends the
+//              result to every member (multicast: one transfer per output
+//              port). The agent is the switch; no PE engine is charged.
 // Dependencies are ops of the same program (by id). Every op carries a tag
 // (an interned label: stage, kernel, case) that reaches the op log.
 //
@@ -35,6 +41,8 @@
 //    receiver's scratch (CapacityError); a send of more than kMaxSegments
 //    slot segments, or more run-graph nodes than kMaxRunNodes (UsageError);
 //    two sends or two recvs of one message (same receiver, sender, key)
+//    (UsageError); a switch_reduce on a node that declares no reduction,
+//    or with a member that is not a memory, or with fewer than 2 members
 //    (UsageError);
 //  - at the end of the run: a send whose message no recv took (DeadlockError).
 #pragma once
@@ -63,7 +71,7 @@ inline constexpr std::uint64_t kMaxOps = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxRunNodes = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxSegments = std::uint64_t{1} << 22;
 
-enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite };
+enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite, SwitchReduce };
 const char* to_string(OpKind kind);
 
 /// What a recv does with each slot it takes.
@@ -126,7 +134,7 @@ struct Op {
   std::int64_t key = 0;        ///< Send/Recv: which message
   RecvMode recv_mode = RecvMode::Consume;  ///< Recv
   Slices slices;               ///< Send/Recv: the buffer slices carried (symbolic checks)
-  std::uint32_t pipeline = 0;  ///< Composite: index into pipelines()
+  std::uint32_t pipeline = 0;  ///< Composite: index into pipelines(); SwitchReduce: into switch_groups()
 };
 
 class Program {
@@ -145,11 +153,16 @@ class Program {
             std::string name = {}, std::int32_t tag = 0, std::optional<NodeId> source = std::nullopt);
   OpId recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId> deps = {}, std::string name = {},
             std::int32_t tag = 0, RecvMode mode = RecvMode::Consume);
-  /// Marks a send or recv as carrying `slices` of a collective's buffer.
+  /// Marks a send, recv or switch_reduce as carrying `slices` of a collective's buffer.
   void set_slices(OpId op, Slices slices);
   OpId barrier(NodeId agent, std::vector<OpId> deps, std::string name = {});
   OpId composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps = {}, std::string name = {},
                  std::int32_t tag = 0);
+  /// In-network all-reduce of `bytes` on switch `sw`: each of `members`
+  /// (the buffers: a PE's scratch or an HBM slice) sends `bytes` to the
+  /// switch, which reduces them and multicasts the sum back to each.
+  OpId switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes, std::vector<OpId> deps = {},
+                     std::string name = {}, std::int32_t tag = 0);
 
   /// Adds a dependency after the fact (may form a cycle: the executor then
   /// reports a deadlock naming the ops).
@@ -171,6 +184,8 @@ class Program {
   const std::vector<Op>& ops() const { return ops_; }
   const Op& op(OpId id) const { return ops_.at(id); }
   const std::vector<Pipeline>& pipelines() const { return pipelines_; }
+  /// The member buffers of each switch_reduce (Op::pipeline indexes this).
+  const std::vector<std::vector<NodeId>>& switch_groups() const { return switch_groups_; }
   const std::string& name() const { return name_; }
   std::size_t size() const { return ops_.size(); }
   /// "op 12 'load A' (dma on sip0.cube0.pe3)"-style label, for messages.
@@ -185,6 +200,7 @@ class Program {
   bool have_keys_ = false;  // the range of send/recv keys in ops_ (kept as ops
   std::int64_t key_min_ = 0, key_max_ = 0;  // are added: append() is linear in the sub-program)
   std::vector<Pipeline> pipelines_;
+  std::vector<std::vector<NodeId>> switch_groups_;
   std::vector<std::string> tags_;
 };
 

@@ -87,6 +87,23 @@ void Executor::Impl::check_program() const {
   std::unordered_map<MessageKey, std::uint32_t, MessageHash> sends, recvs;
   for (std::uint32_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
+    if (op.kind == OpKind::SwitchReduce) {
+      // The agent is the reducing switch; the members are buffers.
+      if (op.agent >= m.num_nodes())
+        throw UsageError(what(i) + ": switch node id " + std::to_string(op.agent) + " out of range");
+      const topology::NodeInfo& sw = m.node(op.agent);
+      if (sw.kind != NodeKind::Switch || sw.params.reduction.bytes_per_s <= 0)
+        throw UsageError(what(i) + ": " + sw.name + " is a " + topology::to_string(sw.kind) +
+                         " that declares no in-network reduction (graph.nodes[...].reduction: {bandwidth: ...})");
+      const std::vector<NodeId>& members = program.switch_groups()[op.pipeline];
+      for (std::size_t j = 0; j < members.size(); ++j)
+        check_end(i, Move{members[j], members[j], op.move.bytes}, members[j], "member " + std::to_string(j));
+      std::vector<NodeId> sorted = members;
+      std::sort(sorted.begin(), sorted.end());
+      if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end())
+        throw UsageError(what(i) + ": member " + m.node(*dup).name + " appears twice");
+      continue;
+    }
     check_agent(i, op.agent, "agent");
     switch (op.kind) {
       case OpKind::Dma: check_move(i, op.move, "dma"); break;
@@ -195,6 +212,10 @@ void Executor::Impl::build() {
     nd.recv_mode = op.recv_mode;
     nd.program_op = i;
     nd.name = op.name;
+    if (op.kind == OpKind::SwitchReduce) {
+      nd.group = op.pipeline;
+      nd.dispatch = false;
+    }
   }
   for (std::uint32_t i = 0; i < n_ops; ++i) {
     const Op& op = ops[i];

@@ -6,6 +6,7 @@
 // count reaches zero.
 #pragma once
 
+#include <coroutine>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ struct Node {
   Time fabric_latency = 0, fabric_queued = 0;  // summed over its transfers
   Time slot_wait = 0;                          // sends: blocked on full IPCQ slots
   Time data_wait = 0;                          // recvs: parked for later segments
+  // switch_reduce: its member group, the fabric legs still in flight, and
+  // the process parked until they have all arrived.
+  std::uint32_t group = 0;
+  std::uint32_t legs_pending = 0;
+  std::coroutine_handle<> parked;
 };
 
 }  // namespace kernbench::runtime

@@ -36,6 +36,11 @@ enum class NodeKind { Pe, Router, HbmCtrl, Ucie, PcieEp, Host, Cpu, Memory, Swit
 struct NodeParams {
   Time overhead = 0;
   bool flit_aware = true;
+  /// In-network reduction (explicit-graph switch nodes that declare
+  /// `reduction: {bandwidth: ...}`): the rate at which the switch's
+  /// reduction unit consumes input bytes, summed over the contributions
+  /// (0: the node does not reduce). Read by the runtime's switch_reduce op.
+  Bandwidth reduction{};
 };
 
 /// A physical link: `bandwidth` per direction per connection (full duplex),

@@ -244,6 +244,12 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
     m.get_enum("kind", n.kind, node_kind_from_string);
     m.get_time("overhead", n.params.overhead);
     m.get_bool("flit_aware", n.params.flit_aware);
+    if (m.get("reduction")) {
+      if (n.kind != NodeKind::Switch)
+        m.fail("reduction", "only a switch node reduces in the network; " + in_quotes(n.name) + " is a " +
+                                to_string(n.kind));
+      m.child("reduction").get_bandwidth("bandwidth", n.params.reduction);
+    }
     if (m.get_string("memory", n.memory) && n.kind != NodeKind::Pe)
       m.fail("memory", "only a pe node has a memory of its own; " + in_quotes(n.name) + " is a " +
                            to_string(n.kind));
@@ -464,6 +470,13 @@ void add_config_sections(config::Schema& schema) {
   gn.key("flit_aware", Type::Bool, "forwards chunk by chunk (cut-through); false: store-and-forward")
       .dflt(ExplicitNode{}.params.flit_aware);
   gn.key("memory", Type::String, "pe nodes: the hbm_ctrl or memory node holding this PE's own memory (its HBM)");
+  Section<ExplicitNode> gred = gn.section<ExplicitNode>(
+      "reduction", Type::Map, "switch nodes: in-network reduction (NVLink SHARP-like), used by the nvls all-reduce");
+  gred.doc("A switch that declares it receives each rank's contribution of a chunk, reduces them and multicasts "
+           "the result to every rank (the runtime's switch_reduce op).");
+  gred.key("bandwidth", Type::Bandwidth, "input bytes the reduction unit consumes per second, summed over the contributions")
+      .req()
+      .min(Bound::Positive);
   Section<LayoutConfig> layout =
       graph.section<LayoutConfig>("layout", Type::Map, "the PEs' rank order, rank grid and group hierarchy");
   layout.doc("The relations kernels and collectives read (the generator states the same for its machines).");

@@ -40,14 +40,16 @@ void add_gpus(ExplicitGraphConfig& g, int n) {
   }
 }
 
-// 8 GPUs, each linked to each of 4 switches; a 4x2 rank grid and 2 groups of 4.
+// 8 GPUs, each linked to each of 4 reducing switches; a 4x2 rank grid and 2 groups of 4.
 Config switch_box(bool with_layout = true) {
   Config c;
   c.source = "test-switch-box";
   ExplicitGraphConfig g;
   add_gpus(g, 8);
   for (int s = 0; s < 4; ++s) {
-    g.nodes.push_back(ExplicitNode{"sw" + std::to_string(s), NodeKind::Switch, {10 * kNanosecond, true}, {}});
+    // Reducing switches (in-network reduction, the nvls all-reduce): 800 GB/s of input, 8 ports x 100 GB/s.
+    g.nodes.push_back(ExplicitNode{"sw" + std::to_string(s), NodeKind::Switch,
+                                   {10 * kNanosecond, true, Bandwidth::gb_per_s(800)}, {}});
     for (int i = 0; i < 8; ++i)
       g.edges.push_back(ExplicitEdge{"gpu" + std::to_string(i), "sw" + std::to_string(s), "nvlink", link(100, 50)});
   }
@@ -148,12 +150,12 @@ TEST_CASE("every collective algorithm is verified on explicit graphs where its s
   struct Shape {
     const char* name;
     Config config;
-    bool grid, hierarchy;
+    bool grid, hierarchy, reducing_switch;
   };
   const std::vector<Shape> shapes = {
-      {"8 GPUs + 4 switches", switch_box(), true, true},
-      {"2x4 mesh graph", mesh_graph(), true, true},
-      {"ring graph", ring_graph(), false, false},
+      {"8 GPUs + 4 switches", switch_box(), true, true, true},
+      {"2x4 mesh graph", mesh_graph(), true, true, false},
+      {"ring graph", ring_graph(), false, false, false},
   };
   for (const Shape& shape : shapes) {
     for (const Algorithm& a : registry()) {
@@ -166,6 +168,13 @@ TEST_CASE("every collective algorithm is verified on explicit graphs where its s
         if (a.needs_grid && !shape.grid) {
           CHECK_THROWS_WITH(run_collective(system, spec), Catch::Contains(a.name + " needs a rank grid") &&
                                                               Catch::Contains("graph.layout.grid"));
+          continue;
+        }
+        if (a.name == "nvls" && !shape.reducing_switch) {
+          CHECK_THROWS_WITH(run_collective(system, spec),
+                            Catch::Contains("nvls needs an in-network reducing switch") &&
+                                Catch::Contains("reduction: {bandwidth: ...}") &&
+                                Catch::Contains("the machine has no switch node"));
           continue;
         }
         if (a.name == "lrab" && !shape.hierarchy) {

@@ -95,6 +95,10 @@ TEST_CASE("every algorithm's all-reduce is verified on several shapes", "[ccl][v
         CHECK_THROWS_WITH(run(shape.config, s), Catch::Contains("power-of-two number of ranks, got " + std::to_string(n)));
         continue;
       }
+      if (a.name == "nvls") {  // a generated machine has no switch node (tests/cpp/test_nvls.cpp)
+        CHECK_THROWS_WITH(run(shape.config, s), Catch::Contains("nvls needs an in-network reducing switch"));
+        continue;
+      }
       if (a.name == "lrab" && shape.ranks > 0) {
         CHECK_THROWS_WITH(run(shape.config, s), Catch::Contains("lrab needs every PE of each SIP"));
         continue;

@@ -160,7 +160,24 @@ def test_gpu_collectives_bench_records_unmodelled_collectives_as_failures(cli, t
     assert {r["collective"] for r in sweep["results"]} == {"all_reduce"}
     assert [f["collective"] for f in sweep["failures"]] == ["alltoall"] and "no model" in sweep["failures"][0]["error"]
     tables = nccl.parse_log(out / "nccl_tables.txt")
-    assert tables.collective == "all_reduce" and len(tables.rows) == len(sweep["results"])
+    ring = [r for r in sweep["results"] if r["algorithm"] == "ring"]
+    assert tables.collective == "all_reduce" and len(tables.rows) == len(ring)
+    # The H100's switches reduce in the network: nvls rows beside ring's, faster at every size.
+    nvls = {r["size"]: r for r in sweep["results"] if r["algorithm"] == "nvls"}
+    assert set(nvls) == {r["size"] for r in ring}
+    assert all(nvls[r["size"]]["busbw"] > r["busbw"] for r in ring)
+
+
+def test_gpu_collectives_bench_skips_nvls_without_a_reducing_switch(cli, tmp_path):
+    """On the A100 box (no in-network reduction) the nvls rows are skipped with the reason, not failures."""
+    out = tmp_path / "gc"
+    proc = cli("run", "--bench", "gpu-collectives", "--smoke", "--out", str(out), "--quiet",
+               "--config", "machines/a100-8x-nvswitch.yaml", "--set", "bench.collectives=all_reduce",
+               "--set", "bench.max_bytes=2048")
+    assert proc.returncode == 0, proc.stderr
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert {r["algorithm"] for r in sweep["results"]} == {"ring"} and not sweep["failures"]
+    assert "nvls needs an in-network reducing switch" in sweep["innet"]["skipped"]
 
 
 def test_gpu_collectives_target_at_1GiB(tmp_path):
