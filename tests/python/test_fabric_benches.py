@@ -120,10 +120,10 @@ def test_noc_destination_matrix_matches_the_generator(pattern):
                    hotspot_fraction=0.3, grid_w=4)
     system.run()
     t = system.transfers()
-    index = {int(p): i for i, p in enumerate(pes)}
+    index = {name: i for i, name in enumerate(pes)}
     seen = np.zeros((16, 16))
     for s, d in zip(t["src"], t["dst"]):
-        seen[index[int(s)], index[int(d)]] += 1
+        seen[index[system.node_name(int(s))], index[system.node_name(int(d))]] += 1
     want = destinations(pattern, 16, 4, 0, 0.3) * 400
     if pattern in ("uniform", "hotspot"):
         # Binomial counts: within 5 standard deviations of each expected count.
