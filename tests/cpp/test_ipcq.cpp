@@ -161,7 +161,7 @@ TEST_CASE("with one slot, each credit's trip back over the reverse route adds ex
   // The route crosses a UCIe link made 500 ns long, so the round trip shows.
   const auto run = [](IpcqCredit mode) {
     Config c = ipcq_config(/*slots=*/1);
-    c.links.ucie.latency = 500 * kNanosecond;
+    c.system->links.ucie.latency = 500 * kNanosecond;
     pe_config(c).ipcq_credit = mode;
     Fixture f(std::move(c));
     Program p("pingpong");
@@ -173,7 +173,7 @@ TEST_CASE("with one slot, each credit's trip back over the reverse route adds ex
   // The reverse route's latency for one credit: a lone 64 B transfer
   // pe5 (cube 1) -> pe0 (cube 0) on an idle machine of the same config.
   Config c = ipcq_config(1);
-  c.links.ucie.latency = 500 * kNanosecond;
+  c.system->links.ucie.latency = 500 * kNanosecond;
   Fixture probe(std::move(c));
   const auto id = probe.system.fabric().start(
       kernbench::topology::TransferSpec{probe.pe(5, 1), probe.pe(0), pe_config(probe.system.config()).ipcq_credit_bytes});
@@ -188,7 +188,7 @@ TEST_CASE("with one slot, each credit's trip back over the reverse route adds ex
   // With enough slots for the whole message no credit is waited for: both modes agree.
   const auto wide = [](IpcqCredit mode) {
     Config c = ipcq_config(/*slots=*/8);
-    c.links.ucie.latency = 500 * kNanosecond;
+    c.system->links.ucie.latency = 500 * kNanosecond;
     pe_config(c).ipcq_credit = mode;
     Fixture f(std::move(c));
     Program p("wide");

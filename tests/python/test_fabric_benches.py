@@ -101,6 +101,12 @@ def test_noc_saturation_detection_on_synthetic_rows():
     assert find_saturation(_rows([0.1, 0.2], [0.1, 0.2], [10, 12])) == (None, None)
     assert find_saturation(_rows([0.5, 0.6], [0.3, 0.3], [10, 12])) == (0.5, "accepted")
     assert find_saturation([]) == (None, None)
+    # A Bernoulli run that injected 6 % under its nominal load and delivered all of it is not saturated.
+    rows = _rows([0.1, 0.2], [0.094, 0.2], [10, 11])
+    rows[0]["injected_flits"] = 0.094
+    assert find_saturation(rows) == (None, None)
+    del rows[0]["injected_flits"]
+    assert find_saturation(rows) == (0.1, "accepted")
 
 
 @pytest.mark.parametrize("pattern", ["uniform", "transpose", "bitcomplement", "neighbour", "hotspot"])
