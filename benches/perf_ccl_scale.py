@@ -20,6 +20,12 @@ The cost should grow about linearly with the number of simulated events
 its points and reports b (1 = linear). The target is the 8192-PE flow point
 in under 60 s on a 2-core machine.
 
+``packet`` runs the config as it is: on the default machine the router
+links (pe, noc, hbm) have finite buffers with credits (docs/buffers.md);
+``packet-unbounded`` runs the same with every link class's buffer set to
+unbounded (the ideal model). The bench logs the buffered model's wall per
+event against the unbounded one's at each size (target: within 1.5x).
+
 ``slot``: the IPCQ slot size for these runs. A send moves in slot-sized
 segments, each its own fabric transfer, so the event count is proportional
 to bytes / slot; the default here (256 KiB) moves each 1 MiB buffer's
@@ -44,7 +50,8 @@ from kernbench.critical_path import CriticalPath
     name="perf-ccl-scale",
     description="simulation cost of a hierarchical all-reduce (1 MiB/PE) on 1..64 SIPs, packet vs flow",
     params={"sips": Param(["1x1", "2x2", "4x4", "8x8"], check=shape_check(2), allowed="WxH SIPs, positive integers"),
-            "models": Param(["flow", "packet"], choices=["flow", "packet"]), "bytes": 1 << 20,
+            "models": Param(["flow", "packet", "packet-unbounded"], choices=["flow", "packet", "packet-unbounded"]),
+            "bytes": 1 << 20,
             "slot": "256 KiB", "packet_max_pes": 8192, "target_s": 60.0, "phold_events": 2_000_000},
     uses_config=True,
     smoke={"bench.sips": ["1x1", "2x1"], "bench.bytes": 65536, "bench.phold_events": 20000},
@@ -58,11 +65,13 @@ def perf_ccl_scale(ctx):
             w, h = (int(v) for v in str(grid).lower().split("x"))
             pes_guess = w * h * 128
             name = f"{model} {w}x{h} SIPs"
-            if model == "packet" and pes_guess > p["packet_max_pes"]:
+            if model != "flow" and pes_guess > p["packet_max_pes"]:
                 ctx.log(f"  {name:<22} skipped (packet_max_pes = {p['packet_max_pes']})")
                 continue
-            sets = {**ctx.config_overrides, "system.sips.w": w, "system.sips.h": h, "fabric.model": model,
-                    "pe.ipcq.slot": p["slot"]}
+            sets = {**ctx.config_overrides, "system.sips.w": w, "system.sips.h": h,
+                    "fabric.model": "flow" if model == "flow" else "packet", "pe.ipcq.slot": p["slot"]}
+            if model == "packet-unbounded":
+                sets.update({f"links.{k}.buffer": "unbounded" for k in _LINK_CLASSES})
             try:
                 with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
                     row = pool.submit(_point, str(ctx.config) if ctx.config else None, sets, int(p["bytes"]),
@@ -79,6 +88,12 @@ def perf_ccl_scale(ctx):
                     f"  {row['wall_us_per_event']:.3f} us/ev"
                     + (f"  {row['wall_us_per_chunk_hop']:.3f} us/chunk-hop" if row["chunk_hops"] else "")
                     + f"  peak {row['peak_mb']:.0f} MB  {row['vs_phold']:.2f}x PHOLD at {row['peak_pending']} pending")
+    buffer_cost = _buffer_cost(ctx.results)
+    for row in buffer_cost:
+        ctx.log(f"buffered vs unbounded at {row['grid']} SIPs: {row['buffered_us_per_event']:.3f} vs "
+                f"{row['unbounded_us_per_event']:.3f} us/event = {row['ratio']:.2f}x "
+                f"({row['buffered_events'] / 1e6:.2f} vs {row['unbounded_events'] / 1e6:.2f} M events; "
+                f"{'within' if row['ratio'] <= 1.5 else 'OVER'} the 1.5x target)")
     flow = [r for r in ctx.results if r["model"] == "flow"]
     biggest = max(flow, key=lambda r: r["pes"]) if flow else None
     target = None
@@ -97,9 +112,27 @@ def perf_ccl_scale(ctx):
     _figure(ctx, ctx.results)
     # Host times, rates and memory are wall-clock by nature: named in wall_clock_fields (docs/sweep-json.md).
     return {"results": ctx.results, "failures": ctx.failures, "target": target, "scaling": scaling,
-            "wall_clock_fields": ["results[].build_s", "results[].events_per_s", "results[].peak_mb",
+            "buffer_cost": buffer_cost,
+            "wall_clock_fields": ["results[].build_s", "results[].events_per_s", "results[].peak_mb", "buffer_cost",
                                   "results[].phold_us_per_event", "results[].vs_phold", "results[].wall_us_per_*",
                                   "scaling", "target.wall_s"]}
+
+
+_LINK_CLASSES = ("pe", "noc", "hbm", "ucie_port", "ucie", "pcie_port", "pcie")
+
+
+def _buffer_cost(rows):
+    """Per SIP grid run both ways: the buffered packet model's wall per event against the unbounded one's."""
+    out = []
+    for grid in sorted({r["grid"] for r in rows}, key=lambda g: [int(v) for v in g.split("x")]):
+        b = next((r for r in rows if r["grid"] == grid and r["model"] == "packet"), None)
+        u = next((r for r in rows if r["grid"] == grid and r["model"] == "packet-unbounded"), None)
+        if b and u and u["wall_us_per_event"]:
+            out.append({"grid": grid, "buffered_us_per_event": b["wall_us_per_event"],
+                        "unbounded_us_per_event": u["wall_us_per_event"],
+                        "ratio": b["wall_us_per_event"] / u["wall_us_per_event"],
+                        "buffered_events": b["events"], "unbounded_events": u["events"]})
+    return out
 
 
 def _scaling(rows):

@@ -374,7 +374,7 @@ void bind_topology(py::module_& m) {
           [](System& s, const std::string& pattern, const std::vector<NodeRef>& endpoints, double offered_gbps,
              const py::object& packet, const py::object& start_ps, const py::object& stop_ps,
              const std::string& injection, std::optional<NodeRef> hotspot, double hotspot_fraction, int grid_w,
-             std::int32_t tag) {
+             std::int32_t tag, const py::object& cycle_ps) {
             Using use(s);
             TrafficSpec spec;
             spec.pattern = traffic_pattern_from_name(pattern);
@@ -394,12 +394,14 @@ void bind_topology(py::module_& m) {
             spec.hotspot_fraction = hotspot_fraction;
             spec.grid_w = grid_w;
             spec.tag = tag;
+            spec.cycle = opt_int_arg(cycle_ps, "traffic: cycle_ps").value_or(0);
             return s.traffic(std::move(spec)).injected();
           },
           py::arg("pattern"), py::arg("endpoints"), py::arg("offered_gbps"), py::arg("packet_bytes"),
           py::arg("start_ps"), py::arg("stop_ps"), py::arg("injection") = "poisson", py::arg("hotspot") = py::none(),
-          py::arg("hotspot_fraction") = 0.5, py::arg("grid_w") = 0, py::arg("tag") = 0,
-          "Start a synthetic traffic generator over `endpoints` (per-source offered load in GB/s).")
+          py::arg("hotspot_fraction") = 0.5, py::arg("grid_w") = 0, py::arg("tag") = 0, py::arg("cycle_ps") = py::none(),
+          "Start a synthetic traffic generator over `endpoints` (per-source offered load in GB/s; "
+          "injection='bernoulli' needs cycle_ps, the injection cycle).")
       .def(
           "run",
           [](System& s, const py::object& until_ps) {

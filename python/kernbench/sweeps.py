@@ -2,7 +2,7 @@
 
     import kernbench
     df = kernbench.sweep("noc-load-latency",
-                         grid={"system.routers.w": [2, 4], "bench.packet_bytes": [64, 256]},
+                         grid={"system.routers.w": [2, 4], "bench.packet_flits": [1, 4]},
                          executor="process", checkpoint="out/noc-sweep/checkpoint.jsonl")
 
 or with a function of one point::

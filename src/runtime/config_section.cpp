@@ -4,6 +4,20 @@
 
 #include "config/section.hpp"
 
+namespace kernbench::topology {
+
+const char* to_string(IpcqCredit c) { return c == IpcqCredit::Fabric ? "fabric" : "instant"; }
+
+std::optional<IpcqCredit> ipcq_credit_from_string(std::string_view name) {
+  if (name == "fabric") return IpcqCredit::Fabric;
+  if (name == "instant") return IpcqCredit::Instant;
+  return std::nullopt;
+}
+
+std::vector<std::string> ipcq_credit_names() { return {"fabric", "instant"}; }
+
+}  // namespace kernbench::topology
+
 namespace kernbench::runtime {
 
 using config::Bound;
@@ -40,6 +54,13 @@ void add_pe_section(config::Schema& schema) {
   ipcq.add("channels", &PeConfig::ipcq_channels, "sends in flight per PE").min(Bound::Positive);
   ipcq.time("bank_hop", &PeConfig::ipcq_bank_hop, "fixed cost of reading one slot out of scratch (one bank hop)")
       .min(Bound::NonNegative);
+  ipcq.choice("credit", &PeConfig::ipcq_credit,
+              "fabric: a freed slot's credit travels back to the sender over the reverse route; "
+              "instant: it is back at once (no round trip)",
+              topology::ipcq_credit_names(), topology::ipcq_credit_from_string);
+  ipcq.bytes("credit_bytes", &PeConfig::ipcq_credit_bytes,
+             "size of one credit message on the fabric (assumed: one 64 B flit)")
+      .min(Bound::Positive);
 
   Section<topology::HbmConfig> hbm = pe.map<topology::HbmConfig>(
       "hbm", &PeConfig::hbm, "the PE's HBM slice: capacity and pseudo-channel layout");

@@ -2,7 +2,7 @@
 // Executor::run and the pieces that work on it, each in its own file:
 //   run_graph.cpp        check_program(), build(): program ops and composite stages -> nodes
 //   executor.cpp         the run loop: run_node(), finish(), DMA moves
-//   ipcq.cpp             send(), recv(), segment_arrived(): the IPCQ
+//   ipcq.cpp             send(), recv(), segment_arrived(), credits: the IPCQ
 //   switch_reduce.cpp    switch_reduce(): in-network reduction on a switch
 //   deadlock_report.cpp  report_deadlock(): why the stuck ops are stuck
 //   cause_export.cpp     export_causes(): NodeCause records for the critical path
@@ -63,6 +63,12 @@ struct Executor::Impl {
   SlotQueue& queue(NodeId from, NodeId to);
   void segment_arrived(std::uint64_t transfer);
   sim::MemberHandler<Impl, &Impl::segment_arrived> on_segment{*this};
+  /// A recv freed a slot of `m`: release it at once (pe.ipcq.credit:
+  /// instant) or send the credit back over the fabric (fabric).
+  void return_credit(std::uint32_t recv_node, Message& m);
+  void credit_arrived(std::uint64_t transfer);
+  sim::MemberHandler<Impl, &Impl::credit_arrived> on_credit{*this};
+  std::vector<SlotQueue*> credit_queue;  // fabric transfer id -> the queue its credit returns to
   sim::Task<> send(std::uint32_t n, PeEngines& e);
   sim::Task<> recv(std::uint32_t n);
 

@@ -2,7 +2,9 @@
 // segments into the receiver's queue from that sender, blocking on slot
 // credits; recvs take the segments in order, pay the slot read (Consume:
 // scratch read on the IPCQ receive port; Reduce: a bank hop + the vector
-// engine) and give each credit back.
+// engine) and give each credit back: by default as a small credit message
+// over the fabric on the reverse route (pe.ipcq.credit: fabric), so a slot is
+// usable again only a route latency after the recv freed it.
 #include <algorithm>
 #include <coroutine>
 #include <string>
@@ -52,6 +54,28 @@ void Executor::Impl::segment_arrived(std::uint64_t transfer) {
   nodes[m.send].fabric_queued += r.parts.queuing;
   if (m.receiver && m.arrived > m.want) sim.schedule(0, sim::Target::resume(std::exchange(m.receiver, {})));
   if (m.sender && m.arrived == m.segments) sim.schedule(0, sim::Target::resume(std::exchange(m.sender, {})));
+}
+
+void Executor::Impl::credit_arrived(std::uint64_t transfer) {
+  // The slot freed at the receiver is usable by the sender from now on.
+  std::exchange(credit_queue[transfer], nullptr)->credits.release();
+}
+
+void Executor::Impl::return_credit(std::uint32_t recv_node, Message& m) {
+  if (cfg.ipcq_credit == topology::IpcqCredit::Instant) {
+    m.queue->credits.release();
+    return;
+  }
+  // The credit goes back from the receiving PE to where the segments came
+  // from (the send's move source), on that pair's own route: its latency is
+  // the credit half of the slot round trip.
+  const Node& snd = nodes[m.send];
+  const topology::TransferSpec spec{snd.move.dst, snd.move.src, cfg.ipcq_credit_bytes, 0, snd.tag,
+                                    static_cast<std::int32_t>(nodes[recv_node].agent),
+                                    static_cast<std::int64_t>(recv_node)};
+  const topology::TransferId id = system.fabric().start(spec, sim::Target::call(on_credit));
+  if (id >= credit_queue.size()) credit_queue.resize(std::max<std::size_t>(id + 1, 2 * credit_queue.size()), nullptr);
+  credit_queue[id] = m.queue;
 }
 
 sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
@@ -121,7 +145,7 @@ sim::Task<> Executor::Impl::recv(std::uint32_t n) {
     }
     Message& m = messages[mi];
     ++m.taken;
-    m.queue->credits.release();
+    return_credit(n, m);
     if (k + 1 == m.segments) break;
   }
 }

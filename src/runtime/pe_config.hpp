@@ -5,6 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "runtime/hbm_config.hpp"
 #include "sim/units.hpp"
@@ -13,6 +17,17 @@ namespace kernbench::topology {
 
 using sim::Bytes;
 using sim::Time;
+
+/// How a freed IPCQ slot's credit gets back to the sender (`pe.ipcq.credit`).
+///   Fabric   a credit message of `ipcq_credit_bytes` travels the reverse route
+///            (receiver -> sender) as a fabric transfer; the slot is usable
+///            again when it arrives -- a long link's round trip is paid.
+///   Instant  the credit is back at the sender the moment the recv frees the
+///            slot (the model before credits travelled; kept for comparison).
+enum class IpcqCredit { Fabric, Instant };
+const char* to_string(IpcqCredit c);
+std::optional<IpcqCredit> ipcq_credit_from_string(std::string_view name);
+std::vector<std::string> ipcq_credit_names();
 
 /// The engines of every PE of a generated machine (the YAML `pe:` section).
 /// The runtime turns each into a sim::Server per PE.
@@ -32,6 +47,10 @@ struct PeConfig {
   Bytes ipcq_slot = 4 * sim::kKiB;        ///< bytes per slot
   int ipcq_channels = 2;                  ///< IPCQ sends in flight per PE
   Time ipcq_bank_hop = sim::kNanosecond;  ///< fixed cost of one slot read out of scratch
+  IpcqCredit ipcq_credit = IpcqCredit::Fabric;  ///< how a slot's credit returns to the sender
+  /// Size of one credit message on the fabric. Assumed: one 64 B flit (a
+  /// slot-release carries a queue id and a count, far under a flit).
+  Bytes ipcq_credit_bytes = 64;
   HbmConfig hbm;                          ///< the PE's HBM slice: capacity, pseudo-channels (`pe.hbm`)
 };
 

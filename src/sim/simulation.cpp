@@ -33,7 +33,10 @@ void Simulation::run_loop(Time until) {
   stop_requested_ = false;
   while (!stop_requested_) {
     const Time next = peek();
-    if (next >= until) break;  // also the empty queue: kTimeInfinity
+    if (next >= until) {  // also the empty queue: kTimeInfinity
+      if (next == kTimeInfinity && idle_check_) idle_check_();
+      break;
+    }
     if (next > max_time_) [[unlikely]]
       throw LimitError("simulated-time limit: the next event is at t=" + std::to_string(next) +
                        " ps, past max_time " + std::to_string(max_time_) + " ps (" +

@@ -142,6 +142,11 @@ class Simulation {
   /// never inside one): how the Python bindings notice Ctrl-C. `poll` may
   /// throw to abandon the run.
   void set_poll(std::uint64_t every, std::function<void()> poll);
+  /// Calls `check` whenever a run finds the event queue empty, before it
+  /// returns: a model whose work can wait without events (chunks waiting for
+  /// buffer credits) checks there that nothing waits forever, and throws
+  /// (DeadlockError) if something does. An empty function removes it.
+  void set_idle_check(std::function<void()> check) { idle_check_ = std::move(check); }
 
   /// Starts a process: it first runs at the current time, after the events
   /// already due now. `name` appears in its errors and in live_processes().
@@ -181,6 +186,7 @@ class Simulation {
   Time max_time_ = kTimeInfinity;
   std::uint64_t poll_every_ = 0;
   std::function<void()> poll_;
+  std::function<void()> idle_check_;
   std::uint64_t next_checkpoint_ = UINT64_MAX;  // events_processed_ at which to check limits / poll
   EventQueue queue_;
   std::exception_ptr failure_;

@@ -5,6 +5,9 @@
 #include "topology/config.hpp"
 
 #include <array>
+#include <cctype>
+
+#include "config/quantity.hpp"
 
 namespace kernbench::topology {
 namespace {
@@ -111,5 +114,47 @@ std::vector<std::string> node_kind_names() { return names(kNodeKinds); }
 std::vector<std::string> sip_topology_names() { return names(kSipTopologies); }
 std::vector<std::string> fabric_model_names() { return names(kFabricModels); }
 std::vector<std::string> multipath_names() { return names(kMultipaths); }
+
+Time pipeline_time(const NodeParams& node) {
+  const std::int64_t cycles = node.pipeline.cycles();
+  if (cycles <= 0 || node.clock_hz <= 0) return 0;
+  // cycles <= 3 x INT_MAX and 1e12 ps/s: use 128 bits, round up like every duration.
+  const __int128 num = static_cast<__int128>(cycles) * 1'000'000'000'000LL;
+  return static_cast<Time>((num + node.clock_hz - 1) / node.clock_hz);
+}
+
+std::string to_string(const BufferSize& b) {
+  switch (b.unit) {
+    case BufferSize::Unit::Unbounded: return "unbounded";
+    case BufferSize::Unit::Flits: return std::to_string(b.amount) + (b.amount == 1 ? " flit" : " flits");
+    case BufferSize::Unit::Bytes: return config::format_bytes(b.amount);
+  }
+  return "?";
+}
+
+std::optional<BufferSize> parse_buffer_size(std::string_view text, std::string& error) {
+  error.clear();
+  if (text == "unbounded") return BufferSize{};
+  // "N flits" / "N flit": a positive integer count.
+  std::size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  std::size_t j = i;
+  while (j < text.size() && text[j] == ' ') ++j;
+  const std::string_view unit = text.substr(j);
+  if (i > 0 && i <= 12 && (unit == "flits" || unit == "flit")) {
+    const std::int64_t n = std::stoll(std::string(text.substr(0, i)));
+    if (n <= 0) {
+      error = "a buffer holds at least one flit, got \"" + std::string(text) + "\"";
+      return std::nullopt;
+    }
+    return BufferSize{BufferSize::Unit::Flits, n};
+  }
+  std::int64_t bytes = 0;
+  if (config::parse_quantity(text, config::kSize, bytes).empty() && bytes > 0)
+    return BufferSize{BufferSize::Unit::Bytes, bytes};
+  error = "expected unbounded, a flit count like \"8 flits\" or a positive size like \"4 KiB\", got \"" +
+          std::string(text) + "\"";
+  return std::nullopt;
+}
 
 }  // namespace kernbench::topology

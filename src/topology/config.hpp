@@ -41,7 +41,39 @@ struct NodeParams {
   /// reduction unit consumes input bytes, summed over the contributions
   /// (0: the node does not reduce). Read by the runtime's switch_reduce op.
   Bandwidth reduction{};
+  /// Router pipeline (nodes.<kind>.pipeline): cycles per hop for routing,
+  /// VC allocation and switch allocation, at `clock_hz`. The Machine folds
+  /// pipeline_time() into the node's overhead, so the zero-load latency of a
+  /// path is hops x (overhead + pipeline) + wire latency + serialisation.
+  struct Pipeline {
+    int route = 0;
+    int vc_alloc = 0;
+    int switch_alloc = 0;
+    int cycles() const { return route + vc_alloc + switch_alloc; }
+  } pipeline;
+  std::int64_t clock_hz = 0;  ///< the pipeline's clock (required when it has cycles)
 };
+
+/// The pipeline's delay per hop: ceil(cycles x 1e12 / clock_hz) ps (0
+/// without cycles).
+Time pipeline_time(const NodeParams& node);
+
+/// A channel's input buffer at its downstream node, per virtual channel
+/// (links.<class>.buffer): `unbounded` (the ideal model: a chunk never
+/// waits for space), a count of flits ("8 flits") or a size ("4 KiB",
+/// rounded down to whole flits).
+struct BufferSize {
+  enum class Unit { Unbounded, Flits, Bytes };
+  Unit unit = Unit::Unbounded;
+  std::int64_t amount = 0;
+  bool bounded() const { return unit != Unit::Unbounded; }
+  /// Whole flits it holds (0 when unbounded).
+  std::int64_t flits(Bytes flit) const { return unit == Unit::Flits ? amount : unit == Unit::Bytes ? amount / flit : 0; }
+};
+/// "unbounded", "8 flits" or "4 KiB".
+std::string to_string(const BufferSize& b);
+/// Parses the YAML text; the error message (empty on success) goes to `error`.
+std::optional<BufferSize> parse_buffer_size(std::string_view text, std::string& error);
 
 /// A physical link: `bandwidth` per direction per connection (full duplex),
 /// wire latency, and `connections` parallel lanes (each its own Server).
@@ -49,7 +81,11 @@ struct LinkParams {
   Bandwidth bandwidth{};
   Time latency = 0;
   int connections = 1;
+  BufferSize buffer{};  ///< per VC, at the downstream end (packet model)
+  int vcs = 1;          ///< virtual channels: separate buffers and credits sharing the lanes
 };
+/// Most virtual channels per link (each is a buffer and a credit counter per channel).
+inline constexpr int kMaxVcs = 64;
 
 enum class SipTopology { Ring, Torus, Mesh };
 

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "config/section.hpp"
@@ -100,11 +102,27 @@ void check_connections(const MapReader& r, const LinkParams& p) {
                               "each lane is a server with its own queue), got " + std::to_string(p.connections));
 }
 
+// links.<class>.buffer and .vcs (the packet model's finite buffers).
+void read_buffer(const MapReader& r, LinkParams& p) {
+  std::string text;
+  if (r.get_string("buffer", text)) {
+    std::string error;
+    const std::optional<BufferSize> b = parse_buffer_size(trim(text), error);
+    if (!b) r.fail("buffer", error);
+    p.buffer = *b;
+  }
+  if (p.vcs > kMaxVcs)
+    r.fail("vcs", "at most " + std::to_string(kMaxVcs) + " virtual channels per link, got " + std::to_string(p.vcs));
+}
+
 void read_link(const MapReader& r, LinkParams& p) {
   r.get_bandwidth("bandwidth", p.bandwidth);
   r.get_time("latency", p.latency);
   r.get_int("connections", p.connections);
   check_connections(r, p);
+  r.get_int("vcs", p.vcs);
+  if (p.vcs < 1) r.fail("vcs", "expected an integer >= 1, got " + std::to_string(p.vcs));
+  read_buffer(r, p);
 }
 
 void read_system(const MapReader& top, Config& c) {
@@ -226,6 +244,23 @@ void read_routes(const MapReader& r, ExplicitGraphConfig& g, const std::unordere
   }
 }
 
+void read_pipeline(const MapReader& r, NodeParams::Pipeline& p) {
+  for (auto [key, cycles] : {std::pair{"route", &p.route}, std::pair{"vc_alloc", &p.vc_alloc},
+                             std::pair{"switch_alloc", &p.switch_alloc}}) {
+    r.get_int(key, *cycles);
+    if (*cycles < 0 || *cycles > 1'000'000)
+      r.fail(key, "expected a cycle count in 0..1000000, got " + std::to_string(*cycles));
+  }
+}
+
+// A pipeline in cycles needs a clock to become time.
+void check_clock(const MapReader& r, const NodeParams& n) {
+  if (n.clock_hz < 0) r.fail("clock", "expected a positive frequency");
+  if (n.pipeline.cycles() > 0 && n.clock_hz == 0)
+    r.fail(r.get("clock") ? "clock" : "pipeline",
+           "a pipeline of " + std::to_string(n.pipeline.cycles()) + " cycles needs the node's clock (e.g. clock: 1 GHz)");
+}
+
 ExplicitGraphConfig read_graph(const MapReader& top) {
   const MapReader r = top.child("graph");
   ExplicitGraphConfig g;
@@ -250,6 +285,9 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
                                 to_string(n.kind));
       m.child("reduction").get_bandwidth("bandwidth", n.params.reduction);
     }
+    if (m.get("pipeline")) read_pipeline(m.child("pipeline"), n.params.pipeline);
+    m.get_frequency("clock", n.params.clock_hz);
+    check_clock(m, n.params);
     if (m.get_string("memory", n.memory) && n.kind != NodeKind::Pe)
       m.fail("memory", "only a pe node has a memory of its own; " + in_quotes(n.name) + " is a " +
                            to_string(n.kind));
@@ -324,6 +362,16 @@ void grid_keys(Section<GridSize> g) {
   g.add("h", &GridSize::h, "height (rows)").req().min(Bound::Positive);
 }
 
+void pipeline_keys(Section<NodeParams::Pipeline> p) {
+  p.doc("A router pipeline in cycles per hop (BookSim's routing / VC allocation / switch allocation stages); "
+        "its time, cycles / clock rounded up to a ps, is paid with the node's overhead by every chunk.");
+  for (auto [key, m, what] : {std::tuple{"route", &NodeParams::Pipeline::route, "route computation"},
+                              std::tuple{"vc_alloc", &NodeParams::Pipeline::vc_alloc, "virtual-channel allocation"},
+                              std::tuple{"switch_alloc", &NodeParams::Pipeline::switch_alloc, "switch allocation"}})
+    p.add(key, m, std::string("cycles of ") + what).min(Bound::NonNegative);
+  p.rule(read_pipeline);
+}
+
 void node_keys(Section<NodeParams> n, bool flit_aware) {
   n.doc("Parameters of one node kind.");
   n.time("overhead", &NodeParams::overhead, "processing delay paid by every chunk passing the node")
@@ -331,6 +379,10 @@ void node_keys(Section<NodeParams> n, bool flit_aware) {
       .min(Bound::NonNegative);
   n.add("flit_aware", &NodeParams::flit_aware, "forwards chunk by chunk (cut-through); false: store-and-forward")
       .dflt(flit_aware);
+  pipeline_keys(n.map<NodeParams::Pipeline>("pipeline", &NodeParams::pipeline,
+                                            "router pipeline: cycles per hop (added to overhead at `clock`)"));
+  n.frequency("clock", &NodeParams::clock_hz, "clock of the pipeline (required when it has cycles)");
+  n.rule(check_clock);
 }
 
 void link_keys(Section<LinkParams> l) {
@@ -340,6 +392,13 @@ void link_keys(Section<LinkParams> l) {
   l.add("connections", &LinkParams::connections, "parallel lanes, each its own server (at most 1024)")
       .min(Bound::Positive);
   l.rule(check_connections);
+  l.key("buffer", Type::String,
+        "packet model: input buffer per VC at the downstream node: unbounded, \"N flits\" or a size (whole flits); "
+        "chunks advance only with credits")
+      .dflt("unbounded");
+  l.add("vcs", &LinkParams::vcs, "virtual channels (each its own buffer and credits; a transfer uses id mod vcs)")
+      .min(Bound::Positive);
+  l.rule(read_buffer);
 }
 
 }  // namespace
@@ -469,6 +528,12 @@ void add_config_sections(config::Schema& schema) {
   gn.key("overhead", Type::Time, "processing delay paid by every chunk passing the node").req().min(Bound::NonNegative);
   gn.key("flit_aware", Type::Bool, "forwards chunk by chunk (cut-through); false: store-and-forward")
       .dflt(ExplicitNode{}.params.flit_aware);
+  Section<NodeParams::Pipeline> gp = gn.section<NodeParams::Pipeline>(
+      "pipeline", Type::Map, "router pipeline in cycles per hop (see nodes.router.pipeline)");
+  gp.doc("A router pipeline in cycles per hop (see nodes.router.pipeline).");
+  for (const char* k : {"route", "vc_alloc", "switch_alloc"})
+    gp.key(k, Type::Int, std::string("cycles of the ") + k + " stage").dflt(0).min(Bound::NonNegative);
+  gn.key("clock", Type::Frequency, "clock of the pipeline");
   gn.key("memory", Type::String, "pe nodes: the hbm_ctrl or memory node holding this PE's own memory (its HBM)");
   Section<ExplicitNode> gred = gn.section<ExplicitNode>(
       "reduction", Type::Map, "switch nodes: in-network reduction (NVLink SHARP-like), used by the nvls all-reduce");
@@ -523,6 +588,9 @@ void add_config_sections(config::Schema& schema) {
   ge.key("connections", Type::Int, "parallel lanes, each its own server (at most 1024)")
       .dflt(lp.connections)
       .min(Bound::Positive);
+  ge.key("buffer", Type::String, "packet model: input buffer per VC at the downstream end (see links.<class>.buffer)")
+      .dflt("unbounded");
+  ge.key("vcs", Type::Int, "virtual channels").dflt(lp.vcs).min(Bound::Positive);
 
   // The machine's real size, from the config alone: `validate` refuses what
   // could never be built, naming the key that brings the most lanes.

@@ -121,6 +121,9 @@ void Machine::set_relations() {
 
 NodeId Machine::add_node(NodeInfo info) {
   const auto id = static_cast<NodeId>(nodes_.size());
+  // The router pipeline is paid like the overhead, by every chunk passing:
+  // fold it in once here, so routing weights and fabrics see one delay.
+  info.params.overhead += pipeline_time(info.params);
   if (!by_name_.emplace(info.name, id).second)
     throw TopologyError(config_.source + ": duplicate node name '" + info.name + "'");
   nodes_.push_back(std::move(info));

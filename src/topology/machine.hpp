@@ -29,7 +29,7 @@ enum class Side { North = 0, East = 1, South = 2, West = 3 };
 struct NodeInfo {
   std::string name;
   NodeKind kind = NodeKind::Other;
-  NodeParams params;
+  NodeParams params;  ///< params.overhead includes pipeline_time(): the node's whole delay per chunk
   // Coordinates in a generated machine (-1 where they do not apply).
   int sip = -1;
   int cube = -1;

@@ -9,6 +9,7 @@ namespace kernbench::topology {
 
 PacketFabric::PacketFabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config)
     : Fabric(sim, machine, config), lanes_(machine.num_lanes()) {
+  setup_buffers();
 }
 
 std::uint32_t PacketFabric::segment_end(const Route& r, std::uint32_t begin) const {
@@ -72,6 +73,9 @@ void PacketFabric::inject(std::uint32_t t, const Breakdown& parts) {
   ch.seg_last = &tr.route->hop[tr.seg_end - 1];
   ch.stream_head = true;
   ch.next = kNone;
+  ch.held = kNone;  // at the source or a store-and-forward node: in no channel's buffer
+  ch.in_next = kNone;
+  ch.vc = static_cast<std::uint8_t>(tr.id % kMaxVcs);  // VC index, mod each channel's vcs
   ch.parts = parts;
   ch.tail_ready = sim_.now();  // the whole chunk is here: at the source or a store-and-forward node
   enter_hop(ch, &tr.route->hop[tr.seg_begin], &tr.use[tr.seg_slot]);
@@ -93,6 +97,12 @@ void PacketFabric::enter_hop(Chunk& ch, const Hop* hop, LaneUse* use) const {
 
 void PacketFabric::request(std::uint64_t arg) {
   const std::uint32_t c = low(arg);
+  // Finite buffers: first room downstream (credits), then the lane.
+  if (buffered_ && !admit(c)) return;
+  request_lane(c);
+}
+
+void PacketFabric::request_lane(std::uint32_t c) {
   Chunk& ch = chunks_[c];
   Lane& lane = lanes_[ch.lane];
   ch.wait_start = sim_.now();
@@ -166,6 +176,7 @@ void PacketFabric::granted(std::uint64_t arg) {
   use.since = now;
   use.until = hold_end;
   ++chunk_hops_;
+  if (buffered_) move_buffers(ch, hop, hold_end);
   const Time lat = hop.latency;
   ch.parts.transmission += head + lat;
   if (ch.hop == ch.seg_last) {

@@ -46,9 +46,33 @@
 // waiter) in their arg so that the simulation's one-event-ahead prefetch
 // can load both records in parallel, and the lanes, chunk records and event
 // heap sit on huge pages (sim/huge_pages.hpp).
+//
+// Finite buffers (links.<class>.buffer, per virtual channel; packet_credits.cpp):
+// a buffered channel has, per VC, an input buffer of B flits at its
+// downstream node and B credits at its upstream end. A chunk takes
+// ceil(size / flit) credits before it asks for a lane of the channel (it
+// needs room for all of itself: virtual cut-through), holds that room from
+// its grant until its tail has left the downstream node on the next hop (or
+// has arrived, at its segment's end: the node consumes it), and the credits
+// then travel back over the reverse channel (its latency) before they can
+// be used again. A chunk waiting for credits blocks the chunks behind it in
+// its own input buffer (head-of-line blocking; they queue, oldest first,
+// even those bound for another output), and its buffer stays full, so a
+// blocked destination stalls its senders hop by hop (back-pressure). VC
+// allocation: a transfer uses VC (id mod vcs) on its first buffered channel
+// and keeps that index downstream (mod each channel's vcs); credits are
+// granted first come, first served per VC. Where credits never run short
+// the events are those of the unbounded model plus one credit return per
+// chunk-hop, at the same times: results are identical to the picosecond.
+// Unbounded channels (the default) pay nothing: a fabric without a buffered
+// channel never enters this code (one predictable branch per request and
+// grant). A run whose queue empties with chunks still waiting for credits
+// has a cycle of full buffers: the simulation's idle check throws a
+// DeadlockError naming the channels of the cycle (check_deadlock).
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -62,6 +86,7 @@ namespace kernbench::topology {
 class PacketFabric final : public Fabric {
  public:
   PacketFabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config);
+  ~PacketFabric() override;
 
   TransferId start_path(const TransferSpec& spec, sim::Target on_done) override;
   ChannelStats channel_stats(ChannelId channel) const override;
@@ -79,6 +104,28 @@ class PacketFabric final : public Fabric {
   /// Most chunks / transfers ever in flight at once (their pools' sizes).
   std::size_t chunk_slots() const { return chunks_.capacity(); }
   std::size_t transfer_slots() const { return transfers_.capacity(); }
+
+  /// The credit state of one VC of a buffered channel, in flits. Invariant:
+  /// free + held + returning == capacity at every instant.
+  struct CreditState {
+    std::int64_t capacity = 0;   ///< the buffer size
+    std::int64_t free = 0;       ///< credits at the upstream end
+    std::int64_t held = 0;       ///< taken by chunks granted (or about to be) into the buffer
+    std::int64_t returning = 0;  ///< on their way back over the reverse channel
+    std::uint64_t waiting = 0;   ///< chunks waiting for credits now
+    std::uint64_t stalls = 0;    ///< chunks that ever had to wait for credits
+  };
+  /// Whether `channel` has finite buffers; its VCs (0 when unbounded).
+  bool buffered(ChannelId channel) const { return vc_range_.empty() ? false : vc_range_[channel].count > 0; }
+  int vcs(ChannelId channel) const { return buffered(channel) ? static_cast<int>(vc_range_[channel].count) : 0; }
+  CreditState credits(ChannelId channel, int vc) const;
+  /// Throws InternalError naming the channel if a VC's credits do not add up
+  /// to its buffer (free + held + returning != capacity, or one negative).
+  void check_credits() const;
+  /// Throws DeadlockError naming the channels of a cycle of full buffers if
+  /// chunks wait for credits that can never come (called when the event
+  /// queue empties).
+  void check_deadlock() const;
 
  private:
   static constexpr std::uint32_t kNone = 0xffffffffU;
@@ -128,12 +175,15 @@ class PacketFabric final : public Fabric {
     LaneId lane = 0;               // the lane it asks for, then holds
     std::uint32_t next = kNone;    // next waiter on the same lane
     bool stream_head = false;      // on its segment's first hop: the next chunk enters behind it
+    std::uint8_t vc = 0;           // buffered channels: its VC index (transfer id mod vcs of the first)
     Bytes size = 0;
     Time wait_start = 0;
     Time lane_busy_at_wait = 0;
     Time own_at_wait = 0;
     Time tail_ready = 0;     // when its last byte is at the current node
     Breakdown parts;         // of its head flit's journey so far
+    std::uint32_t held = kNone;     // buffered: the VC buffer it occupies at its current node
+    std::uint32_t in_next = kNone;  // buffered: next chunk stalled behind it in that buffer
   };
   static_assert(sizeof(Chunk) == 128, "a chunk is two cache lines");
 
@@ -142,6 +192,7 @@ class PacketFabric final : public Fabric {
   void inject(std::uint32_t t, const Breakdown& parts);
   void request(std::uint64_t c);
   void granted(std::uint64_t c);
+  void request_lane(std::uint32_t c);
   void release(std::uint64_t lane);
   bool lane_free(const Lane& l) const { return !l.handover && sim_.passed(l.busy_until, l.release_seq); }
   void arrived(std::uint64_t c);
@@ -175,6 +226,46 @@ class PacketFabric final : public Fabric {
   Time lane_busy(const Lane& l) const { return l.busy + std::min(sim_.now(), l.busy_until) - l.hold_since; }
   Time own_busy(const LaneUse& u) const { return u.completed + std::min(sim_.now(), u.until) - u.since; }
 
+  // ---- finite buffers (packet_credits.cpp) ----
+  struct Vc {                   // one VC of one buffered channel (counts in flits)
+    std::int64_t capacity = 0;
+    std::int64_t free = 0;
+    std::int64_t held = 0;
+    std::int64_t returning = 0;
+    std::uint32_t wait_head = kNone;   // chunks waiting for credits, oldest first (Chunk::next)
+    std::uint32_t wait_tail = kNone;
+    std::uint32_t stall_head = kNone;  // chunks in this buffer stalled, oldest first (Chunk::in_next);
+    std::uint32_t stall_tail = kNone;  // the head waits for credits, the rest behind it
+    std::uint64_t waiting = 0;
+    std::uint64_t stalls = 0;
+  };
+  struct VcRange {
+    std::uint32_t base = 0;   // index of VC 0 in vcs_
+    std::uint32_t count = 0;  // 0: unbounded
+  };
+  void setup_buffers();
+  /// Buffered request: false if `c` must wait (for credits, or behind a
+  /// stalled chunk of its buffer); it is then queued and resumed later.
+  bool admit(std::uint32_t c);
+  bool take_credits(std::uint32_t c, std::uint32_t slot);
+  /// The grant's buffer bookkeeping: leave the previous buffer (its credits
+  /// go back), enter this hop's.
+  void move_buffers(Chunk& ch, const Hop& hop, Time hold_end);
+  void credit(std::uint64_t slot_flits);
+  void resume_stalled(std::uint32_t slot);
+  std::uint32_t slot_of(const Chunk& ch, ChannelId channel) const {
+    const VcRange& r = vc_range_[channel];
+    return r.count == 0 ? kNone : r.base + ch.vc % r.count;
+  }
+  std::int64_t flits(Bytes size) const { return std::max<std::int64_t>(1, (size + config_.flit - 1) / config_.flit); }
+  void warm_vc(std::uint64_t slot_flits) const { __builtin_prefetch(&vcs_[low(slot_flits)]); }
+  std::string vc_name(std::uint32_t slot) const;
+  bool buffered_ = false;            // any channel buffered
+  std::vector<VcRange> vc_range_;    // per channel (empty when none is buffered)
+  std::vector<Vc> vcs_;
+  std::vector<ChannelId> vc_channel_;  // per slot
+  std::uint64_t credit_waiters_ = 0;   // chunks waiting for credits, all VCs
+
   sim::HugeVector<Lane> lanes_;
   sim::SlotPool<Chunk> chunks_;
   sim::SlotPool<Transfer> transfers_;
@@ -187,6 +278,8 @@ class PacketFabric final : public Fabric {
   sim::MemberHandler<PacketFabric, &PacketFabric::arrived, &PacketFabric::warm_arrival> on_arrive_{*this};
   sim::MemberHandler<PacketFabric, &PacketFabric::start_segment, &PacketFabric::warm_transfer> on_stream_{*this};
   sim::MemberHandler<PacketFabric, &PacketFabric::finish, &PacketFabric::warm_transfer> on_finish_{*this};
+  // Args: credit (VC slot, flits).
+  sim::MemberHandler<PacketFabric, &PacketFabric::credit, &PacketFabric::warm_vc> on_credit_{*this};
 };
 
 }  // namespace kernbench::topology

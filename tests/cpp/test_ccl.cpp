@@ -171,9 +171,12 @@ TEST_CASE("ring all-reduce on an uncontended ring matches 2(p-1)(alpha + n/(p be
     const double closed = 2.0 * (p - 1) * (alpha + static_cast<double>(n) / (p * beta));
     INFO("n = " << n << ": model " << r.latency << " ps, closed form " << closed << " ps");
     CHECK(static_cast<double>(r.latency) == Approx(closed).epsilon(0.05));
-    // Bytes are conserved: 2(p-1) blocks of n/p per rank cross one link each.
+    // Bytes are conserved: 2(p-1) blocks of n/p per rank cross one link each,
+    // and every slot-sized segment's credit crosses it back (pe.ipcq.credit: fabric).
     CHECK(r.run.op_bytes.at("send") == 2 * (p - 1) * n);
-    CHECK(r.link_bytes.at("ring") == 2 * (p - 1) * n);
+    const auto& pe = pe_config(c);
+    const Bytes segments = 2 * (p - 1) * n / pe.ipcq_slot;
+    CHECK(r.link_bytes.at("ring") == 2 * (p - 1) * n + segments * pe.ipcq_credit_bytes);
   }
 }
 

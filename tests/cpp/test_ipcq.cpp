@@ -151,3 +151,51 @@ TEST_CASE("the observer sees a send start before its recv ends", "[ipcq]") {
   CHECK(at('s', s) < at('e', r));
   CHECK(at('e', r) < static_cast<long>(order.seen.size()));
 }
+
+TEST_CASE("with one slot, each credit's trip back over the reverse route adds exactly its latency", "[ipcq]") {
+  // A 16 KiB send into a 1-slot queue: four 4 KiB segments, each sent only
+  // once the previous one's slot is free again. The recv frees a slot the
+  // moment it arrives (no-consume), so with instant credits the send takes
+  // 4 segment latencies; with fabric credits each of the three waits also
+  // pays one credit message (64 B) from the receiver back to the sender.
+  // The route crosses a UCIe link made 500 ns long, so the round trip shows.
+  const auto run = [](IpcqCredit mode) {
+    Config c = ipcq_config(/*slots=*/1);
+    c.system->links.ucie.latency = 500 * kNanosecond;
+    pe_config(c).ipcq_credit = mode;
+    Fixture f(std::move(c));
+    Program p("pingpong");
+    p.recv(f.pe(5, 1), f.pe(0), 1, {}, "r", 0, RecvMode::NoConsume);
+    const OpId s = p.send(f.pe(0), f.pe(5, 1), 16 * kKiB, 1, {}, "s");
+    const RunResult res = Executor(f.system).run(p);
+    return res.ops[s].end - res.ops[s].start;
+  };
+  // The reverse route's latency for one credit: a lone 64 B transfer
+  // pe5 (cube 1) -> pe0 (cube 0) on an idle machine of the same config.
+  Config c = ipcq_config(1);
+  c.system->links.ucie.latency = 500 * kNanosecond;
+  Fixture probe(std::move(c));
+  const auto id = probe.system.fabric().start(
+      kernbench::topology::TransferSpec{probe.pe(5, 1), probe.pe(0), pe_config(probe.system.config()).ipcq_credit_bytes});
+  probe.system.run();
+  const auto credit = probe.system.fabric().record(id).latency();
+  REQUIRE(credit > 500 * kNanosecond);  // it does cross the long link
+  const auto instant = run(IpcqCredit::Instant), fabric = run(IpcqCredit::Fabric);
+  CHECK(fabric - instant == 3 * credit);
+  CHECK(kernbench::topology::PeConfig{}.ipcq_credit == IpcqCredit::Fabric);  // the default pays the round trip
+  CHECK(kernbench::topology::PeConfig{}.ipcq_credit_bytes == 64);
+
+  // With enough slots for the whole message no credit is waited for: both modes agree.
+  const auto wide = [](IpcqCredit mode) {
+    Config c = ipcq_config(/*slots=*/8);
+    c.system->links.ucie.latency = 500 * kNanosecond;
+    pe_config(c).ipcq_credit = mode;
+    Fixture f(std::move(c));
+    Program p("wide");
+    p.recv(f.pe(5, 1), f.pe(0), 1, {}, "r", 0, RecvMode::NoConsume);
+    const OpId s = p.send(f.pe(0), f.pe(5, 1), 16 * kKiB, 1, {}, "s");
+    const RunResult res = Executor(f.system).run(p);
+    return res.ops[s].end - res.ops[s].start;
+  };
+  CHECK(wide(IpcqCredit::Fabric) == wide(IpcqCredit::Instant));
+}

@@ -1,6 +1,7 @@
 // test_traffic.cpp -- synthetic traffic patterns and the DMA primitive.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -63,10 +64,77 @@ TEST_CASE("patterns pick the documented destinations", "[traffic]") {
   }
   CHECK(s.fabric().records().size() == 12 * 100);
 
+  // Neighbour on the grid: the next PE in the row, wrapping within the row.
   System n = square_system();
   n.traffic(spec_for(n, TrafficPattern::Neighbour));
   n.run();
-  for (const auto& t : n.fabric().records()) CHECK(n.machine().node(t.dst).pe == (n.machine().node(t.src).pe + 1) % 16);
+  for (const auto& t : n.fabric().records()) {
+    const int p = n.machine().node(t.src).pe;
+    CHECK(n.machine().node(t.dst).pe == (p / 4) * 4 + (p % 4 + 1) % 4);
+  }
+  CHECK(n.fabric().records().size() == 16 * 100);
+  // Without a grid: the next endpoint of the list (a ring over the sources).
+  System l = square_system();
+  TrafficSpec ring = spec_for(l, TrafficPattern::Neighbour);
+  ring.grid_w = 0;
+  l.traffic(ring);
+  l.run();
+  for (const auto& t : l.fabric().records()) CHECK(l.machine().node(t.dst).pe == (l.machine().node(t.src).pe + 1) % 16);
+
+  // Bit-complement: every bit of the 4-bit index flipped, p -> 15 - p; no fixed point.
+  System b = square_system();
+  b.traffic(spec_for(b, TrafficPattern::BitComplement));
+  b.run();
+  for (const auto& t : b.fabric().records()) CHECK(b.machine().node(t.dst).pe == 15 - b.machine().node(t.src).pe);
+  CHECK(b.fabric().records().size() == 16 * 100);
+}
+
+TEST_CASE("bernoulli injection: one trial per cycle, mean rate p within statistical bounds", "[traffic]") {
+  System s = square_system(11);
+  TrafficSpec t = spec_for(s, TrafficPattern::Uniform, Injection::Bernoulli);
+  t.cycle = 1000;                            // 1 ns cycles
+  t.offered = Bandwidth::gb_per_s(0.3 * 64);  // p = 0.3 packets (of 64 B) per cycle
+  t.stop = 2'000'000;                         // 2000 cycles x 16 sources = 32000 trials
+  s.traffic(t);
+  s.run();
+  const auto& r = s.fabric().records();
+  const double trials = 16 * 2000, p = 0.3;
+  const double sd = std::sqrt(trials * p * (1 - p));  // binomial: ~82 packets
+  CHECK(std::abs(static_cast<double>(r.size()) - trials * p) < 4 * sd);
+  std::map<std::pair<NodeId, kernbench::sim::Time>, int> per_cycle;
+  for (const auto& x : r) {
+    CHECK(x.issue % t.cycle == 0);  // packets start on cycle boundaries
+    CHECK(x.issue < t.stop);
+    ++per_cycle[{x.src, x.issue}];
+  }
+  for (const auto& [k, c] : per_cycle) CHECK(c == 1);  // at most one packet per source per cycle
+
+  // The gaps are geometric in cycles: mean 1/p cycles, variance (1-p)/p^2.
+  System g = square_system(12);
+  TrafficSpec gt = t;
+  gt.endpoints = {g.machine().pe(0, 0, 0), g.machine().pe(0, 0, 1)};
+  TrafficGenerator& gen = g.traffic(gt);
+  const int n = 200000;
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const double k = static_cast<double>(gen.gap()) / static_cast<double>(t.cycle);
+    CHECK(k == std::floor(k));
+    sum += k;
+    sum2 += k * k;
+  }
+  const double mean = sum / n, var = sum2 / n - mean * mean;
+  CHECK(mean == Approx(1 / p).margin(4 * std::sqrt((1 - p) / (p * p) / n)));
+  CHECK(var == Approx((1 - p) / (p * p)).epsilon(0.03));
+
+  // p = 1: a packet every cycle exactly.
+  System one = square_system();
+  TrafficSpec full = spec_for(one, TrafficPattern::Neighbour, Injection::Bernoulli);
+  full.cycle = 1000;
+  full.offered = Bandwidth::gb_per_s(64);
+  full.stop = 100'000;
+  one.traffic(full);
+  one.run();
+  CHECK(one.fabric().records().size() == 16 * 100);
 }
 
 TEST_CASE("uniform never sends to itself and covers every destination; hotspot hits its fraction", "[traffic]") {
@@ -107,7 +175,16 @@ TEST_CASE("bad traffic specs are clear errors", "[traffic]") {
   t = spec_for(s, TrafficPattern::Uniform);
   t.offered = Bandwidth{0};
   CHECK_THROWS_AS(s.traffic(t), kernbench::ConfigError);
-  CHECK_THROWS_WITH(traffic_pattern_from_name("zipf"), Catch::Contains("known: uniform, transpose, hotspot, neighbour"));
+  CHECK_THROWS_WITH(traffic_pattern_from_name("zipf"),
+                    Catch::Contains("known: uniform, transpose, bitcomplement, hotspot, neighbour"));
+  t = spec_for(s, TrafficPattern::BitComplement);
+  t.endpoints.resize(12);
+  CHECK_THROWS_WITH(s.traffic(t), Catch::Contains("bitcomplement needs a power-of-two number of endpoints, got 12"));
+  t = spec_for(s, TrafficPattern::Uniform, Injection::Bernoulli);
+  CHECK_THROWS_WITH(s.traffic(t), Catch::Contains("bernoulli injection needs a cycle > 0 ps"));
+  t.cycle = 20'000;  // 64 B every 10 ns offered, 20 ns cycles: 2 packets per cycle
+  CHECK_THROWS_WITH(s.traffic(t), Catch::Contains("over 1"));
+  CHECK_THROWS_WITH(injection_from_name("burst"), Catch::Contains("known: poisson, periodic, bernoulli"));
 }
 
 TEST_CASE("a DMA read is a request out and the data back, logged as one op", "[dma]") {

@@ -136,8 +136,10 @@ def test_progress_bars_only_on_a_terminal(cli, tmp_path):
                                        tmp_path)
     assert "perf-phold" in shown and "row" in shown
     shown = _stderr_through_a_terminal(["sweep", "--bench", "noc-load-latency", "--set", "bench.meshes=cube-4x2",
-                                        "--set", "bench.loads=0.2", "--set", "bench.window_ns=400",
-                                        "--set", "bench.warmup_ns=100", "--grid", "bench.packet_bytes=64,128",
+                                        "--set", "bench.patterns=uniform", "--set", "bench.buffers=unbounded",
+                                        "--set", "bench.tree=false",
+                                        "--set", "bench.loads=0.2", "--set", "bench.window_cycles=1600",
+                                        "--set", "bench.warmup_cycles=400", "--grid", "bench.packet_flits=1,2",
                                         "--executor", "serial", "--out", "c"], tmp_path)
     assert "sweep noc-load-latency" in shown and "/2" in shown and "point" in shown
 
@@ -170,16 +172,18 @@ def test_show_an_explicit_graph(cli, tmp_path):
 def test_traffic_bench_traces_its_transfers(cli, tmp_path):
     """noc-load-latency offers each load point; its trace has one process per sending PE and every transfer."""
     path = tmp_path / "noc.json"
+    panel = "mesh-4x4@uniform@unbounded@0.8"
     proc = cli("run", "--bench", "noc-load-latency", "--smoke", "--quiet", "--out", str(tmp_path / "o"),
-               "--trace", str(path), "--trace-panel", "cube-4x2@0.6")
+               "--set", "bench.buffers=unbounded", "--set", "bench.tree=false",
+               "--trace", str(path), "--trace-panel", panel)
     assert proc.returncode == 0, proc.stderr
     trace = json.loads(path.read_text())
-    assert trace["otherData"]["source"] == "transfers" and trace["otherData"]["panel"] == "cube-4x2@0.6"
+    assert trace["otherData"]["source"] == "transfers" and trace["otherData"]["panel"] == panel
     tracks = _tracks(trace)
-    assert {p for p, _ in tracks} == {f"sip0.cube0.pe{i}" for i in range(8)}
+    assert {p for p, _ in tracks} == {f"sip0.cube0.pe{i}" for i in range(16)}
     ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     sweep = json.loads((tmp_path / "o" / "sweep.json").read_text())
-    row = next(r for r in sweep["results"] if r["load_fraction"] == 0.6)
+    row = next(r for r in sweep["results"] if r["load_fraction"] == 0.8 and r["pattern"] == "uniform")
     assert len(ev) >= row["packets"]  # every transfer, the warm-up ones too
     for e in ev:  # the four parts of every transfer sum to its latency
         a = e["args"]

@@ -48,23 +48,101 @@ def test_bad_config_override_is_refused_before_running(cli, tmp_path):
 
 
 def test_noc_load_latency_smoke(cli, tmp_path):
-    """Latency rises with load and the bound is computed from the routes."""
+    """Latency rises with load, saturation is found and each pattern's bound comes from the routes."""
     proc = cli("run", "--bench", "noc-load-latency", "--out", str(tmp_path), "--quiet",
-               "--set", "bench.meshes=cube-4x2", "--set", "bench.loads=0.2,0.6,1.4",
-               "--set", "bench.window_ns=1500", "--set", "bench.warmup_ns=300")
+               "--set", "bench.meshes=mesh-4x4", "--set", "bench.patterns=uniform,transpose",
+               "--set", "bench.buffers=unbounded", "--set", "bench.loads=0.2,0.6,1.4",
+               "--set", "bench.window_cycles=3000", "--set", "bench.warmup_cycles=800",
+               "--set", "bench.tree_loads=0,0.2")
     assert proc.returncode == 0, proc.stderr
     sweep = json.loads((tmp_path / "sweep.json").read_text())
-    rows = sweep["results"]
-    lat = [r["mean_latency_ns"] for r in rows]
-    assert lat[0] < lat[1] < lat[2]
-    s = sweep["summary"]["cube-4x2"]
-    # 4x2 mesh, XY routes, uniform over 8 PEs: the row-0 middle channel
-    # r0c1 -> r0c2 carries 8/7 of a PE's injection rate.
-    assert s["gamma_max"] == pytest.approx(8 / 7)
-    assert s["lambda_sat_GBps"] == pytest.approx(256 * 7 / 8)
-    # Saturation lies between the swept 0.6x and 1.4x of the bound.
-    assert 0.6 * s["lambda_sat_GBps"] < s["saturation_GBps"] < 1.4 * s["lambda_sat_GBps"]
-    assert (tmp_path / "load_latency.png").exists()
+    assert sweep["failures"] == []
+    load = [r for r in sweep["results"] if r["study"] == "load"]
+    for pattern in ("uniform", "transpose"):
+        lat = [r["mean_latency_cycles"] for r in load if r["pattern"] == pattern]
+        assert lat[0] < lat[1] < lat[2]
+    sat = {s["pattern"]: s for s in sweep["summary"]["saturation"]}
+    assert set(sat) == {"uniform", "transpose"}
+    for s in sat.values():
+        assert s["buffer"] == "unbounded" and s["mesh"] == "mesh-4x4"
+        assert set(s) >= {"pattern", "buffer", "saturation", "bound"}
+        # Saturation lies between the swept 0.6x and 1.4x of the bound.
+        assert 0.6 * s["bound"] < s["saturation"] <= 1.4 * s["bound"]
+    # 4x4 mesh, XY routes, uniform over 16 PEs: a row's middle channel carries
+    # 2 sources x 8 destinations / 15 = 16/15 of a node's load; a flit per cycle
+    # per channel makes the bound 15/16 flits/node/cycle.
+    assert sat["uniform"]["gamma_max"] == pytest.approx(16 / 15)
+    assert sat["uniform"]["bound"] == pytest.approx(15 / 16)
+    # Transpose under XY: the corner column's links carry 3 rows' worth (see docs/noc.md).
+    assert sat["transpose"]["bound"] < sat["uniform"]["bound"]
+    tree = [r for r in sweep["results"] if r["study"] == "tree"]
+    assert [r["load_fraction"] for r in tree] == [0.0, 0.2]
+    for f in ("load_latency_mesh-4x4.png", "tree_saturation.png", "load_latency.csv"):
+        assert (tmp_path / f).exists()
+
+
+def _rows(offered, accepted, latency):
+    return [{"offered_flits": o, "accepted_flits": a, "mean_latency_cycles": l}
+            for o, a, l in zip(offered, accepted, latency)]
+
+
+def test_noc_saturation_detection_on_synthetic_rows():
+    """Saturation: the first crossing of accepted < 95 % of offered or latency > 3x zero-load, interpolated."""
+    from kernbench.benches.noc_load_latency import find_saturation
+
+    # Throughput falls behind first: ratio 0.9667 at 0.3, 0.75 at 0.4 -> crosses 0.95 at 0.3 + 0.1 x 1/13.
+    x, why = find_saturation(_rows([0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.29, 0.3], [10, 11, 15, 40]))
+    assert why == "accepted" and x == pytest.approx(0.3 + 0.1 * (0.29 / 0.3 - 0.95) / (0.29 / 0.3 - 0.75))
+    # Latency first (rows in any order): all accepted; latency 20 -> 50 over the loads 0.3 -> 0.4
+    # crosses 3 x 10 at 0.3 + 0.1 x 1/3.
+    x, why = find_saturation(_rows([0.4, 0.1, 0.3, 0.2], [0.4, 0.1, 0.3, 0.2], [50, 10, 20, 12]))
+    assert why == "latency" and x == pytest.approx(0.3 + 0.1 / 3)
+    # Never saturated within the loads; saturated from the first load.
+    assert find_saturation(_rows([0.1, 0.2], [0.1, 0.2], [10, 12])) == (None, None)
+    assert find_saturation(_rows([0.5, 0.6], [0.3, 0.3], [10, 12])) == (0.5, "accepted")
+    assert find_saturation([]) == (None, None)
+    # A Bernoulli run that injected 6 % under its nominal load and delivered all of it is not saturated.
+    rows = _rows([0.1, 0.2], [0.094, 0.2], [10, 11])
+    rows[0]["injected_flits"] = 0.094
+    assert find_saturation(rows) == (None, None)
+    del rows[0]["injected_flits"]
+    assert find_saturation(rows) == (0.1, "accepted")
+
+
+@pytest.mark.parametrize("pattern", ["uniform", "transpose", "bitcomplement", "neighbour", "hotspot"])
+def test_noc_destination_matrix_matches_the_generator(pattern):
+    """The bound's P(s -> d) is what the C++ generator draws: exact for the fixed patterns, within
+    statistical bounds for the random ones."""
+    import numpy as np
+
+    from kernbench import System
+    from kernbench.benches.noc_load_latency import destinations
+
+    system = System.load(set={"system.sips.w": 1, "system.sips.h": 1, "system.cubes.w": 1, "system.cubes.h": 1,
+                              "system.routers.w": 4, "system.routers.h": 4, "system.pes_per_cube": 16}, seed=3)
+    pes = system.pes()
+    # Periodic: each source injects 400 times (64 B every 10 ns for 4 us).
+    system.traffic(pattern, pes, 6.4, 64, 0, 4_000_000, injection="periodic", hotspot=pes[0],
+                   hotspot_fraction=0.3, grid_w=4)
+    system.run()
+    t = system.transfers()
+    index = {name: i for i, name in enumerate(pes)}
+    seen = np.zeros((16, 16))
+    for s, d in zip(t["src"], t["dst"]):
+        seen[index[system.node_name(int(s))], index[system.node_name(int(d))]] += 1
+    want = destinations(pattern, 16, 4, 0, 0.3) * 400
+    if pattern in ("uniform", "hotspot"):
+        # Binomial counts: within 5 standard deviations of each expected count.
+        sd = np.sqrt(want * (1 - want / 400))
+        assert np.all(np.abs(seen - want) <= 5 * sd + 1e-9)
+    else:
+        assert np.array_equal(seen, want)
+    if pattern == "transpose":
+        assert np.trace(seen) == 0 and seen.sum() == 12 * 400
+    if pattern == "bitcomplement":
+        assert all(seen[s, 15 - s] == 400 for s in range(16))
+    if pattern == "neighbour":
+        assert seen[3, 0] == 400 and seen[3, 4] == 0  # wraps within the row
 
 
 def test_perf_fabric_smoke(cli, tmp_path):

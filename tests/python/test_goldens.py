@@ -94,4 +94,4 @@ def test_run_smoke_flag_uses_the_declared_size(cli, tmp_path):
     proc = cli("run", "--bench", "noc-load-latency", "--smoke", "--quiet", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     sweep = json.loads((tmp_path / "sweep.json").read_text())
-    assert sweep["params"]["meshes"] == ["cube-4x2"] and sweep["params"]["loads"] == [0.2, 0.6, 1.4]
+    assert sweep["params"]["meshes"] == ["mesh-4x4"] and sweep["params"]["loads"] == [0.3, 0.8, 1.3]

@@ -62,7 +62,9 @@ def _sweep_without_wall_clock(path):
     [
         ("pe-dma-perf", ["--set", "bench.flit_check=false"]),
         ("noc-load-latency", ["--set", "bench.meshes=cube-4x2", "--set", "bench.loads=0.5,1.1",
-                              "--set", "bench.window_ns=800", "--set", "bench.warmup_ns=200"]),
+                              "--set", "bench.window_cycles=3200", "--set", "bench.warmup_cycles=800",
+                              "--set", "bench.patterns=uniform", "--set", "bench.buffers=unbounded,8 flits",
+                              "--set", "bench.vcs=2", "--set", "bench.tree_loads=0.1"]),
     ],
 )
 def test_same_seed_same_sweep(cli, tmp_path, bench, sets):

@@ -14,7 +14,8 @@ from kernbench.sweeps import parse_grid
 
 SMALL = {"system.sips.w": 1, "system.sips.h": 1, "system.cubes.w": 2, "system.cubes.h": 1}
 GRID = {"fabric.model": ["packet", "flow"], "bench.bytes": [4096, 65536]}
-NOC_SMALL = {"bench.loads": [0.2, 0.6], "bench.window_ns": 600, "bench.warmup_ns": 150}
+NOC_SMALL = {"bench.loads": [0.2, 0.6], "bench.window_cycles": 2400, "bench.warmup_cycles": 600,
+             "bench.patterns": ["uniform"], "bench.buffers": ["unbounded"], "bench.tree": False}
 
 
 def dma_latency(point):
@@ -130,7 +131,7 @@ def test_bad_bench_parameter_is_refused_like_set():
     with pytest.raises(kernbench.ConfigError, match="unknown parameter 'pakcet_bytes'"):
         kernbench.sweep("noc-load-latency", {"bench.pakcet_bytes": [64]}, "serial")
     with pytest.raises(kernbench.ConfigError, match="expected a number, got 'big'"):
-        kernbench.sweep("noc-load-latency", {"bench.packet_bytes": [64, "big"]}, "serial")
+        kernbench.sweep("noc-load-latency", {"bench.packet_flits": [1, "big"]}, "serial")
     with pytest.raises(kernbench.ConfigError, match="models no machine config"):
         kernbench.sweep("perf-phold", {"system.sips.w": [1]}, "serial")
 
@@ -152,7 +153,7 @@ def test_process_and_dask_give_the_serial_numbers(dask_cluster):
 
 def test_bench_points_match_across_executors(tmp_path):
     """A bench sweep on processes gives the serial rows (deterministic bench, one seed)."""
-    grid = {"bench.packet_bytes": [64, 256]}
+    grid = {"bench.packet_flits": [1, 4]}
     sets = {**NOC_SMALL, "bench.meshes": ["cube-4x2"], "bench.loads": [0.5]}
     a = kernbench.sweep("noc-load-latency", grid, "serial", sets=sets)
     b = kernbench.sweep("noc-load-latency", grid, "process", workers=2, sets=sets)
@@ -203,17 +204,18 @@ def test_resume_refuses_another_sweeps_checkpoint(tmp_path):
 
 def test_cli_sweep_writes_versioned_outputs_and_resumes(cli, tmp_path):
     """`kernbench sweep` writes sweep.json (schema v1), sweep.csv and a checkpoint; --resume reuses it."""
-    args = ["sweep", "--bench", "noc-load-latency", "--grid", "bench.packet_bytes=64,256",
-            "--set", "bench.meshes=cube-4x2", "--set", "bench.loads=0.3", "--set", "bench.window_ns=600",
-            "--set", "bench.warmup_ns=150", "--executor", "serial", "--out", str(tmp_path)]
+    args = ["sweep", "--bench", "noc-load-latency", "--grid", "bench.packet_flits=1,4",
+            "--set", "bench.meshes=cube-4x2", "--set", "bench.loads=0.3", "--set", "bench.window_cycles=2400",
+            "--set", "bench.warmup_cycles=600", "--set", "bench.patterns=uniform", "--set", "bench.buffers=unbounded",
+            "--set", "bench.tree=false", "--executor", "serial", "--out", str(tmp_path)]
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # no progress bar into a pipe
     assert "2 points (2 computed, 0 from the checkpoint)" in proc.stdout
     doc = json.loads((tmp_path / "sweep.json").read_text())
     validate_sweep(doc)
-    assert doc["grid"] == {"bench.packet_bytes": [64, 256]}
-    assert [r["bench.packet_bytes"] for r in doc["results"]] == [64, 256]
+    assert doc["grid"] == {"bench.packet_flits": [1, 4]}
+    assert [r["bench.packet_flits"] for r in doc["results"]] == [1, 4]
     assert sorted(doc["files"]) == ["checkpoint.jsonl", "sweep.csv", "sweep.json"]
     proc = cli(*args, "--resume")
     assert proc.returncode == 0, proc.stderr
@@ -233,15 +235,16 @@ def test_cli_sweep_bad_grid_is_one_line(cli, tmp_path):
 
 def test_cli_sweep_on_a_dask_scheduler(cli, tmp_path, dask_cluster):
     """`kernbench sweep --scheduler tcp://...` runs the points on that cluster's workers, same rows as serial."""
-    sets = ["bench.meshes=cube-4x2", "bench.loads=0.4", "bench.window_ns=500", "bench.warmup_ns=100"]
-    args = ["sweep", "--bench", "noc-load-latency", "--grid", "bench.packet_bytes=64,256"]
+    sets = ["bench.meshes=cube-4x2", "bench.loads=0.4", "bench.window_cycles=2000", "bench.warmup_cycles=400",
+            "bench.patterns=uniform", "bench.buffers=unbounded", "bench.tree=false"]
+    args = ["sweep", "--bench", "noc-load-latency", "--grid", "bench.packet_flits=1,4"]
     for s in sets:
         args += ["--set", s]
     proc = cli(*args, "--scheduler", dask_cluster.scheduler_address, "--out", str(tmp_path / "dask"))
     assert proc.returncode == 0, proc.stderr
     dask = json.loads((tmp_path / "dask" / "sweep.json").read_text())
     assert dask["executor"] == "dask"
-    serial = kernbench.sweep("noc-load-latency", {"bench.packet_bytes": [64, 256]}, "serial",
+    serial = kernbench.sweep("noc-load-latency", {"bench.packet_flits": [1, 4]}, "serial",
                              sets=sets)
     assert [{k: v for k, v in r.items() if k != "wall_s"} for r in dask["results"]] == _metrics(serial)
 
