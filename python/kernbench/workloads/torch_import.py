@@ -174,6 +174,11 @@ def _fuse_key(node) -> tuple[str, str, str] | None:
     return None
 
 
+def _is_ignored(node) -> bool:
+    """An assert or shape query reading a node (not a consumer of its data)."""
+    return getattr(node.target, "_opname", None) in T.IGNORED_OPS
+
+
 def _short(opname: str) -> str:
     return {"scaled_dot_product_attention": "sdpa"}.get(opname, opname.rstrip("_") or opname)
 
@@ -389,7 +394,7 @@ class _Walker:
         internal = set(nodes)
         inputs, params, deps = self._reads(nodes, internal)
         outs_nodes = [n for n in nodes if _val_tensors(n.meta.get("val"))
-                      and any(u not in internal for u in n.users)]
+                      and any(u not in internal and not _is_ignored(u) for u in n.users)]
         if not outs_nodes:
             outs_nodes = [nodes[-1]]
         outs = [_spec(t) for n in outs_nodes for t in _val_tensors(n.meta.get("val"))]
@@ -408,8 +413,10 @@ class _Walker:
             self.prod[n] = len(self.ops) - 1
 
     def records(self) -> list[Op]:
-        """The ops, named: a module's only (non-view) op takes its path, else path.short[_i]."""
+        """The ops, named: a leaf module's only (non-view) op takes its path, else path.short[_i]."""
         real_count: dict[str, int] = {}
+        paths = {r["path"] for r in self.ops}
+        parents = {p.rsplit(".", j)[0] for p in paths for j in range(1, p.count(".") + 1)}
         for r in self.ops:
             if r["kind"] != "view":
                 real_count[r["path"]] = real_count.get(r["path"], 0) + 1
@@ -417,7 +424,9 @@ class _Walker:
         out = []
         for r in self.ops:
             path = r["path"]
-            if r["kind"] != "view" and real_count.get(path) == 1 and path:
+            # A module with child modules (model.layers.0.mlp) keeps its path
+            # for the prefix of its children's ops: its own ops get a suffix.
+            if r["kind"] != "view" and real_count.get(path) == 1 and path and path not in parents:
                 name = path
             else:
                 j = used.get((path, r["short"]), 0)
