@@ -267,8 +267,13 @@ def _resnet50_counts(c: dict, b: int, side: int) -> dict:
             "convs": len(convs)}
 
 
-def test_resnet50_params_flops_and_activations_exact():
-    g = import_model("resnet50", batch=2)
+@pytest.fixture(scope="module")
+def resnet():
+    return import_model("resnet50", batch=2)
+
+
+def test_resnet50_params_flops_and_activations_exact(resnet):
+    g = resnet
     n = _resnet50_counts(models.RESNET50, 2, 224)
     assert n["params"] == 23_508_032 and n["convs"] == 53  # ResNet-50 less its 2048x1000 classifier
     assert g.param_count == n["params"] + n["buffers"]  # BN running mean and variance are read
@@ -279,3 +284,21 @@ def test_resnet50_params_flops_and_activations_exact():
     conv = g.find("encoder.stages.1.layers.0.layer.1.convolution")[0]
     assert conv.attrs["stride"] == [2, 2] and conv.attrs["out_hw"] == [28, 28]
     assert (conv.attrs["gemm_m"], conv.attrs["gemm_n"], conv.attrs["gemm_k"]) == (2 * 28 * 28, 128, 128 * 9)
+
+
+def test_resnet50_convs_equal_the_k200_hand_written_layers(resnet):
+    """K200 case C1's hand-written ResNet-50 (kernbench.k200.resnet50_layers) is the imported model's convs."""
+    from kernbench import k200
+    hand = {name: (m, n, k) for name, m, n, k, _ in k200.resnet50_layers(2) if name != "fc"}  # no classifier
+    imported = {}
+    for op in resnet.ops:
+        if op.kind != "conv":
+            continue
+        if op.name == "embedder.embedder.convolution":
+            key = "conv1"
+        else:
+            parts = op.name.split(".")  # encoder.stages.S.layers.B.(layer.J|shortcut).convolution
+            s, b = int(parts[2]), int(parts[4])
+            key = f"s{s + 1}b{b + 1}." + (f"conv{int(parts[6]) + 1}" if parts[5] == "layer" else "down")
+        imported[key] = (op.attrs["gemm_m"], op.attrs["gemm_n"], op.attrs["gemm_k"])
+    assert imported == hand

@@ -111,13 +111,15 @@ def _set_submodule(root, path: str, new) -> None:
 
 # ---- tracing -----------------------------------------------------------------------------------------------
 def _to_device(x, device, dtype):
+    """Example inputs on the module's device (meta: no data), floating ones cast to ``dtype``."""
     torch = _torch()
     if isinstance(x, torch.Tensor):
         dt = dtype if (dtype is not None and x.is_floating_point()) else x.dtype
-        if x.device == device and x.dtype == dt:
-            return x
-        return torch.empty(x.shape, dtype=dt, device=device) if device.type != "meta" or not x.is_meta \
-            else x.to(dtype=dt)
+        if x.device == device:
+            return x if x.dtype == dt else x.to(dtype=dt)
+        if device.type == "meta":
+            return x.to(device="meta", dtype=dt)
+        return torch.zeros(x.shape, dtype=dt, device=device)  # a meta input for a module with real weights
     if isinstance(x, (list, tuple)):
         return type(x)(_to_device(v, device, dtype) for v in x)
     if isinstance(x, dict):
@@ -484,11 +486,9 @@ def _stamp(ops: list[Op], prefix: str, count: int) -> tuple[list[Op], Block | No
             deps = tuple(d + shift if d >= a0 else d for d in op.deps)
             out.append(_renamed(op, src, f"{prefix}.{i}.", deps))
     tail_shift = (count - 2) * size
-    last = f"{prefix}.{count - 1}."
-    for op in ops[e1:]:
+    for op in ops[e1:]:  # after the blocks: what read block 1 reads the last block
         deps = tuple(d + tail_shift if d >= a1 else d for d in op.deps)
         out.append(replace(op, deps=deps) if deps != op.deps else op)
-    del last
     return out, Block(prefix, a0, e0, count), "stamped"
 
 
@@ -510,7 +510,6 @@ def from_torch(module, example_inputs: Sequence[Any] | Any = (), *, kwargs: Mapp
     torch = _torch()
     t0 = time.perf_counter()
     if isinstance(dtype, str):
-        from kernbench.workloads.graph import DTYPE_BYTES  # noqa: F401  (names checked by TensorSpec)
         names = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
         if dtype not in names:
             raise WorkloadError(f"from_torch: dtype {dtype!r} (known: {', '.join(names)})")
