@@ -119,6 +119,10 @@ def test_gpt2_params_flops_and_activations_exact(gpt2):
            + T * d * f4 + T * V * f4)  # ln_f, logits
     assert gpt2.activation_bytes == act
     assert gpt2.blocks and gpt2.blocks[0].prefix == "transformer.h" and gpt2.blocks[0].count == L
+    (wte,) = [op for op in gpt2.ops if op.name == "transformer.wte"]
+    (head,) = [op for op in gpt2.ops if op.name == "lm_head"]
+    # the tied weight has the name the module declares first, in both ops
+    assert [p.name for p in wte.params] == [p.name for p in head.params] == ["transformer.wte.weight"]
 
 
 # ---- LLaMA-3-8B ----------------------------------------------------------------------------------------------

@@ -188,17 +188,17 @@ def _short(opname: str) -> str:
 class _Walker:
     """One pass over an exported program's graph, building op records in order."""
 
-    def __init__(self, ep, fuse_modules: bool):
+    def __init__(self, ep, fuse_modules: bool, canon: Mapping[str, str]):
         torch = _torch()
         self.torch = torch
         sig = ep.graph_signature
         self.param_name: dict[str, str] = {}
         self.buffers: set[str] = set()
         for ph, fqn in sig.inputs_to_parameters.items():
-            self.param_name[ph] = fqn
+            self.param_name[ph] = canon.get(fqn, fqn)
         for ph, fqn in sig.inputs_to_buffers.items():
-            self.param_name[ph] = fqn
-            self.buffers.add(fqn)
+            self.param_name[ph] = canon.get(fqn, fqn)
+            self.buffers.add(canon.get(fqn, fqn))
         for ph, fqn in getattr(sig, "inputs_to_lifted_tensor_constants", {}).items():
             self.param_name[ph] = f"constant:{fqn}"
             self.buffers.add(f"constant:{fqn}")
@@ -440,9 +440,24 @@ class _Walker:
         return out
 
 
+def _canonical_names(module) -> dict[str, str]:
+    """Each parameter/buffer name -> the first name of the same tensor in the module's own order.
+
+    Tied weights have several names (GPT-2's ``transformer.wte.weight`` and
+    ``lm_head.weight``) and the exported signature keeps one of them; the
+    op records use the first the module declares, whichever export kept.
+    """
+    first: dict[int, str] = {}
+    out: dict[str, str] = {}
+    for items in (module.named_parameters(remove_duplicate=False), module.named_buffers(remove_duplicate=False)):
+        for n, t in items:
+            out[n] = first.setdefault(id(t), n)
+    return out
+
+
 def _trace_ops(module, args, kwargs, fuse_modules) -> tuple[list[Op], list[TensorSpec], set[str]]:
     ep = _export(module, args, kwargs)
-    w = _Walker(ep, fuse_modules)
+    w = _Walker(ep, fuse_modules, _canonical_names(module))
     w.run()
     return w.records(), w.inputs, w.buffers
 
