@@ -63,6 +63,18 @@ def test_mlp_ops_flops_bytes_and_deps():
     assert WorkloadGraph.from_dict(g.to_dict()).ops == g.ops
 
 
+class _Scores(torch.nn.Module):
+    def forward(self, q, k):
+        return torch.einsum("bhsd,bhtd->bhst", q, k)
+
+
+def test_einsum_is_a_batched_gemm():
+    g = from_torch(_Scores(), (torch.zeros(2, 4, 8, 16, device="meta"), torch.zeros(2, 4, 12, 16, device="meta")))
+    (op,) = g.ops
+    assert op.kind == "matmul" and (op.attrs["batch"], op.attrs["m"], op.attrs["n"], op.attrs["k"]) == (8, 8, 12, 16)
+    assert op.flops == 2 * 8 * 8 * 12 * 16
+
+
 class _Odd(torch.nn.Module):
     def forward(self, x):
         return torch.sort(x, dim=-1).values

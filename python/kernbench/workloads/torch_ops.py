@@ -10,6 +10,8 @@ What is counted (the FLOPs conventions every analytic test derives from):
 
 * matmul: ``2 m n k`` per batch element; a bias (``linear``/``addmm`` with
   bias) adds ``m n`` (one add per output element, ``attrs["bias_flops"]``).
+  A two-operand ``einsum`` is a batched GEMM (shared output letters are the
+  batch, letters summed away ``k``); other einsums are unknown ops.
 * conv: ``2 gemm_m gemm_n gemm_k`` per group (the im2col GEMM), plus
   ``batch * out_channels * oh * ow`` for a bias.
 * attention (``scaled_dot_product_attention``): the two GEMMs,
@@ -218,6 +220,29 @@ def _matmul(c: Call) -> tuple[int, dict]:
     return flops + bias_flops, attrs
 
 
+def _einsum(c: Call) -> tuple[int, dict]:
+    """A two-operand einsum as a batched GEMM: letters in both inputs and the output are the batch,
+    in both inputs only the contraction (k), in one input and the output m or n."""
+    eq, operands = c.arg(0), c.arg(1)
+    if not isinstance(eq, str) or not isinstance(operands, (list, tuple)) or len(operands) != 2 or "..." in eq:
+        raise KeyError("einsum")  # only the explicit two-operand form is a GEMM
+    lhs, out = eq.replace(" ", "").split("->") if "->" in eq else (eq.replace(" ", ""), None)
+    sa, sb = lhs.split(",")
+    if out is None:
+        raise KeyError("einsum")
+    size = {}
+    for letters, x in ((sa, operands[0]), (sb, operands[1])):
+        for ch, d in zip(letters, c.shape(x)):
+            size[ch] = int(d)
+    batch = numel([size[ch] for ch in size if ch in sa and ch in sb and ch in out])
+    k = numel([size[ch] for ch in size if ch in sa and ch in sb and ch not in out])
+    m = numel([size[ch] for ch in size if ch in sa and ch not in sb])
+    n = numel([size[ch] for ch in size if ch in sb and ch not in sa])
+    weight = c.param(operands[1]) or c.param(operands[0])
+    return 2 * batch * m * n * k, {"m": m, "n": n, "k": k, "batch": batch, "weight": weight, "bias": None,
+                                   "bias_flops": 0, "equation": eq}
+
+
 def _conv(c: Call) -> tuple[int, dict]:
     x, w = c.arg(0), c.arg(1)
     sx, sw, so = c.shape(x), c.shape(w), c.out
@@ -274,6 +299,9 @@ def classify(c: Call) -> tuple[str, int, dict] | None:
         return None
     if op in MATMUL_OPS:
         f, a = _matmul(c)
+        return "matmul", f, a
+    if op == "einsum":
+        f, a = _einsum(c)
         return "matmul", f, a
     if op in CONV_OPS:
         f, a = _conv(c)
