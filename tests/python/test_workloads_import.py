@@ -68,11 +68,52 @@ class _Scores(torch.nn.Module):
         return torch.einsum("bhsd,bhtd->bhst", q, k)
 
 
+class _WeightView(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.empty(8, 4))
+
+    def forward(self, x):
+        return x @ self.w.t()
+
+
+def test_a_view_of_a_weight_is_the_weight():
+    with torch.device("meta"):
+        m = _WeightView()
+    g = from_torch(m, (torch.zeros(3, 4, device="meta"),))
+    (mm,) = [op for op in g.ops if op.kind == "matmul"]
+    assert mm.attrs["weight"] == "w" and [p.name for p in mm.params] == ["w"]
+    assert (mm.attrs["m"], mm.attrs["k"], mm.attrs["n"]) == (3, 4, 8) and not mm.inputs[1:]
+
+
 def test_einsum_is_a_batched_gemm():
     g = from_torch(_Scores(), (torch.zeros(2, 4, 8, 16, device="meta"), torch.zeros(2, 4, 12, 16, device="meta")))
     (op,) = g.ops
     assert op.kind == "matmul" and (op.attrs["batch"], op.attrs["m"], op.attrs["n"], op.attrs["k"]) == (8, 8, 12, 16)
     assert op.flops == 2 * 8 * 8 * 12 * 16
+
+
+class _Regions(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x) * 2
+        with torch.autocast("cpu", enabled=False):
+            y = y + 1
+        return y.relu()
+
+
+def test_no_grad_and_autocast_regions_are_inlined():
+    with torch.device("meta"):
+        m = _Regions()
+    g = from_torch(m, (torch.zeros(2, 8, device="meta"),))
+    assert [(op.name, op.kind, op.deps) for op in g.ops] == [
+        ("lin", "matmul", ()), ("mul", "elementwise", (0,)), ("add", "elementwise", (1,)),
+        ("relu", "elementwise", (2,))]
+    assert g.ops[0].attrs["weight"] == "lin.weight"
 
 
 class _Odd(torch.nn.Module):

@@ -204,6 +204,8 @@ class _Walker:
             self.buffers.add(f"constant:{fqn}")
         self.user_inputs = list(sig.user_inputs)
         self.graph = ep.graph
+        self.graph_module = ep.graph_module
+        self.region_outs: dict[Any, list] = {}
         self.fuse = fuse_modules
         self.ops: list[dict] = []       # pending records (named at the end)
         self.prod: dict[Any, int] = {}  # node -> index of the op that produced its data
@@ -264,6 +266,14 @@ class _Walker:
         for item in items:
             if isinstance(item, list):
                 self._emit_group(item)
+            elif item[0] == "alias":  # a region's placeholder is the outer value
+                _, inner, outer = item
+                if outer in self.prod:
+                    self.prod[inner] = self.prod[outer]
+                if outer in self.param_of:
+                    self.param_of[inner] = self.param_of[outer]
+            elif item[0] == "outs":
+                self.region_outs[item[1]] = item[2]
             else:
                 self._emit(*item)
 
@@ -301,17 +311,55 @@ class _Walker:
                                 "add it to kernbench.workloads.torch_ops or rewrite the module without it") \
                 from None
 
+    def _flat(self, graph):
+        """The graph's call_function nodes in order, with the bodies of grad-mode / autocast regions inlined.
+
+        ``torch.no_grad()`` or ``autocast`` blocks in a forward export as a
+        higher-order op over a submodule; its body is ordinary ops. Yields
+        nodes, and ("alias", inner, outer) / ("outs", hop, [inner outputs])
+        markers that connect the body's placeholders and outputs.
+        """
+        for node in graph.nodes:
+            if node.op != "call_function":
+                continue
+            name = getattr(node.target, "__name__", "")
+            if name in ("wrap_with_set_grad_enabled", "wrap_with_autocast"):
+                j = next((i for i, a in enumerate(node.args)
+                          if isinstance(a, self._node_type) and a.op == "get_attr"), None)
+                if j is None:
+                    raise WorkloadError(f"{name} node {node.name!r} without a submodule")
+                sub = self.graph_module.get_submodule(node.args[j].target)
+                phs = [n for n in sub.graph.nodes if n.op == "placeholder"]
+                for ph, outer in zip(phs, node.args[j + 1:]):
+                    if outer in self.param_of:  # weights are known before the walk: classify reads them
+                        self.param_of[ph] = self.param_of[outer]
+                    yield ("alias", ph, outer)
+                yield from self._flat(sub.graph)
+                out = next(n for n in sub.graph.nodes if n.op == "output")
+                res = out.args[0]
+                yield ("outs", node, list(res) if isinstance(res, (list, tuple)) else [res])
+                continue
+            yield node
+
     def _items(self) -> list:
         """Nodes in order as (node, classification) or, for a fused module's run of nodes, a list of them."""
         items: list = []
         group: list = []
         group_key = None
-        for node in self.graph.nodes:
-            if node.op != "call_function":
+        for node in self._flat(self.graph):
+            if isinstance(node, tuple):  # an alias marker ends a fused run
+                if group:
+                    items.extend(self._close_group(group, group_key))
+                group, group_key = [], None
+                items.append(node)
                 continue
             cls = self._classify(node)
             if cls is None:
                 continue
+            if cls == "getitem" or cls[0] == "view":  # a view of a weight is the weight, for later classify calls
+                srcs = self._tensor_args(node)
+                if srcs and srcs[0] in self.param_of:
+                    self.param_of[node] = self.param_of[srcs[0]]
             key = _fuse_key(node) if self.fuse else None
             if key is not None and group_key is not None and key[0] == group_key[0]:
                 group.append((node, cls))
@@ -363,6 +411,8 @@ class _Walker:
     def _emit(self, node, cls) -> None:
         if cls == "getitem":  # an element of a multi-output op or of a split: the same producer
             src = node.args[0]
+            if src in self.region_outs:  # an output of an inlined region: its producer inside
+                src = self.region_outs[src][node.args[1]]
             if src in self.prod:
                 self.prod[node] = self.prod[src]
             if src in self.param_of:
