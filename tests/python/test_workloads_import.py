@@ -243,9 +243,10 @@ def test_llama_names_attrs_and_block(llama8b):
     assert first.deps == (blk.first + 5 * blk.size - 1,)
 
 
-def test_stamped_layers_equal_a_full_trace():
-    full = import_model("llama3-8b", batch=1, seq=8, layers=3, repeat=False)
-    stamped = import_model("llama3-8b", batch=1, seq=8, layers=3)
+@pytest.mark.parametrize("model", ["llama3-8b", "bert-base"])  # a decoder with shared rotary tables; an encoder
+def test_stamped_layers_equal_a_full_trace(model):
+    full = import_model(model, batch=1, seq=8, layers=3, repeat=False)
+    stamped = import_model(model, batch=1, seq=8, layers=3)
     assert not full.blocks and stamped.blocks and stamped.meta["repeat"] == "stamped"
     assert len(full.ops) == len(stamped.ops)
     assert full.ops == stamped.ops  # names, shapes, FLOPs, attrs and deps
