@@ -17,10 +17,13 @@ the model cannot run is a row of ``failures`` with the reason; no number is
 made up for it.
 
 Target (when all_reduce reaches 1 GiB): the ring all-reduce's busbw beside the
-link rates (the GPU's NVLink total per direction, and the rate of the one path
-the route takes today: one NVSwitch, single-path routing until issue 18 item
-3), with the alpha-beta closed form on that path and each protocol overhead the
-model charges, with where it comes from (docs/gpu-box.md).
+link rates (the GPU's NVLink total per direction, and the rate the neighbour
+pair's routing gives: under ``fabric.multipath: spread``, as on the H100 and
+A100 presets, every transfer is striped over all equal-cost paths -- one per
+NVSwitch -- in proportion to their link counts, so the rate is the sum of the
+paths'; under ``single`` the one path's), with the alpha-beta closed form at
+that rate and each protocol overhead the model charges, with where it comes
+from (docs/gpu-box.md).
 
 Outputs: sweep.json, nccl.csv (every row), nccl_tables.txt (the tables in
 nccl-tests' layout; ``kernbench compare-nccl`` reads it back), busbw.png.
@@ -126,11 +129,15 @@ def _target(ctx, config: str):
     system = System.load(config, set=sets, seed=ctx.seed)
     pes = nccl.pes_of(system)[: row["ranks"]]
     ch = system.channels()
-    info = system.route_info(pes[0], pes[1])
+    paths = system.route_paths(pes[0], pes[1])
+    mode = system.multipath
+    info = paths[0]
     cls = info["classes"][0]  # the GPU's links of the class the ring takes (nvlink, or pcie on a PCIe box)
     out_of_gpu = sum(int(ch["bandwidth_Bps"][i]) * int(ch["connections"][i]) for i in range(len(ch["src"]))
                      if system.node_name(int(ch["src"][i])) == pes[0] and ch["class"][i] == cls)
-    path_bps = min(int(ch["bandwidth_Bps"][c]) * int(ch["connections"][c]) for c in info["channels"])
+    used = paths if mode == "spread" else paths[:1]  # ecmp: one path per transfer, path 0 stated
+    path_bps = _striped_rate(used)
+    slowest_bps = min(p["rate_Bps"] for p in used)
     doc = yaml.safe_load(Path(config).read_text()) or {}
     dispatch = _pe(doc, sets, "dispatch", "20 ns", _core.parse_time)
     bank_hop = _pe(doc, sets, "ipcq.bank_hop", "1 ns", _core.parse_time)
@@ -141,7 +148,7 @@ def _target(ctx, config: str):
     n, size = row["ranks"], row["size"]
     hop_lat = info["wire_latency_ps"] + info["node_overhead_ps"]
     reduce_ps = slot / (vec * clock_hz) * 1e12
-    cut_through_ps = chunk / path_bps * 1e12 * (info["hops"] - 1)
+    cut_through_ps = chunk / slowest_bps * 1e12 * (info["hops"] - 1)
     overheads = [
         {"name": "dispatch per step", "ps": dispatch,
          "from": "pe.dispatch (assumed: NCCL's per-step flag write and poll, one small-message round trip)"},
@@ -149,7 +156,8 @@ def _target(ctx, config: str):
          "from": f"route {' -> '.join(info['nodes'])}: the wire latency of its {info['hops']} {cls} hops + the "
                  "switch's overhead (assumed values in the preset)"},
         {"name": "cut-through of the first chunk per extra hop", "ps": cut_through_ps,
-         "from": f"fabric.chunk {chunk} B at the path rate ({info['hops'] - 1} extra hop)"},
+         "from": f"fabric.chunk {chunk} B at the slowest used path's rate {slowest_bps / 1e9:.1f} GB/s "
+                 f"({info['hops'] - 1} extra hop)"},
         {"name": "bank hop per step", "ps": bank_hop, "from": "pe.ipcq.bank_hop (assumed, the default)"},
         {"name": "reduction of the last slot per step", "ps": reduce_ps,
          "from": f"pe.ipcq.slot {int(slot)} B / (pe.vector_bytes_per_cycle x pe.clock) (assumed: HBM rate / 3)"},
@@ -160,21 +168,45 @@ def _target(ctx, config: str):
     t = {"collective": "all_reduce", "algorithm": "ring", "size": size, "ranks": n, "busbw_GBps": row["busbw"],
          "algbw_GBps": row["algbw"], "time_us": row["time_us"],
          "link_class": cls, "gpu_link_rate_GBps": out_of_gpu / 1e9,
-         "route": info["nodes"], "path_rate_GBps": path_bps / 1e9,
+         "route": info["nodes"], "path_rate_GBps": path_bps / 1e9, "multipath": mode,
+         "paths": [{"nodes": p["nodes"], "rate_GBps": p["rate_Bps"] / 1e9} for p in used],
          "busbw_vs_gpu_links": row["busbw"] / (out_of_gpu / 1e9) if out_of_gpu else None,
          "busbw_vs_path": row["busbw"] / (path_bps / 1e9),
          "closed_form_us": closed_ps / 1e6, "model_vs_closed_form": model_ps / closed_ps - 1,
          "alpha_per_step_us": alpha / 1e6, "overheads": [{**o, "us": o.pop("ps") / 1e6} for o in overheads]}
+    rates = ", ".join(f"{p['nodes'][1]} {p['rate_Bps'] / 1e9:.0f}" for p in used)
+    via = f"{len(used)} paths striped by rate: {rates} GB/s" if len(used) > 1 else " -> ".join(info["nodes"])
+    if mode == "ecmp" and len(paths) > 1:  # concurrent transfers may hash onto other paths: not a bound
+        via = (f"each transfer on one of {len(paths)} paths by flow hash, the first stated: {via}; "
+               "transfers in flight together may take others")
     ctx.log(f"target: ring all-reduce, {n} GPUs, 1 GiB: busbw {row['busbw']:.1f} GB/s beside the GPU's {cls} "
             f"links, {t['gpu_link_rate_GBps']:.1f} GB/s per direction "
-            f"({100 * (t['busbw_vs_gpu_links'] or 0):.0f} %), and the route's {t['path_rate_GBps']:.1f} GB/s "
-            f"({' -> '.join(info['nodes'])}: {100 * t['busbw_vs_path']:.1f} %)")
-    ctx.log(f"  closed form 2(n-1)(alpha + S/(n beta)) on that path: {t['closed_form_us']:.1f} us; model "
+            f"({100 * (t['busbw_vs_gpu_links'] or 0):.0f} %), and the routing's {t['path_rate_GBps']:.1f} GB/s "
+            f"(fabric.multipath {mode}; {via}: {100 * t['busbw_vs_path']:.1f} %)")
+    ctx.log(f"  closed form 2(n-1)(alpha + S/(n beta)) at that rate: {t['closed_form_us']:.1f} us; model "
             f"{row['time_us']:.1f} us ({100 * t['model_vs_closed_form']:+.3f} %); alpha per step "
             f"{t['alpha_per_step_us']:.3f} us:")
     for o in t["overheads"]:
         ctx.log(f"    {o['us']:8.3f} us  {o['name']}: {o['from']}")
     return t
+
+
+def _striped_rate(paths: list) -> float:
+    """The rate (B/s) of a transfer striped over `paths` in proportion to their rates (fabric.multipath spread).
+
+    Stripe p carries w_p / W of the bytes (w_p its path's rate, W their sum), so a channel on several paths
+    carries the sum of their shares: the rate is the min over channels of capacity x W / (the weights of the
+    paths through it). On disjoint paths (one per NVSwitch) that is the sum of the paths' rates; on one path,
+    its rate.
+    """
+    total = sum(p["rate_Bps"] for p in paths)
+    load: dict[int, float] = {}
+    capacity: dict[int, float] = {}
+    for p in paths:
+        for c, rate in zip(p["channels"], p["hop_rates_Bps"]):
+            load[c] = load.get(c, 0.0) + p["rate_Bps"]
+            capacity[c] = rate
+    return min(capacity[c] * total / w for c, w in load.items())
 
 
 def _freq(text: str) -> float:

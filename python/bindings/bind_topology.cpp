@@ -66,6 +66,30 @@ py::dict transfers_dict(const Fabric& f) {
   d["chunks"] = column<std::uint32_t>(n, [&](auto i) { return r[i].chunks; });
   d["tag"] = column<std::int32_t>(n, [&](auto i) { return r[i].tag; });
   d["agent"] = column<std::int32_t>(n, [&](auto i) { return r[i].agent; });
+  d["path"] = column<std::uint32_t>(n, [&](auto i) { return r[i].path; });
+  d["stripes"] = column<std::uint32_t>(n, [&](auto i) { return r[i].stripes; });
+  d["parent"] = column<std::int64_t>(n, [&](auto i) {
+    return r[i].parent == kNoTransfer ? std::int64_t{-1} : static_cast<std::int64_t>(r[i].parent);
+  });
+  return d;
+}
+
+py::dict route_dict(System& s, const Route& r) {
+  py::dict d;
+  std::vector<std::string> names, classes;
+  for (NodeId n : r.nodes) names.push_back(s.machine().node(n).name);
+  for (ChannelId c : r.channels) classes.push_back(s.machine().channel(c).link_class);
+  d["nodes"] = names;
+  d["channels"] = r.channels;
+  d["classes"] = classes;
+  d["hops"] = r.hops();
+  d["bottleneck_Bps"] = r.bottleneck.bytes_per_s;
+  d["rate_Bps"] = path_rate(r);
+  std::vector<std::int64_t> hop_rates;  // bandwidth x connections per channel, in order
+  for (const Hop& h : r.hop) hop_rates.push_back(h.bandwidth.bytes_per_s * h.connections);
+  d["hop_rates_Bps"] = hop_rates;
+  d["wire_latency_ps"] = r.wire_latency;
+  d["node_overhead_ps"] = r.node_overhead;
   return d;
 }
 
@@ -265,22 +289,25 @@ void bind_topology(py::module_& m) {
           "route_info",
           [](System& s, const NodeRef& a, const NodeRef& b) {
             Using use(s, false);  // the router caches routes
-            const Route& r = s.fabric().router().route(resolve(s, a), resolve(s, b));
-            py::dict d;
-            std::vector<std::string> names, classes;
-            for (NodeId n : r.nodes) names.push_back(s.machine().node(n).name);
-            for (ChannelId c : r.channels) classes.push_back(s.machine().channel(c).link_class);
-            d["nodes"] = names;
-            d["channels"] = r.channels;
-            d["classes"] = classes;
-            d["hops"] = r.hops();
-            d["bottleneck_Bps"] = r.bottleneck.bytes_per_s;
-            d["wire_latency_ps"] = r.wire_latency;
-            d["node_overhead_ps"] = r.node_overhead;
-            return d;
+            return route_dict(s, s.fabric().router().route(resolve(s, a), resolve(s, b)));
           },
           py::arg("src"), py::arg("dst"),
-          "Route details: nodes, channel ids and classes, hops, per-lane bottleneck (B/s), latency sums.")
+          "Route details: nodes, channel ids and classes, hops, per-lane bottleneck (B/s), path rate "
+          "(B/s), latency sums.")
+      .def(
+          "route_paths",
+          [](System& s, const NodeRef& a, const NodeRef& b) {
+            Using use(s, false);
+            py::list out;
+            for (const Route& r : s.fabric().router().paths(resolve(s, a), resolve(s, b))) out.append(route_dict(s, r));
+            return out;
+          },
+          py::arg("src"), py::arg("dst"),
+          "Every equal-cost path from src to dst in the tie order (route_info's dict each); fabric.multipath "
+          "says how transfers use them.")
+      .def_property_readonly(
+          "multipath", [](System& s) { return std::string(to_string(s.fabric().config().multipath)); },
+          "fabric.multipath of this machine: single, ecmp or spread.")
       .def(
           "max_min_rates",
           [](System& s, const std::vector<std::pair<NodeRef, NodeRef>>& paths) {

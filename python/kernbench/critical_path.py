@@ -135,7 +135,9 @@ def from_system(system: Any, label: str = "system") -> CriticalPath:
     if len(d["issue_ps"]) == 0:
         d, what = core.transfers(), "transfer"
     issue, end = [int(v) for v in d["issue_ps"]], [int(v) for v in d["end_ps"]]
-    done = [i for i in range(len(end)) if end[i] >= 0 and ("done" not in d or bool(d["done"][i]))]
+    # Stripes of a spread transfer (parent >= 0) are parts of their parent's record, not transfers of their own.
+    done = [i for i in range(len(end)) if end[i] >= 0 and ("done" not in d or bool(d["done"][i]))
+            and ("parent" not in d or int(d["parent"][i]) < 0)]
     if not done:
         raise _core.UsageError(f"critical path of {label!r}: the system ran no DMA ops and no transfers")
     t0 = min(issue[i] for i in done)

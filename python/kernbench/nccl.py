@@ -17,7 +17,8 @@ sizes; ``compare`` puts the two side by side with errors per size;
 
 What the model is (docs/gpu-box.md): the collective's Program of IPCQ sends
 and recvs on the machine's PEs (the GPUs), the buffer in PE scratch (raised
-to fit, so the figures are the links'), one path per GPU pair (no multipath yet: issue 18 item 3).
+to fit, so the figures are the links'), routed as the preset's ``fabric.multipath`` says (the
+NVSwitch presets spread every transfer over their switches by link count).
 """
 
 from __future__ import annotations

@@ -292,6 +292,10 @@ def _transfer_trace(system, label: str | None) -> dict[str, Any]:
         args.update({p: int(t[p][i]) for p in _PARTS})
         return f"-> {dst}", "transfer", args
 
+    if "parent" in t:  # the stripes of a spread transfer are drawn as their parent, once
+        keep = [i for i in range(len(start)) if int(t["parent"][i]) < 0]
+        t = {k: [v[i] for i in keep] for k, v in t.items()}
+        start, end = [start[i] for i in keep], [end[i] for i in keep]
     return _interval_trace(system, label, "transfers", [int(x) for x in t["src"]], start, end, "transfers", event)
 
 

@@ -124,7 +124,8 @@ EnergyReport energy(topology::System& system, const Program& program, const RunR
   Tally links;
   for (const topology::TransferRecord& r : system.fabric().records()) {
     if (r.issue < result.start || !r.done() || r.end > result.end) continue;
-    const topology::Route& route = system.fabric().router().route(r.src, r.dst);
+    if (r.stripes > 0) continue;  // spread over paths: its stripes (records of their own) carried the bytes
+    const topology::Route& route = system.fabric().router().paths(r.src, r.dst).at(r.path);
     for (const topology::ChannelId c : route.channels) links.link[m.channel(c).link_class] += r.bytes;
   }
 

@@ -14,6 +14,7 @@ constexpr std::array kNodeKinds = {NodeKind::Pe,     NodeKind::Router, NodeKind:
                                    NodeKind::Switch, NodeKind::Engine, NodeKind::Gsp,     NodeKind::Other};
 constexpr std::array kSipTopologies = {SipTopology::Ring, SipTopology::Torus, SipTopology::Mesh};
 constexpr std::array kFabricModels = {FabricModel::Packet, FabricModel::Flow};
+constexpr std::array kMultipaths = {Multipath::Single, Multipath::Ecmp, Multipath::Spread};
 
 template <typename E, std::size_t N>
 std::optional<E> from_name(const std::array<E, N>& all, std::string_view name) {
@@ -91,6 +92,17 @@ std::optional<NodeKind> node_kind_from_string(std::string_view name) { return fr
 std::optional<SipTopology> sip_topology_from_string(std::string_view name) {
   return from_name(kSipTopologies, name);
 }
+const char* to_string(Multipath multipath) {
+  switch (multipath) {
+    case Multipath::Single: return "single";
+    case Multipath::Ecmp: return "ecmp";
+    case Multipath::Spread: return "spread";
+  }
+  return "?";
+}
+
+std::optional<Multipath> multipath_from_string(std::string_view name) { return from_name(kMultipaths, name); }
+
 std::optional<FabricModel> fabric_model_from_string(std::string_view name) {
   return from_name(kFabricModels, name);
 }
@@ -98,5 +110,6 @@ std::optional<FabricModel> fabric_model_from_string(std::string_view name) {
 std::vector<std::string> node_kind_names() { return names(kNodeKinds); }
 std::vector<std::string> sip_topology_names() { return names(kSipTopologies); }
 std::vector<std::string> fabric_model_names() { return names(kFabricModels); }
+std::vector<std::string> multipath_names() { return names(kMultipaths); }
 
 }  // namespace kernbench::topology

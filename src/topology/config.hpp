@@ -123,10 +123,20 @@ struct LayoutConfig {
   int pes_per_group = 0;
 };
 
+/// A pinned route of an explicit graph (the YAML `graph.routes:`): every
+/// transfer from `src` to `dst` takes src -> via[0] -> ... -> dst, whatever
+/// fabric.multipath says. One direction only (pin dst -> src separately).
+struct PinnedRoute {
+  std::string src;
+  std::string dst;
+  std::vector<std::string> via;  ///< the intermediate nodes, in order (may be empty: the direct link)
+};
+
 struct ExplicitGraphConfig {
   std::vector<ExplicitNode> nodes;
   std::vector<ExplicitEdge> edges;
   LayoutConfig layout;
+  std::vector<PinnedRoute> routes;
 };
 
 /// Arithmetic precisions a GEMM engine may support.
@@ -134,12 +144,19 @@ enum class Precision { Fp32, Fp16, Bf16, Int8 };
 
 enum class FabricModel { Packet, Flow };
 
+/// How a transfer uses the equal-cost paths of its (src, dst) pair
+/// (docs/architecture.md, "Routing"): single takes the first path of the
+/// tie order, ecmp one path per transfer by a hash of its flow key, spread
+/// stripes every transfer over all of them in proportion to their rates.
+enum class Multipath { Single, Ecmp, Spread };
+
 struct FabricConfig {
   FabricModel model = FabricModel::Packet;
   Bytes chunk = 4 * sim::kKiB;  ///< packet model: transfers are cut into chunks of this size
   Bytes flit = 64;              ///< smallest unit; chunk must be a multiple of it
   Bytes request = 64;           ///< size of a DMA read request packet
   Bytes stripe = 0;             ///< lane striping unit on multi-connection links (0: the chunk)
+  Multipath multipath = Multipath::Single;  ///< use of equal-cost paths (single keeps one path per pair)
 };
 
 /// A whole configuration file (after includes and overrides).
@@ -171,15 +188,18 @@ const char* to_string(NodeKind kind);
 const char* to_string(SipTopology topology);
 const char* to_string(FabricModel model);
 const char* to_string(Precision precision);
+const char* to_string(Multipath multipath);
 
 /// Inverses of to_string (exact, case-sensitive names); nullopt for an unknown name.
 std::optional<NodeKind> node_kind_from_string(std::string_view name);
 std::optional<SipTopology> sip_topology_from_string(std::string_view name);
 std::optional<FabricModel> fabric_model_from_string(std::string_view name);
+std::optional<Multipath> multipath_from_string(std::string_view name);
 
 /// Every name of each enum, in declaration order (for messages and the schema).
 std::vector<std::string> node_kind_names();
 std::vector<std::string> sip_topology_names();
 std::vector<std::string> fabric_model_names();
+std::vector<std::string> multipath_names();
 
 }  // namespace kernbench::topology

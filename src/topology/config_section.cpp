@@ -176,6 +176,56 @@ void read_layout(const MapReader& r, ExplicitGraphConfig& g, const std::unordere
                                 ", but the layout has " + count);
 }
 
+// graph.routes: pinned paths, each a chain of existing edges from src to dst.
+void read_routes(const MapReader& r, ExplicitGraphConfig& g, const std::unordered_map<std::string, std::size_t>& index,
+                 const std::vector<std::string>& names, const std::vector<std::vector<std::size_t>>& adjacent) {
+  std::unordered_map<std::string, std::size_t> pinned;  // "src\0dst" -> item index
+  const std::vector<MapReader> items = r.list("routes");
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const MapReader& m = items[i];
+    PinnedRoute p;
+    m.get_string("src", p.src);
+    m.get_string("dst", p.dst);
+    const auto node = [&](const std::string& name, const char* key) {
+      const auto it = index.find(name);
+      if (it == index.end()) m.fail(key, "no node named " + in_quotes(name) + suggestion(name, names));
+      return it->second;
+    };
+    std::vector<std::size_t> path{node(p.src, "src")};
+    if (const Value* v = m.get("via")) {
+      if (v->type != Value::Type::List) m.fail("via", "expected a list of node names");
+      for (std::size_t k = 0; k < v->items.size(); ++k) {
+        const std::string& name = v->items[k].text;
+        const auto it = index.find(name);
+        if (v->items[k].type != Value::Type::Scalar || it == index.end())
+          r.loader().fail(v->items[k].where, item_path(m.path_of("via"), k),
+                          "no node named " + in_quotes(name) + suggestion(name, names));
+        p.via.push_back(name);
+        path.push_back(it->second);
+      }
+    }
+    path.push_back(node(p.dst, "dst"));
+    if (p.src == p.dst) m.fail("dst", "a route from " + in_quotes(p.src) + " to itself");
+    // A path: every node once, every step an edge of graph.edges.
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      for (std::size_t j = 0; j < k; ++j)
+        if (path[j] == path[k])
+          m.fail("via", "the route visits " + in_quotes(g.nodes[path[k]].name) + " twice (a loop)");
+      if (k == 0) continue;
+      const std::vector<std::size_t>& adj = adjacent[path[k - 1]];
+      if (std::find(adj.begin(), adj.end(), path[k]) == adj.end())
+        m.fail(p.via.empty() ? "dst" : "via", "no edge joins " + in_quotes(g.nodes[path[k - 1]].name) + " and " +
+                                                  in_quotes(g.nodes[path[k]].name) + " (a route follows " +
+                                                  r.path_of("edges") + ")");
+    }
+    const std::string key = p.src + std::string(1, '\0') + p.dst;
+    if (const auto [it, fresh] = pinned.emplace(key, i); !fresh)
+      m.fail("src", "a second route from " + in_quotes(p.src) + " to " + in_quotes(p.dst) + " (the first is " +
+                        item_path(r.path_of("routes"), it->second) + ")");
+    g.routes.push_back(std::move(p));
+  }
+}
+
 ExplicitGraphConfig read_graph(const MapReader& top) {
   const MapReader r = top.child("graph");
   ExplicitGraphConfig g;
@@ -237,6 +287,7 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
                                   "; a PE's memory is a hbm_ctrl or memory node");
   }
   if (r.get("layout")) read_layout(r.child("layout"), g, index, names);
+  if (r.get("routes")) read_routes(r, g, index, names, adjacent);
 
   // Every node must be reachable from the first (routing needs a connected graph).
   std::vector<bool> seen(g.nodes.size(), false);
@@ -440,6 +491,14 @@ void add_config_sections(config::Schema& schema) {
   lgr.key("w", Type::Int, "group grid width").req().min(Bound::Positive);
   lgr.key("h", Type::Int, "group grid height").req().min(Bound::Positive);
   layout.key("pes_per_group", Type::Int, "PEs per group").min(Bound::Positive);
+  Section<PinnedRoute> gr = graph.section<PinnedRoute>(
+      "routes", Type::List, "pinned routes: every transfer src -> dst takes this path (one direction)");
+  gr.doc("A pinned route: src -> via... -> dst along existing edges; it overrides fabric.multipath for the pair.");
+  gr.rules({"src, dst and every via node exist; src != dst", "consecutive nodes are joined by an edge",
+            "no node twice; at most one route per (src, dst)"});
+  gr.key("src", Type::String, "the sending node").req();
+  gr.key("dst", Type::String, "the receiving node").req();
+  gr.key("via", Type::Strings, "the intermediate nodes in order (empty or absent: the direct edge)");
   Section<ExplicitEdge> ge = graph.section<ExplicitEdge>("edges", Type::List, "the links");
   graph.key_def("edges").req();
   ge.doc("One link of an explicit graph (both directions, same parameters).");
@@ -491,6 +550,10 @@ void add_config_sections(config::Schema& schema) {
   fabric.bytes("request", &FabricConfig::request, "size of a DMA read request packet").min(Bound::Positive);
   fabric.bytes("stripe", &FabricConfig::stripe, "lane striping unit on multi-connection links (0: the chunk)")
       .min(Bound::NonNegative);
+  fabric.choice("multipath", &FabricConfig::multipath,
+                "equal-cost paths: single (the first in tie order), ecmp (one per transfer by flow hash), "
+                "spread (every transfer striped over all, by path rate)",
+                multipath_names(), multipath_from_string);
   fabric.rule([](const MapReader& r, FabricConfig& f) {
     if (f.chunk % f.flit != 0)
       r.fail(r.get("chunk") ? "chunk" : "flit", "the chunk (" + config::format_bytes(f.chunk) +

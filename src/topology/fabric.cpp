@@ -31,7 +31,12 @@ const Route& Fabric::open(const TransferSpec& spec, TransferId& id) {
   if (spec.src >= machine_.num_nodes() || spec.dst >= machine_.num_nodes())
     throw UsageError("transfer: node id out of range");
   check_transfer_size(spec.bytes, "transfer " + machine_.node(spec.src).name + " -> " + machine_.node(spec.dst).name);
-  const Route& route = router_.route(spec.src, spec.dst);
+  const std::vector<Route>& paths = router_.paths(spec.src, spec.dst);
+  if (spec.path < 0 || static_cast<std::size_t>(spec.path) >= paths.size())
+    throw UsageError("transfer " + machine_.node(spec.src).name + " -> " + machine_.node(spec.dst).name + ": path " +
+                     std::to_string(spec.path) + " out of range (the pair has " + std::to_string(paths.size()) +
+                     " equal-cost path" + (paths.size() == 1 ? "" : "s") + ")");
+  const Route& route = paths[static_cast<std::size_t>(spec.path)];
   check_transfer_time(route, spec, sim_.now());
   id = records_.size();
   TransferRecord r;
@@ -44,8 +49,10 @@ const Route& Fabric::open(const TransferSpec& spec, TransferId& id) {
   r.tag = spec.tag;
   r.agent = spec.agent;
   r.request = spec.request;
+  r.path = static_cast<std::uint32_t>(spec.path);
+  r.parent = opening_stripe_of_;
   records_.push_back(r);
-  ++in_flight_;
+  if (r.parent == kNoTransfer) ++in_flight_;  // a stripe is part of its parent's count
   return route;
 }
 
@@ -112,8 +119,25 @@ void Fabric::close(TransferId id, Time end, const Breakdown& parts, sim::Target 
   if (parts.total() != end - r.issue)
     throw InternalError("fabric: breakdown of transfer " + std::to_string(id) + " sums to " +
                         std::to_string(parts.total()) + " ps, latency is " + std::to_string(end - r.issue) + " ps");
-  --in_flight_;
-  if (!on_done.empty()) sim_.schedule(end - sim_.now(), on_done, id);
+  if (r.parent == kNoTransfer) {
+    --in_flight_;
+    if (!on_done.empty()) sim_.schedule(end - sim_.now(), on_done, id);
+    return;
+  }
+  // A stripe: the parent completes with its last stripe (the latest end; of
+  // equal ends, the one closed last), whose breakdown it takes.
+  const TransferId parent = r.parent;
+  auto it = splits_.find(parent);
+  if (it == splits_.end()) throw InternalError("fabric: stripe " + std::to_string(id) + " of an unknown transfer");
+  Split& s = it->second;
+  if (end >= s.end) {
+    s.end = end;
+    s.parts = parts;
+  }
+  if (--s.remaining > 0) return;
+  const Split done = s;
+  splits_.erase(it);
+  close(parent, done.end, done.parts, done.on_done);
 }
 
 std::unique_ptr<Fabric> make_fabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config) {

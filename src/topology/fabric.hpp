@@ -9,6 +9,15 @@
 //   transmission  wire latency + serialisation of the last byte's chunk
 //   drain         waiting behind the transfer's own earlier bytes
 //   queuing       waiting behind other transfers (contention)
+//
+// Multipath (fabric.multipath, docs/architecture.md "Routing"): start()
+// picks the transfer's equal-cost path (Router::paths) -- the first one
+// (single), one by a hash of its flow key (ecmp) -- or cuts it into one
+// stripe per path, sized in proportion to the paths' rates (spread). A
+// stripe is a transfer of its own on its path (its own record, with
+// `parent` set); the transfer the caller sees completes when its last
+// stripe has arrived, with that stripe's breakdown. The models only ever
+// move one transfer along one route (start_path).
 #pragma once
 
 #include <coroutine>
@@ -16,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/event.hpp"
@@ -27,6 +37,8 @@
 namespace kernbench::topology {
 
 using TransferId = std::uint64_t;
+/// No transfer (TransferRecord::parent of a transfer that is not a stripe).
+inline constexpr TransferId kNoTransfer = ~TransferId{0};
 
 /// The largest transfer a fabric accepts (1 TiB): chunk counts and times
 /// stay far from overflow, and nothing real moves more in one go.
@@ -56,6 +68,9 @@ struct TransferSpec {
   /// False for the data leg of a DMA read: the memory node already paid its
   /// processing when the request arrived.
   bool charge_src_overhead = true;
+  /// Which of the pair's equal-cost paths (an index into Router::paths);
+  /// -1: the one fabric.multipath picks (or every one, striped, under spread).
+  std::int32_t path = -1;
 };
 
 /// What a transfer did. Complete once its last byte has arrived.
@@ -72,6 +87,9 @@ struct TransferRecord {
   std::int32_t tag = 0;
   std::int32_t agent = -1;
   std::int64_t request = -1;
+  std::uint32_t path = 0;            ///< the equal-cost path it took (Router::paths index; 0 when striped)
+  std::uint32_t stripes = 0;         ///< spread: how many stripes moved it (0: it moved itself)
+  TransferId parent = kNoTransfer;   ///< a stripe: the transfer it is part of
   bool done() const { return end >= 0; }
   Time latency() const { return end - issue; }
 };
@@ -91,8 +109,9 @@ class Fabric {
 
   /// Starts moving `spec.bytes` from src to dst at the current time. When the
   /// last byte has arrived the record is complete and `on_done` (if any) is
-  /// woken with arg = the transfer id. Never completes synchronously.
-  virtual TransferId start(const TransferSpec& spec, sim::Target on_done = {}) = 0;
+  /// woken with arg = the transfer id. Never completes synchronously. The
+  /// path (or paths) as fabric.multipath says, unless spec.path names one.
+  TransferId start(const TransferSpec& spec, sim::Target on_done = {});
 
   /// Awaitable form: `const TransferRecord& r = co_await fabric.transfer(spec);`
   auto transfer(const TransferSpec& spec) {
@@ -108,7 +127,9 @@ class Fabric {
   }
 
   const TransferRecord& record(TransferId id) const { return records_.at(id); }
+  /// Every record, the stripes of spread transfers included (parent set).
   const std::vector<TransferRecord>& records() const { return records_; }
+  /// Transfers started and not complete (stripes are not counted apart).
   std::size_t in_flight() const { return in_flight_; }
 
   /// Totals per channel so far.
@@ -132,7 +153,11 @@ class Fabric {
   virtual const char* model_name() const = 0;
 
  protected:
-  /// Validates the spec, creates its record and returns its route.
+  /// The model's part: move one transfer along the route spec.path (>= 0,
+  /// checked) of its pair; it calls open() first and close() at the end.
+  virtual TransferId start_path(const TransferSpec& spec, sim::Target on_done) = 0;
+
+  /// Validates the spec, creates its record and returns its route (spec.path's).
   const Route& open(const TransferSpec& spec, TransferId& id);
   /// Fills the record's end and parts and wakes `on_done` at `end`.
   void close(TransferId id, Time end, const Breakdown& parts, sim::Target on_done);
@@ -143,6 +168,21 @@ class Fabric {
   Router router_;
   std::vector<TransferRecord> records_;
   std::size_t in_flight_ = 0;
+
+ private:
+  /// ecmp: the path of a transfer, from a hash of its flow key.
+  std::int32_t ecmp_path(const TransferSpec& spec, std::size_t paths) const;
+  /// spread: the stripes of a transfer over `paths` (fabric_multipath.cpp).
+  TransferId start_spread(const TransferSpec& spec, const std::vector<Route>& paths, sim::Target on_done);
+  /// A transfer in stripes: how many are still moving, the latest arrival so far.
+  struct Split {
+    std::uint32_t remaining = 0;
+    Time end = -1;
+    Breakdown parts;
+    sim::Target on_done;
+  };
+  std::unordered_map<TransferId, Split> splits_;
+  TransferId opening_stripe_of_ = kNoTransfer;  // set while start_spread opens a stripe
 };
 
 /// The fabric the config asks for.

@@ -92,7 +92,7 @@ std::uint32_t FlowFabric::plan_for(const Route& route) {
   return id;
 }
 
-TransferId FlowFabric::start(const TransferSpec& spec, sim::Target on_done) {
+TransferId FlowFabric::start_path(const TransferSpec& spec, sim::Target on_done) {
   TransferId id = 0;
   const Route& route = open(spec, id);
   const std::uint32_t plan = plan_for(route);

@@ -66,7 +66,7 @@ class FlowFabric final : public Fabric {
   /// record completes, and `on_done` is woken with the transfer id, at its
   /// end time. A zero-byte transfer only pays latencies and overheads; a
   /// zero-hop one (src == dst) only the node's overhead.
-  TransferId start(const TransferSpec& spec, sim::Target on_done = {}) override;
+  TransferId start_path(const TransferSpec& spec, sim::Target on_done) override;
 
   /// Bytes and busy lane-time per channel, counted when a segment's flow
   /// completes (a flow in progress is not counted yet). busy_time is

@@ -20,7 +20,7 @@ std::uint32_t PacketFabric::segment_end(const Route& r, std::uint32_t begin) con
   return hops;
 }
 
-TransferId PacketFabric::start(const TransferSpec& spec, sim::Target on_done) {
+TransferId PacketFabric::start_path(const TransferSpec& spec, sim::Target on_done) {
   TransferId id = 0;
   const Route& route = open(spec, id);
   const std::uint32_t t = transfers_.acquire();

@@ -63,7 +63,7 @@ class PacketFabric final : public Fabric {
  public:
   PacketFabric(sim::Simulation& sim, const Machine& machine, const FabricConfig& config);
 
-  TransferId start(const TransferSpec& spec, sim::Target on_done = {}) override;
+  TransferId start_path(const TransferSpec& spec, sim::Target on_done) override;
   ChannelStats channel_stats(ChannelId channel) const override;
   const char* model_name() const override { return "packet"; }
 

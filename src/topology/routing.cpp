@@ -10,6 +10,13 @@
 namespace kernbench::topology {
 
 Router::Router(const Machine& machine) : m_(machine) {
+  if (const auto& g = m_.config().graph)
+    for (const PinnedRoute& p : g->routes) {  // checked at load: names exist, steps are edges
+      std::vector<NodeId> path{m_.at(p.src)};
+      for (const std::string& v : p.via) path.push_back(m_.at(v));
+      path.push_back(m_.at(p.dst));
+      pinned_[(static_cast<std::uint64_t>(path.front()) << 32) | path.back()] = std::move(path);
+    }
   if (!m_.generated()) return;
   // The SIP grid as a graph of its PCIe links alone.
   const SystemConfig& s = m_.system();
@@ -50,34 +57,41 @@ const std::vector<int>& Router::sip_next_to(int dst) {
   return sip_next_.emplace(dst, std::move(next)).first->second;
 }
 
-const Route& Router::route(NodeId src, NodeId dst) {
+const std::vector<Route>& Router::paths(NodeId src, NodeId dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  Route r;
-  r.src = src;
-  r.dst = dst;
-  r.nodes.push_back(src);
-  if (src != dst) {
-    if (m_.generated() && hierarchical(src) && hierarchical(dst)) {
-      const int ss = m_.node(src).sip, ds = m_.node(dst).sip;
-      if (ss == ds) {
-        intra_sip(r, src, dst);
-      } else {
-        intra_sip(r, src, m_.pcie_ep(ss));
-        const std::vector<int>& towards = sip_next_to(ds);
-        for (int at = ss; at != ds;) {
-          const int next = towards[static_cast<std::size_t>(at)];
-          append(r, m_.pcie_ep(at), m_.pcie_ep(next));
-          at = next;
-        }
-        intra_sip(r, m_.pcie_ep(ds), dst);
-      }
+  std::vector<Route> out;
+  if (const auto pin = pinned_.find(key); pin != pinned_.end()) {
+    Route r;
+    r.src = src;
+    r.dst = dst;
+    r.nodes.push_back(src);
+    for (std::size_t i = 1; i < pin->second.size(); ++i) append(r, pin->second[i - 1], pin->second[i]);
+    out.push_back(std::move(r));
+  } else if (src != dst && m_.generated() && hierarchical(src) && hierarchical(dst)) {
+    Route r;
+    r.src = src;
+    r.dst = dst;
+    r.nodes.push_back(src);
+    const int ss = m_.node(src).sip, ds = m_.node(dst).sip;
+    if (ss == ds) {
+      intra_sip(r, src, dst);
     } else {
-      r = shortest_path(src, dst);
+      intra_sip(r, src, m_.pcie_ep(ss));
+      const std::vector<int>& towards = sip_next_to(ds);
+      for (int at = ss; at != ds;) {
+        const int next = towards[static_cast<std::size_t>(at)];
+        append(r, m_.pcie_ep(at), m_.pcie_ep(next));
+        at = next;
+      }
+      intra_sip(r, m_.pcie_ep(ds), dst);
     }
+    out.push_back(std::move(r));
+  } else {
+    out = equal_cost_paths(src, dst, kMaxEqualCostPaths);
   }
-  finish(r);
-  return cache_.emplace(key, std::move(r)).first->second;
+  for (Route& r : out) finish(r);
+  return cache_.emplace(key, std::move(out)).first->second;
 }
 
 bool Router::hierarchical(NodeId n) const {
@@ -165,28 +179,6 @@ void Router::intra_sip(Route& r, NodeId src, NodeId dst) const {
   if (dst != rb) append(r, rb, dst);
 }
 
-Route Router::shortest_path(NodeId src, NodeId dst) const {
-  const BoostGraph& g = m_.graph();
-  const std::size_t n = boost::num_vertices(g);
-  std::vector<std::size_t> pred(n);
-  std::vector<Time> dist(n);
-  boost::dijkstra_shortest_paths(
-      g, src,
-      boost::weight_map(boost::get(&EdgeProps::weight, g))
-          .predecessor_map(boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
-          .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g))));
-  if (src != dst && pred[dst] == dst)
-    throw TopologyError(m_.config().source + ": no path from " + m_.node(src).name + " to " + m_.node(dst).name);
-  std::vector<NodeId> rev{dst};
-  for (std::size_t v = dst; v != src; v = pred[v]) rev.push_back(static_cast<NodeId>(pred[v]));
-  Route r;
-  r.src = src;
-  r.dst = dst;
-  r.nodes.push_back(src);
-  for (std::size_t i = rev.size() - 1; i > 0; --i) append(r, rev[i], rev[i - 1]);
-  return r;
-}
-
 namespace {
 // Sums of per-hop latencies and overheads saturate instead of wrapping: a
 // route whose total is past the time range is refused, with the per-hop
@@ -196,6 +188,16 @@ Time saturating_add(Time a, Time b) {
   return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<Time>::max() : out;
 }
 }  // namespace
+
+std::int64_t path_rate(const Route& route) {
+  std::int64_t rate = 0;
+  for (const Hop& h : route.hop) {
+    const __int128 r = static_cast<__int128>(h.bandwidth.bytes_per_s) * std::max(h.connections, 1);
+    const std::int64_t hop_rate = static_cast<std::int64_t>(std::min<__int128>(r, INT64_MAX));
+    rate = rate == 0 ? hop_rate : std::min(rate, hop_rate);
+  }
+  return rate;
+}
 
 void Router::finish(Route& r) const {
   r.wire_latency = 0;

@@ -8,6 +8,15 @@
 // (explicit graphs, unusual endpoints) takes the Dijkstra shortest path on
 // the whole graph. Routes are computed once per (src, dst) and cached, and
 // the SIP grid's next hops once per destination SIP, when first needed.
+//
+// Equal-cost paths (the Dijkstra part only; dimension-order routes are one
+// path by construction): every shortest path by the same hop weight, in the
+// tie order -- lexicographic by the node ids along the path (node ids are
+// the order the config lists the nodes), then by channel id where two
+// channels join the same pair -- and at most kMaxEqualCostPaths of them,
+// the first ones in that order. route() is the first; the fabric uses the
+// others as fabric.multipath says. A pinned route (graph.routes) is the
+// only path of its pair. Edge order never decides anything.
 #pragma once
 
 #include <cstdint>
@@ -42,16 +51,31 @@ struct Route {
   std::size_t hops() const { return channels.size(); }
 };
 
+/// The most equal-cost paths kept per (src, dst): the first ones in the tie order.
+inline constexpr std::size_t kMaxEqualCostPaths = 16;
+
+/// Per-lane bandwidth x connections of the path's slowest hop (B/s): what
+/// the path can carry alone, the weight of its stripe under `spread`.
+std::int64_t path_rate(const Route& route);
+
 class Router {
  public:
   explicit Router(const Machine& machine);
 
-  /// The route from src to dst (cached; the reference stays valid).
-  const Route& route(NodeId src, NodeId dst);
+  /// The route from src to dst: the first of paths() (cached; the reference stays valid).
+  const Route& route(NodeId src, NodeId dst) { return paths(src, dst).front(); }
+
+  /// Every equal-cost route from src to dst in the tie order (at least one;
+  /// one for a pinned pair and on dimension-order routes). Cached; the
+  /// references stay valid.
+  const std::vector<Route>& paths(NodeId src, NodeId dst);
 
   /// Dijkstra on the whole graph, ignoring the hierarchy (for tests and
-  /// explicit graphs).
-  Route shortest_path(NodeId src, NodeId dst) const;
+  /// explicit graphs): the first equal-cost path in the tie order.
+  Route shortest_path(NodeId src, NodeId dst) const { return equal_cost_paths(src, dst, 1).front(); }
+
+  /// The first `cap` shortest paths (by hop weight) in the tie order.
+  std::vector<Route> equal_cost_paths(NodeId src, NodeId dst, std::size_t cap) const;
 
  private:
   void append(Route& r, NodeId from, NodeId to) const;  // one channel
@@ -65,7 +89,8 @@ class Router {
   const std::vector<int>& sip_next_to(int dst);
 
   const Machine& m_;
-  std::unordered_map<std::uint64_t, Route> cache_;
+  std::unordered_map<std::uint64_t, std::vector<Route>> cache_;
+  std::unordered_map<std::uint64_t, std::vector<NodeId>> pinned_;  // (src << 32 | dst) -> node path
   // SIP-level shortest paths over the PCIe links, one next-hop table per
   // destination SIP that a route has needed: memory grows with the
   // destinations used, not with the square of the SIP count.

@@ -182,7 +182,7 @@ class Block:
 
     Instance i occupies ``ops[first + i*size : first + (i+1)*size]`` (``size =
     end - first``) and is instance 0 with ``{prefix}.0.`` renamed
-    ``{prefix}.{i}.`` in op and parameter names. The lowering may simulate one
+    ``{prefix}.{i}.`` in op names, parameter names and string attrs. The lowering may simulate one
     instance and reuse its time; the op list holds all of them.
     """
 
@@ -305,9 +305,11 @@ class WorkloadGraph:
             for op in ops:
                 deps = tuple(d + shift if d >= offset else (offset + shift - 1 if d == offset - 1 else d)
                              for d in op.deps)
+                attrs = {k: (v.replace(src0, dst, 1) if isinstance(v, str) and v.startswith(src0) else v)
+                         for k, v in op.attrs.items()}  # e.g. a matmul's weight name
                 out.append(replace(op, name=op.name.replace(src0, dst, 1),
                                    params=tuple(ParamRef(p.name.replace(src0, dst, 1), p.spec) for p in op.params),
-                                   deps=deps))
+                                   attrs=attrs, deps=deps))
         return out
 
     # ---- persistence -----------------------------------------------------------

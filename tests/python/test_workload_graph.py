@@ -1,0 +1,61 @@
+"""The op-graph format (kernbench.workloads.graph): totals, repeated blocks, round trip, bad input."""
+
+import pytest
+
+from kernbench.workloads import Block, Op, ParamRef, TensorSpec, WorkloadError, WorkloadGraph
+
+
+def _layer(prefix: str, first_dep: tuple[int, ...], base: int):
+    x = TensorSpec((4, 8), "bf16")
+    w = ParamRef(f"{prefix}.fc.weight", TensorSpec((8, 8), "bf16"))
+    fc = Op(f"{prefix}.fc", "matmul", "aten.mm.default", (x,), (x,), (w,), 2 * 4 * 8 * 8,
+            {"m": 4, "n": 8, "k": 8, "batch": 1, "weight": w.name}, first_dep)
+    view = Op(f"{prefix}.view", "view", "aten.view.default", (x,), (TensorSpec((32,), "bf16"),), (), 0, {}, (base,))
+    act = Op(f"{prefix}.act", "elementwise", "aten.relu.default", (x,), (x,), (), 32, {"elements": 32, "operands": 1},
+             (base + 1,))
+    return [fc, view, act]
+
+
+def test_repeat_block_equals_writing_every_layer_out():
+    embed_out = TensorSpec((4, 8), "bf16")
+    table = ParamRef("embed.weight", TensorSpec((100, 8), "bf16"))
+    embed = Op("embed", "embedding", "aten.embedding.default", (), (embed_out,), (table,), 0,
+               {"rows": 100, "dim": 8, "tokens": 4})
+    layer0 = _layer("layers.0", (0,), 1)
+    stamped = [embed] + layer0 + WorkloadGraph.repeat_block(layer0, "layers", 3, offset=1)
+    written = [embed] + _layer("layers.0", (0,), 1) + _layer("layers.1", (3,), 4) + _layer("layers.2", (6,), 7)
+    assert [o.to_dict() for o in stamped] == [o.to_dict() for o in written]
+    g = WorkloadGraph("toy", stamped, blocks=[Block("layers", 1, 4, 3)])
+    assert g.flops == 3 * (2 * 4 * 8 * 8 + 32)
+    assert g.param_bytes == 100 * 8 * 2 + 3 * 8 * 8 * 2          # each distinct name once
+    assert g.param_count == 100 * 8 + 3 * 64
+    assert g.activation_bytes == 4 * 8 * 2 * (1 + 3 * 2)          # views write nothing
+    assert g.by_kind()["view"] == {"ops": 3, "flops": 0, "bytes_read": 0, "bytes_written": 0}
+    assert [o.name for o in g.find("layers.1")] == ["layers.1.fc", "layers.1.view", "layers.1.act"]
+
+
+def test_tied_weights_count_once():
+    x = TensorSpec((2, 4), "fp32")
+    w = ParamRef("wte.weight", TensorSpec((10, 4), "fp32"))
+    ops = [Op("wte", "embedding", "aten.embedding.default", (), (x,), (w,)),
+           Op("lm_head", "matmul", "aten.mm.default", (x,), (TensorSpec((2, 10), "fp32"),), (w,), 2 * 2 * 4 * 10,
+              {"m": 2, "n": 10, "k": 4, "batch": 1}, (0,))]
+    assert WorkloadGraph("tied", ops).param_bytes == 10 * 4 * 4
+
+
+def test_round_trip_is_exact(tmp_path):
+    g = WorkloadGraph("toy", _layer("layers.0", (), 0), blocks=[Block("layers", 0, 3, 1)], meta={"batch": 4})
+    path = g.save(tmp_path / "g.json")
+    assert WorkloadGraph.load(path).to_dict() == g.to_dict()
+
+
+def test_bad_records_name_what_is_wrong():
+    x = TensorSpec((2,), "fp32")
+    with pytest.raises(WorkloadError, match="unknown kind 'gemm'"):
+        Op("a.b", "gemm", "aten.mm")
+    with pytest.raises(WorkloadError, match="unknown dtype 'float'"):
+        TensorSpec((2,), "float")
+    with pytest.raises(WorkloadError, match=r"op 1 \('second'\) depends on op 1"):
+        WorkloadGraph("g", [Op("first", "elementwise", "t", (x,), (x,)), Op("second", "elementwise", "t", deps=(1,))])
+    with pytest.raises(WorkloadError, match="does not fit in 1 ops"):
+        WorkloadGraph("g", [Op("first", "elementwise", "t")], blocks=[Block("layers", 0, 1, 2)])
