@@ -1,10 +1,26 @@
 """Workloads from the ecosystem: op graphs imported from PyTorch, ONNX and execution traces.
 
 ``graph`` holds the format (``WorkloadGraph`` of ``Op`` records); the
-importers and the lowering onto a machine build on it.
+importers and the lowering onto a machine build on it. The importers are
+imported lazily, so ``import kernbench`` (and ``kernbench.workloads``) never
+needs torch or onnx: ``from_torch``/``import_model`` need the ``torch`` extra,
+``from_onnx`` the ``onnx`` extra; ``from_execution_trace`` reads JSON and
+needs neither.
 """
 
 from kernbench.workloads.graph import (DTYPE_BYTES, KINDS, Block, Op, ParamRef, TensorSpec, WorkloadError,
                                        WorkloadGraph)
 
-__all__ = ["DTYPE_BYTES", "KINDS", "Block", "Op", "ParamRef", "TensorSpec", "WorkloadError", "WorkloadGraph"]
+__all__ = ["DTYPE_BYTES", "KINDS", "Block", "Op", "ParamRef", "TensorSpec", "WorkloadError", "WorkloadGraph",
+           "from_torch", "from_onnx", "from_execution_trace", "import_model"]
+
+# name -> module that defines it (imported on first use).
+_LAZY = {"from_torch": "kernbench.workloads.torch_import", "from_onnx": "kernbench.workloads.onnx_import",
+         "from_execution_trace": "kernbench.workloads.exec_trace", "import_model": "kernbench.workloads.models"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'kernbench.workloads' has no attribute {name!r}")

@@ -1,0 +1,219 @@
+"""Real models nobody here wrote: ``transformers`` classes built from their published configurations.
+
+Each builder constructs the model's Config class from the numbers of the
+model's published ``config.json`` (written out below, with where they come
+from), instantiates the model under ``torch.device("meta")`` -- no
+download, no weights allocated -- and returns ``(module, example_inputs)``::
+
+    from kernbench.workloads import models, from_torch
+    module, inputs = models.llama3_8b(batch=1, seq=2048)
+    g = from_torch(module, inputs)                  # or: models.import_model("llama3-8b", seq=2048)
+    g.find("model.layers.3.mlp.down_proj")
+
+Attention: the transformer models run HF's own SDPA attention
+(``transformers.integrations.sdpa_attention``) registered under the name
+``kernbench_sdpa`` without an attention-mask builder, so the (causal or
+bidirectional) pattern reaches ``scaled_dot_product_attention`` as its
+``is_causal`` flag -- what HF does outside ``torch.export`` when no token is
+padded. Under export HF would otherwise materialise a ``batch x 1 x seq x
+seq`` boolean mask in some twenty small ops before the first layer (its
+documented export behaviour: the traced graph cannot rely on ``is_causal``
+for other shapes); the example inputs here are unpadded, so both are the
+same attention, and the op graph stays the model's own work.
+
+Versions are pinned (``pip install 'kernbench[torch]'``: torch==2.13.0,
+transformers==5.24.0): the traced op list depends on the modelling code of
+the transformers release.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from kernbench.workloads.graph import WorkloadError, WorkloadGraph
+
+__all__ = ["LLAMA3_8B", "LLAMA3_70B", "GPT2", "BERT_BASE", "RESNET50", "MODELS", "ATTENTION", "llama3_8b",
+           "llama3_70b", "gpt2", "bert_base", "resnet50", "build", "import_model"]
+
+#: meta-llama/Meta-Llama-3-8B, config.json (https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json).
+LLAMA3_8B: dict[str, Any] = {
+    "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
+    "rope_theta": 500000.0, "hidden_act": "silu", "attention_bias": False, "mlp_bias": False,
+    "tie_word_embeddings": False, "bos_token_id": 128000, "eos_token_id": 128001, "torch_dtype": "bfloat16",
+}
+#: meta-llama/Meta-Llama-3-70B, config.json (https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json).
+LLAMA3_70B: dict[str, Any] = {
+    **LLAMA3_8B, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
+    "num_attention_heads": 64, "num_key_value_heads": 8,
+}
+#: openai-community/gpt2 (gpt2), config.json (https://huggingface.co/openai-community/gpt2/blob/main/config.json).
+#: The published weights are fp32.
+GPT2: dict[str, Any] = {
+    "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024, "n_ctx": 1024, "vocab_size": 50257,
+    "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "attn_pdrop": 0.1, "embd_pdrop": 0.1,
+    "resid_pdrop": 0.1, "bos_token_id": 50256, "eos_token_id": 50256, "torch_dtype": "float32",
+}
+#: google-bert/bert-base-uncased, config.json (https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json).
+BERT_BASE: dict[str, Any] = {
+    "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+    "hidden_act": "gelu", "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+    "pad_token_id": 0, "position_embedding_type": "absolute", "torch_dtype": "float32",
+}
+#: microsoft/resnet-50, config.json (https://huggingface.co/microsoft/resnet-50/blob/main/config.json);
+#: built as ``ResNetModel`` (the backbone and its pooler, without the 1000-class head).
+RESNET50: dict[str, Any] = {
+    "num_channels": 3, "embedding_size": 64, "hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3],
+    "layer_type": "bottleneck", "hidden_act": "relu", "downsample_in_first_stage": False,
+    "downsample_in_bottleneck": False, "torch_dtype": "float32",
+}
+
+#: The attention implementation the transformer builders select (see the module docstring).
+ATTENTION = "kernbench_sdpa"
+
+
+def _torch():
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as e:  # pragma: no cover - the extra is missing
+        raise WorkloadError("the model builders need torch and transformers: pip install 'kernbench[torch]'") from e
+    return torch
+
+
+def _register_attention() -> None:
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    if ATTENTION not in AttentionInterface._global_mapping:
+        AttentionInterface.register(ATTENTION, sdpa_attention_forward)
+
+
+def _config(numbers: dict[str, Any], layers: int | None, layers_key: str) -> tuple[dict[str, Any], Any]:
+    torch = _torch()
+    kw = dict(numbers)
+    dtype = getattr(torch, kw.pop("torch_dtype"))
+    if layers is not None:
+        if layers < 1:
+            raise WorkloadError(f"layers={layers}: a model needs at least one layer")
+        kw[layers_key] = int(layers)
+    return kw, dtype
+
+
+def _build(cls, config, dtype, dtype_override):
+    torch = _torch()
+    # _from_config builds under the dtype as from_pretrained would: parameters
+    # in it, while buffers the modelling code makes in fp32 (LLaMA's rotary
+    # inv_freq) stay fp32, as in the published checkpoints' runs.
+    with torch.device("meta"):
+        model = cls._from_config(config, dtype=dtype_override if dtype_override is not None else dtype)
+    return model.eval()
+
+
+def _dtype(d):
+    if d is None or not isinstance(d, str):
+        return d
+    torch = _torch()
+    names = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    if d not in names:
+        raise WorkloadError(f"dtype {d!r} (known: {', '.join(names)})")
+    return names[d]
+
+
+def _ids(batch: int, seq: int, vocab: int, limit: int | None = None):
+    torch = _torch()
+    if batch < 1 or seq < 1:
+        raise WorkloadError(f"batch={batch}, seq={seq}: both must be at least 1")
+    if limit is not None and seq > limit:
+        raise WorkloadError(f"seq={seq} exceeds the model's {limit} positions")
+    return torch.zeros(batch, seq, dtype=torch.long, device="meta")
+
+
+def _llama(numbers, batch, seq, layers, dtype):
+    _torch()
+    from transformers import LlamaConfig, LlamaForCausalLM
+    _register_attention()
+    kw, dt = _config(numbers, layers, "num_hidden_layers")
+    cfg = LlamaConfig(**kw, use_cache=False, attn_implementation=ATTENTION)
+    return _build(LlamaForCausalLM, cfg, dt, _dtype(dtype)), (_ids(batch, seq, cfg.vocab_size,
+                                                                 cfg.max_position_embeddings),)
+
+
+def llama3_8b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Meta-Llama-3-8B's configuration (bf16; untied LM head), and ``(input_ids,)``."""
+    return _llama(LLAMA3_8B, batch, seq, layers, dtype)
+
+
+def llama3_70b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Meta-Llama-3-70B's configuration (80 layers, bf16), and ``(input_ids,)``."""
+    return _llama(LLAMA3_70B, batch, seq, layers, dtype)
+
+
+def gpt2(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``GPT2LMHeadModel`` with gpt2's configuration (fp32; the LM head is tied to ``wte``), and ``(input_ids,)``."""
+    _torch()
+    from transformers import GPT2Config, GPT2LMHeadModel
+    _register_attention()
+    kw, dt = _config(GPT2, layers, "n_layer")
+    cfg = GPT2Config(**kw, use_cache=False, attn_implementation=ATTENTION)
+    return _build(GPT2LMHeadModel, cfg, dt, _dtype(dtype)), (_ids(batch, seq, cfg.vocab_size, cfg.n_positions),)
+
+
+def bert_base(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``BertModel`` (encoder and pooler) with bert-base-uncased's configuration (fp32), and ``(input_ids,)``."""
+    _torch()
+    from transformers import BertConfig, BertModel
+    _register_attention()
+    kw, dt = _config(BERT_BASE, layers, "num_hidden_layers")
+    cfg = BertConfig(**kw, use_cache=False, attn_implementation=ATTENTION)
+    return _build(BertModel, cfg, dt, _dtype(dtype)), (_ids(batch, seq, cfg.vocab_size,
+                                                          cfg.max_position_embeddings),)
+
+
+def resnet50(batch: int = 1, seq: int = 224, *, layers: int | None = None, dtype=None):
+    """``ResNetModel`` with microsoft/resnet-50's configuration (fp32), and ``(pixel_values,)`` of seq x seq pixels.
+
+    ``seq`` is the image side (224 for ImageNet); ``layers`` is not used
+    (ResNet's stages are not identical blocks).
+    """
+    torch = _torch()
+    from transformers import ResNetConfig, ResNetModel
+    if layers is not None:
+        raise WorkloadError("resnet50: layers= does not apply (the stages differ)")
+    kw, dt = _config(RESNET50, None, "")
+    cfg = ResNetConfig(**kw)
+    model = _build(ResNetModel, cfg, dt, _dtype(dtype))
+    if batch < 1 or seq < 32:
+        raise WorkloadError(f"resnet50: batch={batch}, image side {seq}: batch >= 1, side >= 32")
+    pix = torch.zeros(batch, cfg.num_channels, seq, seq, dtype=_dtype(dtype) or dt, device="meta")
+    return model, (pix,)
+
+
+#: name -> builder (``import_model`` and the benches look names up here).
+MODELS: dict[str, Callable] = {"llama3-8b": llama3_8b, "llama3-70b": llama3_70b, "gpt2": gpt2,
+                               "bert-base": bert_base, "resnet50": resnet50}
+
+
+def build(name: str, batch: int = 1, seq: int | None = None, **kw):
+    """``(module, example_inputs)`` of a model in ``MODELS`` (``seq`` defaults to 128, 224 for resnet50)."""
+    key = name.lower().replace("_", "-")
+    if key not in MODELS:
+        raise WorkloadError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
+    fn = MODELS[key]
+    return fn(batch, seq if seq is not None else (224 if key == "resnet50" else 128), **kw)
+
+
+def import_model(name: str, batch: int = 1, seq: int | None = None, *, layers: int | None = None, dtype=None,
+                 repeat: str | bool = "auto", fuse_modules: bool = True) -> WorkloadGraph:
+    """The op graph of a model in ``MODELS``: ``build`` then ``from_torch`` (the layer stack traced once).
+
+    ``meta`` records the model, batch, seq and the configuration numbers.
+    """
+    from kernbench.workloads.torch_import import from_torch
+    key = name.lower().replace("_", "-")
+    module, inputs = build(key, batch, seq, layers=layers, dtype=dtype)
+    g = from_torch(module, inputs, name=key, repeat=repeat, fuse_modules=fuse_modules)
+    g.meta.update({"model": key, "batch": int(batch), "seq": int(inputs[0].shape[-1]),
+                   "config": {k: v for k, v in module.config.to_dict().items()
+                              if isinstance(v, (int, float, str, bool, list)) and not k.startswith("_")}})
+    return g
