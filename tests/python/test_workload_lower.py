@@ -146,3 +146,36 @@ def test_one_f_one_b_order_and_bubble():
     tr = estimate.training_step(g, s, ParallelPlan(tp=2, pp=2, microbatches=4))
     assert tr.bubble_analytic == pytest.approx(1 / 5)
     assert tr.bubble == pytest.approx(tr.bubble_analytic, abs=0.08)
+
+
+# ---- K200: an op list through the platform's interface -------------------------------------------
+def _c1_name(n):
+    """The hand-written C1 layer name -> the HF ResNetModel module of the same conv."""
+    if n == "conv1":
+        return "embedder.embedder.convolution"
+    blk, part = n.split(".")
+    s, b = blk[1:].split("b")
+    sub = {"conv1": "layer.0", "conv2": "layer.1", "conv3": "layer.2", "down": "shortcut"}[part]
+    return f"encoder.stages.{int(s) - 1}.layers.{int(b) - 1}.{sub}.convolution"
+
+
+def test_k200_run_ops_matches_hand_written_c1_layers():
+    from kernbench import k200
+
+    batch = 1
+    g = handbuilt.resnet50_graph(batch)
+    steps = {st["name"]: st["kernel"] for st in k200.lower_ops(g.ops, framework_op_us=10)}
+    low = k200.resnet50_lowering(batch)
+    hand = k200.resnet50_layers(batch)
+    for name, m, n, k, _ in hand[:-1]:  # every conv: the same GEMM and im2col (ResNetModel has no fc)
+        st = steps[_c1_name(name)]
+        assert (st["m"], st["n"], st["k"], st["lowered_from"]) == (m, n, k, low.get(name, 0)), name
+    adds = [s for s in steps.values() if s["kind"] == "elementwise"]
+    assert len(adds) == 16 + 2  # the residual adds and the two pools
+    out = k200.run_ops(k200.load_system("k200.yaml"), g.ops, framework_op_us=10, input_bytes=batch * 3 * 224 * 224 * 4,
+                       output_bytes=batch * 2048 * 4)
+    assert out["latency_ms"] > 0
+    sdpa = [Op("model.attn.sdpa", "attention", "aten.scaled_dot_product_attention.default",
+               attrs={"batch": 1, "heads": 1, "kv_heads": 1, "q_len": 1, "kv_len": 1, "head_dim": 8})]
+    with pytest.raises(kernbench.ConfigError, match=r"'model.attn.sdpa' \(attention.*no K200 lowering"):
+        k200.lower_ops(sdpa)

@@ -177,13 +177,15 @@ class InferenceEstimate:
 
     @property
     def tokens_per_s(self) -> float:
-        """Generated tokens per second over the whole request: batch x (1 + steps) / (TTFT + decode)."""
+        """Generated tokens per second over the whole request, all dp replicas (each serves its own batch):
+        dp x batch x (1 + steps) / (TTFT + decode)."""
         t = self.ttft_ms + self.decode_ms
-        return self.batch * (1 + self.decode_steps) / (t * 1e-3) if t > 0 else 0.0
+        return self.plan.dp * self.batch * (1 + self.decode_steps) / (t * 1e-3) if t > 0 else 0.0
 
     @property
     def decode_tokens_per_s(self) -> float:
-        return self.batch * self.decode_steps / (self.decode_ms * 1e-3) if self.decode_ms > 0 else 0.0
+        return (self.plan.dp * self.batch * self.decode_steps / (self.decode_ms * 1e-3)
+                if self.decode_ms > 0 else 0.0)
 
     def row(self) -> dict[str, Any]:
         return {"batch": self.batch, "prompt": self.prompt, "decode_steps": self.decode_steps,

@@ -59,10 +59,12 @@ def llama_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, di
         last = add("model.embed_tokens", "embedding", "aten.embedding.default",
                    inputs=[TensorSpec((batch, seq), "int64")], outputs=[act], params=[w],
                    attrs={"rows": V, "dim": H, "tokens": T})
+    else:  # the hidden states come in: a free view gives the first layer (and the chain of layers) its input
+        last = add("model.inputs_embeds", "view", "aten.view.default", inputs=[act], outputs=[act])
     first = len(ops)
     p = "model.layers.0"
     x_in = first - 1  # the block's input: the op just before it (graph.Block / repeat_block)
-    dep0 = [x_in] if x_in >= 0 else []
+    dep0 = [x_in]
     n1 = add(f"{p}.input_layernorm", "norm", "LlamaRMSNorm", inputs=[act], outputs=[act],
              params=[ParamRef(f"{p}.input_layernorm.weight", TensorSpec((H,), dtype))], flops=4 * T * H,
              attrs={"elements": T * H, "operands": 1, "norm": "rms"}, deps=dep0)
@@ -142,13 +144,11 @@ def resnet50_graph(batch: int = 1, *, dtype: str = "fp32", name: str = "resnet50
             st = stride if b == 0 else 1
             p = f"encoder.stages.{s}.layers.{b}"
             inp = x
-            if b == 0:
-                sc, _ = conv(p + ".shortcut", cin, out, 1, st, h, inp, relu=False)
-            else:
-                sc = inp
+            # HF ResNetBottleNeckLayer.forward: the layer stack, then the shortcut of the block's input
             y, _ = conv(p + ".layer.0", cin, mid, 1, 1, h, inp)
             y, ho = conv(p + ".layer.1", mid, mid, 3, st, h, y)
             y, _ = conv(p + ".layer.2", mid, out, 1, 1, ho, y, relu=False)
+            sc = conv(p + ".shortcut", cin, out, 1, st, h, inp, relu=False)[0] if b == 0 else inp
             el = batch * out * ho * ho
             y = add(p + ".add", "elementwise", "aten.add.Tensor", [t(out, ho)] * 2, [t(out, ho)], (), el,
                     {"elements": el, "operands": 2}, [y, sc])

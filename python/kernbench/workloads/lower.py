@@ -55,6 +55,7 @@ __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges"]
 #: squares, then the scaling; softmax likewise max/sum then normalise; assumed 1 for pointwise and reduce).
 VECTOR_PASSES = {"elementwise": 1, "norm": 2, "softmax": 2, "reduce": 1, "embedding": 1}
 VECTOR_TILE = 64 * 1024  # target bytes per vector tile and load stream (src/workloads/llama.cpp kVectorTile)
+COLLECTIVE_SHARE = 512 * 1024  # most bytes per rank one collective stages through scratch (see collective())
 REP, SHARD, SEQ = "replicated", "sharded", "seq"  # activation states over a tp group (plan.py)
 
 _REQUIRED = {"matmul": ("m", "n", "k"), "conv": ("gemm_m", "gemm_n", "gemm_k", "kernel"),
@@ -250,7 +251,10 @@ class _Lowerer:
         row = max(1, min(row, elements))
         rows = -(-elements // row)
         row_bytes = row * esize
-        per_tile = _divisor_at_most(rows, max(1, VECTOR_TILE // row_bytes))
+        # 64 KiB tiles as the llama layer (<= 4 streams); more streams (Adam's 8) shrink the tile so the
+        # double-buffered scratch stays within 512 KiB.
+        target = min(VECTOR_TILE, (512 * 1024) // (2 * (loads + stores)))
+        per_tile = _divisor_at_most(rows, max(1, target // row_bytes))
         tiles, tb = rows // per_tile, per_tile * row_bytes
         hbm = self.hbm(pe)
         self.count("vector")
@@ -280,9 +284,17 @@ class _Lowerer:
     def collective(self, what, group, nbytes, deps, name):
         if len(group) < 2 or nbytes < 1:
             return deps
-        self.count(what)
-        return [self.prog.collective(what, list(group), int(nbytes), algorithm=self.plan.algorithm, buffer="hbm",
-                                     deps=deps, name=name)]
+        # A ring stages each rank's share (bytes / ranks) through scratch in one move: a large buffer (a layer's
+        # gradients) is all-reduced in sequential buckets of at most 512 KiB per rank (NCCL-style chunking).
+        n = len(group)
+        parts = max(1, -(-int(nbytes) // (n * COLLECTIVE_SHARE)))
+        h = deps
+        for j in range(parts):
+            b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
+            self.count(what)
+            h = [self.prog.collective(what, list(group), b, algorithm=self.plan.algorithm, buffer="hbm",
+                                      deps=h, name=name)]
+        return h
 
     # ---- fusion of sibling linears (q/k/v, gate/up) -------------------------------------------
     def _fusion(self) -> dict[int, list[int]]:
@@ -395,6 +407,8 @@ class _Lowerer:
             part = [h for t, pe in enumerate(group) for h in self.gemm(pe, b * m, n, k // tp, op, deps[t], "forward")]
             what = "reduce_scatter" if self.plan.sp else "all_reduce"
             self.span(i, "matmul", first, stage, "forward", mb)
+            self.rule[i] = (rule, 1)
+            self.out.rules[op.name] = (rule, 1)
             first = len(self.prog)
             r = self.collective(what, group, b * m * n * e // (tp if self.plan.sp else 1), part, op.name + " " + what)
             self.span(i, what, first, stage, "forward", mb, op.name + " " + what)
