@@ -94,7 +94,7 @@ def backward_op(L: _Lowerer, i: int, group, deps: list[list], state: dict, stage
                 n = sum(int(g.ops[j].attrs["n"]) for j in L.fused[i])
         M = b * m
         if rule == "column":
-            n //= tp
+            n = -(-n // tp)
         elif rule == "row":
             k //= tp
         elif rule == "batch":
@@ -166,6 +166,11 @@ def lower_training(L: _Lowerer, stages: Sequence[int], *, optimizer: str = "adam
         tp = len(group)
         for i in reversed(stage_ops[s]):
             deps = [list(memo["done"][i][t]) for t in range(tp)]
+            # a fused leader's GEMMs also wait for the gradients its siblings' consumers send back
+            for j in L.fused.get(i, [])[1:]:
+                if j in bd:
+                    for t in range(tp):
+                        deps[t] += bd[j][t]
             for c in L.consumers[i]:
                 if c not in bd:
                     continue
