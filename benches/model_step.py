@@ -40,8 +40,10 @@ def _builder(dims_name, layers, source):
         except ImportError:
             import_model = None
         if import_model is not None:
-            def build(b, s, kv):
-                return import_model(dims_name, batch=b, seq=s, kv_len=kv, layers=dims["layers"])
+            from kernbench.workloads.estimate import with_kv_len
+
+            def build(b, s, kv):  # imported at s new tokens, its attention re-shaped to the cache length
+                return with_kv_len(import_model(dims_name, batch=b, seq=s, layers=dims["layers"]), kv)
             return build, "import"
     return (lambda b, s, kv: handbuilt.llama_graph(b, s, kv, dims=dims, name=dims_name)), "hand"
 

@@ -1,3 +1,5 @@
+"""The whole-model decode estimate of docs/model-estimates.md: LLaMA-3.1-70B (80 layers), batch 1, prompt 128,
+N decode steps on one SIP with the flow fabric model.  python scripts/model_decode_speed.py TP STEPS KV_SAMPLES|all"""
 import time, sys
 import kernbench
 from kernbench.workloads import handbuilt, estimate, ParallelPlan

@@ -179,3 +179,11 @@ def test_k200_run_ops_matches_hand_written_c1_layers():
                attrs={"batch": 1, "heads": 1, "kv_heads": 1, "q_len": 1, "kv_len": 1, "head_dim": 8})]
     with pytest.raises(kernbench.ConfigError, match=r"'model.attn.sdpa' \(attention.*no K200 lowering"):
         k200.lower_ops(sdpa)
+
+
+def test_with_kv_len_reshapes_attention_only():
+    g = handbuilt.llama_graph(2, 1, 1, dims=SMALL)
+    g2 = estimate.with_kv_len(g, 100)
+    ref = handbuilt.llama_graph(2, 1, 100, dims=SMALL)
+    assert [op.attrs for op in g2.ops] == [op.attrs for op in ref.ops]
+    assert g2.flops == ref.flops

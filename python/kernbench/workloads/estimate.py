@@ -41,10 +41,28 @@ from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.plan import ParallelPlan
 
-__all__ = ["inference", "training_step", "simulate", "reduce_blocks", "PassTime", "InferenceEstimate",
+__all__ = ["inference", "training_step", "simulate", "reduce_blocks", "with_kv_len", "PassTime", "InferenceEstimate",
            "TrainingEstimate"]
 
 Builder = Callable[[int, int, int], WorkloadGraph]
+
+
+def with_kv_len(graph: WorkloadGraph, kv_len: int) -> WorkloadGraph:
+    """The graph with every attention attending ``kv_len`` keys (a KV cache of ``kv_len - q_len`` tokens plus
+    the new ones): how a graph imported at ``seq`` new tokens becomes a decode step (attrs and FLOPs
+    re-shaped; everything else reads only the new tokens)."""
+    from dataclasses import replace
+
+    ops = []
+    for op in graph.ops:
+        if op.kind == "attention":
+            a = dict(op.attrs)
+            old = int(a["kv_len"])
+            a["kv_len"] = int(kv_len)
+            op = replace(op, attrs=a, flops=op.flops * int(kv_len) // max(old, 1))
+        ops.append(op)
+    return WorkloadGraph(graph.name, ops, source=graph.source, inputs=graph.inputs, blocks=graph.blocks,
+                         meta={**graph.meta, "kv_len": int(kv_len)})
 
 
 def reduce_blocks(graph: WorkloadGraph) -> tuple[WorkloadGraph, int, tuple[int, int] | None]:
