@@ -175,12 +175,24 @@ void bind_gqa(py::module_& m) {
       "gqa_program",
       [](const System& s, const std::string& phase, int gqa_case, std::int64_t t_q, std::int64_t s_kv,
          std::int64_t tile_q, std::int64_t tile_s, std::uint32_t kv_buffers, int sip, const Cubes& cubes,
-         const std::string& precision) {
-        return gqa_program(s, make_spec(phase, gqa_case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip, cubes, precision));
+         const std::string& precision, int h_q, std::int64_t d_head, std::int64_t elem_bytes, int pe_first,
+         int pe_count) {
+        GqaSpec spec = make_spec(phase, gqa_case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip, cubes, precision);
+        // The group's shape and PEs (defaults: GqaSpec's, 8 query heads of 128 on every PE of the cubes);
+        // the workload lowering places one KV group of any model on chosen PEs of a cube.
+        spec.h_q = h_q;
+        spec.d_head = d_head;
+        spec.elem_bytes = elem_bytes;
+        spec.pe_first = pe_first;
+        spec.pe_count = pe_count;
+        return gqa_program(s, spec);
       },
       py::arg("system"), py::arg("phase"), py::arg("case"), py::arg("t_q"), py::arg("s_kv"), py::arg("tile_q") = 256,
       py::arg("tile_s") = 256, py::arg("kv_buffers") = 2, py::arg("sip") = 0, py::arg("cubes") = Cubes{},
-      py::arg("precision") = "fp16", "The Program of one GQA case (same arguments as gqa_plan), to append to another.");
+      py::arg("precision") = "fp16", py::arg("h_q") = 8, py::arg("d_head") = 128, py::arg("elem_bytes") = 2,
+      py::arg("pe_first") = 0, py::arg("pe_count") = 0,
+      "The Program of one GQA case (same arguments as gqa_plan, plus the group's query heads h_q, head size d_head, "
+      "element size and the PEs pe_first .. pe_first + pe_count - 1 of each cube), to append to another.");
   m.def(
       "gqa_dataflow_run",
       [](System& s, const std::string& phase, int gqa_case, std::int64_t t_q, std::int64_t s_kv, std::int64_t tile_q,

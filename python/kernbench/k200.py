@@ -383,6 +383,78 @@ def resnet50_lowering(batch: int) -> dict[str, int]:
     return out
 
 
+def lower_ops(ops, *, precision: str = "fp32", ncluster: int = 8, die=(0, 0), framework_op_us: float = 0.0,
+              fold: bool = True) -> list[dict[str, Any]]:
+    """A workload's op list (kernbench.workloads Op records, in execution order) as K200 stream steps, the
+    way the hand-written cases launch them: a matmul as an fc GEMM (``batch x m`` rows), a conv as its
+    im2col GEMM (its lowering reads the input unless it is a 1x1 stride-1 conv), a two-operand elementwise
+    op (the residual add) and every reduce (pooling) as the elementwise kernel over its elements, a copy as
+    a device-to-device copy, views free. With ``fold`` (inference through a framework: batch norm folded
+    into the conv's weights, ReLU its epilogue) a norm or a one-operand elementwise op costs nothing.
+    Attention, softmax and embedding have no K200 kernel: ConfigError naming the op."""
+    fw = float(framework_op_us)
+    die = tuple(die)
+    steps: list[dict[str, Any]] = []
+    for i, op in enumerate(ops):
+        kind, a = op.kind, op.attrs
+        where = f"op {i} {op.name!r} ({kind}, {op.target})"
+        if kind == "view":
+            continue
+        if kind == "matmul":
+            st = _fc(int(a.get("batch", 1)) * int(a["m"]), int(a["n"]), int(a["k"]), precision, ncluster, die,
+                     "conv/fc")
+            st["kernel"]["framework_overhead_ps"] = int(round(fw * 1e6))
+            st["name"] = op.name
+            steps.append(st)
+        elif kind == "conv":
+            kern = list(a["kernel"])
+            stride = a.get("stride", 1)
+            stride = list(stride) if isinstance(stride, (list, tuple)) else [stride]
+            pointwise = kern == [1, 1] and all(int(x) == 1 for x in stride)
+            lowered_from = 0 if pointwise else (op.inputs[0].numel if op.inputs else 0)
+            groups = int(a.get("groups", 1))
+            st = _conv(int(a["gemm_m"]) * groups, int(a["gemm_n"]), int(a["gemm_k"]), lowered_from, precision,
+                       ncluster, die, "conv/fc", fw)
+            st["name"] = op.name
+            steps.append(st)
+        elif kind in ("norm", "elementwise") and fold and int(a.get("operands", 1)) < 2:
+            continue  # folded into the conv (batch norm) or its epilogue (ReLU)
+        elif kind in ("elementwise", "reduce", "norm"):
+            elements = int(a["elements"])
+            st = _add(elements, ncluster, die, "residual add" if kind == "elementwise" else kind, precision, fw)
+            st["name"] = op.name
+            steps.append(st)
+        elif kind == "copy":
+            steps.append(_copy("d2d", "h2d", int(a["bytes"]), die, "d2d"))
+        else:
+            raise ConfigError(f"k200: {where}: no K200 lowering for a {kind} op")
+    return steps
+
+
+def run_ops(system, ops, *, precision: str = "fp32", ncluster: int = 8, die=(0, 0), framework_op_us: float = 0.0,
+            staging: str = "pageable", input_bytes: int = 0, output_bytes: int = 0, iterations: int = 1,
+            fold: bool = True, name: str = "ops") -> dict[str, Any]:
+    """Run a workload's op list on the K200 (lower_ops, then one stream: the input copy, the ops launched one
+    after another, a wait, the output copy back), ``iterations`` times. Returns run_streams' dict plus
+    ``steps`` (the lowered steps) and ``latency_ms`` (mean iteration)."""
+    die = tuple(die)
+    body = lower_ops(ops, precision=precision, ncluster=ncluster, die=die, framework_op_us=framework_op_us,
+                     fold=fold)
+    steps = []
+    if input_bytes:
+        steps.append(_copy(_staging_kind(staging), "h2d", int(input_bytes), die, "input h2d"))
+    steps += [{k: v for k, v in st.items() if k != "name"} for st in body]
+    steps.append({"op": "wait", "die": die, "label": "wait"})
+    if output_bytes:
+        steps.append(_copy(_staging_kind(staging), "d2h", int(output_bytes), die, "output d2h"))
+    out = run_streams(system, [{"name": name, "iterations": int(iterations), "steps": steps}])
+    ends = out["iteration_ends_ps"][0]
+    start = out["result"].raw["start_ps"]
+    out["latency_ms"] = (ends[-1] - start) / len(ends) * 1e-9
+    out["steps"] = body
+    return out
+
+
 def _streams_resnet50(p, batch):
     die = (0, 0)
     prec, nc = p["precision"], p["ncluster"]

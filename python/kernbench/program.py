@@ -154,12 +154,14 @@ class Program:
         return self.collective("broadcast", pes, bytes, algorithm=algorithm, root=root, **kw)
 
     def attention(self, phase: str, case: int, t_q: int, s_kv: int, *, tile_q: int = 256, tile_s: int = 256,
-                  kv_buffers: int = 2, sip: int = 0, cubes=(), precision: str = "fp16", deps=(),
+                  kv_buffers: int = 2, sip: int = 0, cubes=(), precision: str = "fp16", h_q: int = 8,
+                  d_head: int = 128, elem_bytes: int = 2, pe_first: int = 0, pe_count: int = 0, deps=(),
                   name: str = "") -> Handle:
         """One GQA attention case (kernbench.gqa: phase prefill/decode, case 1..4) on the cubes (groups)
-        of package `sip`. Returns one handle."""
+        of package `sip`: one KV group of `h_q` query heads of `d_head` (defaults: LLaMA's 8 x 128) on PEs
+        `pe_first` .. `pe_first + pe_count - 1` of each cube (0: every PE from pe_first). Returns one handle."""
         sub = _core.gqa_program(self.system._core, phase, case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip,
-                                list(cubes), precision)
+                                list(cubes), precision, h_q, d_head, elem_bytes, pe_first, pe_count)
         return self._append(sub, deps, name)
 
     def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:

@@ -11,7 +11,11 @@ needs neither.
 from kernbench.workloads.graph import (DTYPE_BYTES, KINDS, Block, Op, ParamRef, TensorSpec, WorkloadError,
                                        WorkloadGraph)
 
+from kernbench.workloads.plan import ParallelPlan  # noqa: E402  (the lowering: docs/model-estimates.md)
+from kernbench.workloads.lower import Lowered, lower  # noqa: E402
+
 __all__ = ["DTYPE_BYTES", "KINDS", "Block", "Op", "ParamRef", "TensorSpec", "WorkloadError", "WorkloadGraph",
+           "ParallelPlan", "Lowered", "lower",
            "from_torch", "from_onnx", "from_execution_trace", "import_model"]
 
 # name -> module that defines it (imported on first use).

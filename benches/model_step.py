@@ -1,0 +1,127 @@
+"""model-step: a whole LLaMA-3-8B on the default machine -- inference (TTFT, TPOT, tokens/s) and a training step.
+
+The model is the imported ``LlamaForCausalLM`` with LLaMA-3-8B's published
+configuration (kernbench.workloads.import_model('llama3_8b'), traced on the
+meta device; when the importer is not installed, the hand-built op graph of
+kernbench.workloads.handbuilt with the same dimensions and names), lowered
+by kernbench.workloads.lower at the plan ``dp x tp x pp`` and estimated by
+kernbench.workloads.estimate (docs/model-estimates.md):
+
+  inference  prefill of ``batch`` prompts of ``prompt`` tokens, then
+             ``decode_steps`` steps with the KV cache growing; one decoder
+             layer simulated per KV length and reused for the others;
+  training   one step of ``train_layers`` decoder layers (every op lowered:
+             forward, backward = 2 x the forward GEMMs, per-layer gradient
+             all-reduce over dp overlapping the backward, Adam), 1F1B over pp
+             stages with ``microbatches``; its simulated bubble beside
+             (pp - 1) / (M + pp - 1); ``train_head`` adds the embedding and the
+             LM head (off in the smoke size).
+
+Rows: one per mode. Figures are deterministic (one seed).
+"""
+
+from __future__ import annotations
+
+import time
+
+from kernbench import bench
+from kernbench.overrides import Param
+
+
+def _builder(dims_name, layers, source):
+    from kernbench.workloads import handbuilt
+
+    dims = dict(handbuilt.LLAMA3_8B if dims_name == "llama3_8b" else handbuilt.LLAMA3_70B)
+    if layers:
+        dims["layers"] = int(layers)
+    if source == "import":
+        try:
+            from kernbench.workloads import import_model  # the torch importer (kernbench[torch])
+        except ImportError:
+            import_model = None
+        if import_model is not None:
+            from kernbench.workloads.estimate import with_kv_len
+
+            def build(b, s, kv):  # imported at s new tokens, its attention re-shaped to the cache length
+                return with_kv_len(import_model(dims_name, batch=b, seq=s, layers=dims["layers"]), kv)
+            return build, "import"
+    return (lambda b, s, kv: handbuilt.llama_graph(b, s, kv, dims=dims, name=dims_name)), "hand"
+
+
+@bench(
+    name="model-step",
+    description="Whole-model LLaMA-3-8B: inference TTFT/TPOT/tokens per s and a training step with its 1F1B bubble",
+    params={
+        "model": Param("llama3_8b", choices=["llama3_8b", "llama3_70b"]),
+        "source": Param("hand", choices=["hand", "import"]),
+        "mode": Param(["inference", "training"], choices=["inference", "training"]),
+        "dp": 1, "tp": 8, "pp": 1,
+        "batch": 8, "prompt": 512, "decode_steps": 128, "kv_samples": 5, "layers": 0,
+        "train_dp": 2, "train_tp": 8, "train_pp": 2, "microbatches": 4, "train_batch": 1, "train_seq": 256,
+        "train_layers": 4, "train_head": True,
+        "sips": 1,
+    },
+    uses_config=True,
+    smoke={"bench.batch": 1, "bench.prompt": 64, "bench.decode_steps": 4, "bench.kv_samples": 2, "bench.layers": 2,
+           "bench.train_seq": 32, "bench.train_layers": 2, "bench.microbatches": 2, "bench.train_dp": 1,
+           "bench.train_head": False},
+    golden={"key": ["mode"],
+            # time_ms: the request (TTFT + decode) or the training step; gemm_flops: the prefill pass's or the
+            # step's (forward + backward)
+            "metrics": {"time_ms": "rel=1e-6", "gemm_flops": "rel=1e-9"}},
+)
+def model_step(ctx):
+    from kernbench.workloads import estimate
+    from kernbench.workloads.plan import ParallelPlan
+
+    p = ctx.params
+    t0 = time.perf_counter()
+    results, failures = ctx.results, ctx.failures
+    machine = {"system.sips.w": int(p["sips"]), "system.sips.h": 1}
+    build, source = _builder(p["model"], p["layers"], p["source"])
+    if "inference" in p["mode"]:
+        name = f"inference {p['model']} dp={p['dp']} tp={p['tp']} pp={p['pp']} b={p['batch']} prompt={p['prompt']}"
+        try:
+            system = ctx.load_system(machine)
+            plan = ParallelPlan(dp=p["dp"], tp=p["tp"], pp=p["pp"])
+            est = estimate.inference(build, system, plan, batch=p["batch"], prompt=p["prompt"],
+                                     decode_steps=p["decode_steps"], kv_samples=p["kv_samples"] or None)
+            row = {"name": name, "mode": "inference", "source": source, **est.row(),
+                   "layers": est.prefill.layers, "time_ms": est.ttft_ms + est.decode_ms,
+                   "gemm_flops": est.prefill.gemm_flops,
+                   "prefill_by_kind_us": est.breakdown["prefill"]["by_kind"],
+                   "decode_by_kind_us": est.breakdown["decode"]["by_kind"],
+                   "decode_by_part_us": est.breakdown["decode"]["by_part"]}
+            results.append(row)
+            ctx.log(f"  {name}: TTFT {est.ttft_ms:.3f} ms, TPOT {est.tpot_ms:.3f} ms, "
+                    f"{est.tokens_per_s:.0f} tok/s ({est.wall_s:.1f} s wall)")
+        except Exception as e:  # a failing point never sinks the others
+            failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
+            ctx.log(f"  {name} FAILED: {type(e).__name__}: {e}")
+    if "training" in p["mode"]:
+        name = (f"training {p['model']} dp={p['train_dp']} tp={p['train_tp']} pp={p['train_pp']} "
+                f"M={p['microbatches']} layers={p['train_layers']}")
+        try:
+            system = ctx.load_system(machine)
+            plan = ParallelPlan(dp=p["train_dp"], tp=p["train_tp"], pp=p["train_pp"], microbatches=p["microbatches"])
+            from kernbench.workloads import handbuilt
+
+            dims = dict(handbuilt.LLAMA3_8B if p["model"] == "llama3_8b" else handbuilt.LLAMA3_70B)
+            # train_head: the embedding and the LM head + final norm too (their 128256-row tables dominate a
+            # few-layer step; the smoke size leaves them out)
+            g = handbuilt.llama_graph(p["train_batch"], p["train_seq"], dims=dims, layers=p["train_layers"],
+                                      embed=bool(p["train_head"]), head=bool(p["train_head"]))
+            tr = estimate.training_step(g, system, plan)
+            row = {"name": name, "mode": "training", "source": "hand", **tr.row(), "counts": tr.counts,
+                   "time_ms": tr.step_ms, "gemm_flops": sum(tr.gemm_flops.values())}
+            results.append(row)
+            ctx.log(f"  {name}: step {tr.step_ms:.3f} ms (fwd {tr.forward_ms:.3f}, bwd {tr.backward_ms:.3f}, "
+                    f"adam {tr.optimizer_ms:.3f}), bubble {tr.bubble:.3f} (analytic {tr.bubble_analytic:.3f}), "
+                    f"{tr.wall_s:.1f} s wall")
+        except Exception as e:
+            failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
+            ctx.log(f"  {name} FAILED: {type(e).__name__}: {e}")
+    if results:
+        ctx.write_csv("model_step.csv", [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in results])
+    ctx.log(f"model-step: {len(results)} rows, {len(failures)} failures in {time.perf_counter() - t0:.1f} s")
+    return {"results": results, "failures": failures}

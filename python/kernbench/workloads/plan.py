@@ -1,0 +1,142 @@
+"""How a workload graph is spread over a machine's PEs: data, tensor and pipeline parallelism.
+
+    plan = ParallelPlan(dp=2, tp=8, pp=2, microbatches=4)
+    placement = plan.place(system)          # PE names per (replica, stage, tp rank)
+
+Placement: the plan takes ``dp x pp x tp`` PEs in the machine's rank order
+(``System.pes()``, or the ``pes=`` list given), rank-major as
+``((replica * pp) + stage) * tp + t``: a tensor-parallel group is ``tp``
+consecutive PEs (one cube when ``tp`` is at most the PEs of a cube), a
+pipeline stage's group follows the previous stage's, and replicas follow
+each other. PEs past ``dp x pp x tp`` idle.
+
+Tensor parallelism follows Megatron-LM. Every activation is either
+*replicated* (every rank of the group holds all of it) or *sharded* (each rank
+holds 1/tp of its feature or head dimension). The rule for a matmul with a
+weight (a linear) is read from the data flow, which is what "its place in the
+block" means:
+
+* a linear whose input is replicated is **column-parallel** (q/k/v, gate/up,
+  fc1, the LM head): rank r computes ``n / tp`` output columns; its output is
+  sharded;
+* a linear whose input is sharded (the op after attention -- o_proj -- or the
+  second of an MLP pair -- down_proj, fc2) is **row-parallel**: rank r
+  multiplies its ``k / tp`` input columns by its rows of the weight, giving a
+  partial sum; an **all-reduce** of the ``m x n`` output follows (with
+  ``sp=True`` a reduce-scatter, and the all-gather before the next
+  column-parallel linear), making it replicated again;
+* attention takes sharded q/k/v: ``heads / tp`` query heads per rank, and the
+  KV heads split with them (GQA: ``kv_heads / tp`` per rank when tp divides
+  them, else each KV head replicated over the ``tp / kv_heads`` ranks of its
+  group);
+* elementwise ops keep their input's state (``silu(gate) * up`` stays sharded,
+  a residual add stays replicated) and do 1/tp of the work when sharded;
+* the embedding is vocab-parallel: each rank gathers from its ``rows / tp``
+  rows, and an all-reduce combines the partial lookups.
+
+``rules`` overrides the classification per op name (``{"lm_head":
+"replicated"}``): ``column``, ``row`` or ``replicated`` (every rank runs the
+whole op). A name matches an op when it equals the op's name or is a prefix of
+it at a dot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from kernbench.workloads.graph import WorkloadError
+
+__all__ = ["ParallelPlan", "Placement", "RULES"]
+
+#: The tensor-parallel rules an override may name.
+RULES = ("column", "row", "replicated")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The PEs of a plan: ``groups[replica][stage]`` is the stage's tensor-parallel group (tp PE names)."""
+
+    plan: "ParallelPlan"
+    groups: tuple[tuple[tuple[str, ...], ...], ...]
+
+    def group(self, replica: int = 0, stage: int = 0) -> tuple[str, ...]:
+        return self.groups[replica][stage]
+
+    @property
+    def pes(self) -> list[str]:
+        return [pe for rep in self.groups for st in rep for pe in st]
+
+
+@dataclass(frozen=True)
+class ParallelPlan:
+    """Data (``dp``), tensor (``tp``) and pipeline (``pp``) parallel degrees, sequence parallelism
+    (``sp``: norms and residuals split over the tp ranks by tokens, reduce-scatter/all-gather instead of
+    all-reduce), pipeline ``microbatches``, an explicit PE list (``pes``, else the machine's rank order),
+    per-op rule overrides (``rules``: name -> column/row/replicated) and the collectives' algorithm."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    sp: bool = False
+    microbatches: int = 1
+    pes: Sequence[str] | None = None
+    rules: Mapping[str, str] = field(default_factory=dict)
+    algorithm: str = "ring"
+
+    def __post_init__(self):
+        for name in ("dp", "tp", "pp", "microbatches"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise WorkloadError(f"plan: {name} must be an integer >= 1, got {v!r}")
+        if self.sp and self.tp == 1:
+            raise WorkloadError("plan: sp (sequence parallelism) splits over the tensor-parallel ranks: it needs tp > 1")
+        for name, rule in dict(self.rules).items():
+            if rule not in RULES:
+                raise WorkloadError(f"plan: rules[{name!r}] = {rule!r}: expected one of {', '.join(RULES)}")
+        if self.pes is not None:
+            object.__setattr__(self, "pes", tuple(self.pes))
+        object.__setattr__(self, "rules", dict(self.rules))
+
+    @property
+    def size(self) -> int:
+        """PEs the plan uses: dp x pp x tp."""
+        return self.dp * self.tp * self.pp
+
+    def rule_for(self, name: str) -> str | None:
+        """The override for op ``name`` (the longest matching prefix), or None."""
+        best = None
+        for prefix, rule in self.rules.items():
+            if name == prefix or name.startswith(prefix + "."):
+                if best is None or len(prefix) > len(best[0]):
+                    best = (prefix, rule)
+        return best[1] if best else None
+
+    def place(self, system) -> Placement:
+        """The PE groups on ``system`` (WorkloadError when the plan does not fit)."""
+        machine = system.pes()
+        what = f"plan dp={self.dp} x pp={self.pp} x tp={self.tp} = {self.size} PEs"
+        if not machine:
+            raise WorkloadError(f"{what}: the machine has no PEs")
+        if self.pes is not None:
+            known = set(machine)
+            for p in self.pes:
+                if p not in known:
+                    raise WorkloadError(f"{what}: pes: {p!r} is not a PE of the machine")
+            if len(set(self.pes)) != len(self.pes):
+                raise WorkloadError(f"{what}: pes lists a PE twice")
+            if len(self.pes) != self.size:
+                raise WorkloadError(f"{what}: pes gives {len(self.pes)} PEs, the plan needs exactly {self.size}")
+            order = list(self.pes)
+        else:
+            if self.size > len(machine):
+                raise WorkloadError(f"{what} do not fit the machine's {len(machine)} PEs "
+                                    f"(reduce dp, tp or pp, or load a larger machine)")
+            order = machine[:self.size]
+        groups = tuple(tuple(tuple(order[((d * self.pp) + s) * self.tp + t] for t in range(self.tp))
+                             for s in range(self.pp)) for d in range(self.dp))
+        return Placement(self, groups)
+
+    def check_stages(self, layers: int, what: str) -> None:
+        if self.pp > max(layers, 1):
+            raise WorkloadError(f"{what}: pp = {self.pp} pipeline stages but only {layers} repeated layers to split")

@@ -1,0 +1,244 @@
+"""A training step lowered into one Program: forward, backward, gradient all-reduce, optimizer, 1F1B.
+
+The backward pass is derived from the forward graph, op by op in reverse
+(docs/model-estimates.md):
+
+* a matmul ``C[m,n] = A[m,k] B[k,n]`` has two backward GEMMs of the forward's
+  size: dgrad ``dA = dC B^T`` (m x k, inner n) and wgrad ``dB = A^T dC``
+  (k x n, inner m) -- 2x the forward GEMM FLOPs, exactly; the same
+  tensor-parallel sharding (a column-parallel linear's dgrad is a partial sum:
+  an all-reduce of ``m x k`` follows; a row-parallel one needs none);
+* a conv: the same two GEMMs of its im2col shape;
+* attention: two forward attention programs (the backward's dQ, dK, dV, dS
+  matmuls are 2x the forward's two; recomputation is not modelled);
+* elementwise, norm, softmax, reduce, embedding: the forward's vector pipeline
+  with one more load stream (the incoming gradient) -- the saved activations
+  re-read, the input gradient written; copies repeat their DMA; views are free.
+
+Gradients: per layer (a block instance, or the ops outside the blocks) the
+wgrads of the last microbatch are followed by an all-reduce over the ``dp``
+replicas of the layer's parameter bytes per rank (tp-sharded where the
+weight is), which waits only for those wgrads, so it overlaps the backward of
+the earlier layers; the optimizer step of that layer follows it.
+
+Optimizer (Adam, mixed precision; assumed, the usual Megatron layout): per
+parameter a bf16/fp16 weight and gradient plus fp32 master weight, m and v
+(16 bytes per parameter); the step reads gradient, master, m, v and writes
+master, m, v and the 16-bit weight: the vector pipeline with 4 fp32 load
+streams, 4 store streams and 4 passes over the parameter's elements.
+
+Pipeline (pp > 1): 1F1B per stage -- stage s runs ``min(pp - s - 1, M)``
+warm-up forwards, then alternates one forward and one backward, then the
+remaining backwards; activations go forward and gradients back by DMA between
+the stages' PEs.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from kernbench.workloads.graph import WorkloadError
+from kernbench.workloads.lower import SEQ, SHARD, VECTOR_PASSES, _Lowerer, forward_pass
+
+__all__ = ["lower_training", "one_f_one_b", "ADAM_BYTES_PER_PARAM"]
+
+#: Adam with mixed precision (assumed): 16-bit weight + 16-bit grad + fp32 master, m, v.
+ADAM_BYTES_PER_PARAM = 2 + 2 + 4 + 4 + 4
+
+
+def one_f_one_b(pp: int, microbatches: int) -> list[list[tuple[str, int]]]:
+    """The 1F1B order of every stage: a list of ("F"|"B", microbatch)."""
+    out = []
+    for s in range(pp):
+        warm = min(pp - s - 1, microbatches)
+        order = [("F", j) for j in range(warm)]
+        for j in range(microbatches - warm):
+            order += [("F", warm + j), ("B", j)]
+        order += [("B", j) for j in range(microbatches - warm, microbatches)]
+        out.append(order)
+    return out
+
+
+def _layer_of(graph) -> list[str]:
+    """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``."""
+    out = ["outside"] * len(graph.ops)
+    for b in graph.blocks:
+        for inst in range(b.count):
+            for i in range(b.first + inst * b.size, b.first + (inst + 1) * b.size):
+                out[i] = f"{b.prefix}.{inst}"
+    return out
+
+
+def backward_op(L: _Lowerer, i: int, group, deps: list[list], state: dict, stage: int, mb: int) -> list[list]:
+    """Lower the backward of forward op ``i``; ``deps`` per rank (its consumers' backward, its forward)."""
+    g, tp = L.g, len(group)
+    op, a = g.ops[i], g.ops[i].attrs
+    first = len(L.prog)
+    e = L.esize(op)
+    sin = L.state_in(i, state)
+    kind = op.kind
+    res = deps
+    if kind == "view":
+        return deps
+    if kind in ("matmul", "conv"):
+        if kind == "conv":
+            groups = int(a.get("groups", 1))
+            m, n, k, b, rule, fused = int(a["gemm_m"]) * groups, int(a["gemm_n"]), int(a["gemm_k"]), 1, \
+                "replicated", 1
+        else:
+            if i in L.leader_of:
+                return deps  # computed by its leader's fused GEMMs
+            m, n, k, b = int(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+            rule, fused = L.rule.get(i, ("replicated", 1))
+            if fused > 1:
+                n = sum(int(g.ops[j].attrs["n"]) for j in L.fused[i])
+        M = b * m
+        if rule == "column":
+            n = -(-n // tp)
+        elif rule == "row":
+            k //= tp
+        elif rule == "batch":
+            M = b // tp * m
+        res = []
+        for t, pe in enumerate(group):
+            d = L.gemm(pe, M, k, n, op, deps[t], "backward")  # dgrad: dA = dC B^T
+            d = L.gemm(pe, k, n, M, op, d, "backward")        # wgrad: dB = A^T dC (activation x activation too)
+            res.append(d)
+        L.span(i, kind, first, stage, "backward", mb)
+        if rule == "column" and tp > 1:  # the input gradient of a column-parallel linear is a partial sum
+            first = len(L.prog)
+            what = "reduce_scatter" if L.plan.sp else "all_reduce"
+            r = L.collective(what, group, M * k * e // (tp if L.plan.sp else 1), sum(res, []),
+                             op.name + " dgrad " + what)
+            L.span(i, what, first, stage, "backward", mb, op.name + " dgrad " + what)
+            res = [r] * tp
+        return res
+    if kind == "attention":
+        res = L.attention(i, group, deps, "backward")
+        res = L.attention(i, group, res, "backward")
+    elif kind == "embedding":
+        tokens, dim = int(a["tokens"]), int(a["dim"])
+        res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", deps[t])
+               for t, pe in enumerate(group)]
+    elif kind in VECTOR_PASSES:
+        el = int(a["elements"])
+        split = tp if sin in (SHARD, SEQ) else 1
+        el = -(-el // split)
+        row = op.outputs[0].shape[-1] if op.outputs and op.outputs[0].shape else el
+        loads = max(1, int(a.get("operands", 1))) + 1
+        res = [L.vector(pe, el, row, e, loads, VECTOR_PASSES[kind], loads - 1, op.name + " backward", deps[t])
+               for t, pe in enumerate(group)]
+    elif kind == "copy":
+        split = tp if sin in (SHARD, SEQ) else 1
+        res = [L.copy(pe, -(-int(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
+    L.span(i, kind, first, stage, "backward", mb)
+    return res
+
+
+def _param_bytes_per_rank(L: _Lowerer, ops: Sequence[int], tp: int) -> int:
+    """Parameter elements one rank holds of these ops (each name once; tp-split where the op is sharded)."""
+    seen: dict[str, int] = {}
+    for i in ops:
+        op = L.g.ops[i]
+        rule = L.rule.get(L.leader_of.get(i, i), ("replicated", 1))[0]
+        split = tp if (rule in ("column", "row") or op.kind == "embedding") else 1
+        for p in op.params:
+            seen.setdefault(p.name, -(-p.spec.numel // split))
+    return sum(seen.values())
+
+
+def lower_training(L: _Lowerer, stages: Sequence[int], *, optimizer: str = "adam") -> None:
+    if optimizer != "adam":
+        raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
+    g, plan = L.g, L.plan
+    pp, M = plan.pp, plan.microbatches
+    layer = _layer_of(g)
+    order = one_f_one_b(pp, M)
+    memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
+    bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
+    bx = {}
+    stage_ops = [[i for i in range(len(g.ops)) if stages[i] == s] for s in range(pp)]
+    wgrad_sinks: dict[tuple, list] = {}  # (replica, layer, rank) -> the last microbatch's backward handles
+
+    def backward(rep, s, j):
+        memo, bd = memos[(rep, j)], bdone[(rep, j)]
+        group = L.out.placement.group(rep, s)
+        tp = len(group)
+        for i in reversed(stage_ops[s]):
+            deps = [list(memo["done"][i][t]) for t in range(tp)]
+            # a fused leader's GEMMs also wait for the gradients its siblings' consumers send back
+            for j in L.fused.get(i, [])[1:]:
+                if j in bd:
+                    for t in range(tp):
+                        deps[t] += bd[j][t]
+            for c in L.consumers[i]:
+                if c not in bd:
+                    continue
+                if stages[c] == s:
+                    for t in range(tp):
+                        deps[t] += bd[c][t]
+                else:  # the gradient comes back from the next stage
+                    key = (rep, j, c, i)
+                    if key not in bx:
+                        src = L.out.placement.group(rep, stages[c])
+                        nbytes = sum(x.nbytes for x in g.ops[i].outputs)
+                        if memo["state"].get(i) in (SHARD, SEQ):
+                            nbytes = -(-nbytes // tp)
+                        first = len(L.prog)
+                        bx[key] = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, nbytes),
+                                               deps=bd[c][t], name=g.ops[i].name + " grad p2p", tag="p2p")]
+                                   for t, (sp, dst) in enumerate(zip(src, group))]
+                        L.count("p2p", tp)
+                        L.span(i, "p2p", first, s, "backward", j, g.ops[i].name + " grad p2p")
+                    for t in range(tp):
+                        deps[t] += bx[key][t]
+            bd[i] = backward_op(L, i, group, deps, memo["state"], s, j)
+            if j == M - 1 and g.ops[i].params:
+                for t in range(tp):
+                    wgrad_sinks.setdefault((rep, layer[i], t), []).extend(bd[i][t])
+
+    # Append the items in an order that respects both the stages' 1F1B order and the data dependences.
+    nxt = {(r, s): 0 for r in range(plan.dp) for s in range(pp)}
+    appended = set()
+    total = plan.dp * pp * 2 * M
+    while len(appended) < total:
+        progressed = False
+        for rep in range(plan.dp):
+            for s in range(pp):
+                while nxt[(rep, s)] < len(order[s]):
+                    what, j = order[s][nxt[(rep, s)]]
+                    need = (rep, s - 1, "F", j) if what == "F" and s > 0 else \
+                        (rep, s + 1, "B", j) if what == "B" and s < pp - 1 else None
+                    if need is not None and need not in appended:
+                        break
+                    if what == "F":
+                        forward_pass(L, rep, j, stages, only_stage=s, memo=memos[(rep, j)])
+                    else:
+                        backward(rep, s, j)
+                    appended.add((rep, s, what, j))
+                    nxt[(rep, s)] += 1
+                    progressed = True
+        if not progressed:  # cannot happen for a 1F1B order; a clear error rather than a hang
+            raise WorkloadError(f"{g.name}: the 1F1B schedule could not be ordered")
+
+    # Gradient all-reduce over the replicas per layer (overlapping the rest of the backward), then Adam.
+    buckets: dict[str, list[int]] = {}
+    for i, op in enumerate(g.ops):
+        if op.params:
+            buckets.setdefault(layer[i], []).append(i)
+    for name, ops in buckets.items():
+        s = stages[ops[0]]
+        for t in range(plan.tp):
+            elems = _param_bytes_per_rank(L, ops, plan.tp)
+            pes = [L.out.placement.group(r, s)[t] for r in range(plan.dp)]
+            first = len(L.prog)
+            deps = sum((wgrad_sinks.get((r, name, t), []) for r in range(plan.dp)), [])
+            grad_bytes = elems * 2  # 16-bit gradients (ADAM_BYTES_PER_PARAM)
+            ar = L.collective("all_reduce", pes, grad_bytes, deps, f"{name} grad all-reduce")
+            L.span(-1, "grad_all_reduce", first, s, "backward", M - 1, f"{name} grad all-reduce")
+            for r, pe in enumerate(pes):
+                first = len(L.prog)
+                # Adam over fp32 state: 4 load streams (grad, master, m, v), 4 stores, 4 passes.
+                L.vector(pe, elems, min(elems, 4096), 4, 4, 4, 4, f"{name} adam", ar)
+                L.span(-1, "optimizer", first, s, "optimizer", M - 1, f"{name} adam")
+
