@@ -36,7 +36,8 @@ void PacketFabric::setup_buffers() {
                         (cap < chunk_flits ? "fewer than one chunk (fabric.chunk = " +
                                                  config::format_bytes(config_.chunk) + " = " +
                                                  std::to_string(chunk_flits) +
-                                                 " flits): a chunk enters a buffer whole (virtual cut-through)"
+                                                 " flits): a chunk enters a buffer whole (virtual cut-through); "
+                                                 "raise the buffer, shrink fabric.chunk or set buffer: unbounded"
                                            : std::string("more than 2^40")));
     vc_range_[ch] = VcRange{static_cast<std::uint32_t>(vcs_.size()), static_cast<std::uint32_t>(link.vcs)};
     for (int v = 0; v < link.vcs; ++v) {
