@@ -169,6 +169,8 @@ py::dict explicit_graph_dict(const Machine& m) {
     x["bandwidth"] = format_bandwidth(e.link.bandwidth);
     x["latency"] = format_time(e.link.latency);
     x["connections"] = e.link.connections;
+    x["buffer"] = to_string(e.link.buffer);  // the packet model's finite buffers travel with the twin
+    x["vcs"] = e.link.vcs;
     edges.append(x);
   }
   const LayoutConfig& l = g.layout;

@@ -8,6 +8,10 @@ ExplicitGraphConfig explicit_graph(const Machine& m) {
   for (NodeId id = 0; id < m.num_nodes(); ++id) {
     const NodeInfo& n = m.node(id);
     ExplicitNode x{n.name, n.kind, n.params, {}};
+    // The machine's overhead already includes the router pipeline's time:
+    // export the sum, or a rebuilt machine would pay the pipeline twice.
+    x.params.pipeline = {};
+    x.params.clock_hz = 0;
     if (n.kind == NodeKind::Pe)
       if (const auto mem = m.memory_of(id)) x.memory = m.node(*mem).name;
     g.nodes.push_back(std::move(x));

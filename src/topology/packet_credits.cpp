@@ -18,7 +18,7 @@ void PacketFabric::setup_buffers() {
   if (!buffered_) return;
   vc_range_.assign(n, VcRange{});
   const std::int64_t chunk_flits = flits(config_.chunk);
-  if (chunk_flits > std::int64_t{1} << 31)
+  if (chunk_flits >= std::int64_t{1} << 31)
     throw ConfigError(machine_.config().source + ": fabric.chunk = " + config::format_bytes(config_.chunk) +
                       " is more than 2^31 flits, too large for finite buffers");
   for (ChannelId ch = 0; ch < n; ++ch) {
@@ -36,7 +36,8 @@ void PacketFabric::setup_buffers() {
                         (cap < chunk_flits ? "fewer than one chunk (fabric.chunk = " +
                                                  config::format_bytes(config_.chunk) + " = " +
                                                  std::to_string(chunk_flits) +
-                                                 " flits): a chunk enters a buffer whole (virtual cut-through)"
+                                                 " flits): a chunk enters a buffer whole (virtual cut-through); "
+                                                 "raise the buffer, shrink fabric.chunk or set buffer: unbounded"
                                            : std::string("more than 2^40")));
     vc_range_[ch] = VcRange{static_cast<std::uint32_t>(vcs_.size()), static_cast<std::uint32_t>(link.vcs)};
     for (int v = 0; v < link.vcs; ++v) {
@@ -59,10 +60,12 @@ bool PacketFabric::take_credits(std::uint32_t c, std::uint32_t slot) {
   const std::int64_t need = flits(ch.size);
   // First come, first served: behind earlier waiters even if room is free.
   if (q.wait_head == kNone && q.free >= need) {
-    q.free -= need;
-    q.held += need;
+    book(q, ch, need);
     return true;
   }
+  // Behind its own transfer only (an uncontended stream outrunning the
+  // credit round trip): drain; behind others: queuing.
+  ch.credit_own = q.owner == ch.transfer && q.owner_flits == q.capacity - q.free;
   ch.next = kNone;
   if (q.wait_tail == kNone)
     q.wait_head = c;
@@ -84,6 +87,8 @@ bool PacketFabric::admit(std::uint32_t c) {
     // this one queues behind it, whatever its output.
     ch.wait_start = sim_.now();
     ch.in_next = kNone;
+    const Chunk& head = chunks_[vcs_[in].stall_head];
+    ch.credit_own = head.transfer == ch.transfer && head.credit_own;
     chunks_[vcs_[in].stall_tail].in_next = c;
     vcs_[in].stall_tail = c;
     return false;
@@ -107,7 +112,9 @@ void PacketFabric::move_buffers(Chunk& ch, const Hop& hop, Time hold_end) {
     Vc& q = vcs_[ch.held];
     q.held -= f;
     q.returning += f;
-    sim_.schedule(hold_end - sim_.now() + prev.latency, on_credit_, pack(ch.held, static_cast<std::uint32_t>(f)));
+    const std::uint32_t own = q.owner == ch.transfer ? kOwnCredit : 0;
+    sim_.schedule(hold_end - sim_.now() + prev.latency, on_credit_,
+                  pack(ch.held, static_cast<std::uint32_t>(f) | own));
   }
   const std::uint32_t slot = slot_of(ch, hop.channel);
   if (slot != kNone && &hop == ch.seg_last) {
@@ -116,7 +123,9 @@ void PacketFabric::move_buffers(Chunk& ch, const Hop& hop, Time hold_end) {
     Vc& q = vcs_[slot];
     q.held -= f;
     q.returning += f;
-    sim_.schedule(hold_end - sim_.now() + 2 * hop.latency, on_credit_, pack(slot, static_cast<std::uint32_t>(f)));
+    const std::uint32_t own = q.owner == ch.transfer ? kOwnCredit : 0;
+    sim_.schedule(hold_end - sim_.now() + 2 * hop.latency, on_credit_,
+                  pack(slot, static_cast<std::uint32_t>(f) | own));
     ch.held = kNone;
     return;
   }
@@ -125,10 +134,12 @@ void PacketFabric::move_buffers(Chunk& ch, const Hop& hop, Time hold_end) {
 
 void PacketFabric::credit(std::uint64_t arg) {
   const std::uint32_t slot = low(arg);
-  const auto f = static_cast<std::int64_t>(arg >> 32);
+  const auto hi = static_cast<std::uint32_t>(arg >> 32);
+  const auto f = static_cast<std::int64_t>(hi & ~kOwnCredit);
   Vc& q = vcs_[slot];
   q.returning -= f;
   q.free += f;
+  if (hi & kOwnCredit) q.owner_flits -= f;
   const Time now = sim_.now();
   // Hand the room to the waiters in order, as far as it goes.
   while (vcs_[slot].wait_head != kNone) {
@@ -137,14 +148,14 @@ void PacketFabric::credit(std::uint64_t arg) {
     Chunk& ch = chunks_[c];
     const std::int64_t need = flits(ch.size);
     if (w.free < need) break;
-    w.free -= need;
-    w.held += need;
+    book(w, ch, need);
     w.wait_head = ch.next;
     if (w.wait_head == kNone) w.wait_tail = kNone;
     --w.waiting;
     --credit_waiters_;
-    // Waiting for room downstream is back-pressure from other traffic.
-    ch.parts.queuing += now - ch.wait_start;
+    // Waiting for room downstream: back-pressure from other traffic, or
+    // its own stream outrunning the credit round trip.
+    (ch.credit_own ? ch.parts.drain : ch.parts.queuing) += now - ch.wait_start;
     const std::uint32_t in = ch.held;
     request_lane(c);  // may grant at once, inject and move chunk records
     if (in != kNone) resume_stalled(in);
@@ -168,7 +179,8 @@ void PacketFabric::resume_stalled(std::uint32_t in) {
       for (std::uint32_t k = next; k != kNone; k = chunks_[k].in_next) vcs_[in].stall_tail = k;
       return;
     }
-    chunks_[c].parts.queuing += now - chunks_[c].wait_start;
+    Chunk& ch = chunks_[c];
+    (ch.credit_own ? ch.parts.drain : ch.parts.queuing) += now - ch.wait_start;
     request_lane(c);
     c = next;
   }

@@ -59,11 +59,13 @@
 // its own input buffer (head-of-line blocking; they queue, oldest first,
 // even those bound for another output), and its buffer stays full, so a
 // blocked destination stalls its senders hop by hop (back-pressure). VC
-// allocation: a transfer uses VC (id mod vcs) on its first buffered channel
-// and keeps that index downstream (mod each channel's vcs); credits are
-// granted first come, first served per VC. Where credits never run short
+// allocation: a transfer uses VC (id mod 64) mod vcs on every buffered
+// channel (id mod vcs for a power-of-two vcs), so its chunks stay in
+// order; credits are granted first come, first served per VC. Where credits never run short
 // the events are those of the unbounded model plus one credit return per
 // chunk-hop, at the same times: results are identical to the picosecond.
+// A wait for credits is queuing (back-pressure from other traffic), or
+// drain when the buffer held only the waiter's own transfer's chunks.
 // Unbounded channels (the default) pay nothing: a fabric without a buffered
 // channel never enters this code (one predictable branch per request and
 // grant). A run whose queue empties with chunks still waiting for credits
@@ -175,7 +177,8 @@ class PacketFabric final : public Fabric {
     LaneId lane = 0;               // the lane it asks for, then holds
     std::uint32_t next = kNone;    // next waiter on the same lane
     bool stream_head = false;      // on its segment's first hop: the next chunk enters behind it
-    std::uint8_t vc = 0;           // buffered channels: its VC index (transfer id mod vcs of the first)
+    std::uint8_t vc = 0;           // buffered channels: its VC index, (transfer id mod 64) mod vcs
+    bool credit_own = false;       // its wait for credits is behind its own transfer's chunks (drain)
     Bytes size = 0;
     Time wait_start = 0;
     Time lane_busy_at_wait = 0;
@@ -238,6 +241,10 @@ class PacketFabric final : public Fabric {
     std::uint32_t stall_tail = kNone;  // the head waits for credits, the rest behind it
     std::uint64_t waiting = 0;
     std::uint64_t stalls = 0;
+    // Whose chunks fill it: a wait behind the waiter's own transfer only is
+    // drain, as it is on a lane (owner: a transfer slot, set when it was empty).
+    std::uint32_t owner = kNone;
+    std::int64_t owner_flits = 0;  // the owner's credits held or returning
   };
   struct VcRange {
     std::uint32_t base = 0;   // index of VC 0 in vcs_
@@ -252,6 +259,14 @@ class PacketFabric final : public Fabric {
   /// go back), enter this hop's.
   void move_buffers(Chunk& ch, const Hop& hop, Time hold_end);
   void credit(std::uint64_t slot_flits);
+  /// Takes `need` credits of `q` for chunk `ch` (the caller checked they are free).
+  static void book(Vc& q, const Chunk& ch, std::int64_t need) {
+    if (q.free == q.capacity) q.owner = ch.transfer, q.owner_flits = 0;
+    if (q.owner == ch.transfer) q.owner_flits += need;
+    q.free -= need;
+    q.held += need;
+  }
+  static constexpr std::uint32_t kOwnCredit = 0x80000000U;  // credit event: the flits were the owner's
   void resume_stalled(std::uint32_t slot);
   std::uint32_t slot_of(const Chunk& ch, ChannelId channel) const {
     const VcRange& r = vc_range_[channel];

@@ -217,7 +217,7 @@ TEST_CASE("wrong YAML node types are ConfigErrors, never YAML exceptions", "[con
   REQUIRE_THROWS_WITH(parse("graph:\n  nodes: [{name: a, kind: host, overhead: 0 ns}]\n  edges:\n"
                             "    e0: {a: a, b: a, bandwidth: 1 GB/s, latency: 1 ns}\n"),
                       Contains("test.yaml: graph.edges: expected a list (- {a, b, class, bandwidth, latency, "
-                               "connections}), got a map (line 4)"));
+                               "connections, buffer, vcs}), got a map (line 4)"));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "pes_per_cube: 8", "pes_per_cube: [8]")),
                       Contains("test.yaml: system.pes_per_cube: expected a positive integer, got a list"));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "name: default", "name: {a: 1}")),

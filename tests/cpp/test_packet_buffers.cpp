@@ -214,7 +214,7 @@ TEST_CASE("credits are conserved on every channel, mid-run and at the end", "[pa
   }
 }
 
-TEST_CASE("finite buffers slow contended traffic down, never uncontended", "[packet][buffer]") {
+TEST_CASE("tiny buffers slow contended traffic down (back-pressure and HOL blocking)", "[packet][buffer]") {
   Run ideal(mesh(4, 4, BufferSize{}), packet(64));
   Run small(mesh(4, 4, flits(1)), packet(64));
   const auto& a = random_traffic(ideal, 400, 1 * kKiB, 3);
