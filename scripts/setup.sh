@@ -98,15 +98,15 @@ fi
 
 # Optional extras, opt-in: KERNBENCH_EXTRAS=torch,onnx (CI sets it) installs
 # the workload importers' pinned packages (pyproject.toml's [torch] and [onnx]
-# extras; keep the pins in step). torch comes from PyTorch's CPU index: the
-# PyPI wheel of the same version pulls several GB of CUDA libraries. Without
+# extras; keep the pins in step). The pin matters: on these machines
+# torch==2.13.0 resolves to the CPU wheel that lies on disk (pip's
+# find-links), while an open range pulls a CUDA build of several GB. Without
 # KERNBENCH_EXTRAS nothing is downloaded and the tests that need them skip.
 TORCH_PIN="torch==2.13.0"; TRANSFORMERS_PIN="transformers==5.24.0"; ONNX_PIN="onnx==1.23.2"
 for extra in ${KERNBENCH_EXTRAS//,/ }; do
   case "$extra" in
     torch)
-      "$PYTHON" -m pip install -q --disable-pip-version-check --index-url https://download.pytorch.org/whl/cpu \
-        "$TORCH_PIN"
+      "$PYTHON" -m pip install -q --disable-pip-version-check "$TORCH_PIN"
       "$PYTHON" -m pip install -q --disable-pip-version-check "$TRANSFORMERS_PIN" ;;
     onnx)
       "$PYTHON" -m pip install -q --disable-pip-version-check "$ONNX_PIN" ;;
