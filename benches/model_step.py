@@ -2,8 +2,11 @@
 
 The model is the imported ``LlamaForCausalLM`` with LLaMA-3-8B's published
 configuration (kernbench.workloads.import_model('llama3_8b'), traced on the
-meta device; when the importer is not installed, the hand-built op graph of
-kernbench.workloads.handbuilt with the same dimensions and names), lowered
+meta device; it needs the ``kernbench[torch]`` extra, and without it the run
+fails naming that extra). ``source=hand`` takes instead the hand-built op
+graph of kernbench.workloads.handbuilt, with the same dimensions and names:
+the smoke size (and so the golden) uses it, so that it needs no torch;
+tests/python/test_model_step_import.py checks the two agree. It is lowered
 by kernbench.workloads.lower at the plan ``dp x tp x pp`` and estimated by
 kernbench.workloads.estimate (docs/model-estimates.md):
 
@@ -36,15 +39,16 @@ def _builder(dims_name, layers, source):
         dims["layers"] = int(layers)
     if source == "import":
         try:
-            from kernbench.workloads import import_model  # the torch importer (kernbench[torch])
+            import torch  # noqa: F401  (the importer's extra: kernbench[torch])
         except ImportError:
-            import_model = None
-        if import_model is not None:
-            from kernbench.workloads.estimate import with_kv_len
+            raise ImportError("source=import needs the kernbench[torch] extra (torch==2.13.0, "
+                              "transformers==5.24.0); or run with --set bench.source=hand") from None
+        from kernbench.workloads import import_model
+        from kernbench.workloads.estimate import with_kv_len
 
-            def build(b, s, kv):  # imported at s new tokens, its attention re-shaped to the cache length
-                return with_kv_len(import_model(dims_name, batch=b, seq=s, layers=dims["layers"]), kv)
-            return build, "import"
+        def build(b, s, kv):  # imported at s new tokens, its attention re-shaped to the cache length
+            return with_kv_len(import_model(dims_name, batch=b, seq=s, layers=dims["layers"]), kv)
+        return build, "import"
     return (lambda b, s, kv: handbuilt.llama_graph(b, s, kv, dims=dims, name=dims_name)), "hand"
 
 
@@ -53,7 +57,7 @@ def _builder(dims_name, layers, source):
     description="Whole-model LLaMA-3-8B: inference TTFT/TPOT/tokens per s and a training step with its 1F1B bubble",
     params={
         "model": Param("llama3_8b", choices=["llama3_8b", "llama3_70b"]),
-        "source": Param("hand", choices=["hand", "import"]),
+        "source": Param("import", choices=["import", "hand"]),
         "mode": Param(["inference", "training"], choices=["inference", "training"]),
         "dp": 1, "tp": 8, "pp": 1,
         "batch": 8, "prompt": 512, "decode_steps": 128, "kv_samples": 5, "layers": 0,
@@ -62,7 +66,7 @@ def _builder(dims_name, layers, source):
         "sips": 1,
     },
     uses_config=True,
-    smoke={"bench.batch": 1, "bench.prompt": 64, "bench.decode_steps": 4, "bench.kv_samples": 2, "bench.layers": 2,
+    smoke={"bench.source": "hand", "bench.batch": 1, "bench.prompt": 64, "bench.decode_steps": 4, "bench.kv_samples": 2, "bench.layers": 2,
            "bench.train_seq": 32, "bench.train_layers": 2, "bench.microbatches": 2, "bench.train_dp": 1,
            "bench.train_head": False},
     golden={"key": ["mode"],
@@ -78,10 +82,10 @@ def model_step(ctx):
     t0 = time.perf_counter()
     results, failures = ctx.results, ctx.failures
     machine = {"system.sips.w": int(p["sips"]), "system.sips.h": 1}
-    build, source = _builder(p["model"], p["layers"], p["source"])
     if "inference" in p["mode"]:
         name = f"inference {p['model']} dp={p['dp']} tp={p['tp']} pp={p['pp']} b={p['batch']} prompt={p['prompt']}"
         try:
+            build, source = _builder(p["model"], p["layers"], p["source"])
             system = ctx.load_system(machine)
             plan = ParallelPlan(dp=p["dp"], tp=p["tp"], pp=p["pp"])
             est = estimate.inference(build, system, plan, batch=p["batch"], prompt=p["prompt"],
