@@ -59,3 +59,22 @@ def test_bad_records_name_what_is_wrong():
         WorkloadGraph("g", [Op("first", "elementwise", "t", (x,), (x,)), Op("second", "elementwise", "t", deps=(1,))])
     with pytest.raises(WorkloadError, match="does not fit in 1 ops"):
         WorkloadGraph("g", [Op("first", "elementwise", "t")], blocks=[Block("layers", 0, 1, 2)])
+
+
+def test_repeat_block_carries_the_hidden_state_and_shares_the_rest():
+    """A decoder layer reads the hidden state (carried from the previous layer) and a rotary table (shared)."""
+    x = TensorSpec((4, 8), "bf16")
+    hidden = Op("embed", "embedding", "aten.embedding.default", (), (x,), (), 0, {"rows": 10, "dim": 8, "tokens": 4})
+    rope = Op("rotary", "elementwise", "aten.cos.default", (), (x,), (), 32, {"elements": 32, "operands": 1})
+    mix = Op("layers.0.mix", "elementwise", "aten.mul.Tensor", (x, x), (x,), (), 32, {"elements": 32, "operands": 2},
+             (0, 1))
+    out = Op("layers.0.add", "elementwise", "aten.add.Tensor", (x, x), (x,), (), 32, {"elements": 32, "operands": 2},
+             (0, 2))
+    stamped = WorkloadGraph.repeat_block([mix, out], "layers", 3, offset=2, carry={0: 1})
+    assert [(o.name, o.deps) for o in stamped] == [
+        ("layers.1.mix", (3, 1)), ("layers.1.add", (3, 4)),     # hidden from layers.0.add; rotary shared
+        ("layers.2.mix", (5, 1)), ("layers.2.add", (5, 6))]
+    # The default carries the op just before the block (here the rotary table), which is wrong for this block.
+    assert WorkloadGraph.repeat_block([mix, out], "layers", 2, offset=2)[0].deps == (0, 3)
+    with pytest.raises(WorkloadError, match="carry 2 -> 0 must map an op before the block"):
+        WorkloadGraph.repeat_block([mix, out], "layers", 2, offset=2, carry={2: 0})

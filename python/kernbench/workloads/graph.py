@@ -289,21 +289,33 @@ class WorkloadGraph:
 
     # ---- building --------------------------------------------------------------
     @staticmethod
-    def repeat_block(ops: Sequence[Op], prefix: str, count: int, *, offset: int = 0) -> list[Op]:
+    def repeat_block(ops: Sequence[Op], prefix: str, count: int, *, offset: int = 0,
+                     carry: Mapping[int, int] | None = None) -> list[Op]:
         """Instances 1..count-1 of the block ``ops`` (instance 0, named ``{prefix}.0.``), renamed and re-indexed.
 
-        ``offset`` is the index of the block's first op in the whole graph; a
-        dep inside the block moves with its instance, a dep before the block
-        points at the previous instance's last op when it was the block's input
-        (the op just before the block), else stays.
+        ``offset`` is the index of the block's first op in the whole graph. A
+        dep inside the block moves with its instance. A dep on an op before the
+        block is either carried or shared: ``carry`` maps such a dep (a graph
+        index) to the block position (0-based) of the op whose output the next
+        instance reads in its place -- for a decoder, the hidden state that
+        enters layer 0 -> the residual add that ends it. Any other dep before
+        the block (rotary tables, a mask) is shared: every instance reads the
+        same op. Default ``carry``: the op just before the block is carried
+        from the block's last op.
         """
         size = len(ops)
+        carry = {offset - 1: size - 1} if carry is None else dict(carry)
+        for d, pos in carry.items():
+            if not (0 <= d < offset and 0 <= pos < size):
+                raise WorkloadError(f"repeat_block {prefix!r}: carry {d} -> {pos} must map an op before the "
+                                    f"block (index < {offset}) to a block position in 0..{size - 1}")
         src0, out = f"{prefix}.0.", []
         for i in range(1, count):
             dst = f"{prefix}.{i}."
             shift = i * size
+            first = offset + shift  # this instance's first op; the previous instance starts at first - size
             for op in ops:
-                deps = tuple(d + shift if d >= offset else (offset + shift - 1 if d == offset - 1 else d)
+                deps = tuple(d + shift if d >= offset else (first - size + carry[d] if d in carry else d)
                              for d in op.deps)
                 attrs = {k: (v.replace(src0, dst, 1) if isinstance(v, str) and v.startswith(src0) else v)
                          for k, v in op.attrs.items()}  # e.g. a matmul's weight name
