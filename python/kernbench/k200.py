@@ -391,7 +391,12 @@ def lower_ops(ops, *, precision: str = "fp32", ncluster: int = 8, die=(0, 0), fr
     op (the residual add) and every reduce (pooling) as the elementwise kernel over its elements, a copy as
     a device-to-device copy, views free. With ``fold`` (inference through a framework: batch norm folded
     into the conv's weights, ReLU its epilogue) a norm or a one-operand elementwise op costs nothing.
-    Attention, softmax and embedding have no K200 kernel: ConfigError naming the op."""
+    Attention has no fused K200 kernel: it runs as a framework without one runs it, the score GEMM
+    (``batch x heads x q_len`` rows of ``head_dim`` against ``kv_len`` columns), the softmax as the
+    elementwise kernel over the score matrix, and the context GEMM (the same rows, ``kv_len`` deep); a
+    batched GEMM is one fc launch whose rows are all the batches' rows, as for a matmul. A softmax op is
+    the elementwise kernel over its elements; an embedding a device-to-device copy of the rows it gathers.
+    Any other kind: ConfigError naming the op."""
     fw = float(framework_op_us)
     die = tuple(die)
     steps: list[dict[str, Any]] = []
@@ -426,6 +431,24 @@ def lower_ops(ops, *, precision: str = "fp32", ncluster: int = 8, die=(0, 0), fr
             steps.append(st)
         elif kind == "copy":
             steps.append(_copy("d2d", "h2d", int(a["bytes"]), die, "d2d"))
+        elif kind == "attention":
+            rows = int(a["batch"]) * int(a["heads"]) * int(a["q_len"])
+            kv, d = int(a["kv_len"]), int(a["head_dim"])
+            for part, st in (("scores", _fc(rows, kv, d, precision, ncluster, die, "attention")),
+                             ("softmax", _add(rows * kv, ncluster, die, "softmax", precision, fw)),
+                             ("context", _fc(rows, int(a.get("v_head_dim") or d), kv, precision, ncluster, die,
+                                             "attention"))):
+                st["kernel"]["framework_overhead_ps"] = int(round(fw * 1e6))
+                st["name"] = f"{op.name}.{part}"
+                steps.append(st)
+        elif kind == "softmax":
+            st = _add(int(a["elements"]), ncluster, die, "softmax", precision, fw)
+            st["name"] = op.name
+            steps.append(st)
+        elif kind == "embedding":
+            st = _copy("d2d", "h2d", op.bytes_written, die, "embedding")
+            st["name"] = op.name
+            steps.append(st)
         else:
             raise ConfigError(f"k200: {where}: no K200 lowering for a {kind} op")
     return steps

@@ -175,10 +175,19 @@ def test_k200_run_ops_matches_hand_written_c1_layers():
     out = k200.run_ops(k200.load_system("k200.yaml"), g.ops, framework_op_us=10, input_bytes=batch * 3 * 224 * 224 * 4,
                        output_bytes=batch * 2048 * 4)
     assert out["latency_ms"] > 0
+    # Attention: no fused K200 kernel -- the score GEMM, the softmax over the scores, the context GEMM.
     sdpa = [Op("model.attn.sdpa", "attention", "aten.scaled_dot_product_attention.default",
-               attrs={"batch": 1, "heads": 1, "kv_heads": 1, "q_len": 1, "kv_len": 1, "head_dim": 8})]
-    with pytest.raises(kernbench.ConfigError, match=r"'model.attn.sdpa' \(attention.*no K200 lowering"):
-        k200.lower_ops(sdpa)
+               attrs={"batch": 2, "heads": 4, "kv_heads": 4, "q_len": 16, "kv_len": 48, "head_dim": 8})]
+    parts = {st["name"]: st["kernel"] for st in k200.lower_ops(sdpa)}
+    assert [(p["kind"], p.get("m"), p.get("n"), p.get("k"), p.get("elements")) for p in parts.values()] == [
+        ("gemm", 2 * 4 * 16, 48, 8, None), ("elementwise", None, None, None, 2 * 4 * 16 * 48),
+        ("gemm", 2 * 4 * 16, 8, 48, None)]
+    assert list(parts) == ["model.attn.sdpa.scores", "model.attn.sdpa.softmax", "model.attn.sdpa.context"]
+    # A kind with no K200 lowering names the op.
+    bad = [Op("model.odd", "reduce", "aten.sum.default", attrs={"elements": 4}), Op("x", "view", "aten.view")]
+    object.__setattr__(bad[0], "kind", "unknown")  # every kind the format knows lowers; a newer one might not
+    with pytest.raises(kernbench.ConfigError, match=r"op 0 'model.odd' \(unknown, aten.sum.default\): no K200 lowering"):
+        k200.lower_ops(bad)
 
 
 def test_with_kv_len_reshapes_attention_only():

@@ -56,6 +56,7 @@ __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges"]
 VECTOR_PASSES = {"elementwise": 1, "norm": 2, "softmax": 2, "reduce": 1, "embedding": 1}
 VECTOR_TILE = 64 * 1024  # target bytes per vector tile and load stream (src/workloads/llama.cpp kVectorTile)
 COLLECTIVE_SHARE = 512 * 1024  # most bytes per rank one collective stages through scratch (see collective())
+COPY_TILE = 256 * 1024  # most bytes per tile of a copy through scratch (copy(): two or three tiles in flight)
 REP, SHARD, SEQ = "replicated", "sharded", "seq"  # activation states over a tp group (plan.py)
 
 _REQUIRED = {"matmul": ("m", "n", "k"), "conv": ("gemm_m", "gemm_n", "gemm_k", "kernel"),
@@ -270,14 +271,23 @@ class _Lowerer:
         return self.step(pe, build, deps)
 
     def copy(self, pe, nbytes, name, deps):
+        """HBM -> scratch -> HBM in tiles of at most COPY_TILE (a layout copy, an im2col): tile j+1 loads while
+        tile j is stored; each store follows the one before it, so the last one ends the copy."""
         if nbytes < 1:
             return deps
         hbm = self.hbm(pe)
-        self.count("dma", 2)
+        tiles = -(-int(nbytes) // COPY_TILE)
+        self.count("dma", 2 * tiles)
 
         def build(d):
-            a = self.prog.dma(pe, src=hbm, dst=pe, bytes=int(nbytes), deps=d, name=name, tag="copy")
-            return self.prog.dma(pe, src=pe, dst=hbm, bytes=int(nbytes), deps=[a], name=name, tag="copy")
+            load, store = None, None
+            for j in range(tiles):
+                b = int(nbytes) // tiles + (1 if j < int(nbytes) % tiles else 0)
+                load = self.prog.dma(pe, src=hbm, dst=pe, bytes=b, deps=d if load is None else [load], name=name,
+                                     tag="copy")
+                store = self.prog.dma(pe, src=pe, dst=hbm, bytes=b, deps=[load] + ([store] if store else []),
+                                      name=name, tag="copy")
+            return store
 
         return self.step(pe, build, deps)
 
