@@ -18,7 +18,8 @@ kernbench.workloads.estimate (docs/model-estimates.md):
              all-reduce over dp overlapping the backward, Adam), 1F1B over pp
              stages with ``microbatches``; its simulated bubble beside
              (pp - 1) / (M + pp - 1); ``train_head`` adds the embedding and the
-             LM head (off in the smoke size).
+             LM head to the hand-built graph (off in the smoke size; the
+             imported model always has them).
 
 Rows: one per mode. Figures are deterministic (one seed).
 """
@@ -113,10 +114,14 @@ def model_step(ctx):
             dims = dict(handbuilt.LLAMA3_8B if p["model"] == "llama3_8b" else handbuilt.LLAMA3_70B)
             # train_head: the embedding and the LM head + final norm too (their 128256-row tables dominate a
             # few-layer step; the smoke size leaves them out)
-            g = handbuilt.llama_graph(p["train_batch"], p["train_seq"], dims=dims, layers=p["train_layers"],
-                                      embed=bool(p["train_head"]), head=bool(p["train_head"]))
+            if p["source"] == "import":  # the imported model always has its embedding and LM head
+                build, _ = _builder(p["model"], p["train_layers"], "import")
+                g = build(p["train_batch"], p["train_seq"], p["train_seq"])
+            else:
+                g = handbuilt.llama_graph(p["train_batch"], p["train_seq"], dims=dims, layers=p["train_layers"],
+                                          embed=bool(p["train_head"]), head=bool(p["train_head"]))
             tr = estimate.training_step(g, system, plan)
-            row = {"name": name, "mode": "training", "source": "hand", **tr.row(), "counts": tr.counts,
+            row = {"name": name, "mode": "training", "source": p["source"], **tr.row(), "counts": tr.counts,
                    "time_ms": tr.step_ms, "gemm_flops": sum(tr.gemm_flops.values())}
             results.append(row)
             ctx.log(f"  {name}: step {tr.step_ms:.3f} ms (fwd {tr.forward_ms:.3f}, bwd {tr.backward_ms:.3f}, "

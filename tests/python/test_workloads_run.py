@@ -48,3 +48,15 @@ def test_imported_model_runs_on_the_default_machine_and_the_k200(name, kw, tp, k
     # Attention runs as score GEMM, softmax and context GEMM on the K200 (no fused kernel).
     n_attention = sum(op.kind == "attention" for op in g.ops)
     assert sum(st["label"] == "softmax" for st in launched) >= n_attention
+
+
+def test_two_identical_layers_are_a_block_that_pipeline_stages_split():
+    from kernbench.workloads.lower import stage_ranges
+
+    g = import_model("llama3_8b", batch=1, seq=8, layers=2)
+    (b,) = g.blocks
+    assert (b.prefix, b.count) == ("model.layers", 2)
+    assert g.ops[b.first].name.startswith("model.layers.0.") and g.ops[b.end].name.startswith("model.layers.1.")
+    stages = stage_ranges(g, 2)
+    assert stages[b.first:b.end] == [0] * b.size and stages[b.end:b.end + b.size] == [1] * b.size
+    assert import_model("llama3_8b", batch=1, seq=8, layers=1).blocks == []

@@ -83,7 +83,7 @@ def _signature(mod) -> tuple:
 
 
 def find_repeated_blocks(module) -> tuple[str, int] | None:
-    """``(path, count)`` of the module's largest ModuleList of >= 3 identical blocks, or None.
+    """``(path, count)`` of the module's largest ModuleList of >= 2 identical blocks, or None.
 
     Identical: the same class and the same parameter and buffer names,
     shapes and dtypes. The largest by parameter count (the layer stack, not
@@ -92,7 +92,7 @@ def find_repeated_blocks(module) -> tuple[str, int] | None:
     torch = _torch()
     best, best_size = None, -1
     for path, mod in module.named_modules():
-        if not isinstance(mod, torch.nn.ModuleList) or len(mod) < 3:
+        if not isinstance(mod, torch.nn.ModuleList) or len(mod) < 2:
             continue
         sigs = {_signature(m) for m in mod}
         if len(sigs) != 1:
@@ -599,7 +599,7 @@ def from_torch(module, example_inputs: Sequence[Any] | Any = (), *, kwargs: Mapp
         rep = (repeat, len(lst))
     note = "full trace"
     blocks: list[Block] = []
-    if rep is not None and rep[1] >= 3:
+    if rep is not None and rep[1] >= 2:  # two: traced whole, checked and declared a Block (pipeline stages need it)
         path, count = rep
         full = module.get_submodule(path)
         _set_submodule(module, path, torch.nn.ModuleList(list(full)[:2]))
