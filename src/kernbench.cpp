@@ -2,6 +2,7 @@
 #include "kernbench.hpp"
 
 #include "config/schema.hpp"
+#include "kernels/gpu/config_section.hpp"
 #include "platforms/k200/config_section.hpp"
 #include "platforms/vgpu/config_section.hpp"
 #include "runtime/config_section.hpp"
@@ -17,10 +18,11 @@ config::Schema make_schema() {
   topology::add_config_sections(s);  // include, system, nodes, links, graph, fabric
   runtime::add_pe_section(s);
   runtime::add_energy_section(s);
+  kernels::gpu::add_config_section(s);
   platforms::vgpu::add_config_section(s);
   platforms::k200::add_config_section(s);
   // The order they are listed in (messages, `kernbench schema`, docs/config-reference.md).
-  s.root().list_keys({"include", "system", "nodes", "links", "graph", "fabric", "pe", "vgpu", "k200", "energy"});
+  s.root().list_keys({"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "vgpu", "k200", "energy"});
   return s;
 }
 

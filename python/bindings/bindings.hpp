@@ -168,9 +168,10 @@ inline std::optional<std::int64_t> opt_int_arg(pybind11::handle v, const std::st
 /// "fp16" -> Precision::Fp16; an unknown name lists the known ones.
 inline topology::Precision precision_from(const std::string& name) {
   using topology::Precision;
-  for (Precision p : {Precision::Fp32, Precision::Fp16, Precision::Bf16, Precision::Int8})
+  for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8,
+                      Precision::Int8})
     if (name == topology::to_string(p)) return p;
-  throw ConfigError("unknown precision '" + name + "' (known: fp32, fp16, bf16, int8)");
+  throw ConfigError("unknown precision '" + name + "' (known: fp32, tf32, fp16, bf16, fp8, int8)");
 }
 
 /// A count from Python that must not be negative (taken as int64 so that a
@@ -200,6 +201,7 @@ void bind_sim(pybind11::module_& m);
 void bind_topology(pybind11::module_& m);
 void bind_runtime(pybind11::module_& m);
 void bind_kernels(pybind11::module_& m);
+void bind_gpu(pybind11::module_& m);
 void bind_gqa(pybind11::module_& m);
 void bind_config(pybind11::module_& m);
 void bind_k200(pybind11::module_& m);

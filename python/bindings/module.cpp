@@ -30,6 +30,7 @@ PYBIND11_MODULE(_core, m) {
   kernbench::bindings::bind_topology(m);
   kernbench::bindings::bind_runtime(m);
   kernbench::bindings::bind_kernels(m);
+  kernbench::bindings::bind_gpu(m);
   kernbench::bindings::bind_gqa(m);
   kernbench::bindings::bind_config(m);
   kernbench::bindings::bind_k200(m);

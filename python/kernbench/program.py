@@ -104,6 +104,15 @@ class Program:
         """`flops` on `agent`'s GEMM engine at `precision` (one engine op; ``gemm()`` is the whole kernel)."""
         return self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag))
 
+    def kernel(self, agent: Node, duration_ps: int, *, launch_ps: int = 0, flops: float = 0.0,
+               precision: str = "bf16", bytes: int = 0, deps=(), name: str = "", tag=None) -> int:
+        """One GPU kernel priced by a kernel model (``_core.gpu_gemm(...)["duration_ps"]`` and its kin): a
+        launch op of ``launch_ps`` on the agent's launch queue, after the agent's previous launch (none when
+        0), then the kernel of ``duration_ps`` on its SM array after that launch and ``deps``. Returns the
+        kernel op; neither pays a PE_CPU dispatch."""
+        return self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, bytes, self._deps(deps),
+                                 name, self._tag(tag))
+
     # ---- whole kernels and collectives ----------------------------------------------
     def _append(self, sub, deps, name: str) -> "Handle":
         """Append a sub-program after `deps`; its handle stands for its sinks (no extra op, no extra time)."""

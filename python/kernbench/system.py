@@ -121,6 +121,12 @@ class System:
         return f"<kernbench.System {self.source}: {self._core.num_nodes} nodes, {self._core.fabric_model} model>"
 
     # ---- the PEs and their relations --------------------------------------------
+    @property
+    def target(self) -> str:
+        """How workloads run on this machine's PEs (``pe.target``): ``"sip"`` (tiles through the PE engines)
+        or ``"gpu"`` (kernels on an SM array; docs/gpu-target.md)."""
+        return _core.exec_target(self._core)
+
     def layout(self) -> dict:
         """The PE relations kernels read (docs/concepts.md): ``ranks`` (PE names in rank order),
         ``memories`` (each rank's memory node, or None), per rank its ``package``, ``group`` and ``pe``

@@ -229,9 +229,11 @@ Bytes gemm_elem_bytes(Precision precision) { return topology::element_bytes(prec
 
 Bytes gemm_c_elem_bytes(Precision precision) {
   switch (precision) {
-    case Precision::Fp32: return 4;
+    case Precision::Fp32:
+    case Precision::Tf32: return 4;
     case Precision::Fp16:
-    case Precision::Bf16: return 2;
+    case Precision::Bf16:
+    case Precision::Fp8: return 2;   // FP8 GEMMs write a 16-bit result (cuBLASLt's usual D type)
     case Precision::Int8: return 4;  // int32 results
   }
   return 0;

@@ -110,6 +110,8 @@ void Executor::Impl::export_causes() {
           split_fabric(nd, weights);
           break;
         case OpKind::Dma: split_fabric(nd, weights); break;
+        case OpKind::Launch: put("engine:launch", work); break;
+        case OpKind::Kernel: put("engine:sm", work); break;
         default: put(std::string("engine:") + to_string(nd.kind), work); break;
       }
       // Merge the weights by label, then hand out the rest in proportion

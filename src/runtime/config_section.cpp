@@ -16,6 +16,16 @@ std::optional<IpcqCredit> ipcq_credit_from_string(std::string_view name) {
 
 std::vector<std::string> ipcq_credit_names() { return {"fabric", "instant"}; }
 
+const char* to_string(ExecTarget t) { return t == ExecTarget::Gpu ? "gpu" : "sip"; }
+
+std::optional<ExecTarget> exec_target_from_string(std::string_view name) {
+  if (name == "sip") return ExecTarget::Sip;
+  if (name == "gpu") return ExecTarget::Gpu;
+  return std::nullopt;
+}
+
+std::vector<std::string> exec_target_names() { return {"sip", "gpu"}; }
+
 }  // namespace kernbench::topology
 
 namespace kernbench::runtime {
@@ -31,6 +41,10 @@ void add_pe_section(config::Schema& schema) {
       "pe", [](Config& c) -> PeConfig& { return c.section<PeConfig>(); },
       "the engines of every PE; every key has a default");
   pe.doc("The engines of every PE: PE_CPU (dispatch), DMA channels, GEMM, vector, IPCQ, and the scratch.");
+  pe.choice("target", &PeConfig::target,
+            "how workloads run on these PEs: sip (tiles through the PE engines) or gpu (kernels on an SM array, "
+            "the gpu: section)",
+            topology::exec_target_names(), topology::exec_target_from_string);
   pe.frequency("clock", &PeConfig::clock_hz, "engine clock").min(Bound::Positive);
   pe.time("dispatch", &PeConfig::dispatch, "PE_CPU cost of dispatching one command").min(Bound::NonNegative);
   pe.bytes("scratch", &PeConfig::scratch, "per-PE SRAM budget").min(Bound::Positive);
@@ -43,6 +57,8 @@ void add_pe_section(config::Schema& schema) {
   gemm.add("fp16", &PeConfig::gemm_macs_fp16, "FP16 MACs per cycle").min(Bound::NonNegative);
   gemm.add("bf16", &PeConfig::gemm_macs_bf16, "BF16 MACs per cycle").min(Bound::NonNegative);
   gemm.add("int8", &PeConfig::gemm_macs_int8, "INT8 MACs per cycle").min(Bound::NonNegative);
+  gemm.add("tf32", &PeConfig::gemm_macs_tf32, "TF32 (tensor) MACs per cycle").min(Bound::NonNegative);
+  gemm.add("fp8", &PeConfig::gemm_macs_fp8, "FP8 (tensor) MACs per cycle").min(Bound::NonNegative);
 
   pe.add("vector_bytes_per_cycle", &PeConfig::vector_bytes_per_cycle, "vector engine throughput")
       .min(Bound::Positive);
@@ -108,6 +124,8 @@ void add_energy_section(config::Schema& schema) {
   g.energy_per_flop("fp16", &EnergyCompute::gemm_fp16, "FP16").min(nn);
   g.energy_per_flop("bf16", &EnergyCompute::gemm_bf16, "BF16").min(nn);
   g.energy_per_flop("int8", &EnergyCompute::gemm_int8, "INT8").min(nn);
+  g.energy_per_flop("tf32", &EnergyCompute::gemm_tf32, "TF32").min(nn);
+  g.energy_per_flop("fp8", &EnergyCompute::gemm_fp8, "FP8").min(nn);
   c.energy_per_byte("vector", &EnergyCompute::vector, "vector engine, per byte processed").min(nn);
 
   Section<EnergyStatic> s = energy.map<EnergyStatic>("static", &EnergyConfig::static_power, "static power, by node kind");

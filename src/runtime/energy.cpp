@@ -32,6 +32,8 @@ topology::EnergyPerFlop gemm_price(const EnergyConfig& e, Precision p) {
     case Precision::Fp16: return e.compute.gemm_fp16;
     case Precision::Bf16: return e.compute.gemm_bf16;
     case Precision::Int8: return e.compute.gemm_int8;
+    case Precision::Tf32: return e.compute.gemm_tf32;
+    case Precision::Fp8: return e.compute.gemm_fp8;
   }
   return 0;
 }
@@ -146,6 +148,10 @@ EnergyReport energy(topology::System& system, const Program& program, const RunR
         break;
       case OpKind::Gemm: t.flops[op.precision] += op.flops; break;
       case OpKind::Vector: t.vector += op.bytes; break;
+      case OpKind::Kernel:  // a GPU kernel: its FLOPs and the HBM bytes its model says it moves
+        t.flops[op.precision] += op.flops;
+        t.hbm += op.bytes;
+        break;
       case OpKind::Composite: {
         const Pipeline& p = program.pipelines().at(op.pipeline);
         Tally tile;  // every tile moves the same bytes over the same routes

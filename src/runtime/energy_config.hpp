@@ -52,6 +52,10 @@ struct EnergyCompute {
   EnergyPerFlop gemm_fp16 = 15 * kPicojoulePerMac / 10;   ///< 1.5 pJ/MAC
   EnergyPerFlop gemm_bf16 = 15 * kPicojoulePerMac / 10;   ///< 1.5 pJ/MAC
   EnergyPerFlop gemm_int8 = 23 * kPicojoulePerMac / 100;  ///< 0.23 pJ/MAC
+  /// Assumed: TF32 reads FP32 words through the tensor core at FP16's datapath
+  /// width, so between the two; FP8 as INT8 (both one-byte operands).
+  EnergyPerFlop gemm_tf32 = 30 * kPicojoulePerMac / 10;   ///< 3.0 pJ/MAC
+  EnergyPerFlop gemm_fp8 = 23 * kPicojoulePerMac / 100;   ///< 0.23 pJ/MAC
   EnergyPerByte vector = kPicojoulePerBit / 40;           ///< 0.2 pJ/B processed by the vector engine
 };
 

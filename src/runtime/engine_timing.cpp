@@ -13,6 +13,8 @@ int gemm_macs_per_cycle(const PeConfig& pe, Precision precision) {
     case Precision::Fp16: return pe.gemm_macs_fp16;
     case Precision::Bf16: return pe.gemm_macs_bf16;
     case Precision::Int8: return pe.gemm_macs_int8;
+    case Precision::Tf32: return pe.gemm_macs_tf32;
+    case Precision::Fp8: return pe.gemm_macs_fp8;
   }
   return 0;
 }

@@ -23,6 +23,8 @@ const char* to_string(Engine engine) {
     case Engine::Vector: return "vector";
     case Engine::Ipcq: return "ipcq";
     case Engine::IpcqRx: return "ipcq_rx";
+    case Engine::Launch: return "launch";
+    case Engine::Sm: return "sm";
   }
   return "?";
 }
@@ -32,7 +34,7 @@ PeEngines& Executor::Impl::pe(NodeId agent) {
   if (!slot) {
     const std::string& name = system.machine().node(agent).name;
     slot = std::make_unique<PeEngines>(sim, name, cfg);
-    for (int e = 0; e < kEngines; ++e) {
+    for (int e = 0; e < kPeEngines; ++e) {
       slot->resource[e] = static_cast<int>(result.engines.size());
       const auto eng = static_cast<Engine>(e);
       result.engines.push_back(EngineUse{agent, eng, name + "." + to_string(eng),
@@ -42,6 +44,17 @@ PeEngines& Executor::Impl::pe(NodeId agent) {
     }
   }
   return *slot;
+}
+
+int Executor::Impl::gpu_resource(NodeId agent, Engine e) {
+  PeEngines& p = pe(agent);
+  int& r = p.resource[static_cast<int>(e)];
+  if (r < 0) {
+    r = static_cast<int>(result.engines.size());
+    const std::string& name = system.machine().node(agent).name;
+    result.engines.push_back(EngineUse{agent, e, name + "." + to_string(e), 1});
+  }
+  return r;
 }
 
 std::string Executor::Impl::describe(std::uint32_t n) const {
@@ -85,6 +98,16 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
   const Node& nd = nodes[n];
   PeEngines& e = pe(nd.agent);
   nodes[n].dispatch_start = nodes[n].dispatch_end = nodes[n].ready;
+  if (nd.kind == OpKind::Launch || nd.kind == OpKind::Kernel) {  // GPU work: no PE_CPU dispatch
+    const Engine engine = nd.kind == OpKind::Launch ? Engine::Launch : Engine::Sm;
+    const int resource = gpu_resource(nd.agent, engine);
+    co_await e.acquire(engine, nodes[n].engine_holder);
+    nodes[n].start = sim.now();
+    co_await sim.delay(nd.duration);
+    e.release(engine, n);
+    finish(n, resource);
+    co_return;
+  }
   if (nd.dispatch) {
     co_await e.acquire(Engine::PeCpu, nodes[n].cpu_holder);
     nodes[n].dispatch_start = sim.now();
@@ -136,7 +159,9 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
       break;
     case OpKind::Barrier:
     case OpKind::Composite:
-    case OpKind::SwitchReduce: break;
+    case OpKind::SwitchReduce:
+    case OpKind::Launch:
+    case OpKind::Kernel: break;
   }
   finish(n, resource);
 }
@@ -169,7 +194,8 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
       result.op_bytes[kind] += nd.move.bytes;
     result.log.record(sim::OpRecord{static_cast<std::int64_t>(n), static_cast<std::int32_t>(nd.agent), resource,
                                     result.log.kind_code(kind), nd.tag, nd.ready, nd.start, nd.end,
-                                    nd.kind == OpKind::Vector ? nd.bytes : nd.move.bytes, nd.flops});
+                                    nd.kind == OpKind::Vector || nd.kind == OpKind::Kernel ? nd.bytes : nd.move.bytes,
+                                    nd.flops});
     result.log_names.push_back(full_name(nd));
   }
   --remaining;
@@ -215,6 +241,7 @@ RunResult Executor::run(const Program& program, Observer* observer) {
     const auto& e = x.pes[static_cast<std::size_t>(agent)];
     if (!e) continue;
     for (int k = 0; k < kEngines; ++k) {
+      if (e->resource[k] < 0) continue;  // a GPU engine this agent never used
       EngineUse& u = x.result.engines[static_cast<std::size_t>(e->resource[k])];
       const sim::ServerStats st = e->server(k).stats();
       u.busy = st.busy_unit_time;

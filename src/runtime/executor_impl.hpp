@@ -91,6 +91,8 @@ struct Executor::Impl {
 
   // ---- executor.cpp ----
   PeEngines& pe(NodeId agent);
+  /// The RunResult::engines row of a GPU engine (launch, sm) of `agent`, added on first use.
+  int gpu_resource(NodeId agent, Engine e);
   std::string describe(std::uint32_t n) const;
   void spawn(std::uint32_t n) { sim.spawn(describe(n), run_node(n)); }
   sim::Process run_node(std::uint32_t n);

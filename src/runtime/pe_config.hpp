@@ -29,9 +29,19 @@ const char* to_string(IpcqCredit c);
 std::optional<IpcqCredit> ipcq_credit_from_string(std::string_view name);
 std::vector<std::string> ipcq_credit_names();
 
+/// How workloads run on the machine's PEs (`pe.target`; docs/architecture.md,
+/// "Execution targets"): Sip -- tiles through the PE engines, a PE_CPU
+/// dispatch per command, scratch budgets; Gpu -- kernels with a launch cost on
+/// an SM array (src/kernels/gpu, the `gpu:` section).
+enum class ExecTarget { Sip, Gpu };
+const char* to_string(ExecTarget t);
+std::optional<ExecTarget> exec_target_from_string(std::string_view name);
+std::vector<std::string> exec_target_names();
+
 /// The engines of every PE of a generated machine (the YAML `pe:` section).
 /// The runtime turns each into a sim::Server per PE.
 struct PeConfig {
+  ExecTarget target = ExecTarget::Sip;    ///< how workloads are lowered onto these PEs
   std::int64_t clock_hz = 1'000'000'000;  ///< engine clock
   Time dispatch = 20 * sim::kNanosecond;  ///< PE_CPU cost of dispatching one command
   Bytes scratch = sim::kMiB;              ///< per-PE SRAM budget
@@ -42,6 +52,8 @@ struct PeConfig {
   int gemm_macs_fp16 = 1024;
   int gemm_macs_bf16 = 1024;
   int gemm_macs_int8 = 2048;
+  int gemm_macs_tf32 = 0;  ///< tensor-core TF32 (the SIP PE has none)
+  int gemm_macs_fp8 = 0;   ///< tensor-core FP8 (the SIP PE has none)
   int vector_bytes_per_cycle = 128;       ///< vector engine (softmax, elementwise)
   int ipcq_slots = 8;                     ///< IPCQ slots at a PE per sending PE
   Bytes ipcq_slot = 4 * sim::kKiB;        ///< bytes per slot

@@ -19,17 +19,18 @@ namespace kernbench::runtime {
 struct PeEngines {
   PeEngines(sim::Simulation& sim, const std::string& pe, const topology::PeConfig& c)
       : cpu(sim, pe + ".pe_cpu", 1), dma(sim, pe + ".dma", c.dma_channels), gemm(sim, pe + ".gemm", 1),
-        vector(sim, pe + ".vector", 1), ipcq(sim, pe + ".ipcq", c.ipcq_channels), ipcq_rx(sim, pe + ".ipcq_rx", 1) {}
-  sim::Server cpu, dma, gemm, vector, ipcq, ipcq_rx;
+        vector(sim, pe + ".vector", 1), ipcq(sim, pe + ".ipcq", c.ipcq_channels), ipcq_rx(sim, pe + ".ipcq_rx", 1),
+        launch(sim, pe + ".launch", 1), sm(sim, pe + ".sm", 1) {}
+  sim::Server cpu, dma, gemm, vector, ipcq, ipcq_rx, launch, sm;
   Bytes scratch = 0;
   Bytes peak = 0;
-  int resource[kEngines] = {-1, -1, -1, -1, -1, -1};  // index into RunResult::engines, per Engine
+  int resource[kEngines] = {-1, -1, -1, -1, -1, -1, -1, -1};  // index into RunResult::engines, per Engine (-1: unused)
   // Who handed each waiter its unit (for the critical path): a release that
   // finds waiters queues the releasing node; the waiter, once granted, takes
   // it. The engines are FIFO, so hand-overs and grants pair up in order.
   sim::RingQueue<std::int32_t> handoff[kEngines];
   const sim::Server& server(int e) const {
-    const sim::Server* s[kEngines] = {&cpu, &dma, &gemm, &vector, &ipcq, &ipcq_rx};
+    const sim::Server* s[kEngines] = {&cpu, &dma, &gemm, &vector, &ipcq, &ipcq_rx, &launch, &sm};
     return *s[e];
   }
   sim::Server& server(Engine e) { return const_cast<sim::Server&>(std::as_const(*this).server(static_cast<int>(e))); }

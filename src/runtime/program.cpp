@@ -21,6 +21,8 @@ const char* to_string(OpKind kind) {
     case OpKind::Barrier: return "barrier";
     case OpKind::Composite: return "composite";
     case OpKind::SwitchReduce: return "switch_reduce";
+    case OpKind::Launch: return "launch";
+    case OpKind::Kernel: return "kernel";
   }
   return "?";
 }
@@ -190,6 +192,44 @@ OpId Program::switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes,
   return add(std::move(op), std::move(deps));
 }
 
+OpId Program::kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> deps, std::string name,
+                     std::int32_t tag) {
+  if (cost.launch < 0 || cost.duration < 0)
+    throw UsageError(name_ + ": kernel '" + name + "': negative launch or duration");
+  if (!(cost.flops >= 0) || !std::isfinite(cost.flops) || cost.bytes < 0)
+    throw UsageError(name_ + ": kernel '" + name + "': FLOPs and bytes must be >= 0 and finite");
+  if (cost.launch > 0) {
+    Op l = make_op(OpKind::Launch, agent, "launch " + name, tag);
+    l.duration = cost.launch;
+    std::vector<OpId> after;
+    if (auto prev = last_launch(agent)) after.push_back(*prev);
+    const OpId id = add(std::move(l), std::move(after));
+    note_launch(agent, id);
+    deps.push_back(id);
+  }
+  Op op = make_op(OpKind::Kernel, agent, std::move(name), tag);
+  op.duration = cost.duration;
+  op.flops = cost.flops;
+  op.precision = cost.precision;
+  op.bytes = cost.bytes;
+  return add(std::move(op), std::move(deps));
+}
+
+std::optional<OpId> Program::last_launch(NodeId agent) const {
+  for (const auto& [a, op] : last_launch_)
+    if (a == agent) return op;
+  return std::nullopt;
+}
+
+void Program::note_launch(NodeId agent, OpId op) {
+  for (auto& [a, last] : last_launch_)
+    if (a == agent) {
+      last = op;
+      return;
+    }
+  last_launch_.emplace_back(agent, op);
+}
+
 void Program::depend(OpId op, OpId on) {
   if (op >= ops_.size() || on >= ops_.size())
     throw UsageError(name_ + ": depend(" + std::to_string(op) + ", " + std::to_string(on) + "): no such op");
@@ -226,7 +266,15 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
     ops_.reserve(std::max(need, 2 * ops_.capacity()));
   for (Op o : sub.ops()) {
     for (OpId& d : o.deps) d += offset;
-    if (o.deps.empty()) o.deps = after;
+    if (o.kind == OpKind::Launch) {
+      // Launches stay in host order: the sub-program's first launch on an
+      // agent follows this program's last one there, not `after`.
+      if (o.deps.empty())
+        if (auto prev = last_launch(o.agent)) o.deps.push_back(*prev);
+      note_launch(o.agent, static_cast<OpId>(ops_.size()));
+    } else if (o.deps.empty()) {
+      o.deps = after;
+    }
     o.tag = map_tag(o.tag);
     if (o.kind == OpKind::Free) o.target += offset;
     if (o.kind == OpKind::Composite) o.pipeline += pipe_offset;

@@ -16,6 +16,14 @@
 //   barrier    no work: joins dependencies
 //   composite  a tile pipeline (loads -> compute -> stores, with N-buffering)
 //              dispatched once, its stages running on the engines
+//   launch     host time issuing one GPU kernel, on the agent's launch
+//              queue (`Engine::Launch`): launches of one agent run in program
+//              order, each after the one before, whatever the kernels wait
+//              for -- the host runs ahead of the GPU, as CUDA streams let it
+//   kernel     a GPU kernel: a duration its kernel model computed, on the
+//              agent's SM array (`Engine::Sm`, one kernel at a time: one
+//              stream), after its launch and its dependencies. Neither pays a
+//              PE_CPU dispatch: the SIP PE_CPU is not part of a GPU.
 //   switch_reduce  in-network reduction on a switch that declares
 //              `reduction:` (NVLink SHARP-like): every member buffer sends
 //              the chunk to the switch (gather), the switch reduces the
@@ -71,7 +79,7 @@ inline constexpr std::uint64_t kMaxOps = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxRunNodes = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxSegments = std::uint64_t{1} << 22;
 
-enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite, SwitchReduce };
+enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite, SwitchReduce, Launch, Kernel };
 const char* to_string(OpKind kind);
 
 /// What a recv does with each slot it takes.
@@ -119,6 +127,15 @@ struct Pipeline {
   std::int32_t store_tag = -1;
 };
 
+/// What a kernel model says one GPU kernel costs (program.hpp: launch, kernel).
+struct KernelCost {
+  Time launch = 0;      ///< host time to issue it (0: no launch op)
+  Time duration = 0;    ///< on the SM array, from its first CTA to its last
+  double flops = 0.0;   ///< for the op log and energy
+  Precision precision = Precision::Bf16;
+  Bytes bytes = 0;      ///< HBM traffic it moves (op log, energy)
+};
+
 struct Op {
   OpKind kind = OpKind::Barrier;
   NodeId agent = 0;            ///< the PE that dispatches it
@@ -135,6 +152,7 @@ struct Op {
   RecvMode recv_mode = RecvMode::Consume;  ///< Recv
   Slices slices;               ///< Send/Recv: the buffer slices carried (symbolic checks)
   std::uint32_t pipeline = 0;  ///< Composite: index into pipelines(); SwitchReduce: into switch_groups()
+  Time duration = 0;           ///< Launch, Kernel: the time it holds its engine
 };
 
 class Program {
@@ -163,6 +181,14 @@ class Program {
   /// switch, which reduces them and multicasts the sum back to each.
   OpId switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes, std::vector<OpId> deps = {},
                      std::string name = {}, std::int32_t tag = 0);
+
+  /// A GPU kernel on `agent` (program.hpp: launch, kernel): a launch op of
+  /// `cost.launch` after the agent's previous launch (none when 0), then the
+  /// kernel op of `cost.duration` after it and `deps`. Returns the kernel op.
+  OpId kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> deps = {}, std::string name = {},
+              std::int32_t tag = 0);
+  /// The last launch op issued on `agent`, if any (what its next launch follows).
+  std::optional<OpId> last_launch(NodeId agent) const;
 
   /// Adds a dependency after the fact (may form a cycle: the executor then
   /// reports a deadlock naming the ops).
@@ -202,6 +228,8 @@ class Program {
   std::vector<Pipeline> pipelines_;
   std::vector<std::vector<NodeId>> switch_groups_;
   std::vector<std::string> tags_;
+  std::vector<std::pair<NodeId, OpId>> last_launch_;  // per agent that launched (few: the GPUs)
+  void note_launch(NodeId agent, OpId op);
 };
 
 }  // namespace kernbench::runtime

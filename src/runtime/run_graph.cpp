@@ -210,7 +210,9 @@ void Executor::Impl::build() {
     nd.peer = op.peer;
     nd.key = op.key;
     nd.recv_mode = op.recv_mode;
+    nd.duration = op.duration;
     nd.program_op = i;
+    if (op.kind == OpKind::Launch || op.kind == OpKind::Kernel) nd.dispatch = false;
     nd.name = op.name;
     if (op.kind == OpKind::SwitchReduce) {
       nd.group = op.pipeline;

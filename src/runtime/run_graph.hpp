@@ -27,6 +27,7 @@ struct Node {
   NodeId peer = 0;
   std::int64_t key = 0;
   RecvMode recv_mode = RecvMode::Consume;
+  Time duration = 0;           // launch, kernel
   bool dispatch = true;        // pays a PE_CPU dispatch
   bool logged = true;          // gets an op-log row of its own
   std::int64_t program_op = -1;

@@ -65,10 +65,12 @@ const char* to_string(SipTopology topology) {
 
 Bytes element_bytes(Precision precision) {
   switch (precision) {
-    case Precision::Fp32: return 4;
+    case Precision::Fp32:
+    case Precision::Tf32: return 4;
     case Precision::Fp16:
     case Precision::Bf16: return 2;
-    case Precision::Int8: return 1;
+    case Precision::Int8:
+    case Precision::Fp8: return 1;
   }
   return 0;
 }
@@ -79,6 +81,8 @@ const char* to_string(Precision precision) {
     case Precision::Fp16: return "fp16";
     case Precision::Bf16: return "bf16";
     case Precision::Int8: return "int8";
+    case Precision::Tf32: return "tf32";
+    case Precision::Fp8: return "fp8";
   }
   return "?";
 }

@@ -181,7 +181,9 @@ struct ExplicitGraphConfig {
 };
 
 /// Arithmetic precisions a GEMM engine may support.
-enum class Precision { Fp32, Fp16, Bf16, Int8 };
+/// Tf32 and Fp8 (E4M3) are tensor-core input formats (their accumulate is
+/// FP32); appended so the codes of the first four never change.
+enum class Precision { Fp32, Fp16, Bf16, Int8, Tf32, Fp8 };
 
 enum class FabricModel { Packet, Flow };
 
@@ -221,7 +223,7 @@ struct Config {
   T& section() { return sections.get<T>(); }
 };
 
-/// Bytes of one element of a precision (FP32 4, FP16 and BF16 2, INT8 1).
+/// Bytes of one element of a precision (FP32 and TF32 4, FP16 and BF16 2, INT8 and FP8 1).
 Bytes element_bytes(Precision precision);
 
 /// Names used in YAML and messages.

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from kernbench import _core
 from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.plan import ParallelPlan
@@ -109,12 +110,14 @@ class PassTime:
         return self.time_ps / 1e9
 
 
-def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = True, precision=None) -> PassTime:
+def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = True, precision=None,
+             launch: str | None = None) -> PassTime:
     """One forward pass of ``graph`` on ``system``: with ``reuse`` one layer simulated and reused (see the
-    module doc), else every op lowered. Runs on ``system`` (advances its clock)."""
+    module doc), else every op lowered. Runs on ``system`` (advances its clock). ``launch``: how a GPU
+    target launches the kernels (``host`` or ``graph``; lower())."""
     w0 = time.perf_counter()
     if not reuse:
-        lo = lower(graph, system, plan, precision=precision)
+        lo = lower(graph, system, plan, precision=precision, launch=launch)
         res = lo.run()
         br = lo.breakdown(res)
         layers = max((b.count for b in graph.blocks), default=1)
@@ -124,13 +127,20 @@ def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = 
     one = ParallelPlan(dp=1, tp=plan.tp, pp=1, sp=plan.sp, microbatches=1,
                        pes=None if plan.pes is None else plan.pes[:plan.tp], rules=plan.rules, algorithm=plan.algorithm)
     plan.place(system)  # the whole plan must fit, even though one stage's group is simulated
-    lo = lower(g, system, one, precision=precision)
+    lo = lower(g, system, one, precision=precision, launch=launch)
     res = lo.run()
     t = res._core.ops()
     st, en = t["start_ps"], t["end_ps"]
     in_layer = (lambda s: inst is not None and inst[0] <= s.op < inst[1])
-    lay = [(int(st[o]), int(en[o])) for s in lo.spans if in_layer(s) for o in range(s.first, s.end) if st[o] >= 0]
+    skip = lo.launches
+    lay = [(int(st[o]), int(en[o])) for s in lo.spans if in_layer(s) for o in range(s.first, s.end)
+           if st[o] >= 0 and o not in skip]
     layer_ps = float(max(e for _, e in lay) - min(a for a, _ in lay)) if lay else 0.0
+    # GPU target: the host issues a layer's launches while the GPU runs the one before, so layers follow
+    # each other at the slower of the two: the layer's kernels, or its launches end to end.
+    host_ps = sum(int(en[o]) - int(st[o]) for s in lo.spans if in_layer(s) for o in range(s.first, s.end)
+                  if o in skip)
+    layer_ps = max(layer_ps, float(host_ps))
     base = res.makespan_ps
     by_kind: dict[str, float] = {}
     by_part: dict[str, float] = {}
@@ -234,11 +244,14 @@ def _sample_points(n: int, k: int | None) -> list[int]:
 
 def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan | None = None, *, batch: int,
               prompt: int, decode_steps: int = 0, kv_samples: int | None = 9, reuse: bool = True,
-              precision: str | None = None, system_factory: Callable[[], Any] | None = None) -> InferenceEstimate:
+              precision: str | None = None, system_factory: Callable[[], Any] | None = None,
+              launch: tuple[str, str] = ("host", "graph")) -> InferenceEstimate:
     """Prefill of ``batch`` prompts of ``prompt`` tokens, then ``decode_steps`` steps of one token each with the
     KV cache growing. ``model``: a builder ``(batch, seq, kv_len) -> WorkloadGraph``, or the prefill graph itself
     (then ``decode_steps`` must be 0). ``system_factory`` gives a fresh System per simulation (default: reuse
-    ``system``, whose clock advances; results are the same, runs are relative)."""
+    ``system``, whose clock advances; results are the same, runs are relative). ``launch``: how a GPU
+    target launches the (prefill, decode) kernels -- by default eagerly from the host for prefill and as
+    CUDA graph replays for decode, as vLLM does."""
     plan = plan or ParallelPlan()
     w0 = time.perf_counter()
     for name, v in (("batch", batch), ("prompt", prompt)):
@@ -256,7 +269,12 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
         build = model
         pre_g = build(batch, prompt, prompt)
     sysf = system_factory or (lambda: system)
-    pre = simulate(pre_g, sysf(), plan, reuse=reuse, precision=precision)
+    # The serving framework's host time per step (gpu.framework_step), paid between steps on a GPU target.
+    step_ps = 0.0
+    if system.target == "gpu":
+        step_ps = float(_core.gpu_spec(system._core, plan.place(system).group(0, 0)[0])["framework_step_ps"])
+    pre = simulate(pre_g, sysf(), plan, reuse=reuse, precision=precision, launch=launch[0])
+    pre.time_ps += step_ps
     steps: list[dict[str, Any]] = []
     dec_break: dict[str, dict] = {"by_kind": {}, "by_part": {}}
     if decode_steps:
@@ -265,7 +283,8 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
         kvb: dict[int, int] = {}
         for i in pts:
             g = build(batch, 1, prompt + i)
-            sim[i] = simulate(g, sysf(), plan, reuse=reuse, precision=precision)
+            sim[i] = simulate(g, sysf(), plan, reuse=reuse, precision=precision, launch=launch[1])
+            sim[i].time_ps += step_ps
             kvb[i] = _kv_cache_bytes(g)
         for i in range(1, decode_steps + 1):
             if i in sim:

@@ -48,28 +48,20 @@ from typing import Any, Callable, Sequence
 from kernbench.program import Handle, Program
 from kernbench.workloads.graph import DTYPE_BYTES, Op, WorkloadError, WorkloadGraph
 from kernbench.workloads.plan import ParallelPlan, Placement
+from kernbench.workloads.targets import target_for
 
 __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges"]
 
 #: Passes of an op's bytes through the vector engine, per kind (the llama layer's rmsnorm uses 2: the sum of
 #: squares, then the scaling; softmax likewise max/sum then normalise; assumed 1 for pointwise and reduce).
 VECTOR_PASSES = {"elementwise": 1, "norm": 2, "softmax": 2, "reduce": 1, "embedding": 1}
-VECTOR_TILE = 64 * 1024  # target bytes per vector tile and load stream (src/workloads/llama.cpp kVectorTile)
 COLLECTIVE_SHARE = 512 * 1024  # most bytes per rank one collective stages through scratch (see collective())
-COPY_TILE = 256 * 1024  # most bytes per tile of a copy through scratch (copy(): two or three tiles in flight)
 REP, SHARD, SEQ = "replicated", "sharded", "seq"  # activation states over a tp group (plan.py)
 
 _REQUIRED = {"matmul": ("m", "n", "k"), "conv": ("gemm_m", "gemm_n", "gemm_k", "kernel"),
              "attention": ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"),
              "elementwise": ("elements",), "norm": ("elements",), "softmax": ("elements",), "reduce": ("elements",),
              "embedding": ("rows", "dim", "tokens"), "view": (), "copy": ("bytes",)}
-
-
-def _divisor_at_most(n: int, cap: int) -> int:
-    for d in range(min(n, max(cap, 1)), 1, -1):
-        if n % d == 0:
-            return d
-    return 1
 
 
 def part_of(name: str, graph: WorkloadGraph | None = None) -> str:
@@ -137,19 +129,22 @@ class Lowered:
     counts: dict[str, int] = field(default_factory=dict)  # kernel calls appended by kind (gemm, attention, ...)
     gemm_flops_by_pass: dict[str, float] = field(default_factory=dict)
     rules: dict[str, tuple[str, int]] = field(default_factory=dict)  # matmul name -> (tp rule, ops in its GEMM)
+    launches: set[int] = field(default_factory=set)  # GPU target: the host-side launch ops (not GPU activity)
 
     def run(self):
         return self.program.run()
 
     def intervals(self, res, select: Callable[[Span], bool]) -> float:
-        """Active time (ps) of the union of the selected spans' op intervals."""
+        """Active time (ps) of the union of the selected spans' op intervals (a GPU kernel's host-side launch
+        is not activity of the machine: it overlaps the kernels before it)."""
         t = res._core.ops()
         st, en = t["start_ps"], t["end_ps"]
         iv = []
+        skip = self.launches
         for s in self.spans:
             if select(s):
                 for o in range(s.first, s.end):
-                    if st[o] >= 0 and en[o] > st[o]:
+                    if st[o] >= 0 and en[o] > st[o] and o not in skip:
                         iv.append((int(st[o]), int(en[o])))
         return _union(iv)
 
@@ -181,8 +176,9 @@ class _Lowerer:
     """Appends ops of one graph to one Program; one instance per lower() call."""
 
     def __init__(self, graph: WorkloadGraph, system, plan: ParallelPlan, program: Program, *, precision: str | None,
-                 fuse: bool, attention_tiles: tuple[int, int]):
+                 fuse: bool, attention_tiles: tuple[int, int], launch: str | None = None):
         self.g, self.system, self.plan, self.prog = graph, system, plan, program
+        self.target = target_for(system, launch)
         self.precision, self.fuse, self.tiles = precision, fuse, attention_tiles
         lay = system.layout()
         self.where = {n: (int(p), int(g), int(i)) for n, p, g, i in
@@ -242,54 +238,22 @@ class _Lowerer:
         self.out.gemm_flops += f
         self.out.gemm_flops_by_pass[pass_] = self.out.gemm_flops_by_pass.get(pass_, 0.0) + f
         self.count("gemm")
-        return self.step(pe, lambda d: self.prog.gemm([pe], int(m), int(n), int(k), precision=self.prec(op), deps=d,
-                                                       name=op.name), deps)
+        return self.step(pe, lambda d: self.target.gemm(self, pe, int(m), int(n), int(k), op, d), deps)
 
     def vector(self, pe, elements, row, esize, loads, passes, stores, name, deps):
-        """The llama layer's vector tile pipeline: HBM -> scratch -> vector engine -> HBM."""
+        """A memory-bound op of ``elements`` (rows of ``row``): ``loads`` streams in, ``passes`` over the
+        bytes, ``stores`` streams out -- as the target runs one (targets.py)."""
         if elements < 1:
             return deps
-        row = max(1, min(row, elements))
-        rows = -(-elements // row)
-        row_bytes = row * esize
-        # 64 KiB tiles as the llama layer (<= 4 streams); more streams (Adam's 8) shrink the tile so the
-        # double-buffered scratch stays within 512 KiB.
-        target = min(VECTOR_TILE, (512 * 1024) // (2 * (loads + stores)))
-        per_tile = _divisor_at_most(rows, max(1, target // row_bytes))
-        tiles, tb = rows // per_tile, per_tile * row_bytes
-        hbm = self.hbm(pe)
         self.count("vector")
-
-        def build(d):
-            a = self.prog.alloc(pe, 2 * (loads + stores) * tb, deps=d, name=name + " scratch")
-            c = self.prog.composite(pe, tiles, [(hbm, pe, tb)] * loads, compute="vector",
-                                    vector_bytes=max(1, passes) * tb, stores=[(pe, hbm, tb)] * stores, buffers=2,
-                                    deps=[a], name=name, tag="vector", load_tag="vector load",
-                                    compute_tag="vector", store_tag="vector store")
-            return self.prog.free(a, deps=[c], name="free " + name + " scratch")
-
-        return self.step(pe, build, deps)
+        return self.step(pe, lambda d: self.target.vector(self, pe, elements, row, esize, loads, passes, stores,
+                                                          name, d), deps)
 
     def copy(self, pe, nbytes, name, deps):
-        """HBM -> scratch -> HBM in tiles of at most COPY_TILE (a layout copy, an im2col): tile j+1 loads while
-        tile j is stored; each store follows the one before it, so the last one ends the copy."""
+        """A layout copy or an im2col of ``nbytes``, HBM to HBM (targets.py)."""
         if nbytes < 1:
             return deps
-        hbm = self.hbm(pe)
-        tiles = -(-int(nbytes) // COPY_TILE)
-        self.count("dma", 2 * tiles)
-
-        def build(d):
-            load, store = None, None
-            for j in range(tiles):
-                b = int(nbytes) // tiles + (1 if j < int(nbytes) % tiles else 0)
-                load = self.prog.dma(pe, src=hbm, dst=pe, bytes=b, deps=d if load is None else [load], name=name,
-                                     tag="copy")
-                store = self.prog.dma(pe, src=pe, dst=hbm, bytes=b, deps=[load] + ([store] if store else []),
-                                      name=name, tag="copy")
-            return store
-
-        return self.step(pe, build, deps)
+        return self.step(pe, lambda d: self.target.copy(self, pe, int(nbytes), name, d), deps)
 
     def collective(self, what, group, nbytes, deps, name):
         if len(group) < 2 or nbytes < 1:
@@ -459,82 +423,29 @@ class _Lowerer:
         return out, REP
 
     def attention(self, i, group, deps, pass_):
-        op, a = self.g.ops[i], self.g.ops[i].attrs
-        tp = len(group)
-        B, H, KV = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
-        q, s, d = int(a["q_len"]), int(a["kv_len"]), int(a["head_dim"])
-        if H % KV:
-            raise self.err(i, f"{H} query heads are not a multiple of the {KV} KV heads")
-        if H % tp:
-            raise self.err(i, f"tp = {tp} does not divide the {H} query heads (every rank gets whole heads)")
-        if not (KV % tp == 0 or tp % KV == 0):
-            raise self.err(i, f"tp = {tp} neither divides nor is a multiple of the {KV} KV heads")
-        G = max(1, tp // KV)
-        per_rank = max(1, KV // tp)
-        h_q = H // KV
-        e = self.esize(op)
-        phase = "decode" if q == 1 else "prefill"
-        case = 2 if G == 1 else (1 if phase == "prefill" else 4)
-        if G > 1 and phase == "prefill" and q % G:
-            raise self.err(i, f"prefill case 1 splits the {q} query tokens over the {G} PEs of a KV group")
-        res: list[list] = [list(x) for x in deps]
-        for g in range(KV):
-            first = g * G if G > 1 else g // per_rank
-            gpes = group[first:first + G]
-            p0, c0, i0 = self.where[gpes[0]]
-            for j, pe in enumerate(gpes[1:], 1):
-                pj = self.where[pe]
-                if pj != (p0, c0, i0 + j):
-                    raise self.err(i, f"KV group {g} needs {G} consecutive PEs of one cube, got {gpes[0]} ... {pe}")
-            for _ in range(B):
-                chain = sum((self.chain.get(pe, []) for pe in gpes), [])
-                dd = chain + sum((deps[group.index(pe)] for pe in gpes), [])
-                h = self.prog.attention(phase, case, q, s, tile_q=self.tiles[0], tile_s=self.tiles[1], sip=p0,
-                                        cubes=[c0], precision=self.prec(op), h_q=h_q, d_head=d, elem_bytes=e,
-                                        pe_first=i0, pe_count=G, deps=dd, name=op.name)
-                self.count("attention")
-                for pe in gpes:
-                    self.chain[pe] = [h]
-            if G > 1:  # re-layout O from the case's split to heads per rank (llama.cpp)
-                cols = h_q * d // G
-                per_pair = (B * (q // G) * cols * e) if phase == "prefill" else B * q * cols * e
-                got: dict[str, list] = {}
-                for si, src in enumerate(gpes):
-                    if phase == "decode" and si != 0:
-                        continue  # the case-4 writer holds O
-                    for dst in gpes:
-                        if dst == src:
-                            continue
-                        k = self.key
-                        self.key -= 1
-                        snd = self.prog.send(src, dst, per_pair, k, deps=self.chain[src], name=op.name + " relayout",
-                                             tag="relayout", source=self.hbm(src))
-                        got.setdefault(dst, []).append(self.prog.recv(dst, src, k, deps=self.chain[dst],
-                                                                      name=op.name + " relayout", tag="relayout"))
-                        self.count("send")
-                        del snd
-                for dst, recvs in got.items():
-                    self.chain[dst] = self.chain[dst] + recvs
-            for pe in gpes:
-                res[group.index(pe)] = list(self.chain[pe])
-        return res
+        """The attention op ``i`` on ``group`` (its checks and placement are the target's)."""
+        return self.target.attention(self, i, group, deps, pass_)
 
 
 def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, phase: str = "inference",
           program: Program | None = None, precision: str | None = None, fuse: bool = True,
-          attention_tiles: tuple[int, int] = (256, 256), optimizer: str = "adam") -> Lowered:
+          attention_tiles: tuple[int, int] = (256, 256), optimizer: str = "adam",
+          launch: str | None = None) -> Lowered:
     """Place ``graph`` on ``system`` by ``plan`` and append it to ``program`` (a new one when None).
 
     ``phase``: ``inference`` (forward only: every microbatch through the pipeline stages) or ``train``
     (forward, backward, gradient all-reduce over dp and the optimizer, 1F1B over the stages; see
     kernbench.workloads.training). ``precision`` overrides every op's compute type (default: the op's
-    dtype). The graph is one microbatch: ``plan.microbatches`` of them run.
+    dtype). The graph is one microbatch: ``plan.microbatches`` of them run. Each op becomes the kernel the
+    machine's target gives it (kernbench.workloads.targets, by ``pe.target``); ``launch`` (``host`` or
+    ``graph``, GPU target only) says how its kernels are launched (default ``host``).
     """
     plan = plan or ParallelPlan()
     if phase not in ("inference", "train"):
         raise WorkloadError(f"lower: phase {phase!r}: expected 'inference' or 'train'")
     prog = program if program is not None else Program(system, graph.name)
-    L = _Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles)
+    L = _Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
+                 launch=launch)
     stages = stage_ranges(graph, plan.pp)
     if phase == "train":
         from kernbench.workloads.training import lower_training

@@ -1,0 +1,225 @@
+"""Execution targets: what each op kind of a workload graph becomes on a machine (docs/architecture.md,
+"Execution targets").
+
+The lowering (kernbench.workloads.lower) walks the graph, places ops on ranks and keeps the books (GEMM
+FLOPs, spans, per-PE order); for every op it asks the machine's target for the kernel that runs it. A
+target is one object with four methods, each given the lowerer ``L`` (its program, system, plan) and
+returning the handle that finishes the op:
+
+* ``gemm(L, pe, m, n, k, op, deps)``
+* ``vector(L, pe, elements, row, esize, loads, passes, stores, name, deps)`` -- a memory-bound op
+* ``copy(L, pe, nbytes, name, deps)``
+* ``attention(L, i, group, deps, pass_)`` -- rank-indexed handle lists
+
+``SipTarget`` is the KernBench PE (tiles through the PE engines, a PE_CPU dispatch per command, scratch
+budgets, DMA channels); ``GpuTarget`` runs kernels priced by the GPU kernel models of src/kernels/gpu
+(``_core.gpu_gemm``, ``gpu_stream``, ``gpu_attention``), each with its launch cost, on the GPU's SM
+array. ``target_for(system)`` picks by ``pe.target``; ``TARGETS`` registers them by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench import _core
+from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
+
+__all__ = ["SipTarget", "GpuTarget", "TARGETS", "target_for", "LAUNCHES"]
+
+VECTOR_TILE = 64 * 1024  # target bytes per vector tile and load stream (src/workloads/llama.cpp kVectorTile)
+COPY_TILE = 256 * 1024  # most bytes per tile of a copy through scratch (copy(): two or three tiles in flight)
+LAUNCHES = ("host", "graph")
+
+
+def _divisor_at_most(n: int, cap: int) -> int:
+    for d in range(min(n, max(cap, 1)), 1, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+class SipTarget:
+    """The SIP PE: GEMM tiles within scratch, vector tile pipelines, DMA copies, the GQA cases."""
+
+    name = "sip"
+
+    def gemm(self, L, pe, m, n, k, op, deps):
+        return L.prog.gemm([pe], m, n, k, precision=L.prec(op), deps=deps, name=op.name)
+
+    def vector(self, L, pe, elements, row, esize, loads, passes, stores, name, deps):
+        """The llama layer's vector tile pipeline: HBM -> scratch -> vector engine -> HBM."""
+        row = max(1, min(row, elements))
+        rows = -(-elements // row)
+        row_bytes = row * esize
+        # 64 KiB tiles as the llama layer (<= 4 streams); more streams (Adam's 8) shrink the tile so the
+        # double-buffered scratch stays within 512 KiB.
+        target = min(VECTOR_TILE, (512 * 1024) // (2 * (loads + stores)))
+        per_tile = _divisor_at_most(rows, max(1, target // row_bytes))
+        tiles, tb = rows // per_tile, per_tile * row_bytes
+        hbm = L.hbm(pe)
+        a = L.prog.alloc(pe, 2 * (loads + stores) * tb, deps=deps, name=name + " scratch")
+        c = L.prog.composite(pe, tiles, [(hbm, pe, tb)] * loads, compute="vector",
+                             vector_bytes=max(1, passes) * tb, stores=[(pe, hbm, tb)] * stores, buffers=2,
+                             deps=[a], name=name, tag="vector", load_tag="vector load",
+                             compute_tag="vector", store_tag="vector store")
+        return L.prog.free(a, deps=[c], name="free " + name + " scratch")
+
+    def copy(self, L, pe, nbytes, name, deps):
+        """HBM -> scratch -> HBM in tiles of at most COPY_TILE (a layout copy, an im2col): tile j+1 loads while
+        tile j is stored; each store follows the one before it, so the last one ends the copy."""
+        hbm = L.hbm(pe)
+        tiles = -(-nbytes // COPY_TILE)
+        L.count("dma", 2 * tiles)
+        load, store = None, None
+        for j in range(tiles):
+            b = nbytes // tiles + (1 if j < nbytes % tiles else 0)
+            load = L.prog.dma(pe, src=hbm, dst=pe, bytes=b, deps=deps if load is None else [load], name=name,
+                              tag="copy")
+            store = L.prog.dma(pe, src=pe, dst=hbm, bytes=b, deps=[load] + ([store] if store else []),
+                               name=name, tag="copy")
+        return store
+
+    def attention(self, L, i, group, deps, pass_):
+        op, a = L.g.ops[i], L.g.ops[i].attrs
+        tp = len(group)
+        B, H, KV = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
+        q, s, d = int(a["q_len"]), int(a["kv_len"]), int(a["head_dim"])
+        _check_heads(L, i, H, KV, tp)
+        G = max(1, tp // KV)
+        per_rank = max(1, KV // tp)
+        h_q = H // KV
+        e = L.esize(op)
+        phase = "decode" if q == 1 else "prefill"
+        case = 2 if G == 1 else (1 if phase == "prefill" else 4)
+        if G > 1 and phase == "prefill" and q % G:
+            raise L.err(i, f"prefill case 1 splits the {q} query tokens over the {G} PEs of a KV group")
+        res: list[list] = [list(x) for x in deps]
+        for g in range(KV):
+            first = g * G if G > 1 else g // per_rank
+            gpes = group[first:first + G]
+            p0, c0, i0 = L.where[gpes[0]]
+            for j, pe in enumerate(gpes[1:], 1):
+                pj = L.where[pe]
+                if pj != (p0, c0, i0 + j):
+                    raise L.err(i, f"KV group {g} needs {G} consecutive PEs of one cube, got {gpes[0]} ... {pe}")
+            for _ in range(B):
+                chain = sum((L.chain.get(pe, []) for pe in gpes), [])
+                dd = chain + sum((deps[group.index(pe)] for pe in gpes), [])
+                h = L.prog.attention(phase, case, q, s, tile_q=L.tiles[0], tile_s=L.tiles[1], sip=p0,
+                                     cubes=[c0], precision=L.prec(op), h_q=h_q, d_head=d, elem_bytes=e,
+                                     pe_first=i0, pe_count=G, deps=dd, name=op.name)
+                L.count("attention")
+                for pe in gpes:
+                    L.chain[pe] = [h]
+            if G > 1:  # re-layout O from the case's split to heads per rank (llama.cpp)
+                cols = h_q * d // G
+                per_pair = (B * (q // G) * cols * e) if phase == "prefill" else B * q * cols * e
+                got: dict[str, list] = {}
+                for si, src in enumerate(gpes):
+                    if phase == "decode" and si != 0:
+                        continue  # the case-4 writer holds O
+                    for dst in gpes:
+                        if dst == src:
+                            continue
+                        k = L.key
+                        L.key -= 1
+                        L.prog.send(src, dst, per_pair, k, deps=L.chain[src], name=op.name + " relayout",
+                                    tag="relayout", source=L.hbm(src))
+                        got.setdefault(dst, []).append(L.prog.recv(dst, src, k, deps=L.chain[dst],
+                                                                   name=op.name + " relayout", tag="relayout"))
+                        L.count("send")
+                for dst, recvs in got.items():
+                    L.chain[dst] = L.chain[dst] + recvs
+            for pe in gpes:
+                res[group.index(pe)] = list(L.chain[pe])
+        return res
+
+
+def _check_heads(L, i, H, KV, tp):
+    if H % KV:
+        raise L.err(i, f"{H} query heads are not a multiple of the {KV} KV heads")
+    if H % tp:
+        raise L.err(i, f"tp = {tp} does not divide the {H} query heads (every rank gets whole heads)")
+    if not (KV % tp == 0 or tp % KV == 0):
+        raise L.err(i, f"tp = {tp} neither divides nor is a multiple of the {KV} KV heads")
+
+
+class GpuTarget:
+    """A GPU: every op one kernel, priced by src/kernels/gpu and launched from the host or a CUDA graph.
+
+    ``launch``: ``"host"`` (eager: ``gpu.launch_host`` of host time per kernel, overlapping the GPU) or
+    ``"graph"`` (a graph replay: ``gpu.launch_graph`` per kernel). No PE_CPU dispatch, no scratch, no DMA
+    channels: memory-bound ops stream their bytes at ``gpu.stream_efficiency`` of the memory bandwidth.
+    """
+
+    name = "gpu"
+
+    def __init__(self, launch: str = "host"):
+        if launch not in LAUNCHES:
+            raise WorkloadError(f"launch {launch!r}: expected one of {', '.join(LAUNCHES)}")
+        self.launch = launch
+        self._spec: dict[str, dict] = {}
+
+    def spec(self, L, pe) -> dict:
+        if pe not in self._spec:
+            self._spec[pe] = _core.gpu_spec(L.system._core, pe)
+        return self._spec[pe]
+
+    def _kernel(self, L, pe, plan: dict[str, Any], flops: float, precision: str, name: str, deps, tag: str):
+        sp = self.spec(L, pe)
+        launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
+        L.count("kernel")
+        k = L.prog.kernel(pe, int(plan["duration_ps"]), launch_ps=int(launch), flops=float(flops),
+                          precision=precision, bytes=int(plan.get("bytes", 0)), deps=deps, name=name, tag=tag)
+        if launch > 0:
+            L.out.launches.add(k - 1)  # Program.kernel adds the launch op just before its kernel
+        return k
+
+    def gemm(self, L, pe, m, n, k, op, deps):
+        prec = L.prec(op)
+        plan = _core.gpu_gemm(L.system._core, pe, m, n, k, prec)
+        return self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "gemm")
+
+    def vector(self, L, pe, elements, row, esize, loads, passes, stores, name, deps):
+        # One fused kernel: each operand read once, each result written once (passes stay in registers).
+        nbytes = int(elements) * int(esize) * (int(loads) + int(stores))
+        plan = _core.gpu_stream(L.system._core, pe, nbytes)
+        return self._kernel(L, pe, plan, 0.0, "bf16", name, deps, "stream")
+
+    def copy(self, L, pe, nbytes, name, deps):
+        plan = _core.gpu_stream(L.system._core, pe, 2 * int(nbytes))  # read + write
+        return self._kernel(L, pe, plan, 0.0, "bf16", name, deps, "copy")
+
+    def attention(self, L, i, group, deps, pass_):
+        """One fused attention kernel per rank over the whole batch: the rank's query heads (heads / tp) and
+        its KV heads (kv_heads / tp, or one replicated KV head when tp exceeds them, as vLLM replicates)."""
+        op, a = L.g.ops[i], L.g.ops[i].attrs
+        tp = len(group)
+        B, H, KV = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
+        q, s, d = int(a["q_len"]), int(a["kv_len"]), int(a["head_dim"])
+        _check_heads(L, i, H, KV, tp)
+        e = DTYPE_BYTES.get(op.dtype, 2)
+        prec = L.prec(op)
+        causal = bool(a.get("causal", q > 1))
+        res = []
+        for t, pe in enumerate(group):
+            plan = _core.gpu_attention(L.system._core, pe, B, H // tp, max(1, KV // tp), q, s, d, e, causal, prec)
+            dd = L.chain.get(pe, []) + deps[t]
+            h = self._kernel(L, pe, plan, plan["flops"], prec, op.name, dd, "attention")
+            L.count("attention")
+            L.chain[pe] = [h]
+            res.append([h])
+        return res
+
+
+TARGETS = {"sip": SipTarget, "gpu": GpuTarget}
+
+
+def target_for(system, launch: str | None = None):
+    """The target the machine's ``pe.target`` names (``launch`` only applies to a GPU)."""
+    name = system.target
+    if name == "gpu":
+        return GpuTarget(launch or "host")
+    if name not in TARGETS:
+        raise WorkloadError(f"pe.target {name!r}: no lowering (known: {', '.join(TARGETS)})")
+    return TARGETS[name]()
