@@ -55,6 +55,8 @@ def k200_bandwidth(ctx):
     if p["min_bytes"] <= 0 or p["max_bytes"] < p["min_bytes"] or p["step"] < 2:
         raise ValueError("bench.min_bytes > 0, bench.max_bytes >= bench.min_bytes and bench.step >= 2 are required")
     config = _config(ctx)
+    # a machine without the K200 model (e.g. a GPU box) is one clear error before the sweep
+    k200.info(k200.load_system(config, set=ctx.config_overrides, seed=ctx.seed))
     sizes = []
     s = int(p["min_bytes"])
     while s <= p["max_bytes"]:

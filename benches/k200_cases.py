@@ -35,6 +35,8 @@ def k200_cases(ctx):
 
     p = ctx.params
     config = ctx.config  # @bench(config="k200.yaml") unless --config names another
+    # a machine without the K200 model (e.g. a GPU box) is one clear error, not a failure per row
+    k200.info(k200.load_system(config, set=ctx.config_overrides, seed=ctx.seed))
     files = k200.case_files()
     if p["cases"]:
         wanted = {str(c).lower() for c in p["cases"]}

@@ -8,6 +8,8 @@ chunked schedule overlapping the all-reduces with compute) runs
 for every TP degree in ``tp`` on every machine in ``machines``:
   sip      one SIP of the default config (system.sips 1 x 1, 128 PEs);
   full     the whole default machine (2 x 2 SIPs, 512 PEs).
+On an explicit-graph --config (a GPU box) ``sip`` is the whole machine too:
+it shapes only a generated one, and the log says so once.
 With ``replicate`` the layer is copied data-parallel over every PE of the
 machine (replicas = PEs / tp; throughput counts all copies); otherwise one
 copy runs and the rest of the machine idles. A failing point lands in
@@ -66,7 +68,8 @@ def llama_layer(ctx):
         try:
             if machine not in MACHINES:
                 raise ValueError(f"unknown machine {machine!r} (known: {', '.join(MACHINES)})")
-            system = ctx.load_system(MACHINES[machine])
+            # machine=sip shapes a generated machine; an explicit graph runs whole (logged once)
+            system = ctx.load_system(MACHINES[machine], shaped_by=f"bench.machines={machine}")
             replicas = max(1, len(system.pes()) // tp) if p["replicate"] else 1
             r = llama.layer(system, phase, tokens, s_kv=s_kv, tp=tp, replicas=replicas, chunks=p["chunks"],
                             allreduce=p["allreduce"])

@@ -16,6 +16,10 @@ Panels:
   buffers      SRAM vs HBM buffers for ``buffer_algorithms`` on one SIP, for
                the sizes that fit the scratch.
 
+On an explicit-graph --config (a GPU box) "one SIP" is the whole machine and
+the grids panel is left out (both shape only a generated machine); the log
+says so, one line each.
+
 Outputs: sweep.json (results, failures, crossover, reference), ccl.csv,
 latency.png, algbw.png, grids.png, buffers.png, full.png.
 """
@@ -60,10 +64,10 @@ def milestone_1h_ccl(ctx):
     p = ctx.params
     results, failures = ctx.results, ctx.failures
 
-    def point(panel, name, extra, **kw):
+    def point(panel, name, extra, shaped_by=None, **kw):
         t = time.perf_counter()
         try:
-            system = ctx.load_system(extra)
+            system = ctx.load_system(extra, shaped_by=shaped_by)
             r = ccl.all_reduce(system, verify=p["verify"], **kw)
         except Exception as e:  # a failing point never sinks the others
             failures.append({"name": f"{panel}: {name}", "error": f"{type(e).__name__}: {e}"})
@@ -83,10 +87,11 @@ def milestone_1h_ccl(ctx):
     one_sip = {"system.sips.w": 1, "system.sips.h": 1}
     machine = ctx.machine_label()  # "the default machine", or the --config / --set actually loaded
     with_reference = ctx.default_machine  # the reference figure is claimed against the default machine only
-    ctx.log(f"algorithms: one SIP of {machine}, buffers in HBM")
+    ctx.log(f"algorithms: {'one SIP of ' if ctx.generated_machine else ''}{machine}, buffers in HBM")
     for alg in p["algorithms"]:
         for size in p["sizes"]:
-            point("algorithms", f"{alg} {_size(size)}", one_sip, bytes_per_pe=size, algorithm=alg, buffer="hbm")
+            point("algorithms", f"{alg} {_size(size)}", one_sip, "one SIP (system.sips 1 x 1)", bytes_per_pe=size,
+                  algorithm=alg, buffer="hbm")
 
     ctx.log(f"full: the whole of {machine} at {_size(p['full_size'])} per PE"
             + (f" (reference {REFERENCE_US} us)" if with_reference else
@@ -96,8 +101,11 @@ def milestone_1h_ccl(ctx):
               buffer="sram")
 
     gw, gh = (int(v) for v in str(p["grid"]).lower().split("x"))
-    ctx.log(f"grids: lrab on {gw}x{gh} SIPs as ring / torus / mesh")
-    for topo in p["grid_topologies"]:
+    if ctx.generated_machine:
+        ctx.log(f"grids: lrab on {gw}x{gh} SIPs as ring / torus / mesh")
+    else:  # the SIP grid and its topology shape only a generated machine
+        ctx.ignored_on_graph(f"the grids panel (bench.grid={p['grid']}, bench.grid_topologies)")
+    for topo in (p["grid_topologies"] if ctx.generated_machine else []):
         extra = {"system.sips.w": gw, "system.sips.h": gh, "system.sips.topology": topo}
         for size in p["grid_sizes"]:
             point("grids", f"lrab {topo} {gw}x{gh} {_size(size)}", extra, bytes_per_pe=size, algorithm="lrab",
@@ -109,7 +117,8 @@ def milestone_1h_ccl(ctx):
             for buf in ("sram", "hbm"):
                 if buf == "sram" and size > 1 * MiB:
                     continue  # does not fit the 1 MiB scratch (the CapacityError is tested elsewhere)
-                point("buffers", f"{alg} {buf} {_size(size)}", one_sip, bytes_per_pe=size, algorithm=alg, buffer=buf)
+                point("buffers", f"{alg} {buf} {_size(size)}", one_sip, "one SIP (system.sips 1 x 1)",
+                      bytes_per_pe=size, algorithm=alg, buffer=buf)
 
     crossover = _crossover(results)
     if crossover:

@@ -103,6 +103,8 @@ def _buffer_check(v):
 )
 def noc_load_latency(ctx):
     p = ctx.params
+    # its subject is a generated cube's router mesh (system.routers.*): an explicit graph is refused
+    ctx.require_generated("builds its meshes as one cube's router grid (system.routers, system.pes_per_cube)")
     results, failures, saturation = ctx.results, ctx.failures, []
     settings = _settings(p)
     for mesh in p["meshes"]:

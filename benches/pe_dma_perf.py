@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernbench import bench
+from kernbench._core import ConfigError
 from kernbench.pe_dma import LADDER, REFERENCE, run_scenario, scenarios
 
 
@@ -35,7 +36,13 @@ from kernbench.pe_dma import LADDER, REFERENCE, run_scenario, scenarios
 def pe_dma_perf(ctx):
     p = ctx.params
     probe = ctx.load_system()
-    scens = scenarios(probe, p["sip"])
+    try:
+        scens = scenarios(probe, p["sip"])
+    except (KeyError, ValueError, IndexError) as e:  # e.g. a GPU box: no cubes of PEs and HBM slices
+        raise ConfigError(
+            f"--config {ctx.config}: bench 'pe-dma-perf' studies a SIP's cubes of PEs and their HBM slices "
+            f"(hbm_ctrl nodes); this machine has "
+            + (f"none at (sip, cube, pe) = {e.args[0]}" if isinstance(e, KeyError) else f"none usable ({e})")) from None
     results, failures = ctx.results, ctx.failures  # kept if the run is interrupted
     for name, kind, ops in scens:
         try:

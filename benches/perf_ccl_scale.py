@@ -60,6 +60,8 @@ from kernbench.critical_path import CriticalPath
 )
 def perf_ccl_scale(ctx):
     p = ctx.params
+    # its subject is the generated machine's size (system.sips.*): an explicit graph is refused
+    ctx.require_generated("scales the SIP grid (system.sips over bench.sips)")
     for model in p["models"]:
         for grid in p["sips"]:
             w, h = (int(v) for v in str(grid).lower().split("x"))

@@ -41,6 +41,8 @@ from kernbench import bench
 )
 def perf_fabric(ctx):
     p = ctx.params
+    # its subject is the generated machine's size (system.sips.*): an explicit graph is refused
+    ctx.require_generated("times the fabric at 1 and 2 x 2 SIPs (system.sips)")
     results, failures = ctx.results, ctx.failures  # kept if the run is interrupted
     # 1. scale
     for n_pe in p["pe_counts"]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernbench import bench
-from kernbench import units, vgpu
+from kernbench import _core, units, vgpu
 
 
 @bench(
@@ -35,6 +35,8 @@ def vgpu_launch(ctx):
     base = dict(ctx.config_overrides)
     results, failures = ctx.results, ctx.failures
     tables = {}
+    # a machine without the vGPU model (e.g. a GPU box) is one clear error, not a failure per row
+    _core.vgpu_workload(vgpu.load(base, ctx.seed, config)._core, True)
     for split, sets in vgpu.SPLITS.items():
         try:
             run = vgpu.launches(2, set={**base, **sets}, seed=ctx.seed, config=config)

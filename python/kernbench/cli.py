@@ -291,10 +291,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             flag = "" if f["identifiable"] else f"  NOT IDENTIFIABLE: {f['why']}"
             print(f"{f['path']} = {f['value']}  (start {f['start'] or '?'}, bounds {f['bounds'][0]}..{f['bounds'][1]}, "
                   f"fitted on {len(f['fitted_on'])} rows){flag}")
+        from kernbench.calibrate.report import row_line
+
         for r in res["rows"]:
-            cv = "" if r.get("cv_error") is None or r["role"] == "predicted" else f"  cv {100 * r['cv_error']:+.2f} %"
-            print(f"  {r['id']:<28} {r['role']:<9} measured {r['measured']:<10.5g} model {r['model']:<10.5g} "
-                  f"{r['unit']:<9} error {100 * r['error']:+7.2f} %{cv}{'' if r['within'] else '  OUTSIDE'}")
+            print(row_line(r))
     for path in written.values():
         print(f"wrote {path}")
     if args.check:

@@ -72,6 +72,10 @@ class BenchContext:
     # printed as a table and written to critical_path.csv after the run.
     critical_paths: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _critical_ps: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    # Whether the machine is generated from a `system:` section (None: not yet asked), and the
+    # "ignored on an explicit graph" lines already logged (each is logged once per run).
+    _generated: bool | None = field(default=None, repr=False)
+    _ignored_logged: set[str] = field(default_factory=set, repr=False)
 
     @property
     def tracing(self) -> bool:
@@ -156,12 +160,51 @@ class BenchContext:
         name = default if same_file else Path(self.config).name
         return f"{name} with {sets}" if sets else name
 
-    def load_system(self, extra: Mapping[str, Any] | None = None, seed: int | None = None):
-        """The bench's machine: --config (default topology.yaml) with --set overrides, then `extra`."""
+    @property
+    def generated_machine(self) -> bool:
+        """Whether this run's machine (--config with its --set overrides) is generated from a ``system:``
+        section (SIPs, cubes, routers) rather than given as an explicit ``graph:``. The ``system.*`` keys a
+        bench sets (e.g. model-step's ``sips``) shape only a generated machine."""
+        if self._generated is None:
+            self._generated = self.bench.uses_config and is_generated(self.config or self.bench.config,
+                                                                      self.config_overrides)
+        return self._generated
+
+    def ignored_on_graph(self, what: str) -> None:
+        """Log, once per run, that ``what`` (a bench parameter, a panel) is ignored because the machine is
+        an explicit graph."""
+        if what in self._ignored_logged:
+            return
+        self._ignored_logged.add(what)
+        name = Path(self.config).name if self.config is not None else "the machine"
+        self.log(f"{self.bench.name}: {what} ignored: {name} is an explicit graph "
+                 f"(it shapes only a machine generated from a `system:` section)")
+
+    def require_generated(self, why: str) -> None:
+        """ConfigError (one line, no traceback) unless the machine is generated: for a bench whose
+        subject is the generated machine's shape itself (``why`` says what it sweeps)."""
+        if not self.generated_machine:
+            name = self.config if self.config is not None else "the machine"
+            raise ConfigError(f"--config {name}: bench {self.bench.name!r} {why}, which needs a generated "
+                              f"`system:` machine; this config is an explicit `graph:`")
+
+    def load_system(self, extra: Mapping[str, Any] | None = None, seed: int | None = None, *,
+                    shaped_by: str | None = None):
+        """The bench's machine: --config (default topology.yaml) with --set overrides, then `extra`.
+
+        On an explicit-graph machine the ``system.*`` keys of ``extra`` (they shape only a generated
+        machine) are left out, with one line in the log naming ``shaped_by`` (the bench parameter they
+        come from, e.g. ``"bench.sips"``) or else the keys."""
         from kernbench.system import System
 
         sets: dict[str, Any] = dict(self.config_overrides)
-        sets.update(extra or {})
+        extra = dict(extra or {})
+        shaping = [k for k in extra if k.startswith(GENERATED_PREFIX)]
+        if shaping and not self.generated_machine:
+            for k in shaping:
+                del extra[k]
+            self.ignored_on_graph(shaped_by or ", ".join(shaping))
+        sets.update(extra)
         return System.load(self.config, set=sets, seed=self.seed if seed is None else seed)
 
     def log(self, message: str) -> None:
@@ -184,6 +227,41 @@ class BenchContext:
         self.files.append(name)
         _close_figure(fig)
         return path
+
+
+GENERATED_PREFIX = "system."  # the config section of a generated machine (SIPs, cubes, routers)
+
+
+def is_generated(config: Path | str | None, overrides: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``config`` (a path or a packaged name; None: the default) with ``overrides`` describes a
+    generated ``system:`` machine, not an explicit ``graph:``. Raises ConfigError for a bad config."""
+    from kernbench import _core
+    from kernbench.system import _overrides, config_path, include_dirs
+
+    summary = _core.load_config_summary(str(config_path(config)), _overrides(overrides or {}), include_dirs())
+    return summary["kind"] == "system"
+
+
+def _smoke_shaping(b: Bench, config: Path, config_overrides: dict[str, str]) -> list[str]:
+    """The smoke size's ``system.*`` keys (they shape the default, generated machine) left in
+    ``config_overrides`` with the smoke's own values, when ``config`` is an explicit graph: they are
+    dropped from it (in place) and returned. A ``system.*`` value the user set otherwise stays, and is an
+    error of the config."""
+    if not b.smoke:
+        return []
+
+    def text(v: Any) -> str:  # a smoke value as its --set text (kernbench.goldens.smoke_sets writes the same)
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return ",".join(text(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
+
+    keys = [k for k, v in b.smoke.items()
+            if k.startswith(GENERATED_PREFIX) and k in config_overrides and str(config_overrides[k]) == text(v)]
+    if not keys or is_generated(config):
+        return []
+    for k in keys:
+        del config_overrides[k]
+    return keys
 
 
 def _close_figure(fig: Any) -> None:
@@ -242,6 +320,7 @@ def run_bench(
     check_seed(seed)
     params, config_overrides = apply_bench_overrides(b.name, b.params, sets)
     check_params(b.name, params, b.param_specs, b.checks)
+    ignored: list[str] = []
     if not b.uses_config:
         if config_overrides:
             path = next(iter(config_overrides))
@@ -258,6 +337,8 @@ def run_bench(
         from kernbench.system import System, config_path
 
         config = config_path(config if config is not None else b.config)
+        # --smoke on an explicit graph: the smoke size's system.* keys shape only the default machine
+        ignored = _smoke_shaping(b, config, config_overrides)
         System.load(config, set=config_overrides)
     # Every output path checked before anything runs (a bad one would only fail at the end).
     kio.check_output_dir(out if out is not None else Path("out") / b.name, "--out")
@@ -266,23 +347,26 @@ def run_bench(
         kio.check_output_file(out_dir / name, "--out")
     kio.check_output_file(trace, "--trace")
     with kio.lock_output_dir(out_dir, "--out"):
-        return _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel)
+        return _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel,
+                           ignored)
 
 
-def _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel):
+def _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel,
+                ignored=()):
     # Figures a bench leaves open in pyplot are closed after it (runs in one process -- serial sweeps,
     # goldens, tests -- would otherwise pile them up).
     before = _open_figures()
     try:
         return _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace,
-                               trace_panel)
+                               trace_panel, ignored)
     finally:
         plt = sys.modules.get("matplotlib.pyplot")
         for num in _open_figures() - before:
             plt.close(num)
 
 
-def _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel):
+def _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel,
+                    ignored=()):
     ctx = BenchContext(
         bench=b,
         params=params,
@@ -302,6 +386,8 @@ def _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, v
     sweep = sweepjson.header("bench", b.name, description=b.description, params=params, seed=seed,
                              config=config, config_overrides=config_overrides)
     sweep["verify"] = verify
+    if ignored:
+        ctx.ignored_on_graph("the smoke size's " + ", ".join(f"{k}={b.smoke[k]}" for k in ignored))
     t0 = time.perf_counter()
     try:
         produced = b.func(ctx) or {}

@@ -125,6 +125,12 @@ def _program(name: str):
     return _tiny().program(name)
 
 
+def _fp8_on_sip():
+    p = _program("p")
+    p.compute(PE0, 1e3, precision="fp8")  # a precision the SIP PE's GEMM engine lacks (pe.gemm.fp8 = 0)
+    return p.run()
+
+
 def _free_of_gemm():
     p = _program("p")
     return p.free(p.compute(PE0, 1e3))
@@ -342,8 +348,9 @@ API_CASES: list[ApiCase] = [
             ("lonely: deadlock", "op 0 'r'", "recv on sip0.cube0.pe1", "send from sip0.cube0.pe0 with key 5",
              "never came")),
     ApiCase("program-recv-other-key", _recv_other_key, DeadlockError, ("op 1 'r'", "key 2", "never came")),
-    ApiCase("program-unknown-precision", lambda: _program("p").compute(PE0, 1e3, precision="fp8"), ConfigError,
-            ("unknown precision 'fp8'", "fp32, fp16, bf16, int8")),
+    ApiCase("program-unknown-precision", lambda: _program("p").compute(PE0, 1e3, precision="fp4"), ConfigError,
+            ("unknown precision 'fp4'", "fp32, tf32, fp16, bf16, fp8, int8")),
+    ApiCase("program-precision-without-mode", lambda: _fp8_on_sip(), ConfigError, ("no fp8 mode", "pe.gemm.fp8 = 0")),
     ApiCase("program-unknown-agent", lambda: _program("p").compute("sip0.cube0.pe9", 1e3), TopologyError,
             ("unknown node 'sip0.cube0.pe9'",)),
     ApiCase("program-agent-id-out-of-range", _agent_out_of_range, UsageError,
@@ -385,8 +392,8 @@ API_CASES: list[ApiCase] = [
                                                                "system.sips.h": 1})._core,
                                     64, 64, 64, precision="int8"),
             ConfigError, ("int8", "no int8 mode", "pe.gemm.int8 = 0")),
-    ApiCase("gemm-plan-unknown-precision", lambda: _core.gemm_plan(_tiny()._core, 64, 64, 64, precision="fp8"),
-            ConfigError, ("unknown precision 'fp8'",)),
+    ApiCase("gemm-plan-unknown-precision", lambda: _core.gemm_plan(_tiny()._core, 64, 64, 64, precision="fp4"),
+            ConfigError, ("unknown precision 'fp4'",)),
     ApiCase("gemm-plan-zero-dimension", lambda: _core.gemm_plan(_tiny()._core, 0, 64, 64), ConfigError,
             ("GEMM 0x64x64", "must be positive")),
     ApiCase("gemm-plan-on-a-router", lambda: _core.gemm_plan(_tiny()._core, 64, 64, 64, pes=[ROUTER]),

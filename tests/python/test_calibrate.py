@@ -259,3 +259,107 @@ def test_overlay_of_a_list_item_round_trips(tmp_path):
     from kernbench.config import validate
 
     assert validate(out["overlay"])["kind"] == "graph"
+
+
+# ---- a row whose function raises; the tokens/s unit ----------------------------------------------------------
+
+@cal.measurement("test.fragile", unit="us", doc="a * n + b, refusing n = 0 (a bad parameter value)", replace=True)
+def _fragile(ctx, n: int):
+    return (TRUE_A_NS * 1e-3 * n + TRUE_B_US) * (n / n)  # n = 0: ZeroDivisionError
+
+
+@cal.measurement("test.tokens", metrics={"throughput": "tokens/s", "latency": "ms"}, replace=True,
+                 doc="a serving figure: tokens/s (the first metric) and ms")
+def _tokens(ctx, batch: int):
+    return {"throughput": 125.0 * batch, "latency": 1000.0 / batch}
+
+
+def _fragile_rows() -> list[str]:
+    return ["  - {id: good, group: g, call: test.fragile n=1000, value: %r, unit: us}\n" % (TRUE_A_NS + TRUE_B_US),
+            "  - {id: bad-n, group: g, call: test.fragile n=0, value: 4.2, unit: us}\n",
+            "  - {id: bad-kind, group: g, call: k200.copy kind=nope direction=h2d bytes=64MiB, metric: bandwidth, "
+            "value: 4.27, unit: GiB/s}\n",
+            "  - {id: also-good, group: g, call: test.fragile n=10, value: %r, unit: us}\n"
+            % (TRUE_A_NS * 0.01 + TRUE_B_US)]
+
+
+def test_check_records_a_row_that_raises_and_runs_the_rest(tmp_path, linear_data, capsys):
+    """`calibrate --check`: a row whose function raises (a bad parameter value: ZeroDivisionError; an unknown copy
+    kind: the model's own error) is reported within false with its error text and no figure, the rows after it
+    still run, result.json and report.md are written with every row's fields, and the exit status is 1."""
+    fit_out = tmp_path / "fit"
+    assert main(["calibrate", "--functions", str(SYNTH), "--data", str(linear_data), "--out", str(fit_out),
+                 "--no-plots", "--free", FREE_AB[0], "--free", FREE_AB[1]]) == 0
+    capsys.readouterr()
+    data = _write(tmp_path, _fragile_rows(), "mixed.yaml")
+    out = tmp_path / "chk"
+    rc = main(["calibrate", "--functions", str(SYNTH), "--check", str(fit_out / "overlay.yaml"), "--data", str(data),
+               "--out", str(out), "--tolerance", "1 %"])
+    cap = capsys.readouterr()
+    assert rc == 1
+    saved = json.loads((out / "result.json").read_text())
+    rows = {r["id"]: r for r in saved["rows"]}
+    assert list(rows) == ["good", "bad-n", "bad-kind", "also-good"]
+    for r in rows.values():
+        assert {"id", "role", "measured", "unit", "model", "error", "tolerance", "within"} <= set(r)
+    for rid in ("good", "also-good"):
+        assert rows[rid]["within"] is True and rows[rid]["failure"] is None and rows[rid]["model"] > 0
+    bad, kind = rows["bad-n"], rows["bad-kind"]
+    assert bad["within"] is False and bad["model"] is None and bad["error"] is None
+    assert f"{data}:3: row 'bad-n': test.fragile raised ZeroDivisionError" in bad["failure"]
+    assert kind["within"] is False and "unknown K200 copy kind 'nope'" in kind["failure"]
+    assert saved["outside"] == ["bad-n", "bad-kind"] and saved["failed"] == ["bad-n", "bad-kind"]
+    assert saved["ok"] is False
+    assert "ZeroDivisionError" in cap.out and "unknown K200 copy kind 'nope'" in cap.out  # each row's line
+    assert "outside their tolerance: bad-n, bad-kind" in cap.err
+    report = (out / "report.md").read_text()
+    assert "## Rows whose function raised" in report and "bad-n" in report
+
+
+def test_check_api_keeps_going_past_a_row_that_raises(tmp_path, linear_data):
+    """kernbench.calibrate.check (the API) reports the raising row the same way and judges the others."""
+    res = cal.calibrate(linear_data, FREE_AB)
+    ov = cal.write_outputs(res, tmp_path / "out", plots=True)["overlay"]
+    chk = cal.check(ov, _write(tmp_path, _fragile_rows(), "mixed.yaml"))
+    assert [r["within"] for r in chk["rows"]] == [True, False, False, True]
+    assert chk["failed"] == ["bad-n", "bad-kind"] and not chk["ok"]
+    written = cal.write_outputs(chk, tmp_path / "chk", plots=True)  # the figures leave out the raising rows
+    assert json.loads(Path(written["result"]).read_text())["rows"][1]["failure"].endswith(
+        "division by zero")
+
+
+def test_fit_names_the_row_whose_function_raises(tmp_path):
+    """The fit path (no --check) stops at a row whose function raises, with an error naming the file, line, row,
+    function and the exception, with or without free parameters."""
+    data = _write(tmp_path, _fragile_rows(), "mixed.yaml")
+    with pytest.raises(cal.CalibrationError,
+                       match=r"mixed\.yaml:3: row 'bad-n': test\.fragile raised ZeroDivisionError: .*division by zero"):
+        cal.calibrate(data)
+    with pytest.raises(cal.CalibrationError, match=r"row 'bad-n': test\.fragile raised ZeroDivisionError"):
+        cal.calibrate(data, FREE_AB)
+
+
+def test_cli_fit_error_names_the_row(tmp_path, capsys):
+    """`kernbench calibrate` (a fit) on a data file with a raising row exits 2 with one error line naming it."""
+    data = _write(tmp_path, _fragile_rows(), "mixed.yaml")
+    assert main(["calibrate", "--data", str(data), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kernbench: error:") and "row 'bad-n'" in err[0]
+
+
+def test_tokens_per_second_is_a_unit(tmp_path):
+    """The data-file reader accepts tokens/s (also as the value's own unit, and tok/s), a rate of the same kind as
+    1/s, and converts it to the function's metric unit."""
+    from kernbench.calibrate.data import convert, unit_factor
+
+    assert unit_factor("tokens/s") == ("1/s", 1) and convert(2.0, "tokens/s", "1/s") == 2.0
+    rows = ["  - {id: t8, group: g, call: test.tokens batch=8, value: 1000, unit: tokens/s}\n",
+            "  - {id: t16, group: g, call: test.tokens batch=16, metric: throughput, value: 2 kHz, unit: tok/s}\n",
+            "  - {id: t4, group: g, call: test.tokens batch=4, value: '500 tokens/s'}\n"]
+    with pytest.raises(cal.CalibrationError, match=r"unit 'tok/s'"):
+        cal.calibrate(_write(tmp_path, rows, "tokens.yaml"))  # "2 kHz" and tok/s disagree: named, not guessed
+    rows[1] = "  - {id: t16, group: g, call: test.tokens batch=16, metric: throughput, value: 2000, unit: tok/s}\n"
+    res = cal.calibrate(_write(tmp_path, rows, "tokens.yaml"))
+    assert [r["unit"] for r in res["rows"]] == ["tokens/s"] * 3
+    assert [r["unit_as_given"] for r in res["rows"]] == ["tokens/s", "tok/s", "tokens/s"]
+    assert all(abs(r["error"]) < 1e-12 and r["within"] for r in res["rows"])

@@ -143,9 +143,13 @@ def test_gemm_plan_binding(system):
 
 
 def test_gemm_plan_errors(system):
-    """Bad inputs: unknown precision, missing int8 mode, scratch overflow with numbers, non-PE agents."""
-    with pytest.raises(kernbench.ConfigError, match="unknown precision 'fp8'"):
-        _core.gemm_plan(system._core, 64, 64, 64, precision="fp8")
+    """Bad inputs: unknown precision, modes the engine lacks (the SIP PE has no tf32/fp8 tensor mode), scratch
+    overflow with numbers, non-PE agents."""
+    with pytest.raises(kernbench.ConfigError, match=r"unknown precision 'fp4' \(known: fp32, tf32, fp16, bf16, fp8"):
+        _core.gemm_plan(system._core, 64, 64, 64, precision="fp4")
+    for p in ("fp8", "tf32"):
+        with pytest.raises(ValueError, match=rf"no {p} mode \(pe.gemm.{p} = 0\)"):
+            _core.gemm_plan(system._core, 64, 64, 64, precision=p)
     no_int8 = kernbench.System.load(set={"system.sips.w": 1, "system.sips.h": 1, "pe.gemm.int8": 0})
     with pytest.raises(ValueError, match=r"no int8 mode \(pe.gemm.int8 = 0\)"):
         _core.gemm_plan(no_int8._core, 64, 64, 64, precision="int8")

@@ -63,7 +63,8 @@ def test_h100_single_path_uses_one_nvswitch():
 
 def test_a_pinned_route_is_obeyed_on_the_preset():
     """graph.routes pins gpu0 -> gpu5 through nvswitch2: spread leaves it there; gpu5 -> gpu0 still spreads."""
-    system = System.from_yaml(_h100_with_routes([{"src": "gpu0", "dst": "gpu5", "via": ["nvswitch2"]}]))
+    system = System.from_yaml(_h100_with_routes([{"src": "gpu0", "dst": "gpu5", "via": ["nvswitch2"]}]),
+                              source=str(H100))
     assert [p["nodes"] for p in system.route_paths("gpu0", "gpu5")] == [["gpu0", "nvswitch2", "gpu5"]]
     system.transfer("gpu0", "gpu5", 1 << 20)
     system.run()
@@ -75,7 +76,7 @@ def test_a_pinned_route_off_the_edges_names_its_yaml_path():
     """A pinned step that is not an edge is a ConfigError naming graph.routes[0].via."""
     text = _h100_with_routes([{"src": "gpu0", "dst": "gpu5", "via": ["nvswitch2", "cpu0"]}])
     with pytest.raises(ValueError, match=r"graph\.routes\[0\]\.via: no edge joins \"nvswitch2\" and \"cpu0\""):
-        System.from_yaml(text)
+        System.from_yaml(text, source=str(H100))
 
 
 def test_a_spread_transfer_is_one_interval_in_the_trace():

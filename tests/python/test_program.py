@@ -96,8 +96,8 @@ def test_errors_name_the_ops(system):
     lonely.recv("sip0.cube0.pe1", "sip0.cube0.pe0", key=5, name="r")
     with pytest.raises(kernbench.DeadlockError, match="waits for a send from sip0.cube0.pe0 with key 5"):
         lonely.run()
-    with pytest.raises(kernbench.ConfigError, match="unknown precision 'fp8'"):
-        system.program("p").compute("sip0.cube0.pe0", 1e3, precision="fp8")
+    with pytest.raises(kernbench.ConfigError, match="unknown precision 'fp4'"):
+        system.program("p").compute("sip0.cube0.pe0", 1e3, precision="fp4")
 
 
 def test_same_program_same_log():

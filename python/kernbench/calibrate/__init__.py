@@ -49,19 +49,29 @@ def _tol(row: Row, role: str, tolerance: float | None) -> float:
 
 
 def evaluate_rows(ev: Evaluator, rows: Sequence[Row], texts: Mapping[str, str], fitted: set[str],
-                  tolerance: float | None = None) -> list[dict[str, Any]]:
-    """One report row per data row at the config texts ``texts``."""
+                  tolerance: float | None = None, *, keep_going: bool = False) -> list[dict[str, Any]]:
+    """One report row per data row at the config texts ``texts``.
+
+    A row whose function raises is a CalibrationError naming the row; with ``keep_going`` it is recorded
+    instead (``model`` and ``error`` None, ``within`` false, ``failure`` the error text) and the other rows
+    still run. ``failure`` is None on every row that ran."""
     out = []
     for r in rows:
-        model = ev.model(r, texts)
         role = "fitted" if r.id in fitted else "predicted"
-        err = model / r.measured - 1.0
         tol = _tol(r, role, tolerance)
+        failure = None
+        try:
+            model: float | None = ev.model(r, texts)
+        except CalibrationError as e:
+            if not keep_going:
+                raise
+            model, failure = None, str(e)
+        err = None if model is None else model / r.measured - 1.0
         out.append({"id": r.id, "group": r.group, "call": r.call, "metric": r.metric, "role": role,
                     "measured": r.measured, "unit": r.model_unit, "measured_as_given": r.value,
                     "unit_as_given": r.unit, "model": model, "error": err, "tolerance": tol,
-                    "within": bool(abs(err) <= tol), "cv_error": None, "cv_fold": None, "source": r.source,
-                    "line": r.line})
+                    "within": err is not None and bool(abs(err) <= tol), "cv_error": None, "cv_fold": None,
+                    "source": r.source, "line": r.line, "failure": failure})
     return out
 
 
@@ -140,7 +150,15 @@ def calibrate(data: str | Path | Dataset, free: Sequence[str | Free] = (), fit_o
                 entry["note"] = "no rows left to fit on"
                 fold_out.append(entry)
                 continue
-            f2 = fit(ev, train, fr.x, loss=loss, f_scale=f_scale, diff_step=diff_step, max_nfev=max_nfev)
+            # Each fold starts where the whole fit started, not at its result, and a parameter none of its
+            # rows depends on (by the whole fit's Jacobian) stays at its start: what only the left-out rows
+            # pin down is then predicted from the prior, not from the value those rows gave it.
+            ids = [r.id for r in fit_rows]
+            J = np.abs(np.asarray(fr.jac, dtype=float))[[ids.index(r.id) for r in train]]
+            hold = [j for j in range(len(params)) if not (J[:, j] > 1e-6).any()]
+            f2 = fit(ev, train, x0, loss=loss, f_scale=f_scale, diff_step=diff_step, max_nfev=max_nfev, hold=hold)
+            if hold:
+                entry["held_at_start"] = [params[j].path for j in hold]
             entry["values"] = f2.texts
             for r in held:
                 by_id[r.id]["cv_error"] = ev.model(r, f2.texts) / r.measured - 1.0
@@ -189,7 +207,9 @@ def check(overlay: str | Path, data: str | Path | Dataset, *, config: Any = None
           sets: Mapping[str, Any] | Iterable[str] | None = None, seed: int | None = None,
           tolerance: float | None = None, registry: Registry | None = None, command: str = "") -> dict[str, Any]:
     """Recompute every row's error with ``overlay`` applied (its values as config overrides); nothing is refitted.
-    Rows the overlay was fitted on are judged as fitted, the others as predictions."""
+    Rows the overlay was fitted on are judged as fitted, the others as predictions. A row whose function raises
+    is reported (``within`` false, ``model`` and ``error`` None, the error text in ``failure``; its id in
+    ``outside`` and ``failed``) and the other rows still run."""
     t0 = time.perf_counter()
     reg = registry or REGISTRY
     ov = read_overlay(overlay)
@@ -200,9 +220,11 @@ def check(overlay: str | Path, data: str | Path | Dataset, *, config: Any = None
     ev = Evaluator([], config=cfg, sets=values, seed=int(seed if seed is not None else meta.get("seed", 1)),
                    registry=reg)
     fitted = set(meta.get("fitted_rows", []))
-    rows = evaluate_rows(ev, ds.rows, {}, fitted, tolerance)
+    # a row whose function raises is recorded (within: false, its error text in `failure`), not fatal
+    rows = evaluate_rows(ev, ds.rows, {}, fitted, tolerance, keep_going=True)
     bad = [r for r in rows if not r["within"]]
     return {"kind": "check", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "overlay": str(overlay), "data": ds.path, "config": None if cfg is None else str(cfg), "values": values,
-            "command": command, "rows": rows, "outside": [r["id"] for r in bad], "ok": not bad,
+            "command": command, "rows": rows, "outside": [r["id"] for r in bad],
+            "failed": [r["id"] for r in rows if r["failure"] is not None], "ok": not bad,
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -44,6 +44,7 @@ UNITS.update({
     "TFLOP/s": ("FLOP/s", 1e12),
     "1/s": ("1/s", 1), "/s": ("1/s", 1), "samples/s": ("1/s", 1), "items/s": ("1/s", 1),
     "launches/s": ("1/s", 1), "ops/s": ("1/s", 1),
+    "tokens/s": ("1/s", 1), "token/s": ("1/s", 1), "tok/s": ("1/s", 1), "requests/s": ("1/s", 1),
     "1": ("1", 1), "count": ("1", 1), "x": ("1", 1), "ratio": ("1", 1), "%": ("1", 0.01), "cycles": ("1", 1),
     "b/s": ("B/s", 1 / 8), "Kb/s": ("B/s", 1e3 / 8), "Mb/s": ("B/s", 1e6 / 8), "Gb/s": ("B/s", 1e9 / 8),
     "Tb/s": ("B/s", 1e12 / 8), "Gbps": ("B/s", 1e9 / 8),

@@ -188,7 +188,7 @@ class Evaluator:
             return self.cache[key]
         m = self.registry.get(row.function)
         sets = {**self.sets, **texts, **row.set}
-        ctx = Context(config=row.config if row.config is not None else self.config, sets=sets, seed=self.seed,
+        ctx = Context(config=self.config if self.config is not None else row.config, sets=sets, seed=self.seed,
                       default_config=m.config)
         at = f" (at {', '.join(f'{k}={v}' for k, v in texts.items())})" if texts else ""
         try:
@@ -196,6 +196,8 @@ class Evaluator:
         except (KernbenchError, ValueError, KeyError, IndexError, LookupError, RuntimeError) as e:
             msg = e.args[0] if isinstance(e, KeyError) and e.args else e
             raise CalibrationError(f"{row.where()}: {row.function}: {msg}{at}") from None
+        except Exception as e:  # anything else a function raises (a bug, a bad parameter): named by its row too
+            raise CalibrationError(f"{row.where()}: {row.function} raised {type(e).__name__}: {e}{at}") from None
         self.calls += 1
         if isinstance(out, Mapping):
             if row.metric not in out:
@@ -241,12 +243,28 @@ def _steps(free: Sequence[Free], diff_step: float) -> np.ndarray:
 
 def fit(ev: Evaluator, rows: Sequence[Row], x0: Sequence[float], *, loss: str = "soft_l1", f_scale: float = 0.1,
         diff_step: float = 1e-2, max_nfev: int | None = None, digits: int = 6, starts_random: int = 4,
-        polish: int = 2) -> FitResult:
-    """Robust least squares of log(model / measured) over ``rows``, then the fitted texts at ``digits``."""
+        polish: int = 2, hold: Sequence[int] = ()) -> FitResult:
+    """Robust least squares of log(model / measured) over ``rows``, then the fitted texts at ``digits``.
+
+    ``hold``: indices of free parameters kept at ``x0`` (a cross-validation fold whose rows do not depend on
+    them: they keep their start value rather than one a random start gives them)."""
     from scipy.optimize import least_squares
 
     free = ev.free
     x0 = np.clip(np.asarray(x0, dtype=float), 0.0, 1.0)
+    if hold:
+        held = sorted(set(int(i) for i in hold))
+        move = [j for j in range(len(free)) if j not in held]
+        if not move:
+            texts = ev.texts(x0, digits)
+            return FitResult(x=x0, texts=texts, jac=np.zeros((len(rows), len(free))), cost=0.0, nfev=0,
+                             message="every parameter held", rows=[r.id for r in rows])
+        sub = _Subspace(ev, x0, move)
+        r = fit(sub, rows, x0[move], loss=loss, f_scale=f_scale, diff_step=diff_step, max_nfev=max_nfev,
+                digits=digits, starts_random=starts_random, polish=polish)
+        x = sub.full(r.x)
+        return FitResult(x=x, texts=ev.texts(x, digits), jac=jacobian(ev, rows, x, _steps(free, diff_step)),
+                         cost=r.cost, nfev=r.nfev, message=r.message, rows=r.rows)
     steps = _steps(free, diff_step)
     lb, ub = np.zeros(len(free)), np.ones(len(free))
 
@@ -291,6 +309,25 @@ def fit(ev: Evaluator, rows: Sequence[Row], x0: Sequence[float], *, loss: str = 
     jac = jacobian(ev, rows, x, steps)
     return FitResult(x=x, texts=texts, jac=jac, cost=float(res.cost), nfev=int(res.nfev), message=str(res.message),
                      rows=[r.id for r in rows])
+
+
+class _Subspace:
+    """An evaluator over some of the free parameters, the others fixed at a point (fit's ``hold``)."""
+
+    def __init__(self, ev, x0, move):
+        self.ev, self.x0, self.move = ev, np.asarray(x0, dtype=float), list(move)
+        self.free = [ev.free[j] for j in self.move]
+
+    def full(self, x):
+        out = self.x0.copy()
+        out[self.move] = x
+        return out
+
+    def residuals(self, rows, x):
+        return self.ev.residuals(rows, self.full(x))
+
+    def texts(self, x, digits=6):
+        return self.ev.texts(self.full(x), digits)
 
 
 def _rho(r: np.ndarray, loss: str, f_scale: float) -> np.ndarray:

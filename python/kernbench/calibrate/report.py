@@ -214,10 +214,18 @@ def report_markdown(result: Mapping[str, Any], figures: list[str]) -> str:
               "| id | group | fitted on / predicted | measured | model | unit | error | cross-validated error | "
               "tolerance | within |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
+        within = "yes" if r["within"] else ("**no**: raised" if r.get("failure") else "**no**")
         lines.append(f"| {r['id']} | {r['group']} | {r['role']} | {_num(r['measured'])} | {_num(r['model'])} | "
                      f"{r['unit']} | {_pct(r['error'])} | {_pct(r.get('cv_error'))} | {100 * r['tolerance']:g} % | "
-                     f"{'yes' if r['within'] else '**no**'} |")
+                     f"{within} |")
     lines.append("")
+    failed = [r for r in result["rows"] if r.get("failure")]
+    if failed:
+        lines += ["## Rows whose function raised", "",
+                  "Not within their tolerance: the model gave no figure.", ""]
+        for r in failed:
+            lines.append(f"- {r['id']}: `{r['failure']}`")
+        lines.append("")
     if result.get("folds"):
         lines += ["## Cross-validation folds", "", "| held out | fitted on | values |", "|---|---|---|"]
         for f in result["folds"]:
@@ -239,7 +247,9 @@ def _figures(result: Mapping[str, Any], out: Path) -> list[str]:
     from kernbench.atomic_output import save_figure
 
     names = []
-    rows = result["rows"]
+    rows = [r for r in result["rows"] if r.get("model") is not None]  # a row that raised has no figure
+    if not rows:
+        return names
     fig, ax = plt.subplots(figsize=(5.5, 5))
     for role, marker, color in (("fitted", "o", "tab:blue"), ("predicted", "^", "tab:orange")):
         sub = [r for r in rows if r["role"] == role]
@@ -300,6 +310,16 @@ def _figures(result: Mapping[str, Any], out: Path) -> list[str]:
         plt.close(fig)
         names.append("correlation.png")
     return names
+
+
+def row_line(r: Mapping[str, Any]) -> str:
+    """One result row as the line ``kernbench calibrate`` prints (a row that raised: its error text)."""
+    if r.get("model") is None:
+        return (f"  {r['id']:<28} {r['role']:<9} measured {r['measured']:<10.5g} FAILED: "
+                f"{r.get('failure') or 'no model figure'}")
+    cv = "" if r.get("cv_error") is None or r["role"] == "predicted" else f"  cv {100 * r['cv_error']:+.2f} %"
+    return (f"  {r['id']:<28} {r['role']:<9} measured {r['measured']:<10.5g} model {r['model']:<10.5g} "
+            f"{r['unit']:<9} error {100 * r['error']:+7.2f} %{cv}{'' if r['within'] else '  OUTSIDE'}")
 
 
 def write_outputs(result: Mapping[str, Any], out: str | Path, *, plots: bool = True) -> dict[str, str]:

@@ -6,6 +6,11 @@ imported lazily, so ``import kernbench`` (and ``kernbench.workloads``) never
 needs torch or onnx: ``from_torch``/``import_model`` need the ``torch`` extra,
 ``from_onnx`` the ``onnx`` extra; ``from_execution_trace`` reads JSON and
 needs neither.
+
+``MODELS`` is the model catalog (``catalog``): published decoder configurations
+(``MODELS["llama2-70b"]``, or ``get_model("llama2_70b")``), each a
+``ModelSpec`` that builds its graph by hand (``spec.graph(batch, seq)``, no
+torch) or through the importer (``spec.imported(batch, seq)``).
 """
 
 from kernbench.workloads.graph import (DTYPE_BYTES, KINDS, Block, Op, ParamRef, TensorSpec, WorkloadError,
@@ -13,9 +18,10 @@ from kernbench.workloads.graph import (DTYPE_BYTES, KINDS, Block, Op, ParamRef, 
 
 from kernbench.workloads.plan import ParallelPlan  # noqa: E402  (the lowering: docs/model-estimates.md)
 from kernbench.workloads.lower import Lowered, lower  # noqa: E402
+from kernbench.workloads.catalog import MODELS, ModelSpec, get_model  # noqa: E402  (no torch: docs/workloads.md)
 
 __all__ = ["DTYPE_BYTES", "KINDS", "Block", "Op", "ParamRef", "TensorSpec", "WorkloadError", "WorkloadGraph",
-           "ParallelPlan", "Lowered", "lower",
+           "ParallelPlan", "Lowered", "lower", "MODELS", "ModelSpec", "get_model",
            "from_torch", "from_onnx", "from_execution_trace", "import_model"]
 
 # name -> module that defines it (imported on first use).

@@ -1,4 +1,4 @@
-"""A LLaMA-style decoder written by hand as Op records (no torch): the lowering's reference graph.
+"""Decoders written by hand as Op records (no torch): the lowering's reference graphs.
 
 ``llama_graph(batch, seq, kv_len, dims=..., layers=...)`` builds what the
 importer produces for ``LlamaForCausalLM`` in the names HuggingFace uses
@@ -7,15 +7,27 @@ lowering and the estimates can be built and tested without torch, and a
 builder with the signature ``(batch, seq, kv_len) -> WorkloadGraph`` exists
 for decode (``seq = 1``, ``kv_len`` = cache length + 1). It has no rotary
 embedding ops (the hand-built ``llama-layer`` has none either).
+
+``decoder_graph`` is the same builder for the other decoder families of the
+model catalog (``kernbench.workloads.catalog``): ``dims`` may also say
+``family`` (whose HuggingFace names: ``llama`` -- ``LlamaForCausalLM``,
+``gpt`` -- ``GPT2LMHeadModel``, ``mpt`` -- ``MptForCausalLM``), ``norm``
+(``rms``/``layer``), ``mlp`` (``swiglu``/``gelu``), ``positions``
+(``rotary``/``alibi``/``learned``), ``bias`` (biases on every linear and
+LayerNorm), ``tied`` (the LM head reads the embedding table) and
+``max_positions`` (the learned position table's rows). Rotary and ALiBi add
+no ops (ALiBi's bias is marked on the attention op: ``attrs["alibi"]``);
+learned positions are a second embedding and an add. ``llama_graph`` is
+``decoder_graph`` with LLaMA's defaults.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from kernbench.workloads.graph import Block, Op, ParamRef, TensorSpec, WorkloadGraph
+from kernbench.workloads.graph import Block, Op, ParamRef, TensorSpec, WorkloadError, WorkloadGraph
 
-__all__ = ["llama_graph", "resnet50_graph", "LLAMA3_8B", "LLAMA3_70B"]
+__all__ = ["llama_graph", "decoder_graph", "resnet50_graph", "LLAMA3_8B", "LLAMA3_70B"]
 
 #: Meta's config.json numbers.
 LLAMA3_8B = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "intermediate": 14336, "vocab": 128256,
@@ -24,15 +36,51 @@ LLAMA3_70B = {"hidden": 8192, "heads": 64, "kv_heads": 8, "head_dim": 128, "inte
               "layers": 80}
 
 
+#: The HuggingFace module names of each decoder family (the importer's names for the same model).
+_NAMES: dict[str, dict[str, str]] = {
+    "llama": {"root": "model", "layers": "model.layers", "embed": "model.embed_tokens", "pos": "",
+              "ln1": "input_layernorm", "ln2": "post_attention_layernorm", "attn": "self_attn", "qkv": "",
+              "o": "o_proj", "mlp": "mlp", "up": "up_proj", "act": "act_fn", "down": "down_proj",
+              "add1": "add", "add2": "add_1", "final": "model.norm"},
+    "gpt": {"root": "transformer", "layers": "transformer.h", "embed": "transformer.wte", "pos": "transformer.wpe",
+            "ln1": "ln_1", "ln2": "ln_2", "attn": "attn", "qkv": "c_attn", "o": "c_proj", "mlp": "mlp", "up": "c_fc",
+            "act": "act", "down": "c_proj", "add1": "add", "add2": "add_1", "final": "transformer.ln_f"},
+    "mpt": {"root": "transformer", "layers": "transformer.blocks", "embed": "transformer.wte", "pos": "",
+            "ln1": "norm_1", "ln2": "norm_2", "attn": "attn", "qkv": "Wqkv", "o": "out_proj", "mlp": "ffn",
+            "up": "up_proj", "act": "act", "down": "down_proj", "add1": "add", "add2": "ffn.add",
+            "final": "transformer.norm_f"},
+}
+
+
 def llama_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, dims: Mapping = LLAMA3_8B,
                 layers: int | None = None, dtype: str = "bf16", embed: bool = True, head: bool = True,
                 name: str = "llama") -> WorkloadGraph:
     """``layers`` decoder layers (default: the dims'), batch x seq new tokens attending ``kv_len`` keys
     (default seq: prefill). ``embed``/``head``: the embedding and the final norm + LM head around them."""
+    return decoder_graph(batch, seq, kv_len, dims=dims, layers=layers, dtype=dtype, embed=embed, head=head,
+                         name=name)
+
+
+def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, dims: Mapping = LLAMA3_8B,
+                  layers: int | None = None, dtype: str = "bf16", embed: bool = True, head: bool = True,
+                  name: str = "decoder") -> WorkloadGraph:
+    """A pre-norm decoder of any family in ``_NAMES`` (see the module doc for the keys of ``dims`` beyond
+    LLaMA's; absent keys take LLaMA's values). Arguments as ``llama_graph``'s."""
     H, nh, kv, hd, I = dims["hidden"], dims["heads"], dims["kv_heads"], dims["head_dim"], dims["intermediate"]
     V = dims.get("vocab", 128256)
+    family, norm_kind = dims.get("family", "llama"), dims.get("norm", "rms")
+    mlp_kind, positions = dims.get("mlp", "swiglu"), dims.get("positions", "rotary")
+    bias, tied = bool(dims.get("bias", False)), bool(dims.get("tied", False))
+    if family not in _NAMES or norm_kind not in ("rms", "layer") or mlp_kind not in ("swiglu", "gelu") \
+            or positions not in ("rotary", "alibi", "learned"):
+        raise WorkloadError(f"{name}: family {family!r} (known: {', '.join(_NAMES)}), norm {norm_kind!r} "
+                            f"(rms, layer), mlp {mlp_kind!r} (swiglu, gelu), positions {positions!r} "
+                            "(rotary, alibi, learned)")
+    N = _NAMES[family]
     L = int(layers if layers is not None else dims.get("layers", 1))
     kv_len = seq if kv_len is None else kv_len
+    if positions == "learned" and kv_len > dims.get("max_positions", kv_len):
+        raise WorkloadError(f"{name}: kv_len {kv_len} exceeds the {dims['max_positions']} learned positions")
     T = batch * seq
     act = TensorSpec((batch, seq, H), dtype)
     ops: list[Op] = []
@@ -42,62 +90,95 @@ def llama_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, di
                       tuple(deps)))
         return len(ops) - 1
 
-    def linear(name, x, k, n, dep):
-        w = ParamRef(name + ".weight", TensorSpec((n, k), dtype))
+    def linear(name, x, k, n, dep, weight=None, with_bias=bias):
+        w = ParamRef(weight or name + ".weight", TensorSpec((n, k), dtype))
+        attrs, params, flops = {"m": T, "n": n, "k": k, "batch": 1, "weight": w.name}, [w], 2 * T * n * k
+        if with_bias:  # as the importer counts an addmm: the GEMM, then one add per output element
+            b = ParamRef(name + ".bias", TensorSpec((n,), dtype))
+            params.append(b)
+            attrs.update(bias=b.name, bias_flops=T * n)
+            flops += T * n
         return add(name, "matmul", "aten.linear.default", inputs=[x], outputs=[TensorSpec((batch, seq, n), dtype)],
-                   params=[w], flops=2 * T * n * k, attrs={"m": T, "n": n, "k": k, "batch": 1, "weight": w.name},
-                   deps=[dep])
+                   params=params, flops=flops, attrs=attrs, deps=[dep])
 
     def norm(name, dep):
-        w = ParamRef(name + ".weight", TensorSpec((H,), dtype))
-        return add(name, "norm", "LlamaRMSNorm", inputs=[act], outputs=[act], params=[w], flops=4 * T * H,
-                   attrs={"elements": T * H, "operands": 1, "norm": "rms"}, deps=[dep])
+        params = [ParamRef(name + ".weight", TensorSpec((H,), dtype))]
+        if norm_kind == "rms":
+            return add(name, "norm", "LlamaRMSNorm", inputs=[act], outputs=[act], params=params, flops=4 * T * H,
+                       attrs={"elements": T * H, "operands": 1, "norm": "rms"}, deps=[dep])
+        if bias:
+            params.append(ParamRef(name + ".bias", TensorSpec((H,), dtype)))
+        # the importer's count: 5 FLOPs per element to normalise, 1 each for the weight and the bias
+        return add(name, "norm", "aten.layer_norm.default", inputs=[act], outputs=[act], params=params,
+                   flops=(5 + len(params)) * T * H, attrs={"elements": T * H, "operands": 1, "norm": "layer_norm"},
+                   deps=[dep])
 
-    last = -1
+    def residual(name, deps):
+        return add(name, "elementwise", "aten.add.Tensor", inputs=[act, act], outputs=[act], flops=T * H,
+                   attrs={"elements": T * H, "operands": 2}, deps=deps)
+
+    ids = TensorSpec((batch, seq), "int64")
+    table = N["embed"] + ".weight"
     if embed:
-        w = ParamRef("model.embed_tokens.weight", TensorSpec((V, H), dtype))
-        last = add("model.embed_tokens", "embedding", "aten.embedding.default",
-                   inputs=[TensorSpec((batch, seq), "int64")], outputs=[act], params=[w],
-                   attrs={"rows": V, "dim": H, "tokens": T})
+        w = ParamRef(table, TensorSpec((V, H), dtype))
+        te = add(N["embed"], "embedding", "aten.embedding.default", inputs=[ids], outputs=[act], params=[w],
+                 attrs={"rows": V, "dim": H, "tokens": T})
+        if positions == "learned":  # GPT-2's wpe: a second table, added to the token embeddings
+            P = int(dims.get("max_positions", kv_len))
+            wp = ParamRef(N["pos"] + ".weight", TensorSpec((P, H), dtype))
+            pe = add(N["pos"], "embedding", "aten.embedding.default", inputs=[ids], outputs=[act], params=[wp],
+                     attrs={"rows": P, "dim": H, "tokens": T})
+            residual(N["root"] + ".add", [te, pe])
     else:  # the hidden states come in: a free view gives the first layer (and the chain of layers) its input
-        last = add("model.inputs_embeds", "view", "aten.view.default", inputs=[act], outputs=[act])
+        add(N["root"] + ".inputs_embeds", "view", "aten.view.default", inputs=[act], outputs=[act])
     first = len(ops)
-    p = "model.layers.0"
+    p = N["layers"] + ".0"
+    a, m = f"{p}.{N['attn']}", f"{p}.{N['mlp']}"
     x_in = first - 1  # the block's input: the op just before it (graph.Block / repeat_block)
     dep0 = [x_in]
-    n1 = add(f"{p}.input_layernorm", "norm", "LlamaRMSNorm", inputs=[act], outputs=[act],
-             params=[ParamRef(f"{p}.input_layernorm.weight", TensorSpec((H,), dtype))], flops=4 * T * H,
-             attrs={"elements": T * H, "operands": 1, "norm": "rms"}, deps=dep0)
-    q = linear(f"{p}.self_attn.q_proj", act, H, nh * hd, n1)
-    k = linear(f"{p}.self_attn.k_proj", act, H, kv * hd, n1)
-    v = linear(f"{p}.self_attn.v_proj", act, H, kv * hd, n1)
-    qv = add(f"{p}.self_attn.view", "view", "aten.view.default", inputs=[TensorSpec((batch, seq, nh * hd), dtype)],
-             outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[q])
-    at = add(f"{p}.self_attn.sdpa", "attention", "aten.scaled_dot_product_attention.default",
+    n1 = norm(f"{p}.{N['ln1']}", x_in)
+    if N["qkv"]:  # one fused projection (GPT-2's c_attn, MPT's Wqkv)
+        qkv = linear(f"{a}.{N['qkv']}", act, H, (nh + 2 * kv) * hd, n1)
+        qkv_deps = [add(f"{a}.view", "view", "aten.view.default",
+                        inputs=[TensorSpec((batch, seq, (nh + 2 * kv) * hd), dtype)],
+                        outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[qkv])]
+    else:
+        q = linear(f"{a}.q_proj", act, H, nh * hd, n1)
+        k = linear(f"{a}.k_proj", act, H, kv * hd, n1)
+        v = linear(f"{a}.v_proj", act, H, kv * hd, n1)
+        qv = add(f"{a}.view", "view", "aten.view.default", inputs=[TensorSpec((batch, seq, nh * hd), dtype)],
+                 outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[q])
+        qkv_deps = [qv, k, v]
+    at_attrs = {"batch": batch, "heads": nh, "kv_heads": kv, "q_len": seq, "kv_len": kv_len, "head_dim": hd,
+                "causal": seq > 1}
+    if positions == "alibi":  # a per-head linear bias on the scores, added inside the attention kernel
+        at_attrs["alibi"] = True
+    at = add(f"{a}.sdpa", "attention", "aten.scaled_dot_product_attention.default",
              inputs=[TensorSpec((batch, nh, seq, hd), dtype)], outputs=[TensorSpec((batch, nh, seq, hd), dtype)],
-             flops=4 * batch * nh * seq * kv_len * hd,
-             attrs={"batch": batch, "heads": nh, "kv_heads": kv, "q_len": seq, "kv_len": kv_len, "head_dim": hd,
-                    "causal": seq > 1}, deps=[qv, k, v])
-    o = linear(f"{p}.self_attn.o_proj", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, at)
-    r1 = add(f"{p}.add", "elementwise", "aten.add.Tensor", inputs=[act, act], outputs=[act], flops=T * H,
-             attrs={"elements": T * H, "operands": 2}, deps=[o] + dep0)
-    n2 = norm(f"{p}.post_attention_layernorm", r1)
-    gt = linear(f"{p}.mlp.gate_proj", act, H, I, n2)
-    up = linear(f"{p}.mlp.up_proj", act, H, I, n2)
+             flops=4 * batch * nh * seq * kv_len * hd, attrs=at_attrs, deps=qkv_deps)
+    o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, at)
+    r1 = residual(f"{p}.{N['add1']}", [o] + dep0)
+    n2 = norm(f"{p}.{N['ln2']}", r1)
     mid = TensorSpec((batch, seq, I), dtype)
-    si = add(f"{p}.mlp.act_fn", "elementwise", "aten.silu.default", inputs=[mid], outputs=[mid], flops=4 * T * I,
-             attrs={"elements": T * I, "operands": 1}, deps=[gt])
-    mu = add(f"{p}.mlp.mul", "elementwise", "aten.mul.Tensor", inputs=[mid, mid], outputs=[mid], flops=T * I,
-             attrs={"elements": T * I, "operands": 2}, deps=[si, up])
-    dn = linear(f"{p}.mlp.down_proj", mid, I, H, mu)
-    add(f"{p}.add_1", "elementwise", "aten.add.Tensor", inputs=[act, act], outputs=[act], flops=T * H,
-        attrs={"elements": T * H, "operands": 2}, deps=[dn, r1])
+    if mlp_kind == "swiglu":
+        gt = linear(f"{m}.gate_proj", act, H, I, n2)
+        up = linear(f"{m}.{N['up']}", act, H, I, n2)
+        si = add(f"{m}.{N['act']}", "elementwise", "aten.silu.default", inputs=[mid], outputs=[mid],
+                 flops=4 * T * I, attrs={"elements": T * I, "operands": 1}, deps=[gt])
+        hidden = add(f"{m}.mul", "elementwise", "aten.mul.Tensor", inputs=[mid, mid], outputs=[mid], flops=T * I,
+                     attrs={"elements": T * I, "operands": 2}, deps=[si, up])
+    else:  # GELU (erf form: 5 FLOPs per element, the importer's count)
+        up = linear(f"{m}.{N['up']}", act, H, I, n2)
+        hidden = add(f"{m}.{N['act']}", "elementwise", "aten.gelu.default", inputs=[mid], outputs=[mid],
+                     flops=5 * T * I, attrs={"elements": T * I, "operands": 1}, deps=[up])
+    dn = linear(f"{m}.{N['down']}", mid, I, H, hidden)
+    residual(f"{p}.{N['add2']}", [dn, r1])
     block = ops[first:]
-    ops.extend(WorkloadGraph.repeat_block(block, "model.layers", L, offset=first))
-    blocks = [Block("model.layers", first, first + len(block), L)]
+    ops.extend(WorkloadGraph.repeat_block(block, N["layers"], L, offset=first))
+    blocks = [Block(N["layers"], first, first + len(block), L)]
     if head:
-        fn = norm("model.norm", len(ops) - 1)
-        linear("lm_head", act, H, V, fn)
+        fn = norm(N["final"], len(ops) - 1)
+        linear("lm_head", act, H, V, fn, weight=table if tied else None, with_bias=False)
     return WorkloadGraph(name, ops, source="hand", inputs=[TensorSpec((batch, seq), "int64")], blocks=blocks,
                          meta={"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L})
 

@@ -28,12 +28,15 @@ the transformers release.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 
-__all__ = ["LLAMA3_8B", "LLAMA3_70B", "GPT2", "BERT_BASE", "RESNET50", "MODELS", "ATTENTION", "llama3_8b",
-           "llama3_70b", "gpt2", "bert_base", "resnet50", "build", "import_model"]
+__all__ = ["LLAMA3_8B", "LLAMA3_70B", "LLAMA2_7B", "LLAMA2_13B", "LLAMA2_70B", "MPT_7B", "MPT_13B", "MEGATRON_22B",
+           "GPT3_175B", "GPT2", "BERT_BASE", "RESNET50", "TORCH_BUILDERS", "MODELS", "ATTENTION", "llama3_8b",
+           "llama3_70b", "llama2_7b", "llama2_13b", "llama2_70b", "mpt_7b", "mpt_13b", "megatron_22b", "gpt3_175b",
+           "gpt2", "bert_base", "resnet50", "build", "import_model"]
 
 #: meta-llama/Meta-Llama-3-8B, config.json (https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json).
 LLAMA3_8B: dict[str, Any] = {
@@ -47,6 +50,49 @@ LLAMA3_70B: dict[str, Any] = {
     **LLAMA3_8B, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
     "num_attention_heads": 64, "num_key_value_heads": 8,
 }
+#: meta-llama/Llama-2-7b-hf, config.json (https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json).
+#: The published weights are fp16.
+LLAMA2_7B: dict[str, Any] = {
+    "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+    "rope_theta": 10000.0, "hidden_act": "silu", "attention_bias": False, "mlp_bias": False,
+    "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float16",
+}
+#: meta-llama/Llama-2-13b-hf, config.json (https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json).
+LLAMA2_13B: dict[str, Any] = {
+    **LLAMA2_7B, "hidden_size": 5120, "intermediate_size": 13824, "num_hidden_layers": 40,
+    "num_attention_heads": 40, "num_key_value_heads": 40,
+}
+#: meta-llama/Llama-2-70b-hf, config.json (https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json):
+#: grouped-query attention, 8 KV heads.
+LLAMA2_70B: dict[str, Any] = {
+    **LLAMA2_7B, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
+    "num_attention_heads": 64, "num_key_value_heads": 8,
+}
+#: MPT-7B: mosaicml/llm-foundry ``scripts/train/yamls/pretrain/mpt-7b.yaml`` (d_model 4096, 32 heads, 32 layers,
+#: expansion_ratio 4, max_seq_len 2048, vocab_size 50368) with MPT's defaults (ALiBi, LayerNorm without bias,
+#: no biases, tied LM head), as ``MptConfig`` keys. The released mosaicml/mpt-7b checkpoint pads the vocabulary
+#: to 50432; the yaml's 50368 is used here. Trained in bf16 (the yaml's ``amp_bf16``).
+MPT_7B: dict[str, Any] = {
+    "d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50368,
+    "no_bias": True, "layer_norm_epsilon": 1e-5, "attn_config": {"alibi": True, "alibi_bias_max": 8},
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+}
+#: MPT-13B: llm-foundry ``scripts/train/yamls/pretrain/mpt-13b.yaml`` (d_model 5120, 40 heads, 40 layers; the
+#: rest as MPT-7B).
+MPT_13B: dict[str, Any] = {**MPT_7B, "d_model": 5120, "n_heads": 40, "n_layers": 40}
+#: Megatron's 22B GPT: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+#: (arXiv:2205.05198), Table 1 (hidden 6144, 48 layers, 64 heads, sequence 2048), as ``GPT2Config`` keys:
+#: learned positions, LayerNorm and linears with biases, GELU MLP of 4 h, tied embeddings, vocabulary 51200 (the
+#: GPT-2 BPE padded to a multiple of 1024 x TP 8: Narayanan et al. 2021). No checkpoint is published: bf16.
+MEGATRON_22B: dict[str, Any] = {
+    "n_embd": 6144, "n_layer": 48, "n_head": 64, "n_inner": 4 * 6144, "n_positions": 2048, "n_ctx": 2048,
+    "vocab_size": 51200, "activation_function": "gelu", "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+#: GPT-3 175B: the same Table 1 (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: hidden
+#: 12288, 96 layers, 96 heads, context 2048), vocabulary 51200 as Megatron's.
+GPT3_175B: dict[str, Any] = {**MEGATRON_22B, "n_embd": 12288, "n_layer": 96, "n_head": 96, "n_inner": 4 * 12288}
 #: openai-community/gpt2 (gpt2), config.json (https://huggingface.co/openai-community/gpt2/blob/main/config.json).
 #: The published weights are fp32.
 GPT2: dict[str, Any] = {
@@ -149,14 +195,93 @@ def llama3_70b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dty
     return _llama(LLAMA3_70B, batch, seq, layers, dtype)
 
 
-def gpt2(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
-    """``GPT2LMHeadModel`` with gpt2's configuration (fp32; the LM head is tied to ``wte``), and ``(input_ids,)``."""
+def llama2_7b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Llama-2-7b-hf's configuration (fp16; untied LM head), and ``(input_ids,)``."""
+    return _llama(LLAMA2_7B, batch, seq, layers, dtype)
+
+
+def llama2_13b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Llama-2-13b-hf's configuration (40 layers, fp16), and ``(input_ids,)``."""
+    return _llama(LLAMA2_13B, batch, seq, layers, dtype)
+
+
+def llama2_70b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Llama-2-70b-hf's configuration (80 layers, GQA, fp16), and ``(input_ids,)``."""
+    return _llama(LLAMA2_70B, batch, seq, layers, dtype)
+
+
+def _gpt(numbers, batch, seq, layers, dtype):
     _torch()
     from transformers import GPT2Config, GPT2LMHeadModel
     _register_attention()
-    kw, dt = _config(GPT2, layers, "n_layer")
+    kw, dt = _config(numbers, layers, "n_layer")
     cfg = GPT2Config(**kw, use_cache=False, attn_implementation=ATTENTION)
     return _build(GPT2LMHeadModel, cfg, dt, _dtype(dtype)), (_ids(batch, seq, cfg.vocab_size, cfg.n_positions),)
+
+
+def gpt2(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``GPT2LMHeadModel`` with gpt2's configuration (fp32; the LM head is tied to ``wte``), and ``(input_ids,)``."""
+    return _gpt(GPT2, batch, seq, layers, dtype)
+
+
+def megatron_22b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``GPT2LMHeadModel`` with Megatron's 22B GPT configuration (48 layers, 2048 positions, bf16), and
+    ``(input_ids,)``."""
+    return _gpt(MEGATRON_22B, batch, seq, layers, dtype)
+
+
+def gpt3_175b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``GPT2LMHeadModel`` with GPT-3 175B's configuration (96 layers, 2048 positions, bf16), and
+    ``(input_ids,)``."""
+    return _gpt(GPT3_175B, batch, seq, layers, dtype)
+
+
+@functools.cache
+def _mpt_sdpa_class():
+    """``MptAttention`` with its eager matmul-softmax-matmul replaced by ``scaled_dot_product_attention`` taking the
+    ALiBi bias (and the causal mask) as its additive ``attn_mask``: the same maths, as llm-foundry's
+    torch/flash/triton attention computes it, and one attention op for the lowering."""
+    import torch
+    from transformers.models.mpt.modeling_mpt import MptAttention
+
+    class MptSdpaAttention(MptAttention):
+        def forward(self, hidden_states, position_bias, cache=None, attention_mask=None, **kwargs):
+            b, s = hidden_states.shape[:2]
+            qkv = self.Wqkv(hidden_states)
+            if self.clip_qkv:
+                qkv = qkv.clamp(min=-self.clip_qkv, max=self.clip_qkv)
+            q, k, v = (t.reshape(b, s, self.n_heads, self.head_dim).transpose(1, 2) for t in qkv.chunk(3, dim=2))
+            bias = position_bias[:, :, position_bias.size(2) - s:]  # MptAttention's slice: heads x 1 x keys
+            if attention_mask is not None:
+                bias = bias.masked_fill(attention_mask, torch.finfo(q.dtype).min)
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype),
+                                                                   scale=self.softmax_scale)
+            return self.out_proj(out.transpose(1, 2).reshape(b, s, -1)), None
+
+    return MptSdpaAttention
+
+
+def _mpt(numbers, batch, seq, layers, dtype):
+    _torch()
+    from transformers import MptConfig, MptForCausalLM
+    kw, dt = _config(numbers, layers, "n_layers")
+    cfg = MptConfig(**kw, use_cache=False)
+    model = _build(MptForCausalLM, cfg, dt, _dtype(dtype))
+    cls = _mpt_sdpa_class()
+    for block in model.transformer.blocks:
+        block.attn.__class__ = cls
+    return model, (_ids(batch, seq, cfg.vocab_size, cfg.max_seq_len),)
+
+
+def mpt_7b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``MptForCausalLM`` with MPT-7B's configuration (ALiBi, bf16; SDPA attention, see ``_mpt_sdpa_class``), and
+    ``(input_ids,)``."""
+    return _mpt(MPT_7B, batch, seq, layers, dtype)
+
+
+def mpt_13b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``MptForCausalLM`` with MPT-13B's configuration (40 layers, bf16), and ``(input_ids,)``."""
+    return _mpt(MPT_13B, batch, seq, layers, dtype)
 
 
 def bert_base(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
@@ -189,23 +314,28 @@ def resnet50(batch: int = 1, seq: int = 224, *, layers: int | None = None, dtype
     return model, (pix,)
 
 
-#: name -> builder (``import_model`` and the benches look names up here).
-MODELS: dict[str, Callable] = {"llama3-8b": llama3_8b, "llama3-70b": llama3_70b, "gpt2": gpt2,
-                               "bert-base": bert_base, "resnet50": resnet50}
+#: name -> torch builder (``import_model`` looks names up here). Not ``kernbench.workloads.MODELS``, which is the
+#: model catalog (``kernbench.workloads.catalog``: specs that also build by hand).
+TORCH_BUILDERS: dict[str, Callable] = {
+    "llama3-8b": llama3_8b, "llama3-70b": llama3_70b, "llama2-7b": llama2_7b, "llama2-13b": llama2_13b,
+    "llama2-70b": llama2_70b, "mpt-7b": mpt_7b, "mpt-13b": mpt_13b, "megatron-22b": megatron_22b,
+    "gpt3-175b": gpt3_175b, "gpt2": gpt2, "bert-base": bert_base, "resnet50": resnet50}
+#: The name this table had before the catalog (kept for callers of ``models.MODELS``).
+MODELS = TORCH_BUILDERS
 
 
 def build(name: str, batch: int = 1, seq: int | None = None, **kw):
-    """``(module, example_inputs)`` of a model in ``MODELS`` (``seq`` defaults to 128, 224 for resnet50)."""
+    """``(module, example_inputs)`` of a model in ``TORCH_BUILDERS`` (``seq`` defaults to 128, 224 for resnet50)."""
     key = name.lower().replace("_", "-")
-    if key not in MODELS:
-        raise WorkloadError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
-    fn = MODELS[key]
+    if key not in TORCH_BUILDERS:
+        raise WorkloadError(f"unknown model {name!r} (known: {', '.join(TORCH_BUILDERS)})")
+    fn = TORCH_BUILDERS[key]
     return fn(batch, seq if seq is not None else (224 if key == "resnet50" else 128), **kw)
 
 
 def import_model(name: str, batch: int = 1, seq: int | None = None, *, layers: int | None = None, dtype=None,
                  repeat: str | bool = "auto", fuse_modules: bool = True) -> WorkloadGraph:
-    """The op graph of a model in ``MODELS``: ``build`` then ``from_torch`` (the layer stack traced once).
+    """The op graph of a model in ``TORCH_BUILDERS``: ``build`` then ``from_torch`` (the layer stack traced once).
 
     ``meta`` records the model, batch, seq and the configuration numbers.
     """

@@ -49,7 +49,11 @@ struct GemmKernel {
   const char* bound() const { return memory >= mainloop && memory >= l2 ? "memory" : l2 > mainloop ? "l2" : "compute"; }
 };
 
-/// The GEMM C[m x n] = A[m x k] B[k x n] at `precision` on `gpu`.
+/// One configuration's cost: `tile`, K split `split_k` ways (what plan_gemm compares).
+GemmKernel gemm_config(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::int64_t k, Precision precision,
+                       const GemmTile& tile, int split_k);
+
+/// The GEMM C[m x n] = A[m x k] B[k x n] at `precision` on `gpu`: the cheapest configuration.
 /// UsageError for a non-positive or absurd size (names the dimension).
 GemmKernel plan_gemm(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::int64_t k, Precision precision);
 

@@ -1,0 +1,102 @@
+"""The GPU target's built-in measurement functions (registered with the others by functions.py).
+
+  gpu.gemm         m n k precision                     -> tflops [TFLOPS], time [us]
+  gpu.stream       kernel elements precision           -> bandwidth [TB/s], time [us]
+  model.inference  model tp pp batch prompt output precision
+                                                       -> latency [ms], ttft [ms], tpot [ms],
+                                                          throughput [tokens/s], throughput_per_gpu [tokens/s]
+
+Each runs on the machine of ``--config`` (or the row's / the data file's config); gpu.gemm and gpu.stream use
+its first GPU. Kernels are timed as the benchmarks that measured them time them: back to back
+(``REPEATS`` calls launched from the host, the time per call in steady state, so a kernel shorter than its
+launch shows the launch), which is what torch.matmul loops and BabelStream's mean per call see.
+"""
+
+from __future__ import annotations
+
+from kernbench.calibrate.registry import measurement
+
+REPEATS = 4
+#: BabelStream's kernels: arrays each touches (copy c = a and mul b = s c read one, write one; add c = a + b and
+#: triad a = b + s c read two, write one; dot reads two) -- its own byte counting.
+STREAM_ARRAYS = {"copy": 2, "mul": 2, "add": 3, "triad": 3, "dot": 2}
+STREAM_BYTES = {"fp64": 8, "fp32": 4}
+
+
+def _first_gpu(system) -> str:
+    pes = system.pes()
+    if not pes:
+        raise ValueError("the machine has no PE to run a GPU kernel on")
+    return pes[0]
+
+
+def _back_to_back(system, gpu: str, plan: dict, flops: float, precision: str) -> float:
+    """Seconds per call of REPEATS identical kernels launched from the host, in steady state."""
+    from kernbench.program import Program
+
+    prog = Program(system, "back-to-back")
+    sp = __import__("kernbench")._core.gpu_spec(system._core, gpu)
+    ks = []
+    for _ in range(REPEATS):
+        ks.append(prog.kernel(gpu, int(plan["duration_ps"]), launch_ps=int(sp["launch_host_ps"]), flops=flops,
+                              precision=precision, bytes=int(plan.get("bytes", 0)), deps=ks[-1:], name="call"))
+    res = prog.run()
+    end = res._core.ops()["end_ps"]
+    return float(end[ks[-1]] - end[ks[0]]) / (REPEATS - 1) * 1e-12
+
+
+@measurement("gpu.gemm", metrics={"tflops": "TFLOPS", "time": "us"}, config="machines/h100-8x-nvswitch.yaml",
+             doc="one GEMM kernel called back to back on the first GPU (kernels/gpu/gemm.hpp)")
+def gpu_gemm(ctx, m: int, n: int, k: int, precision: str = "bf16"):
+    from kernbench import _core
+
+    system = ctx.load()
+    gpu = _first_gpu(system)
+    plan = _core.gpu_gemm(system._core, gpu, m, n, k, precision)
+    t = _back_to_back(system, gpu, plan, plan["flops"], precision)
+    return {"tflops": plan["flops"] / t / 1e12, "time": t * 1e6}
+
+
+@measurement("gpu.stream", metrics={"bandwidth": "TB/s", "time": "us"}, config="machines/h100-8x-nvswitch.yaml",
+             doc="a BabelStream kernel (copy, mul, add, triad, dot) on the first GPU, its byte counting")
+def gpu_stream(ctx, kernel: str = "copy", elements: int = 1 << 25, precision: str = "fp64"):
+    from kernbench import _core
+
+    if kernel not in STREAM_ARRAYS:
+        raise ValueError(f"kernel {kernel!r}: expected one of {', '.join(STREAM_ARRAYS)}")
+    if precision not in STREAM_BYTES:
+        raise ValueError(f"precision {precision!r}: expected one of {', '.join(STREAM_BYTES)}")
+    if elements < 1:
+        raise ValueError(f"elements must be >= 1, got {elements}")
+    system = ctx.load()
+    gpu = _first_gpu(system)
+    nbytes = STREAM_ARRAYS[kernel] * elements * STREAM_BYTES[precision]
+    plan = _core.gpu_stream(system._core, gpu, nbytes)
+    t = _back_to_back(system, gpu, plan, 0.0, "fp32")
+    return {"bandwidth": nbytes / t / 1e12, "time": t * 1e6}
+
+
+@measurement("model.inference", metrics={"latency": "ms", "ttft": "ms", "tpot": "ms", "throughput": "tokens/s",
+                                          "throughput_per_gpu": "tokens/s"},
+             config="machines/h100-8x-nvswitch.yaml",
+             doc="batch prompts: one prefill then output - 1 decode steps (vLLM benchmark_latency)")
+def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, prompt: int = 32, output: int = 128,
+                    precision: str = "bf16"):
+    from kernbench.workloads import ParallelPlan, estimate, get_model
+    from kernbench.workloads.memory import check_fits, inference_footprint
+
+    if output < 1:
+        raise ValueError(f"output must be >= 1 token, got {output}")
+    spec = get_model(model)
+    system = ctx.load()
+    plan = ParallelPlan(tp=tp, pp=pp)
+    placement = plan.place(system)
+    need = inference_footprint(spec, tp=tp, pp=pp, batch=batch, prompt=prompt, tokens=prompt + output,
+                               dtype=precision)
+    check_fits(need, system, placement.group(0, 0)[0], f"{spec.name} at tp {tp} pp {pp}, batch {batch}")
+    est = estimate.inference(spec.builder(dtype=precision), system, plan, batch=batch, prompt=prompt,
+                             decode_steps=output - 1)
+    latency = est.ttft_ms + est.decode_ms
+    tput = batch * output / (latency * 1e-3)
+    return {"latency": latency, "ttft": est.ttft_ms, "tpot": est.tpot_ms, "throughput": tput,
+            "throughput_per_gpu": tput / (tp * pp)}

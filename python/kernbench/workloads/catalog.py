@@ -1,0 +1,217 @@
+"""The model catalog: published decoder configurations, each buildable by hand (no torch) or through the importer.
+
+``MODELS`` maps a hyphenated name (``llama2-7b``; ``llama2_7b`` is accepted
+too) to a ``ModelSpec``: the numbers of the model's published configuration,
+with where they come from. A spec builds
+
+* ``graph(batch, seq, kv_len)``: the hand-built op graph
+  (``kernbench.workloads.handbuilt.decoder_graph``, in the HuggingFace module
+  names of the family), needing neither torch nor transformers;
+* ``builder()``: a callable ``(batch, seq, kv_len) -> WorkloadGraph`` for
+  ``kernbench.workloads.estimate.inference`` (decode at ``seq = 1``);
+* ``imported(batch, seq)``: the graph of the ``transformers`` model built from
+  the same numbers on the meta device and traced by ``from_torch``
+  (``kernbench.workloads.models``; needs ``kernbench[torch]``)::
+
+    from kernbench.workloads import get_model
+    spec = get_model("llama2-70b")
+    g = spec.graph(1, 2048)                    # hand-built prefill
+    est = estimate.inference(spec.builder(), system, ParallelPlan(tp=8), batch=8, prompt=512, decode_steps=64)
+    spec.params, spec.weight_bytes("bf16")
+
+The hand-built and the imported graph have the same GEMMs (the
+tests compare them); the imported one also has the views, casts and the
+rotary/mask ops the modelling code runs. bert-base (an encoder) and resnet50
+(a CNN) are not decoders: they stay in ``models`` (``import_model``) and
+``handbuilt.resnet50_graph``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError, WorkloadGraph
+
+__all__ = ["ModelSpec", "MODELS", "get_model"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer's published configuration.
+
+    ``family`` fixes the module names (``llama``: ``LlamaForCausalLM``, ``gpt``: ``GPT2LMHeadModel``, ``mpt``:
+    ``MptForCausalLM``); ``ffn`` is the MLP's inner width; ``bias``: every linear and LayerNorm has a bias;
+    ``tied``: the LM head is the embedding table; ``max_positions``: the positions the model was trained for
+    (the rows of a learned position table).
+    """
+
+    name: str
+    family: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    norm: str            # "rms" | "layer"
+    mlp: str             # "swiglu" | "gelu"
+    positions: str       # "rotary" | "alibi" | "learned"
+    dtype: str = "bf16"
+    source: str = ""
+    bias: bool = False
+    tied: bool = False
+    max_positions: int = 2048
+
+    def __post_init__(self):
+        if self.family not in ("llama", "gpt", "mpt") or self.norm not in ("rms", "layer") \
+                or self.mlp not in ("swiglu", "gelu") or self.positions not in ("rotary", "alibi", "learned") \
+                or self.dtype not in DTYPE_BYTES:
+            raise WorkloadError(f"{self.name}: family {self.family!r}, norm {self.norm!r}, mlp {self.mlp!r}, "
+                                f"positions {self.positions!r} or dtype {self.dtype!r} unknown")
+        if self.heads % self.kv_heads:
+            raise WorkloadError(f"{self.name}: {self.heads} heads are not a multiple of {self.kv_heads} KV heads")
+
+    # ---- graphs -----------------------------------------------------------------------------------------
+    @property
+    def dims(self) -> dict:
+        """The numbers as ``handbuilt.decoder_graph``'s ``dims``."""
+        return {"hidden": self.hidden, "heads": self.heads, "kv_heads": self.kv_heads, "head_dim": self.head_dim,
+                "intermediate": self.ffn, "vocab": self.vocab, "layers": self.layers, "family": self.family,
+                "norm": self.norm, "mlp": self.mlp, "positions": self.positions, "bias": self.bias,
+                "tied": self.tied, "max_positions": self.max_positions}
+
+    def graph(self, batch: int = 1, seq: int = 128, kv_len: int | None = None, *, layers: int | None = None,
+              dtype: str | None = None, embed: bool = True, head: bool = True) -> WorkloadGraph:
+        """The hand-built graph: ``layers`` layers (default all), batch x seq new tokens attending ``kv_len`` keys
+        (default seq: a prefill); ``embed``/``head``: the embeddings and the final norm + LM head."""
+        from kernbench.workloads.handbuilt import decoder_graph
+        g = decoder_graph(batch, seq, kv_len, dims=self.dims, layers=layers, dtype=dtype or self.dtype,
+                          embed=embed, head=head, name=self.name)
+        g.meta["model"] = self.name
+        return g
+
+    def builder(self, **kw) -> Callable[[int, int, int], WorkloadGraph]:
+        """``(batch, seq, kv_len) -> graph(batch, seq, kv_len, **kw)``: the model argument of
+        ``estimate.inference``."""
+        return lambda batch, seq, kv_len: self.graph(batch, seq, kv_len, **kw)
+
+    def imported(self, batch: int = 1, seq: int = 128, *, layers: int | None = None,
+                 dtype: str | None = None) -> WorkloadGraph:
+        """The graph of the ``transformers`` model built from these numbers (meta device) and traced by
+        ``from_torch`` (``models.import_model``); ``dtype`` defaults to the spec's."""
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as e:
+            raise WorkloadError(f"{self.name}: importing needs torch and transformers: "
+                                "pip install 'kernbench[torch]' (graph() needs neither)") from e
+        from kernbench.workloads.models import import_model
+        return import_model(self.name, batch, seq, layers=layers, dtype=dtype or self.dtype)
+
+    # ---- sizes ------------------------------------------------------------------------------------------
+    @property
+    def embedding_params(self) -> int:
+        """The token table (twice if the LM head is untied) and a learned position table."""
+        n = self.vocab * self.hidden * (1 if self.tied else 2)
+        return n + (self.max_positions * self.hidden if self.positions == "learned" else 0)
+
+    @property
+    def layer_params(self) -> int:
+        """One decoder layer: attention, MLP and the two norms (biases where the model has them)."""
+        H, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        attn = H * (q + 2 * kv) + q * H + (q + 2 * kv + H if self.bias else 0)
+        mlp = (3 if self.mlp == "swiglu" else 2) * H * self.ffn + (self.ffn + H if self.bias else 0)
+        return attn + mlp + 2 * self.norm_params
+
+    @property
+    def norm_params(self) -> int:
+        return self.hidden * (2 if self.norm == "layer" and self.bias else 1)
+
+    @property
+    def params(self) -> int:
+        """Parameters: the layers, the final norm and the embeddings (a tied LM head once)."""
+        return self.layers * self.layer_params + self.norm_params + self.embedding_params
+
+    def weight_bytes(self, dtype: str | None = None) -> int:
+        """Bytes of the parameters stored in ``dtype`` (default the spec's)."""
+        d = dtype or self.dtype
+        if d not in DTYPE_BYTES:
+            raise WorkloadError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_BYTES)})")
+        return self.params * DTYPE_BYTES[d]
+
+
+def _llama(name: str, hidden: int, layers: int, heads: int, kv_heads: int, ffn: int, vocab: int, source: str,
+           max_positions: int, dtype: str = "bf16") -> ModelSpec:
+    # RMSNorm, rotary positions, SwiGLU MLP, no biases, an untied LM head.
+    return ModelSpec(name, "llama", hidden, layers, heads, kv_heads, hidden // heads, ffn, vocab, "rms", "swiglu",
+                     "rotary", dtype=dtype, source=source, max_positions=max_positions)
+
+
+def _mpt(name: str, hidden: int, layers: int, heads: int, source: str) -> ModelSpec:
+    # ALiBi, LayerNorm without bias, GELU MLP of 4 x d, no biases, tied LM head; vocab 50368 (the yaml's).
+    return ModelSpec(name, "mpt", hidden, layers, heads, heads, hidden // heads, 4 * hidden, 50368, "layer", "gelu",
+                     "alibi", source=source, tied=True, max_positions=2048)
+
+
+def _megatron(name: str, hidden: int, layers: int, heads: int, source: str) -> ModelSpec:
+    # GPT-style: learned positions, LayerNorm and linears with biases, GELU MLP of 4 h, tied embeddings,
+    # vocab 51200 (GPT-2's BPE padded to a multiple of 1024 x TP 8), sequence 2048.
+    return ModelSpec(name, "gpt", hidden, layers, heads, heads, hidden // heads, 4 * hidden, 51200, "layer", "gelu",
+                     "learned", source=source, bias=True, tied=True, max_positions=2048)
+
+
+class _Catalog(dict):
+    """A dict of specs by hyphenated name that also finds ``llama2_7b`` or ``Llama2-7B`` (``[]``, ``in``, ``get``)."""
+
+    def _key(self, name):
+        return name.lower().replace("_", "-") if isinstance(name, str) else name
+
+    def __missing__(self, name):
+        key = self._key(name)
+        if key != name and dict.__contains__(self, key):
+            return self[key]
+        raise KeyError(f"unknown model {name!r} (known: {', '.join(self)})")
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, self._key(name))
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+#: The catalog: name -> spec, each with its source (``_`` is accepted for ``-``: ``MODELS["llama2_7b"]``).
+MODELS: dict[str, ModelSpec] = _Catalog((s.name, s) for s in [
+    # https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json (models.LLAMA3_8B)
+    _llama("llama3-8b", 4096, 32, 32, 8, 14336, 128256, "meta-llama/Meta-Llama-3-8B config.json", 8192),
+    # https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json (models.LLAMA3_70B)
+    _llama("llama3-70b", 8192, 80, 64, 8, 28672, 128256, "meta-llama/Meta-Llama-3-70B config.json", 8192),
+    # https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json (models.LLAMA2_7B)
+    # (the published weights are fp16, as for all three LLaMA-2 sizes)
+    _llama("llama2-7b", 4096, 32, 32, 32, 11008, 32000, "meta-llama/Llama-2-7b-hf config.json", 4096, "fp16"),
+    # https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json (models.LLAMA2_13B)
+    _llama("llama2-13b", 5120, 40, 40, 40, 13824, 32000, "meta-llama/Llama-2-13b-hf config.json", 4096, "fp16"),
+    # https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json (models.LLAMA2_70B): GQA, 8 KV heads
+    _llama("llama2-70b", 8192, 80, 64, 8, 28672, 32000, "meta-llama/Llama-2-70b-hf config.json", 4096, "fp16"),
+    # llm-foundry scripts/train/yamls/pretrain/mpt-7b.yaml (models.MPT_7B)
+    _mpt("mpt-7b", 4096, 32, 32, "mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-7b.yaml"),
+    # llm-foundry scripts/train/yamls/pretrain/mpt-13b.yaml (models.MPT_13B)
+    _mpt("mpt-13b", 5120, 40, 40, "mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-13b.yaml"),
+    # Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", Table 1
+    _megatron("megatron-22b", 6144, 48, 64, "Korthikanti et al. 2022 (arXiv:2205.05198), Table 1: 22B"),
+    # the same Table 1 (GPT-3 of Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1)
+    _megatron("gpt3-175b", 12288, 96, 96, "Korthikanti et al. 2022 (arXiv:2205.05198), Table 1: 175B (GPT-3)"),
+    # https://huggingface.co/openai-community/gpt2/blob/main/config.json (models.GPT2): fp32 weights, 1024
+    # positions, gelu_new (the importer counts its tanh form as 8 FLOPs per element, the hand graph 5)
+    ModelSpec("gpt2", "gpt", 768, 12, 12, 12, 64, 3072, 50257, "layer", "gelu", "learned", dtype="fp32",
+              source="openai-community/gpt2 config.json", bias=True, tied=True, max_positions=1024),
+])
+
+
+def get_model(name: str) -> ModelSpec:
+    """The spec of a catalog model (``-`` or ``_``, any case); an unknown name raises WorkloadError listing them."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise WorkloadError(f"unknown model {name!r} (known: {', '.join(MODELS)})") from None
