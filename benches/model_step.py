@@ -57,6 +57,19 @@ def _builder(dims_name, layers, source):
     return (lambda b, s, kv: handbuilt.llama_graph(b, s, kv, dims=dims, name=dims_name)), "hand"
 
 
+def _fit_plan(ctx, system, dp: int, tp: int, pp: int, what: str) -> tuple[int, int, int]:
+    """(dp, tp, pp), with tp halved until the plan fits the machine's PEs (an 8-GPU box runs the smoke size's
+    16-PE training plan at tp 4); the log says so. A plan that cannot fit at tp 1 is left to fail."""
+    n = len(system.pes())
+    t = tp
+    while dp * t * pp > n and t > 1 and t % 2 == 0:
+        t //= 2
+    if t != tp and dp * t * pp <= n:
+        ctx.log(f"  {what}: dp x tp x pp = {dp * tp * pp} PEs, the machine has {n}: run at tp = {t}")
+        return dp, t, pp
+    return dp, tp, pp
+
+
 @bench(
     name="model-step",
     description="Whole-model LLaMA-3-8B: inference TTFT/TPOT/tokens per s and a training step with its 1F1B bubble",
@@ -95,7 +108,9 @@ def model_step(ctx):
         try:
             build, source = _builder(p["model"], p["layers"], p["source"])
             system = ctx.load_system(machine, shaped_by=sips)
-            plan = ParallelPlan(dp=p["dp"], tp=p["tp"], pp=p["pp"])
+            dp, tp, pp = _fit_plan(ctx, system, p["dp"], p["tp"], p["pp"], "inference")
+            plan = ParallelPlan(dp=dp, tp=tp, pp=pp)
+            name = f"inference {p['model']} dp={dp} tp={tp} pp={pp} b={p['batch']} prompt={p['prompt']}"
             est = estimate.inference(build, system, plan, batch=p["batch"], prompt=p["prompt"],
                                      decode_steps=p["decode_steps"], kv_samples=p["kv_samples"] or None)
             row = {"name": name, "mode": "inference", "source": source, **est.row(),
@@ -115,7 +130,10 @@ def model_step(ctx):
                 f"M={p['microbatches']} layers={p['train_layers']}")
         try:
             system = ctx.load_system(machine, shaped_by=sips)
-            plan = ParallelPlan(dp=p["train_dp"], tp=p["train_tp"], pp=p["train_pp"], microbatches=p["microbatches"])
+            dp, tp, pp = _fit_plan(ctx, system, p["train_dp"], p["train_tp"], p["train_pp"], "training")
+            plan = ParallelPlan(dp=dp, tp=tp, pp=pp, microbatches=p["microbatches"])
+            name = (f"training {p['model']} dp={dp} tp={tp} pp={pp} M={p['microbatches']} "
+                    f"layers={p['train_layers']}")
             from kernbench.workloads import handbuilt
 
             dims = dict(handbuilt.LLAMA3_8B if p["model"] == "llama3_8b" else handbuilt.LLAMA3_70B)

@@ -5,9 +5,9 @@
 #
 # Two runs of `kernbench calibrate` on configs/machines/h100.measured.yaml (H100 SXM: cuBLAS GEMMs,
 # BabelStream, the vLLM latency row), six mechanism parameters, each pinned by its own group:
-#   gpu.sustained_clock_ratio   gemm-square (the large squares' plateau)
-#   gpu.launch_host             gemm-square (1024^3 is host-bound)
-#   gpu.kernel_latency          gemm-square 2048^3 (one wave) with gemm-skinny
+#   gpu.sustained_clock_ratio   gemm-torch and gemm-cublas (the large squares' plateau)
+#   gpu.launch_host             gemm-torch (1024^3 through torch.matmul is host-bound)
+#   gpu.kernel_latency          gemm-torch 2048^3 (one wave) with gemm-skinny
 #   gpu.gemm_memory_efficiency  gemm-skinny (and the decode GEMMs of the inference row)
 #   gpu.stream_efficiency       stream
 #   gpu.framework_step          inference
@@ -19,12 +19,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out/calibrate-gpu}
+export KERNBENCH_INCLUDE_PATH="$(pwd)/configs/machines${KERNBENCH_INCLUDE_PATH:+:$KERNBENCH_INCLUDE_PATH}"
 CFG=configs/machines/h100-8x-nvswitch.yaml
 mkdir -p "$OUT"
 # The priors: the H100 preset with the six parameters at their starting values (a machine of its own, so that
-# the fit and every fold start there; it includes the packaged preset).
+# the fit and every fold start there; it includes the repository's preset).
 cat > "$OUT/priors.yaml" <<YAML
-include: machines/h100-8x-nvswitch.yaml
+include: $(pwd)/configs/machines/h100-8x-nvswitch.yaml
 gpu: {sustained_clock_ratio: 1.0, stream_efficiency: 1.0, gemm_memory_efficiency: 1.0, launch_host: 5 us,
       kernel_latency: 2 us, framework_step: 0.1 ms}
 YAML
@@ -35,7 +36,7 @@ KERNEL=(--free "gpu.sustained_clock_ratio=0.5..1.0" --free "gpu.stream_efficienc
 #            the inference row is a prediction of them (framework_step at its prior).
 
 kernbench calibrate --data configs/machines/h100.measured.yaml --config "$OUT/priors.yaml" "${KERNEL[@]}" \
-  --fit-on gemm-square,gemm-skinny,stream --cv-by group --out "$OUT/1-kernels" --quiet
+  --fit-on gemm-torch,gemm-cublas,gemm-skinny,stream --cv-by group --out "$OUT/1-kernels" --quiet
 # 2-framework: the serving framework's host time per step on the inference row, the kernel parameters held at
 #              (1)'s values. One row, one parameter: fitted, and its fold falls back to the prior.
 python3 - "$OUT" <<'PYEOF'
@@ -49,4 +50,30 @@ PYEOF
 kernbench calibrate --data configs/machines/h100.measured.yaml --config "$OUT/held.yaml" \
   --free "gpu.framework_step=0.01 ms..5 ms" --fit-on inference --cv-by group --out "$OUT/2-framework" --quiet
 kernbench calibrate --check "$CFG" --config "$CFG" --data configs/machines/h100.measured.yaml > "$OUT/check.txt" || true
+# What the validation report reads: each fitted row's cross-validated error and what it was fitted on.
+python3 - "$OUT" <<'PYEOF'
+import json, sys
+out = sys.argv[1]
+runs = {name: json.load(open(f"{out}/{name}/result.json")) for name in ("1-kernels", "2-framework")}
+rows = {}
+for name, r in runs.items():
+    for x in r["rows"]:
+        if x["role"] == "fitted":
+            rows[x["id"]] = {"run": name, "fitted_on": [f["path"] for f in r["free"] if x["id"] in f["fitted_on"]],
+                             "error": x["error"], "cv_error": x["cv_error"], "cv_fold": x["cv_fold"]}
+# The inference row's fold: run 1 predicted it with the framework's step at its prior (the kernel parameters
+# fitted without it), which is what leaving it out of run 2 means.
+first = {x["id"]: x for x in runs["1-kernels"]["rows"]}
+for rid, row in rows.items():
+    if row["cv_error"] is None and first.get(rid, {}).get("role") == "predicted":
+        row["cv_error"], row["cv_fold"] = first[rid]["error"], "1-kernels (gpu.framework_step at its prior)"
+doc = {"about": "written by scripts/calibrate_gpu.sh: the fitted rows of configs/machines/h100.measured.yaml, the "
+                "parameters fitted on each and its leave-one-group-out cross-validated error (None: no fold "
+                "could predict it)",
+       "commands": [r["command"].replace(out, "OUT") for r in runs.values()],
+       "values": {f["path"]: f["value"] for r in runs.values() for f in r["free"]},
+       "rows": rows}
+json.dump(doc, open("configs/gpu.calibration.json", "w"), indent=1, sort_keys=True)
+print("calibrate_gpu: wrote configs/gpu.calibration.json")
+PYEOF
 echo "calibrate_gpu: reports in $OUT/{1-kernels,2-framework}/report.md, the check of the committed values in $OUT/check.txt"

@@ -33,10 +33,13 @@ def _ignored_lines(stdout: str) -> list[str]:
 
 
 def test_model_step_smoke_runs_on_the_h100_preset(tmp_path, capsys):
-    """model-step --smoke on configs/machines/h100-8x-nvswitch.yaml runs to its end (sweep.json written, the bench
-    itself never crashes, no row fails for a system/graph clash) and logs once that bench.sips is ignored."""
+    """model-step --smoke on configs/machines/h100-8x-nvswitch.yaml runs (exit 0, both rows, no failure: issue 27's
+    test), logs once that bench.sips is ignored and says at which tensor-parallel width the training plan ran."""
     rc, out, err, sweep = _run(tmp_path, capsys, "model-step")
-    assert sweep is not None and rc in (0, 1)
+    assert sweep is not None and rc == 0 and sweep["failures"] == []
+    # The smoke size's training plan (tp 8 x pp 2 = 16 PEs) is fitted to the box's 8 GPUs at tp 4, and logged.
+    assert "  training: dp x tp x pp = 16 PEs, the machine has 8: run at tp = 4" in out.splitlines()
+    assert sorted(r["mode"] for r in sweep["results"]) == ["inference", "training"]
     assert _ignored_lines(out) == ["model-step: bench.sips=1 ignored: h100-8x-nvswitch.yaml is an explicit graph "
                                    "(it shapes only a machine generated from a `system:` section)"]
     assert "model-step: " in out and " rows, " in out  # the bench's own closing line

@@ -150,12 +150,15 @@ def calibrate(data: str | Path | Dataset, free: Sequence[str | Free] = (), fit_o
                 entry["note"] = "no rows left to fit on"
                 fold_out.append(entry)
                 continue
-            # Each fold starts where the whole fit started, not at its result, and a parameter none of its
-            # rows depends on (by the whole fit's Jacobian) stays at its start: what only the left-out rows
-            # pin down is then predicted from the prior, not from the value those rows gave it.
+            # Each fold starts where the whole fit started, not at its result, and a parameter its rows cannot
+            # pin down (by the identifiability check on the whole fit's Jacobian, restricted to the fold's
+            # rows: no row depends on it, or it trades off with another) stays at its start: what only the
+            # left-out rows determine is then predicted from the prior, not from the value those rows gave
+            # it, nor from a wander along a valley the fold's rows leave flat.
             ids = [r.id for r in fit_rows]
-            J = np.abs(np.asarray(fr.jac, dtype=float))[[ids.index(r.id) for r in train]]
-            hold = [j for j in range(len(params)) if not (J[:, j] > 1e-6).any()]
+            J = np.asarray(fr.jac, dtype=float)[[ids.index(r.id) for r in train]]
+            loose = identifiability(params, J, [r.id for r in train])["unidentifiable"]
+            hold = [j for j, f in enumerate(params) if f.path in loose]
             f2 = fit(ev, train, x0, loss=loss, f_scale=f_scale, diff_step=diff_step, max_nfev=max_nfev, hold=hold)
             if hold:
                 entry["held_at_start"] = [params[j].path for j in hold]

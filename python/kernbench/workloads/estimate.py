@@ -138,9 +138,13 @@ def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = 
     layer_ps = float(max(e for _, e in lay) - min(a for a, _ in lay)) if lay else 0.0
     # GPU target: the host issues a layer's launches while the GPU runs the one before, so layers follow
     # each other at the slower of the two: the layer's kernels, or its launches end to end.
-    host_ps = sum(int(en[o]) - int(st[o]) for s in lo.spans if in_layer(s) for o in range(s.first, s.end)
-                  if o in skip)
-    layer_ps = max(layer_ps, float(host_ps))
+    host: dict[str, int] = {}  # per GPU: its host thread issues its own launches
+    for s in lo.spans:
+        if in_layer(s):
+            for o in range(s.first, s.end):
+                if o in skip:
+                    host[skip[o]] = host.get(skip[o], 0) + int(en[o]) - int(st[o])
+    layer_ps = max(layer_ps, float(max(host.values(), default=0)))
     base = res.makespan_ps
     by_kind: dict[str, float] = {}
     by_part: dict[str, float] = {}

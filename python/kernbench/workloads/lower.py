@@ -129,7 +129,7 @@ class Lowered:
     counts: dict[str, int] = field(default_factory=dict)  # kernel calls appended by kind (gemm, attention, ...)
     gemm_flops_by_pass: dict[str, float] = field(default_factory=dict)
     rules: dict[str, tuple[str, int]] = field(default_factory=dict)  # matmul name -> (tp rule, ops in its GEMM)
-    launches: set[int] = field(default_factory=set)  # GPU target: the host-side launch ops (not GPU activity)
+    launches: dict[int, str] = field(default_factory=dict)  # GPU target: host-side launch op -> its GPU
 
     def run(self):
         return self.program.run()

@@ -172,7 +172,7 @@ class GpuTarget:
         k = L.prog.kernel(pe, int(plan["duration_ps"]), launch_ps=int(launch), flops=float(flops),
                           precision=precision, bytes=int(plan.get("bytes", 0)), deps=deps, name=name, tag=tag)
         if launch > 0:
-            L.out.launches.add(k - 1)  # Program.kernel adds the launch op just before its kernel
+            L.out.launches[k - 1] = pe  # Program.kernel adds the launch op just before its kernel
         return k
 
     def gemm(self, L, pe, m, n, k, op, deps):
