@@ -29,7 +29,7 @@ from kernbench import bench
 
 @bench(
     name="validation",
-    description="validation report: model vs every measured reference (K200, vGPU, KernBench) and closed form",
+    description="validation report: model vs every measured reference (K200, vGPU, KernBench, H100) and closed form",
     params={"quick": False},
     smoke={"bench.quick": "true"},
     golden={"key": ["group", "quantity"], "metrics": {"model": "rel=1e-6", "verdict": "exact", "status": "exact"}},
@@ -45,6 +45,9 @@ def validation(ctx):
     ctx.log(f"  {len(rows)} reference figures")
     rows += v.closed_form_rows(quick=quick, seed=ctx.seed, failures=failures)
     rows += v.case_prediction_rows(seed=ctx.seed, failures=failures)  # C1-C5: predictions, held-back references
+    gpu = v.gpu_rows(failures=failures)  # H100 fitted (with cross-validation); A100/H200/L40S predicted
+    ctx.log(f"  {len(gpu)} GPU target rows ({sum(r['status'] == 'fitted' for r in gpu)} fitted on H100)")
+    rows += gpu
     ctx.results.extend(rows)
     figures = []
     if rows:
@@ -53,8 +56,9 @@ def validation(ctx):
     size = "quick (smoke) size" if quick else "full size"
     preamble = (f"Written by `kernbench run --bench validation{' --smoke' if quick else ''}` (seed {ctx.seed}, "
                 f"{size}) on {datetime.date.today().isoformat()}. Sources: the K200 measurements, the vGPU "
-                "forwarding measurements and the earlier KernBench simulator's outputs (docs/references.md); the list of figures is "
-                "`kernbench.references.all_references()`.")
+                "forwarding measurements, the earlier KernBench simulator's outputs and the measured H100 figures of the GPU "
+                "target's calibration (docs/references.md); the list of figures is "
+                "`kernbench.references.all_references()` and `configs/machines/h100.measured.yaml`.")
     text = v.report_markdown(rows, preamble=preamble, figures=figures)
     kio._atomic_write_bytes(ctx.out / "report.md", text.encode())
     ctx.files.append("report.md")
@@ -66,7 +70,8 @@ def validation(ctx):
     return {"results": rows, "failures": failures, "summary": summ}
 
 
-SOURCE_COLORS = {"k200": "tab:blue", "vgpu": "tab:orange", "kernbench": "tab:green", "closed form": "tab:purple"}
+SOURCE_COLORS = {"k200": "tab:blue", "vgpu": "tab:orange", "kernbench": "tab:green", "closed form": "tab:purple",
+                 "gpu": "tab:red"}
 FLOOR_PCT = 1e-3
 MARKERS = {"fitted": "o", "predicted": "^", "magnitude": "s", "closed form": "D"}
 
