@@ -14,6 +14,12 @@ with compute, and what is counted)::
 ``llama.plan(...)`` gives the sharding and the analytic counts without
 running. ``r.run`` is the RunResult (op log, engines, traces) for the
 critical-path and energy breakdowns.
+
+On a machine whose PEs are GPUs (``pe.target: gpu``) the same layer is the
+hand-built graph of kernbench.workloads.handbuilt at these dims, lowered
+onto the GPU target (kernels, fused attention, the all-reduces of the ccl
+layer): the C++ layer tiles through SIP PE engines, which a GPU does not
+have. Its row has the same fields; ``gqa_case`` is ``"fused"``.
 """
 
 from __future__ import annotations
@@ -114,6 +120,9 @@ def layer(system, phase: str = "prefill", tokens: int = 2048, *, s_kv: int = 0, 
     """
     from kernbench.program import RunResult
 
+    if getattr(system, "target", "sip") == "gpu":
+        return _gpu_layer(system, phase, tokens, s_kv=s_kv, tp=tp, replicas=replicas, precision=precision,
+                          allreduce=allreduce, dims=dims)
     d = _core.llama_run(_core_system(system), *_args(phase, tokens, s_kv, tp, replicas, first_pe, chunks, precision,
                                                      allreduce, tile_q, tile_s, dims, pes))
     p = dict(d["plan"])
@@ -123,3 +132,61 @@ def layer(system, phase: str = "prefill", tokens: int = 2048, *, s_kv: int = 0, 
                        flops_program=float(d["flops_program"]), link_bytes=dict(d["link_bytes"]),
                        op_counts=dict(d["op_counts"]), op_bytes=dict(d["op_bytes"]),
                        run=RunResult(d["run"], system, d["program"]))
+
+
+#: The layer's phases (PHASES) by the lowered graph op each span came from (the hand-built graph's names).
+_GPU_PHASE = {"input_layernorm": "norm", "post_attention_layernorm": "norm", "q_proj": "qkv", "k_proj": "qkv",
+              "v_proj": "qkv", "sdpa": "attention", "view": "attention", "o_proj": "o_proj", "add": "o_proj",
+              "gate_proj": "mlp", "up_proj": "mlp", "act_fn": "mlp", "mul": "mlp", "down_proj": "mlp",
+              "add_1": "mlp"}
+
+
+def _gpu_layer(system, phase, tokens, *, s_kv, tp, replicas, precision, allreduce, dims) -> LayerResult:
+    """The layer on the GPU target: the hand-built decoder layer lowered (kernbench.workloads.lower)."""
+    from kernbench.workloads import ParallelPlan, WorkloadError, handbuilt, lower
+
+    d = {**DIMS_70B, **(dims or {})}
+    hd = {"hidden": d["hidden"], "heads": d["heads"], "kv_heads": d["kv_heads"], "head_dim": d["head_dim"],
+          "intermediate": d["intermediate"], "layers": 1}
+    if phase == "prefill":
+        batch, seq, kv = 1, int(tokens), int(tokens)
+    elif phase == "decode":
+        if s_kv < 1:
+            raise WorkloadError("llama decode: s_kv (cached tokens per sequence) must be >= 1")
+        batch, seq, kv = int(tokens), 1, int(s_kv)
+    else:
+        raise WorkloadError(f"llama layer: phase {phase!r}: expected 'prefill' or 'decode'")
+    dtype = precision if precision in ("bf16", "fp16", "fp8") else "bf16"
+    g = handbuilt.llama_graph(batch, seq, kv, dims=hd, layers=1, dtype=dtype, embed=False, head=False,
+                              name=f"llama-layer-{phase}")
+    lo = lower(g, system, ParallelPlan(dp=int(replicas), tp=int(tp), algorithm=allreduce),
+               launch="host" if phase == "prefill" else "graph")
+    res = lo.run()
+    t = res._core.ops()
+    st, en = t["start_ps"], t["end_ps"]
+    phases: dict[str, list] = {}
+    ar = 0
+    for sp in lo.spans:
+        if sp.kind in ("all_reduce", "reduce_scatter"):
+            ar += 1
+            name = "allreduce1" if "o_proj" in sp.name else "allreduce2"
+        else:
+            name = _GPU_PHASE.get(sp.name.rsplit(".", 1)[-1], "mlp")
+        phases.setdefault(name, []).append(sp)
+    out = {}
+    for name, spans in phases.items():
+        ids = {id(s) for s in spans}
+        out[name] = {"active_ps": int(lo.intervals(res, lambda s, ids=ids: id(s) in ids)), "ops": sum(
+            s.end - s.first for s in spans)}
+    flops = float(sum(op.flops for op in g.ops if op.kind in ("matmul", "attention"))) * replicas
+    latency = int(res.makespan_ps)
+    cnt = dict(res._core.op_counts)
+    e = 2 if dtype in ("bf16", "fp16") else 1
+    plan = {"chunks": 0, "gqa_case": "fused", "group_pes": int(tp), "flops_model": flops, "flops_executed": flops,
+            "weight_bytes_per_rank": int(sum(p.spec.numel for op in g.ops for p in op.params) * e // tp),
+            "allreduce_bytes": int(2 * batch * seq * d["hidden"] * e), "s_kv": kv}
+    del st, en, ar
+    return LayerResult(phase=phase, tokens=int(tokens), s_kv=kv, tp=int(tp), replicas=int(replicas),
+                       latency_ps=latency, tokens_per_s=float(tokens) * replicas / (latency * 1e-12) if latency else 0.0,
+                       plan=plan, phases=out, flops_program=float(lo.gemm_flops), link_bytes={},
+                       op_counts=cnt, op_bytes=dict(res._core.op_bytes), run=res)
