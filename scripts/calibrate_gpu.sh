@@ -50,30 +50,8 @@ PYEOF
 kernbench calibrate --data configs/machines/h100.measured.yaml --config "$OUT/held.yaml" \
   --free "gpu.framework_step=0.01 ms..5 ms" --fit-on inference --cv-by group --out "$OUT/2-framework" --quiet
 kernbench calibrate --check "$CFG" --config "$CFG" --data configs/machines/h100.measured.yaml > "$OUT/check.txt" || true
-# What the validation report reads: each fitted row's cross-validated error and what it was fitted on.
-python3 - "$OUT" <<'PYEOF'
-import json, sys
-out = sys.argv[1]
-runs = {name: json.load(open(f"{out}/{name}/result.json")) for name in ("1-kernels", "2-framework")}
-rows = {}
-for name, r in runs.items():
-    for x in r["rows"]:
-        if x["role"] == "fitted":
-            rows[x["id"]] = {"run": name, "fitted_on": [f["path"] for f in r["free"] if x["id"] in f["fitted_on"]],
-                             "error": x["error"], "cv_error": x["cv_error"], "cv_fold": x["cv_fold"]}
-# The inference row's fold: run 1 predicted it with the framework's step at its prior (the kernel parameters
-# fitted without it), which is what leaving it out of run 2 means.
-first = {x["id"]: x for x in runs["1-kernels"]["rows"]}
-for rid, row in rows.items():
-    if row["cv_error"] is None and first.get(rid, {}).get("role") == "predicted":
-        row["cv_error"], row["cv_fold"] = first[rid]["error"], "1-kernels (gpu.framework_step at its prior)"
-doc = {"about": "written by scripts/calibrate_gpu.sh: the fitted rows of configs/machines/h100.measured.yaml, the "
-                "parameters fitted on each and its leave-one-group-out cross-validated error (None: no fold "
-                "could predict it)",
-       "commands": [r["command"].replace(out, "OUT") for r in runs.values()],
-       "values": {f["path"]: f["value"] for r in runs.values() for f in r["free"]},
-       "rows": rows}
-json.dump(doc, open("configs/gpu.calibration.json", "w"), indent=1, sort_keys=True)
-print("calibrate_gpu: wrote configs/gpu.calibration.json")
-PYEOF
+# What the validation report reads: each fitted row's cross-validated error and what it was fitted on (the
+# inference row's fold is run 1, which predicted it with gpu.framework_step at its prior).
+python3 scripts/calibration_json.py "$OUT" configs/gpu.calibration.json 1-kernels 2-framework \
+  --about "written by scripts/calibrate_gpu.sh: the fitted rows of configs/machines/h100.measured.yaml, the parameters fitted on each and its leave-one-group-out cross-validated error (None: no fold could predict it)"
 echo "calibrate_gpu: reports in $OUT/{1-kernels,2-framework}/report.md, the check of the committed values in $OUT/check.txt"

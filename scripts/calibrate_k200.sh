@@ -28,23 +28,6 @@ kernbench calibrate --data "$DATA" "${SCAN[@]}" "${LANES[@]}" --fit-on c4 --cv-b
 kernbench calibrate --check configs/k200.yaml --data "$DATA" > "$OUT/check.txt" || true
 # What the validation report reads: each fitted row's cross-validated error, from the runs above
 # (configs/k200.calibration.json; the validation bench refuses to run without it).
-PY=$(command -v python3)
-"$PY" - "$OUT" <<'PYEOF'
-import json, sys
-out = sys.argv[1]
-runs = {name: json.load(open(f"{out}/{name}/result.json")) for name in ("1-gemm", "2-c4")}
-rows = {}
-for name, r in runs.items():
-    for x in r["rows"]:
-        if x["role"] == "fitted":
-            rows[x["id"]] = {"run": name, "fitted_on": [f["path"] for f in r["free"] if x["id"] in f["fitted_on"]],
-                             "error": x["error"], "cv_error": x["cv_error"], "cv_fold": x["cv_fold"]}
-doc = {"about": "written by scripts/calibrate_k200.sh: the fitted rows of configs/k200.measured.yaml, the "
-                "parameters fitted on each and its cross-validated error (None: no fold could predict it)",
-       "commands": [r["command"].replace(out, "OUT") for r in runs.values()],
-       "values": {f["path"]: f["value"] for r in runs.values() for f in r["free"]},
-       "rows": rows}
-json.dump(doc, open("configs/k200.calibration.json", "w"), indent=1, sort_keys=True)
-print("calibrate_k200: wrote configs/k200.calibration.json")
-PYEOF
+python3 scripts/calibration_json.py "$OUT" configs/k200.calibration.json 1-gemm 2-c4 \
+  --about "written by scripts/calibrate_k200.sh: the fitted rows of configs/k200.measured.yaml, the parameters fitted on each and its cross-validated error (None: no fold could predict it)"
 echo "calibrate_k200: reports in $OUT/{0-first,1-gemm,2-c4}/report.md, the check in $OUT/check.txt"

@@ -23,6 +23,11 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kernbench import _core
 from kernbench._core import ConfigError, UsageError
+from kernbench.k200_lowering import K200Target
+from kernbench.k200_lowering import conv_step as _conv
+from kernbench.k200_lowering import copy_step as _copy
+from kernbench.k200_lowering import elementwise_step as _add
+from kernbench.k200_lowering import fc_step as _fc
 from kernbench.units import GiB, MiB
 from kernbench.units import KiB as KIB
 
@@ -316,34 +321,6 @@ def _staging_kind(staging: str) -> str:
     return staging
 
 
-def _fc(m, n, k, precision, ncluster, die, label):
-    return {"op": "launch", "label": label, "die": die,
-            "kernel": {"kind": "gemm", "m": int(m), "n": int(n), "k": int(k), "precision": precision,
-                       "ncluster": int(ncluster)}}
-
-
-def _conv(m, n, k, lowered_from, precision, ncluster, die, label, framework_us=0.0):
-    """A conv as its GEMM (m output pixels x n output channels x k = Cin x kernel area) after its lowering:
-    ``lowered_from`` input elements read by the im2col (0: a 1x1 stride-1 conv, whose input already is A)."""
-    return {"op": "launch", "label": label, "die": die,
-            "kernel": {"kind": "conv", "m": int(m), "n": int(n), "k": int(k), "lowered_from": int(lowered_from),
-                       "precision": precision, "ncluster": int(ncluster),
-                       "framework_overhead_ps": int(round(framework_us * 1e6))}}
-
-
-def _add(elements, ncluster, die, label, precision="fp32", framework_us=0.0):
-    return {"op": "launch", "label": label, "die": die,
-            "kernel": {"kind": "elementwise", "elements": int(elements), "ncluster": int(ncluster),
-                       "precision": precision, "framework_overhead_ps": int(round(framework_us * 1e6))}}
-
-
-def _copy(kind, direction, nbytes, die, label, peer=None):
-    d = {"op": "copy", "label": label, "kind": kind, "direction": direction, "bytes": int(nbytes), "die": die}
-    if peer is not None:
-        d["peer"] = peer
-    return d
-
-
 def resnet50_layers(batch: int) -> list[tuple[str, int, int, int, int]]:
     """ResNet-50 v1.5 as (name, M, N, K, residual elements) GEMMs at 224x224 input."""
     layers = [("conv1", batch * 112 * 112, 64, 3 * 7 * 7, 0)]
@@ -385,73 +362,11 @@ def resnet50_lowering(batch: int) -> dict[str, int]:
 
 def lower_ops(ops, *, precision: str = "fp32", ncluster: int = 8, die=(0, 0), framework_op_us: float = 0.0,
               fold: bool = True) -> list[dict[str, Any]]:
-    """A workload's op list (kernbench.workloads Op records, in execution order) as K200 stream steps, the
-    way the hand-written cases launch them: a matmul as an fc GEMM (``batch x m`` rows), a conv as its
-    im2col GEMM (its lowering reads the input unless it is a 1x1 stride-1 conv), a two-operand elementwise
-    op (the residual add) and every reduce (pooling) as the elementwise kernel over its elements, a copy as
-    a device-to-device copy, views free. With ``fold`` (inference through a framework: batch norm folded
-    into the conv's weights, ReLU its epilogue) a norm or a one-operand elementwise op costs nothing.
-    Attention has no fused K200 kernel: it runs as a framework without one runs it, the score GEMM
-    (``batch x heads x q_len`` rows of ``head_dim`` against ``kv_len`` columns), the softmax as the
-    elementwise kernel over the score matrix, and the context GEMM (the same rows, ``kv_len`` deep); a
-    batched GEMM is one fc launch whose rows are all the batches' rows, as for a matmul. A softmax op is
-    the elementwise kernel over its elements; an embedding a device-to-device copy of the rows it gathers.
-    Any other kind: ConfigError naming the op."""
-    fw = float(framework_op_us)
-    die = tuple(die)
-    steps: list[dict[str, Any]] = []
-    for i, op in enumerate(ops):
-        kind, a = op.kind, op.attrs
-        where = f"op {i} {op.name!r} ({kind}, {op.target})"
-        if kind == "view":
-            continue
-        if kind == "matmul":
-            st = _fc(int(a.get("batch", 1)) * int(a["m"]), int(a["n"]), int(a["k"]), precision, ncluster, die,
-                     "conv/fc")
-            st["kernel"]["framework_overhead_ps"] = int(round(fw * 1e6))
-            st["name"] = op.name
-            steps.append(st)
-        elif kind == "conv":
-            kern = list(a["kernel"])
-            stride = a.get("stride", 1)
-            stride = list(stride) if isinstance(stride, (list, tuple)) else [stride]
-            pointwise = kern == [1, 1] and all(int(x) == 1 for x in stride)
-            lowered_from = 0 if pointwise else (op.inputs[0].numel if op.inputs else 0)
-            groups = int(a.get("groups", 1))
-            st = _conv(int(a["gemm_m"]) * groups, int(a["gemm_n"]), int(a["gemm_k"]), lowered_from, precision,
-                       ncluster, die, "conv/fc", fw)
-            st["name"] = op.name
-            steps.append(st)
-        elif kind in ("norm", "elementwise") and fold and int(a.get("operands", 1)) < 2:
-            continue  # folded into the conv (batch norm) or its epilogue (ReLU)
-        elif kind in ("elementwise", "reduce", "norm"):
-            elements = int(a["elements"])
-            st = _add(elements, ncluster, die, "residual add" if kind == "elementwise" else kind, precision, fw)
-            st["name"] = op.name
-            steps.append(st)
-        elif kind == "copy":
-            steps.append(_copy("d2d", "h2d", int(a["bytes"]), die, "d2d"))
-        elif kind == "attention":
-            rows = int(a["batch"]) * int(a["heads"]) * int(a["q_len"])
-            kv, d = int(a["kv_len"]), int(a["head_dim"])
-            for part, st in (("scores", _fc(rows, kv, d, precision, ncluster, die, "attention")),
-                             ("softmax", _add(rows * kv, ncluster, die, "softmax", precision, fw)),
-                             ("context", _fc(rows, int(a.get("v_head_dim") or d), kv, precision, ncluster, die,
-                                             "attention"))):
-                st["kernel"]["framework_overhead_ps"] = int(round(fw * 1e6))
-                st["name"] = f"{op.name}.{part}"
-                steps.append(st)
-        elif kind == "softmax":
-            st = _add(int(a["elements"]), ncluster, die, "softmax", precision, fw)
-            st["name"] = op.name
-            steps.append(st)
-        elif kind == "embedding":
-            st = _copy("d2d", "h2d", op.bytes_written, die, "embedding")
-            st["name"] = op.name
-            steps.append(st)
-        else:
-            raise ConfigError(f"k200: {where}: no K200 lowering for a {kind} op")
-    return steps
+    """A workload's op list (kernbench.workloads Op records, in execution order) as K200 stream steps: the K200
+    target's lowering (kernbench.k200_lowering.K200Target, which has the table), as the hand-written cases
+    launch them. Any kind without one: ConfigError naming the op."""
+    return K200Target(precision=precision, ncluster=ncluster, die=die, framework_op_us=framework_op_us,
+                      fold=fold).lower(ops)
 
 
 def run_ops(system, ops, *, precision: str = "fp32", ncluster: int = 8, die=(0, 0), framework_op_us: float = 0.0,

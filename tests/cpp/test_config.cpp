@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernbench.hpp"
+#include "kernels/gpu/config.hpp"
 #include "platforms/k200/config_section.hpp"
 #include "platforms/vgpu/config_section.hpp"
 #include "runtime/config_section.hpp"
@@ -693,7 +694,20 @@ TEST_CASE("the pe section types every engine and defaults what it omits", "[conf
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {clock: 1.5 GT/s}\n"), Contains("test.yaml: pe.clock: expected a frequency"));
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {dma_channels: 0}\n"),
                       Contains("test.yaml: pe.dma_channels: expected a positive integer"));
-  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {gemm: {fp8: 4}}\n"), Contains("test.yaml: pe.gemm.fp8: unknown key"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {gemm: {fp4: 4}}\n"), Contains("test.yaml: pe.gemm.fp4: unknown key"));
+}
+
+TEST_CASE("the gpu section and pe.target: fractions at most 1, the target a choice", "[config][gpu]") {
+  const Config c = parse(kSystem + "pe: {target: gpu}\ngpu: {sms: 132, stream_efficiency: 0.89, launch_host: 12 us}\n");
+  CHECK(pe_config(c).target == ExecTarget::Gpu);
+  CHECK(c.section<kernbench::kernels::gpu::GpuConfig>().sms == 132);
+  CHECK(c.section<kernbench::kernels::gpu::GpuConfig>().launch_host == 12 * kernbench::sim::kMicrosecond);
+  CHECK(pe_config(parse(kSystem)).target == ExecTarget::Sip);  // the default machine is SIP
+  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {target: tpu}\n"), Contains("test.yaml: pe.target") && Contains("sip, gpu"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "gpu: {stream_efficiency: 1.2}\n"),
+                      Contains("test.yaml: gpu.stream_efficiency: a fraction, at most 1"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "gpu: {sms: -1}\n"), Contains("test.yaml: gpu.sms"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "gpu: {launch_host: 5}\n"), Contains("test.yaml: gpu.launch_host"));
 }
 
 TEST_CASE("sections are read in the order they always were and listed in the schema's", "[config]") {
@@ -707,8 +721,8 @@ TEST_CASE("sections are read in the order they always were and listed in the sch
   REQUIRE_THROWS_WITH(parse(kSystem + "k200: {}\n"),
                       Contains("test.yaml: k200: the K200 host is an explicit graph: give graph, not system"));
   REQUIRE_THROWS_WITH(parse(kSystem + "fabrik: {}\n"),
-                      Contains("known keys of the top level: include, system, nodes, links, graph, fabric, pe, vgpu, "
-                               "k200, energy"));
+                      Contains("known keys of the top level: include, system, nodes, links, graph, fabric, pe, gpu, "
+                               "vgpu, k200, energy"));
 }
 
 TEST_CASE("the higher layers' sections travel typed in the Config, read back by their owners", "[config]") {

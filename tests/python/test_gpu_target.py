@@ -174,3 +174,25 @@ def test_fp8_and_tf32_gemms_run_at_their_own_peaks():
     assert 0.45 < fp8 / bf16 < 0.6 and 1.9 < tf32 / bf16 < 2.1
     with pytest.raises(_core.ConfigError, match="pe.gemm.fp8 is 0"):
         _fn("gpu.gemm", config="machines/a100-8x-nvswitch.yaml", m=1024, n=1024, k=1024, precision="fp8")
+
+
+def test_the_k200_host_is_a_target_of_the_same_interface():
+    """The K200 host's lowering is the third target: target_for gives it for a machine with a k200: section,
+    it lowers op kinds by the same method names (gemm, vector, copy, attention), kernbench.k200.lower_ops is
+    it, and lower() on a K200 machine says to run the op list as a K200 stream instead."""
+    from kernbench import k200
+    from kernbench.k200_lowering import K200Target
+
+    s = k200.load_system()
+    t = target_for(s)
+    assert isinstance(t, K200Target) and t.name == "k200"
+    for method in ("gemm", "vector", "copy", "attention"):
+        assert callable(getattr(t, method))
+    g = handbuilt.llama_graph(1, 16, layers=1, embed=False, head=False)
+    steps = k200.lower_ops(g.ops, precision="fp16")
+    assert steps == K200Target(precision="fp16").lower(g.ops)
+    assert [st["name"] for st in steps if st["name"].endswith((".scores", ".softmax", ".context"))] == [
+        "model.layers.0.self_attn.sdpa.scores", "model.layers.0.self_attn.sdpa.softmax",
+        "model.layers.0.self_attn.sdpa.context"]
+    with pytest.raises(WorkloadError, match=r"kernbench.k200.run_ops\(system, graph.ops\)"):
+        lower(g, s)

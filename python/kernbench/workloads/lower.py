@@ -179,6 +179,9 @@ class _Lowerer:
                  fuse: bool, attention_tiles: tuple[int, int], launch: str | None = None):
         self.g, self.system, self.plan, self.prog = graph, system, plan, program
         self.target = target_for(system, launch)
+        if self.target.name == "k200":
+            raise WorkloadError(f"{graph.name}: the K200 host runs a workload as one stream of its own steps (the "
+                                "k200 target): kernbench.k200.run_ops(system, graph.ops), not lower()")
         self.precision, self.fuse, self.tiles = precision, fuse, attention_tiles
         lay = system.layout()
         self.where = {n: (int(p), int(g), int(i)) for n, p, g, i in

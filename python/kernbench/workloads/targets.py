@@ -14,7 +14,11 @@ returning the handle that finishes the op:
 ``SipTarget`` is the KernBench PE (tiles through the PE engines, a PE_CPU dispatch per command, scratch
 budgets, DMA channels); ``GpuTarget`` runs kernels priced by the GPU kernel models of src/kernels/gpu
 (``_core.gpu_gemm``, ``gpu_stream``, ``gpu_attention``), each with its launch cost, on the GPU's SM
-array. ``target_for(system)`` picks by ``pe.target``; ``TARGETS`` registers them by name.
+array. The K200 host is the third target (``kernbench.k200_lowering.K200Target``, the platform's own
+lowering): the same op kinds, each a method, but it emits the steps of one K200 stream instead of Program
+ops, so a K200 machine runs a graph with ``kernbench.k200.run_ops`` rather than ``lower``.
+``target_for(system)`` picks by the machine (a ``k200:`` section, else ``pe.target``); ``TARGETS``
+registers them by name.
 """
 
 from __future__ import annotations
@@ -212,11 +216,28 @@ class GpuTarget:
         return res
 
 
-TARGETS = {"sip": SipTarget, "gpu": GpuTarget}
+def _k200_target():
+    from kernbench.k200_lowering import K200Target
+
+    return K200Target
+
+
+TARGETS = {"sip": SipTarget, "gpu": GpuTarget, "k200": _k200_target}
+
+
+def _is_k200(system) -> bool:
+    try:
+        _core.k200_info(system._core)
+    except _core.ConfigError:  # no k200: section
+        return False
+    return True
 
 
 def target_for(system, launch: str | None = None):
-    """The target the machine's ``pe.target`` names (``launch`` only applies to a GPU)."""
+    """The machine's target: the K200 platform's for a K200 host, else the one ``pe.target`` names
+    (``launch`` only applies to a GPU)."""
+    if _is_k200(system):
+        return _k200_target()()
     name = system.target
     if name == "gpu":
         return GpuTarget(launch or "host")
