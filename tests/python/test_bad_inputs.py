@@ -38,6 +38,7 @@ import yaml
 import kernbench
 from kernbench import _core
 from kernbench._core import CapacityError, ConfigError, DeadlockError, TopologyError, UsageError
+from kernbench.workloads import WorkloadError
 
 CORPUS = Path(__file__).resolve().parent.parent / "bad_inputs"
 CONFIGS = CORPUS / "configs"
@@ -123,6 +124,20 @@ def _sim_after_queue() -> kernbench.Simulation:
 
 def _program(name: str):
     return _tiny().program(name)
+
+
+def _h100():
+    return kernbench.System.load("machines/h100-8x-nvswitch.yaml")
+
+
+def _a100():
+    return kernbench.System.load("machines/a100-8x-nvswitch.yaml")
+
+
+def _measure(name: str, **params):
+    from kernbench.calibrate import REGISTRY, Context
+
+    return REGISTRY.get(name).fn(Context(config="machines/h100-8x-nvswitch.yaml", sets={}), **params)
 
 
 def _fp8_on_sip():
@@ -405,6 +420,35 @@ API_CASES: list[ApiCase] = [
             CapacityError, ("sip0.cube0.pe0", "need 256 MiB of scratch per PE", "pe.scratch = 1 MiB")),
     ApiCase("gemm-plan-absurd-size", lambda: _core.gemm_plan(_tiny()._core, 1 << 40, 1 << 40, 1 << 40),
             ConfigError, ("beyond 2^56 bytes",)),
+    # ---- the GPU target's kernel models and measurement functions ----------------------------
+    ApiCase("gpu-gemm-on-a-sip-machine", lambda: _core.gpu_gemm(_tiny()._core, PE0, 64, 64, 64), ConfigError,
+            ("gpu.sms: 0", "no SM array", "sip0.cube0.pe0", "pe.target: gpu")),
+    ApiCase("gpu-gemm-on-a-switch", lambda: _core.gpu_gemm(_h100()._core, "nvswitch0", 64, 64, 64), UsageError,
+            ("nvswitch0", "not a PE")),
+    ApiCase("gpu-gemm-dimension-past-2-31", lambda: _core.gpu_gemm(_h100()._core, "gpu0", 1 << 40, 64, 64),
+            UsageError, ("gpu gemm on gpu0", "m = 1099511627776", "1 .. 2^31")),
+    ApiCase("gpu-gemm-zero-k", lambda: _core.gpu_gemm(_h100()._core, "gpu0", 64, 64, 0), UsageError, ("k = 0",)),
+    ApiCase("gpu-gemm-mode-the-gpu-lacks", lambda: _core.gpu_gemm(_a100()._core, "gpu0", 64, 64, 64, "fp8"),
+            ConfigError, ("gpu0", "pe.gemm.fp8 is 0", "no fp8 mode")),
+    ApiCase("gpu-stream-negative", lambda: _core.gpu_stream(_h100()._core, "gpu0", -1), UsageError,
+            ("gpu stream kernel on gpu0", "negative bytes")),
+    ApiCase("gpu-stream-past-1-tib", lambda: _core.gpu_stream(_h100()._core, "gpu0", 1 << 50), UsageError,
+            ("gpu stream kernel on gpu0",)),
+    ApiCase("gpu-attention-more-queries-than-keys",
+            lambda: _core.gpu_attention(_h100()._core, "gpu0", 1, 8, 8, 16, 8, 128), UsageError,
+            ("gpu attention on gpu0", "q_len 16 > kv_len 8")),
+    ApiCase("gpu-attention-heads-not-grouped", lambda: _core.gpu_attention(_h100()._core, "gpu0", 1, 8, 3, 1, 8, 128),
+            UsageError, ("8 query heads are not a multiple of 3 KV heads",)),
+    ApiCase("program-kernel-negative-duration", lambda: _h100().program("p").kernel("gpu0", -1), UsageError,
+            ("duration_ps = -1", "out of range")),
+    ApiCase("gpu-stream-function-unknown-kernel", lambda: _measure("gpu.stream", kernel="scale"), UsageError,
+            ("kernel 'scale'", "copy, mul, add, triad, dot")),
+    ApiCase("model-inference-unknown-model", lambda: _measure("model.inference", model="llama9"), WorkloadError,
+            ("unknown model 'llama9'", "llama2-70b")),
+    ApiCase("model-inference-does-not-fit", lambda: _measure("model.inference", model="llama2-70b", output=2),
+            WorkloadError, ("does not fit in gpu0's memory", "weights", "GiB short", "gpu.memory_utilization")),
+    ApiCase("model-inference-zero-output", lambda: _measure("model.inference", model="llama3-8b", output=0),
+            UsageError, ("output must be >= 1",)),
 ]
 API_BY_ID = {c.id: c for c in API_CASES}
 

@@ -14,6 +14,7 @@ launch shows the launch), which is what torch.matmul loops and BabelStream's mea
 
 from __future__ import annotations
 
+from kernbench._core import UsageError
 from kernbench.calibrate.registry import measurement
 
 REPEATS = 4
@@ -26,7 +27,7 @@ STREAM_BYTES = {"fp64": 8, "fp32": 4}
 def _first_gpu(system) -> str:
     pes = system.pes()
     if not pes:
-        raise ValueError("the machine has no PE to run a GPU kernel on")
+        raise UsageError("the machine has no PE to run a GPU kernel on")
     return pes[0]
 
 
@@ -63,11 +64,11 @@ def gpu_stream(ctx, kernel: str = "copy", elements: int = 1 << 25, precision: st
     from kernbench import _core
 
     if kernel not in STREAM_ARRAYS:
-        raise ValueError(f"kernel {kernel!r}: expected one of {', '.join(STREAM_ARRAYS)}")
+        raise UsageError(f"kernel {kernel!r}: expected one of {', '.join(STREAM_ARRAYS)}")
     if precision not in STREAM_BYTES:
-        raise ValueError(f"precision {precision!r}: expected one of {', '.join(STREAM_BYTES)}")
+        raise UsageError(f"precision {precision!r}: expected one of {', '.join(STREAM_BYTES)}")
     if elements < 1:
-        raise ValueError(f"elements must be >= 1, got {elements}")
+        raise UsageError(f"elements must be >= 1, got {elements}")
     system = ctx.load()
     gpu = _first_gpu(system)
     nbytes = STREAM_ARRAYS[kernel] * elements * STREAM_BYTES[precision]
@@ -86,7 +87,7 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
     from kernbench.workloads.memory import check_fits, inference_footprint
 
     if output < 1:
-        raise ValueError(f"output must be >= 1 token, got {output}")
+        raise UsageError(f"output must be >= 1 token, got {output}")
     spec = get_model(model)
     system = ctx.load()
     plan = ParallelPlan(tp=tp, pp=pp)

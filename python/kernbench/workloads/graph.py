@@ -32,12 +32,14 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from kernbench import atomic_output as kio
+from kernbench._core import UsageError
 
 __all__ = ["DTYPE_BYTES", "KINDS", "TensorSpec", "ParamRef", "Op", "Block", "WorkloadGraph", "WorkloadError"]
 
 
-class WorkloadError(ValueError):
-    """A workload graph that is malformed, or an op that cannot be imported or lowered (the message names it)."""
+class WorkloadError(UsageError):
+    """A workload graph that is malformed, or an op that cannot be imported or lowered (the message names it).
+    A kernbench UsageError (so a ValueError and a KernbenchError), as every error the library raises."""
 
 
 #: Element sizes of the dtypes an op record may carry (the names follow the
