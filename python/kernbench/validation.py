@@ -23,68 +23,17 @@ same parameters the simulated machine is given.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, Callable, Iterable, Mapping
 
 from kernbench.references import Reference, all_references
+from kernbench.validation_gpu import gpu_rows
+from kernbench.validation_rows import STATUSES, make_row, reference_text, relative_error, verdict  # noqa: F401
+from kernbench.validation_rows import number_text as _num
 from kernbench.units import KiB, MiB
 
 #: The reduced default machine of quick runs (as pe-dma-perf's smoke size):
 #: 2 SIPs of 2x2 cubes keep every PE DMA scenario, in about a second.
 QUICK_MACHINE = {"system.sips.w": 2, "system.sips.h": 1, "system.cubes.w": 2, "system.cubes.h": 2}
-
-STATUSES = ("fitted", "predicted", "magnitude", "closed form")
-
-
-# ---- errors and verdicts ------------------------------------------------------------
-
-def relative_error(model: float, reference: float) -> float:
-    """(model - reference) / reference; a zero reference is refused by name."""
-    if reference == 0:
-        raise ValueError("relative error against a zero reference is undefined")
-    return (model - reference) / reference
-
-
-def verdict(model: float | None, value: Any, status: str, tolerance: float | None) -> str:
-    """ok | outside | magnitude | error for one row (see the module docstring)."""
-    if model is None or (isinstance(model, float) and not math.isfinite(model)):
-        return "error"
-    if status == "magnitude":
-        return "magnitude"
-    if isinstance(value, tuple) and value and value[0] == "<":
-        return "ok" if model < float(value[1]) else "outside"
-    if isinstance(value, tuple):
-        return "ok" if float(value[0]) <= model <= float(value[1]) else "outside"
-    return "ok" if abs(relative_error(model, float(value))) <= (tolerance or 0.0) else "outside"
-
-
-def reference_text(value: Any) -> str:
-    if isinstance(value, tuple) and value and value[0] == "<":
-        return f"< {value[1]:g}"
-    if isinstance(value, tuple):
-        return f"{value[0]:g}-{value[1]:g}"
-    return _num(float(value))
-
-
-def make_row(*, source: str, group: str, quantity: str, unit: str, status: str, value: Any,
-             model: float | None, tolerance: float | None, note: str = "", error_text: str = "",
-             fitted_on: str = "", cv_error: float | None = None) -> dict[str, Any]:
-    """One report row: the figure, the model's number, the error and the verdict."""
-    if isinstance(value, tuple):
-        center = float(value[1]) if value[0] == "<" else 0.5 * (float(value[0]) + float(value[1]))
-    else:
-        center = float(value)
-    err = relative_error(model, center) if model is not None and center != 0 else None
-    # A range or a bound is judged by inclusion, not by a tolerance around its midpoint.
-    check = "point"
-    if isinstance(value, tuple):
-        check = "bound" if value[0] == "<" else "range"
-    return {"source": source, "group": group, "quantity": quantity, "unit": unit, "status": status,
-            "reference": center, "reference_text": reference_text(value), "check": check, "model": model,
-            "error": err, "tolerance": tolerance if check == "point" else None,
-            "verdict": verdict(model, value, status, tolerance),
-            "fitted_on": fitted_on, "cv_error": cv_error,
-            "note": note if not error_text else (note + "; " if note else "") + error_text}
 
 
 def cross_validated_errors(refs: Iterable[Reference] | None = None) -> dict[str, float | None]:
@@ -447,76 +396,6 @@ def case_prediction_rows(*, seed: int = 1, failures: list | None = None) -> list
     return rows
 
 
-# ---- the GPU target ------------------------------------------------------------------------
-
-GPU_DATA = "machines/h100.measured.yaml"
-GPU_FITTED_ON = "machines/h100-8x-nvswitch.yaml"
-#: The presets predicted from their datasheets with the H100's mechanism parameters (nvidia-gpu.yaml).
-GPU_PREDICTED = ("h200-8x-nvswitch", "a100-8x-nvswitch", "l40s-8x-pcie")
-#: What each preset is asked (measurement function, parameters, metric, unit, label).
-GPU_PROBES = (
-    ("gpu.gemm", {"m": 8192, "n": 8192, "k": 8192, "precision": "bf16"}, "tflops", "TFLOPS", "GEMM 8192^3 BF16"),
-    ("gpu.gemm", {"m": 1024, "n": 1024, "k": 1024, "precision": "bf16"}, "tflops", "TFLOPS", "GEMM 1024^3 BF16"),
-    ("gpu.gemm", {"m": 1, "n": 8192, "k": 8192, "precision": "fp16"}, "tflops", "TFLOPS",
-     "GEMM 1 x 8192 x 8192 FP16"),
-    ("gpu.stream", {"kernel": "copy"}, "bandwidth", "TB/s", "BabelStream copy (2^25 doubles)"),
-    ("model.inference", {"model": "llama3-8b", "tp": 1, "batch": 8, "prompt": 32, "output": 128}, "latency", "ms",
-     "LLaMA-3-8B latency, batch 8, 32 in / 128 out, TP 1"),
-)
-
-
-def gpu_calibration() -> dict[str, Any]:
-    """configs/gpu.calibration.json (written by scripts/calibrate_gpu.sh): per fitted row what it was fitted on
-    and its leave-one-group-out cross-validated error."""
-    import json
-
-    from kernbench.system import config_path
-
-    return json.loads(config_path("gpu.calibration.json").read_text())
-
-
-def gpu_rows(*, failures: list | None = None) -> list[dict[str, Any]]:
-    """The H100 rows the GPU target is calibrated on (fitted, with their cross-validated error), then every other
-    NVIDIA preset's answers to the same questions: predictions from its datasheet, no reference here (the
-    measurements that judge them are held back)."""
-    from kernbench.calibrate import REGISTRY, Context, check
-    from kernbench.system import config_path
-
-    rows: list[dict[str, Any]] = []
-    try:
-        cal = gpu_calibration()["rows"]
-        h100 = config_path(GPU_FITTED_ON)
-        result = check(h100, config_path(GPU_DATA), config=h100)
-    except Exception as e:
-        if failures is None:
-            raise
-        failures.append({"name": "gpu calibration rows", "error": f"{type(e).__name__}: {e}"})
-        return rows
-    for r in result["rows"]:
-        c = cal.get(r["id"])
-        rows.append(make_row(source="gpu", group=f"GPU target, H100 SXM ({r['group']})", quantity=r["id"],
-                             unit=r["unit"], status="fitted" if c else "predicted", value=r["measured"],
-                             model=r["model"], tolerance=r["tolerance"],
-                             fitted_on=", ".join(c["fitted_on"]) if c else "",
-                             cv_error=c["cv_error"] if c else None, error_text=r.get("failure") or "",
-                             note=f"call: {r['call']}" if "call" in r else ""))
-    for name in GPU_PREDICTED:
-        for fn, params, metric, unit, label in GPU_PROBES:
-            try:
-                got = REGISTRY.get(fn).fn(Context(config=f"machines/{name}.yaml", sets={}), **params)[metric]
-                err = ""
-            except Exception as e:
-                got, err = None, f"{type(e).__name__}: {e}"
-                if failures is not None:
-                    failures.append({"name": f"{name}: {label}", "error": err})
-            rows.append({"source": "gpu", "group": f"GPU target, {name} (predictions from its datasheet)",
-                         "quantity": label, "unit": unit, "status": "predicted", "reference": None,
-                         "reference_text": "held back", "check": "point", "model": got, "error": None,
-                         "tolerance": None, "verdict": "prediction" if got is not None else "error",
-                         "fitted_on": "", "cv_error": None, "note": err})
-    return rows
-
-
 def collect(*, quick: bool = False, seed: int = 1, failures: list | None = None) -> list[dict[str, Any]]:
     """Every reference figure, every closed form, every end-to-end case prediction and the GPU target's rows
     (fitted and predicted apart), as report rows."""
@@ -528,20 +407,6 @@ def collect(*, quick: bool = False, seed: int = 1, failures: list | None = None)
 
 
 # ---- the report -----------------------------------------------------------------------------
-
-def _num(v: float | None) -> str:
-    """A number for the report: four significant digits, no exponent between 0.01 and 1e7."""
-    if v is None:
-        return "--"
-    a = abs(v)
-    if a == 0:
-        return "0"
-    if a >= 1e7 or a < 1e-2:
-        return f"{v:.4g}"
-    if a >= 1000:
-        return f"{v:.0f}"
-    return f"{v:.4g}"
-
 
 def summary(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per status: points, within tolerance, mean and worst |error| (fitted and predicted kept apart)."""
