@@ -37,8 +37,7 @@ from kernbench.system import System, config_path
 from kernbench.sweeps import Point, sweep
 from kernbench import critical_path  # kernbench.critical_path.summarize(result)
 from kernbench import energy  # kernbench.energy.summarize(result)
-
-__version__ = "0.1.0"
+from kernbench.version import __version__
 
 __all__ = [
     "MICROSECOND",

@@ -196,9 +196,9 @@ class _Dist:
     def init_process_group(self, backend: str = "kernbench", *, system=None, pes=None, algorithm: str = "ring",
                            buffer: str = "sram", world_size: int | None = None, rank: int | None = None, **_: Any):
         if system is None:
-            import kernbench
+            from kernbench.system import System
 
-            system = kernbench.System.load()
+            system = System.load()
         self._world = _World(system, pes, algorithm, buffer)
         if world_size is not None and world_size != self._world.size:
             raise _core.UsageError(f"init_process_group: world_size={world_size} but the machine gives "

@@ -236,9 +236,9 @@ def is_generated(config: Path | str | None, overrides: Mapping[str, Any] | None 
     """Whether ``config`` (a path or a packaged name; None: the default) with ``overrides`` describes a
     generated ``system:`` machine, not an explicit ``graph:``. Raises ConfigError for a bad config."""
     from kernbench import _core
-    from kernbench.system import _overrides, config_path, include_dirs
+    from kernbench.system import config_path, include_dirs, override_pairs
 
-    summary = _core.load_config_summary(str(config_path(config)), _overrides(overrides or {}), include_dirs())
+    summary = _core.load_config_summary(str(config_path(config)), override_pairs(overrides or {}), include_dirs())
     return summary["kind"] == "system"
 
 

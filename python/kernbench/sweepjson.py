@@ -68,7 +68,7 @@ def header(kind: str, bench: str, *, description: str = "", params: Mapping[str,
            seed: int = 1, config: str | os.PathLike[str] | None = None,
            config_overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The leading fields of a sweep.json (results, failures and wall_s are filled in later)."""
-    from kernbench import __version__
+    from kernbench.version import __version__
 
     overrides = {str(k): str(v) for k, v in (config_overrides or {}).items()}
     return {

@@ -67,7 +67,9 @@ def config_path(name_or_path: str | os.PathLike | None = None) -> Path:
     raise ConfigError(f"{name}: no such config file (also looked in: {searched})")
 
 
-def _overrides(set: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, str]]:
+def override_pairs(set: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, str]]:
+    """Config overrides as (path, value text) pairs, the form the core takes: a mapping's items, or
+    ``PATH=VALUE`` texts (anything else is a ConfigError); booleans as true/false."""
     if set is None:
         return []
     if isinstance(set, Mapping):
@@ -104,7 +106,7 @@ class System:
         packaged configs (see :func:`include_dirs`).
         """
         p = config_path(path)
-        return cls(_core.System.load(str(p), _overrides(set), seed, _include_dirs(include_dirs)), str(p))
+        return cls(_core.System.load(str(p), override_pairs(set), seed, _include_dirs(include_dirs)), str(p))
 
     @classmethod
     def from_yaml(cls, text: str, *, source: str = "<string>", set=None, seed: int = 1,
@@ -112,7 +114,7 @@ class System:
         """Build from YAML text (relative includes resolve against, and stay inside, the current folder,
         or ``source``'s folder when it names one; ``include_dirs`` as for load())."""
         dirs = _include_dirs(include_dirs)
-        return cls(_core.System.from_yaml(text, source, _overrides(set), seed, dirs), source)
+        return cls(_core.System.from_yaml(text, source, override_pairs(set), seed, dirs), source)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)

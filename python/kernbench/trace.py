@@ -24,7 +24,7 @@ from typing import Any
 
 from kernbench import atomic_output as kio
 
-ENGINE_ORDER = ("pe_cpu", "dma", "gemm", "vector", "ipcq")
+ENGINE_ORDER = ("pe_cpu", "dma", "gemm", "vector", "ipcq", "ipcq_rx", "launch", "sm")  # a GPU: its host launches, its SMs
 
 
 def _lanes(starts, ends, n_units: int) -> list[int]:

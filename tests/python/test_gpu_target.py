@@ -196,3 +196,25 @@ def test_the_k200_host_is_a_target_of_the_same_interface():
         "model.layers.0.self_attn.sdpa.context"]
     with pytest.raises(WorkloadError, match=r"kernbench.k200.run_ops\(system, graph.ops\)"):
         lower(g, s)
+
+
+def test_a_gpu_trace_shows_the_launches_and_the_sms_on_tracks_of_their_own(tmp_path):
+    """In the Chrome trace of a GPU-target run every GPU has a `launch` and an `sm` track, and every kernel
+    event sits on the `sm` one (the launches run ahead of it on theirs)."""
+    import json
+
+    s = System.load(H100)
+    lo = lower(handbuilt.llama_graph(1, 64, layers=1, embed=False, head=False), s, ParallelPlan(tp=2))
+    res = lo.run()
+    res.to_chrome_trace(tmp_path / "t.json")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
+    kernels = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    gpus = {e["pid"] for e in kernels}
+    assert len(gpus) == 2  # tp 2: two GPUs ran kernels
+    for pid in gpus:
+        assert {"launch", "sm"} <= {n for (p, _), n in names.items() if p == pid}
+    assert all(names[(e["pid"], e["tid"])] == "sm" for e in kernels)
+    launches = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "launch"]
+    assert launches and all(names[(e["pid"], e["tid"])] == "launch" for e in launches)

@@ -6,9 +6,9 @@
     chk = cal.check("out/cal/overlay.yaml", "measured.yaml")   # the errors again, nothing refitted
 
 Rows (kernbench.calibrate.data) name a registered measurement function (kernbench.calibrate.registry;
-built-ins in kernbench.calibrate.functions) and its parameters. The fit minimises a robust loss of
-log(model / measured) over the rows of the ``fit_on`` groups (scipy.optimize.least_squares); every other
-row is a prediction. Cross-validation refits without each held-out set and predicts it. docs/calibrate.md.
+built-ins in kernbench.calibrate.functions and .gpu_functions, which this package imports) and its
+parameters. The fit minimises a robust loss of log(model / measured) over the rows of the ``fit_on``
+groups (scipy.optimize.least_squares); every other row is a prediction. Cross-validation refits without each held-out set and predicts it. docs/calibrate.md.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from kernbench.calibrate.fit import Evaluator, Free, current_value, fit, folds, 
 from kernbench.calibrate.registry import (REGISTRY, CalibrationError, Context, Measurement, Registry,
                                           load_functions, measurement)
 from kernbench.calibrate.report import read_overlay, write_outputs
+# The built-in measurement functions register into REGISTRY as they are imported (the registry imports none).
+from kernbench.calibrate import functions as _functions, gpu_functions as _gpu_functions  # noqa: F401
 
 __all__ = ["calibrate", "check", "evaluate_rows", "load_data", "load_functions", "measurement", "parse_free",
            "read_overlay", "write_outputs", "CalibrationError", "Context", "Measurement", "Registry", "REGISTRY",
@@ -35,9 +37,9 @@ DEFAULT_TOLERANCE = {"fitted": 0.05, "predicted": 0.20}
 
 
 def _sets(sets: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
-    from kernbench.system import _overrides
+    from kernbench.system import override_pairs
 
-    return dict(_overrides(sets))
+    return dict(override_pairs(sets))
 
 
 def _tol(row: Row, role: str, tolerance: float | None) -> float:

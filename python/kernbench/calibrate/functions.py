@@ -206,4 +206,3 @@ def fabric_allreduce(ctx, bytes: int = 96 * 1024, algorithm: str = "lrab"):
     from kernbench import ccl
 
     return ccl.all_reduce(ctx.load(), bytes, algorithm=algorithm).latency_ps / US
-from kernbench.calibrate import gpu_functions as _gpu_functions  # noqa: E402,F401  (gpu.*, model.inference)

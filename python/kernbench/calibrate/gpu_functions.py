@@ -1,4 +1,4 @@
-"""The GPU target's built-in measurement functions (registered with the others by functions.py).
+"""The GPU target's built-in measurement functions (imported, and so registered, by the package).
 
   gpu.gemm         m n k precision                     -> tflops [TFLOPS], time [us]
   gpu.stream       kernel elements precision           -> bandwidth [TB/s], time [us]
@@ -33,10 +33,11 @@ def _first_gpu(system) -> str:
 
 def _back_to_back(system, gpu: str, plan: dict, flops: float, precision: str) -> float:
     """Seconds per call of REPEATS identical kernels launched from the host, in steady state."""
+    from kernbench import _core
     from kernbench.program import Program
 
     prog = Program(system, "back-to-back")
-    sp = __import__("kernbench")._core.gpu_spec(system._core, gpu)
+    sp = _core.gpu_spec(system._core, gpu)
     ks = []
     for _ in range(REPEATS):
         ks.append(prog.kernel(gpu, int(plan["duration_ps"]), launch_ps=int(sp["launch_host_ps"]), flops=flops,

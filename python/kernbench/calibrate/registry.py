@@ -138,11 +138,14 @@ def _convert(value: Any, p: inspect.Parameter, name: str) -> Any:
 
 
 class Registry:
-    """Name -> Measurement. ``REGISTRY`` is the default one (the built-ins and ``--functions`` files)."""
+    """Name -> Measurement. ``REGISTRY`` is the default one (the built-ins and ``--functions`` files).
+
+    This module imports no measurement function: the package (``kernbench.calibrate``, which importing this
+    module runs first) imports the built-in modules, functions and gpu_functions, which register into
+    ``REGISTRY``."""
 
     def __init__(self) -> None:
         self._items: dict[str, Measurement] = {}
-        self._builtins_loaded = False
 
     def register(self, m: Measurement, *, replace: bool = False) -> Measurement:
         old = self._items.get(m.name)
@@ -152,13 +155,7 @@ class Registry:
         self._items[m.name] = m
         return m
 
-    def _ensure_builtins(self) -> None:
-        if self is REGISTRY and not self._builtins_loaded:
-            self._builtins_loaded = True
-            import kernbench.calibrate.functions  # noqa: F401  (registers the built-ins)
-
     def get(self, name: str) -> Measurement:
-        self._ensure_builtins()
         try:
             return self._items[name]
         except KeyError:
@@ -166,11 +163,9 @@ class Registry:
                 from None
 
     def names(self) -> list[str]:
-        self._ensure_builtins()
         return sorted(self._items)
 
     def __contains__(self, name: str) -> bool:
-        self._ensure_builtins()
         return name in self._items
 
 
