@@ -20,9 +20,10 @@
 
 #include <string>
 
-#include "runtime/program.hpp"
 #include "runtime/pe_config.hpp"
+#include "runtime/program.hpp"
 #include "topology/config.hpp"
+#include "topology/dma.hpp"
 
 namespace kernbench::runtime {
 
@@ -59,24 +60,11 @@ Time reduce_slot_time(const PeConfig& pe, Bytes bytes, const std::string& what);
 inline Time dispatch_time(const PeConfig& pe) { return pe.dispatch; }
 
 /// The fabric transfers a DMA-style move (a dma op, a composite's load or
-/// store) makes when `agent` runs it: a read -- src is not the agent --
-/// first sends a request packet of `request` bytes to src; then the data
-/// goes src -> dst (no transfer when they are the same node). The executor
-/// issues these; the critical path and the energy model price them.
-struct MoveLegs {
-  struct Leg {
-    NodeId src = 0, dst = 0;
-    Bytes bytes = 0;
-    bool request = false;
-  };
-  Leg leg[2];
-  int count = 0;
-};
+/// store) makes when `agent` runs it: topology::move_legs, the one DMA path
+/// (topology/dma.hpp) that System::dma takes too.
+using topology::MoveLegs;
 inline MoveLegs move_legs(NodeId agent, const Move& m, Bytes request) {
-  MoveLegs l;
-  if (m.src != agent) l.leg[l.count++] = {agent, m.src, request, true};
-  if (m.src != m.dst) l.leg[l.count++] = {m.src, m.dst, m.bytes, false};
-  return l;
+  return topology::move_legs(agent, m.src, m.dst, m.bytes, request);
 }
 
 }  // namespace kernbench::runtime

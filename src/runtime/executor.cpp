@@ -64,19 +64,12 @@ std::string Executor::Impl::describe(std::uint32_t n) const {
 }
 
 sim::Task<> Executor::Impl::move(Node& nd) {
-  topology::Fabric& fabric = system.fabric();
-  const auto agent = static_cast<std::int32_t>(nd.agent);
-  const MoveLegs legs = move_legs(nd.agent, nd.move, fabric.config().request);
-  bool paid = true;  // after a read's request, the source's processing is paid (on the request's arrival)
-  for (int i = 0; i < legs.count; ++i) {
-    const MoveLegs::Leg& l = legs.leg[i];
-    topology::TransferSpec spec{l.src, l.dst, l.bytes, 0, nd.tag, agent};
-    if (!l.request) spec.charge_src_overhead = paid;
-    const topology::TransferRecord& r = co_await fabric.transfer(spec);
-    nd.fabric_latency += r.latency();
-    nd.fabric_queued += r.parts.queuing;
-    if (l.request) paid = false;
-  }
+  // The one DMA path (topology/dma.hpp), the one System::dma takes: the same
+  // legs, the same address for multipath hashing, the same timing.
+  const topology::DmaResult r = co_await topology::dma_move(system.fabric(), nd.agent, nd.move.src, nd.move.dst,
+                                                            nd.move.bytes, nd.move.address, nd.tag);
+  nd.fabric_latency += r.latency();
+  nd.fabric_queued += r.parts.queuing;
 }
 
 void Executor::Impl::log_wait(const Node& nd, const char* kind, Time from, Time to, int resource) {

@@ -17,36 +17,42 @@ void log_op(Fabric& fabric, const char* kind, NodeId issuer, NodeId memory, cons
 
 }  // namespace
 
-sim::Task<DmaResult> dma_read(Fabric& fabric, NodeId issuer, NodeId memory, Bytes bytes, std::uint64_t address,
-                              std::int32_t tag) {
+sim::Task<DmaResult> dma_move(Fabric& fabric, NodeId agent, NodeId src, NodeId dst, Bytes bytes,
+                              std::uint64_t address, std::int32_t tag) {
   DmaResult r;
   r.issue = fabric.sim().now();
+  r.end = r.issue;
   r.bytes = bytes;
-  const auto agent = static_cast<std::int32_t>(issuer);
-  const TransferRecord& req =
-      co_await fabric.transfer(TransferSpec{issuer, memory, fabric.config().request, address, tag, agent});
-  r.request_leg = req.id;
-  const Breakdown req_parts = req.parts;
-  TransferSpec back{memory, issuer, bytes, address, tag, agent};
-  back.charge_src_overhead = false;  // the access was paid when the request arrived
-  const TransferRecord& data = co_await fabric.transfer(back);
-  r.data_leg = data.id;
-  r.parts = req_parts + data.parts;
-  r.end = data.end;
+  const MoveLegs legs = move_legs(agent, src, dst, bytes, fabric.config().request);
+  bool paid = true;  // after a read's request, the source's processing is paid (on the request's arrival)
+  for (int i = 0; i < legs.count; ++i) {
+    const MoveLegs::Leg& l = legs.leg[i];
+    TransferSpec spec{l.src, l.dst, l.bytes, address, tag, static_cast<std::int32_t>(agent)};
+    if (!l.request) spec.charge_src_overhead = paid;
+    const TransferRecord& t = co_await fabric.transfer(spec);
+    if (l.request) {
+      r.request_leg = t.id;
+      paid = false;
+    } else {
+      r.data_leg = t.id;
+    }
+    r.parts = r.parts + t.parts;
+    r.end = t.end;
+  }
+  if (legs.count == 1 && !legs.leg[0].request) r.request_leg = r.data_leg;  // a write: one leg
+  co_return r;
+}
+
+sim::Task<DmaResult> dma_read(Fabric& fabric, NodeId issuer, NodeId memory, Bytes bytes, std::uint64_t address,
+                              std::int32_t tag) {
+  DmaResult r = co_await dma_move(fabric, issuer, memory, issuer, bytes, address, tag);
   log_op(fabric, "dma_read", issuer, memory, r, tag);
   co_return r;
 }
 
 sim::Task<DmaResult> dma_write(Fabric& fabric, NodeId issuer, NodeId memory, Bytes bytes, std::uint64_t address,
                                std::int32_t tag) {
-  DmaResult r;
-  r.issue = fabric.sim().now();
-  r.bytes = bytes;
-  const TransferRecord& data = co_await fabric.transfer(
-      TransferSpec{issuer, memory, bytes, address, tag, static_cast<std::int32_t>(issuer)});
-  r.data_leg = r.request_leg = data.id;
-  r.parts = data.parts;
-  r.end = data.end;
+  DmaResult r = co_await dma_move(fabric, issuer, issuer, memory, bytes, address, tag);
   log_op(fabric, "dma_write", issuer, memory, r, tag);
   co_return r;
 }
