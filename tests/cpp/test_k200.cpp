@@ -1,7 +1,6 @@
 // test_k200.cpp -- the K200 protocol model against the reference figures.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 #include <filesystem>
 
 #include "kernbench.hpp"
@@ -56,70 +55,78 @@ double copy_gib(CopyKind kind, Direction dir, sim::Bytes bytes, const std::vecto
 
 }  // namespace
 
-TEST_CASE("K200 calibration table (printed)", "[k200][.print]") {
+// The orderings every K200 measurement shows (configs/k200.measured.yaml), held by the model over the
+// whole table: these were printed tables once; `kernbench calibrate --check configs/k200.yaml` prints the
+// figures against their measurements.
+TEST_CASE("K200 copies keep the measured orderings: pinned > pageable > stock, the pipeline, P2P's rise",
+          "[k200]") {
   const sim::Bytes M = sim::kMiB;
-  for (auto [kind, name] : {std::pair{CopyKind::Pinned, "pinned"}, {CopyKind::Pageable, "pageable"},
-                            {CopyKind::Stock, "stock"}}) {
-    for (auto dir : {Direction::H2D, Direction::D2H}) {
-      std::printf("%-9s %s", name, to_string(dir));
-      for (sim::Bytes b : {M, 64 * M, 256 * M, 1024 * M}) std::printf(" %7.3f", copy_gib(kind, dir, b));
-      std::printf("\n");
-    }
-  }
   for (auto dir : {Direction::H2D, Direction::D2H}) {
-    std::printf("pipe-off  %s", to_string(dir));
-    for (sim::Bytes b : {M, 64 * M, 256 * M, 1024 * M})
-      std::printf(" %7.3f", copy_gib(CopyKind::Pageable, dir, b, {{"k200.driver.kl1_bounce_pipe", "0"}}));
-    std::printf("\npin       %s %7.3f\n", to_string(dir),
-                copy_gib(CopyKind::Pageable, dir, 64 * M, {{"k200.driver.kl1_pageable_pin", "1"}}));
+    for (sim::Bytes b : {64 * M, 256 * M}) {
+      INFO(to_string(dir) << " " << b / M << " MiB");
+      const double pinned = copy_gib(CopyKind::Pinned, dir, b), pageable = copy_gib(CopyKind::Pageable, dir, b),
+                   stock = copy_gib(CopyKind::Stock, dir, b);
+      CHECK(pinned > pageable);
+      CHECK(pageable > stock);
+      // The bounce pipeline overlaps the staging copy with the DMA: off, pageable copies are slower.
+      CHECK(copy_gib(CopyKind::Pageable, dir, b, {{"k200.driver.kl1_bounce_pipe", "0"}}) < pageable);
+    }
+    // Pinning every page on the fly costs far more than it saves (0.44 / 0.69 GiB/s measured).
+    CHECK(copy_gib(CopyKind::Pageable, dir, 64 * M, {{"k200.driver.kl1_pageable_pin", "1"}}) <
+          0.2 * copy_gib(CopyKind::Pageable, dir, 64 * M));
   }
-  std::printf("p2p      ");
-  for (sim::Bytes b : {M, 4 * M, 16 * M, 64 * M, 256 * M, 512 * M})
-    std::printf(" %7.3f", copy_gib(CopyKind::PeerSameCard, Direction::D2H, b));
-  std::printf("\n");
+  // Same-card P2P rises with size (5.95 GiB/s at 1 MiB to 11.3 at 512 MiB measured) and never falls.
+  double last = 0.0;
+  for (sim::Bytes b : {M, 4 * M, 16 * M, 64 * M, 256 * M, 512 * M}) {
+    const double g = copy_gib(CopyKind::PeerSameCard, Direction::D2H, b);
+    CHECK(g >= last);
+    last = g;
+  }
+  CHECK(last > 1.5 * copy_gib(CopyKind::PeerSameCard, Direction::D2H, M));
 }
 
-TEST_CASE("K200 launch and gemm (printed)", "[k200][.print]") {
+TEST_CASE("K200 launch, dispatch and GEMM keep the measured orderings", "[k200]") {
+  double launch1 = 0.0;
   for (int threads : {1, 4}) {
     topology::System sys(k200_config());
     K200 k(sys);
     KernelSpec add{KernelSpec::Kind::Elementwise, 5120};
     add.ncluster = 4;
-    auto st = k.launch_test(threads, 10, 100, add);
-    std::printf("threads %d: launch %.3f us, wait %.3f us, per kernel %.3f us, single %.3f us\n", threads,
-                st.launch_us, st.wait_us, st.per_kernel_us, st.single_us);
-    for (int nc : {1, 2, 4, 8}) {
-      topology::System sys2(k200_config());
-      K200 k2(sys2);
-      add.ncluster = nc;
-      auto d = k2.dispatch_test(threads, 100, add);
-      std::printf("  dispatch nc %d: round trip %.3f us, per command %.3f us (launch %.3f, wait %.3f)\n", nc,
-                  d.round_trip_us, d.per_command_us, d.launch_us, d.wait_us);
-    }
+    const auto st = k.launch_test(threads, 10, 100, add);
+    INFO("threads " << threads);
+    CHECK(st.launch_us > 0.0);
+    CHECK(st.per_kernel_us >= st.launch_us);  // a loop of launches cannot outrun its launch calls
+    CHECK(st.single_us > st.launch_us);       // one kernel alone: its launch, then the wait for it
+    if (threads == 1) launch1 = st.launch_us;
+    else CHECK(st.launch_us >= launch1);      // more threads share the driver: no faster per launch
+    topology::System sys2(k200_config());
+    K200 k2(sys2);
+    const auto d = k2.dispatch_test(threads, 100, add);
+    CHECK(d.round_trip_us >= d.launch_us);
+    CHECK(d.round_trip_us > 0.0);
   }
-  for (int n : {128, 5120})
-    for (int nc : {1, 4}) {
-      topology::System sys(k200_config());
-      K200 k(sys);
-      KernelSpec add;
-      add.elements = n;
-      add.ncluster = nc;
-      auto st = k.launch_test(1, 1, 1, add);
-      std::printf("single kernel %d elements nc %d: %.3f us (wait %.3f)\n", n, nc, st.single_us, st.wait_us);
-    }
+  // A bigger elementwise kernel waits longer (11.7 us at 128 elements, 29.6 at 5120 measured, 1 cluster).
+  const auto single = [](int n, int nc) {
+    topology::System sys(k200_config());
+    K200 k(sys);
+    KernelSpec add;
+    add.elements = n;
+    add.ncluster = nc;
+    return k.launch_test(1, 1, 1, add).single_us;
+  };
+  CHECK(single(5120, 1) > single(128, 1));
   const auto gflops = [](std::int64_t mn, std::int64_t kk, topology::Precision prec, int nc) {
     topology::System sys(k200_config());
     K200 k(sys);
     return k.gemm({KernelSpec::Kind::Gemm, 0, mn, mn, kk, prec, nc}).gflops();
   };
-  for (auto prec : {topology::Precision::Fp32, topology::Precision::Fp16})
-    for (int nc : {4, 8}) {
-      std::printf("%s nc %d:", topology::to_string(prec), nc);
-      for (int m : {512, 1024, 2048, 4096, 8192}) std::printf(" %7.0f", gflops(m, m, prec, nc));
-      std::printf("  | K sweep M=N=2048:");
-      for (int kk : {128, 512, 2048, 2560, 3072, 4096, 8192}) std::printf(" %7.0f", gflops(2048, kk, prec, nc));
-      std::printf("\n");
-    }
+  // FP16 beats FP32 on the same square (20100 vs 7800 GFLOPS at 2048 measured); a small square is slower
+  // per FLOP than a large one (launch and dispatch amortised).
+  CHECK(gflops(2048, 2048, topology::Precision::Fp16, 4) > gflops(2048, 2048, topology::Precision::Fp32, 0));
+  for (auto prec : {topology::Precision::Fp32, topology::Precision::Fp16}) {
+    CHECK(gflops(512, 512, prec, 4) < gflops(2048, 2048, prec, 4));
+    for (int kk : {128, 512, 2048, 8192}) CHECK(gflops(2048, kk, prec, 4) > 0.0);
+  }
 }
 
 TEST_CASE("K200 config: the k200 section is typed strictly", "[k200]") {
