@@ -104,9 +104,9 @@ def gpu_collectives(ctx):
         ctx.log(table.rstrip())
     innet = _innet(ctx, config, sizes) if "all_reduce" in p["collectives"] and p["innet_algorithm"] else None
     text = "\n".join(tables)
-    from kernbench.atomic_output import _atomic_write_bytes  # the one atomic writer (kernbench.io re-exports it)
+    from kernbench.atomic_output import atomic_write_bytes  # the one atomic writer
 
-    _atomic_write_bytes(ctx.out / "nccl_tables.txt", text.encode())
+    atomic_write_bytes(ctx.out / "nccl_tables.txt", text.encode())
     ctx.files.append("nccl_tables.txt")
     ctx.write_csv("nccl.csv", ctx.results)
     _figure(ctx, ctx.results)

@@ -56,7 +56,7 @@ PUBLIC_ONLY: frozenset[tuple[str, str]] = frozenset({("workloads", "kernels"), (
 PRIVATE_DIRS = frozenset({"detail", "internal", "impl"})
 PRIVATE_SUFFIXES = ("_impl.hpp", "_detail.hpp", "_internal.hpp", ".cpp", ".ipp", ".inl")
 
-MAX_LINES = 800
+MAX_LINES = 600  # the house rule (issue 26): split a file before it passes it
 CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".h", ".ipp", ".inl"})
 # Size-checked files: (directory, suffixes).
 SIZE_CHECKED = (

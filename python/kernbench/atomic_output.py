@@ -213,7 +213,7 @@ def _write_through(path: Path, data: bytes) -> Path:
     return path
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> Path:
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` by the rules of the module doc; returns ``path``."""
     path = Path(path)
     if str(path).strip() == "":
@@ -253,6 +253,9 @@ def _atomic_write_bytes(path: Path, data: bytes) -> Path:
     return path
 
 
+_atomic_write_bytes = atomic_write_bytes  # the old private name, still used (benches/validation.py)
+
+
 def to_jsonable(obj: Any) -> Any:
     """Plain JSON types; numpy scalars and arrays converted; NaN/inf refused by name."""
     if isinstance(obj, Mapping):
@@ -271,7 +274,7 @@ def to_jsonable(obj: Any) -> Any:
 def write_json(path: Path, obj: Any) -> Path:
     """Write ``obj`` as indented JSON, atomically."""
     text = json.dumps(to_jsonable(obj), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    return _atomic_write_bytes(Path(path), text.encode())
+    return atomic_write_bytes(Path(path), text.encode())
 
 
 def write_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
@@ -285,7 +288,7 @@ def write_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     w.writeheader()
     for r in rows:
         w.writerow({k: r.get(k, "") for k in header})
-    return _atomic_write_bytes(Path(path), buf.getvalue().encode())
+    return atomic_write_bytes(Path(path), buf.getvalue().encode())
 
 
 def figure_formats() -> list[str]:
@@ -312,4 +315,4 @@ def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:
     check_figure_file(path, "figure")
     buf = io.BytesIO()
     fig.savefig(buf, format=Path(path).suffix.lstrip(".").lower() or "png", dpi=dpi, bbox_inches="tight")
-    return _atomic_write_bytes(Path(path), buf.getvalue())
+    return atomic_write_bytes(Path(path), buf.getvalue())

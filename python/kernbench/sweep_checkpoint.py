@@ -20,7 +20,7 @@ CHECKPOINT_FORMAT = "kernbench.sweep.checkpoint"
 CHECKPOINT_VERSION = 1
 
 
-class _Checkpoint:
+class Checkpoint:
     """A JSON-lines file: one header line, then one line per finished point."""
 
     def __init__(self, path: Path, identity: dict[str, Any]):
@@ -60,14 +60,14 @@ class _Checkpoint:
             good.append(line)
         fixed = b"\n".join(good) + (b"\n" if good else b"")
         if fixed != raw:
-            kio._atomic_write_bytes(self.path, fixed)
+            kio.atomic_write_bytes(self.path, fixed)
         return records
 
     def start(self, keep: Iterable[dict[str, Any]]) -> None:
         """Rewrite the file: header and the records kept from before."""
         lines = [json.dumps({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "identity": self.identity})]
         lines += [json.dumps(r) for r in keep]
-        kio._atomic_write_bytes(self.path, ("\n".join(lines) + "\n").encode())
+        kio.atomic_write_bytes(self.path, ("\n".join(lines) + "\n").encode())
 
     def append(self, record: dict[str, Any]) -> None:
         data = (json.dumps(record) + "\n").encode()

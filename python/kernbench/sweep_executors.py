@@ -18,14 +18,17 @@ from typing import Any
 from kernbench._core import UsageError
 
 
-def _is_dask_client(obj: Any) -> bool:
+def is_dask_client(obj: Any) -> bool:
+    """Whether ``obj`` is a ``distributed.Client`` (told by its module and a ``submit``, without importing Dask)."""
     return type(obj).__module__.split(".")[0] == "distributed" and hasattr(obj, "submit")
 
 
-def _executor_name(executor: Any) -> str:
+def executor_name(executor: Any) -> str:
+    """The executor as sweep.json names it: a name as given (a scheduler address is ``dask``), a Dask client
+    ``dask``, any other Executor its class name."""
     if isinstance(executor, str):
         return "dask" if "://" in executor else executor
-    if _is_dask_client(executor):
+    if is_dask_client(executor):
         return "dask"
     return type(executor).__name__
 
@@ -108,7 +111,7 @@ def _dispatch(executor, run, tasks, on_done, workers):
                 return _run_dask(run, tasks, on_done, client)
         raise UsageError(f"unknown executor {executor!r} (known: serial, process, dask, a scheduler address "
                          "like tcp://host:8786, a dask Client or a concurrent.futures Executor)")
-    if _is_dask_client(executor):
+    if is_dask_client(executor):
         return _run_dask(run, tasks, on_done, executor)
     if hasattr(executor, "submit"):
         return _run_futures(executor, run, tasks, on_done)

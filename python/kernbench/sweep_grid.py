@@ -2,8 +2,8 @@
 
 A grid is a dict of value lists (their product) or an explicit list of dicts
 (``expand_grid``); ``parse_grid`` reads the CLI's ``--grid KEY=V1,V2``. A value
-is passed on as ``--set`` text (``_text``), records hold plain Python values only
-(``_plain``), and a point's key (``_point_key``) is its values as text, which is
+is passed on as ``--set`` text (``value_text``), records hold plain Python values only
+(``plain``), and a point's key (``point_key``) is its values as text, which is
 what a checkpoint matches on. An axis whose values are all quantities with a unit
 (``"32 GB/s"``) becomes the result column ``"KEY [UNIT]"`` holding numbers
 (``grid_columns``). ``STATUS_COLUMNS`` are the columns every result row ends with.
@@ -22,27 +22,27 @@ from kernbench.units import parse_quantity, to_base
 STATUS_COLUMNS = ("status", "error", "wall_s")
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
     """A grid value as --set text: lists as a,b,c; booleans as true/false."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return ",".join(_text(v) for v in value)
+        return ",".join(value_text(v) for v in value)
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
-        return _text(value.item())
+        return value_text(value.item())
     return str(value)
 
 
-def _plain(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
     """Python scalars, lists and dicts only (numpy values converted), so records are the same from every executor."""
     if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
+        return [plain(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
     if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
-        return _plain(obj.tolist())
+        return plain(obj.tolist())
     if obj is None or isinstance(obj, (str, bool, int, float)):
         return obj
     return str(obj)  # anything else (an enum, a custom object) as its text, so it can be checkpointed
@@ -128,5 +128,6 @@ def _number(x: float) -> int | float:
     return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
 
 
-def _point_key(params: Mapping[str, Any]) -> str:
-    return json.dumps({k: _text(v) for k, v in params.items()}, sort_keys=True)
+def point_key(params: Mapping[str, Any]) -> str:
+    """A point's key: its values as --set text, as sorted JSON (what a checkpoint's records match on)."""
+    return json.dumps({k: value_text(v) for k, v in params.items()}, sort_keys=True)

@@ -69,10 +69,10 @@ from kernbench._core import ConfigError, UsageError
 from kernbench.overrides import BENCH_PREFIX, apply_bench_overrides, check_params
 from kernbench.progress import progress_bar
 from kernbench.runner import check_seed, interrupt_reason, run_bench
-from kernbench.sweep_checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, _Checkpoint  # noqa: F401
-from kernbench.sweep_executors import _executor_name, _is_dask_client  # noqa: F401
-from kernbench.sweep_grid import (STATUS_COLUMNS, _number, _plain, _point_key, _text,  # noqa: F401
-                                  expand_grid, grid_columns, parse_grid)
+from kernbench.sweep_checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, Checkpoint  # noqa: F401
+from kernbench.sweep_executors import executor_name
+from kernbench.sweep_grid import (STATUS_COLUMNS, expand_grid, grid_columns, parse_grid, plain,  # noqa: F401
+                                  point_key, value_text)
 from kernbench.sweep_plot import plot_name, plot_sweep
 
 __all__ = ["Point", "sweep", "parse_grid", "progress_bar", "expand_grid"]  # progress_bar: kernbench.progress
@@ -132,7 +132,7 @@ def _run_task(task: dict[str, Any]) -> dict[str, Any]:
             finally:
                 if tmp is not None:
                     tmp.cleanup()
-            rec["rows"] = _plain(res["results"])
+            rec["rows"] = plain(res["results"])
             fails = res["failures"]
             if fails:
                 rec["status"] = "partial" if rec["rows"] else "failed"
@@ -151,7 +151,7 @@ def _run_task(task: dict[str, Any]) -> dict[str, Any]:
             else:
                 raise UsageError(f"sweep function returned {type(got).__name__}: return a dict of metrics "
                                  "or a list of dicts")
-            rec["rows"] = _plain(rows)
+            rec["rows"] = plain(rows)
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 -- a failing point never stops the sweep
@@ -179,10 +179,10 @@ def _check_values(bench, points, fixed_sets, config) -> None:
     seen: set[tuple[str, str]] = set()
     for p in points:
         for k, v in p.items():
-            if (k, _text(v)) in seen:
+            if (k, value_text(v)) in seen:
                 continue
-            seen.add((k, _text(v)))
-            assignment = f"{k}={_text(v)}"
+            seen.add((k, value_text(v)))
+            assignment = f"{k}={value_text(v)}"
             if k.startswith(BENCH_PREFIX):
                 if bench is not None:
                     apply_bench_overrides(bench.name, bench.params, [assignment])
@@ -191,7 +191,7 @@ def _check_values(bench, points, fixed_sets, config) -> None:
                 known = ", ".join(BENCH_PREFIX + n for n in bench.params) or "none"
                 raise ConfigError(f"grid {assignment}: unknown key {k!r}: bench {bench.name!r} models no "
                                   f"machine config (its parameters: {known})")
-            load_config_summary(str(config), [*fixed_sets, (k, _text(v))])
+            load_config_summary(str(config), [*fixed_sets, (k, value_text(v))])
 
 
 def sweep(
@@ -249,7 +249,7 @@ def sweep(
     columns = grid_columns(points)
     raw: dict[str, Any] = {}
     if isinstance(sets, Mapping):
-        fixed = [(str(k), _text(v)) for k, v in sets.items()]
+        fixed = [(str(k), value_text(v)) for k, v in sets.items()]
         raw = {str(k): v for k, v in sets.items()}
     else:
         fixed = []
@@ -290,7 +290,7 @@ def sweep(
     _check_values(bench, points, fixed_config, cfg)
     if bench is not None:  # the bench's own Param/checks over each point's full parameters, before any runs
         for p in points:
-            every = [f"{k}={v}" for k, v in fixed_bench] + [f"{k}={_text(v)}" for k, v in p.items()
+            every = [f"{k}={v}" for k, v in fixed_bench] + [f"{k}={value_text(v)}" for k, v in p.items()
                                                             if k.startswith(BENCH_PREFIX)]
             check_params(bench.name, apply_bench_overrides(bench.name, bench.params, every)[0],
                          bench.param_specs, bench.checks)
@@ -307,7 +307,7 @@ def sweep(
         ck = None
         if ckpt_path is not None:
             ckpt_path.parent.mkdir(parents=True, exist_ok=True)
-            ck = _Checkpoint(ckpt_path, identity)
+            ck = Checkpoint(ckpt_path, identity)
             if resume:
                 done = ck.read()
                 if retry_failed:
@@ -319,20 +319,21 @@ def sweep(
         plugin_paths = [str(d) for d in bench_paths()]
         tasks = []
         for i, p in enumerate(points):
-            key = _point_key(p)
+            key = point_key(p)
             if key in done:
                 done[key]["point"] = i
                 continue
-            task = {"key": key, "index": i, "params": _plain(p), "seed": seed,
+            task = {"key": key, "index": i, "params": plain(p), "seed": seed,
                     "config": str(cfg) if cfg else None, "bench_paths": plugin_paths}
             if bench is not None:
                 task.update(kind="bench", bench=bench.name,
-                            sets=[f"{k}={v}" for k, v in fixed] + [f"{k}={_text(v)}" for k, v in p.items()],
+                            sets=[f"{k}={v}" for k, v in fixed] + [f"{k}={value_text(v)}" for k, v in p.items()],
                             out=str(out_dir / "points" / f"p{i:04d}") if out_dir else None)
             else:
                 task.update(kind="fn", fn=blob,
                             config_overrides={**dict(fixed_config),
-                                              **{k: _text(v) for k, v in p.items() if not k.startswith(BENCH_PREFIX)}},
+                                              **{k: value_text(v) for k, v in p.items()
+                                                 if not k.startswith(BENCH_PREFIX)}},
                             bench_params={**params, **{k[len(BENCH_PREFIX):]: v for k, v in p.items()
                                                        if k.startswith(BENCH_PREFIX)}})
             tasks.append(task)
@@ -358,14 +359,14 @@ def sweep(
         rows: list[dict[str, Any]] = []
         failures: list[dict[str, Any]] = []
         for i, p in enumerate(points):
-            rec = records.get(_point_key(p))
+            rec = records.get(point_key(p))
             if rec is None:  # not run: the sweep was interrupted
                 continue
             base = {"point": i, **{columns[k][0] if k in columns else k: columns[k][1](v) if k in columns else v
                                    for k, v in p.items()}}
             tail = {"status": rec["status"], "error": rec["error"], "wall_s": rec["wall_s"]}
             if rec["status"] != "ok":
-                label = ", ".join(f"{k}={_text(v)}" for k, v in p.items())
+                label = ", ".join(f"{k}={value_text(v)}" for k, v in p.items())
                 failures.append({"name": f"point {i} ({label})", "error": rec["error"], "point": i, "params": p})
             for r in rec["rows"] or [{}]:
                 rows.append({**base, **{k: v for k, v in r.items() if k not in base and k not in tail}, **tail})
@@ -379,11 +380,11 @@ def sweep(
         if out_dir is not None:
             doc = sweepjson.header("sweep", name, description=description, params=params, seed=seed, config=cfg,
                                    config_overrides=dict(fixed_config))
-            doc.update({"grid": {k: [_plain(v) for v in vals] for k, vals in grid.items()}
-                        if isinstance(grid, Mapping) else {"points": _plain(points)},
-                        "points": len(points), "executor": _executor_name(executor)})
-            doc["results"] = _plain(rows)
-            doc["failures"] = _plain(failures)
+            doc.update({"grid": {k: [plain(v) for v in vals] for k, vals in grid.items()}
+                        if isinstance(grid, Mapping) else {"points": plain(points)},
+                        "points": len(points), "executor": executor_name(executor)})
+            doc["results"] = plain(rows)
+            doc["failures"] = plain(failures)
             doc["wall_s"] = df.attrs["wall_s"]
             if columns:
                 doc["grid_columns"] = {k: col for k, (col, _) in columns.items()}

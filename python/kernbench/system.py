@@ -69,7 +69,7 @@ def config_path(name_or_path: str | os.PathLike | None = None) -> Path:
 
 def override_pairs(set: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, str]]:
     """Config overrides as (path, value text) pairs, the form the core takes: a mapping's items, or
-    ``PATH=VALUE`` texts (anything else is a ConfigError); booleans as true/false."""
+    ``PATH=VALUE`` texts (one without ``=`` is a ConfigError); booleans as true/false."""
     if set is None:
         return []
     if isinstance(set, Mapping):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["KiB", "MiB", "GiB", "size", "gbps", "ns", "parse_quantity", "to_base", "parse_size", "UNITS"]
+__all__ = ["KiB", "MiB", "GiB", "size", "gbps", "ns", "parse_quantity", "split_quantity", "to_base", "parse_size",
+           "UNITS"]
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -61,14 +62,19 @@ def ns(ps: float) -> str:
     return f"{ps / 1e3:g} ns"
 
 
+def split_quantity(text: str) -> tuple[str, str] | None:
+    """'32 GB/s' -> ('32', 'GB/s'): the number's text and the unit word, known or not; None when ``text`` is
+    not a number followed by a unit."""
+    m = _QUANTITY.match(text) if isinstance(text, str) else None
+    return (m.group(1), m.group(2)) if m else None
+
+
 def parse_quantity(text: str) -> tuple[float, str] | None:
     """'32 GB/s' -> (32.0, 'GB/s'); None when ``text`` is not a number with a known unit."""
-    if not isinstance(text, str):
+    q = split_quantity(text)
+    if q is None or q[1] not in UNITS:
         return None
-    m = _QUANTITY.match(text)
-    if not m or m.group(2) not in UNITS:
-        return None
-    return float(m.group(1)), m.group(2)
+    return float(q[0]), q[1]
 
 
 def to_base(value: float, unit: str) -> tuple[float, str]:

@@ -30,6 +30,9 @@ def _ctx(config, overrides=None, bench="milestone-1h-ccl"):
 
 
 def test_machine_label_and_default_machine(tmp_path):
+    """A bench context calls its machine "the default machine" only for the bench's own default config (or a
+    byte-identical copy) with no overrides; any other file or an override is named as such, so a report never claims
+    a reference machine it did not run."""
     default = config_path("topology.yaml")
     copy = tmp_path / "copy.yaml"
     copy.write_bytes(default.read_bytes())
@@ -47,6 +50,8 @@ def test_machine_label_and_default_machine(tmp_path):
 
 
 def test_ccl_bench_on_another_config_names_it_and_claims_no_reference(cli, tmp_path):
+    """milestone-1h-ccl on a config of one's own names that file in its text, prints no ratio to the 366 us
+    reference, and records the reference in sweep.json with applies=false."""
     mine = _small_machine(tmp_path / "mine.yaml")
     out = tmp_path / "out"
     proc = cli("run", "--bench", "milestone-1h-ccl", "--config", str(mine), *TINY_CCL, "--out", str(out))
@@ -59,6 +64,8 @@ def test_ccl_bench_on_another_config_names_it_and_claims_no_reference(cli, tmp_p
 
 
 def test_pe_dma_summary_drops_the_reference_column_off_the_default_machine(cli, tmp_path):
+    """pe-dma-perf's smoke run (which overrides system.sips.w) says it shows no reference column and names the
+    override, and prints none of the default machine's reference figures."""
     proc = cli("run", "--bench", "pe-dma-perf", "--smoke", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "no reference column" in proc.stdout and "the default machine with system.sips.w=2" in proc.stdout
@@ -66,6 +73,8 @@ def test_pe_dma_summary_drops_the_reference_column_off_the_default_machine(cli, 
 
 
 def test_k200_bandwidth_says_when_its_machine_is_not_the_measured_card(cli, tmp_path):
+    """k200-bandwidth labels its 'measured' column plainly on k200.yaml as shipped, and with an override notes that
+    'measured' is the card k200.yaml was fitted to, not the machine simulated."""
     note = "'measured' is the card k200.yaml was fitted to"
     proc = cli("run", "--bench", "k200-bandwidth", "--smoke", "--out", str(tmp_path / "a"))
     assert proc.returncode == 0, proc.stderr

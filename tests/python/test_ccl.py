@@ -18,6 +18,9 @@ def small():
 
 @pytest.mark.parametrize("algorithm", [a["name"] for a in ccl.algorithms()])
 def test_every_algorithm_all_reduces_and_is_verified(algorithm):
+    """Every registered all-reduce algorithm completes with verified data on 32 ranks, its phases start in order
+    within the run, each rank's buffer crosses its PE port both ways and algbw is bytes over latency (nvls refuses a
+    machine without a reducing switch)."""
     if algorithm == "nvls":  # a generated machine has no switch (nvls: tests/python/test_nvls.py)
         with pytest.raises(kernbench.KernbenchError, match="nvls needs an in-network reducing switch"):
             ccl.all_reduce(small(), 64 * 1024, algorithm=algorithm, verify="on")
@@ -34,6 +37,8 @@ def test_every_algorithm_all_reduces_and_is_verified(algorithm):
 
 
 def test_hierarchical_phases_and_pcie_traffic_only_from_centre_cubes():
+    """lrab with an inter-SIP ring runs its five phases in pattern order, ends with the broadcast, and puts on PCIe
+    exactly the centre lanes' ring halves plus one 64 B credit per message."""
     system = kernbench.System.load(set={"system.sips.w": 2, "system.sips.h": 1, "system.cubes.w": 3,
                                         "system.cubes.h": 1, "system.pes_per_cube": 2})
     r = ccl.all_reduce(system, 48 * 1024, algorithm="lrab", inter="ring")
@@ -50,6 +55,8 @@ def test_hierarchical_phases_and_pcie_traffic_only_from_centre_cubes():
 
 
 def test_errors_name_what_is_wrong():
+    """Bad collective inputs (an unknown algorithm, a non-power-of-two rank count for halving-doubling, an SRAM
+    buffer too large, a PE that is not a name or not a PE) each raise the kernbench error that names the problem."""
     with pytest.raises(kernbench.UsageError, match=r"unknown collective algorithm 'nope' \(known: ring"):
         ccl.all_reduce(small(), 1024, algorithm="nope")
     with pytest.raises(kernbench.UsageError, match="power-of-two number of ranks, got 24"):
@@ -64,6 +71,8 @@ def test_errors_name_what_is_wrong():
 
 
 def test_reduce_scatter_all_gather_broadcast():
+    """reduce_scatter, all_gather (torus2d) and broadcast (double binary tree by default, from a non-zero root) run
+    with their data verified."""
     for what in (ccl.reduce_scatter, ccl.all_gather):
         assert what(small(), 32 * 1024, algorithm="torus2d", verify="on").verified
     r = ccl.broadcast(small(), 32 * 1024, root=3, verify="on")
@@ -71,6 +80,9 @@ def test_reduce_scatter_all_gather_broadcast():
 
 
 def test_dist_front_runs_on_a_world_clock():
+    """The torch.distributed-like front keeps one world clock: after each collective elapsed_us() is where the fabric
+    went quiet, a barrier adds its latency, only ReduceOp.SUM is accepted, and a call after destroy_process_group()
+    asks for init_process_group."""
     world = small()
     dist.init_process_group(system=world)
     try:

@@ -126,6 +126,8 @@ def test_describe_by_name_and_by_index(cli):
 
 
 def test_describe_json_and_errors(cli):
+    """`kernbench describe NAME --json` gives the bench's name, default config, list index and typed parameters; an
+    unknown name or index exits 2 with one error line naming it."""
     import json
 
     d = json.loads(cli("describe", "k200-bandwidth", "--json", check=True).stdout)

@@ -173,6 +173,8 @@ def test_vgpu_launch_path_is_exact_and_closed_form():
 
 
 def test_vgpu_second_guest_is_handed_the_gsp_by_the_first_guests_rpc():
+    """With two vGPU guests the critical path shows the second waiting on the GSP resource held by the first guest's
+    rpc step, and asking for a critical path from the op log alone is a UsageError (it holds no causes)."""
     from kernbench import vgpu
 
     run = vgpu.launches(1, set={"vgpu.guests": 2})

@@ -181,6 +181,9 @@ def _headline_pair():
 
 
 def test_headline_metrics_sort_before_tiny_critical_path_shares():
+    """diff_sweeps lists the headline metrics (throughput, latency) first and the rest by |log ratio|, the text
+    follows that order, and headline_rank puts a bench's declared primary metric first and never a share named
+    latency."""
     a, b = _headline_pair()
     d = diff_sweeps(a, b)
     order = [m["metric"] for m in d["metrics"]]
@@ -199,6 +202,8 @@ def test_headline_metrics_sort_before_tiny_critical_path_shares():
 
 
 def test_metric_filter_glob_or_substring(tmp_path, capsys):
+    """A --metric filter selects metrics by glob or substring (several patterns OR-ed, none matching gives an empty
+    unchanged diff), the CLI's diff honours it and names it, and an empty pattern exits 2."""
     a, b = _headline_pair()
     assert [m["metric"] for m in diff_sweeps(a, b, metrics=["latency"])["metrics"]] == ["latency_us"]
     assert sorted(m["metric"] for m in diff_sweeps(a, b, metrics=["critical_path.*"])["metrics"]) == \

@@ -147,6 +147,9 @@ def _fuzz(out, examples: int, at_seed: int) -> None:
 
 
 def test_fuzz_set_and_bench_parameters(stubbed):
+    """Generated `run --bench B --set K=V [--seed N]` calls (seeded; longer with KERNBENCH_FUZZ_SECONDS) either run
+    cleanly with parameters typed like the defaults or exit 2 with one error line and no traceback, and some of them
+    do run."""
     out, seen = stubbed
     budget = float(os.environ.get("KERNBENCH_FUZZ_SECONDS", "0") or 0)
     _fuzz(out, examples=60, at_seed=22)
@@ -170,5 +173,7 @@ def test_fuzz_set_and_bench_parameters(stubbed):
     ["run", "--bench", "perf-fabric", "--set", "bench.window_ns=" + "9" * 400],  # an int too large for a float  # CI stop 23: the default ``cases: []`` is valid
 ])
 def test_known_reproducers_exit_2_with_one_line(stubbed, args):
+    """Each input that once crashed or hung the CLI (huge or non-numeric values, out-of-range seeds, an invalid tp, a
+    bad sip) now exits cleanly or with code 2 and one `kernbench: error:` line, quickly."""
     out, _ = stubbed
     _one(out, (args[2], [*args, "--quiet"]))

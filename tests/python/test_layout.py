@@ -23,26 +23,32 @@ def write(root: Path, rel: str, text: str) -> Path:
 
 
 def test_repository_layering_and_sizes():
+    """The repository itself passes scripts/check_layout.py: no include crosses the layer table and no source file is
+    over the line limit."""
     proc = run_check(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_reports_a_bad_include_and_a_long_file(tmp_path):
+    """In a fake tree the check reports an include from sim into runtime (with what sim may include) and a file one
+    line over the limit, each on its own line with file and line, and a summary of the offence counts; it exits 1."""
     write(tmp_path, "src/runtime/executor.hpp", "#pragma once\n")
     write(tmp_path, "src/sim/event.hpp", "#pragma once\n")
     write(tmp_path, "src/sim/queue.hpp",
           '#pragma once\n#include "sim/event.hpp"\n#include "runtime/executor.hpp"\n')
-    write(tmp_path, "src/topology/big.cpp", "int x;\n" * 801)
+    write(tmp_path, "src/topology/big.cpp", "int x;\n" * 601)
     proc = run_check(tmp_path)
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     assert ('src/sim/queue.hpp:3: layer: sim may not include runtime ("runtime/executor.hpp"); '
             "sim may include: nothing below it") in lines
-    assert "src/topology/big.cpp:801: size: 801 lines, more than the limit of 800" in lines
+    assert "src/topology/big.cpp:601: size: 601 lines, more than the limit of 600" in lines
     assert lines[-1] == "check_layout: FAILED: 1 layering, 1 size offence(s)"
 
 
 def test_ignores_comments_system_includes_and_if0(tmp_path):
+    """Includes in comments, angle-bracket includes, `#if 0` blocks, string and raw-string literals are not counted,
+    but an include after `#if 0 ... #else` or after a closed block comment is."""
     write(tmp_path, "src/sim/a.hpp", "\n".join([
         "#pragma once",
         '// #include "runtime/executor.hpp"',
@@ -68,20 +74,25 @@ def test_ignores_comments_system_includes_and_if0(tmp_path):
 
 
 def test_exactly_the_limit_passes_and_python_and_benches_are_counted(tmp_path):
-    write(tmp_path, "src/sim/ok.cpp", "int x;\n" * 800)
+    """A file of exactly the limit passes; Python files of the package, the bindings and the benches are measured too
+    (non-source files are not), and --max-lines raises the limit."""
+    write(tmp_path, "src/sim/ok.cpp", "int x;\n" * 600)
     write(tmp_path, "python/kernbench/long.py", "x = 1\n" * 900)
     write(tmp_path, "python/bindings/bind_long.cpp", "int y;\n" * 1000)
-    write(tmp_path, "benches/long_bench.py", "y = 2\n" * 801)
+    write(tmp_path, "benches/long_bench.py", "y = 2\n" * 601)
     write(tmp_path, "python/kernbench/notes.txt", "z\n" * 5000)   # not a source file
     proc = run_check(tmp_path)
     assert proc.returncode == 1
     offenders = sorted(line.split(":")[0] for line in proc.stdout.splitlines() if ": size: " in line)
     assert offenders == ["benches/long_bench.py", "python/bindings/bind_long.cpp", "python/kernbench/long.py"]
-    assert "python/kernbench/long.py:801: size: 900 lines" in proc.stdout
+    assert "python/kernbench/long.py:601: size: 900 lines" in proc.stdout
     assert run_check(tmp_path, "--max-lines", "1000").returncode == 0
 
 
 def test_the_side_by_side_layers_and_the_models_sublayer(tmp_path):
+    """The side-by-side layers may not include each other (kernels -> workloads, platforms -> kernels or workloads),
+    runtime may not include sim/models, workloads may use only kernels' public headers, and the bindings may include
+    everything."""
     for h in ["sim/models/phold.hpp", "kernels/gemm.hpp", "kernels/detail/tiles.hpp",
               "platforms/k200/k200.hpp", "workloads/llama.hpp", "runtime/program.hpp"]:
         write(tmp_path, "src/" + h, "#pragma once\n")
@@ -113,6 +124,8 @@ def test_the_side_by_side_layers_and_the_models_sublayer(tmp_path):
 
 
 def test_missing_layers_are_fine_but_an_unknown_one_is_not(tmp_path):
+    """A tree with only some layers passes and says which are present, while a folder under src/ that is not in the
+    layer table is an offence naming the table."""
     write(tmp_path, "src/sim/a.hpp", "#pragma once\n")
     proc = run_check(tmp_path)
     assert proc.returncode == 0 and "layers present: sim" in proc.stdout, proc.stdout

@@ -30,12 +30,15 @@ from kernbench.runner import SEED_MAX, check_seed, run_bench
 # ---- atomic writes: what the target is decides, nothing is replaced that is not a file ----------
 
 def test_write_to_dev_null_writes_through_and_keeps_the_device():
+    """Writing JSON to /dev/null writes through the character device instead of replacing it, and /dev/null is an
+    accepted output file."""
     kio.write_json(Path("/dev/null"), {"a": 1})
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert kio.check_output_file("/dev/null", "--trace") == Path("/dev/null")
 
 
 def test_write_through_a_symlink_updates_the_target_and_keeps_the_link(tmp_path):
+    """An atomic write to a symlink updates the file it points to and leaves the link a link."""
     target = tmp_path / "real.json"
     target.write_text("{}")
     link = tmp_path / "link.json"
@@ -45,6 +48,7 @@ def test_write_through_a_symlink_updates_the_target_and_keeps_the_link(tmp_path)
 
 
 def test_dangling_symlink_writes_its_target(tmp_path):
+    """An atomic write to a dangling symlink creates its target (and the target's missing folder) and keeps the link."""
     link = tmp_path / "link.json"
     link.symlink_to(tmp_path / "sub" / "new.json")
     kio.write_json(link, [1])
@@ -52,6 +56,7 @@ def test_dangling_symlink_writes_its_target(tmp_path):
 
 
 def test_fifo_is_refused_not_replaced(tmp_path):
+    """A FIFO as output is refused with a UsageError, both by the writer and by the up-front check, and stays a FIFO."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     with pytest.raises(UsageError, match="is a FIFO, not a file"):
@@ -62,6 +67,7 @@ def test_fifo_is_refused_not_replaced(tmp_path):
 
 
 def test_folder_target_is_refused(tmp_path):
+    """A folder as an output file is refused by the writer and by check_output_file, naming the option."""
     with pytest.raises(UsageError, match="is a folder, not a file"):
         kio.write_json(tmp_path, {})
     with pytest.raises(UsageError, match="--trace .*is a folder, not a file"):
@@ -70,6 +76,8 @@ def test_folder_target_is_refused(tmp_path):
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_new_files_honour_the_umask(tmp_path, umask, mode):
+    """New JSON and CSV files get mode 0666 & ~umask, as an ordinary write would, although they are written through a
+    temporary file."""
     old = os.umask(umask)
     try:
         for write in (lambda p: kio.write_json(p, {}), lambda p: kio.write_csv(p, [{"a": 1}])):
@@ -81,6 +89,7 @@ def test_new_files_honour_the_umask(tmp_path, umask, mode):
 
 
 def test_rewritten_file_keeps_its_mode(tmp_path):
+    """Atomically rewriting an existing file keeps its mode."""
     path = tmp_path / "keep.json"
     path.write_text("{}")
     path.chmod(0o640)
@@ -89,6 +98,7 @@ def test_rewritten_file_keeps_its_mode(tmp_path):
 
 
 def test_run_outputs_honour_the_umask(tmp_path):
+    """A bench run's sweep.json and sweep.csv get the umask's mode (0644 under 022)."""
     old = os.umask(0o022)
     try:
         run_bench("perf-phold", out=tmp_path / "o", sets=smoke_sets(kernbench.get_bench("perf-phold")), quiet=True)
@@ -106,6 +116,8 @@ def test_run_outputs_honour_the_umask(tmp_path):
     ("{tmp}/" + "d" * 300, "bytes long"),
 ])
 def test_bad_output_folders_are_refused_before_the_run(tmp_path, path, words):
+    """An --out that is empty, a device, a file, under a file or too long is refused by check_output_dir and by
+    run_bench before the bench runs (the bench would otherwise run for hours)."""
     (tmp_path / "file").write_text("x")
     path = path.format(file=tmp_path / "file", tmp=tmp_path)
     with pytest.raises(UsageError, match=words):
@@ -115,6 +127,7 @@ def test_bad_output_folders_are_refused_before_the_run(tmp_path, path, words):
 
 
 def test_bad_trace_path_is_refused_before_the_run(tmp_path):
+    """A --trace that is a folder is refused before the bench runs, and no sweep.json is written."""
     with pytest.raises(UsageError, match="--trace .*is a folder"):
         run_bench("milestone-1h-gemm", out=tmp_path / "o", trace=tmp_path, quiet=True,
                   sets=["bench.square=8192,8192,8192"])
@@ -122,12 +135,14 @@ def test_bad_trace_path_is_refused_before_the_run(tmp_path):
 
 
 def test_figure_formats_are_checked():
+    """A figure file of an unknown format is refused naming it; a known one (svg) is accepted."""
     with pytest.raises(UsageError, match="unknown figure format 'xyz'"):
         kio.check_figure_file("x.xyz")
     assert kio.check_figure_file("x.svg") == Path("x.svg")
 
 
 def test_damaged_golden_is_one_config_error(tmp_path):
+    """A golden file that is cut JSON or not UTF-8 is one ConfigError saying so, not a traceback."""
     from kernbench.goldens import load_golden
 
     bad = tmp_path / "perf-phold.json"
@@ -157,6 +172,8 @@ def _holder(folder: Path) -> subprocess.Popen:
 
 
 def test_second_run_into_a_held_folder_is_refused(tmp_path):
+    """While another process holds an --out folder's lock, run_bench raises and the CLI exits 2 with one line naming
+    the holder's pid, writing nothing; once the holder dies the folder is usable again."""
     holder = _holder(tmp_path)
     try:
         with pytest.raises(UsageError, match=f"another kernbench run \\(pid {holder.pid}\\) is writing"):
@@ -176,6 +193,8 @@ def test_second_run_into_a_held_folder_is_refused(tmp_path):
 
 
 def test_two_concurrent_cli_runs_one_is_refused(tmp_path):
+    """Of two CLI runs started into one folder, the second exits 2 saying another kernbench run is writing there,
+    without a traceback."""
     long = ["--set", "bench.events=3000000", "--set", "bench.simpy_events=20000",
             "--set", "bench.populations=" + ",".join(["256x1"] * 20)]
     first = subprocess.Popen([sys.executable, "-m", "kernbench", "run", "--bench", "perf-phold", "--out",
@@ -192,6 +211,7 @@ def test_two_concurrent_cli_runs_one_is_refused(tmp_path):
 
 
 def test_sweep_holds_its_folder(tmp_path):
+    """kernbench.sweep takes the same output-folder lock: a sweep into a held folder is refused."""
     holder = _holder(tmp_path)
     try:
         with pytest.raises(UsageError, match="another kernbench run"):
@@ -205,6 +225,8 @@ def test_sweep_holds_its_folder(tmp_path):
 # ---- SIGTERM and interrupted sweeps ------------------------------------------------------------
 
 def test_sigterm_keeps_what_finished_like_ctrl_c(tmp_path):
+    """SIGTERM during a bench run exits 143 with one 'interrupted (SIGTERM)' line, and sweep.json keeps the rows that
+    finished plus a failure saying why it stopped, as Ctrl-C does."""
     pops = ",".join(["256x1"] * 20)
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernbench", "run", "--bench", "perf-phold", "--out", str(tmp_path),
@@ -251,6 +273,7 @@ def test_sigterm_to_a_sweep_keeps_the_finished_points(tmp_path):
 
 
 def test_bad_plot_name_is_refused_before_the_points_run(tmp_path):
+    """A --plot file name that is too long is refused before any point runs: no checkpoint is started."""
     with pytest.raises(UsageError, match="--plot .*bytes long"):
         kernbench.sweep(_stop_at_two, {"bench.n": [0, 1, 2, 3]}, "serial", out=tmp_path, plot=("bench.n", "y" * 300))
     assert not (tmp_path / "checkpoint.jsonl").exists()
@@ -263,6 +286,8 @@ def _stop_at_two(point):
 
 
 def test_interrupted_sweep_writes_sweep_json_and_resume_keeps_the_finished_points(tmp_path):
+    """A sweep interrupted at its third point writes sweep.json with the two finished points and a failure saying 2
+    of 4 finished, its checkpoint holds them, and resume=True computes only the other two."""
     grid = {"bench.n": [0, 1, 2, 3]}
     with pytest.raises(KeyboardInterrupt):
         kernbench.sweep(_stop_at_two, grid, "serial", out=tmp_path)
@@ -315,6 +340,8 @@ def _identity(x):
 
 @pytest.mark.parametrize("seed", [-1, SEED_MAX + 1, 2**70, True, 1.5, "3"])
 def test_bad_seeds_are_refused(seed):
+    """Seeds that are negative, past SEED_MAX, booleans, floats or text are a ConfigError naming the seed, and
+    run_bench refuses an out-of-range one before running."""
     with pytest.raises(ConfigError, match="seed"):
         check_seed(seed)
     if isinstance(seed, int) and not isinstance(seed, bool):
@@ -323,6 +350,7 @@ def test_bad_seeds_are_refused(seed):
 
 
 def test_edge_seeds_run(tmp_path):
+    """The extreme valid seeds, 0 and SEED_MAX, run cleanly and are recorded in sweep.json."""
     for seed in (0, SEED_MAX):
         sweep = run_bench("perf-phold", out=tmp_path / str(seed), seed=seed, quiet=True,
                           sets=smoke_sets(kernbench.get_bench("perf-phold")))
@@ -335,6 +363,8 @@ def _plugin(tmp_path, body: str) -> None:
 
 
 def test_a_bench_declares_bounds_and_checks_that_run_before_it(tmp_path, monkeypatch):
+    """A plugin bench's Param bounds and choices and its checks function refuse bad values with a ConfigError before
+    the bench runs (for a sweep, before any point), a good value runs, and describe shows the allowed range."""
     ran = tmp_path / "ran"
     _plugin(tmp_path, f"""
         from kernbench import bench
@@ -367,6 +397,7 @@ def test_a_bench_declares_bounds_and_checks_that_run_before_it(tmp_path, monkeyp
 
 
 def test_defaults_that_fail_their_own_checks_fail_the_audit():
+    """Registering a bench whose default parameters fail its own bounds is a BenchAuditError."""
     from kernbench.overrides import Param
 
     with pytest.raises(BenchAuditError, match="default parameters fail its own checks"):
@@ -376,6 +407,8 @@ def test_defaults_that_fail_their_own_checks_fail_the_audit():
 @pytest.mark.parametrize("value, words", [("1e99", "fits 64 bits"), ("-1e99", "fits 64 bits"),
                                           ("9223372036854775808", "fits 64 bits"), ("1" * 5000, "finite number")])
 def test_integers_fit_64_bits(value, words):
+    """An integer parameter's text must fit 64 bits (1e99, -1e99, 2**63 and a 5000-digit number are refused naming
+    why) while 2**63 - 1 is accepted."""
     from kernbench.overrides import coerce
 
     with pytest.raises(ValueError, match=words):

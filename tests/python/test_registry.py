@@ -204,6 +204,8 @@ def test_plugins_from_the_environment_run_from_the_cli(tmp_path, cli, monkeypatc
     ("X = 1\n", "registers no bench"),
 ])
 def test_a_bad_plugin_is_one_line_naming_the_file(tmp_path, cli, text, words):
+    """A --bench-path plugin that does not parse, fails to import or registers no bench makes `kernbench list` exit 2
+    with one line naming the file and the reason, without a traceback."""
     (tmp_path / "bad.py").write_text(text)
     proc = cli("list", "--bench-path", str(tmp_path))
     assert proc.returncode == 2
@@ -212,6 +214,8 @@ def test_a_bad_plugin_is_one_line_naming_the_file(tmp_path, cli, text, words):
 
 
 def test_a_plugin_reusing_a_shipped_name_is_refused(tmp_path, plugin_state):
+    """A plugin defining a bench under a shipped bench's name (perf-phold) is a BenchAuditError naming the file and
+    the duplicated name."""
     (tmp_path / "dup.py").write_text(textwrap.dedent(PLUGIN.format(name="perf-phold")))
     registry.add_bench_path(tmp_path)
     with pytest.raises(kernbench.BenchAuditError, match=r"dup\.py: bench 'perf-phold' is defined twice"):

@@ -38,6 +38,8 @@ def _exact(excinfo, cls, *words):
 @pytest.mark.parametrize("model", ["packet", "flow"])
 @pytest.mark.parametrize("nbytes", [10_000_000_000, 5_000_000_000])  # past 2^63 ps, and between 2^62 and 2^63
 def test_transfer_past_the_time_range_is_refused_alike(model, nbytes):
+    """Under both fabric models a transfer whose duration would pass 2^62 ps is one UsageError naming its bytes and
+    rate, raised before anything is scheduled, so the System still runs a normal transfer afterwards."""
     s = _system(**{"links.pe.bandwidth": "1 KB/s", "fabric.model": model})
     with pytest.raises(UsageError) as e:
         s.transfer(PE0, PE1, nbytes)
@@ -50,6 +52,8 @@ def test_transfer_past_the_time_range_is_refused_alike(model, nbytes):
 
 @pytest.mark.parametrize("model", ["packet", "flow"])
 def test_huge_latency_is_a_usage_error_and_the_system_stays_usable(model):
+    """A wire latency past the simulator's time range makes a transfer and a DMA each a UsageError saying so, and the
+    System stays usable (it runs, still at time 0, with no failure)."""
     s = _system(**{"links.pe.latency": "9000000 s", "fabric.model": model})
     for call in (lambda: s.transfer(PE0, PE1, 1000), lambda: s.dma("read", PE0, HBM0, 64)):
         with pytest.raises(UsageError) as e:
@@ -60,6 +64,7 @@ def test_huge_latency_is_a_usage_error_and_the_system_stays_usable(model):
 
 
 def test_start_time_past_the_range():
+    """A transfer starting after 2^62 ps is a UsageError saying it is past the simulator's time range."""
     s = _system()
     with pytest.raises(UsageError) as e:
         s.transfer(PE0, PE1, 64, at_ps=2**62 + 1)
@@ -67,6 +72,8 @@ def test_start_time_past_the_range():
 
 
 def test_a_failed_run_makes_the_system_refuse_with_the_reason():
+    """A run stopped by a limit leaves the System usable, but after a program deadlocks part-way the System records
+    the failure and every later call is a UsageError telling to build a new System."""
     s = _system()
     s.transfer(PE0, PE1, 64)
     s.set_limits(max_events=1)
@@ -89,6 +96,8 @@ def test_a_failed_run_makes_the_system_refuse_with_the_reason():
 
 
 def test_cli_transfer_past_the_range_fails_fast_and_clearly(tmp_path):
+    """pe-dma-perf with a transfer past the time range exits 1 (it used to crash with SIGSEGV) and records every
+    failure in sweep.json as a UsageError naming the 2^62 ps limit."""
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "kernbench", "run", "--bench", "pe-dma-perf", "--smoke", "--set",
@@ -115,6 +124,8 @@ def _serial_transfers():
 
 
 def test_threads_on_one_system_are_serialised():
+    """Four threads running one System at once raise nothing and leave the same transfer end times as one serial run:
+    calls on a System are serialised."""
     s = _dma_system()
     errors = []
 
@@ -141,6 +152,7 @@ def _program(s, name):
 
 
 def test_programs_from_threads_on_one_system_equal_serial_runs():
+    """Programs run from four threads on one System get the makespans of serial runs (each sees the machine idle)."""
     serial_sys = _system()
     serial = [serial_sys.run_program(_program(serial_sys, f"p{i}")).makespan_ps for i in range(4)]
     s = _system()
@@ -160,6 +172,8 @@ def test_programs_from_threads_on_one_system_equal_serial_runs():
 
 
 def test_threads_on_separate_systems_equal_serial():
+    """Threads each running their own System give exactly the serial transfer end times: no state is shared between
+    Systems."""
     serial = [_serial_transfers() for _ in range(4)]
     results = {}
 
@@ -177,6 +191,7 @@ def test_threads_on_separate_systems_equal_serial():
 
 
 def test_collectives_from_threads_on_one_system():
+    """All-reduces from three threads on one System each have the latency of one all-reduce on a fresh machine."""
     s = _system()
     ref = ccl.all_reduce(_system(), 4096).latency_ps
     out = []
@@ -198,6 +213,8 @@ BAD_COUNTS = [
 
 @pytest.mark.parametrize("value, words", BAD_COUNTS)
 def test_system_byte_counts(value, words):
+    """A byte count that is fractional, a bool, text, NaN or infinite, or past 64 bits is a UsageError naming the
+    argument (transfer, dma) and what is wrong with it."""
     s = _system()
     for name, call in (("transfer: bytes", lambda: s.transfer(PE0, PE1, value)),
                        ("dma: bytes", lambda: s.dma("read", PE0, HBM0, value))):
@@ -208,6 +225,8 @@ def test_system_byte_counts(value, words):
 
 @pytest.mark.parametrize("value, words", BAD_COUNTS)
 def test_program_byte_counts(value, words):
+    """The Program builder's dma, vector, alloc, send and composite refuse the same bad counts as the System, each a
+    UsageError naming the call and argument: one rule for numeric arguments."""
     s = _system()
     p = s.program()
     for name, call in (("dma: bytes", lambda: p.dma(PE0, HBM0, PE0, value)),
@@ -222,6 +241,8 @@ def test_program_byte_counts(value, words):
 
 @pytest.mark.parametrize("value, words", [("1e6", "string"), (True, "bool"), (None, "number")])
 def test_gemm_flops_is_a_number(value, words):
+    """compute()'s flops must be a number: a string, a bool or None is a UsageError naming gemm: flops and the type
+    given."""
     p = _system().program()
     with pytest.raises(UsageError) as e:
         p.compute(PE0, value)
@@ -230,6 +251,8 @@ def test_gemm_flops_is_a_number(value, words):
 
 @pytest.mark.parametrize("value, words", [(1000.9, "whole number"), (True, "bool"), ("4096", "string")])
 def test_ccl_counts(value, words):
+    """A collective's bytes_per_pe and pieces must be whole numbers: a fraction, a bool or text is a UsageError
+    naming the argument."""
     s = _system()
     with pytest.raises(UsageError) as e:
         ccl.all_reduce(s, value)
@@ -240,6 +263,7 @@ def test_ccl_counts(value, words):
 
 
 def test_dist_byte_counts():
+    """dist.all_reduce refuses a fractional or bool byte count with a UsageError."""
     ccl.dist.init_process_group(system=_system())
     try:
         with pytest.raises(UsageError) as e:
@@ -252,6 +276,8 @@ def test_dist_byte_counts():
 
 
 def test_integral_floats_and_numpy_ints_are_accepted():
+    """Integral floats and numpy integers are accepted as byte counts and times (4096.0, np.int64, np.int32) and
+    recorded as the integers they are."""
     s = _system()
     s.transfer(PE0, PE1, 4096.0)
     s.transfer(PE0, PE1, np.int64(4096), at_ps=np.int32(10))
@@ -266,6 +292,7 @@ def test_integral_floats_and_numpy_ints_are_accepted():
 # ---- 4. collective and DMA entry checks ------------------------------------------
 
 def test_ccl_empty_pes_is_an_error_none_is_all():
+    """pes=[] for a collective is a UsageError, while pes=None means every PE of the machine."""
     s = _system()
     with pytest.raises(UsageError) as e:
         ccl.all_reduce(s, 4096, pes=[])
@@ -274,18 +301,23 @@ def test_ccl_empty_pes_is_an_error_none_is_all():
 
 
 def test_ccl_negative_grid():
+    """A grid2d all-reduce given a grid with negative sides is a UsageError saying so."""
     with pytest.raises(UsageError) as e:
         ccl.all_reduce(_system(), 4096, algorithm="grid2d", grid=(-4, -8))
     _exact(e, UsageError, "negative side")
 
 
 def test_ccl_hbm_buffer_larger_than_the_slice():
+    """An HBM-buffered all-reduce of more per PE than its HBM slice is a CapacityError naming both sizes and
+    pe.hbm.capacity."""
     with pytest.raises(CapacityError) as e:
         ccl.all_reduce(_system(**{"pe.hbm.capacity": "1 GiB"}), 4 * 2**30, buffer="hbm")
     _exact(e, CapacityError, "4096 MiB per PE", "HBM slice is 1024 MiB", "pe.hbm.capacity")
 
 
 def test_dma_router_memory_and_hbm_issuer():
+    """System.dma to a router, or issued by an HBM controller, is a TopologyError naming the node and what it is, and
+    no DMA is recorded."""
     s = _system()
     with pytest.raises(TopologyError) as e:
         s.dma("read", PE0, ROUTER, 64)
@@ -299,6 +331,8 @@ def test_dma_router_memory_and_hbm_issuer():
 # ---- 5. huge counts: a clear error, up front, never MemoryError ------------------
 
 def test_huge_composite_tiles():
+    """A composite of 2**31 - 1 tiles is a UsageError naming the count and the 16777216 limit, the same rule as in
+    C++."""
     p = _system().program()
     with pytest.raises(UsageError) as e:  # the Program builder's one rule, for C++ and Python alike
         p.composite(PE0, 2**31 - 1, [(HBM0, PE0, 64)])
@@ -306,6 +340,7 @@ def test_huge_composite_tiles():
 
 
 def test_huge_ccl_pieces():
+    """A collective cut into 1e9 pieces (int or integral float) is a UsageError saying it is too many."""
     with pytest.raises(UsageError) as e:
         ccl.all_reduce(_system(), 4096, pieces=int(1e9))
     _exact(e, UsageError, "pieces = 1000000000 is too many")
@@ -314,6 +349,8 @@ def test_huge_ccl_pieces():
 
 
 def test_terabyte_send():
+    """A 1 TiB send over 4 KiB IPCQ slots is refused by the executor before running (268435456 segments over the
+    per-send limit), leaving the System without a failure."""
     s = _system(**{"pe.ipcq.slot": "4 KiB"})
     p = s.program()
     p.send(PE0, PE1, 2**40, key=1)

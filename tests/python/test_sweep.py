@@ -296,6 +296,8 @@ def test_quantity_axes_become_numeric_columns_with_the_unit(tmp_path):
 
 
 def test_diff_of_two_quantity_sweeps_matches_rows_by_the_numeric_column(tmp_path):
+    """Two identical sweeps over a quantity axis ("32 GB/s", "128 GB/s") diff as unchanged with both rows matched on
+    the numeric column "links.ucie.bandwidth [GB/s]", so quantity axes work as diff keys."""
     from kernbench.diff import diff_paths
 
     grid = {"links.ucie.bandwidth": ["32 GB/s", "128 GB/s"], "bench.bytes": [65536]}

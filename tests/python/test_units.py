@@ -14,15 +14,19 @@ from kernbench import units
     (16 << 20, {"sep": "", "largest": "MiB"}, "16MiB"),
 ])
 def test_size_is_the_largest_binary_unit_that_divides(n, kw, text):
+    """units.size writes a byte count in the largest binary unit (up to `largest`) that divides it exactly, plain
+    bytes otherwise, with the separator given."""
     assert units.size(n, **kw) == text
 
 
 def test_size_refuses_an_unknown_largest_unit():
+    """units.size with a `largest` that is not a binary unit is a ValueError naming it."""
     with pytest.raises(ValueError, match="largest='TB'"):
         units.size(1, largest="TB")
 
 
 def test_rates_and_times():
+    """gbps and ns format B/s as decimal GB/s and ps as ns in their shortest form."""
     assert units.gbps(32e9) == "32 GB/s" and units.gbps(1.25e11) == "125 GB/s"
     assert units.ns(1500) == "1.5 ns" and units.ns(2000) == "2 ns"
 
@@ -33,16 +37,30 @@ def test_rates_and_times():
     ("1e3 MB", (1000.0, "MB"), (1e9, "B")),
 ])
 def test_parse_quantity_and_base_units(text, parsed, base):
+    """parse_quantity reads a number and a known unit (spaces and exponents allowed) and to_base converts it to its
+    dimension's base unit (B, B/s, ps, Hz)."""
     assert units.parse_quantity(text) == parsed
     assert units.to_base(*parsed)[0] == pytest.approx(base[0]) and units.to_base(*parsed)[1] == base[1]
 
 
+def test_split_quantity_keeps_any_unit_word():
+    """split_quantity splits a number from a unit word, known or not, keeping the number's text (calibration data
+    reads values so, and names an unknown unit itself), while parse_quantity takes only the known units."""
+    assert units.split_quantity(" 1.5e3 GB/s ") == ("1.5e3", "GB/s")
+    assert units.split_quantity("32 parsecs") == ("32", "parsecs") and units.parse_quantity("32 parsecs") is None
+    for text in ("32", "GB/s", "", "1,2 GB/s", None, 32):
+        assert units.split_quantity(text) is None
+
+
 @pytest.mark.parametrize("text", ["32", "fast", "32 parsecs", "GB/s", "", "1,2 GB/s"])
 def test_parse_quantity_rejects_what_is_not_a_quantity(text):
+    """A bare number, a word, an unknown unit, a unit without a number, an empty text or a comma decimal is not a
+    quantity: parse_quantity returns None."""
     assert units.parse_quantity(text) is None
 
 
 def test_parse_size_inverts_size():
+    """parse_size reads back what size writes (with or without the space) and refuses a quantity that is not a size."""
     for n in (4096, 98304, 1 << 20, 3 << 30, 100):
         assert units.parse_size(units.size(n)) == n
         assert units.parse_size(units.size(n, sep="")) == n

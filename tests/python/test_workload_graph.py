@@ -17,6 +17,9 @@ def _layer(prefix: str, first_dep: tuple[int, ...], base: int):
 
 
 def test_repeat_block_equals_writing_every_layer_out():
+    """repeat_block stamps copies of a layer with renamed ops and shifted deps identical to writing every layer out,
+    and the graph's FLOPs, parameter bytes and count (each name once), activation bytes (views write nothing),
+    per-kind totals and find() follow."""
     embed_out = TensorSpec((4, 8), "bf16")
     table = ParamRef("embed.weight", TensorSpec((100, 8), "bf16"))
     embed = Op("embed", "embedding", "aten.embedding.default", (), (embed_out,), (table,), 0,
@@ -35,6 +38,7 @@ def test_repeat_block_equals_writing_every_layer_out():
 
 
 def test_tied_weights_count_once():
+    """A weight shared by two ops (tied embedding and LM head) counts once in param_bytes."""
     x = TensorSpec((2, 4), "fp32")
     w = ParamRef("wte.weight", TensorSpec((10, 4), "fp32"))
     ops = [Op("wte", "embedding", "aten.embedding.default", (), (x,), (w,)),
@@ -44,12 +48,15 @@ def test_tied_weights_count_once():
 
 
 def test_round_trip_is_exact(tmp_path):
+    """A graph saved to JSON and loaded back has the same dict, blocks and meta included."""
     g = WorkloadGraph("toy", _layer("layers.0", (), 0), blocks=[Block("layers", 0, 3, 1)], meta={"batch": 4})
     path = g.save(tmp_path / "g.json")
     assert WorkloadGraph.load(path).to_dict() == g.to_dict()
 
 
 def test_bad_records_name_what_is_wrong():
+    """An unknown op kind or dtype, an op depending on itself or later, and a block that does not fit the ops are
+    each a WorkloadError naming the problem."""
     x = TensorSpec((2,), "fp32")
     with pytest.raises(WorkloadError, match="unknown kind 'gemm'"):
         Op("a.b", "gemm", "aten.mm")

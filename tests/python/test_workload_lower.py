@@ -23,6 +23,8 @@ def sip():
 
 # ---- plan ---------------------------------------------------------------------------------
 def test_plan_errors_name_what_does_not_fit(sip):
+    """A plan that needs more PEs than the machine has, a bad tp, sp without tp, an unknown rule or PE, more pipeline
+    stages than layers, or a tp that does not divide the heads is a WorkloadError naming the numbers."""
     n = len(sip.pes())
     with pytest.raises(WorkloadError, match=rf"dp=2 x pp=1 x tp={n} = {2 * n} PEs do not fit the machine's {n} PEs"):
         ParallelPlan(dp=2, tp=n).place(sip)
@@ -42,6 +44,8 @@ def test_plan_errors_name_what_does_not_fit(sip):
 
 
 def test_placement_is_rank_major(sip):
+    """ParallelPlan.place fills ranks tp-major: a replica's stage is tp consecutive PEs, stages follow each other,
+    then replicas."""
     pl = ParallelPlan(dp=2, tp=4, pp=2).place(sip)
     pes = sip.pes()
     assert pl.group(0, 0) == tuple(pes[0:4]) and pl.group(0, 1) == tuple(pes[4:8])
@@ -50,6 +54,9 @@ def test_placement_is_rank_major(sip):
 
 # ---- lowering -------------------------------------------------------------------------------
 def test_megatron_rules_and_counts(sip):
+    """At tp 8 a LLaMA layer lowers by Megatron's rules (fused column-parallel qkv and gate/up, row-parallel o and
+    down) to 4 GEMMs per rank, one attention per KV group and 2 all-reduces, executing every GEMM FLOP once; a rule
+    override replaces the data-flow rule."""
     g = handbuilt.llama_graph(1, 32, dims=SMALL, layers=1, embed=False, head=False)
     lo = lower(g, sip, ParallelPlan(tp=8))
     rules = {name.rsplit(".", 1)[-1]: r for name, r in lo.rules.items()}
@@ -83,6 +90,8 @@ def test_same_as_hand_built_llama_layer(sip):
 
 
 def test_unlowerable_op_names_op_and_module(sip):
+    """An op with no lowering (a 3-D convolution, a matmul missing an attr) is a WorkloadError naming the op, its
+    kind and target and what is missing, never a silent zero."""
     x = TensorSpec((1, 8, 16, 16, 16), "fp16")
     ops = [Op("model.encoder.conv3d", "conv", "aten.convolution.default", (x,), (x,), flops=10,
               attrs={"kernel": [3, 3, 3], "gemm_m": 1, "gemm_n": 1, "gemm_k": 1, "batch": 1})]
@@ -95,6 +104,7 @@ def test_unlowerable_op_names_op_and_module(sip):
 
 
 def test_determinism_bit_identical():
+    """Lowering and running the same graph and plan on two fresh machines gives the same makespan to the picosecond."""
     def once():
         s = kernbench.System.load(set=SIP)
         g = handbuilt.llama_graph(2, 16, dims=SMALL, layers=2)
@@ -104,6 +114,8 @@ def test_determinism_bit_identical():
 
 # ---- estimates --------------------------------------------------------------------------------
 def test_block_reuse_matches_full_lowering():
+    """Simulating one repeated layer and scaling (reuse=True) gives the full lowering's GEMM FLOPs exactly and its
+    time within 2 %."""
     g = handbuilt.llama_graph(1, 32, dims=SMALL, layers=4)
     full = estimate.simulate(g, kernbench.System.load(set=SIP), ParallelPlan(tp=8), reuse=False)
     one = estimate.simulate(g, kernbench.System.load(set=SIP), ParallelPlan(tp=8), reuse=True)
@@ -112,6 +124,9 @@ def test_block_reuse_matches_full_lowering():
 
 
 def test_inference_kv_cache_grows_and_decode_is_monotone(sip):
+    """estimate.inference grows the KV length by one per decode step with the cache bytes that follow, reports
+    positive TTFT and TPOT, tokens/s from them, and non-decreasing step times; a decode graph not at q_len 1 is
+    refused."""
     build = lambda b, s, kv: handbuilt.llama_graph(b, s, kv, dims=SMALL)  # noqa: E731
     est = estimate.inference(build, sip, ParallelPlan(tp=8), batch=2, prompt=64, decode_steps=4, kv_samples=None)
     kv = [s["kv_len"] for s in est.steps]
@@ -128,6 +143,9 @@ def test_inference_kv_cache_grows_and_decode_is_monotone(sip):
 
 
 def test_training_backward_is_twice_forward_gemm_flops(sip):
+    """A training step's backward GEMM FLOPs are twice the forward's (dgrad and wgrad), the gradient all-reduce and
+    optimizer take time, and the step is shorter than the sum of its parts because the all-reduce overlaps the
+    backward."""
     g = handbuilt.llama_graph(1, 32, dims=SMALL, layers=2)
     tr = estimate.training_step(g, sip, ParallelPlan(tp=4, dp=2))
     f, b = tr.gemm_flops["forward"], tr.gemm_flops["backward"]
@@ -139,6 +157,8 @@ def test_training_backward_is_twice_forward_gemm_flops(sip):
 
 
 def test_one_f_one_b_order_and_bubble():
+    """one_f_one_b gives each stage its warm-up forwards then alternating F/B, and a 2-stage, 4-microbatch step's
+    simulated bubble is within 0.08 of the analytic 1/5."""
     assert one_f_one_b(2, 3) == [[("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("B", 2)],
                                  [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]]
     s = kernbench.System.load(set=SIP)
@@ -160,6 +180,9 @@ def _c1_name(n):
 
 
 def test_k200_run_ops_matches_hand_written_c1_layers():
+    """k200.lower_ops turns ResNet-50's graph into the hand-written C1 layers' GEMMs and im2cols plus its adds and
+    pools and runs them; attention becomes score GEMM, softmax, context GEMM; an op kind with no K200 lowering is a
+    ConfigError naming the op."""
     from kernbench import k200
 
     batch = 1
@@ -191,6 +214,8 @@ def test_k200_run_ops_matches_hand_written_c1_layers():
 
 
 def test_with_kv_len_reshapes_attention_only():
+    """with_kv_len(g, 100) gives exactly the attrs and FLOPs of the graph built at kv_len 100: only attention is
+    reshaped."""
     g = handbuilt.llama_graph(2, 1, 1, dims=SMALL)
     g2 = estimate.with_kv_len(g, 100)
     ref = handbuilt.llama_graph(2, 1, 100, dims=SMALL)

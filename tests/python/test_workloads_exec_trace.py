@@ -36,6 +36,9 @@ def _record(path, m, x):
 
 
 def test_recorded_trace_imports_as_the_mlp(tmp_path):
+    """An execution trace recorded with torch's ExecutionTraceObserver imports to the MLP it ran: its four ops in
+    order with their deps, the linear's m/k/n and parameters, the inputs, and the same FLOPs and bytes as tracing the
+    module with from_torch."""
     torch.manual_seed(0)
     m = _MLP().eval()
     x = torch.randn(4, 16)
@@ -58,6 +61,8 @@ def test_recorded_trace_imports_as_the_mlp(tmp_path):
 
 
 def test_bad_traces_are_clear_errors(tmp_path):
+    """A missing trace file, a trace without a 'nodes' list, and a node whose operator has no kernbench kind are each
+    a WorkloadError naming the problem (the node by id and name)."""
     with pytest.raises(WorkloadError, match="no file"):
         from_execution_trace(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"

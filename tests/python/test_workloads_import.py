@@ -37,6 +37,9 @@ class _MLP(torch.nn.Module):
 
 
 def test_mlp_ops_flops_bytes_and_deps():
+    """from_torch on a hand-checkable MLP gives its ops in order with FLOPs by the torch_ops conventions (bias adds,
+    GELU's 5, LayerNorm's 7 per element), a transpose+contiguous as a real copy, deps through views to the producing
+    op, exact parameter and activation bytes, and a lossless dict round trip."""
     with torch.device("meta"):
         m = _MLP()
     g = from_torch(m, (torch.zeros(4, 16, device="meta"),))
@@ -78,6 +81,8 @@ class _WeightView(torch.nn.Module):
 
 
 def test_a_view_of_a_weight_is_the_weight():
+    """A matmul by a transposed parameter (x @ w.t()) records the parameter itself as its weight, with the GEMM's
+    m/k/n, and no activation input for it."""
     with torch.device("meta"):
         m = _WeightView()
     g = from_torch(m, (torch.zeros(3, 4, device="meta"),))
@@ -87,6 +92,8 @@ def test_a_view_of_a_weight_is_the_weight():
 
 
 def test_einsum_is_a_batched_gemm():
+    """An attention-score einsum imports as one matmul with batch b*h and the m/n/k of the contraction, and
+    2*batch*m*n*k FLOPs."""
     g = from_torch(_Scores(), (torch.zeros(2, 4, 8, 16, device="meta"), torch.zeros(2, 4, 12, 16, device="meta")))
     (op,) = g.ops
     assert op.kind == "matmul" and (op.attrs["batch"], op.attrs["m"], op.attrs["n"], op.attrs["k"]) == (8, 8, 12, 16)
@@ -107,6 +114,8 @@ class _Regions(torch.nn.Module):
 
 
 def test_no_grad_and_autocast_regions_are_inlined():
+    """Ops inside torch.no_grad() and torch.autocast regions are traced inline, in order and with their deps, like
+    the rest of the forward."""
     with torch.device("meta"):
         m = _Regions()
     g = from_torch(m, (torch.zeros(2, 8, device="meta"),))
@@ -132,6 +141,8 @@ class _Net(torch.nn.Module):
 
 
 def test_unknown_op_names_the_op_and_module_path():
+    """An aten op with no kernbench kind (sort) is a WorkloadError naming the op, the module path it was called from
+    and the module's class."""
     with torch.device("meta"):
         m = _Net()
     with pytest.raises(WorkloadError, match=r"aten\.sort.*'blocks\.odd' \(_Odd\)"):
@@ -139,6 +150,8 @@ def test_unknown_op_names_the_op_and_module_path():
 
 
 def test_importing_workloads_does_not_import_torch():
+    """`import kernbench.workloads` in a fresh interpreter does not import torch: the importers load lazily, so the
+    package works without the torch extra."""
     code = "import sys, kernbench.workloads; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -150,6 +163,9 @@ def gpt2():
 
 
 def test_gpt2_params_flops_and_activations_exact(gpt2):
+    """GPT-2 imports with exactly its published 124,439,808 parameters (tied wte/lm_head counted once, under the
+    first name), and matmul, attention, norm and elementwise FLOPs and activation bytes equal to counts derived here
+    from its configuration, with its layers as one block."""
     c = models.GPT2
     d, L, V, P, h = c["n_embd"], c["n_layer"], c["vocab_size"], c["n_positions"], c["n_head"]
     T = B * S
@@ -209,6 +225,8 @@ def _llama_counts(c: dict, b: int, s: int) -> dict:
 
 
 def test_llama3_8b_params_flops_and_activations_exact(llama8b):
+    """LLaMA-3-8B imports with its published 8,030,261,248 parameters plus the rotary inv_freq buffer, and matmul and
+    attention FLOPs, total FLOPs and activation bytes equal to the analytic counts of its configuration."""
     c = models.LLAMA3_8B
     n = _llama_counts(c, B, S)
     assert n["params"] == 8_030_261_248  # the published size (untied embeddings)
@@ -223,6 +241,9 @@ def test_llama3_8b_params_flops_and_activations_exact(llama8b):
 
 
 def test_llama_names_attrs_and_block(llama8b):
+    """The imported LLaMA's ops carry HuggingFace's module names, GEMM shapes and GQA attention attrs (causal, 32
+    heads, 8 KV heads), its 32 layers form one block whose instances are renamed copies, and each layer's first norm
+    depends on the previous layer's residual add."""
     c = models.LLAMA3_8B
     (down,) = [op for op in llama8b.ops if op.name == "model.layers.3.mlp.down_proj"]
     assert down.kind == "matmul" and down.attrs["weight"] == "model.layers.3.mlp.down_proj.weight"
@@ -245,6 +266,8 @@ def test_llama_names_attrs_and_block(llama8b):
 
 @pytest.mark.parametrize("model", ["llama3-8b", "bert-base"])  # a decoder with shared rotary tables; an encoder
 def test_stamped_layers_equal_a_full_trace(model):
+    """Stamping one traced layer into N (for a decoder with shared rotary tables and for an encoder) gives exactly
+    the ops of tracing all N layers: names, shapes, FLOPs, attrs and deps."""
     full = import_model(model, batch=1, seq=8, layers=3, repeat=False)
     stamped = import_model(model, batch=1, seq=8, layers=3)
     assert not full.blocks and stamped.blocks and stamped.meta["repeat"] == "stamped"
@@ -253,6 +276,8 @@ def test_stamped_layers_equal_a_full_trace(model):
 
 
 def test_llama3_70b_80_layers_in_seconds():
+    """LLaMA-3-70B's 80 layers import within the time limit (thanks to stamping) with its published 70,553,706,496
+    parameters and the analytic FLOPs and activation bytes."""
     t = time.perf_counter()
     g = import_model("llama3-70b", batch=1, seq=128)
     dt = time.perf_counter() - t
@@ -266,6 +291,8 @@ def test_llama3_70b_80_layers_in_seconds():
 
 # ---- BERT and ResNet-50 --------------------------------------------------------------------------------------
 def test_bert_base_params_and_matmul_flops():
+    """bert-base imports with its published 109,482,240 parameters plus its two index buffers, matmul FLOPs equal to
+    the analytic count (pooler included), and non-causal self-attention over the whole sequence."""
     c = models.BERT_BASE
     g = import_model("bert-base", batch=B, seq=S)
     d, L, V, I, P = (c["hidden_size"], c["num_hidden_layers"], c["vocab_size"], c["intermediate_size"],
@@ -331,6 +358,9 @@ def resnet():
 
 
 def test_resnet50_params_flops_and_activations_exact(resnet):
+    """ResNet-50 (less its classifier) imports with 23,508,032 parameters plus the BN running statistics it reads,
+    its 53 convs' FLOPs, total FLOPs and activation bytes equal to the analytic counts, and a strided conv's output
+    size and im2col GEMM shape right."""
     g = resnet
     n = _resnet50_counts(models.RESNET50, 2, 224)
     assert n["params"] == 23_508_032 and n["convs"] == 53  # ResNet-50 less its 2048x1000 classifier

@@ -33,6 +33,8 @@ def _mlp_model(batch=4):
 
 
 def test_onnx_mlp_counts(tmp_path):
+    """An ONNX MLP imports to its five ops in order (Gemm as matmul with its bias FLOPs, Relu, LayerNorm, Softmax)
+    with the right GEMM shape, weight name, deps, parameter count and total FLOPs."""
     path = tmp_path / "mlp.onnx"
     onnx.save(_mlp_model(), str(path))
     g = from_onnx(path)
@@ -48,6 +50,8 @@ def test_onnx_mlp_counts(tmp_path):
 
 
 def test_onnx_equals_the_same_model_from_torch():
+    """The same MLP imported from ONNX and traced from torch has the same op kinds, per-op FLOPs and bytes, totals,
+    GEMM shapes and weight names: the importers agree."""
     torch = pytest.importorskip("torch")
     from kernbench.workloads import from_torch
 
@@ -77,6 +81,8 @@ def test_onnx_equals_the_same_model_from_torch():
 
 
 def test_onnx_conv_views_and_embedding():
+    """ONNX Conv becomes a conv with its strided output size and im2col GEMM shape and FLOPs, Reshape a view,
+    Transpose a copy depending through the view on the conv, and Gather on a weight an embedding."""
     nodes = [
         helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv", strides=[2, 2], pads=[1, 1, 1, 1]),
         helper.make_node("Reshape", ["c", "shape"], ["r"], name="/flat/Reshape"),
@@ -100,6 +106,8 @@ def test_onnx_conv_views_and_embedding():
 
 
 def test_onnx_unknown_operator_is_named():
+    """An ONNX operator with no kernbench kind is a WorkloadError naming the node and operator, and a missing file
+    says there is no file."""
     graph = helper.make_graph([helper.make_node("Det", ["x"], ["y"], name="/blk/Det")], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])

@@ -9,6 +9,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_extras_pins_match_setup_sh():
+    """The torch and onnx extras in pyproject.toml pin exactly the versions scripts/setup.sh installs, and CI
+    installs those extras, so the traced op lists are reproducible."""
     py = (ROOT / "pyproject.toml").read_text()
     sh = (ROOT / "scripts" / "setup.sh").read_text()
     extras = dict(re.findall(r'^(torch|onnx) = \[(.*)\]$', py, flags=re.M))

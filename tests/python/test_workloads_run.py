@@ -28,6 +28,8 @@ def k200_host():
 @pytest.mark.slow
 @pytest.mark.parametrize("name,kw,tp", MODELS, ids=[m for m, _, _ in MODELS])
 def test_imported_model_runs_on_the_default_machine_and_the_k200(name, kw, tp, k200_host):
+    """Each imported model lowers and runs on the default machine with every matmul and conv a GEMM of exactly its
+    FLOPs (a tp padding of at most 0.1 %), and runs on the K200 with at least one softmax launch per attention."""
     g = import_model(name, batch=1, **kw)
     system = kernbench.System.load(set={"system.sips.w": 1, "system.sips.h": 1})
     lo = lower(g, system, ParallelPlan(tp=tp), precision="bf16")
@@ -51,6 +53,8 @@ def test_imported_model_runs_on_the_default_machine_and_the_k200(name, kw, tp, k
 
 
 def test_two_identical_layers_are_a_block_that_pipeline_stages_split():
+    """An imported 2-layer LLaMA has one repeated block model.layers of 2 that stage_ranges splits one layer per
+    pipeline stage, and a 1-layer import has no block."""
     from kernbench.workloads.lower import stage_ranges
 
     g = import_model("llama3_8b", batch=1, seq=8, layers=2)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kernbench.calibrate.registry import REGISTRY, CalibrationError, Registry
-from kernbench.units import UNITS as _BASE_UNITS
+from kernbench.units import UNITS as _BASE_UNITS, split_quantity
 
 __all__ = ["Row", "Dataset", "load_data", "unit_factor", "convert", "parse_tolerance", "schema_key", "UNITS"]
 
@@ -313,13 +313,11 @@ def _row(path: Path, line: int, raw: Any, defaults: Mapping[str, Any], groups: M
         raise bad(f"metric {metric!r}: {fname} has no such metric (known: {', '.join(m.metrics) or 'see its doc'})")
     value, unit = d.get("value"), d.get("unit")
     if isinstance(value, str):
-        from kernbench.units import _QUANTITY
-
-        q = _QUANTITY.match(value)
-        if q and q.group(2):
-            if unit is not None and str(unit) != q.group(2):
+        q = split_quantity(value)
+        if q:
+            if unit is not None and str(unit) != q[1]:
                 raise bad(f"value {value!r} and unit {unit!r} disagree")
-            value, unit = q.group(1), q.group(2)
+            value, unit = q
     if value is None:
         raise bad("value: required")
     try:

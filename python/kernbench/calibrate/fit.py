@@ -117,7 +117,7 @@ def current_value(free: Free, config: Any, sets: Mapping[str, str]) -> float | N
     text = sets.get(free.path)
     if text is None:
         try:
-            text = _config_lookup(config, free.path)
+            text = config_lookup(config, free.path)
         except Exception:
             text = None
     if text is None:
@@ -136,7 +136,9 @@ def current_value(free: Free, config: Any, sets: Mapping[str, str]) -> float | N
         return None
 
 
-def _config_lookup(config: Any, path: str) -> Any:
+def config_lookup(config: Any, path: str) -> Any:
+    """The value at the dotted ``path`` (list items by index) of the YAML config ``config`` (a name or a path),
+    with its ``include:`` files merged under it (the including file's keys win)."""
     import yaml
     from pathlib import Path
 

@@ -41,7 +41,7 @@ def _nest(values: Mapping[str, str], base: Any = None) -> tuple[dict[str, Any], 
     tree and, per list, the changed item paths."""
     import copy
 
-    from kernbench.calibrate.fit import _config_lookup
+    from kernbench.calibrate.fit import config_lookup
 
     tree: dict[str, Any] = {}
     lists: dict[str, list[str]] = {}
@@ -60,7 +60,7 @@ def _nest(values: Mapping[str, str], base: Any = None) -> tuple[dict[str, Any], 
             node = node.setdefault(p, {})
         if not isinstance(node.get(parts[idx - 1]), list):
             try:
-                node[parts[idx - 1]] = copy.deepcopy(_config_lookup(base, prefix))
+                node[parts[idx - 1]] = copy.deepcopy(config_lookup(base, prefix))
             except Exception:
                 raise CalibrationError(f"overlay: {path}: the base config has no list {prefix} to copy") from None
         item: Any = node[parts[idx - 1]]
@@ -324,7 +324,7 @@ def row_line(r: Mapping[str, Any]) -> str:
 
 def write_outputs(result: Mapping[str, Any], out: str | Path, *, plots: bool = True) -> dict[str, str]:
     """Write overlay.yaml (calibrations), report.md, the PNGs and result.json into ``out``; returns the paths."""
-    from kernbench.atomic_output import _atomic_write_bytes, check_output_dir, lock_output_dir, write_json
+    from kernbench.atomic_output import atomic_write_bytes, check_output_dir, lock_output_dir, write_json
 
     folder = Path(out)
     check_output_dir(folder, "--out")
@@ -332,10 +332,10 @@ def write_outputs(result: Mapping[str, Any], out: str | Path, *, plots: bool = T
     with lock_output_dir(folder):
         if result.get("kind") == "calibration":
             text = overlay_text(result, folder)
-            _atomic_write_bytes(folder / OVERLAY, text.encode())
+            atomic_write_bytes(folder / OVERLAY, text.encode())
             written["overlay"] = str(folder / OVERLAY)
         figs = _figures(result, folder) if plots and result.get("rows") else []
-        _atomic_write_bytes(folder / "report.md", report_markdown(result, figs).encode())
+        atomic_write_bytes(folder / "report.md", report_markdown(result, figs).encode())
         written["report"] = str(folder / "report.md")
         write_json(folder / "result.json", result)
         written["result"] = str(folder / "result.json")

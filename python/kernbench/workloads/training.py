@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
-from kernbench.workloads.lower import SEQ, SHARD, VECTOR_PASSES, _Lowerer, forward_pass
+from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass
 
 __all__ = ["lower_training", "one_f_one_b", "ADAM_BYTES_PER_PARAM"]
 
@@ -69,7 +69,7 @@ def _layer_of(graph) -> list[str]:
     return out
 
 
-def backward_op(L: _Lowerer, i: int, group, deps: list[list], state: dict, stage: int, mb: int) -> list[list]:
+def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage: int, mb: int) -> list[list]:
     """Lower the backward of forward op ``i``; ``deps`` per rank (its consumers' backward, its forward)."""
     g, tp = L.g, len(group)
     op, a = g.ops[i], g.ops[i].attrs
@@ -135,7 +135,7 @@ def backward_op(L: _Lowerer, i: int, group, deps: list[list], state: dict, stage
     return res
 
 
-def _param_bytes_per_rank(L: _Lowerer, ops: Sequence[int], tp: int) -> int:
+def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
     """Parameter elements one rank holds of these ops (each name once; tp-split where the op is sharded)."""
     seen: dict[str, int] = {}
     for i in ops:
@@ -147,7 +147,7 @@ def _param_bytes_per_rank(L: _Lowerer, ops: Sequence[int], tp: int) -> int:
     return sum(seen.values())
 
 
-def lower_training(L: _Lowerer, stages: Sequence[int], *, optimizer: str = "adam") -> None:
+def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam") -> None:
     if optimizer != "adam":
         raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
     g, plan = L.g, L.plan

@@ -1,0 +1,432 @@
+"""The machinery of a lowering: the Lowerer that appends one graph's ops to a Program, and its books.
+
+kernbench.workloads.lower (``lower()``, and the table of what each op kind becomes) and
+kernbench.workloads.training (the backward pass, the gradient all-reduce and the optimizer) both drive a
+``Lowerer``: ``forward_pass`` lowers the forward ops of one microbatch, ``Lowerer.forward`` one op, and the
+``Lowered`` it fills records the program op ids each graph op became (``Span``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from kernbench.program import Program
+from kernbench.workloads.graph import DTYPE_BYTES, Op, WorkloadError, WorkloadGraph
+from kernbench.workloads.plan import ParallelPlan, Placement
+from kernbench.workloads.targets import target_for
+
+__all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP", "SHARD", "SEQ",
+           "part_of", "stage_ranges"]
+
+#: Passes of an op's bytes through the vector engine, per kind (the llama layer's rmsnorm uses 2: the sum of
+#: squares, then the scaling; softmax likewise max/sum then normalise; assumed 1 for pointwise and reduce).
+VECTOR_PASSES = {"elementwise": 1, "norm": 2, "softmax": 2, "reduce": 1, "embedding": 1}
+COLLECTIVE_SHARE = 512 * 1024  # most bytes per rank one collective stages through scratch (see collective())
+REP, SHARD, SEQ = "replicated", "sharded", "seq"  # activation states over a tp group (plan.py)
+
+_REQUIRED = {"matmul": ("m", "n", "k"), "conv": ("gemm_m", "gemm_n", "gemm_k", "kernel"),
+             "attention": ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"),
+             "elementwise": ("elements",), "norm": ("elements",), "softmax": ("elements",), "reduce": ("elements",),
+             "embedding": ("rows", "dim", "tokens"), "view": (), "copy": ("bytes",)}
+
+
+def part_of(name: str, graph: WorkloadGraph | None = None) -> str:
+    """The layer part an op belongs to: the module under the repeated block (``model.layers.3.mlp.down_proj``
+    -> ``mlp``), else the first module under the model (``model.embed_tokens``, ``lm_head``)."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1):
+        if parts[i + 1].isdigit() and i + 2 < len(parts):
+            return parts[i + 2]
+    if parts[0] in ("model", "transformer", "bert", "resnet") and len(parts) > 1:
+        return parts[1]
+    return parts[0]
+
+
+def stage_ranges(graph: WorkloadGraph, pp: int) -> list[int]:
+    """Pipeline stage of every op: contiguous layer ranges of the graph's main block (the one with most ops);
+    ops before it on stage 0, after it on the last stage."""
+    n = len(graph.ops)
+    if pp == 1:
+        return [0] * n
+    if not graph.blocks:
+        raise WorkloadError(f"{graph.name}: pipeline parallelism (pp = {pp}) splits repeated layers, "
+                            "and the graph declares no blocks")
+    b = max(graph.blocks, key=lambda b: b.size * b.count)
+    if pp > b.count:
+        raise WorkloadError(f"{graph.name}: pp = {pp} pipeline stages but only {b.count} layers "
+                            f"in block {b.prefix!r}")
+    out = []
+    for i in range(n):
+        if i < b.first:
+            out.append(0)
+        elif i >= b.first + b.size * b.count:
+            out.append(pp - 1)
+        else:
+            layer = (i - b.first) // b.size
+            out.append(layer * pp // b.count)
+    return out
+
+
+@dataclass
+class Span:
+    """Program op ids [first, end) that one graph op (or one collective or transfer it implies) lowered to."""
+
+    op: int           # graph op index (-1: not one op, e.g. the optimizer)
+    name: str
+    kind: str         # the graph op kind, or "all_reduce" / "reduce_scatter" / "all_gather" / "p2p" / "optimizer"
+    part: str
+    first: int
+    end: int
+    stage: int = 0
+    pass_: str = "forward"  # forward, backward, optimizer
+    microbatch: int = 0
+
+
+@dataclass
+class Lowered:
+    """A graph placed on a machine: the Program, the placement and which program ops each graph op became."""
+
+    graph: WorkloadGraph
+    program: Program
+    plan: ParallelPlan
+    placement: Placement
+    spans: list[Span] = field(default_factory=list)
+    gemm_flops: float = 0.0          # FLOPs of the GEMMs appended (all ranks, all passes)
+    counts: dict[str, int] = field(default_factory=dict)  # kernel calls appended by kind (gemm, attention, ...)
+    gemm_flops_by_pass: dict[str, float] = field(default_factory=dict)
+    rules: dict[str, tuple[str, int]] = field(default_factory=dict)  # matmul name -> (tp rule, ops in its GEMM)
+    launches: dict[int, str] = field(default_factory=dict)  # GPU target: host-side launch op -> its GPU
+
+    def run(self):
+        return self.program.run()
+
+    def intervals(self, res, select: Callable[[Span], bool]) -> float:
+        """Active time (ps) of the union of the selected spans' op intervals (a GPU kernel's host-side launch
+        is not activity of the machine: it overlaps the kernels before it)."""
+        t = res._core.ops()
+        st, en = t["start_ps"], t["end_ps"]
+        iv = []
+        skip = self.launches
+        for s in self.spans:
+            if select(s):
+                for o in range(s.first, s.end):
+                    if st[o] >= 0 and en[o] > st[o] and o not in skip:
+                        iv.append((int(st[o]), int(en[o])))
+        return _union(iv)
+
+    def breakdown(self, res) -> dict[str, dict[str, float]]:
+        """Active time in us (the union of the ops' intervals, so overlapped work counts once) by op kind
+        and by layer part."""
+        kinds = sorted({s.kind for s in self.spans})
+        parts = sorted({s.part for s in self.spans})
+        return {"by_kind": {k: self.intervals(res, lambda s, k=k: s.kind == k) / 1e6 for k in kinds},
+                "by_part": {p: self.intervals(res, lambda s, p=p: s.part == p) / 1e6 for p in parts}}
+
+
+def _union(iv: list[tuple[int, int]]) -> int:
+    iv.sort()
+    total, lo, hi = 0, None, None
+    for a, b in iv:
+        if hi is None or a > hi:
+            if hi is not None:
+                total += hi - lo
+            lo, hi = a, b
+        else:
+            hi = max(hi, b)
+    if hi is not None:
+        total += hi - lo
+    return total
+
+
+class Lowerer:
+    """Appends ops of one graph to one Program; one instance per lower() call."""
+
+    def __init__(self, graph: WorkloadGraph, system, plan: ParallelPlan, program: Program, *, precision: str | None,
+                 fuse: bool, attention_tiles: tuple[int, int], launch: str | None = None):
+        self.g, self.system, self.plan, self.prog = graph, system, plan, program
+        self.target = target_for(system, launch)
+        if self.target.name == "k200":
+            raise WorkloadError(f"{graph.name}: the K200 host runs a workload as one stream of its own steps (the "
+                                "k200 target): kernbench.k200.run_ops(system, graph.ops), not lower()")
+        self.precision, self.fuse, self.tiles = precision, fuse, attention_tiles
+        lay = system.layout()
+        self.where = {n: (int(p), int(g), int(i)) for n, p, g, i in
+                      zip(lay["ranks"], lay["package"], lay["group"], lay["pe"])}
+        self.mem: dict[str, str] = {}
+        self.chain: dict[str, list] = {}
+        self.key = -1
+        self.out = Lowered(graph, program, plan, plan.place(system))
+        self.consumers: list[list[int]] = [[] for _ in graph.ops]
+        for i, op in enumerate(graph.ops):
+            for d in op.deps:
+                self.consumers[d].append(i)
+        self.fused = self._fusion() if fuse else {}
+        self.leader_of: dict[int, int] = {}
+        self.fused_out: dict[int, tuple] = {}
+        self.rule: dict[int, tuple[str, int]] = {}  # matmul -> (tp rule, ops fused into its GEMM)
+
+    # ---- helpers -------------------------------------------------------------------------
+    def err(self, i: int, msg: str) -> WorkloadError:
+        op = self.g.ops[i]
+        return WorkloadError(f"{self.g.name}: op {i} {op.name!r} ({op.kind}, {op.target}): {msg}")
+
+    def hbm(self, pe: str) -> str:
+        if pe not in self.mem:
+            m = self.system.memory_of(pe)
+            if m is None:
+                raise WorkloadError(f"PE {pe!r} has no memory node (HBM slice) to hold its operands")
+            self.mem[pe] = m
+        return self.mem[pe]
+
+    def prec(self, op: Op) -> str:
+        return self.precision or ("fp32" if op.dtype in ("fp32", "tf32", "fp64") else
+                                  op.dtype if op.dtype in ("fp16", "bf16", "fp8", "int8") else "fp16")
+
+    def esize(self, op: Op) -> int:
+        return DTYPE_BYTES.get(op.dtype, 2)
+
+    def span(self, i, kind, first, stage, pass_, mb, name=None):
+        op = self.g.ops[i] if i >= 0 else None
+        nm = name or (op.name if op else kind)
+        if len(self.prog) > first:
+            self.out.spans.append(Span(i, nm, kind, part_of(nm), first, len(self.prog), stage, pass_, mb))
+
+    def count(self, what: str, n: int = 1):
+        self.out.counts[what] = self.out.counts.get(what, 0) + n
+
+    def step(self, pe: str, fn: Callable[[list], Any], deps: list) -> list:
+        """A compute step on ``pe``: after its previous step and ``deps``; becomes the PE's chain."""
+        h = fn(self.chain.get(pe, []) + deps)
+        self.chain[pe] = [h]
+        return [h]
+
+    def gemm(self, pe, m, n, k, op, deps, pass_):
+        if min(m, n, k) < 1:
+            return deps
+        f = 2.0 * m * n * k
+        self.out.gemm_flops += f
+        self.out.gemm_flops_by_pass[pass_] = self.out.gemm_flops_by_pass.get(pass_, 0.0) + f
+        self.count("gemm")
+        return self.step(pe, lambda d: self.target.gemm(self, pe, int(m), int(n), int(k), op, d), deps)
+
+    def vector(self, pe, elements, row, esize, loads, passes, stores, name, deps):
+        """A memory-bound op of ``elements`` (rows of ``row``): ``loads`` streams in, ``passes`` over the
+        bytes, ``stores`` streams out -- as the target runs one (targets.py)."""
+        if elements < 1:
+            return deps
+        self.count("vector")
+        return self.step(pe, lambda d: self.target.vector(self, pe, elements, row, esize, loads, passes, stores,
+                                                          name, d), deps)
+
+    def copy(self, pe, nbytes, name, deps):
+        """A layout copy or an im2col of ``nbytes``, HBM to HBM (targets.py)."""
+        if nbytes < 1:
+            return deps
+        return self.step(pe, lambda d: self.target.copy(self, pe, int(nbytes), name, d), deps)
+
+    def collective(self, what, group, nbytes, deps, name):
+        if len(group) < 2 or nbytes < 1:
+            return deps
+        # A ring stages each rank's share (bytes / ranks) through scratch in one move: a large buffer (a layer's
+        # gradients) is all-reduced in sequential buckets of at most 512 KiB per rank (NCCL-style chunking).
+        n = len(group)
+        parts = max(1, -(-int(nbytes) // (n * COLLECTIVE_SHARE)))
+        h = deps
+        for j in range(parts):
+            b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
+            self.count(what)
+            h = [self.prog.collective(what, list(group), b, algorithm=self.plan.algorithm, buffer="hbm",
+                                      deps=h, name=name)]
+        return h
+
+    # ---- fusion of sibling linears (q/k/v, gate/up) -------------------------------------------
+    def _fusion(self) -> dict[int, list[int]]:
+        """leader op -> the sibling linears it computes too (same input, same m and k, all column-parallel)."""
+        groups: dict[tuple, list[int]] = {}
+        for i, op in enumerate(self.g.ops):
+            a = op.attrs
+            if op.kind == "matmul" and a.get("weight") and len(op.deps) == 1 and int(a.get("batch", 1)) == 1:
+                groups.setdefault((op.deps[0], a["m"], a["k"], op.dtype), []).append(i)
+        return {v[0]: v for v in groups.values() if len(v) > 1}
+
+    # ---- one op ------------------------------------------------------------------------------
+    def state_in(self, i, state) -> str:
+        op = self.g.ops[i]
+        sts = [state[d] for d in op.deps if d in state]
+        return sts[0] if sts else REP
+
+    def check_attrs(self, i):
+        op = self.g.ops[i]
+        if op.kind not in _REQUIRED:
+            raise self.err(i, f"no lowering for op kind {op.kind!r}")
+        miss = [a for a in _REQUIRED[op.kind] if a not in op.attrs]
+        if miss:
+            raise self.err(i, f"no lowering: attrs {', '.join(miss)} missing")
+
+    def forward(self, i, group, dep_of, state, stage, mb):
+        """Lower graph op ``i`` on ``group``; ``dep_of(d)`` gives rank-indexed handle lists of op d.
+        Returns (rank-indexed handles, output state)."""
+        op, tp, a = self.g.ops[i], len(group), self.g.ops[i].attrs
+        self.check_attrs(i)
+        deps = [sum((dep_of(d)[t] for d in op.deps), []) for t in range(tp)]
+        sin = self.state_in(i, state)
+        first = len(self.prog)
+        e = self.esize(op)
+        kind = op.kind
+        out_state = sin
+        res = deps
+        if kind == "view":
+            return deps, sin
+        if kind == "matmul":
+            return self.matmul(i, group, deps, sin, stage, mb, first)
+        elif kind == "conv":
+            res, out_state = self.conv(i, group, deps)
+        elif kind == "attention":
+            res = self.attention(i, group, deps, "forward")
+            out_state = SHARD
+        elif kind == "embedding":
+            tokens, dim = int(a["tokens"]), int(a["dim"])
+            part = [self.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name, deps[t]) for t, pe in enumerate(group)]
+            if tp > 1:  # vocab-parallel: the ranks' partial lookups summed
+                what = "reduce_scatter" if self.plan.sp else "all_reduce"
+                self.span(i, kind, first, stage, "forward", mb)
+                first_c = len(self.prog)
+                r = self.collective(what, group, tokens * dim * e // (tp if self.plan.sp else 1),
+                                    [h for p in part for h in p], op.name + " " + what)
+                self.span(i, what, first_c, stage, "forward", mb, op.name + " " + what)
+                return [r] * tp, (SEQ if self.plan.sp else REP)
+            res, out_state = part, REP
+        elif kind in VECTOR_PASSES:
+            el = int(a["elements"])
+            split = tp if sin in (SHARD, SEQ) else 1
+            el = -(-el // split)
+            row = op.outputs[0].shape[-1] if op.outputs and op.outputs[0].shape else el
+            if sin == SHARD and kind in ("norm", "softmax", "reduce") and row % split == 0 and el >= row:
+                pass  # a per-head norm/softmax over sharded heads: whole rows per rank
+            loads = max(1, int(a.get("operands", 1)))
+            res = [self.vector(pe, el, row, e, loads, VECTOR_PASSES[kind], 1, op.name, deps[t])
+                   for t, pe in enumerate(group)]
+        elif kind == "copy":
+            nbytes = int(a["bytes"])
+            split = tp if sin in (SHARD, SEQ) else 1
+            res = [self.copy(pe, -(-nbytes // split), op.name, deps[t]) for t, pe in enumerate(group)]
+        self.span(i, kind, first, stage, "forward", mb)
+        return res, out_state
+
+    def matmul(self, i, group, deps, sin, stage, mb, first):
+        op, tp, a = self.g.ops[i], len(group), self.g.ops[i].attrs
+        e = self.esize(op)
+        if i in self.leader_of:  # a sibling computed by its leader's fused GEMM
+            lead = self.leader_of[i]
+            return self.fused_out[lead]
+        m, n, k, b = int(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+        rule = self.plan.rule_for(op.name)
+        if a.get("weight"):
+            rule = rule or (("row" if sin == SHARD else "column") if tp > 1 else "replicated")
+        else:
+            rule = rule or ("batch" if sin == SHARD else "replicated")
+        members = self.fused.get(i, [i])
+        if len(members) > 1 and rule in ("column", "replicated") and all(
+                self.plan.rule_for(self.g.ops[j].name) in (None, rule) for j in members):
+            n = sum(int(self.g.ops[j].attrs["n"]) for j in members)
+        else:
+            members = [i]
+        pre = deps
+        if rule == "column" and sin == SEQ:  # sp: gather the token shards before a column-parallel linear
+            allg = self.collective("all_gather", group, b * m * k * e // tp, sum(deps, []), op.name + " all-gather")
+            self.span(i, "all_gather", first, stage, "forward", mb, op.name + " all-gather")
+            first = len(self.prog)
+            pre = [allg] * tp
+        if rule == "column":
+            # n not a multiple of tp (GPT-2's 50257-word LM head): padded to one, as Megatron pads the vocab
+            res = [self.gemm(pe, b * m, -(-n // tp), k, op, pre[t], "forward") for t, pe in enumerate(group)]
+            out = res, SHARD
+        elif rule == "row":
+            if k % tp:
+                raise self.err(i, f"row-parallel: tp = {tp} does not divide k = {k}")
+            part = [h for t, pe in enumerate(group) for h in self.gemm(pe, b * m, n, k // tp, op, deps[t], "forward")]
+            what = "reduce_scatter" if self.plan.sp else "all_reduce"
+            self.span(i, "matmul", first, stage, "forward", mb)
+            self.rule[i] = (rule, 1)
+            self.out.rules[op.name] = (rule, 1)
+            first = len(self.prog)
+            r = self.collective(what, group, b * m * n * e // (tp if self.plan.sp else 1), part, op.name + " " + what)
+            self.span(i, what, first, stage, "forward", mb, op.name + " " + what)
+            return [r] * tp, (SEQ if self.plan.sp else REP)
+        elif rule == "batch":  # activation x activation, heads in the batch: each rank its heads
+            if b % tp:
+                raise self.err(i, f"tp = {tp} does not divide the batch {b} (heads) of this matmul")
+            out = [self.gemm(pe, b // tp * m, n, k, op, deps[t], "forward") for t, pe in enumerate(group)], SHARD
+        else:  # replicated: every rank runs the whole op
+            out = [self.gemm(pe, b * m, n, k, op, deps[t], "forward") for t, pe in enumerate(group)], \
+                (REP if sin == SEQ else sin)
+        self.span(i, "matmul", first, stage, "forward", mb)
+        for j in members[1:]:
+            self.leader_of[j] = i
+        self.fused_out[i] = out
+        self.rule[i] = (rule, len(members))
+        self.out.rules[op.name] = (rule, len(members))
+        return out
+
+    def conv(self, i, group, deps):
+        op, a = self.g.ops[i], self.g.ops[i].attrs
+        kern = list(a["kernel"])
+        if len(kern) != 2:
+            raise self.err(i, f"no lowering for a {len(kern)}-D convolution (the im2col GEMM lowering is 2-D)")
+        if a.get("transposed"):
+            raise self.err(i, "no lowering for a transposed convolution")
+        dil = a.get("dilation", 1)
+        if any(int(x) != 1 for x in (dil if isinstance(dil, (list, tuple)) else [dil])):
+            raise self.err(i, f"no lowering for a dilated convolution (dilation {dil})")
+        groups = int(a.get("groups", 1))
+        m, n, k = int(a["gemm_m"]), int(a["gemm_n"]), int(a["gemm_k"])
+        stride = a.get("stride", 1)
+        strided = any(int(s) != 1 for s in (stride if isinstance(stride, (list, tuple)) else [stride]))
+        e = self.esize(op)
+        out = []
+        for t, pe in enumerate(group):  # a conv runs whole on every rank (no tensor-parallel conv rule)
+            d = deps[t]
+            if kern != [1, 1] or strided:  # im2col: the lowered A written once
+                d = self.copy(pe, m * groups * k * e, op.name + " im2col", d)
+            out.append(self.gemm(pe, m * groups, n, k, op, d, "forward"))
+        return out, REP
+
+    def attention(self, i, group, deps, pass_):
+        """The attention op ``i`` on ``group`` (its checks and placement are the target's)."""
+        return self.target.attention(self, i, group, deps, pass_)
+
+
+def forward_pass(L: Lowerer, rep: int, mb: int, stages: Sequence[int], only_stage: int | None = None,
+                 memo: dict | None = None) -> dict:
+    """The forward ops of one microbatch on replica ``rep`` (all stages, or ``only_stage``); returns the
+    memo of per-op handles and states (shared across calls of one microbatch)."""
+    g = L.g
+    memo = memo if memo is not None else {"done": {}, "state": {}, "xfer": {}}
+    done, state, xfer = memo["done"], memo["state"], memo["xfer"]
+    for i, op in enumerate(g.ops):
+        s = stages[i]
+        if only_stage is not None and s != only_stage:
+            continue
+        group = L.out.placement.group(rep, s)
+
+        def dep_of(d, s=s, group=group):
+            if stages[d] == s:
+                return done[d]
+            key = (d, s)
+            if key not in xfer:  # the activation crosses to this stage: a DMA per rank into this stage's HBM
+                src = L.out.placement.group(rep, stages[d])
+                first = len(L.prog)
+                nbytes = sum(t.nbytes for t in g.ops[d].outputs)
+                if state.get(d) in (SHARD, SEQ):
+                    nbytes = -(-nbytes // len(group))
+                hs = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, int(nbytes)), deps=done[d][t],
+                                  name=g.ops[d].name + " p2p", tag="p2p")] for t, (sp, dst) in
+                      enumerate(zip(src, group))]
+                L.count("p2p", len(group))
+                L.span(d, "p2p", first, s, "forward", mb, g.ops[d].name + " p2p")
+                xfer[key] = hs
+            return xfer[key]
+
+        done[i], state[i] = L.forward(i, group, dep_of, state, s, mb)
+    return memo
