@@ -75,8 +75,15 @@ void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
   const Bytes n = bytes(s);
   const NodeId from = pe(src), to = pe(dst);
   const std::int64_t key = next_key_++;
-  const std::string label = "r" + std::to_string(src) + ">r" + std::to_string(dst) + " [" + std::to_string(s.lo) +
-                            "," + std::to_string(s.hi) + ")";
+  std::string label = "r";
+  label += std::to_string(src);
+  label += ">r";
+  label += std::to_string(dst);
+  label += " [";
+  label += std::to_string(s.lo);
+  label += ',';
+  label += std::to_string(s.hi);
+  label += ')';
   std::vector<OpId> deps;
   collect(src, s, false, deps);
   const bool hbm = buffer_ == Buffer::Hbm;

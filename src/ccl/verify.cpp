@@ -141,7 +141,10 @@ std::string SymbolicCheck::ranks_text(const std::uint64_t* bits) const {
   for (int r = 0; r < ranks_; ++r) {
     if (!(bits[r / 64] >> (r % 64) & 1U)) continue;
     ++total;
-    if (shown < 12) out += (shown++ ? "," : "") + std::to_string(r);
+    if (shown < 12) {
+      if (shown++) out += ',';
+      out += std::to_string(r);
+    }
   }
   if (total > shown) out += ",... " + std::to_string(total) + " in all";
   return out + "}";

@@ -7,7 +7,14 @@
 
 namespace kernbench::config {
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string in_quotes(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
 
 std::string shortened(std::string_view s, std::size_t keep) {
   if (s.size() <= 2 * keep) return std::string(s);

@@ -36,7 +36,6 @@ std::int64_t part_len(std::int64_t total, std::int64_t n, std::int64_t i) {
   return part_lo(total, n, i + 1) - part_lo(total, n, i);
 }
 
-bool ring_case(const GqaSpec& s) { return s.phase == GqaPhase::Prefill && (s.gqa_case == 1 || s.gqa_case == 4); }
 bool tp_case(const GqaSpec& s) { return s.gqa_case == 1 || s.gqa_case == 2; }
 
 // One K/V tile a PE processes: its length and, if it is loaded from HBM,

@@ -118,7 +118,7 @@ struct SystemConfig {
     NodeParams router{};
     NodeParams hbm_ctrl{};
     NodeParams ucie{};
-    NodeParams pcie_ep{0, false};
+    NodeParams pcie_ep{0, false, {}, {}, 0};  // store-and-forward
   } nodes;
 
   /// Link classes (the YAML `links:` section).

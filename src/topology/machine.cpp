@@ -8,7 +8,13 @@
 namespace kernbench::topology {
 namespace {
 
-std::string router_name(int row, int col) { return "r" + std::to_string(row) + "c" + std::to_string(col); }
+std::string router_name(int row, int col) {
+  std::string out = "r";
+  out += std::to_string(row);
+  out += 'c';
+  out += std::to_string(col);
+  return out;
+}
 
 const char* side_suffix(Side s) {
   switch (s) {

@@ -123,7 +123,7 @@ TEST_CASE("the composite window excludes the pinned-operand load", "[gemm][pinne
   const OpId cp = ops_of(pinned.program, OpKind::Composite).front();
   const OpId cu = ops_of(plain.program, OpKind::Composite).front();
   CHECK(pinned.plan.shares[0].pinned == 192 * kKiB);
-  CHECK(pinned.program.op(pin).tag == pinned.program.tags().size() - 1);  // "pinned"
+  CHECK(static_cast<std::size_t>(pinned.program.op(pin).tag) == pinned.program.tags().size() - 1);  // "pinned"
   CHECK(pinned.program.tags()[static_cast<std::size_t>(pinned.program.op(pin).tag)] == "pinned");
   // The pinned load: 192 KiB at the slice's 256 GB/s, plus the round trip.
   CHECK(static_cast<double>(span(pinned.result, pin)) == Approx(192.0 * 1024 / kHbmBytesPerS * 1e12).epsilon(0.05));

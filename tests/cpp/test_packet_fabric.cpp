@@ -76,8 +76,8 @@ TEST_CASE("lanes are released lazily: an uncontended chunk-hop costs one event",
   CHECK(run.fabric.chunk_hops() == 3 * 4);
   // Each lane served 4 chunks of 32 ns.
   for (int h = 0; h < 3; ++h) {
-    const auto ch = *run.machine.channel_between(run.machine.at("n" + std::to_string(h)),
-                                                 run.machine.at("n" + std::to_string(h + 1)));
+    const auto ch = *run.machine.channel_between(run.machine.at(std::string("n").append(std::to_string(h))),
+                                                 run.machine.at(std::string("n").append(std::to_string(h + 1))));
     const PacketFabric::LaneStats st = run.fabric.lane_stats(run.machine.channel(ch).first_lane);
     INFO("hop " << h);
     CHECK(st.grants == 4);

@@ -156,7 +156,7 @@ TEST_CASE("spawned processes start in spawn order, after events already due", "[
     order.push_back(id);
     co_return;
   };
-  for (int i = 0; i < 5; ++i) sim.spawn("p" + std::to_string(i), proc(i));
+  for (int i = 0; i < 5; ++i) sim.spawn(std::string("p").append(std::to_string(i)), proc(i));
   sim.run();
   CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
 }

@@ -144,7 +144,6 @@ sim::Task<void> K200::hbm_pass(Chain& ch, Die& d, Bytes read, Bytes write, Time 
 sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   sim::Simulation& sim = system_.sim();
   const GemmPlan p = plan_gemm(k);
-  const Time t0 = sim.now();
   if (k.kind == KernelSpec::Kind::Conv && k.lowered_from > 0 && cfg_.compute.lowering_bandwidth.bytes_per_s > 0) {
     // im2col: the input in, the lowered matrix out, both through the die's HBM link.
     const Bytes e = topology::element_bytes(k.precision);
