@@ -11,10 +11,14 @@
 // Boost.Graph is third-party: GCC 12's -Wmaybe-uninitialized misreads its
 // edge iterator when an adjacency_list is copied; its header is exempt from
 // the -Werror of our own code (CMakeLists.txt), nothing else is.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/graph/adjacency_list.hpp>
 #pragma GCC diagnostic pop
+#else
+#include <boost/graph/adjacency_list.hpp>
+#endif
 #include <cstdint>
 #include <optional>
 #include <string>
