@@ -109,6 +109,7 @@ void bind_ccl(py::module_& m) {
       d["name"] = a.name;
       d["description"] = a.description;
       d["collectives"] = a.collectives;
+      d["in_network"] = a.in_network;
       out.append(d);
     }
     return out;

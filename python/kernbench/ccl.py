@@ -51,7 +51,8 @@ REFERENCE_ALL_REDUCE_BYTES = 96 * 1024
 
 
 def algorithms() -> list[dict]:
-    """Every algorithm: name, description, and the collectives it implements."""
+    """Every algorithm: name, description, the collectives it implements, and ``in_network`` (it reduces on
+    switches that declare ``reduction:``, as nvls)."""
     return _core.ccl_algorithms()
 
 

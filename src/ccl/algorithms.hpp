@@ -32,6 +32,9 @@ struct Algorithm {
   /// Needs a rank grid: the spec's, the machine's declared one (graph.layout.grid),
   /// or, on a generated machine, the most square factorisation.
   bool needs_grid = false;
+  /// Reduces in the network, on switches that declare `reduction:` (nvls): a
+  /// machine without one refuses it, and benches of PE machines skip it.
+  bool in_network = false;
   /// Slices each buffer is cut into (a multiple of what the pattern needs).
   int (*slices)(const Plan& plan) = nullptr;
   /// Throws UsageError when the ranks or grid do not suit the algorithm.
@@ -45,7 +48,15 @@ struct Algorithm {
   void (*broadcast)(Schedule& s, const Plan& plan) = nullptr;
 };
 
-/// Every algorithm, in a fixed order.
+/// `a` with what it left out filled in safely, so that no caller can reach
+/// a null function: no `check` accepts any ranks (the pattern's own errors
+/// still name what is wrong), no `slices` cuts one slice per rank, no `owned`
+/// says rank i owns block i of the buffer (a wrong guess fails the symbolic
+/// check with a message, never a crash). An algorithm with no name or with no
+/// collective at all is a UsageError naming it.
+Algorithm complete(Algorithm a);
+
+/// Every algorithm, in a fixed order (each passed through complete()).
 const std::vector<Algorithm>& registry();
 /// The algorithm called `name`; UsageError listing the known names otherwise.
 const Algorithm& find_algorithm(const std::string& name);

@@ -83,6 +83,7 @@ struct AlgorithmInfo {
   std::string name;
   std::string description;
   std::vector<std::string> collectives;  ///< which collectives it implements
+  bool in_network = false;               ///< reduces on switches that declare `reduction:` (nvls)
 };
 std::vector<AlgorithmInfo> algorithms();
 

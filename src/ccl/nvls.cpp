@@ -110,6 +110,7 @@ Algorithm nvls_algorithm() {
   a.description =
       "in-network all-reduce (NVLink SHARP-like): each rank sends every chunk once to a reducing switch, which "
       "reduces and multicasts it back; chunks pipelined over every reducing switch linked to all ranks";
+  a.in_network = true;
   a.slices = [](const Plan& p) { return p.pieces * weight_sum(parts(p)); };
   a.check = [](const Plan& p) { parts(p); };
   a.all_reduce = all_reduce;

@@ -1,14 +1,39 @@
 // registry.cpp -- the algorithms by name.
 #include "ccl/algorithms.hpp"
 
+#include <algorithm>
+
 #include "sim/errors.hpp"
 
 namespace kernbench::ccl {
 
+Algorithm complete(Algorithm a) {
+  if (a.name.empty()) throw UsageError("a collective algorithm needs a name");
+  if (!a.all_reduce && !a.reduce_scatter && !a.all_gather && !a.broadcast)
+    throw UsageError("collective algorithm '" + a.name + "' implements no collective (give all_reduce, "
+                     "reduce_scatter, all_gather or broadcast)");
+  if (!a.check) a.check = [](const Plan&) {};
+  if (!a.slices) a.slices = [](const Plan& p) { return std::max(1, p.world.size()); };
+  if (!a.owned)
+    a.owned = [](const Plan& p) {
+      std::vector<std::pair<int, Slices>> out;
+      const int n = p.world.size();
+      for (int r = 0; r < n; ++r) out.emplace_back(r, block(p.all(), n, r));
+      return out;
+    };
+  return a;
+}
+
 const std::vector<Algorithm>& registry() {
   static const std::vector<Algorithm> all = {
-      ring_algorithm(),      bidir_ring_algorithm(),         torus2d_algorithm(), mesh2d_algorithm(),
-      halving_doubling_algorithm(), double_binary_tree_algorithm(), lrab_algorithm(), nvls_algorithm(),
+      complete(ring_algorithm()),
+      complete(bidir_ring_algorithm()),
+      complete(torus2d_algorithm()),
+      complete(mesh2d_algorithm()),
+      complete(halving_doubling_algorithm()),
+      complete(double_binary_tree_algorithm()),
+      complete(lrab_algorithm()),
+      complete(nvls_algorithm()),
   };
   return all;
 }
@@ -25,7 +50,7 @@ const Algorithm& find_algorithm(const std::string& name) {
 std::vector<AlgorithmInfo> algorithms() {
   std::vector<AlgorithmInfo> out;
   for (const Algorithm& a : registry()) {
-    AlgorithmInfo info{a.name, a.description, {}};
+    AlgorithmInfo info{a.name, a.description, {}, a.in_network};
     if (a.all_reduce) info.collectives.push_back("all_reduce");
     if (a.reduce_scatter) info.collectives.push_back("reduce_scatter");
     if (a.all_gather) info.collectives.push_back("all_gather");

@@ -230,3 +230,34 @@ TEST_CASE("a collective run is deterministic", "[ccl][determinism]") {
   CHECK(a.run.log.end() == b.run.log.end());
   CHECK(a.link_bytes == b.link_bytes);
 }
+
+TEST_CASE("an algorithm that leaves out check, slices or owned gets safe defaults, never a null call", "[ccl]") {
+  // Only a name and an all-reduce (ring's), as a newcomer's first algorithm might be written.
+  Algorithm bare;
+  bare.name = "bare";
+  bare.all_reduce = ring_algorithm().all_reduce;
+  const Algorithm a = complete(bare);
+  REQUIRE(a.check);
+  REQUIRE(a.slices);
+  REQUIRE(a.owned);
+  Plan p;
+  p.world.ranks = {0, 1, 2, 3};
+  p.world.w = 4;
+  p.slices = 4;
+  CHECK(a.slices(p) == 4);  // one slice per rank
+  REQUIRE_NOTHROW(a.check(p));
+  const auto owned = a.owned(p);
+  REQUIRE(owned.size() == 4);
+  for (int r = 0; r < 4; ++r) CHECK(owned[static_cast<std::size_t>(r)].second.lo == r);
+  Algorithm none;
+  none.name = "none";
+  CHECK_THROWS_WITH(complete(none), Catch::Contains("'none' implements no collective"));
+  CHECK_THROWS_WITH(complete(Algorithm{}), Catch::Contains("needs a name"));
+  // Every registered algorithm is complete, and only nvls reduces in the network.
+  for (const Algorithm& r : registry()) {
+    INFO(r.name);
+    CHECK((r.check && r.slices && r.owned));
+    CHECK(r.in_network == (r.name == "nvls"));
+  }
+}
+
