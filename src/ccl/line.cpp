@@ -1,4 +1,5 @@
-// mesh2d.cpp -- 2-D all-reduce on a mesh: lines, no wraparound links.
+// line.cpp -- reduce-scatter and all-gather along a line: no wraparound
+// link (mesh2d's rows and columns, grid2d.cpp).
 //
 // A line of n ranks reduces block b from both ends towards rank b (partial
 // sums flow inwards along the line), so every hop is between neighbours and
@@ -36,31 +37,6 @@ void line_all_gather(Schedule& s, const std::vector<int>& line, Slices r) {
       if (b - d >= 0) s.transfer(line[static_cast<std::size_t>(b - d + 1)], line[static_cast<std::size_t>(b - d)],
                                  blk, Combine::Copy);
     }
-}
-
-Algorithm mesh2d_algorithm() {
-  Algorithm a;
-  a.name = "mesh2d";
-  a.needs_grid = true;
-  a.description = "2-D dimension by dimension with line (no wraparound) reduce-scatter/all-gather per row and column";
-  a.slices = [](const Plan& p) { return p.world.w * p.world.h; };
-  a.check = [](const Plan&) {};
-  a.reduce_scatter = [](Schedule& s, const Plan& p) {
-    s.phase("reduce-scatter");
-    grid_reduce_scatter(s, p.world, p.all(), false);
-  };
-  a.all_gather = [](Schedule& s, const Plan& p) {
-    s.phase("all-gather");
-    grid_all_gather(s, p.world, p.all(), false);
-  };
-  a.all_reduce = [](Schedule& s, const Plan& p) {
-    s.phase("reduce-scatter");
-    grid_reduce_scatter(s, p.world, p.all(), false);
-    s.phase("all-gather");
-    grid_all_gather(s, p.world, p.all(), false);
-  };
-  a.owned = [](const Plan& p) { return grid_owned(p.world, p.all(), false); };
-  return a;
 }
 
 }  // namespace kernbench::ccl
