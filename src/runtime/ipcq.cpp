@@ -13,6 +13,7 @@
 #include "runtime/engine_timing.hpp"
 #include "runtime/executor_impl.hpp"
 #include "sim/errors.hpp"
+#include "sim/park.hpp"
 
 namespace kernbench::runtime {
 
@@ -31,14 +32,6 @@ SlotQueue& Executor::Impl::queue(NodeId from, NodeId to) {
 }
 
 namespace {
-
-// Parks a coroutine in `slot` until someone schedules it.
-struct Park {
-  std::coroutine_handle<>& slot;
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) noexcept { slot = h; }
-  void await_resume() const noexcept {}
-};
 
 Bytes segment_bytes(Bytes total, Bytes slot, std::uint32_t k, std::uint32_t segments) {
   return k + 1 < segments ? slot : total - slot * static_cast<Bytes>(segments - 1);
@@ -112,7 +105,7 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
     if (id >= transfer_message.size()) transfer_message.resize(std::max<std::size_t>(id + 1, 2 * transfer_message.size()));
     transfer_message[id] = mi;
   }
-  if (messages[mi].arrived < segments) co_await Park{messages[mi].sender};
+  if (messages[mi].arrived < segments) co_await sim::Park{messages[mi].sender};
   e.release(Engine::Ipcq, n);
 }
 
@@ -126,7 +119,7 @@ sim::Task<> Executor::Impl::recv(std::uint32_t n) {
     if (messages[mi].arrived <= k) {
       const Time t0 = sim.now();
       messages[mi].want = k;
-      co_await Park{messages[mi].receiver};
+      co_await sim::Park{messages[mi].receiver};
       if (k == 0) nodes[n].engine_holder = static_cast<std::int32_t>(messages[mi].send);  // waited for its data
       else nodes[n].data_wait += sim.now() - t0;
     }

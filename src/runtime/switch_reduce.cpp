@@ -23,19 +23,9 @@
 #include <string>
 
 #include "runtime/executor_impl.hpp"
+#include "sim/park.hpp"
 
 namespace kernbench::runtime {
-
-namespace {
-
-struct Parked {
-  std::coroutine_handle<>& slot;
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) noexcept { slot = h; }
-  void await_resume() const noexcept {}
-};
-
-}  // namespace
 
 void Executor::Impl::switch_leg_done(std::uint64_t transfer) {
   Node& nd = nodes[transfer_node[transfer]];
@@ -59,7 +49,7 @@ sim::Task<> Executor::Impl::switch_legs(std::uint32_t n, bool gather) {
     transfer_node[id] = n;
   }
   // Transfers never complete synchronously, so every leg is still pending here.
-  co_await Parked{nodes[n].parked};
+  co_await sim::Park{nodes[n].parked};
 }
 
 sim::Task<> Executor::Impl::switch_reduce(std::uint32_t n) {
