@@ -32,6 +32,7 @@
 #include "sim/ring_queue.hpp"
 #include "sim/server.hpp"
 #include "sim/simulation.hpp"
+#include "sim/join.hpp"
 #include "sim/trigger.hpp"
 
 namespace kernbench::runtime {
@@ -227,25 +228,8 @@ class Recorder {
   std::vector<CausePart> parts_;
 };
 
-/// Fork/join: children run as processes, each on a copy of the parent's
-/// chain; when the last one ends, `done` fires and `last` is the node the
-/// last-ending child ended with (the join's `after`).
-struct Join {
-  explicit Join(sim::Simulation& sim) : done(sim) {}
-  int left = 0;
-  std::int32_t last = -1;
-  sim::Trigger done;
-  /// Counts one child off, which ended with node `node`.
-  void finish(std::int32_t node) {
-    last = node;
-    if (--left == 0) done.fire();
-  }
-};
-
-/// Runs `t` (which records into `chain`) as a process and counts it off `j` when it ends.
-inline sim::Process joined(sim::Task<void> t, Chain& chain, Join& j) {
-  co_await std::move(t);
-  j.finish(chain.last);
-}
+// Fork/join of children on copies of the parent's chain: sim::Join
+// (sim/join.hpp), with each child's `&chain.last` as its tag, so last() is
+// the node the last-ending child ended with (the join's `after`).
 
 }  // namespace kernbench::runtime

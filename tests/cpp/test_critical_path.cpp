@@ -427,12 +427,13 @@ TEST_CASE("recorder: a chain, a hand-over and a fork/join, walked exactly", "[cr
     op.holder = h;
     engine.release(rec.step(b, op));
   };
-  Join j(sim);
-  j.left = 2;
-  sim.spawn("x", joined(x(), a, j));
-  sim.spawn("y", joined(y(), b, j));
+  kernbench::sim::Join j(sim);
+  j.spawn("x", x(), &a.last);
+  j.spawn("y", y(), &b.last);
+  CHECK(j.running() == 2);  // it counts the children it spawned
   sim.run();
-  CHECK(j.last == b.last);
+  CHECK(j.running() == 0);
+  CHECK(j.last() == b.last);
   const CriticalPath cp = critical_path(rec.graph("toy", 0, 15, 0, rec.size()));
   tiles(cp);
   REQUIRE(cp.steps.size() == 2);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/errors.hpp"
+#include "sim/join.hpp"
 #include "sim/process.hpp"
 #include "sim/trigger.hpp"
 
@@ -180,4 +181,29 @@ TEST_CASE("a trigger wakes every waiter, and later waits pass straight through",
   sim.spawn("late", waiter(2));
   sim.run();
   CHECK(woke == std::vector<std::pair<int, Time>>{{0, 100}, {1, 100}, {2, 100}});
+}
+
+TEST_CASE("sim::Join counts the children it spawns; a waiter counts what runs when it waits", "[process]") {
+  kernbench::sim::Simulation sim(1);
+  kernbench::sim::Join j(sim);
+  std::int32_t tags[3] = {10, 20, 30};
+  auto child = [&](kernbench::sim::Time d) -> kernbench::sim::Task<void> { co_await sim.delay(d); };
+  kernbench::sim::Time woke = -1;
+  auto parent = [&]() -> kernbench::sim::Process {
+    co_await j.wait();  // nothing spawned yet: at once
+    CHECK(sim.now() == 0);
+    j.spawn("a", child(5), &tags[0]);
+    co_await sim.delay(6);  // a has ended; b and c are spawned after it
+    CHECK(j.running() == 0);
+    j.spawn("b", child(10), &tags[1]);
+    j.spawn("c", child(4), &tags[2]);
+    CHECK(j.running() == 2);
+    co_await j.wait();
+    woke = sim.now();
+  };
+  sim.spawn("parent", parent());
+  sim.run();
+  CHECK(woke == 16);        // b, the later of b and c, ends at 6 + 10
+  CHECK(j.last() == 20);    // the tag of the child that ended last
+  CHECK(j.running() == 0);
 }

@@ -161,14 +161,13 @@ sim::Task<void> K200::bounce_pipeline(Chain& ch, DieRef d, Direction dir, Bytes 
       co_await pipe.free.put(st.last);
     }
   };
-  runtime::Join j(sim);
+  sim::Join j(sim);
   const int fillers = dir == Direction::D2H && drv.kl1_bounce_d2h == 2 ? 2 : 1;
-  j.left = fillers + 1;
   Chain stages[3] = {ch, ch, ch};  // the stages fork from the caller's chain
-  for (int f = 0; f < fillers; ++f) sim.spawn("k200.bounce_fill", runtime::joined(fill(stages[f + 1]), stages[f + 1], j));
-  sim.spawn("k200.bounce_drain", runtime::joined(drain(stages[0]), stages[0], j));
-  co_await j.done.wait();
-  ch.last = j.last;
+  for (int f = 0; f < fillers; ++f) j.spawn("k200.bounce_fill", fill(stages[f + 1]), &stages[f + 1].last);
+  j.spawn("k200.bounce_drain", drain(stages[0]), &stages[0].last);
+  co_await j.wait();
+  ch.last = j.last();
 }
 
 sim::Task<void> K200::pin_path(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
@@ -224,13 +223,12 @@ sim::Task<void> K200::peer_same_card(Chain& ch, DieRef src, DieRef dst, Bytes by
       co_await pipe.free.put(st.last);
     }
   };
-  runtime::Join j(sim);
-  j.left = 2;
+  sim::Join j(sim);
   Chain stages[2] = {ch, ch};  // the stages fork from the caller's chain
-  sim.spawn("k200.peer_d2h", runtime::joined(fill(stages[0]), stages[0], j));
-  sim.spawn("k200.peer_h2d", runtime::joined(drain(stages[1]), stages[1], j));
-  co_await j.done.wait();
-  ch.last = j.last;
+  j.spawn("k200.peer_d2h", fill(stages[0]), &stages[0].last);
+  j.spawn("k200.peer_h2d", drain(stages[1]), &stages[1].last);
+  co_await j.wait();
+  ch.last = j.last();
 }
 
 sim::Task<void> K200::cross_card_staged(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag) {
@@ -259,13 +257,12 @@ sim::Task<void> K200::cross_card_staged(Chain& ch, DieRef src, DieRef dst, Bytes
       co_await pipe.free.put(st.last);
     }
   };
-  runtime::Join j(sim);
-  j.left = 2;
+  sim::Join j(sim);
   Chain stages[2] = {ch, ch};  // the stages fork from the caller's chain
-  sim.spawn("k200.staged_d2h", runtime::joined(fill(stages[0]), stages[0], j));
-  sim.spawn("k200.staged_h2d", runtime::joined(drain(stages[1]), stages[1], j));
-  co_await j.done.wait();
-  ch.last = j.last;
+  j.spawn("k200.staged_d2h", fill(stages[0]), &stages[0].last);
+  j.spawn("k200.staged_h2d", drain(stages[1]), &stages[1].last);
+  co_await j.wait();
+  ch.last = j.last();
 }
 
 sim::Task<void> K200::d2d(Chain& ch, DieRef ref, Bytes bytes, std::int32_t tag) {

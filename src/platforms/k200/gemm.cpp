@@ -130,15 +130,14 @@ sim::Task<void> K200::hbm_pass(Chain& ch, Die& d, Bytes read, Bytes write, Time 
                                std::int32_t tag) {
   sim::Simulation& sim = system_.sim();
   const Time t0 = sim.now();
-  runtime::Join j(sim);
-  j.left = (read > 0 ? 1 : 0) + (write > 0 ? 1 : 0);
+  sim::Join j(sim);
   Chain rd = ch, wr = ch;
-  if (read > 0) sim.spawn("k200.hbm_pass_read", runtime::joined(hbm_move(rd, d, read, true, tag), rd, j));
-  if (write > 0) sim.spawn("k200.hbm_pass_write", runtime::joined(hbm_move(wr, d, write, false, tag), wr, j));
+  if (read > 0) j.spawn("k200.hbm_pass_read", hbm_move(rd, d, read, true, tag), &rd.last);
+  if (write > 0) j.spawn("k200.hbm_pass_write", hbm_move(wr, d, write, false, tag), &wr.last);
   co_await sim.delay(at_least);
-  if (read > 0 || write > 0) co_await j.done.wait();
+  co_await j.wait();
   record(ch, kind, d.res_compute, tag, t0, t0, sim.now(), read + write);
-  ch.last = rec_.later(ch.last, j.last);
+  ch.last = rec_.later(ch.last, j.last());
 }
 
 sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
@@ -164,34 +163,28 @@ sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   // previous wave and its panels' fetch.
   const Bytes c_total = k.m * k.n * topology::element_bytes(k.precision);
   Bytes c_left = c_total;
-  runtime::Join stores(sim);
-  stores.left = 1;  // released after the loop, so the trigger cannot fire early
+  sim::Join stores(sim);
   std::vector<Chain> store_chains(static_cast<std::size_t>(p.waves));  // sized once: the stores hold references
   for (std::int64_t w = 0; w < p.waves; ++w) {
-    runtime::Join j(sim);
+    sim::Join j(sim);
     Chain fetch = ch;
-    if (w + 1 < p.waves) {
-      j.left = 1;
-      sim.spawn("k200.gemm_fetch",
-                runtime::joined(hbm_move(fetch, d, wave_blocks(w + 1) * p.hbm_per_wave, true, k.tag), fetch, j));
-    }
+    if (w + 1 < p.waves)
+      j.spawn("k200.gemm_fetch", hbm_move(fetch, d, wave_blocks(w + 1) * p.hbm_per_wave, true, k.tag), &fetch.last);
     const Time c0 = sim.now();
     co_await sim.delay(p.compute_per_wave);
     record(ch, "gemm", d.res_compute, k.tag, c0, c0, sim.now(), 0, block_flops * static_cast<double>(wave_blocks(w)));
     const Bytes c_bytes = w + 1 < p.waves ? c_total * wave_blocks(w) / p.blocks : c_left;
     c_left -= c_bytes;
-    ++stores.left;
     Chain& sc = store_chains[static_cast<std::size_t>(w)];
     sc = ch;
-    sim.spawn("k200.gemm_store", runtime::joined(hbm_move(sc, d, c_bytes, false, k.tag), sc, stores));
+    stores.spawn("k200.gemm_store", hbm_move(sc, d, c_bytes, false, k.tag), &sc.last);
     if (w + 1 < p.waves) {
-      co_await j.done.wait();
-      ch.last = rec_.later(ch.last, j.last);
+      co_await j.wait();
+      ch.last = rec_.later(ch.last, j.last());
     }
   }
-  if (--stores.left == 0) stores.done.fire();
-  co_await stores.done.wait();
-  ch.last = rec_.later(ch.last, stores.last);
+  co_await stores.wait();
+  ch.last = rec_.later(ch.last, stores.last());
 }
 
 RunReport K200::gemm(const KernelSpec& kernel, DieRef ref) {
