@@ -162,13 +162,9 @@ def _gpu_layer(system, phase, tokens, *, s_kv, tp, replicas, precision, allreduc
     lo = lower(g, system, ParallelPlan(dp=int(replicas), tp=int(tp), algorithm=allreduce),
                launch="host" if phase == "prefill" else "graph")
     res = lo.run()
-    t = res._core.ops()
-    st, en = t["start_ps"], t["end_ps"]
     phases: dict[str, list] = {}
-    ar = 0
     for sp in lo.spans:
         if sp.kind in ("all_reduce", "reduce_scatter"):
-            ar += 1
             name = "allreduce1" if "o_proj" in sp.name else "allreduce2"
         else:
             name = _GPU_PHASE.get(sp.name.rsplit(".", 1)[-1], "mlp")
@@ -185,7 +181,6 @@ def _gpu_layer(system, phase, tokens, *, s_kv, tp, replicas, precision, allreduc
     plan = {"chunks": 0, "gqa_case": "fused", "group_pes": int(tp), "flops_model": flops, "flops_executed": flops,
             "weight_bytes_per_rank": int(sum(p.spec.numel for op in g.ops for p in op.params) * e // tp),
             "allreduce_bytes": int(2 * batch * seq * d["hidden"] * e), "s_kv": kv}
-    del st, en, ar
     return LayerResult(phase=phase, tokens=int(tokens), s_kv=kv, tp=int(tp), replicas=int(replicas),
                        latency_ps=latency, tokens_per_s=float(tokens) * replicas / (latency * 1e-12) if latency else 0.0,
                        plan=plan, phases=out, flops_program=float(lo.gemm_flops), link_bytes={},

@@ -8,10 +8,6 @@
 
 namespace kernbench::kernels::gpu {
 
-namespace {
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-}  // namespace
-
 AttentionKernel plan_attention(const GpuSpec& gpu, const AttentionShape& a) {
   const auto bad = [&](const char* what, std::int64_t v) {
     throw UsageError("gpu attention on " + gpu.name + ": " + what + " = " + std::to_string(v) + " (expected >= 1)");

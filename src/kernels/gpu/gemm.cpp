@@ -5,13 +5,12 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/gemm.hpp"
 #include "sim/errors.hpp"
 
 namespace kernbench::kernels::gpu {
 
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Largest dimension one GEMM may have: 2^31 rows (a cuBLAS int); the
 // products below then stay far inside int64 and double.
@@ -19,17 +18,6 @@ constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;
 
 }  // namespace
 
-Bytes gemm_out_bytes(Precision precision) {
-  switch (precision) {
-    case Precision::Fp32:
-    case Precision::Tf32:
-    case Precision::Int8: return 4;
-    case Precision::Fp16:
-    case Precision::Bf16:
-    case Precision::Fp8: return 2;
-  }
-  return 4;
-}
 
 namespace {
 void check_dims(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -46,7 +34,7 @@ GemmKernel gemm_config(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::
   if (t.m < 1 || t.n < 1 || t.k < 1 || s < 1) throw UsageError("gpu gemm on " + gpu.name + ": bad tile or split");
   const double sm_rate = gpu.sm_flops(precision);
   const Bytes e = topology::element_bytes(precision);
-  const Bytes c_e = gemm_out_bytes(precision);
+  const Bytes c_e = gemm_c_elem_bytes(precision);  // the SIP GEMM's rule: int32 for int8, 16 bits for fp8
   const double io = static_cast<double>(m) * k * e + static_cast<double>(k) * n * e + static_cast<double>(m) * n * c_e;
   const std::int64_t tiles = ceil_div(m, t.m) * ceil_div(n, t.n);
   const std::int64_t k_steps = ceil_div(k, t.k);

@@ -57,7 +57,5 @@ GemmKernel gemm_config(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::
 /// UsageError for a non-positive or absurd size (names the dimension).
 GemmKernel plan_gemm(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::int64_t k, Precision precision);
 
-/// Bytes per element of C (FP32 and TF32 4, INT8's int32 4, 16-bit for FP16/BF16/FP8).
-Bytes gemm_out_bytes(Precision precision);
 
 }  // namespace kernbench::kernels::gpu

@@ -6,6 +6,7 @@
 // names a memory works.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "kernels/gpu/config.hpp"
@@ -18,6 +19,9 @@ namespace kernbench::kernels::gpu {
 using sim::Bytes;
 using topology::NodeId;
 using topology::Precision;
+
+/// ceil(a / b) for positive counts: tiles, waves, splits of the kernel models.
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 /// How a kernel is launched (gpu.launch_host or gpu.launch_graph per kernel).
 enum class Launch { Host, Graph };
