@@ -91,16 +91,6 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
   const Node& nd = nodes[n];
   PeEngines& e = pe(nd.agent);
   nodes[n].dispatch_start = nodes[n].dispatch_end = nodes[n].ready;
-  if (nd.kind == OpKind::Launch || nd.kind == OpKind::Kernel) {  // GPU work: no PE_CPU dispatch
-    const Engine engine = nd.kind == OpKind::Launch ? Engine::Launch : Engine::Sm;
-    const int resource = gpu_resource(nd.agent, engine);
-    co_await e.acquire(engine, nodes[n].engine_holder);
-    nodes[n].start = sim.now();
-    co_await sim.delay(nd.duration);
-    e.release(engine, n);
-    finish(n, resource);
-    co_return;
-  }
   if (nd.dispatch) {
     co_await e.acquire(Engine::PeCpu, nodes[n].cpu_holder);
     nodes[n].dispatch_start = sim.now();
@@ -123,15 +113,23 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
       resource = e.resource[static_cast<int>(Engine::Ipcq)];
       break;
     case OpKind::Gemm:
-    case OpKind::Vector: {
-      const bool gemm = nd.kind == OpKind::Gemm;
-      const Time t = gemm ? gemm_time(cfg, nd.flops, nd.precision, nd.name) : vector_time(cfg, nd.bytes, nd.name);
-      const Engine engine = gemm ? Engine::Gemm : Engine::Vector;
+    case OpKind::Vector:
+    case OpKind::Launch:   // a GPU's host launch and its kernel: a priced duration on the agent's
+    case OpKind::Kernel: {  // launch / sm engine (run_graph gives them no PE_CPU dispatch)
+      Engine engine = Engine::Gemm;
+      Time t = 0;
+      switch (nd.kind) {
+        case OpKind::Gemm: t = gemm_time(cfg, nd.flops, nd.precision, nd.name); break;
+        case OpKind::Vector: engine = Engine::Vector, t = vector_time(cfg, nd.bytes, nd.name); break;
+        case OpKind::Launch: engine = Engine::Launch, t = nd.duration; break;
+        default: engine = Engine::Sm, t = nd.duration; break;
+      }
+      resource = engine == Engine::Launch || engine == Engine::Sm ? gpu_resource(nd.agent, engine)
+                                                                  : e.resource[static_cast<int>(engine)];
       co_await e.acquire(engine, nodes[n].engine_holder);
       nodes[n].start = sim.now();
       co_await sim.delay(t);
       e.release(engine, n);
-      resource = e.resource[static_cast<int>(gemm ? Engine::Gemm : Engine::Vector)];
       break;
     }
     case OpKind::Alloc:
@@ -152,9 +150,7 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
       break;
     case OpKind::Barrier:
     case OpKind::Composite:
-    case OpKind::SwitchReduce:
-    case OpKind::Launch:
-    case OpKind::Kernel: break;
+    case OpKind::SwitchReduce: break;
   }
   finish(n, resource);
 }
