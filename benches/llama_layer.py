@@ -9,7 +9,8 @@ for every TP degree in ``tp`` on every machine in ``machines``:
   sip      one SIP of the default config (system.sips 1 x 1, 128 PEs);
   full     the whole default machine (2 x 2 SIPs, 512 PEs).
 On an explicit-graph --config (a GPU box) ``sip`` is the whole machine too:
-it shapes only a generated one, and the log says so once.
+it shapes only a generated one, and the log says so once. A TP degree wider
+than the machine's PEs (16 on an 8-GPU box) is skipped, with one log line.
 With ``replicate`` the layer is copied data-parallel over every PE of the
 machine (replicas = PEs / tp; throughput counts all copies); otherwise one
 copy runs and the rest of the machine idles. A failing point lands in
@@ -99,7 +100,14 @@ def llama_layer(ctx):
                 f"{row['achieved_tflops']:7.1f} TFLOP/s  case {row['gqa_case']}  ({row['wall_s']:.1f} s)")
 
     for machine in p["machines"]:
-        for tp in p["tp"]:
+        tps = list(p["tp"])
+        if machine in MACHINES:  # a TP degree wider than the machine has no point to run: skipped, and logged
+            pes = len(ctx.load_system(MACHINES[machine], shaped_by=f"bench.machines={machine}").pes())
+            wide = [tp for tp in tps if tp > pes]
+            if wide:
+                ctx.log(f"  {machine}: tp {', '.join(map(str, wide))} skipped: the machine has {pes} PEs")
+                tps = [tp for tp in tps if tp <= pes]
+        for tp in tps:
             for t in p["prefill_tokens"]:
                 point(machine, "prefill", t, 0, tp)
             for b in p["decode_batch"]:
