@@ -9,29 +9,23 @@ reduce_scatter (n-1)/n, broadcast 1; kernbench.nccl.BUSBW). ``count`` is
 size / element size, divided by the ranks for all_gather and reduce_scatter,
 as nccl-tests prints it.
 
-The model runs each collective's Program (kernbench.ccl, algorithm ``ring``
-by default) on the preset's GPUs with the buffer in PE scratch, raised per
-size to hold it (so the figures are the links': NVLink, not HBM, is the
-bound at these sizes). A collective or size
-the model cannot run is a row of ``failures`` with the reason; no number is
-made up for it.
+The model runs each collective as NCCL runs it (kernbench.ccl on a GPU machine, src/ccl/nccl.hpp):
+``algorithm`` ``auto`` takes the NCCL tuner's algorithm and protocol per size (each row names them), the
+buffer in HBM, ``REPEATS`` calls back to back launched by ``threads`` host threads (0: one per rank), the
+time per call in steady state, as nccl-tests reports it. A collective or size the model cannot run is a row of
+``failures`` with the reason; no number is made up for it.
 
-Where the box's switches reduce in the network (``reduction:`` on the H100's
-NVSwitch gen3; not the A100's), all-reduce is also modelled with
-``innet_algorithm`` (default ``nvls``: each GPU sends every chunk once to a
-switch, which reduces and multicasts it; steps of ``nvls_piece`` bytes,
-assumed 4 MiB): rows with algorithm ``nvls`` beside ring's, and its busbw at
-the largest size in the log and in ``target``. On a box without a reducing
-switch it is skipped, with the reason in the log and in ``innet`` (sweep.json).
+Where the box's switches reduce in the network (``reduction:`` on the H100's NVSwitch gen3; not the A100's),
+all-reduce is also modelled with ``innet_algorithm`` (default ``nvls``): rows with algorithm ``nvls`` beside the
+tuner's, and its busbw at the largest size in the log and in ``target``. On a box without a reducing switch it
+is skipped, with the reason in the log and in ``innet`` (sweep.json).
 
-Target (when all_reduce reaches 1 GiB): the ring all-reduce's busbw beside the
-link rates (the GPU's NVLink total per direction, and the rate the neighbour
-pair's routing gives: under ``fabric.multipath: spread``, as on the H100 and
-A100 presets, every transfer is striped over all equal-cost paths -- one per
-NVSwitch -- in proportion to their link counts, so the rate is the sum of the
-paths'; under ``single`` the one path's), with the alpha-beta closed form at
-that rate and each protocol overhead the model charges, with where it comes
-from (docs/gpu-box.md).
+Target (when all_reduce reaches 1 GiB): the ring all-reduce at 1 GiB (Simple) beside the link rates (the
+GPU's NVLink total per direction, and the rate the neighbour pair's routing gives: under
+``fabric.multipath: spread``, as on the H100 and A100 presets, every transfer is striped over all equal-cost
+paths -- one per NVSwitch -- in proportion to their link counts, so the rate is the sum of the paths'; under
+``single`` the one path's), with the alpha-beta closed form at that rate times ``nccl.link_efficiency`` and
+the fixed costs the model charges, with where they come from (docs/ccl.md, "On a GPU machine").
 
 Outputs: sweep.json, nccl.csv (every row), nccl_tables.txt (the tables in
 nccl-tests' layout; ``kernbench compare-nccl`` reads it back), busbw.png.
@@ -40,8 +34,6 @@ nccl-tests' layout; ``kernbench compare-nccl`` reads it back), busbw.png.
 from __future__ import annotations
 
 from pathlib import Path
-
-import yaml
 
 from kernbench import bench, nccl
 from kernbench.overrides import Param
@@ -55,8 +47,8 @@ COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
     params={"collectives": Param(list(COLLECTIVES), choices=COLLECTIVES + ["alltoall", "reduce", "sendrecv"]),
             "min_bytes": Param(8, min=1), "max_bytes": Param(1 << 30, min=1), "factor": Param(2, min=2),
             "ranks": Param(8, min=2), "type": Param("float", choices=sorted(nccl.TYPE_BYTES)),
-            "algorithm": "ring", "broadcast_piece": Param(4 << 20, min=1),
-            "innet_algorithm": Param("nvls", choices=["nvls", ""]), "nvls_piece": Param(4 << 20, min=1)},
+            "algorithm": Param("auto", choices=["auto", "ring", "double_binary_tree", "tree", "nvls"]),
+            "threads": Param(0, min=0), "innet_algorithm": Param("nvls", choices=["nvls", ""])},
     config="machines/h100-8x-nvswitch.yaml",
     smoke={"bench.max_bytes": 1 << 20, "bench.factor": 16},
     golden={"key": ["collective", "algorithm", "size"], "metrics": {"time_us": "rel=1e-9", "busbw": "rel=1e-9",
@@ -84,7 +76,7 @@ def gpu_collectives(ctx):
                                           f"{', '.join(sorted(nccl.MODELLED))})"})
             ctx.log(f"{coll}: no model (recorded in failures)")
             continue
-        alg = p["algorithm"] if coll != "broadcast" or p["algorithm"] in ("ring", "double_binary_tree") else "ring"
+        alg = p["algorithm"] if coll == "all_reduce" or p["algorithm"] in ("auto", "ring") else "auto"
 
         def failed(size, e, coll=coll):
             ctx.failures.append({"name": f"{coll} {size} B", "collective": coll, "size": size,
@@ -92,8 +84,8 @@ def gpu_collectives(ctx):
             ctx.log(f"  {coll} {size} B FAILED: {type(e).__name__}: {e}")
 
         rows = nccl.model_rows(config, coll, sizes, ranks=int(p["ranks"]), algorithm=alg, type_=p["type"],
-                               sets=dict(ctx.config_overrides), seed=ctx.seed,
-                               broadcast_piece=int(p["broadcast_piece"]), on_error=failed)
+                               sets=dict(ctx.config_overrides), seed=ctx.seed, threads=int(p["threads"]),
+                               on_error=failed)
         for r in rows:
             lb = r.pop("link_bytes")
             r.update({f"bytes_{k}": v for k, v in sorted(lb.items())})
@@ -127,7 +119,7 @@ def _innet(ctx, config: str, sizes: list[int]):
         errors.append((size, e))
 
     rows = nccl.model_rows(config, "all_reduce", sizes, ranks=int(p["ranks"]), algorithm=alg, type_=p["type"],
-                           sets=dict(ctx.config_overrides), seed=ctx.seed, nvls_piece=int(p["nvls_piece"]),
+                           sets=dict(ctx.config_overrides), seed=ctx.seed, threads=int(p["threads"]),
                            on_error=failed)
     missing = [e for _, e in errors if "needs an in-network reducing switch" in str(e)]
     if missing and not rows:  # the box has no reducing switch: not a failure of the model
@@ -153,27 +145,18 @@ def _innet(ctx, config: str, sizes: list[int]):
             "ring_busbw_GBps": other["busbw"] if other else None}
 
 
-def _pe(doc: dict, sets: dict, key: str, default: str, parse) -> float:
-    """A pe.* value of the run: the --set override, else the config's, else the schema default."""
-    text = sets.get(f"pe.{key}")
-    if text is None:
-        node = doc.get("pe", {})
-        for part in key.split("."):
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        text = node if node != {} else default
-    return parse(str(text))
-
-
 def _target(ctx, config: str):
-    """The ring all-reduce's busbw at 1 GiB beside the link rates, the closed form and the overheads."""
+    """The ring all-reduce at 1 GiB beside the link rates, the closed form and the fixed costs."""
     from kernbench import _core
     from kernbench.system import System
 
-    row = next((r for r in ctx.results if r["collective"] == "all_reduce" and r["size"] == 1 << 30
-                and r["algorithm"] == "ring"), None)
-    if row is None:
+    p = ctx.params
+    if not any(r["collective"] == "all_reduce" and r["size"] == 1 << 30 for r in ctx.results):
         return None
     sets = dict(ctx.config_overrides)
+    rows = nccl.model_rows(config, "all_reduce", [1 << 30], ranks=int(p["ranks"]), algorithm="ring",
+                           sets=sets, seed=ctx.seed, threads=int(p["threads"]))
+    row = rows[0]
     system = System.load(config, set=sets, seed=ctx.seed)
     pes = nccl.pes_of(system)[: row["ranks"]]
     ch = system.channels()
@@ -185,55 +168,41 @@ def _target(ctx, config: str):
                      if system.node_name(int(ch["src"][i])) == pes[0] and ch["class"][i] == cls)
     used = paths if mode == "spread" else paths[:1]  # ecmp: one path per transfer, path 0 stated
     path_bps = _striped_rate(used)
-    slowest_bps = min(p["rate_Bps"] for p in used)
-    doc = yaml.safe_load(Path(config).read_text()) or {}
-    dispatch = _pe(doc, sets, "dispatch", "20 ns", _core.parse_time)
-    bank_hop = _pe(doc, sets, "ipcq.bank_hop", "1 ns", _core.parse_time)
-    slot = _pe(doc, sets, "ipcq.slot", "4 KiB", _core.parse_bytes)
-    clock_hz = _freq(_pe(doc, sets, "clock", "1000 MHz", str))
-    vec = float(_pe(doc, sets, "vector_bytes_per_cycle", "128", float))
-    chunk = _core.parse_bytes(str(sets.get("fabric.chunk", (doc.get("fabric") or {}).get("chunk", "4 KiB"))))
     n, size = row["ranks"], row["size"]
-    hop_lat = info["wire_latency_ps"] + info["node_overhead_ps"]
-    reduce_ps = slot / (vec * clock_hz) * 1e12
-    cut_through_ps = chunk / slowest_bps * 1e12 * (info["hops"] - 1)
-    overheads = [
-        {"name": "dispatch per step", "ps": dispatch,
-         "from": "pe.dispatch (assumed: NCCL's per-step flag write and poll, one small-message round trip)"},
-        {"name": "wire + switch latency per step", "ps": hop_lat,
-         "from": f"route {' -> '.join(info['nodes'])}: the wire latency of its {info['hops']} {cls} hops + the "
-                 "switch's overhead (assumed values in the preset)"},
-        {"name": "cut-through of the first chunk per extra hop", "ps": cut_through_ps,
-         "from": f"fabric.chunk {chunk} B at the slowest used path's rate {slowest_bps / 1e9:.1f} GB/s "
-                 f"({info['hops'] - 1} extra hop)"},
-        {"name": "bank hop per step", "ps": bank_hop, "from": "pe.ipcq.bank_hop (assumed, the default)"},
-        {"name": "reduction of the last slot per step", "ps": reduce_ps,
-         "from": f"pe.ipcq.slot {int(slot)} B / (pe.vector_bytes_per_cycle x pe.clock) (assumed: HBM rate / 3)"},
-    ]
-    alpha = sum(o["ps"] for o in overheads)
-    closed_ps = 2 * (n - 1) * (alpha + size / n / path_bps * 1e12)
+    overheads = []
+    eff = 1.0
+    if system.target == "gpu":
+        nc = _core.nccl_config(system._core)
+        eff = nc["link_efficiency"]
+        base = {"ll": nc["ll_base_ps"], "ll128": nc["ll128_base_ps"], "simple": nc["simple_base_ps"]}[row["protocol"]]
+        overheads = [
+            {"name": "host launch per call", "ps": nc["call_host_ps"],
+             "from": "nccl.call_host (one per rank's thread; back to back it overlaps the previous call)"},
+            {"name": f"{row['protocol']} fixed cost per call", "ps": base, "from": f"nccl.{row['protocol']}_base"},
+        ]
+    rate = path_bps * eff
+    closed_ps = 2 * (n - 1) / n * size / rate * 1e12
     model_ps = row["time_us"] * 1e6
-    t = {"collective": "all_reduce", "algorithm": "ring", "size": size, "ranks": n, "busbw_GBps": row["busbw"],
-         "algbw_GBps": row["algbw"], "time_us": row["time_us"],
+    t = {"collective": "all_reduce", "algorithm": "ring", "protocol": row["protocol"], "size": size, "ranks": n,
+         "busbw_GBps": row["busbw"], "algbw_GBps": row["algbw"], "time_us": row["time_us"],
          "link_class": cls, "gpu_link_rate_GBps": out_of_gpu / 1e9,
-         "route": info["nodes"], "path_rate_GBps": path_bps / 1e9, "multipath": mode,
-         "paths": [{"nodes": p["nodes"], "rate_GBps": p["rate_Bps"] / 1e9} for p in used],
+         "route": info["nodes"], "path_rate_GBps": path_bps / 1e9, "multipath": mode, "link_efficiency": eff,
+         "paths": [{"nodes": q["nodes"], "rate_GBps": q["rate_Bps"] / 1e9} for q in used],
          "busbw_vs_gpu_links": row["busbw"] / (out_of_gpu / 1e9) if out_of_gpu else None,
          "busbw_vs_path": row["busbw"] / (path_bps / 1e9),
          "closed_form_us": closed_ps / 1e6, "model_vs_closed_form": model_ps / closed_ps - 1,
-         "alpha_per_step_us": alpha / 1e6, "overheads": [{**o, "us": o.pop("ps") / 1e6} for o in overheads]}
-    rates = ", ".join(f"{p['nodes'][1]} {p['rate_Bps'] / 1e9:.0f}" for p in used)
+         "overheads": [{**o, "us": o.pop("ps") / 1e6} for o in overheads]}
+    rates = ", ".join(f"{q['nodes'][1]} {q['rate_Bps'] / 1e9:.0f}" for q in used)
     via = f"{len(used)} paths striped by rate: {rates} GB/s" if len(used) > 1 else " -> ".join(info["nodes"])
     if mode == "ecmp" and len(paths) > 1:  # concurrent transfers may hash onto other paths: not a bound
         via = (f"each transfer on one of {len(paths)} paths by flow hash, the first stated: {via}; "
                "transfers in flight together may take others")
-    ctx.log(f"target: ring all-reduce, {n} GPUs, 1 GiB: busbw {row['busbw']:.1f} GB/s beside the GPU's {cls} "
-            f"links, {t['gpu_link_rate_GBps']:.1f} GB/s per direction "
+    ctx.log(f"target: ring all-reduce ({row['protocol']}), {n} GPUs, 1 GiB: busbw {row['busbw']:.1f} GB/s beside "
+            f"the GPU's {cls} links, {t['gpu_link_rate_GBps']:.1f} GB/s per direction "
             f"({100 * (t['busbw_vs_gpu_links'] or 0):.0f} %), and the routing's {t['path_rate_GBps']:.1f} GB/s "
             f"(fabric.multipath {mode}; {via}: {100 * t['busbw_vs_path']:.1f} %)")
-    ctx.log(f"  closed form 2(n-1)(alpha + S/(n beta)) at that rate: {t['closed_form_us']:.1f} us; model "
-            f"{row['time_us']:.1f} us ({100 * t['model_vs_closed_form']:+.3f} %); alpha per step "
-            f"{t['alpha_per_step_us']:.3f} us:")
+    ctx.log(f"  closed form 2(n-1)/n S / (rate x nccl.link_efficiency {eff:.3f}): {t['closed_form_us']:.1f} us; "
+            f"model {row['time_us']:.1f} us ({100 * t['model_vs_closed_form']:+.3f} %); fixed costs:")
     for o in t["overheads"]:
         ctx.log(f"    {o['us']:8.3f} us  {o['name']}: {o['from']}")
     return t
@@ -255,12 +224,6 @@ def _striped_rate(paths: list) -> float:
             load[c] = load.get(c, 0.0) + p["rate_Bps"]
             capacity[c] = rate
     return min(capacity[c] * total / w for c, w in load.items())
-
-
-def _freq(text: str) -> float:
-    """'1830 MHz' -> 1.83e9 (Hz)."""
-    value, unit = str(text).split()
-    return float(value) * {"Hz": 1, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9}[unit]
 
 
 def _figure(ctx, rows):

@@ -1,6 +1,7 @@
 // kernbench.cpp -- see kernbench.hpp.
 #include "kernbench.hpp"
 
+#include "ccl/config_section.hpp"
 #include "config/schema.hpp"
 #include "kernels/gpu/config_section.hpp"
 #include "platforms/k200/config_section.hpp"
@@ -19,10 +20,11 @@ config::Schema make_schema() {
   runtime::add_pe_section(s);
   runtime::add_energy_section(s);
   kernels::gpu::add_config_section(s);
+  ccl::add_config_section(s);
   platforms::vgpu::add_config_section(s);
   platforms::k200::add_config_section(s);
   // The order they are listed in (messages, `kernbench schema`, docs/config-reference.md).
-  s.root().list_keys({"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "vgpu", "k200", "energy"});
+  s.root().list_keys({"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "nccl", "vgpu", "k200", "energy"});
   return s;
 }
 

@@ -72,6 +72,12 @@ class CollectiveResult:
     link_bytes: dict[str, int]
     op_counts: dict[str, int]
     run: Any = field(repr=False)  # kernbench.RunResult: op log, engines, traces
+    model: str = "sip"            # sip | nccl (a GPU machine: src/ccl/nccl.hpp)
+    protocol: str = ""            # nccl: ll | ll128 | simple
+    channels: int = 1
+    step_bytes: int = 0           # payload of one step (0: whole transfers)
+    calls: int = 1
+    predicted_ps: int = 0         # nccl: the tuner's time for the choice
 
     @property
     def latency_us(self) -> float:
@@ -96,6 +102,7 @@ class CollectiveResult:
     def summary(self) -> dict:
         """A flat dict for tables and sweep.json."""
         out = {"algorithm": self.algorithm, "collective": self.collective, "ranks": self.ranks,
+               **({"protocol": self.protocol, "channels": self.channels} if self.model == "nccl" else {}),
                "bytes_per_pe": self.bytes_per_pe, "latency_us": self.latency_us,
                "algbw_GBps": self.algorithm_bandwidth / 1e9, "verified": self.verified}
         for p, d in self.phase_times_ps().items():
@@ -111,7 +118,8 @@ def _core_system(system):
 
 def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring", buffer: str = "sram",
                pes: Sequence[int | str] | None = None, grid: tuple[int, int] | None = None, inter: str | None = None,
-               pieces: int = 4, root: int = 0, verify: str = "auto") -> CollectiveResult:
+               pieces: int = 4, root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
+               calls: int = 1, host_threads: int = 0) -> CollectiveResult:
     """Run one collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``) on ``system``.
 
     ``pes``: the ranks (node names or ids, in rank order; default every PE). ``buffer``: ``sram`` (the PE
@@ -119,6 +127,12 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     most square). ``inter``: lrab's exchange across SIPs (``ring``/``torus``/``mesh``; default the machine's).
     ``pieces``: pipeline pieces of chains and trees, chunks per switch of ``nvls``.
     ``verify``: ``auto`` checks the schedule symbolically when the state is small, ``on`` always, ``off`` never.
+
+    On a GPU machine (``pe.target: gpu``) the collective runs as NCCL runs it (docs/ccl.md, "On a GPU
+    machine"): ``algorithm="auto"`` takes the tuner's ring, tree or nvls and ``protocol`` (``auto``, ``ll``,
+    ``ll128``, ``simple``) its protocol; ``channels`` (0: NCCL's count for the size); ``calls`` back to back
+    on one stream (latency: the steady-state time per call, as nccl-tests reports it); ``host_threads``
+    launching the ranks' kernels (0: one per rank; nccl-tests ``-t 1 -g 4`` is 1).
     """
     from kernbench.program import RunResult
 
@@ -132,12 +146,13 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
         gw, gh = 0, 0
     core = _core.run_collective(_core_system(system), what, algorithm, bytes_per_pe,
                                 list(pes) if pes is not None else None, buffer, gw, gh, inter or "", pieces, root,
-                                verify)
+                                verify, protocol, channels, calls, host_threads)
     return CollectiveResult(
         algorithm=core.algorithm, collective=core.collective, ranks=core.ranks, bytes_per_pe=core.bytes_per_pe,
         latency_ps=core.latency_ps, verified=core.verified, slices=core.slices, phases=list(core.phases),
         phase_windows={k: tuple(v) for k, v in core.phase_windows.items()}, link_bytes=dict(core.link_bytes),
-        op_counts=dict(core.op_counts), run=RunResult(core.run, system))
+        op_counts=dict(core.op_counts), run=RunResult(core.run, system), model=core.model, protocol=core.protocol,
+        channels=core.channels, step_bytes=core.step_bytes, calls=core.calls, predicted_ps=core.predicted_ps)
 
 
 def all_reduce(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:

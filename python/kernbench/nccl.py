@@ -15,15 +15,17 @@ sizes; ``compare`` puts the two side by side with errors per size;
 ``format_table`` prints rows in nccl-tests' layout. The bench
 ``gpu-collectives`` and ``kernbench compare-nccl`` are built on these.
 
-What the model is (docs/gpu-box.md): the collective's Program of IPCQ sends
-and recvs on the machine's PEs (the GPUs), the buffer in PE scratch (raised
-to fit, so the figures are the links'), routed as the preset's ``fabric.multipath`` says (the
-NVSwitch presets spread every transfer over their switches by link count).
+What the model is (docs/ccl.md, "On a GPU machine"; src/ccl/nccl.hpp): on a GPU machine
+(``pe.target: gpu``) the collective as NCCL runs it -- the tuner's algorithm and protocol for the size
+(``algorithm="auto"``), channels, a host launch per rank and the protocol's fixed cost, steps of the protocol's
+size with its latency and payload efficiency, the buffer in HBM -- called ``REPEATS`` times back to back as
+nccl-tests does (the time per call in steady state), routed as the preset's ``fabric.multipath`` says (the
+NVSwitch presets spread every transfer over their switches by link count). Elsewhere the machine's own
+collective (PE_CPU dispatch per op), the buffer in HBM.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +47,12 @@ BUSBW: dict[str, Callable[[int], float]] = {
     "sendrecv": lambda n: 1.0,
 }
 
-#: Collectives kernbench models, with the algorithm used by default (``kernbench.ccl.algorithms()``).
-MODELLED = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring", "broadcast": "ring"}
+#: Collectives kernbench models, with the algorithm used by default (``auto``: on a GPU machine the NCCL
+#: model's choice, elsewhere ring; ``kernbench.ccl.algorithms()``).
+MODELLED = {"all_reduce": "auto", "all_gather": "auto", "reduce_scatter": "auto", "broadcast": "auto"}
+
+#: Calls timed back to back per size (nccl-tests' iterations): the time per call in steady state.
+REPEATS = 4
 
 #: Bytes per element of nccl-tests' type names.
 TYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8, "uint64": 8,
@@ -116,6 +122,7 @@ class NcclLog:
     notes: list[str] = field(default_factory=list)
     avg_busbw: float | None = None
     devices: list[str] = field(default_factory=list)
+    gpus_per_thread: int | None = None  # the header's nGpus: GPUs one host thread launches (None: not said)
 
 
 def _number(tok: str) -> float | None:
@@ -137,6 +144,7 @@ def parse_log(path: str | Path) -> NcclLog:
     collective = None
     ranks = 0
     threads = None
+    gpus_per_thread = None
     columns: list[str] | None = None
     lead: list[str] = []
     rows: list[NcclRow] = []
@@ -158,6 +166,7 @@ def parse_log(path: str | Path) -> NcclLog:
             m = _THREADS.search(body)
             if m:
                 threads = int(m.group(1)) * int(m.group(2))
+                gpus_per_thread = int(m.group(2))
             if collective is None and columns is None:
                 m = _NAME_IN_HEADER.search(body.lower())
                 if m and ("perf" in body.lower() or "collective" in body.lower() or "test" in body.lower()):
@@ -206,7 +215,8 @@ def parse_log(path: str | Path) -> NcclLog:
         truncated = True
         if not notes:
             notes.append("no 'Avg bus bandwidth' footer: the log was cut short; its complete rows are used")
-    return NcclLog(str(path), collective, ranks or threads, columns, rows, truncated, notes, avg, devices)
+    return NcclLog(str(path), collective, ranks or threads, columns, rows, truncated, notes, avg, devices,
+                   gpus_per_thread)
 
 
 def _row(toks: list[str], lead: list[str], line: int) -> NcclRow:
@@ -256,14 +266,13 @@ def pes_of(system) -> list[str]:
 
 def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ranks: int | None = None,
                algorithm: str | None = None, type_: str = "float", sets: dict | None = None, seed: int = 1,
-               broadcast_piece: int = 4 << 20, nvls_piece: int = 4 << 20,
-               on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
+               threads: int = 0, on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
     """Model one collective per size on ``config``'s first ``ranks`` PEs: the nccl-tests row of each.
 
-    The buffer lives in PE scratch, raised per size to hold it (``pe.scratch`` = max(64 MiB, 4 x size));
-    a broadcast is pipelined in pieces of ``broadcast_piece`` bytes (assumed: NCCL_BUFFSIZE, 4 MiB), the
-    in-network all-reduce (``nvls``) in steps of ``nvls_piece`` bytes of the buffer (assumed, 4 MiB).
-    A size that cannot be modelled calls ``on_error(size, exc)`` (default: raise) and gives no row."""
+    The buffer lives in HBM. On a GPU machine the collective runs as NCCL runs it, ``REPEATS`` calls back to
+    back, their kernels launched by ``threads`` host threads (nccl-tests ``-t``; 0: one per rank), and the
+    row says which algorithm and protocol the size got. A size that cannot be modelled calls
+    ``on_error(size, exc)`` (default: raise) and gives no row."""
     from kernbench import ccl
     from kernbench.system import System
 
@@ -274,7 +283,9 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
     alg = algorithm or MODELLED[name]
     width = TYPE_BYTES.get(type_, 4)
     out = []
-    pes = pes_of(System.load(config, set=dict(sets or {}), seed=seed))
+    system = System.load(config, set=dict(sets or {}), seed=seed)
+    pes = pes_of(system)
+    gpu = system.target == "gpu"
     if ranks is not None and not 2 <= ranks <= len(pes):
         raise ConfigError(f"{config}: {ranks} ranks asked, the machine has {len(pes)} PEs (kind pe nodes); "
                           "a collective needs 2 or more")
@@ -282,14 +293,9 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
     n = len(pes)
     for size in sizes:
         try:
-            extra = dict(sets or {})
-            extra["pe.scratch"] = f"{max(64 << 20, 4 * int(size))} B"
-            system = System.load(config, set=extra, seed=seed)
-            kw: dict[str, Any] = {"pes": pes, "verify": "off"}
-            if name == "broadcast":
-                kw["pieces"] = max(1, min(1024, math.ceil(size / broadcast_piece)))
-            elif alg == "nvls":
-                kw["pieces"] = max(1, min(1024, math.ceil(size / nvls_piece)))
+            kw: dict[str, Any] = {"pes": pes, "verify": "off", "buffer": "hbm"}
+            if gpu:
+                kw.update(calls=REPEATS, host_threads=threads)
             r = ccl.collective(system, name, int(size), algorithm=alg, **kw)
         except Exception as e:  # one size failing never sinks the others
             if on_error is None:
@@ -299,7 +305,8 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
         t_us = r.latency_ps / 1e6
         algbw = size / (r.latency_ps * 1e-12) / 1e9 if r.latency_ps else 0.0
         per_rank = name in ("all_gather", "reduce_scatter")  # nccl-tests' count is per rank for these
-        out.append({"collective": name, "algorithm": alg, "ranks": n, "size": int(size),
+        out.append({"collective": name, "algorithm": r.algorithm, "protocol": r.protocol, "channels": r.channels,
+                    "ranks": n, "size": int(size),
                     "count": int(size) // width // (n if per_rank else 1), "type": type_,
                     "redop": "sum" if name == "all_reduce" or name == "reduce_scatter" else "none",
                     "root": 0 if name == "broadcast" else -1, "time_us": t_us, "algbw": algbw,
@@ -402,15 +409,20 @@ def compare_log(log_path: str | Path, config: str | Path, *, collective: str | N
         raise ConfigError(f"{log_path}: {name}: no model in kernbench (modelled: {', '.join(sorted(MODELLED))})")
     machine = resolve_machine(config)
     failures: list[dict[str, Any]] = []
+    # The log's launch layout: nGpus GPUs per host thread (nccl-tests -g), so ranks / nGpus threads.
+    threads = log.ranks // log.gpus_per_thread if log.ranks and log.gpus_per_thread else 0
     model = model_rows(machine, name, sorted({r.size for r in log.rows}), ranks=log.ranks, algorithm=algorithm,
-                       type_=log.rows[0].type, seed=seed,
+                       type_=log.rows[0].type, seed=seed, threads=threads,
                        on_error=lambda s, e: failures.append({"size": s, "error": f"{type(e).__name__}: {e}"}))
     rows = compare(log, model)
     ranks = model[0]["ranks"] if model else log.ranks
     big = [r for r in rows if r["busbw_error"] is not None and r["size"] >= (1 << 20)]
     return {"log": str(log_path), "config": str(machine), "collective": name,
             "collective_from": "--collective" if collective else ("log" if log.collective else "default"),
-            "algorithm": algorithm or MODELLED[name], "ranks": ranks, "log_ranks": log.ranks,
+            "algorithm": algorithm or MODELLED[name], "host_threads": threads, "ranks": ranks,
+            "log_ranks": log.ranks,
+            "algorithms_used": sorted({f"{m['algorithm']}/{m['protocol']}" if m["protocol"] else m["algorithm"]
+                                       for m in model}),
             "truncated": log.truncated, "notes": log.notes, "rows": rows, "failures": failures,
             "busbw_factor": busbw_factor(name, ranks or 1),
             "mean_abs_busbw_error_from_1MiB": (sum(abs(r["busbw_error"]) for r in big) / len(big)) if big else None}

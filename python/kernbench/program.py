@@ -138,12 +138,13 @@ class Program:
 
     def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str = "sram",
                    grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
-                   name: str = "") -> Handle:
+                   name: str = "", protocol: str = "auto", channels: int = 0) -> Handle:
         """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast) over `pes` in rank
-        order (None: every PE), built by kernbench.ccl's algorithm. Returns one handle."""
+        order (None: every PE), built by kernbench.ccl's algorithm (on a GPU machine as NCCL runs it: see
+        kernbench.ccl.collective for ``algorithm="auto"``, ``protocol`` and ``channels``). Returns one handle."""
         ids = self._ids(pes)
         sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids or None, buffer, grid_w,
-                                       grid_h, inter, pieces, root)
+                                       grid_h, inter, pieces, root, protocol, channels)
         return self._append(sub, deps, name)
 
     def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:

@@ -23,7 +23,10 @@ struct Plan {
   std::string inter;           ///< hierarchical: ring | torus | mesh across SIPs
   const topology::Machine* machine = nullptr;
   std::vector<NodeId> pes;     ///< rank -> PE node
-  Slices all() const { return Slices{0, slices}; }
+  /// The part of every buffer this plan covers: all of it, or one NCCL
+  /// channel's part (nccl.hpp: each channel runs the algorithm on its own).
+  Slices range{0, -1};
+  Slices all() const { return range.hi >= 0 ? range : Slices{0, slices}; }
 };
 
 struct Algorithm {

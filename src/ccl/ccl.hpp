@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ccl/nccl.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/pe_config.hpp"
 #include "topology/system.hpp"
@@ -41,7 +42,20 @@ Verify verify_from_string(const std::string& name);  // auto | on | off
 
 struct CollectiveSpec {
   Collective collective = Collective::AllReduce;
+  /// A registry name, `tree` (double_binary_tree) or `auto`: on a GPU
+  /// machine the NCCL model's choice (nccl.hpp), elsewhere ring.
   std::string algorithm = "ring";
+  /// GPU machines: auto | ll | ll128 | simple (auto: the tuner's choice for
+  /// the algorithm). Elsewhere only auto.
+  std::string protocol = "auto";
+  int channels = 0;               ///< GPU machines: NCCL channels (0: NCCL's count for the size)
+  /// Calls launched back to back on one stream (GPU machines: nccl-tests'
+  /// iterations); latency is then the steady-state time per call.
+  int calls = 1;
+  /// GPU machines: host threads launching the ranks' kernels (nccl-tests -t;
+  /// the ranks are split evenly, a thread launches its ranks one after
+  /// another); 0: one per rank.
+  int host_threads = 0;
   Bytes bytes_per_pe = 0;         ///< each rank's buffer
   std::vector<NodeId> pes;        ///< the ranks, in rank order (empty: every PE of the machine)
   Buffer buffer = Buffer::Sram;
@@ -57,11 +71,17 @@ struct CollectiveSpec {
 /// What a collective did.
 struct CollectiveResult {
   std::string algorithm;
+  std::string model = "sip";      ///< sip (PE_CPU dispatch per op) | nccl (a GPU machine, nccl.hpp)
+  std::string protocol;           ///< nccl: ll | ll128 | simple
+  int channels = 1;               ///< nccl: channels used
+  Bytes step_bytes = 0;           ///< payload of one step (0: whole transfers)
+  int calls = 1;
+  Time predicted = 0;             ///< nccl: the tuner's time for the choice (latency + bytes / bandwidth)
   Collective collective = Collective::AllReduce;
   int ranks = 0;
   int slices = 0;                 ///< how finely each buffer was cut
   Bytes bytes_per_pe = 0;
-  Time latency = 0;               ///< makespan of the program
+  Time latency = 0;               ///< makespan of the program (calls > 1: steady-state time per call)
   bool verified = false;          ///< the symbolic check ran (and passed: a failure throws)
   std::vector<std::string> phases;                       ///< in order of first start
   std::map<std::string, std::pair<Time, Time>> phase_windows;  ///< [first start, last end] per phase
@@ -75,9 +95,15 @@ struct CollectiveResult {
 /// Builds, runs and (see Verify) checks one collective on `system`.
 CollectiveResult run_collective(topology::System& system, const CollectiveSpec& spec);
 
-/// Builds the program only (for inspection); `slices` receives the cut.
-runtime::Program build_collective(const topology::Machine& machine, const topology::PeConfig& pe,
+/// Builds the program only (for inspection, or to append to another);
+/// `slices` receives the cut. `config` is the machine's (pe:, nccl:).
+runtime::Program build_collective(const topology::Machine& machine, const topology::Config& config,
                                   const CollectiveSpec& spec, int* slices = nullptr);
+
+/// The NCCL model's tuning table for `spec` on a GPU machine (nccl.hpp): every
+/// (algorithm, protocol) it weighs, with its latency, bandwidth and time.
+std::vector<TuneRow> tuning_table(const topology::Machine& machine, const topology::Config& config,
+                                  const CollectiveSpec& spec);
 
 struct AlgorithmInfo {
   std::string name;

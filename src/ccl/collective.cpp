@@ -2,8 +2,12 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_map>
 
 #include "ccl/algorithms.hpp"
+#include "ccl/config_section.hpp"
+#include "ccl/nccl.hpp"
+#include "topology/routing.hpp"
 #include "config/quantity.hpp"
 #include "runtime/config_section.hpp"
 #include "ccl/verify.hpp"
@@ -56,10 +60,60 @@ struct Prepared {
   const Algorithm* algorithm = nullptr;
   Plan plan;
   std::string what;  // "all_reduce ring on 8 PEs", for messages
+  bool gpu = false;  // lowered as NCCL runs it (nccl.hpp)
+  Protocol protocol = Protocol::Simple;
+  int channels = 1;
+  int base_slices = 1;  // what the algorithm's pattern needs per channel
+  Wire wire;
+  Time predicted = 0;
 };
 
-Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const CollectiveSpec& spec) {
+NcclCollective nccl_kind(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return NcclCollective::AllReduce;
+    case Collective::ReduceScatter: return NcclCollective::ReduceScatter;
+    case Collective::AllGather: return NcclCollective::AllGather;
+    case Collective::Broadcast: return NcclCollective::Broadcast;
+  }
+  return NcclCollective::AllReduce;
+}
+
+// What the tuner reads about these ranks on this machine: the ring's
+// narrowest rank-to-next bandwidth over every equal-cost path (NCCL's
+// channels cover every link) and its slowest route latency; the reducing
+// switches linked to every rank.
+TunerFacts tuner_facts(const topology::Machine& m, const topology::PeConfig& pe, const std::vector<NodeId>& pes) {
+  TunerFacts f;
+  f.ranks = static_cast<int>(pes.size());
+  f.channels = pe.ipcq_channels;
+  topology::Router router(m);
+  double narrowest = -1;
+  for (std::size_t i = 0; i < pes.size(); ++i) {
+    const NodeId a = pes[i], b = pes[(i + 1) % pes.size()];
+    double bw = 0;
+    for (const topology::Route& r : router.paths(a, b)) {
+      bw += static_cast<double>(topology::path_rate(r));
+      f.route_latency = std::max(f.route_latency, r.wire_latency + r.node_overhead);
+    }
+    narrowest = narrowest < 0 ? bw : std::min(narrowest, bw);
+  }
+  f.ring_bandwidth = std::max(0.0, narrowest);
+  for (NodeId id = 0; id < m.num_nodes(); ++id) {
+    const topology::NodeInfo& n = m.node(id);
+    if (n.kind != topology::NodeKind::Switch || n.params.reduction.bytes_per_s <= 0) continue;
+    bool all = true;
+    for (NodeId pe_id : pes) all = all && m.channel_between(pe_id, id).has_value();
+    if (!all) continue;
+    f.nvls = true;
+    f.nvls_switch += static_cast<double>(n.params.reduction.bytes_per_s);
+  }
+  return f;
+}
+
+Prepared prepare(const topology::Machine& m, const topology::Config& config, const CollectiveSpec& spec) {
+  const topology::PeConfig& pe = pe_config(config);
   Prepared out;
+  out.gpu = pe.target == topology::ExecTarget::Gpu;
   std::vector<NodeId> pes = spec.pes;
   if (pes.empty()) pes = m.pes();
   std::set<NodeId> seen;
@@ -94,7 +148,40 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
     throw UsageError("collective: root rank " + std::to_string(spec.root) + " is not one of the " + std::to_string(n) +
                      " ranks");
 
-  const Algorithm& a = find_algorithm(spec.algorithm);
+  if (spec.calls < 1 || spec.calls > 1000)
+    throw UsageError("collective: calls must be 1 .. 1000, got " + std::to_string(spec.calls));
+  if (spec.channels < 0 || spec.channels > 64)
+    throw UsageError("collective: channels must be 0 (NCCL's count) .. 64, got " + std::to_string(spec.channels));
+  if (spec.host_threads < 0 || spec.host_threads > n)
+    throw UsageError("collective: host_threads must be 0 (one per rank) .. " + std::to_string(n) + " (the ranks), got " +
+                     std::to_string(spec.host_threads));
+  const bool auto_protocol = spec.protocol == "auto";
+  const Protocol asked = auto_protocol ? Protocol::Simple : protocol_from_string(spec.protocol);
+  if (!out.gpu && !auto_protocol)
+    throw UsageError("collective: protocol=" + spec.protocol + " is for GPU machines (pe.target: gpu); this machine is " +
+                     std::string(topology::to_string(pe.target)) + " (use protocol=auto)");
+  if (!out.gpu && (spec.channels > 0 || spec.calls > 1 || spec.host_threads > 0))
+    throw UsageError("collective: channels, calls and host_threads are for GPU machines (pe.target: gpu)");
+  std::string name = spec.algorithm;
+  TuneRow row;
+  if (out.gpu) {
+    const NcclConfig& nc = nccl_config(config);
+    const TunerFacts facts = tuner_facts(m, pe, pes);
+    // The tuner knows ring, tree and nvls; another registry algorithm runs
+    // with the protocol the ring would get.
+    const std::string tuned = name == "auto" ? "" : name == "double_binary_tree" ? "tree" : name;
+    const bool known = tuned.empty() || tuned == "ring" || tuned == "nvls" ||
+                       (tuned == "tree" && spec.collective == Collective::AllReduce);
+    row = choose(nccl_kind(spec.collective), spec.bytes_per_pe, facts, nc, known ? tuned : "ring",
+                 auto_protocol ? nullptr : &asked);
+    if (name == "auto") name = row.algorithm;
+    out.protocol = row.protocol;
+    out.channels = row.algorithm == "nvls" ? 1 : spec.channels > 0 ? spec.channels : row.channels;
+    out.predicted = row.time;
+  } else if (name == "auto") {
+    name = "ring";
+  }
+  const Algorithm& a = find_algorithm(registry_name(name));
   const auto has = [&](Collective c) {
     switch (c) {
       case Collective::AllReduce: return a.all_reduce != nullptr;
@@ -141,8 +228,40 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
   p.root = spec.root;
   p.inter = spec.inter;
   if (p.inter.empty()) p.inter = topology::to_string(m.hierarchy().package_topology);
+  if (out.gpu && a.in_network) {  // nvls: its chunks are NCCL's steps
+    const NcclConfig& nc = nccl_config(config);
+    const Bytes step = static_cast<Bytes>(static_cast<double>(protocol_format(out.protocol, nc.buffsize).buffer) /
+                                          nc.steps * protocol_format(out.protocol, nc.buffsize).efficiency);
+    const Bytes want = (spec.bytes_per_pe + step - 1) / std::max<Bytes>(step, 1);
+    p.pieces = static_cast<int>(std::clamp<Bytes>(want, 1, nc.max_steps_per_transfer));
+  }
   a.check(p);
-  p.slices = a.slices(p);
+  out.base_slices = a.slices(p);
+  p.slices = out.base_slices;
+  if (out.gpu) {
+    // Channels x the pattern's slices x steps per transfer: each slice one
+    // NCCL step (a protocol step's payload, or larger for a huge message).
+    const NcclConfig& nc = nccl_config(config);
+    const ProtocolFormat f = protocol_format(out.protocol, nc.buffsize);
+    const double step_payload = static_cast<double>(f.buffer) / nc.steps * f.efficiency;
+    std::int64_t k = 1;
+    if (!a.in_network) {
+      const double per = static_cast<double>(out.channels) * out.base_slices * step_payload;
+      k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(static_cast<double>(spec.bytes_per_pe) / per)),
+                                   1, nc.max_steps_per_transfer);
+    }
+    const std::int64_t total = static_cast<std::int64_t>(out.channels) * out.base_slices * k;
+    if (total > (std::int64_t{1} << 30))
+      throw CapacityError("collective: " + std::to_string(total) + " slices: too fine a cut (fewer channels)");
+    p.slices = static_cast<int>(total);
+    out.wire.step = (spec.bytes_per_pe + p.slices - 1) / p.slices;
+    out.wire.efficiency = f.efficiency * nc.link_efficiency;
+    out.wire.step_latency = out.protocol == Protocol::LL      ? nc.ll_step
+                            : out.protocol == Protocol::LL128 ? nc.ll128_step
+                                                              : nc.simple_step;
+    if (a.name == "double_binary_tree") out.wire.step_latency += nc.tree_step_extra;
+    out.wire.issue_bytes_per_s = static_cast<double>(nc.nvls_issue.bytes_per_s);
+  }
   // The schedule keeps one cell per (rank, slice): refuse, up front, what
   // could only end in an allocation failure.
   if (static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(std::max(p.slices, 1)) > kMaxCells)
@@ -153,39 +272,169 @@ Prepared prepare(const topology::Machine& m, const topology::PeConfig& pe, const
                         "); use fewer pieces");
   out.algorithm = &a;
   out.what = std::string(to_string(spec.collective)) + " " + a.name + " on " + std::to_string(n) + " PEs";
+  if (out.gpu) out.what += std::string(" (") + to_string(out.protocol) + ", " + std::to_string(out.channels) + " channels)";
   return out;
 }
 
-Schedule build(const topology::Machine& m, const Prepared& pr, const CollectiveSpec& spec) {
-  Schedule s(m, pr.plan.pes, spec.bytes_per_pe, pr.plan.slices, spec.buffer, pr.what);
+// The largest transfer of a schedule (its bytes), to tell whether it stages
+// more than the scratch holds.
+Bytes largest_transfer(const Schedule& s) {
+  Bytes most = 0;
+  for (const auto& [op, mv] : s.moves())
+    if (!mv.is_recv) most = std::max(most, s.bytes(mv.slices));
+  return most;
+}
+
+// The plan of channel `c`: the algorithm on that channel's part of every buffer.
+Plan channel_plan(const Prepared& pr, int c) {
+  Plan p = pr.plan;
+  if (pr.channels > 1) p.range = block(Slices{0, p.slices}, pr.channels, c);
+  return p;
+}
+
+void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
   const Algorithm& a = *pr.algorithm;
-  switch (spec.collective) {
-    case Collective::AllReduce: a.all_reduce(s, pr.plan); break;
-    case Collective::ReduceScatter: a.reduce_scatter(s, pr.plan); break;
-    case Collective::AllGather: a.all_gather(s, pr.plan); break;
-    case Collective::Broadcast: a.broadcast(s, pr.plan); break;
+  for (int c = 0; c < pr.channels; ++c) {
+    const Plan p = channel_plan(pr, c);
+    switch (spec.collective) {
+      case Collective::AllReduce: a.all_reduce(s, p); break;
+      case Collective::ReduceScatter: a.reduce_scatter(s, p); break;
+      case Collective::AllGather: a.all_gather(s, p); break;
+      case Collective::Broadcast: a.broadcast(s, p); break;
+    }
   }
-  return s;
+}
+
+// On a GPU: each rank's collective kernel, launched from the host (one
+// thread's ranks one after another) and starting with the protocol's fixed
+// cost; every op of the rank's buffer waits for it.
+std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec& spec, const NcclConfig& nc) {
+  const int n = pr.plan.world.size();
+  const Time base = pr.algorithm->in_network            ? nc.nvls_base
+                    : pr.protocol == Protocol::LL      ? nc.ll_base
+                    : pr.protocol == Protocol::LL128   ? nc.ll128_base
+                                                       : nc.simple_base;
+  runtime::Program& prog = s.program();
+  std::vector<OpId> entry;
+  for (int r = 0; r < n; ++r) {
+    runtime::KernelCost k;
+    k.launch = nc.call_host;
+    k.duration = base;
+    entry.push_back(prog.kernel(s.pe(r), k, {}, std::string("nccl ") + to_string(spec.collective), 0));
+  }
+  return entry;
+}
+
+// Host threads: the ranks are split evenly over `threads` (0: one each); a
+// thread issues its ranks' launches one after another, call after call.
+void chain_host_threads(runtime::Program& prog, const std::vector<NodeId>& pes, int threads) {
+  const int n = static_cast<int>(pes.size());
+  if (threads <= 0 || threads >= n) return;
+  std::unordered_map<NodeId, int> thread_of;
+  for (int r = 0; r < n; ++r) thread_of[pes[static_cast<std::size_t>(r)]] = r * threads / n;
+  std::vector<std::optional<OpId>> last(static_cast<std::size_t>(threads));
+  for (OpId op = 0; op < prog.size(); ++op) {
+    if (prog.op(op).kind != runtime::OpKind::Launch) continue;
+    const auto it = thread_of.find(prog.op(op).agent);
+    if (it == thread_of.end()) continue;
+    auto& prev = last[static_cast<std::size_t>(it->second)];
+    if (prev && prog.op(*prev).agent != prog.op(op).agent) prog.depend(op, *prev);
+    prev = op;
+  }
+}
+
+Schedule build(const topology::Machine& m, const topology::Config& config, Prepared& pr, const CollectiveSpec& spec) {
+  const topology::PeConfig& pe = pe_config(config);
+  Schedule s(m, pr.plan.pes, spec.bytes_per_pe, pr.plan.slices, spec.buffer, pr.what);
+  if (pr.gpu) {
+    s.set_wire(pr.wire);
+    s.set_entry(kernels(s, pr, spec, nccl_config(config)));
+    emit(s, pr, spec);
+    return s;
+  }
+  emit(s, pr, spec);
+  // SIP: a transfer staged whole must fit the scratch; a larger one moves in
+  // chunks of the IPCQ queue (slots x slot), the buffer cut finer to allow it.
+  if (spec.buffer != Buffer::Hbm || largest_transfer(s) <= pe.scratch || pr.algorithm->in_network) return s;
+  const Bytes chunk = std::max<Bytes>(1, static_cast<Bytes>(pe.ipcq_slots) * pe.ipcq_slot);
+  const Bytes per_base = (spec.bytes_per_pe + pr.base_slices - 1) / pr.base_slices;
+  const Bytes k = (per_base + chunk - 1) / chunk;
+  const std::uint64_t cells = static_cast<std::uint64_t>(pr.plan.world.size()) * static_cast<std::uint64_t>(pr.base_slices) *
+                              static_cast<std::uint64_t>(k);
+  if (cells > kMaxCells)
+    throw CapacityError("collective: " + pr.what + ": its transfers exceed pe.scratch and chunks of " +
+                        config::format_bytes(chunk, config::ByteUnits::UpToMiB) + " (pe.ipcq slots x slot) would cut "
+                        "the buffers into " + std::to_string(cells) + " cells, more than a schedule holds");
+  pr.plan.slices = static_cast<int>(static_cast<Bytes>(pr.base_slices) * k);
+  Schedule chunked(m, pr.plan.pes, spec.bytes_per_pe, pr.plan.slices, spec.buffer, pr.what);
+  Wire w;
+  w.step = chunk;
+  chunked.set_wire(w);
+  emit(chunked, pr, spec);
+  return chunked;
+}
+
+// `calls` copies of one call's program on one stream: call k + 1's kernels
+// start after call k's last op at that rank; launches run ahead in host order.
+runtime::Program repeat(const Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
+  const runtime::Program& one = s.program();
+  const int calls = spec.calls;
+  if (calls <= 1) {
+    if (!pr.gpu || spec.host_threads <= 0) return one;
+    runtime::Program prog = one;
+    chain_host_threads(prog, pr.plan.pes, spec.host_threads);
+    return prog;
+  }
+  runtime::Program prog(one.name());
+  std::vector<OpId> prev_sinks;
+  for (int c = 0; c < calls; ++c) {
+    const OpId offset = prog.append(one);
+    if (c > 0)
+      for (OpId op = 0; op < one.size(); ++op)
+        if (one.op(op).kind == runtime::OpKind::Kernel)
+          for (OpId sink : prev_sinks) prog.depend(offset + op, sink);
+    prev_sinks = prog.sinks(offset);
+  }
+  if (pr.gpu) chain_host_threads(prog, pr.plan.pes, spec.host_threads);
+  return prog;
 }
 
 }  // namespace
 
-runtime::Program build_collective(const topology::Machine& machine, const topology::PeConfig& pe,
+std::vector<TuneRow> tuning_table(const topology::Machine& m, const topology::Config& config,
+                                  const CollectiveSpec& spec) {
+  std::vector<NodeId> pes = spec.pes.empty() ? m.pes() : spec.pes;
+  return tune(nccl_kind(spec.collective), spec.bytes_per_pe, tuner_facts(m, pe_config(config), pes),
+              nccl_config(config));
+}
+
+runtime::Program build_collective(const topology::Machine& machine, const topology::Config& config,
                                   const CollectiveSpec& spec, int* slices) {
-  const Prepared pr = prepare(machine, pe, spec);
+  Prepared pr = prepare(machine, config, spec);
+  const Schedule s = build(machine, config, pr, spec);
   if (slices) *slices = pr.plan.slices;
-  return build(machine, pr, spec).program();
+  return repeat(s, pr, spec);
 }
 
 CollectiveResult run_collective(topology::System& system, const CollectiveSpec& spec) {
   const topology::Machine& m = system.machine();
-  const Prepared pr = prepare(m, pe_config(system.config()), spec);
-  const Schedule s = build(m, pr, spec);
+  Prepared pr = prepare(m, system.config(), spec);
+  const Schedule s = build(m, system.config(), pr, spec);
   const Plan& p = pr.plan;
   const int n = p.world.size();
 
-  const bool check = spec.verify == Verify::On ||
-                     (spec.verify == Verify::Auto && SymbolicCheck::state_bits(n, p.slices) <= (std::uint64_t{1} << 28));
+  // Back-to-back calls are checked as one (each copy is the same schedule).
+  const bool check = spec.calls == 1 &&
+                     (spec.verify == Verify::On ||
+                      (spec.verify == Verify::Auto && SymbolicCheck::state_bits(n, p.slices) <= (std::uint64_t{1} << 28)));
+  if (spec.verify == Verify::On && spec.calls > 1)
+    throw UsageError("collective: verify=on checks one call; give calls=1 (or verify=auto)");
+  const auto owned = [&] {
+    std::vector<std::pair<int, Slices>> out;
+    for (int c = 0; c < pr.channels; ++c)
+      for (const auto& o : pr.algorithm->owned(channel_plan(pr, c))) out.push_back(o);
+    return out;
+  };
   std::unique_ptr<SymbolicCheck> sym;
   if (check) {
     sym = std::make_unique<SymbolicCheck>(s, pr.what);
@@ -201,16 +450,17 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
       }
     }
     if (spec.collective == Collective::AllGather)
-      for (const auto& [rank, sl] : pr.algorithm->owned(p)) sym->set_start(rank, sl, SymbolicCheck::Start::All);
+      for (const auto& [rank, sl] : owned()) sym->set_start(rank, sl, SymbolicCheck::Start::All);
   }
 
   const std::vector<Bytes> before = topology::channel_bytes(system.fabric());
 
   CollectiveResult res;
-  res.run = runtime::Executor(system).run(s.program(), sym.get());
+  const runtime::Program prog = repeat(s, pr, spec);
+  res.run = runtime::Executor(system).run(prog, sym.get());
   if (sym) {
     if (spec.collective == Collective::ReduceScatter) {
-      for (const auto& [rank, sl] : pr.algorithm->owned(p)) sym->expect_complete(rank, sl);
+      for (const auto& [rank, sl] : owned()) sym->expect_complete(rank, sl);
     } else {
       for (int r = 0; r < n; ++r) sym->expect_complete(r, p.all());
     }
@@ -221,6 +471,21 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
   res.slices = p.slices;
   res.bytes_per_pe = spec.bytes_per_pe;
   res.latency = res.run.makespan();
+  if (spec.calls > 1) {  // steady state: from the first call's end to the last one's, per call
+    const std::size_t per = s.program().size();
+    const auto end_of = [&](std::size_t c) {
+      Time e = 0;
+      for (std::size_t i = c * per; i < (c + 1) * per; ++i) e = std::max(e, res.run.ops[i].end);
+      return e;
+    };
+    res.latency = (end_of(static_cast<std::size_t>(spec.calls) - 1) - end_of(0)) / (spec.calls - 1);
+  }
+  res.model = pr.gpu ? "nccl" : "sip";
+  res.protocol = pr.gpu ? to_string(pr.protocol) : "";
+  res.channels = pr.channels;
+  res.step_bytes = s.wire().step;
+  res.calls = spec.calls;
+  res.predicted = pr.predicted;
   res.verified = check;
   res.op_counts = res.run.op_counts;
   for (std::size_t t = 1; t < res.run.tags.size(); ++t) {

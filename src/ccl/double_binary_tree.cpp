@@ -64,7 +64,8 @@ std::pair<Tree, Tree> rooted_trees(int n, int root) {
 }
 
 void run_trees(Schedule& s, const Plan& p, const std::pair<Tree, Tree>& ab, bool up, bool down) {
-  const int k = std::max(1, std::min(p.pieces, p.slices / 2));
+  const Slices all = p.all();
+  const int k = std::max(1, std::min(p.pieces, (all.hi - all.lo) / 2));
   const Tree* both[2] = {&ab.first, &ab.second};
   for (int h = 0; h < 2; ++h) {
     const Slices half = block(p.all(), 2, h);

@@ -92,11 +92,12 @@ void all_reduce(Schedule& s, const Plan& p) {
   // Chunk c of switch j: slices [base_j + c w_j, base_j + (c + 1) w_j),
   // where switch j's part starts at base_j = pieces x (w_0 + ... + w_{j-1}).
   // Chunks are emitted in pipeline order: chunk 0 of every switch first.
+  const double total = weight_sum(ps);
   for (int c = 0; c < p.pieces; ++c) {
     std::int32_t base = 0;
     for (const Part& q : ps) {
       const std::int32_t lo = base + c * q.weight;
-      s.switch_reduce(q.sw, p.world.ranks, Slices{lo, lo + q.weight});
+      s.switch_reduce(q.sw, p.world.ranks, Slices{lo, lo + q.weight}, q.weight / total);
       base += p.pieces * q.weight;
     }
   }

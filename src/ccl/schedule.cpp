@@ -2,6 +2,7 @@
 #include "ccl/schedule.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/errors.hpp"
 
@@ -35,6 +36,7 @@ Bytes Schedule::bytes(Slices s) const {
 }
 
 void Schedule::collect(int rank, Slices s, bool with_readers, std::vector<OpId>& deps) {
+  if (!entry_.empty()) deps.push_back(entry_[static_cast<std::size_t>(rank)]);
   for (std::int32_t i = s.lo; i < s.hi; ++i) {
     const Cell& c = cell(rank, i);
     if (c.writer != kNone) deps.push_back(c.writer);
@@ -72,6 +74,21 @@ void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
   if (s.lo < 0 || s.hi > slices_)
     throw InternalError(program_.name() + ": slices [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) +
                         ") outside the " + std::to_string(slices_) + " of a buffer");
+  if (wire_.step <= 0 || bytes(s) <= wire_.step) {
+    step(src, dst, s, combine);
+    return;
+  }
+  // Steps of whole slices, each at most wire_.step (a larger slice alone).
+  std::int32_t lo = s.lo;
+  while (lo < s.hi) {
+    std::int32_t hi = lo + 1;
+    while (hi < s.hi && bytes(Slices{lo, hi + 1}) <= wire_.step) ++hi;
+    step(src, dst, Slices{lo, hi}, combine);
+    lo = hi;
+  }
+}
+
+void Schedule::step(int src, int dst, Slices s, Combine combine) {
   const Bytes n = bytes(s);
   const NodeId from = pe(src), to = pe(dst);
   const std::int64_t key = next_key_++;
@@ -87,9 +104,13 @@ void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
   std::vector<OpId> deps;
   collect(src, s, false, deps);
   const bool hbm = buffer_ == Buffer::Hbm;
-  const OpId snd = program_.send(from, to, n, key, deps, "send " + label, tag_,
+  const bool gpu = wire_.step_latency >= 0;
+  // On the wire: the payload over the protocol's and the link's efficiency.
+  const Bytes wire = wire_.efficiency >= 1.0 ? n : static_cast<Bytes>(std::ceil(static_cast<double>(n) / wire_.efficiency));
+  const OpId snd = program_.send(from, to, wire, key, deps, "send " + label, tag_,
                                  hbm ? std::optional<NodeId>(hbm_[static_cast<std::size_t>(src)]) : std::nullopt);
   program_.set_slices(snd, s);
+  if (gpu) program_.set_latency(snd, wire_.step_latency);
   add_reader(src, s, snd);
 
   deps.clear();
@@ -97,14 +118,18 @@ void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
   if (hbm && combine == Combine::Reduce) {  // the local slices come up from HBM to be added to
     const OpId load = program_.dma(to, runtime::Move{hbm_[static_cast<std::size_t>(dst)], to, n}, deps,
                                    "load " + label, tag_);
+    if (gpu) program_.set_latency(load, 0);
     deps.assign(1, load);
   }
   const OpId rcv = program_.recv(to, from, key, deps, "recv " + label, tag_,
                                  combine == Combine::Reduce ? runtime::RecvMode::Reduce : runtime::RecvMode::Consume);
   program_.set_slices(rcv, s);
+  if (gpu) program_.set_latency(rcv, 0);
   OpId last = rcv;
-  if (hbm) last = program_.dma(to, runtime::Move{to, hbm_[static_cast<std::size_t>(dst)], n}, {rcv},
-                               "store " + label, tag_);
+  if (hbm) {
+    last = program_.dma(to, runtime::Move{to, hbm_[static_cast<std::size_t>(dst)], n}, {rcv}, "store " + label, tag_);
+    if (gpu) program_.set_latency(last, 0);
+  }
   set_writer(dst, s, last);
   moves_[snd] = Move{src, s, combine, snd, false};
   moves_[rcv] = Move{dst, s, combine, snd, true};
@@ -114,7 +139,7 @@ void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
 
 namespace kernbench::ccl {
 
-void Schedule::switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s) {
+void Schedule::switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s, double share) {
   if (s.empty()) return;
   if (s.lo < 0 || s.hi > slices_)
     throw InternalError(program_.name() + ": slices [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) +
@@ -132,7 +157,14 @@ void Schedule::switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s)
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   const std::string label = machine_.node(sw).name + " [" + std::to_string(s.lo) + "," + std::to_string(s.hi) + ")";
-  const OpId op = program_.switch_reduce(sw, std::move(members), bytes(s), deps, "switch_reduce " + label, tag_);
+  // Each rank issues 2/ranks of the chunk (a load-reduce and a multicast
+  // store of its share), at its issue rate split over the switches.
+  Time issue = 0;
+  if (wire_.issue_bytes_per_s > 0 && share > 0)
+    issue = static_cast<Time>(std::ceil(2.0 * static_cast<double>(bytes(s)) / static_cast<double>(ranks.size()) /
+                                        (wire_.issue_bytes_per_s * share) * 1e12));
+  const OpId op =
+      program_.switch_reduce(sw, std::move(members), bytes(s), deps, "switch_reduce " + label, tag_, issue);
   program_.set_slices(op, s);
   for (int r : ranks) set_writer(r, s, op);
   reductions_[op] = Reduction{ranks, s};

@@ -37,6 +37,23 @@ struct Group {
 /// Block `b` of `n` near-equal consecutive blocks of `r`.
 Slices block(Slices r, int n, int b);
 
+/// How transfers become ops (the defaults: today's SIP lowering, one
+/// send/recv pair per transfer, each op paying its PE_CPU dispatch).
+struct Wire {
+  /// > 0: a transfer is cut into steps of at most this payload, one
+  /// send/recv pair each (a slice larger than it is a step of its own), so
+  /// only a step is ever staged on chip and successive steps pipeline.
+  Bytes step = 0;
+  /// Payload / bytes on the wire (a protocol's format x the link's efficiency).
+  double efficiency = 1.0;
+  /// >= 0: every send pays this latency instead of a PE_CPU dispatch, and no
+  /// other op of the schedule pays a dispatch (GPU collectives: Op::latency).
+  Time step_latency = -1;
+  /// B/s at which each rank issues its share of an in-network reduction
+  /// (multimem loads and stores; 0: free).
+  double issue_bytes_per_s = 0;
+};
+
 class Schedule {
  public:
   Schedule(const topology::Machine& machine, std::vector<NodeId> pes, Bytes bytes_per_rank, int slices,
@@ -49,14 +66,24 @@ class Schedule {
   const topology::Machine& machine() const { return machine_; }
   Bytes bytes(Slices s) const;
 
+  /// How transfers are lowered (set before the first transfer).
+  void set_wire(const Wire& wire) { wire_ = wire; }
+  const Wire& wire() const { return wire_; }
+  /// Per rank, an op every op of that rank's buffer waits for (the
+  /// collective kernel's start on a GPU); empty: none.
+  void set_entry(std::vector<OpId> entry) { entry_ = std::move(entry); }
+
   /// `src` sends slices `s` of its buffer to `dst`, which adds them to its
-  /// own (Reduce) or replaces its own with them (Copy). No-op when empty.
+  /// own (Reduce) or replaces its own with them (Copy), in steps of at most
+  /// wire().step. No-op when empty.
   void transfer(int src, int dst, Slices s, Combine combine);
   /// In-network reduction on switch `sw` (a node that declares `reduction:`):
   /// every rank of `ranks` sends slices `s` to the switch, which reduces
   /// them and multicasts the sum back; afterwards each of them holds the
-  /// sum over all of them. One runtime switch_reduce op.
-  void switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s);
+  /// sum over all of them. One runtime switch_reduce op. `share`: the part
+  /// of the data in flight this switch carries (the ranks' issue rate,
+  /// Wire::issue_bytes_per_s, is split over the switches in this proportion).
+  void switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s, double share = 1.0);
   /// Labels the transfers added from now on (a phase: "reduce-scatter", ...).
   void phase(const std::string& label) { tag_ = program_.tag(label); }
 
@@ -89,6 +116,7 @@ class Schedule {
     return cells_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(slices_) + static_cast<std::size_t>(slice)];
   }
   void collect(int rank, Slices s, bool with_readers, std::vector<OpId>& deps);
+  void step(int src, int dst, Slices s, Combine combine);  // one send/recv pair
   void add_reader(int rank, Slices s, OpId op);
   void set_writer(int rank, Slices s, OpId op);
 
@@ -100,6 +128,8 @@ class Schedule {
   Buffer buffer_;
   runtime::Program program_;
   std::int32_t tag_ = 0;
+  Wire wire_;
+  std::vector<OpId> entry_;
   std::int64_t next_key_ = 0;
   std::vector<Cell> cells_;
   std::unordered_map<std::size_t, std::vector<OpId>> extra_readers_;  // cells with more than 3 readers

@@ -81,6 +81,7 @@ void Executor::Impl::export_causes() {
     c.ready = nd.ready;
     c.dispatch_start = nd.dispatch_start;
     c.dispatch_end = nd.dispatch_end;
+    c.protocol = !nd.dispatch && nd.latency > 0;
     c.start = nd.start;
     c.end = nd.end;
     c.resource = nd.resource;

@@ -17,7 +17,8 @@ namespace kernbench::runtime {
 /// one of its pipeline stages) ran when it did: what the critical path
 /// (runtime/critical_path.hpp) is walked from. Its lifetime is tiled by
 ///   [ready, dispatch_start)         wait for PE_CPU, handed over by cpu_holder
-///   [dispatch_start, dispatch_end)  the dispatch on PE_CPU
+///   [dispatch_start, dispatch_end)  the dispatch on PE_CPU (`protocol`: the
+///                                   op's protocol latency instead, Op::latency)
 ///   [dispatch_end, start)           wait for the engine, handed over by
 ///                                   engine_holder (recv: for the send's data)
 ///   [start, end)                    the work, split into `parts`
@@ -33,6 +34,7 @@ struct NodeCause {
   std::int32_t cpu_holder = -1;     ///< node that handed it PE_CPU after a wait; -1: no wait
   std::int32_t engine_holder = -1;  ///< node that handed it its engine after a wait; -1: none
   std::int32_t resource = -1;       ///< RunResult::engines index of its engine; -1: none
+  bool protocol = false;            ///< its dispatch window is a protocol latency (no PE_CPU)
   std::uint32_t parts_begin = 0;    ///< its work [start, end) split by label: RunResult::cause_parts
   std::uint32_t parts_end = 0;
   // Nodes of the other models (runtime/recorder.hpp; the executor leaves these as they are):

@@ -138,8 +138,8 @@ CriticalPath critical_path(const CauseGraph& r) {
       t = c.dispatch_end;
     }
     if (t > c.dispatch_start) {
-      emit(StepKind::Op, cur, "pe_cpu", c.dispatch_start, t);
-      back.back().parts["engine:pe_cpu"] = t - c.dispatch_start;
+      emit(StepKind::Op, cur, c.protocol ? "protocol" : "pe_cpu", c.dispatch_start, t);
+      back.back().parts[c.protocol ? "latency:protocol" : "engine:pe_cpu"] = t - c.dispatch_start;
       t = c.dispatch_start;
     }
     if (t > c.ready) {  // it queued for PE_CPU

@@ -12,7 +12,9 @@
 //             X waited); a recv that waited for its first segment continues
 //             in the send (link "message")
 //   dispatch  [dispatch_start, dispatch_end) on PE_CPU is an op step; a wait
-//             for PE_CPU continues in its holder (resource:pe_cpu)
+//             for PE_CPU continues in its holder (resource:pe_cpu). An op with
+//             a protocol latency instead (Op::latency: a GPU collective's
+//             step) has an op step "protocol" there (part latency:protocol)
 //   ready     X became ready when its last dependency ended: the path
 //             continues there (link "dependency")
 // The cursor only moves back and each node's pieces lie inside its own

@@ -97,6 +97,9 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
     co_await sim.delay(dispatch_time(cfg));
     e.release(Engine::PeCpu, n);
     nodes[n].dispatch_end = sim.now();
+  } else if (nd.latency > 0) {  // a protocol latency in its place: no engine held (critical path: "protocol")
+    co_await sim.delay(nd.latency);
+    nodes[n].dispatch_end = sim.now();
   }
   int resource = -1;
   switch (nd.kind) {

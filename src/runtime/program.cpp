@@ -136,6 +136,13 @@ OpId Program::recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId
   return add(std::move(op), std::move(deps));
 }
 
+void Program::set_latency(OpId op, Time latency) {
+  if (op >= ops_.size() || ops_[op].kind == OpKind::SwitchReduce || ops_[op].kind == OpKind::Composite)
+    throw UsageError(name_ + ": set_latency: op " + std::to_string(op) + " is not an op with a dispatch");
+  if (latency < 0) throw UsageError(name_ + ": set_latency: negative latency " + std::to_string(latency) + " ps");
+  ops_[op].latency = latency;
+}
+
 void Program::set_slices(OpId op, Slices slices) {
   if (op >= ops_.size() || (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv &&
                             ops_[op].kind != OpKind::SwitchReduce))
@@ -180,13 +187,15 @@ OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps,
 }
 
 OpId Program::switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes, std::vector<OpId> deps,
-                            std::string name, std::int32_t tag) {
+                            std::string name, std::int32_t tag, Time issue) {
   topology::check_transfer_size(bytes, name_ + ": switch_reduce '" + name + "'");
+  if (issue < 0) throw UsageError(name_ + ": switch_reduce '" + name + "': negative issue time");
   if (members.size() < 2)
     throw UsageError(name_ + ": switch_reduce '" + name + "': needs at least 2 members, got " +
                      std::to_string(members.size()));
   Op op = make_op(OpKind::SwitchReduce, sw, std::move(name), tag);
   op.move = Move{sw, sw, bytes};
+  op.duration = issue;
   op.pipeline = static_cast<std::uint32_t>(switch_groups_.size());
   switch_groups_.push_back(std::move(members));
   return add(std::move(op), std::move(deps));
@@ -265,8 +274,16 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
   if (const std::size_t need = ops_.size() + sub.size(); need > ops_.capacity())
     ops_.reserve(std::max(need, 2 * ops_.capacity()));
   for (Op o : sub.ops()) {
+    // A kernel that waits only for its own launch waits for `after` too:
+    // its launch runs ahead, the kernel starts after what came before.
+    const bool only_launches =
+        o.kind == OpKind::Kernel && std::all_of(o.deps.begin(), o.deps.end(), [&](OpId d) {
+          return sub.op(d).kind == OpKind::Launch;
+        });
     for (OpId& d : o.deps) d += offset;
-    if (o.kind == OpKind::Launch) {
+    if (only_launches) {
+      o.deps.insert(o.deps.end(), after.begin(), after.end());
+    } else if (o.kind == OpKind::Launch) {
       // Launches stay in host order: the sub-program's first launch on an
       // agent follows this program's last one there, not `after`.
       if (o.deps.empty())

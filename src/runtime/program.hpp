@@ -26,10 +26,13 @@
 //              PE_CPU dispatch: the SIP PE_CPU is not part of a GPU.
 //   switch_reduce  in-network reduction on a switch that declares
 //              `reduction:` (NVLink SHARP-like): every member buffer sends
-//              the chunk to the switch (gather), the switch reduces the
-//              contributions (its reduction bandwidth), then sends the
+//              the chunk to the switch (gather, lasting at least the op's
+//              `duration`: the members' multimem issue), the switch reduces
+//              the contributions (its reduction bandwidth), then sends the
 //              result to every member (multicast: one transfer per output
 //              port). The agent is the switch; no PE engine is charged.
+// Any op but a switch_reduce may trade its PE_CPU dispatch for a protocol
+// latency (Op::latency, set_latency): a pure delay before its work.
 // Dependencies are ops of the same program (by id). Every op carries a tag
 // (an interned label: stage, kernel, case) that reaches the op log.
 //
@@ -152,7 +155,13 @@ struct Op {
   RecvMode recv_mode = RecvMode::Consume;  ///< Recv
   Slices slices;               ///< Send/Recv: the buffer slices carried (symbolic checks)
   std::uint32_t pipeline = 0;  ///< Composite: index into pipelines(); SwitchReduce: into switch_groups()
-  Time duration = 0;           ///< Launch, Kernel: the time it holds its engine
+  Time duration = 0;           ///< Launch, Kernel: the time it holds its engine; SwitchReduce: the
+                               ///< members' issue time (its gather stage lasts at least this long)
+  /// -1: the op pays one PE_CPU dispatch (the SIP way). >= 0: no dispatch;
+  /// the op waits this long, holding no engine, before its work -- a GPU
+  /// collective step's protocol latency (ccl/nccl.hpp: the flag write and
+  /// poll of one step), which steps of different channels overlap.
+  Time latency = -1;
 };
 
 class Program {
@@ -171,6 +180,8 @@ class Program {
             std::string name = {}, std::int32_t tag = 0, std::optional<NodeId> source = std::nullopt);
   OpId recv(NodeId agent, NodeId peer, std::int64_t key, std::vector<OpId> deps = {}, std::string name = {},
             std::int32_t tag = 0, RecvMode mode = RecvMode::Consume);
+  /// Replaces op `op`'s PE_CPU dispatch by a pure delay of `latency` (Op::latency).
+  void set_latency(OpId op, Time latency);
   /// Marks a send, recv or switch_reduce as carrying `slices` of a collective's buffer.
   void set_slices(OpId op, Slices slices);
   OpId barrier(NodeId agent, std::vector<OpId> deps, std::string name = {});
@@ -179,8 +190,10 @@ class Program {
   /// In-network all-reduce of `bytes` on switch `sw`: each of `members`
   /// (the buffers: a PE's scratch or an HBM slice) sends `bytes` to the
   /// switch, which reduces them and multicasts the sum back to each.
+  /// `issue`: the members' GPU-side time to issue the chunk's multimem
+  /// loads and stores (0: none); the gather stage lasts at least this long.
   OpId switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes, std::vector<OpId> deps = {},
-                     std::string name = {}, std::int32_t tag = 0);
+                     std::string name = {}, std::int32_t tag = 0, Time issue = 0);
 
   /// A GPU kernel on `agent` (program.hpp: launch, kernel): a launch op of
   /// `cost.launch` after the agent's previous launch (none when 0), then the
@@ -198,7 +211,8 @@ class Program {
   /// (sub op i becomes op offset + i). Dependencies, Free targets and
   /// pipelines are remapped, tags re-interned by label, and send/recv keys
   /// shifted past this program's own so the messages stay distinct. Sub ops
-  /// without dependencies wait for `after` (ops of this program).
+  /// without dependencies, and kernels that wait only for their launches,
+  /// wait for `after` (ops of this program); launches keep host order.
   OpId append(const Program& sub, const std::vector<OpId>& after = {});
   /// Ops with id >= `from` that no op depends on (what a later stage waits for).
   std::vector<OpId> sinks(OpId from = 0) const;

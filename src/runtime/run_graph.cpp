@@ -65,8 +65,10 @@ void Executor::Impl::check_program() const {
     if (forwards_only(n.kind))
       throw UsageError(what(i) + ": " + leg + " " + n.name + " is a " + topology::to_string(n.kind) +
                        ", not a memory (a PE's scratch, an HBM controller, a memory)");
-    // (A composite's own scratch is checked for all its resident tiles at once.)
-    if (n.kind == NodeKind::Pe && mv.bytes > cfg.scratch && !(composite && end == ops[i].agent))
+    // (A composite's own scratch is checked for all its resident tiles at once.
+    // A GPU's SMs stream what passes through them: no budget to stage in.)
+    if (n.kind == NodeKind::Pe && cfg.target != topology::ExecTarget::Gpu && mv.bytes > cfg.scratch &&
+        !(composite && end == ops[i].agent))
       throw CapacityError(what(i) + " on " + m.node(ops[i].agent).name + ": " + leg + " " + bytes_text(mv.bytes) +
                           " in the scratch of " + n.name + " exceed its budget pe.scratch = " +
                           bytes_text(cfg.scratch));
@@ -154,7 +156,8 @@ void Executor::Impl::check_program() const {
       }
       case OpKind::Recv: {
         check_agent(i, op.peer, "sender");
-        if (slots_bytes > cfg.scratch)
+        // (A GPU's IPCQ slots are NCCL's buffers, in HBM.)
+        if (cfg.target != topology::ExecTarget::Gpu && slots_bytes > cfg.scratch)
           throw CapacityError(what(i) + " on " + m.node(op.agent).name + ": the IPCQ slots from " +
                               m.node(op.peer).name + " (ipcq_slots " + std::to_string(cfg.ipcq_slots) + " x " +
                               bytes_text(cfg.ipcq_slot) + " = " + bytes_text(slots_bytes) +
@@ -213,6 +216,7 @@ void Executor::Impl::build() {
     nd.duration = op.duration;
     nd.program_op = i;
     if (op.kind == OpKind::Launch || op.kind == OpKind::Kernel) nd.dispatch = false;
+    if (op.latency >= 0) nd.dispatch = false, nd.latency = op.latency;
     nd.name = op.name;
     if (op.kind == OpKind::SwitchReduce) {
       nd.group = op.pipeline;

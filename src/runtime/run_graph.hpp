@@ -29,6 +29,7 @@ struct Node {
   RecvMode recv_mode = RecvMode::Consume;
   Time duration = 0;           // launch, kernel
   bool dispatch = true;        // pays a PE_CPU dispatch
+  Time latency = 0;            // no dispatch: a protocol latency before the work (Op::latency)
   bool logged = true;          // gets an op-log row of its own
   std::int64_t program_op = -1;
   std::int64_t composite = -1;  // stages: the composite op they belong to

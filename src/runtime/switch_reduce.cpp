@@ -11,13 +11,15 @@
 //              member hangs on its own port (the NVSwitch box). Where
 //              members share links behind the switch the unicast copies
 //              overcount those links: a true multicast tree would send once.
+// On a GPU machine the members' SMs issue the chunk's multimem loads and
+// stores (ccl/nccl.hpp): the op's `duration`, a floor on the gather stage
+// (the issue and the gather overlap; the slower one sets the stage).
 // Each stage holds a one-unit Server of the switch for its whole span, so a
 // switch works on one chunk per stage at a time and successive chunks
 // pipeline (chunk k+1 gathers while chunk k reduces and chunk k-1 is
 // multicast). Store-and-forward per chunk: the reduction starts when the
 // whole chunk has arrived (real SHARP reduces flits as they arrive; more,
-// smaller chunks approach it). No PE engine is charged: the GPU-side cost
-// of issuing the multimem loads and stores is not modelled.
+// smaller chunks approach it). No PE engine is charged.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -62,7 +64,9 @@ sim::Task<> Executor::Impl::switch_reduce(std::uint32_t n) {
   co_await st.gather.acquire();
   nodes[n].start = sim.now();
   if (observer) observer->on_start(static_cast<OpId>(nodes[n].program_op));  // the members' data is read now
+  const Time issued = sim.now() + nodes[n].duration;
   co_await switch_legs(n, true);
+  if (sim.now() < issued) co_await sim.delay(issued - sim.now());
   co_await st.reduce.acquire();
   st.gather.release();
   const Bytes in = nodes[n].move.bytes * static_cast<Bytes>(members.size());

@@ -287,7 +287,7 @@ runtime::Program llama_program(const topology::System& system, const LlamaSpec& 
     cs.bytes_per_pe = bytes;
     cs.pes = ranks;
     cs.buffer = ccl::Buffer::Hbm;
-    const Program sub = ccl::build_collective(m, pe_config(system.config()), cs);
+    const Program sub = ccl::build_collective(m, system.config(), cs);
     const OpId lo = splice(phase, sub, after);
     return prog.sinks(lo);
   };

@@ -722,7 +722,7 @@ TEST_CASE("sections are read in the order they always were and listed in the sch
                       Contains("test.yaml: k200: the K200 host is an explicit graph: give graph, not system"));
   REQUIRE_THROWS_WITH(parse(kSystem + "fabrik: {}\n"),
                       Contains("known keys of the top level: include, system, nodes, links, graph, fabric, pe, gpu, "
-                               "vgpu, k200, energy"));
+                               "nccl, vgpu, k200, energy"));
 }
 
 TEST_CASE("the higher layers' sections travel typed in the Config, read back by their owners", "[config]") {

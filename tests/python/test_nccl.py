@@ -162,10 +162,12 @@ def test_gpu_collectives_bench_records_unmodelled_collectives_as_failures(cli, t
     tables = nccl.parse_log(out / "nccl_tables.txt")
     ring = [r for r in sweep["results"] if r["algorithm"] == "ring"]
     assert tables.collective == "all_reduce" and len(tables.rows) == len(ring)
-    # The H100's switches reduce in the network: nvls rows beside ring's, faster at every size.
+    assert {r["protocol"] for r in ring} == {"ll"}  # up to 1 MiB on 8 GPUs the tuner takes ring with LL
+    # The H100's switches reduce in the network: nvls rows beside ring's. Its fixed cost (nccl.nvls_base) is the
+    # larger, so at the smallest size the ring is faster -- which is why the tuner picks it there.
     nvls = {r["size"]: r for r in sweep["results"] if r["algorithm"] == "nvls"}
     assert set(nvls) == {r["size"] for r in ring}
-    assert all(nvls[r["size"]]["busbw"] > r["busbw"] for r in ring)
+    assert nvls[8]["time_us"] > min(r["time_us"] for r in ring if r["size"] == 8)
 
 
 def test_gpu_collectives_bench_skips_nvls_without_a_reducing_switch(cli, tmp_path):
@@ -181,12 +183,11 @@ def test_gpu_collectives_bench_skips_nvls_without_a_reducing_switch(cli, tmp_pat
 
 
 def test_gpu_collectives_target_at_1GiB(tmp_path):
-    """The 1 GiB ring all-reduce: busbw beside the NVLink rate and the routing's, and the closed form it follows.
+    """The 1 GiB ring all-reduce (Simple): busbw beside the NVLink rate and the routing's, and the closed form.
 
     On the preset (fabric.multipath spread) the ring's transfers use all 4 NVSwitches: the routing's rate is the
-    GPU's 450 GB/s and busbw reaches 90 % of it; the closed form is within 6 % (the rest: chunks quantised over
-    the 5/4/4/5 lanes of each path). With one path (single) it is the 5-link NVSwitch's 125 GB/s, and the
-    closed form holds to 0.5 %, as before multipath.
+    GPU's 450 GB/s, and the time is 2(n-1)/n S over it at nccl.link_efficiency, within 5 % (the rest: the fixed
+    costs and the pipeline's fill, nccl.max_steps_per_transfer = 8 steps). With one path (single) the rate is the 5-link NVSwitch's 125 GB/s.
     """
     from kernbench.runner import run_bench
 
@@ -195,12 +196,12 @@ def test_gpu_collectives_target_at_1GiB(tmp_path):
     assert t["size"] == 1 << 30 and t["link_class"] == "nvlink" and t["gpu_link_rate_GBps"] == pytest.approx(450)
     assert t["multipath"] == "spread" and [p["nodes"][1] for p in t["paths"]] == [f"nvswitch{k}" for k in range(4)]
     assert t["path_rate_GBps"] == pytest.approx(450)
-    assert t["busbw_GBps"] <= t["path_rate_GBps"] and t["busbw_GBps"] > 0.9 * t["path_rate_GBps"]
-    assert 0 <= t["model_vs_closed_form"] < 0.06
-    single = run_bench("gpu-collectives", out=tmp_path / "single", quiet=True,
-                       sets=sets + ["fabric.multipath=single", "fabric.chunk=64KiB"])["target"]
+    assert t["protocol"] == "simple" and 0.5 <= t["link_efficiency"] <= 1
+    for target in (t, run_bench("gpu-collectives", out=tmp_path / "single", quiet=True,
+                                sets=sets + ["fabric.multipath=single"])["target"]):
+        assert target["busbw_GBps"] <= target["path_rate_GBps"] * target["link_efficiency"]
+        assert 0 <= target["model_vs_closed_form"] < 0.05  # the fixed costs and the fill of 8 steps per transfer
+    single = target
     assert single["multipath"] == "single" and single["path_rate_GBps"] == pytest.approx(125)
-    assert single["busbw_GBps"] <= single["path_rate_GBps"] and single["busbw_GBps"] > 0.95 * single["path_rate_GBps"]
-    assert abs(single["model_vs_closed_form"]) < 0.005  # the gap to alpha-beta is attributable: under 0.5 %
     assert t["busbw_GBps"] > 3 * single["busbw_GBps"]
-    assert {o["name"] for o in t["overheads"]} >= {"dispatch per step", "reduction of the last slot per step"}
+    assert {o["name"] for o in t["overheads"]} == {"host launch per call", "simple fixed cost per call"}

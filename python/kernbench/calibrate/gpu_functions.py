@@ -2,6 +2,8 @@
 
   gpu.gemm         m n k precision                     -> tflops [TFLOPS], time [us]
   gpu.stream       kernel elements precision           -> bandwidth [TB/s], time [us]
+  gpu.nccl         collective bytes ranks algorithm threads
+                                                       -> busbw [GB/s], algbw [GB/s], time [us]
   model.inference  model tp pp batch prompt output precision
                                                        -> latency [ms], ttft [ms], tpot [ms],
                                                           throughput [tokens/s], throughput_per_gpu [tokens/s]
@@ -9,7 +11,9 @@
 Each runs on the machine of ``--config`` (or the row's / the data file's config); gpu.gemm and gpu.stream use
 its first GPU. Kernels are timed as the benchmarks that measured them time them: back to back
 (``REPEATS`` calls launched from the host, the time per call in steady state, so a kernel shorter than its
-launch shows the launch), which is what torch.matmul loops and BabelStream's mean per call see.
+launch shows the launch), which is what torch.matmul loops and BabelStream's mean per call see. gpu.nccl runs nccl-tests' way: REPEATS
+calls back to back on one stream, the kernels launched by ``threads`` host threads (nccl-tests ``-t``; the ranks
+split evenly over them), the time per call in steady state, its bandwidths by nccl-tests' conventions.
 """
 
 from __future__ import annotations
@@ -76,6 +80,35 @@ def gpu_stream(ctx, kernel: str = "copy", elements: int = 1 << 25, precision: st
     plan = _core.gpu_stream(system._core, gpu, nbytes)
     t = _back_to_back(system, gpu, plan, 0.0, "fp32")
     return {"bandwidth": nbytes / t / 1e12, "time": t * 1e6}
+
+
+#: nccl-tests' collective names -> kernbench's (alltoall has no model yet: it is refused naming the modelled ones).
+NCCL_COLLECTIVES = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+                    "broadcast": "broadcast"}
+
+
+@measurement("gpu.nccl", metrics={"busbw": "GB/s", "algbw": "GB/s", "time": "us"},
+             config="machines/h100-8x-nvswitch.yaml",
+             doc="one NCCL collective on the first `ranks` GPUs, called back to back as nccl-tests does (src/ccl/nccl.hpp)")
+def gpu_nccl(ctx, collective: str = "all_reduce", bytes: int = 1 << 20, ranks: int = 8, algorithm: str = "auto",
+             threads: int = 0):
+    from kernbench import ccl
+    from kernbench.nccl import busbw_factor, canonical
+
+    name = canonical(collective)
+    if name not in NCCL_COLLECTIVES:
+        raise UsageError(f"collective {collective!r}: modelled are {', '.join(NCCL_COLLECTIVES)} (nccl-tests' names)")
+    if algorithm not in ("auto", "ring", "tree", "nvls"):
+        raise UsageError(f"algorithm {algorithm!r}: expected auto, ring, tree or nvls")
+    system = ctx.load()
+    pes = system.pes()
+    if not 2 <= ranks <= len(pes):
+        raise UsageError(f"ranks = {ranks}: the machine has {len(pes)} GPUs (a collective needs 2 or more)")
+    r = ccl.collective(system, NCCL_COLLECTIVES[name], int(bytes), algorithm=algorithm, pes=pes[:ranks],
+                       buffer="hbm", calls=REPEATS, host_threads=threads, verify="off")
+    t = r.latency_ps * 1e-12
+    algbw = bytes / t / 1e9
+    return {"busbw": algbw * busbw_factor(name, ranks), "algbw": algbw, "time": t * 1e6}
 
 
 @measurement("model.inference", metrics={"latency": "ms", "ttft": "ms", "tpot": "ms", "throughput": "tokens/s",

@@ -1,0 +1,133 @@
+// nccl.cpp -- the protocols' formats and the tuning table (nccl.hpp).
+#include "ccl/nccl.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/errors.hpp"
+
+namespace kernbench::ccl {
+
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::LL: return "ll";
+    case Protocol::LL128: return "ll128";
+    case Protocol::Simple: return "simple";
+  }
+  return "?";
+}
+
+Protocol protocol_from_string(const std::string& name) {
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+    if (name == to_string(p)) return p;
+  throw UsageError("unknown protocol '" + name + "' (known: auto, ll, ll128, simple)");
+}
+
+ProtocolFormat protocol_format(Protocol p, Bytes simple_buffer) {
+  // NCCL src/include/device.h: LL lines of 16 B carry 8 B of data and a flag
+  // (NCCL_LL_LINES_PER_THREAD 8 x NCCL_LL_MAX_NTHREADS 512 x NCCL_STEPS 8 x 16 B);
+  // LL128 lines of 128 B carry 120 (NCCL_LL128_ELEMS_PER_THREAD 120 x 640
+  // threads x 8 steps x 8 B); Simple moves the payload in NCCL_BUFFSIZE.
+  // Thread thresholds: src/include/comm.h (NCCL_*_THREAD_THRESHOLD).
+  switch (p) {
+    case Protocol::LL: return ProtocolFormat{0.5, 8 * 512 * 8 * 16, 512, 8};
+    case Protocol::LL128: return ProtocolFormat{120.0 / 128.0, 120 * 640 * 8 * 8, 640, 8};
+    case Protocol::Simple: return ProtocolFormat{1.0, simple_buffer, 512, 64};
+  }
+  return {};
+}
+
+int channels_for(Bytes bytes, Protocol p, int most, const NcclConfig& cfg) {
+  const ProtocolFormat f = protocol_format(p, cfg.buffsize);
+  int nc = std::max(1, most);
+  while (nc >= 2 && bytes < static_cast<Bytes>(nc) * f.threads * f.threshold) --nc;
+  return nc;
+}
+
+std::string registry_name(const std::string& nccl_name) {
+  return nccl_name == "tree" ? "double_binary_tree" : nccl_name;
+}
+
+namespace {
+
+Time base_of(Protocol p, const NcclConfig& c) {
+  return p == Protocol::LL ? c.ll_base : p == Protocol::LL128 ? c.ll128_base : c.simple_base;
+}
+
+Time step_of(Protocol p, const NcclConfig& c) {
+  return p == Protocol::LL ? c.ll_step : p == Protocol::LL128 ? c.ll128_step : c.simple_step;
+}
+
+}  // namespace
+
+std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, const NcclConfig& cfg) {
+  std::vector<TuneRow> rows;
+  const int n = f.ranks;
+  if (n < 2 || f.ring_bandwidth <= 0) return rows;
+  const double link = f.ring_bandwidth * cfg.link_efficiency;
+  const int ring_steps = c == NcclCollective::AllReduce ? 2 * (n - 1) : n - 1;
+  // Per rank, a ring moves ring_steps / n of the buffer (all-reduce: 2(n-1)/n);
+  // a broadcast chain moves all of it once.
+  const double ring_share = c == NcclCollective::Broadcast ? 1.0 : static_cast<double>(ring_steps) / n;
+  const auto add = [&](const std::string& alg, Protocol p, Time latency, double bandwidth) {
+    TuneRow r;
+    r.algorithm = alg;
+    r.protocol = p;
+    r.channels = alg == "nvls" ? 1 : channels_for(bytes, p, f.channels, cfg);
+    r.latency = latency;
+    r.bandwidth = bandwidth;
+    r.time = latency + static_cast<Time>(std::ceil(static_cast<double>(bytes) / bandwidth * 1e12));
+    rows.push_back(r);
+  };
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    const double fmt = protocol_format(p, cfg.buffsize).efficiency;
+    const Time step = step_of(p, cfg) + f.route_latency;
+    add("ring", p, base_of(p, cfg) + static_cast<Time>(ring_steps) * step, link * fmt / ring_share);
+    if (c == NcclCollective::AllReduce) {
+      // Tree, as NCCL prices it inside one box: its intra-node tree is a
+      // chain, 2 (n - 1) steps up and down, at half the bus bandwidth (each
+      // rank sends about the buffer twice over the two trees). So inside a
+      // box it never beats the ring, as in NCCL (src/graph/tuning.cc).
+      const Time tstep = step + cfg.tree_step_extra;
+      add("tree", p, base_of(p, cfg) + static_cast<Time>(2 * (n - 1)) * tstep, link * fmt / 2.0);
+    }
+  }
+  if (c == NcclCollective::AllReduce && f.nvls) {
+    // Each rank sends its buffer to the switches once and receives the sum
+    // once (link), issues 2/n of it as multimem operations (issue), and the
+    // switches reduce n contributions of every byte (switch).
+    double bw = link;
+    if (cfg.nvls_issue.bytes_per_s > 0) bw = std::min(bw, static_cast<double>(cfg.nvls_issue.bytes_per_s) * n / 2.0);
+    if (f.nvls_switch > 0) bw = std::min(bw, f.nvls_switch / n);
+    add("nvls", Protocol::Simple, cfg.nvls_base + 2 * f.route_latency, bw);
+  }
+  return rows;
+}
+
+TuneRow choose(NcclCollective c, Bytes bytes, const TunerFacts& facts, const NcclConfig& cfg,
+               const std::string& algorithm, const Protocol* protocol) {
+  const std::vector<TuneRow> rows = tune(c, bytes, facts, cfg);
+  const TuneRow* best = nullptr;
+  std::string offered;
+  for (const TuneRow& r : rows) {
+    if (offered.find(r.algorithm) == std::string::npos) offered += (offered.empty() ? "" : ", ") + r.algorithm;
+    if (!algorithm.empty() && r.algorithm != algorithm) continue;
+    if (protocol && r.protocol != *protocol) continue;
+    if (!best || r.time < best->time) best = &r;
+  }
+  if (!best) {
+    std::string want = algorithm.empty() ? "any algorithm" : algorithm;
+    if (protocol) want += std::string(" with protocol ") + to_string(*protocol);
+    throw UsageError("collective: the NCCL model has no " + want + " for this collective on " +
+                     std::to_string(facts.ranks) + " ranks (it offers: " + (offered.empty() ? "none" : offered) +
+                     (algorithm == "nvls" ? "; nvls needs an in-network reducing switch (a switch node with "
+                                            "reduction: {bandwidth: ...}) linked to every rank, and is all_reduce "
+                                            "only, protocol simple"
+                                          : "") +
+                     ")");
+  }
+  return *best;
+}
+
+}  // namespace kernbench::ccl

@@ -1,0 +1,128 @@
+// nccl.hpp -- collectives as NCCL runs them, on a GPU machine (pe.target: gpu).
+//
+// The schedule of a collective (which rank sends which slices to whom) is
+// the same registry algorithm as everywhere (algorithms.hpp); on a GPU
+// machine it is lowered the way NCCL executes it (docs/ccl.md, "On a GPU
+// machine"):
+//   call       each rank's collective kernel is launched from the host
+//              (`nccl.call_host` on its launch queue; ranks driven by one
+//              host thread launch one after another) and starts with the
+//              protocol's fixed GPU-side cost (`nccl.<proto>_base`: the
+//              kernel's prologue and first round trip), before any step;
+//   channels   the buffer is split over C channels (one CTA each, at most
+//              pe.ipcq.channels, fewer for small messages as NCCL does:
+//              while bytes < C x threads x threshold), each running the
+//              algorithm on its part; a channel's steps are sends in flight
+//              on the GPU's IPCQ engine (pe.ipcq.channels units);
+//   steps      every transfer is cut into steps of the protocol's step size
+//              (NCCL_BUFFSIZE / NCCL_STEPS of payload); each step pays the
+//              protocol's latency (`nccl.<proto>_step`: the flag write and
+//              poll, Op::latency, no engine held) and moves its wire bytes
+//              = payload / (format efficiency x nccl.link_efficiency);
+//   buffers    data lives in HBM: a reducing step loads the local part,
+//              adds the arriving one, stores the sum; only a step's worth is
+//              ever on chip, so no collective needs pe.scratch for a slice;
+//   nvls       the in-network all-reduce (nvls.cpp): each chunk's gather
+//              lasts at least the members' multimem issue time,
+//              2 x chunk / ranks / nccl.nvls_issue (a load-reduce and a
+//              multicast store of each rank's share), and the switch reduces
+//              at its declared reduction bandwidth; the kernel's fixed cost
+//              is `nccl.nvls_base`.
+// The algorithm and protocol an `auto` request gets come from one table of
+// per-(algorithm, protocol) latency and bandwidth, read by one function
+// (choose), as NCCL's tuning model does (NCCL src/graph/tuning.cc): time =
+// latency + bytes / bandwidth, the smallest wins.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/units.hpp"
+#include "topology/machine.hpp"
+
+namespace kernbench::ccl {
+
+using sim::Bytes;
+using sim::Time;
+
+enum class Protocol { LL, LL128, Simple };
+const char* to_string(Protocol p);
+/// ll | ll128 | simple (UsageError listing them otherwise).
+Protocol protocol_from_string(const std::string& name);
+
+/// A protocol's format (NCCL src/include/device.h; not parameters).
+struct ProtocolFormat {
+  double efficiency = 1.0;  ///< payload / bytes on the wire: LL 8 of 16 (a flag per 8 B), LL128 120 of 128
+  Bytes buffer = 0;         ///< wire bytes of one channel's buffer (NCCL_STEPS steps)
+  int threads = 512;        ///< threads per channel (NCCL_*_MAX_NTHREADS)
+  int threshold = 8;        ///< bytes per thread below which a channel is dropped (NCCL_*_THREAD_THRESHOLD)
+};
+ProtocolFormat protocol_format(Protocol p, Bytes simple_buffer);
+
+/// The `nccl:` section: the mechanism parameters of NCCL on a GPU machine.
+/// Defaults are NCCL's own tuning constants for NVLink (src/graph/tuning.cc:
+/// baseLat and hwLat of Ring); the GPU presets fit some of them
+/// (configs/machines/nvidia-gpu.yaml says which, on what).
+struct NcclConfig {
+  Time call_host = 5 * sim::kMicrosecond;  ///< host time to enqueue and launch one rank's collective kernel
+  Time ll_base = 6600 * sim::kNanosecond;  ///< GPU-side fixed cost per call, LL
+  Time ll128_base = 14 * sim::kMicrosecond;
+  Time simple_base = 8400 * sim::kNanosecond;
+  Time ll_step = 600 * sim::kNanosecond;   ///< latency of one step (flag write + poll), LL
+  Time ll128_step = 1900 * sim::kNanosecond;
+  Time simple_step = 3400 * sim::kNanosecond;
+  Time tree_step_extra = 0;                ///< tree: extra latency per step over the ring's (0: the same)
+  /// Fraction of a link's rate SM-driven stores to a peer achieve (all
+  /// protocols; LL and LL128 lose their format's share on top).
+  double link_efficiency = 1.0;
+  Bytes buffsize = 4 * sim::kMiB;  ///< NCCL_BUFFSIZE: one channel's Simple buffer
+  int steps = 8;                   ///< NCCL_STEPS: steps in flight per channel
+  Time nvls_base = 25 * sim::kMicrosecond;  ///< NVLS kernel's fixed cost per call (NCCL hwLat NVLS, NVLink)
+  /// Rate at which one GPU's SMs issue multimem load-reduce and multicast
+  /// store bytes (0: no GPU-side limit).
+  sim::Bandwidth nvls_issue{0};
+  /// Most steps one transfer is simulated as: a longer transfer is moved in
+  /// this many larger steps (a fidelity knob: the pipeline and contention
+  /// stay; only the per-step latency count of huge messages is coarsened).
+  int max_steps_per_transfer = 8;
+};
+
+/// What kind of collective is asked (the busbw-style step count differs).
+enum class NcclCollective { AllReduce, ReduceScatter, AllGather, Broadcast };
+
+/// The machine facts the tuner reads, for these ranks.
+struct TunerFacts {
+  int ranks = 0;
+  double ring_bandwidth = 0;   ///< B/s rank to next rank (every equal-cost path, narrowest pair)
+  Time route_latency = 0;      ///< wire + node latency rank to next rank (the slowest pair)
+  bool nvls = false;           ///< a reducing switch is linked to every rank
+  double nvls_switch = 0;      ///< the reducing switches' summed reduction bandwidth, B/s
+  int channels = 1;            ///< most channels (pe.ipcq.channels)
+};
+
+/// One row of the tuning table.
+struct TuneRow {
+  std::string algorithm;       ///< ring | tree | nvls (a registry name: double_binary_tree for tree)
+  Protocol protocol = Protocol::Simple;
+  int channels = 1;
+  Time latency = 0;            ///< fixed part: base + steps x step latency
+  double bandwidth = 0;        ///< B/s of the buffer (algorithm bandwidth)
+  Time time = 0;               ///< latency + bytes / bandwidth
+};
+
+/// Every (algorithm, protocol) NCCL would consider for `bytes` per rank,
+/// with its predicted time.
+std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& facts, const NcclConfig& cfg);
+/// The row an auto request gets: the smallest time, restricted to
+/// `algorithm` / `protocol` when given (empty / nullptr: any).
+TuneRow choose(NcclCollective c, Bytes bytes, const TunerFacts& facts, const NcclConfig& cfg,
+               const std::string& algorithm = {}, const Protocol* protocol = nullptr);
+/// NCCL's channel count for `bytes`: at most `most`, dropped while
+/// bytes < channels x threads x threshold (src/enqueue.cc).
+int channels_for(Bytes bytes, Protocol p, int most, const NcclConfig& cfg);
+
+/// The registry name an NCCL algorithm name stands for (tree ->
+/// double_binary_tree); others unchanged.
+std::string registry_name(const std::string& nccl_name);
+
+}  // namespace kernbench::ccl
