@@ -172,8 +172,14 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     const std::string tuned = name == "auto" ? "" : name == "double_binary_tree" ? "tree" : name;
     const bool known = tuned.empty() || tuned == "ring" || tuned == "nvls" ||
                        (tuned == "tree" && spec.collective == Collective::AllReduce);
-    row = choose(nccl_kind(spec.collective), spec.bytes_per_pe, facts, nc, known ? tuned : "ring",
-                 auto_protocol ? nullptr : &asked);
+    if (tuned == "nvls" && !facts.nvls) {
+      // No reducing switch on every rank: nvls's own check (below) says what is missing.
+      row.algorithm = "nvls";
+      row.protocol = Protocol::Simple;
+    } else {
+      row = choose(nccl_kind(spec.collective), spec.bytes_per_pe, facts, nc, known ? tuned : "ring",
+                   auto_protocol ? nullptr : &asked);
+    }
     if (name == "auto") name = row.algorithm;
     out.protocol = row.protocol;
     out.channels = row.algorithm == "nvls" ? 1 : spec.channels > 0 ? spec.channels : row.channels;
@@ -261,6 +267,11 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
                                                               : nc.simple_step;
     if (a.name == "double_binary_tree") out.wire.step_latency += nc.tree_step_extra;
     out.wire.issue_bytes_per_s = static_cast<double>(nc.nvls_issue.bytes_per_s);
+    out.wire.channels = out.channels;
+    // A step standing for several NCCL steps (a huge message) moves in at
+    // most 4 slot segments, each one credit (a fidelity knob with the step).
+    const Bytes wire_step = static_cast<Bytes>(std::ceil(static_cast<double>(out.wire.step) / out.wire.efficiency));
+    if (wire_step > 4 * pe.ipcq_slot) out.wire.segment = (wire_step + 3) / 4;
   }
   // The schedule keeps one cell per (rank, slice): refuse, up front, what
   // could only end in an allocation failure.

@@ -82,8 +82,9 @@ struct NcclConfig {
   /// store bytes (0: no GPU-side limit).
   sim::Bandwidth nvls_issue{0};
   /// Most steps one transfer is simulated as: a longer transfer is moved in
-  /// this many larger steps (a fidelity knob: the pipeline and contention
-  /// stay; only the per-step latency count of huge messages is coarsened).
+  /// this many larger steps, each in at most 4 IPCQ slot segments (a
+  /// fidelity knob: the pipeline and contention stay; the per-step latency
+  /// count and the flow control of huge messages are coarsened).
   int max_steps_per_transfer = 8;
 };
 

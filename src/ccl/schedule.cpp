@@ -111,6 +111,9 @@ void Schedule::step(int src, int dst, Slices s, Combine combine) {
                                  hbm ? std::optional<NodeId>(hbm_[static_cast<std::size_t>(src)]) : std::nullopt);
   program_.set_slices(snd, s);
   if (gpu) program_.set_latency(snd, wire_.step_latency);
+  if (wire_.segment > 0) program_.set_segment(snd, wire_.segment);
+  if (wire_.channels > 1)  // the channel whose part of the buffer these slices are (collective.cpp: block())
+    program_.set_channel(snd, static_cast<int>(static_cast<std::int64_t>(s.lo) * wire_.channels / slices_));
   add_reader(src, s, snd);
 
   deps.clear();

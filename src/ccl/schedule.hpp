@@ -52,6 +52,12 @@ struct Wire {
   /// B/s at which each rank issues its share of an in-network reduction
   /// (multimem loads and stores; 0: free).
   double issue_bytes_per_s = 0;
+  /// > 0: a send moves in segments of at least this many bytes (a coarse
+  /// step in a few large slot segments instead of many of pe.ipcq.slot).
+  Bytes segment = 0;
+  /// > 1: the buffer is cut into this many channels' parts (equal runs of
+  /// slices, nccl.hpp); a send uses its channel's queue (Op::channel).
+  int channels = 1;
 };
 
 class Schedule {

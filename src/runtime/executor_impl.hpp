@@ -50,7 +50,13 @@ struct Executor::Impl {
   static std::uint64_t pair_key(NodeId a, NodeId b) {
     return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
   }
-  std::unordered_map<std::uint64_t, std::unique_ptr<SlotQueue>, PairHash> queues;  // (src, dst)
+  struct QueueHash {
+    std::size_t operator()(const std::pair<std::uint64_t, std::uint16_t>& k) const {
+      return static_cast<std::size_t>(sim::mix64(k.first ^ sim::mix64(k.second)));
+    }
+  };
+  // (src, dst), channel
+  std::unordered_map<std::pair<std::uint64_t, std::uint16_t>, std::unique_ptr<SlotQueue>, QueueHash> queues;
   std::unordered_map<MessageKey, std::uint32_t, MessageHash> message_index;        // (dst, src, key)
   std::vector<Message> messages;
   std::vector<std::uint32_t> transfer_message;  // fabric transfer id -> message (segments in flight)
@@ -60,7 +66,7 @@ struct Executor::Impl {
 
   // ---- ipcq.cpp ----
   Message& message(NodeId to, NodeId from, std::int64_t key);
-  SlotQueue& queue(NodeId from, NodeId to);
+  SlotQueue& queue(NodeId from, NodeId to, std::uint16_t channel);
   void segment_arrived(std::uint64_t transfer);
   sim::MemberHandler<Impl, &Impl::segment_arrived> on_segment{*this};
   /// A recv freed a slot of `m`: release it at once (pe.ipcq.credit:

@@ -23,10 +23,12 @@ Message& Executor::Impl::message(NodeId to, NodeId from, std::int64_t key) {
   return messages[it->second];
 }
 
-SlotQueue& Executor::Impl::queue(NodeId from, NodeId to) {
-  auto& q = queues[pair_key(from, to)];
+SlotQueue& Executor::Impl::queue(NodeId from, NodeId to, std::uint16_t channel) {
+  auto& q = queues[{pair_key(from, to), channel}];
   if (!q)
-    q = std::make_unique<SlotQueue>(sim, system.machine().node(to).name + ".ipcq<" + system.machine().node(from).name,
+    q = std::make_unique<SlotQueue>(sim,
+                                    system.machine().node(to).name + ".ipcq<" + system.machine().node(from).name +
+                                        (channel ? ".ch" + std::to_string(channel) : std::string()),
                                     cfg.ipcq_slots);
   return *q;
 }
@@ -82,13 +84,14 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
   if (first.send != Message::kNone)
     throw UsageError(program.name() + ": " + describe(n) + " reuses key " + std::to_string(nd.key) + " of " +
                      describe(first.send) + " for the same receiver " + system.machine().node(dst).name);
-  SlotQueue& q = queue(nd.agent, dst);
-  const Bytes slot = cfg.ipcq_slot;
+  SlotQueue& q = queue(nd.agent, dst, nd.channel);
+  const Bytes slot = nd.segment > 0 ? nd.segment : cfg.ipcq_slot;
   const Bytes bytes = nd.move.bytes;
   const auto segments = static_cast<std::uint32_t>(bytes == 0 ? 1 : (bytes + slot - 1) / slot);
   first.send = n;
   first.segments = segments;
   first.bytes = bytes;
+  first.slot = slot;
   first.queue = &q;
   topology::Fabric& fabric = system.fabric();
   for (std::uint32_t k = 0; k < segments; ++k) {
@@ -124,7 +127,7 @@ sim::Task<> Executor::Impl::recv(std::uint32_t n) {
       else nodes[n].data_wait += sim.now() - t0;
     }
     if (k == 0) nodes[n].start = sim.now();  // the first segment is here
-    const Bytes b = segment_bytes(messages[mi].bytes, cfg.ipcq_slot, k, messages[mi].segments);
+    const Bytes b = segment_bytes(messages[mi].bytes, messages[mi].slot, k, messages[mi].segments);
     if (mode == RecvMode::Consume) {
       std::int32_t unused = -1;
       co_await e.acquire(Engine::IpcqRx, unused);

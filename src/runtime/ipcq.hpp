@@ -31,6 +31,7 @@ struct Message {
   std::uint32_t arrived = 0;
   std::uint32_t taken = 0;        // slots the recv has freed
   Bytes bytes = 0;
+  Bytes slot = 0;                 // bytes per segment (the send's)
   SlotQueue* queue = nullptr;
   std::coroutine_handle<> receiver;  // the recv, waiting for segment `want`
   std::uint32_t want = 0;

@@ -143,6 +143,21 @@ void Program::set_latency(OpId op, Time latency) {
   ops_[op].latency = latency;
 }
 
+void Program::set_segment(OpId op, Bytes segment) {
+  if (op >= ops_.size() || ops_[op].kind != OpKind::Send)
+    throw UsageError(name_ + ": set_segment: op " + std::to_string(op) + " is not a send");
+  if (segment <= 0) throw UsageError(name_ + ": set_segment: segment must be > 0, got " + std::to_string(segment));
+  ops_[op].segment = segment;
+}
+
+void Program::set_channel(OpId op, int channel) {
+  if (op >= ops_.size() || ops_[op].kind != OpKind::Send)
+    throw UsageError(name_ + ": set_channel: op " + std::to_string(op) + " is not a send");
+  if (channel < 0 || channel > 0xffff)
+    throw UsageError(name_ + ": set_channel: channel must be 0 .. 65535, got " + std::to_string(channel));
+  ops_[op].channel = static_cast<std::uint16_t>(channel);
+}
+
 void Program::set_slices(OpId op, Slices slices) {
   if (op >= ops_.size() || (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv &&
                             ops_[op].kind != OpKind::SwitchReduce))

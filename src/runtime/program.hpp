@@ -162,6 +162,13 @@ struct Op {
   /// collective step's protocol latency (ccl/nccl.hpp: the flag write and
   /// poll of one step), which steps of different channels overlap.
   Time latency = -1;
+  /// Send: the bytes of one IPCQ segment (0: pe.ipcq.slot). A GPU
+  /// collective's coarse step (one standing for several NCCL steps) moves in
+  /// larger segments, each still one slot credit.
+  Bytes segment = 0;
+  /// Send: which of the pair's queues it uses (a GPU collective's channel:
+  /// each channel has its own pe.ipcq.slots slots, NCCL's per-channel FIFO).
+  std::uint16_t channel = 0;
 };
 
 class Program {
@@ -182,6 +189,10 @@ class Program {
             std::int32_t tag = 0, RecvMode mode = RecvMode::Consume);
   /// Replaces op `op`'s PE_CPU dispatch by a pure delay of `latency` (Op::latency).
   void set_latency(OpId op, Time latency);
+  /// A send's IPCQ segment size (Op::segment; > 0).
+  void set_segment(OpId op, Bytes segment);
+  /// A send's queue among its pair's (Op::channel).
+  void set_channel(OpId op, int channel);
   /// Marks a send, recv or switch_reduce as carrying `slices` of a collective's buffer.
   void set_slices(OpId op, Slices slices);
   OpId barrier(NodeId agent, std::vector<OpId> deps, std::string name = {});

@@ -138,10 +138,11 @@ void Executor::Impl::check_program() const {
       case OpKind::Send: {
         check_agent(i, op.move.dst, "receiver");
         check_end(i, Move{op.move.src, op.move.dst, 0}, op.move.src, "send source");
-        const std::uint64_t segs = std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(op.move.bytes) + slot - 1) / slot);
+        const std::uint64_t seg = op.segment > 0 ? static_cast<std::uint64_t>(op.segment) : slot;
+        const std::uint64_t segs = std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(op.move.bytes) + seg - 1) / seg);
         if (segs > kMaxSegments)
           throw UsageError(what(i) + " on " + m.node(op.agent).name + ": " + bytes_text(op.move.bytes) + " in " +
-                           bytes_text(cfg.ipcq_slot) + " IPCQ slots make " + std::to_string(segs) +
+                           bytes_text(static_cast<Bytes>(seg)) + " IPCQ slots make " + std::to_string(segs) +
                            " segments, more than the limit of " + std::to_string(kMaxSegments) + " per send");
         segments_total += segs;
         if (segments_total > kMaxRunNodes)
@@ -217,6 +218,8 @@ void Executor::Impl::build() {
     nd.program_op = i;
     if (op.kind == OpKind::Launch || op.kind == OpKind::Kernel) nd.dispatch = false;
     if (op.latency >= 0) nd.dispatch = false, nd.latency = op.latency;
+    nd.segment = op.segment;
+    nd.channel = op.channel;
     nd.name = op.name;
     if (op.kind == OpKind::SwitchReduce) {
       nd.group = op.pipeline;

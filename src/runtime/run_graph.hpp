@@ -30,6 +30,8 @@ struct Node {
   Time duration = 0;           // launch, kernel
   bool dispatch = true;        // pays a PE_CPU dispatch
   Time latency = 0;            // no dispatch: a protocol latency before the work (Op::latency)
+  Bytes segment = 0;           // send: IPCQ segment bytes (0: pe.ipcq.slot)
+  std::uint16_t channel = 0;   // send: which of the pair's queues
   bool logged = true;          // gets an op-log row of its own
   std::int64_t program_op = -1;
   std::int64_t composite = -1;  // stages: the composite op they belong to

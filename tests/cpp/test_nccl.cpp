@@ -250,6 +250,22 @@ TEST_CASE("SIP machines: an HBM collective whose transfers exceed the scratch st
   const CollectiveResult r = run_collective(system, s);
   CHECK(r.verified);
   CHECK(r.step_bytes == static_cast<Bytes>(pe_config(c).ipcq_slots) * pe_config(c).ipcq_slot);
+  // Every algorithm of the machine verifies through the finer cut (a
+  // buffer of 1 MiB x the ranks: every algorithm's transfers of it exceed 256 KiB).
+  const auto ranks = static_cast<Bytes>(system.machine().pes().size());
+  for (const AlgorithmInfo& a : algorithms()) {
+    if (a.in_network) continue;  // no reducing switch on the SIP machine
+    for (const std::string& coll : a.collectives) {
+      CollectiveSpec each = s;
+      each.bytes_per_pe = ranks * kMiB;
+      each.algorithm = a.name;
+      each.collective = collective_from_string(coll);
+      INFO(a.name << " " << coll);
+      const CollectiveResult c = run_collective(system, each);
+      CHECK(c.verified);
+      CHECK(c.step_bytes > 0);
+    }
+  }
   // A collective that fits keeps whole transfers.
   s.bytes_per_pe = 64 * kKiB;
   CHECK(run_collective(system, s).step_bytes == 0);
