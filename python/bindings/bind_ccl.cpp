@@ -152,6 +152,7 @@ void bind_ccl(py::module_& m) {
         d["steps"] = c.steps;
         d["nvls_base_ps"] = c.nvls_base;
         d["nvls_issue_Bps"] = c.nvls_issue.bytes_per_s;
+        d["nvls_chunk"] = c.nvls_chunk;
         d["max_steps_per_transfer"] = c.max_steps_per_transfer;
         return d;
       },

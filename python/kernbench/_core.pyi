@@ -214,6 +214,12 @@ class CollectiveResult:
     phase_windows: dict[str, tuple[int, int]]
     link_bytes: dict[str, int]
     op_counts: dict[str, int]
+    model: str
+    protocol: str
+    channels: int
+    step_bytes: int
+    calls: int
+    predicted_ps: int
     @property
     def algorithm_bandwidth(self) -> float: ...
     @property
@@ -221,10 +227,15 @@ class CollectiveResult:
 
 def run_collective(system: System, collective: str, algorithm: str, bytes_per_pe: int, pes: list[int | str] = ...,
                    buffer: str = "sram", grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4,
-                   root: int = 0, verify: str = "auto") -> CollectiveResult: ...
+                   root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
+                   calls: int = 1, host_threads: int = 0) -> CollectiveResult: ...
 def collective_program(system: System, collective: str, algorithm: str, bytes_per_pe: int,
                        pes: list[int | str] = ..., buffer: str = "sram", grid_w: int = 0, grid_h: int = 0,
-                       inter: str = "", pieces: int = 4, root: int = 0) -> Program: ...
+                       inter: str = "", pieces: int = 4, root: int = 0, protocol: str = "auto",
+                       channels: int = 0) -> Program: ...
+def nccl_tune(system: System, collective: str, bytes_per_pe: int,
+              pes: list[int | str] | None = None) -> list[dict[str, Any]]: ...
+def nccl_config(system: System) -> dict[str, Any]: ...
 def ccl_algorithms() -> list[dict[str, Any]]: ...
 
 # vGPU forwarding path (python/bindings/bind_vgpu.cpp; front: kernbench.vgpu)

@@ -234,12 +234,13 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   p.root = spec.root;
   p.inter = spec.inter;
   if (p.inter.empty()) p.inter = topology::to_string(m.hierarchy().package_topology);
-  if (out.gpu && a.in_network) {  // nvls: its chunks are NCCL's steps
+  if (out.gpu && a.in_network) {
+    // nvls: pieces of nccl.nvls_chunk (what NVLS has in flight), at most
+    // 16 x max_steps_per_transfer of them (the last piece's reduce and
+    // multicast after the issue is then under 1 % of a huge message).
     const NcclConfig& nc = nccl_config(config);
-    const Bytes step = static_cast<Bytes>(static_cast<double>(protocol_format(out.protocol, nc.buffsize).buffer) /
-                                          nc.steps * protocol_format(out.protocol, nc.buffsize).efficiency);
-    const Bytes want = (spec.bytes_per_pe + step - 1) / std::max<Bytes>(step, 1);
-    p.pieces = static_cast<int>(std::clamp<Bytes>(want, 1, nc.max_steps_per_transfer));
+    const Bytes want = (spec.bytes_per_pe + nc.nvls_chunk - 1) / std::max<Bytes>(nc.nvls_chunk, 1);
+    p.pieces = static_cast<int>(std::clamp<Bytes>(want, 1, 16 * static_cast<Bytes>(nc.max_steps_per_transfer)));
   }
   a.check(p);
   out.base_slices = a.slices(p);

@@ -39,6 +39,8 @@ void add_config_section(config::Schema& schema) {
   s.time("nvls_base", &NcclConfig::nvls_base, "NVLS kernel's fixed cost per call").min(Bound::NonNegative);
   s.add("nvls_issue", &NcclConfig::nvls_issue,
         "rate one GPU's SMs issue multimem load-reduce and multicast store bytes (0: no limit)");
+  s.bytes("nvls_chunk", &NcclConfig::nvls_chunk, "bytes of the buffer in one NVLS pipeline piece (what it has in flight)")
+      .min(Bound::Positive);
   s.add("max_steps_per_transfer", &NcclConfig::max_steps_per_transfer,
         "most steps one transfer is simulated as (fidelity: longer transfers move in larger steps)")
       .min(Bound::Positive);

@@ -22,7 +22,8 @@
 //   buffers    data lives in HBM: a reducing step loads the local part,
 //              adds the arriving one, stores the sum; only a step's worth is
 //              ever on chip, so no collective needs pe.scratch for a slice;
-//   nvls       the in-network all-reduce (nvls.cpp): each chunk's gather
+//   nvls       the in-network all-reduce (nvls.cpp) in pieces of
+//              `nccl.nvls_chunk` (what NVLS has in flight): each piece's gather
 //              lasts at least the members' multimem issue time,
 //              2 x chunk / ranks / nccl.nvls_issue (a load-reduce and a
 //              multicast store of each rank's share), and the switch reduces
@@ -81,6 +82,10 @@ struct NcclConfig {
   /// Rate at which one GPU's SMs issue multimem load-reduce and multicast
   /// store bytes (0: no GPU-side limit).
   sim::Bandwidth nvls_issue{0};
+  /// Bytes of the buffer in one NVLS pipeline piece: what NVLS has in flight,
+  /// NCCL's 16 NVLS channels (H100) x NCCL_NVLS_CHUNKSIZE 128 KiB x the two
+  /// halves (load-reduce, multicast store) it pipelines = 4 MiB.
+  Bytes nvls_chunk = 4 * sim::kMiB;
   /// Most steps one transfer is simulated as: a longer transfer is moved in
   /// this many larger steps, each in at most 4 IPCQ slot segments (a
   /// fidelity knob: the pipeline and contention stay; the per-step latency
