@@ -51,7 +51,7 @@ COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
             "threads": Param(0, min=0), "innet_algorithm": Param("nvls", choices=["nvls", ""])},
     config="machines/h100-8x-nvswitch.yaml",
     smoke={"bench.max_bytes": 1 << 20, "bench.factor": 16},
-    golden={"key": ["collective", "algorithm", "size"], "metrics": {"time_us": "rel=1e-9", "busbw": "rel=1e-9",
+    golden={"key": ["collective", "requested", "size"], "metrics": {"time_us": "rel=1e-9", "busbw": "rel=1e-9",
                                                        "count": "exact", "ranks": "exact"}},
     outputs={"nccl.csv": "every row: collective, size, count, type, time_us, algbw, busbw",
              "nccl_tables.txt": "one table per collective in nccl-tests' layout",
@@ -128,7 +128,7 @@ def _innet(ctx, config: str, sizes: list[int]):
     for size, e in errors:
         ctx.failures.append({"name": f"all_reduce {alg} {size} B", "collective": "all_reduce", "size": size,
                              "error": f"{type(e).__name__}: {e}"})
-    ring = {r["size"]: r for r in ctx.results if r["collective"] == "all_reduce" and r["algorithm"] != alg}
+    ring = {r["size"]: r for r in ctx.results if r["collective"] == "all_reduce" and r["requested"] != alg}
     for r in rows:
         lb = r.pop("link_bytes")
         r.update({f"bytes_{k}": v for k, v in sorted(lb.items())})
@@ -235,8 +235,8 @@ def _figure(ctx, rows):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for coll, alg in dict.fromkeys((r["collective"], r["algorithm"]) for r in rows):
-        pts = [(r["size"], r["busbw"]) for r in rows if r["collective"] == coll and r["algorithm"] == alg]
+    for coll, alg in dict.fromkeys((r["collective"], r["requested"]) for r in rows):
+        pts = [(r["size"], r["busbw"]) for r in rows if r["collective"] == coll and r["requested"] == alg]
         ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=f"{coll} ({alg})")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("size (B)")

@@ -13,7 +13,8 @@
 #   nccl.nvls_base        nccl-nvls-8 64 KiB, 1 MiB (the NVLS kernel's fixed cost)
 #   nccl.nvls_issue       nccl-nvls-8 256 MiB .. 8 GiB (the GPUs' multimem issue rate, NVLS's plateau)
 # The priors are NCCL's own tuning constants (src/graph/tuning.cc: Ring baseLat and NVLink hwLat, NVLS hwLat
-# 25 us), a 5 us launch, the line rate (efficiency 1) and an issue rate of one GPU's NVLink (450 GB/s); every
+# 25 us), a 5 us launch, the line rate (efficiency 1) and the issue rate at which NVLS reaches NCCL's own NVLS
+# efficiency for Hopper (nvlsEfficiency 0.85: n x issue / 2 = 0.85 x 450 GB/s on 8 GPUs, 96 GB/s); every
 # fold of the leave-one-group-out cross-validation starts there, so a parameter only the left-out group pins
 # falls back to its prior. The fitted values go into nvidia-gpu.yaml by hand; --check recomputes every row.
 set -euo pipefail
@@ -25,11 +26,14 @@ mkdir -p "$OUT"
 cat > "$OUT/priors.yaml" <<YAML
 include: $(pwd)/$CFG
 nccl: {call_host: 5 us, ll_step: 600 ns, simple_step: 3400 ns, link_efficiency: 1.0, nvls_base: 25 us,
-       nvls_issue: 450 GB/s}
+       nvls_issue: 96 GB/s}
 YAML
 kernbench calibrate --data configs/machines/h100.measured.yaml --config "$OUT/priors.yaml" \
-  --free "nccl.call_host=0.5 us..20 us" --free "nccl.ll_step=0.1 us..10 us" --free "nccl.simple_step=0.1 us..20 us" \
+  --free "nccl.call_host=0.5 us..20 us" --free "nccl.ll_step=0.1 us..5 us" --free "nccl.simple_step=0.1 us..20 us" \
   --free "nccl.link_efficiency=0.5..1.0" --free "nccl.nvls_base=1 us..80 us" --free "nccl.nvls_issue=50 GB/s..1000 GB/s" \
   --fit-on nccl-ring-4,nccl-nvls-8 --cv-by group --max-nfev ${MAX_NFEV:-120} --out "$OUT/fit" --quiet
 kernbench calibrate --check "$CFG" --config "$CFG" --data configs/machines/h100.measured.yaml > "$OUT/check.txt" || true
+# What the validation report reads: the NCCL rows' cross-validated errors, beside calibrate_gpu.sh's rows.
+python3 scripts/calibration_json.py "$OUT" configs/gpu.calibration.json fit --merge \
+  --about "written by scripts/calibrate_nccl.sh: the nccl-tests rows of configs/machines/h100.measured.yaml, the nccl parameters fitted on each and its leave-one-group-out cross-validated error"
 echo "calibrate_nccl: report in $OUT/fit/report.md, the check of the committed values in $OUT/check.txt"

@@ -305,7 +305,8 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
         t_us = r.latency_ps / 1e6
         algbw = size / (r.latency_ps * 1e-12) / 1e9 if r.latency_ps else 0.0
         per_rank = name in ("all_gather", "reduce_scatter")  # nccl-tests' count is per rank for these
-        out.append({"collective": name, "algorithm": r.algorithm, "protocol": r.protocol, "channels": r.channels,
+        out.append({"collective": name, "requested": alg, "algorithm": r.algorithm, "protocol": r.protocol,
+                    "channels": r.channels,
                     "ranks": n, "size": int(size),
                     "count": int(size) // width // (n if per_rank else 1), "type": type_,
                     "redop": "sum" if name == "all_reduce" or name == "reduce_scatter" else "none",

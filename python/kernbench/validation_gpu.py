@@ -24,6 +24,8 @@ GPU_PROBES = (
     ("gpu.stream", {"kernel": "copy"}, "bandwidth", "TB/s", "BabelStream copy (2^25 doubles)"),
     ("model.inference", {"model": "llama3-8b", "tp": 1, "batch": 8, "prompt": 32, "output": 128}, "latency", "ms",
      "LLaMA-3-8B latency, batch 8, 32 in / 128 out, TP 1"),
+    ("gpu.nccl", {"bytes": 8, "ranks": 8}, "time", "us", "NCCL all-reduce, 8 B, 8 GPUs (auto)"),
+    ("gpu.nccl", {"bytes": 1 << 30, "ranks": 8}, "busbw", "GB/s", "NCCL all-reduce busbw, 1 GiB, 8 GPUs (auto)"),
 )
 
 

@@ -235,12 +235,14 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   p.inter = spec.inter;
   if (p.inter.empty()) p.inter = topology::to_string(m.hierarchy().package_topology);
   if (out.gpu && a.in_network) {
-    // nvls: pieces of nccl.nvls_chunk (what NVLS has in flight), at most
-    // 16 x max_steps_per_transfer of them (the last piece's reduce and
-    // multicast after the issue is then under 1 % of a huge message).
+    // nvls: pieces of nccl.nvls_chunk (what NVLS has in flight), at least 2
+    // (NVLS pipelines its two halves, load-reduce and multicast store: one
+    // piece's multicast overlaps the next one's issue) and at most
+    // 16 x max_steps_per_transfer (the last piece's reduce and multicast
+    // after the issue is then under 1 % of a huge message).
     const NcclConfig& nc = nccl_config(config);
     const Bytes want = (spec.bytes_per_pe + nc.nvls_chunk - 1) / std::max<Bytes>(nc.nvls_chunk, 1);
-    p.pieces = static_cast<int>(std::clamp<Bytes>(want, 1, 16 * static_cast<Bytes>(nc.max_steps_per_transfer)));
+    p.pieces = static_cast<int>(std::clamp<Bytes>(want, 2, 16 * static_cast<Bytes>(nc.max_steps_per_transfer)));
   }
   a.check(p);
   out.base_slices = a.slices(p);
@@ -269,10 +271,11 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     if (a.name == "double_binary_tree") out.wire.step_latency += nc.tree_step_extra;
     out.wire.issue_bytes_per_s = static_cast<double>(nc.nvls_issue.bytes_per_s);
     out.wire.channels = out.channels;
-    // A step standing for several NCCL steps (a huge message) moves in at
-    // most 4 slot segments, each one credit (a fidelity knob with the step).
+    // A step is one IPCQ segment and one slot credit, as an NCCL step is one
+    // FIFO slot; a step standing for several NCCL steps (a huge message,
+    // max_steps_per_transfer) moves as one larger segment.
     const Bytes wire_step = static_cast<Bytes>(std::ceil(static_cast<double>(out.wire.step) / out.wire.efficiency));
-    if (wire_step > 4 * pe.ipcq_slot) out.wire.segment = (wire_step + 3) / 4;
+    if (wire_step > pe.ipcq_slot) out.wire.segment = wire_step;
   }
   // The schedule keeps one cell per (rank, slice): refuse, up front, what
   // could only end in an allocation failure.

@@ -87,7 +87,7 @@ struct NcclConfig {
   /// halves (load-reduce, multicast store) it pipelines = 4 MiB.
   Bytes nvls_chunk = 4 * sim::kMiB;
   /// Most steps one transfer is simulated as: a longer transfer is moved in
-  /// this many larger steps, each in at most 4 IPCQ slot segments (a
+  /// this many larger steps, each one IPCQ segment and one slot credit (a
   /// fidelity knob: the pipeline and contention stay; the per-step latency
   /// count and the flow control of huge messages are coarsened).
   int max_steps_per_transfer = 8;

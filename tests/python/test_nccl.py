@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernbench import nccl
+from kernbench import _core, nccl
+from kernbench.system import System
 
 LOGS = Path(__file__).resolve().parents[1] / "nccl"
 
@@ -160,14 +161,16 @@ def test_gpu_collectives_bench_records_unmodelled_collectives_as_failures(cli, t
     assert {r["collective"] for r in sweep["results"]} == {"all_reduce"}
     assert [f["collective"] for f in sweep["failures"]] == ["alltoall"] and "no model" in sweep["failures"][0]["error"]
     tables = nccl.parse_log(out / "nccl_tables.txt")
-    ring = [r for r in sweep["results"] if r["algorithm"] == "ring"]
-    assert tables.collective == "all_reduce" and len(tables.rows) == len(ring)
-    assert {r["protocol"] for r in ring} == {"ll"}  # up to 1 MiB on 8 GPUs the tuner takes ring with LL
-    # The H100's switches reduce in the network: nvls rows beside ring's. Its fixed cost (nccl.nvls_base) is the
-    # larger, so at the smallest size the ring is faster -- which is why the tuner picks it there.
-    nvls = {r["size"]: r for r in sweep["results"] if r["algorithm"] == "nvls"}
-    assert set(nvls) == {r["size"] for r in ring}
-    assert nvls[8]["time_us"] > min(r["time_us"] for r in ring if r["size"] == 8)
+    tuned = [r for r in sweep["results"] if r["requested"] == "auto"]
+    assert tables.collective == "all_reduce" and len(tables.rows) == len(tuned)
+    # Each row names what the tuner ran: the table's smallest time at that size.
+    for r in tuned:
+        table = _core.nccl_tune(System.load(nccl.resolve_machine("h100-8x-nvswitch"))._core, "all_reduce", r["size"])
+        best = min(table, key=lambda t: t["time_ps"])
+        assert (r["algorithm"], r["protocol"]) == (best["algorithm"], best["protocol"])
+    # The H100's switches reduce in the network: nvls rows beside the tuner's, at every size.
+    nvls = {r["size"]: r for r in sweep["results"] if r["requested"] == "nvls"}
+    assert set(nvls) == {r["size"] for r in tuned} and {r["algorithm"] for r in nvls.values()} == {"nvls"}
 
 
 def test_gpu_collectives_bench_skips_nvls_without_a_reducing_switch(cli, tmp_path):
