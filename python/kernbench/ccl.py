@@ -125,7 +125,8 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     ``pes``: the ranks (node names or ids, in rank order; default every PE). ``buffer``: ``sram`` (the PE
     scratch; must fit) or ``hbm`` (each PE's HBM slice). ``grid``: (w, h) of the 2-D algorithms (default the
     most square). ``inter``: lrab's exchange across SIPs (``ring``/``torus``/``mesh``; default the machine's).
-    ``pieces``: pipeline pieces of chains and trees, chunks per switch of ``nvls``.
+    ``pieces``: pipeline pieces of chains and trees, chunks per switch of ``nvls`` (on a GPU machine NCCL's own:
+    steps, channels and ``nccl.nvls_chunk`` set the cut).
     ``verify``: ``auto`` checks the schedule symbolically when the state is small, ``on`` always, ``off`` never.
 
     On a GPU machine (``pe.target: gpu``) the collective runs as NCCL runs it (docs/ccl.md, "On a GPU

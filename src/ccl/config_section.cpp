@@ -41,6 +41,18 @@ void add_config_section(config::Schema& schema) {
         "rate one GPU's SMs issue multimem load-reduce and multicast store bytes (0: no limit)");
   s.bytes("nvls_chunk", &NcclConfig::nvls_chunk, "bytes of the buffer in one NVLS pipeline piece (what it has in flight)")
       .min(Bound::Positive);
+  const auto self = [](NcclConfig& c) -> NcclTunerConstants& { return c.tuner; };
+  Section<NcclTunerConstants> t = s.map<NcclTunerConstants>("tuner", self, "the latencies NCCL's tuner chooses with");
+  t.doc("What NCCL's tuner assumes (its constants, src/graph/tuning.cc; NVLink by default): the choice of algorithm "
+        "and protocol is made with these, the time simulated with the machine's nccl.* values.");
+  t.time("ll_base", &NcclTunerConstants::ll_base, "tuner: fixed latency per call, LL").min(Bound::NonNegative);
+  t.time("ll128_base", &NcclTunerConstants::ll128_base, "tuner: fixed latency per call, LL128").min(Bound::NonNegative);
+  t.time("simple_base", &NcclTunerConstants::simple_base, "tuner: fixed latency per call, Simple")
+      .min(Bound::NonNegative);
+  t.time("ll_step", &NcclTunerConstants::ll_step, "tuner: latency per step, LL").min(Bound::NonNegative);
+  t.time("ll128_step", &NcclTunerConstants::ll128_step, "tuner: latency per step, LL128").min(Bound::NonNegative);
+  t.time("simple_step", &NcclTunerConstants::simple_step, "tuner: latency per step, Simple").min(Bound::NonNegative);
+  t.time("nvls", &NcclTunerConstants::nvls, "tuner: NVLS latency per call").min(Bound::NonNegative);
   s.add("max_steps_per_transfer", &NcclConfig::max_steps_per_transfer,
         "most steps one transfer is simulated as (fidelity: longer transfers move in larger steps)")
       .min(Bound::Positive);

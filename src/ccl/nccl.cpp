@@ -51,11 +51,11 @@ std::string registry_name(const std::string& nccl_name) {
 
 namespace {
 
-Time base_of(Protocol p, const NcclConfig& c) {
+Time base_of(Protocol p, const NcclTunerConstants& c) {
   return p == Protocol::LL ? c.ll_base : p == Protocol::LL128 ? c.ll128_base : c.simple_base;
 }
 
-Time step_of(Protocol p, const NcclConfig& c) {
+Time step_of(Protocol p, const NcclTunerConstants& c) {
   return p == Protocol::LL ? c.ll_step : p == Protocol::LL128 ? c.ll128_step : c.simple_step;
 }
 
@@ -82,15 +82,14 @@ std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, co
   };
   for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     const double fmt = protocol_format(p, cfg.buffsize).efficiency;
-    const Time step = step_of(p, cfg) + f.route_latency;
-    add("ring", p, base_of(p, cfg) + static_cast<Time>(ring_steps) * step, link * fmt / ring_share);
+    const Time step = step_of(p, cfg.tuner) + f.route_latency;
+    add("ring", p, base_of(p, cfg.tuner) + static_cast<Time>(ring_steps) * step, link * fmt / ring_share);
     if (c == NcclCollective::AllReduce) {
       // Tree, as NCCL prices it inside one box: its intra-node tree is a
       // chain, 2 (n - 1) steps up and down, at half the bus bandwidth (each
       // rank sends about the buffer twice over the two trees). So inside a
       // box it never beats the ring, as in NCCL (src/graph/tuning.cc).
-      const Time tstep = step + cfg.tree_step_extra;
-      add("tree", p, base_of(p, cfg) + static_cast<Time>(2 * (n - 1)) * tstep, link * fmt / 2.0);
+      add("tree", p, base_of(p, cfg.tuner) + static_cast<Time>(2 * (n - 1)) * step, link * fmt / 2.0);
     }
   }
   if (c == NcclCollective::AllReduce && f.nvls) {
@@ -100,7 +99,7 @@ std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, co
     double bw = link;
     if (cfg.nvls_issue.bytes_per_s > 0) bw = std::min(bw, static_cast<double>(cfg.nvls_issue.bytes_per_s) * n / 2.0);
     if (f.nvls_switch > 0) bw = std::min(bw, f.nvls_switch / n);
-    add("nvls", Protocol::Simple, cfg.nvls_base + 2 * f.route_latency, bw);
+    add("nvls", Protocol::Simple, cfg.tuner.nvls + 2 * f.route_latency, bw);
   }
   return rows;
 }

@@ -32,7 +32,9 @@
 // The algorithm and protocol an `auto` request gets come from one table of
 // per-(algorithm, protocol) latency and bandwidth, read by one function
 // (choose), as NCCL's tuning model does (NCCL src/graph/tuning.cc): time =
-// latency + bytes / bandwidth, the smallest wins.
+// latency + bytes / bandwidth, the smallest wins. Its latencies are NCCL's
+// own constants (`nccl.tuner`), not the machine's (the fitted `nccl.*`): NCCL
+// chooses with what it believes; the simulation then pays what the machine does.
 #pragma once
 
 #include <string>
@@ -60,6 +62,20 @@ struct ProtocolFormat {
 };
 ProtocolFormat protocol_format(Protocol p, Bytes simple_buffer);
 
+/// What NCCL's tuner assumes about the latencies (its tuning constants,
+/// src/graph/tuning.cc: Ring baseLat and hwLat, NVLS hwLat, for NVLink by
+/// default): the choice of algorithm and protocol is NCCL's, made with its
+/// own constants, whatever the machine then does.
+struct NcclTunerConstants {
+  Time ll_base = 6600 * sim::kNanosecond;
+  Time ll128_base = 14 * sim::kMicrosecond;
+  Time simple_base = 8400 * sim::kNanosecond;
+  Time ll_step = 600 * sim::kNanosecond;
+  Time ll128_step = 1900 * sim::kNanosecond;
+  Time simple_step = 3400 * sim::kNanosecond;
+  Time nvls = 25 * sim::kMicrosecond;
+};
+
 /// The `nccl:` section: the mechanism parameters of NCCL on a GPU machine.
 /// Defaults are NCCL's own tuning constants for NVLink (src/graph/tuning.cc:
 /// baseLat and hwLat of Ring); the GPU presets fit some of them
@@ -86,6 +102,8 @@ struct NcclConfig {
   /// NCCL's 16 NVLS channels (H100) x NCCL_NVLS_CHUNKSIZE 128 KiB x the two
   /// halves (load-reduce, multicast store) it pipelines = 4 MiB.
   Bytes nvls_chunk = 4 * sim::kMiB;
+  /// The latencies NCCL's tuner chooses with (`nccl.tuner`).
+  NcclTunerConstants tuner;
   /// Most steps one transfer is simulated as: a longer transfer is moved in
   /// this many larger steps, each one IPCQ segment and one slot credit (a
   /// fidelity knob: the pipeline and contention stay; the per-step latency
