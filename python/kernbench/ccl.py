@@ -116,14 +116,15 @@ def _core_system(system):
     return system._core if hasattr(system, "_core") else system
 
 
-def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring", buffer: str = "sram",
+def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring", buffer: str | None = None,
                pes: Sequence[int | str] | None = None, grid: tuple[int, int] | None = None, inter: str | None = None,
                pieces: int = 4, root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
                calls: int = 1, host_threads: int = 0) -> CollectiveResult:
     """Run one collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``) on ``system``.
 
     ``pes``: the ranks (node names or ids, in rank order; default every PE). ``buffer``: ``sram`` (the PE
-    scratch; must fit) or ``hbm`` (each PE's HBM slice). ``grid``: (w, h) of the 2-D algorithms (default the
+    scratch; must fit) or ``hbm`` (each PE's HBM slice); default ``kernbench.program.default_buffer(system)``: hbm
+    on a GPU machine. ``grid``: (w, h) of the 2-D algorithms (default the
     most square). ``inter``: lrab's exchange across SIPs (``ring``/``torus``/``mesh``; default the machine's).
     ``pieces``: pipeline pieces of chains and trees, chunks per switch of ``nvls`` (on a GPU machine NCCL's own:
     steps, channels and ``nccl.nvls_chunk`` set the cut).
@@ -136,6 +137,7 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     launching the ranks' kernels (0: one per rank; nccl-tests ``-t 1 -g 4`` is 1).
     """
     from kernbench.program import RunResult
+    from kernbench.program import default_buffer as _default_buffer
 
     # Numbers go to the core as given: it refuses fractions, bools and strings
     # (nothing is truncated). pes=None means every PE; an empty list is an error.
@@ -146,7 +148,8 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     else:
         gw, gh = 0, 0
     core = _core.run_collective(_core_system(system), what, algorithm, bytes_per_pe,
-                                list(pes) if pes is not None else None, buffer, gw, gh, inter or "", pieces, root,
+                                list(pes) if pes is not None else None, buffer or _default_buffer(system), gw, gh,
+                                inter or "", pieces, root,
                                 verify, protocol, channels, calls, host_threads)
     return CollectiveResult(
         algorithm=core.algorithm, collective=core.collective, ranks=core.ranks, bytes_per_pe=core.bytes_per_pe,
@@ -211,7 +214,7 @@ class _Dist:
         self._world: _World | None = None
 
     def init_process_group(self, backend: str = "kernbench", *, system=None, pes=None, algorithm: str = "ring",
-                           buffer: str = "sram", world_size: int | None = None, rank: int | None = None, **_: Any):
+                           buffer: str | None = None, world_size: int | None = None, rank: int | None = None, **_: Any):
         if system is None:
             from kernbench.system import System
 

@@ -31,6 +31,13 @@ from kernbench import atomic_output as kio
 Node = Union[int, str]
 
 
+def default_buffer(system) -> str:
+    """Where a collective's buffer lives unless asked: ``hbm`` on a GPU machine (a framework's tensors are in device
+    memory), ``sram`` (the PE scratch) elsewhere."""
+    core = system._core if hasattr(system, "_core") else system
+    return "hbm" if _core.exec_target(core) == "gpu" else "sram"
+
+
 class Handle:
     """What prog.gemm / all_reduce / ... / attention return: one handle for a whole appended sub-program.
 
@@ -136,14 +143,15 @@ class Program:
                                  buffers, self._ids(homes))
         return self._append(sub, deps, name)
 
-    def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str = "sram",
+    def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str | None = None,
                    grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
                    name: str = "", protocol: str = "auto", channels: int = 0) -> Handle:
         """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast) over `pes` in rank
         order (None: every PE), built by kernbench.ccl's algorithm (on a GPU machine as NCCL runs it: see
         kernbench.ccl.collective for ``algorithm="auto"``, ``protocol`` and ``channels``). Returns one handle."""
         ids = self._ids(pes)
-        sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids or None, buffer, grid_w,
+        sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids or None,
+                                       buffer or default_buffer(self.system), grid_w,
                                        grid_h, inter, pieces, root, protocol, channels)
         return self._append(sub, deps, name)
 
