@@ -76,7 +76,7 @@ struct CollectiveResult {
   int channels = 1;               ///< nccl: channels used
   Bytes step_bytes = 0;           ///< payload of one step (0: whole transfers)
   int calls = 1;
-  Time predicted = 0;             ///< nccl: the tuner's time for the choice (latency + bytes / bandwidth)
+  Time predicted = 0;             ///< nccl: the tuner's time for the choice (0: an algorithm it does not price)
   Collective collective = Collective::AllReduce;
   int ranks = 0;
   int slices = 0;                 ///< how finely each buffer was cut

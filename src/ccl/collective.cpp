@@ -183,7 +183,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     if (name == "auto") name = row.algorithm;
     out.protocol = row.protocol;
     out.channels = row.algorithm == "nvls" ? 1 : spec.channels > 0 ? spec.channels : row.channels;
-    out.predicted = row.time;
+    out.predicted = known ? row.time : 0;  // the table prices only ring, tree and nvls
   } else if (name == "auto") {
     name = "ring";
   }
