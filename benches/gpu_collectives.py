@@ -1,17 +1,17 @@
 """gpu-collectives: the nccl-tests tables of an 8-GPU box, from the model.
 
-For all-reduce, all-gather, reduce-scatter and broadcast on a GPU-box preset
+For all-reduce, all-gather, reduce-scatter, broadcast and alltoall on a GPU-box preset
 (default configs/machines/h100-8x-nvswitch.yaml), sizes ``min_bytes`` to
 ``max_bytes`` by ``factor``, it prints and writes the table nccl-tests prints:
 size, count, type, redop, root, time (us), algbw, busbw. algbw = size / time
 and busbw = algbw x nccl-tests' factor (all_reduce 2(n-1)/n, all_gather and
-reduce_scatter (n-1)/n, broadcast 1; kernbench.nccl.BUSBW). ``count`` is
-size / element size, divided by the ranks for all_gather and reduce_scatter,
-as nccl-tests prints it.
+reduce_scatter and alltoall (n-1)/n, broadcast 1; kernbench.nccl.BUSBW).
+``count`` is size / element size, divided by the ranks for all_gather,
+reduce_scatter and alltoall, as nccl-tests prints it.
 
 The model runs each collective as NCCL runs it (kernbench.ccl on a GPU machine, src/ccl/nccl.hpp):
 ``algorithm`` ``auto`` takes the NCCL tuner's algorithm and protocol per size (each row names them), the
-buffer in HBM, ``REPEATS`` calls back to back launched by ``threads`` host threads (0: one per rank), the
+buffer in HBM (alltoall: NCCL's p2p channels and protocol, every pair at once), ``REPEATS`` calls back to back launched by ``threads`` host threads (0: one per rank), the
 time per call in steady state, as nccl-tests reports it. A collective or size the model cannot run is a row of
 ``failures`` with the reason; no number is made up for it.
 
@@ -38,13 +38,14 @@ from pathlib import Path
 from kernbench import bench, nccl
 from kernbench.overrides import Param
 
-COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall"]
 
 
 @bench(
     name="gpu-collectives",
-    description="nccl-tests tables (time, algbw, busbw) of all-reduce/all-gather/reduce-scatter/broadcast on a GPU box",
-    params={"collectives": Param(list(COLLECTIVES), choices=COLLECTIVES + ["alltoall", "reduce", "sendrecv"]),
+    description="nccl-tests tables (time, algbw, busbw) of all-reduce/all-gather/reduce-scatter/broadcast/alltoall "
+                "on a GPU box",
+    params={"collectives": Param(list(COLLECTIVES), choices=COLLECTIVES + ["reduce", "sendrecv"]),
             "min_bytes": Param(8, min=1), "max_bytes": Param(1 << 30, min=1), "factor": Param(2, min=2),
             "ranks": Param(8, min=2), "type": Param("float", choices=sorted(nccl.TYPE_BYTES)),
             "algorithm": Param("auto", choices=["auto", "ring", "double_binary_tree", "tree", "nvls"]),
@@ -76,7 +77,8 @@ def gpu_collectives(ctx):
                                           f"{', '.join(sorted(nccl.MODELLED))})"})
             ctx.log(f"{coll}: no model (recorded in failures)")
             continue
-        alg = p["algorithm"] if coll == "all_reduce" or p["algorithm"] in ("auto", "ring") else "auto"
+        alg = (p["algorithm"] if coll == "all_reduce" or (p["algorithm"] in ("auto", "ring") and coll != "alltoall")
+               else "auto")  # alltoall: pairwise, NCCL's p2p
 
         def failed(size, e, coll=coll):
             ctx.failures.append({"name": f"{coll} {size} B", "collective": coll, "size": size,

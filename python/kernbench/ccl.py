@@ -37,8 +37,8 @@ from typing import Any, Sequence
 
 from kernbench import _core
 
-__all__ = ["CollectiveResult", "algorithms", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "collective",
-           "dist"]
+__all__ = ["CollectiveResult", "algorithms", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall",
+           "collective", "dist"]
 
 VerificationError = _core.VerificationError
 
@@ -120,7 +120,9 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
                pes: Sequence[int | str] | None = None, grid: tuple[int, int] | None = None, inter: str | None = None,
                pieces: int = 4, root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
                calls: int = 1, host_threads: int = 0) -> CollectiveResult:
-    """Run one collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``) on ``system``.
+    """Run one collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``, ``alltoall``) on
+    ``system``. ``alltoall`` takes ``algorithm="pairwise"`` (or ``auto``): each rank's buffer is one block per
+    rank, block j going to rank j, out of place (a receive buffer of the same size beside it).
 
     ``pes``: the ranks (node names or ids, in rank order; default every PE). ``buffer``: ``sram`` (the PE
     scratch; must fit) or ``hbm`` (each PE's HBM slice); default ``kernbench.program.default_buffer(system)``: hbm
@@ -172,6 +174,12 @@ def reduce_scatter(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> 
 def all_gather(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:
     """Every rank starts with its part and ends with all of them."""
     return collective(system, "all_gather", bytes_per_pe, algorithm=algorithm, **kw)
+
+
+def alltoall(system, bytes_per_pe: int, algorithm: str = "auto", **kw) -> CollectiveResult:
+    """Rank i's block j (of ``bytes_per_pe / ranks``) ends in rank j's receive buffer as block i (NCCL's grouped
+    send/recv; on a GPU machine its p2p channels and protocol)."""
+    return collective(system, "alltoall", bytes_per_pe, algorithm=algorithm, **kw)
 
 
 def broadcast(system, bytes_per_pe: int, algorithm: str = "double_binary_tree", root: int = 0, **kw) -> CollectiveResult:
@@ -269,6 +277,21 @@ class _Dist:
 
     def broadcast(self, tensor, src: int = 0, group=None, async_op: bool = False, algorithm: str | None = None):
         return self._run("broadcast", tensor, algorithm or "double_binary_tree", root=src)
+
+    def all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+                          async_op: bool = False, algorithm: str | None = None):
+        """Equal splits only: ``input`` is cut into one block per rank (uneven splits are not modelled)."""
+        if output_split_sizes is not None or input_split_sizes is not None:
+            raise _core.UsageError("all_to_all_single: only equal splits are modelled (give no split sizes)")
+        return self._run("alltoall", input, algorithm or "pairwise")
+
+    def all_to_all(self, output_tensor_list, input_tensor_list, group=None, async_op: bool = False,
+                   algorithm: str | None = None):
+        sizes = {self._nbytes(t) for t in input_tensor_list}
+        if len(input_tensor_list) != self._w().size or len(sizes) != 1:
+            raise _core.UsageError(f"all_to_all: give one equal-sized input tensor per rank ({self._w().size}), got "
+                                   f"{len(input_tensor_list)} of sizes {sorted(sizes)}")
+        return self._run("alltoall", sizes.pop() * len(input_tensor_list), algorithm or "pairwise")
 
     def barrier(self, group=None, async_op: bool = False):
         """A barrier is an all-reduce of one byte (the cheapest message that joins every rank)."""

@@ -49,7 +49,8 @@ BUSBW: dict[str, Callable[[int], float]] = {
 
 #: Collectives kernbench models, with the algorithm used by default (``auto``: on a GPU machine the NCCL
 #: model's choice, elsewhere ring; ``kernbench.ccl.algorithms()``).
-MODELLED = {"all_reduce": "auto", "all_gather": "auto", "reduce_scatter": "auto", "broadcast": "auto"}
+MODELLED = {"all_reduce": "auto", "all_gather": "auto", "reduce_scatter": "auto", "broadcast": "auto",
+            "alltoall": "auto"}
 
 #: Calls timed back to back per size (nccl-tests' iterations): the time per call in steady state.
 REPEATS = 4
@@ -304,7 +305,8 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
             continue
         t_us = r.latency_ps / 1e6
         algbw = size / (r.latency_ps * 1e-12) / 1e9 if r.latency_ps else 0.0
-        per_rank = name in ("all_gather", "reduce_scatter")  # nccl-tests' count is per rank for these
+        # nccl-tests' count is its paramcount: per rank for these (src/all_gather.cu, alltoall.cu)
+        per_rank = name in ("all_gather", "reduce_scatter", "alltoall")
         out.append({"collective": name, "requested": alg, "algorithm": r.algorithm, "protocol": r.protocol,
                     "channels": r.channels,
                     "ranks": n, "size": int(size),

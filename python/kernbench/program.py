@@ -146,7 +146,7 @@ class Program:
     def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str | None = None,
                    grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
                    name: str = "", protocol: str = "auto", channels: int = 0) -> Handle:
-        """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast) over `pes` in rank
+        """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast, alltoall) over `pes` in rank
         order (None: every PE), built by kernbench.ccl's algorithm (on a GPU machine as NCCL runs it: see
         kernbench.ccl.collective for ``algorithm="auto"``, ``protocol`` and ``channels``). Returns one handle."""
         ids = self._ids(pes)
@@ -166,6 +166,10 @@ class Program:
     def all_gather(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
         """Each rank ends with every rank's share (see collective())."""
         return self.collective("all_gather", pes, bytes, algorithm=algorithm, **kw)
+
+    def alltoall(self, pes, bytes: int, algorithm: str = "pairwise", **kw) -> Handle:
+        """Rank i's block j of its `bytes`-byte buffer reaches rank j (see collective(), kernbench.ccl.alltoall)."""
+        return self.collective("alltoall", pes, bytes, algorithm=algorithm, **kw)
 
     def broadcast(self, pes, bytes: int, algorithm: str = "double_binary_tree", root: int = 0, **kw) -> Handle:
         """Rank `root`'s buffer reaches every rank (see collective())."""

@@ -27,6 +27,8 @@ struct Plan {
   /// channel's part (nccl.hpp: each channel runs the algorithm on its own).
   Slices range{0, -1};
   Slices all() const { return range.hi >= 0 ? range : Slices{0, slices}; }
+  /// alltoall: channels each pair of ranks uses (NCCL's p2p channels per peer).
+  int peer_channels = 1;
 };
 
 struct Algorithm {
@@ -49,7 +51,20 @@ struct Algorithm {
   void (*reduce_scatter)(Schedule& s, const Plan& plan) = nullptr;
   void (*all_gather)(Schedule& s, const Plan& plan) = nullptr;
   void (*broadcast)(Schedule& s, const Plan& plan) = nullptr;
+  /// Out of place: slices [0, slices/2) of every buffer are what the rank
+  /// sends (block j for rank j), [slices/2, slices) what it receives (block i
+  /// from rank i); see alltoall_send_block / alltoall_recv_block.
+  void (*all_to_all)(Schedule& s, const Plan& plan) = nullptr;
 };
+
+/// alltoall's layout of one rank's cut: its send buffer's block for `peer`,
+/// and its receive buffer's block from `peer`.
+inline Slices alltoall_send_block(const Plan& p, int peer) {
+  return block(Slices{0, p.slices / 2}, p.world.size(), peer);
+}
+inline Slices alltoall_recv_block(const Plan& p, int peer) {
+  return block(Slices{p.slices / 2, p.slices}, p.world.size(), peer);
+}
 
 /// `a` with what it left out filled in safely, so that no caller can reach
 /// a null function: no `check` accepts any ranks (the pattern's own errors
@@ -73,6 +88,7 @@ Algorithm halving_doubling_algorithm();
 Algorithm double_binary_tree_algorithm();
 Algorithm lrab_algorithm();
 Algorithm nvls_algorithm();
+Algorithm pairwise_algorithm();
 
 // ---- shared pieces ------------------------------------------------------------
 /// Ring reduce-scatter of `r` over `ring` (ranks in ring order) in n - 1

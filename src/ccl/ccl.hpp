@@ -27,7 +27,10 @@ using runtime::NodeId;
 using sim::Bytes;
 using sim::Time;
 
-enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast };
+/// AllToAll: each rank's buffer holds one block per rank (rank order); block j
+/// of rank i ends in block i of rank j's receive buffer (out of place, as
+/// NCCL's; both buffers are `bytes_per_pe`).
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll };
 const char* to_string(Collective c);
 Collective collective_from_string(const std::string& name);  // UsageError listing the names
 
@@ -43,12 +46,13 @@ Verify verify_from_string(const std::string& name);  // auto | on | off
 struct CollectiveSpec {
   Collective collective = Collective::AllReduce;
   /// A registry name, `tree` (double_binary_tree) or `auto`: on a GPU
-  /// machine the NCCL model's choice (nccl.hpp), elsewhere ring.
+  /// machine the NCCL model's choice (nccl.hpp), elsewhere ring (alltoall:
+  /// pairwise, everywhere).
   std::string algorithm = "ring";
   /// GPU machines: auto | ll | ll128 | simple (auto: the tuner's choice for
   /// the algorithm). Elsewhere only auto.
   std::string protocol = "auto";
-  int channels = 0;               ///< GPU machines: NCCL channels (0: NCCL's count for the size)
+  int channels = 0;               ///< GPU machines: NCCL channels (alltoall: per peer; 0: NCCL's count for the size)
   /// Calls launched back to back on one stream (GPU machines: nccl-tests'
   /// iterations); latency is then the steady-state time per call.
   int calls = 1;

@@ -21,14 +21,17 @@ const char* to_string(Collective c) {
     case Collective::ReduceScatter: return "reduce_scatter";
     case Collective::AllGather: return "all_gather";
     case Collective::Broadcast: return "broadcast";
+    case Collective::AllToAll: return "alltoall";
   }
   return "?";
 }
 
 Collective collective_from_string(const std::string& name) {
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast})
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast,
+                       Collective::AllToAll})
     if (name == to_string(c)) return c;
-  throw UsageError("unknown collective '" + name + "' (known: all_reduce, reduce_scatter, all_gather, broadcast)");
+  throw UsageError("unknown collective '" + name +
+                   "' (known: all_reduce, reduce_scatter, all_gather, broadcast, alltoall)");
 }
 
 const char* to_string(Buffer b) { return b == Buffer::Sram ? "sram" : "hbm"; }
@@ -66,6 +69,7 @@ struct Prepared {
   int base_slices = 1;  // what the algorithm's pattern needs per channel
   Wire wire;
   Time predicted = 0;
+  Bytes footprint = 0;  // bytes of each rank's buffers (alltoall: send and receive)
 };
 
 NcclCollective nccl_kind(Collective c) {
@@ -74,6 +78,7 @@ NcclCollective nccl_kind(Collective c) {
     case Collective::ReduceScatter: return NcclCollective::ReduceScatter;
     case Collective::AllGather: return NcclCollective::AllGather;
     case Collective::Broadcast: return NcclCollective::Broadcast;
+    case Collective::AllToAll: return NcclCollective::AllToAll;
   }
   return NcclCollective::AllReduce;
 }
@@ -130,11 +135,14 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   if (spec.bytes_per_pe <= 0)
     throw UsageError("collective: bytes per PE must be positive, got " + std::to_string(spec.bytes_per_pe));
   topology::check_transfer_size(spec.bytes_per_pe, "collective buffer");
-  if (spec.buffer == Buffer::Sram && spec.bytes_per_pe > pe.scratch)
-    throw CapacityError("collective: buffer=sram needs " + config::format_bytes(spec.bytes_per_pe, config::ByteUnits::UpToMiB) + " per PE but the scratch is " +
+  const bool alltoall = spec.collective == Collective::AllToAll;
+  // alltoall is out of place: a send and a receive buffer per rank.
+  out.footprint = alltoall ? 2 * spec.bytes_per_pe : spec.bytes_per_pe;
+  if (spec.buffer == Buffer::Sram && out.footprint > pe.scratch)
+    throw CapacityError("collective: buffer=sram needs " + config::format_bytes(out.footprint, config::ByteUnits::UpToMiB) + " per PE but the scratch is " +
                         config::format_bytes(pe.scratch, config::ByteUnits::UpToMiB) + " (pe.scratch); use buffer=hbm for larger messages");
-  if (spec.buffer == Buffer::Hbm && spec.bytes_per_pe > pe.hbm.capacity)
-    throw CapacityError("collective: buffer=hbm needs " + config::format_bytes(spec.bytes_per_pe, config::ByteUnits::UpToMiB) +
+  if (spec.buffer == Buffer::Hbm && out.footprint > pe.hbm.capacity)
+    throw CapacityError("collective: buffer=hbm needs " + config::format_bytes(out.footprint, config::ByteUnits::UpToMiB) +
                         " per PE but each PE's HBM slice is " +
                         config::format_bytes(pe.hbm.capacity, config::ByteUnits::UpToMiB) + " (pe.hbm.capacity)");
   if (spec.pieces < 1) throw UsageError("collective: pieces must be >= 1, got " + std::to_string(spec.pieces));
@@ -164,7 +172,18 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     throw UsageError("collective: channels, calls and host_threads are for GPU machines (pe.target: gpu)");
   std::string name = spec.algorithm;
   TuneRow row;
-  if (out.gpu) {
+  P2pChoice p2p;
+  if (alltoall) {
+    // Grouped point-to-point sends, on any machine; on a GPU NCCL's p2p
+    // channels and protocol (the tuner does not price them).
+    if (name == "auto") name = "pairwise";
+    if (out.gpu) {
+      p2p = p2p_choice(spec.bytes_per_pe / n, n, pe.ipcq_channels, nccl_config(config),
+                       auto_protocol ? nullptr : &asked);
+      out.protocol = p2p.protocol;
+      out.channels = spec.channels > 0 ? spec.channels : p2p.channels;
+    }
+  } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
     const TunerFacts facts = tuner_facts(m, pe, pes);
     // The tuner knows ring, tree and nvls; another registry algorithm runs
@@ -194,6 +213,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
       case Collective::ReduceScatter: return a.reduce_scatter != nullptr;
       case Collective::AllGather: return a.all_gather != nullptr;
       case Collective::Broadcast: return a.broadcast != nullptr;
+      case Collective::AllToAll: return a.all_to_all != nullptr;
     }
     return false;
   };
@@ -232,6 +252,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   }
   p.pieces = spec.pieces;
   p.root = spec.root;
+  if (alltoall) p.peer_channels = out.channels;
   p.inter = spec.inter;
   if (p.inter.empty()) p.inter = topology::to_string(m.hierarchy().package_topology);
   if (out.gpu && a.in_network) {
@@ -250,27 +271,31 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   if (out.gpu) {
     // Channels x the pattern's slices x steps per transfer: each slice one
     // NCCL step (a protocol step's payload, or larger for a huge message).
+    // (alltoall: the pattern's slices already hold the channels, a block
+    // per peer and channel in each of its two buffers.)
     const NcclConfig& nc = nccl_config(config);
     const ProtocolFormat f = protocol_format(out.protocol, nc.buffsize);
-    const double step_payload = static_cast<double>(f.buffer) / nc.steps * f.efficiency;
+    const double step_payload = alltoall ? static_cast<double>(p2p.step_payload)
+                                         : static_cast<double>(f.buffer) / nc.steps * f.efficiency;
+    const std::int64_t per_channel = alltoall ? 1 : out.channels;
     std::int64_t k = 1;
     if (!a.in_network) {
-      const double per = static_cast<double>(out.channels) * out.base_slices * step_payload;
-      k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(static_cast<double>(spec.bytes_per_pe) / per)),
+      const double per = static_cast<double>(per_channel) * out.base_slices * step_payload;
+      k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(static_cast<double>(out.footprint) / per)),
                                    1, nc.max_steps_per_transfer);
     }
-    const std::int64_t total = static_cast<std::int64_t>(out.channels) * out.base_slices * k;
+    const std::int64_t total = per_channel * out.base_slices * k;
     if (total > (std::int64_t{1} << 30))
       throw CapacityError("collective: " + std::to_string(total) + " slices: too fine a cut (fewer channels)");
     p.slices = static_cast<int>(total);
-    out.wire.step = (spec.bytes_per_pe + p.slices - 1) / p.slices;
+    out.wire.step = (out.footprint + p.slices - 1) / p.slices;
     out.wire.efficiency = f.efficiency * nc.link_efficiency;
     out.wire.step_latency = out.protocol == Protocol::LL      ? nc.ll_step
                             : out.protocol == Protocol::LL128 ? nc.ll128_step
                                                               : nc.simple_step;
     if (a.name == "double_binary_tree") out.wire.step_latency += nc.tree_step_extra;
     out.wire.issue_bytes_per_s = static_cast<double>(nc.nvls_issue.bytes_per_s);
-    out.wire.channels = out.channels;
+    out.wire.channels = alltoall ? 1 : out.channels;  // alltoall: the pattern picks each pair's channel
     // A step is one IPCQ segment and one slot credit, as an NCCL step is one
     // FIFO slot; a step standing for several NCCL steps (a huge message,
     // max_steps_per_transfer) moves as one larger segment.
@@ -291,12 +316,13 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   return out;
 }
 
-// The largest transfer of a schedule (its bytes), to tell whether it stages
+// The largest transfer or local copy of a schedule (its bytes), to tell whether it stages
 // more than the scratch holds.
 Bytes largest_transfer(const Schedule& s) {
   Bytes most = 0;
   for (const auto& [op, mv] : s.moves())
     if (!mv.is_recv) most = std::max(most, s.bytes(mv.slices));
+  for (const auto& [op, cp] : s.local_copies()) most = std::max(most, s.bytes(cp.from));
   return most;
 }
 
@@ -309,6 +335,10 @@ Plan channel_plan(const Prepared& pr, int c) {
 
 void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
   const Algorithm& a = *pr.algorithm;
+  if (spec.collective == Collective::AllToAll) {  // one pattern over every pair's channels
+    a.all_to_all(s, pr.plan);
+    return;
+  }
   for (int c = 0; c < pr.channels; ++c) {
     const Plan p = channel_plan(pr, c);
     switch (spec.collective) {
@@ -316,6 +346,7 @@ void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
       case Collective::ReduceScatter: a.reduce_scatter(s, p); break;
       case Collective::AllGather: a.all_gather(s, p); break;
       case Collective::Broadcast: a.broadcast(s, p); break;
+      case Collective::AllToAll: break;
     }
   }
 }
@@ -360,7 +391,7 @@ void chain_host_threads(runtime::Program& prog, const std::vector<NodeId>& pes, 
 
 Schedule build(const topology::Machine& m, const topology::Config& config, Prepared& pr, const CollectiveSpec& spec) {
   const topology::PeConfig& pe = pe_config(config);
-  Schedule s(m, pr.plan.pes, spec.bytes_per_pe, pr.plan.slices, spec.buffer, pr.what);
+  Schedule s(m, pr.plan.pes, pr.footprint, pr.plan.slices, spec.buffer, pr.what);
   if (pr.gpu) {
     s.set_wire(pr.wire);
     s.set_entry(kernels(s, pr, spec, nccl_config(config)));
@@ -372,7 +403,7 @@ Schedule build(const topology::Machine& m, const topology::Config& config, Prepa
   // chunks of the IPCQ queue (slots x slot), the buffer cut finer to allow it.
   if (spec.buffer != Buffer::Hbm || largest_transfer(s) <= pe.scratch || pr.algorithm->in_network) return s;
   const Bytes chunk = std::max<Bytes>(1, static_cast<Bytes>(pe.ipcq_slots) * pe.ipcq_slot);
-  const Bytes per_base = (spec.bytes_per_pe + pr.base_slices - 1) / pr.base_slices;
+  const Bytes per_base = (pr.footprint + pr.base_slices - 1) / pr.base_slices;
   const Bytes k = (per_base + chunk - 1) / chunk;
   const std::uint64_t cells = static_cast<std::uint64_t>(pr.plan.world.size()) * static_cast<std::uint64_t>(pr.base_slices) *
                               static_cast<std::uint64_t>(k);
@@ -381,7 +412,7 @@ Schedule build(const topology::Machine& m, const topology::Config& config, Prepa
                         config::format_bytes(chunk, config::ByteUnits::UpToMiB) + " (pe.ipcq slots x slot) would cut "
                         "the buffers into " + std::to_string(cells) + " cells, more than a schedule holds");
   pr.plan.slices = static_cast<int>(static_cast<Bytes>(pr.base_slices) * k);
-  Schedule chunked(m, pr.plan.pes, spec.bytes_per_pe, pr.plan.slices, spec.buffer, pr.what);
+  Schedule chunked(m, pr.plan.pes, pr.footprint, pr.plan.slices, spec.buffer, pr.what);
   Wire w;
   w.step = chunk;
   chunked.set_wire(w);
@@ -462,6 +493,10 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
         case Collective::Broadcast:
           sym->set_start(r, all, r == spec.root ? SymbolicCheck::Start::All : SymbolicCheck::Start::Nothing);
           break;
+        case Collective::AllToAll:
+          sym->set_start(r, Slices{0, p.slices / 2}, SymbolicCheck::Start::Own);
+          sym->set_start(r, Slices{p.slices / 2, p.slices}, SymbolicCheck::Start::Nothing);
+          break;
       }
     }
     if (spec.collective == Collective::AllGather)
@@ -476,6 +511,10 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
   if (sym) {
     if (spec.collective == Collective::ReduceScatter) {
       for (const auto& [rank, sl] : owned()) sym->expect_complete(rank, sl);
+    } else if (spec.collective == Collective::AllToAll) {
+      // Rank j's receive block i is rank i's send block j, slice for slice.
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) sym->expect_copy(j, alltoall_recv_block(p, i), i, alltoall_send_block(p, j));
     } else {
       for (int r = 0; r < n; ++r) sym->expect_complete(r, p.all());
     }

@@ -56,6 +56,11 @@ void add_config_section(config::Schema& schema) {
   s.add("max_steps_per_transfer", &NcclConfig::max_steps_per_transfer,
         "most steps one transfer is simulated as (fidelity: longer transfers move in larger steps)")
       .min(Bound::Positive);
+  s.bytes("p2p_chunk", &NcclConfig::p2p_chunk, "p2p (alltoall): payload of a Simple step (NCCL_P2P_NVL_CHUNKSIZE)")
+      .min(Bound::Positive);
+  s.bytes("p2p_ll_threshold", &NcclConfig::p2p_ll_threshold,
+          "p2p: LL while a peer's bytes are at most channels x this (NCCL_P2P_LL_THRESHOLD)")
+      .min(Bound::NonNegative);
   s.rule([](const MapReader& r, NcclConfig& c) {
     if (c.link_efficiency > 1.0) r.fail("link_efficiency", "a fraction, at most 1, got " + std::to_string(c.link_efficiency));
     if (c.nvls_issue.bytes_per_s < 0) r.fail("nvls_issue", "must be >= 0");

@@ -64,7 +64,8 @@ Time step_of(Protocol p, const NcclTunerConstants& c) {
 std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, const NcclConfig& cfg) {
   std::vector<TuneRow> rows;
   const int n = f.ranks;
-  if (n < 2 || f.ring_bandwidth <= 0) return rows;
+  // NCCL's tuner prices collectives, not p2p (alltoall is grouped sends).
+  if (n < 2 || f.ring_bandwidth <= 0 || c == NcclCollective::AllToAll) return rows;
   const double link = f.ring_bandwidth * cfg.link_efficiency;
   const int ring_steps = c == NcclCollective::AllReduce ? 2 * (n - 1) : n - 1;
   // Per rank, a ring moves ring_steps / n of the buffer (all-reduce: 2(n-1)/n);
@@ -102,6 +103,32 @@ std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, co
     add("nvls", Protocol::Simple, cfg.tuner.nvls + 2 * f.route_latency, bw);
   }
   return rows;
+}
+
+P2pChoice p2p_choice(Bytes per_peer, int ranks, int most, const NcclConfig& cfg, const Protocol* protocol) {
+  int p2p = 1;
+  while (p2p < std::max(1, most)) p2p *= 2;
+  const int max_per_peer = p2p;
+  int min_per_peer = max_per_peer;
+  while (min_per_peer > 1 && static_cast<std::int64_t>(min_per_peer) * ranks > p2p) min_per_peer /= 2;
+  const Bytes min_part = std::max<Bytes>(1, cfg.p2p_chunk / 8), max_part = cfg.p2p_chunk * 32;
+  P2pChoice out;
+  out.channels = static_cast<int>(std::clamp<Bytes>((per_peer + min_part - 1) / min_part, 1, min_per_peer));
+  Bytes part = std::max(min_part, (per_peer + out.channels - 1) / out.channels);
+  while (part > max_part && out.channels <= max_per_peer / 2) {
+    out.channels *= 2;
+    part = (per_peer + out.channels - 1) / out.channels;
+  }
+  out.protocol = protocol                                                            ? *protocol
+                 : per_peer <= static_cast<Bytes>(out.channels) * cfg.p2p_ll_threshold ? Protocol::LL
+                                                                                    : Protocol::Simple;
+  if (out.protocol == Protocol::LL128)
+    throw UsageError("collective: alltoall runs NCCL's p2p path, which has protocols ll and simple (not ll128)");
+  const ProtocolFormat f = protocol_format(out.protocol, cfg.buffsize);
+  out.step_payload = out.protocol == Protocol::Simple
+                         ? cfg.p2p_chunk
+                         : static_cast<Bytes>(static_cast<double>(f.buffer) / cfg.steps * f.efficiency);
+  return out;
 }
 
 TuneRow choose(NcclCollective c, Bytes bytes, const TunerFacts& facts, const NcclConfig& cfg,

@@ -22,6 +22,11 @@
 //   buffers    data lives in HBM: a reducing step loads the local part,
 //              adds the arriving one, stores the sum; only a step's worth is
 //              ever on chip, so no collective needs pe.scratch for a slice;
+//   alltoall   NCCL's p2p path (pairwise.cpp): every pair of ranks moves its
+//              block directly, on the pair's own channels (p2p_choice: as
+//              many as NCCL gives a peer), in steps of `nccl.p2p_chunk`
+//              (Simple) or LL's step, LL while a channel carries at most
+//              `nccl.p2p_ll_threshold`; the tuner does not price it;
 //   nvls       the in-network all-reduce (nvls.cpp) in pieces of
 //              `nccl.nvls_chunk` (what NVLS has in flight): each piece's gather
 //              lasts at least the members' multimem issue time,
@@ -109,10 +114,14 @@ struct NcclConfig {
   /// fidelity knob: the pipeline and contention stay; the per-step latency
   /// count and the flow control of huge messages are coarsened).
   int max_steps_per_transfer = 8;
+  /// p2p (alltoall): a Simple step's payload (NCCL_P2P_NVL_CHUNKSIZE).
+  Bytes p2p_chunk = 512 * sim::kKiB;
+  /// p2p: LL while a peer's bytes are at most channels x this (NCCL_P2P_LL_THRESHOLD).
+  Bytes p2p_ll_threshold = 16 * sim::kKiB;
 };
 
 /// What kind of collective is asked (the busbw-style step count differs).
-enum class NcclCollective { AllReduce, ReduceScatter, AllGather, Broadcast };
+enum class NcclCollective { AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll };
 
 /// The machine facts the tuner reads, for these ranks.
 struct TunerFacts {
@@ -144,6 +153,22 @@ TuneRow choose(NcclCollective c, Bytes bytes, const TunerFacts& facts, const Ncc
 /// NCCL's channel count for `bytes`: at most `most`, dropped while
 /// bytes < channels x threads x threshold (src/enqueue.cc).
 int channels_for(Bytes bytes, Protocol p, int most, const NcclConfig& cfg);
+
+/// How NCCL moves one peer's bytes point to point (src/graph/paths.cc
+/// ncclTopoComputeP2pChannels, src/enqueue.cc scheduleP2pTasksToPlan and
+/// addP2pToPlan): p2p channels = pow2Up(`most`); a peer gets as many as
+/// there are, halved while peers x channels exceed them (the floor the
+/// scheduler starts from), fewer for a small part (one per p2p_chunk / 8),
+/// doubled while a part exceeds 32 chunks; LL while bytes <= channels x
+/// p2p_ll_threshold. A peer's channel limit from its path (NCCL: 2 x NVLinks
+/// to it, 2 over PCIe) is taken as the p2p channel count: no link count is
+/// assumed of the graph.
+struct P2pChoice {
+  Protocol protocol = Protocol::Simple;
+  int channels = 1;        ///< per peer
+  Bytes step_payload = 0;  ///< payload of one step
+};
+P2pChoice p2p_choice(Bytes per_peer, int ranks, int most, const NcclConfig& cfg, const Protocol* protocol = nullptr);
 
 /// The registry name an NCCL algorithm name stands for (tree ->
 /// double_binary_tree); others unchanged.

@@ -9,9 +9,9 @@ namespace kernbench::ccl {
 
 Algorithm complete(Algorithm a) {
   if (a.name.empty()) throw UsageError("a collective algorithm needs a name");
-  if (!a.all_reduce && !a.reduce_scatter && !a.all_gather && !a.broadcast)
+  if (!a.all_reduce && !a.reduce_scatter && !a.all_gather && !a.broadcast && !a.all_to_all)
     throw UsageError("collective algorithm '" + a.name + "' implements no collective (give all_reduce, "
-                     "reduce_scatter, all_gather or broadcast)");
+                     "reduce_scatter, all_gather, broadcast or all_to_all)");
   if (!a.check) a.check = [](const Plan&) {};
   if (!a.slices) a.slices = [](const Plan& p) { return std::max(1, p.world.size()); };
   if (!a.owned)
@@ -34,6 +34,7 @@ const std::vector<Algorithm>& registry() {
       complete(double_binary_tree_algorithm()),
       complete(lrab_algorithm()),
       complete(nvls_algorithm()),
+      complete(pairwise_algorithm()),
   };
   return all;
 }
@@ -55,6 +56,7 @@ std::vector<AlgorithmInfo> algorithms() {
     if (a.reduce_scatter) info.collectives.push_back("reduce_scatter");
     if (a.all_gather) info.collectives.push_back("all_gather");
     if (a.broadcast) info.collectives.push_back("broadcast");
+    if (a.all_to_all) info.collectives.push_back("alltoall");
     out.push_back(std::move(info));
   }
   return out;

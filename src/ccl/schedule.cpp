@@ -68,29 +68,39 @@ void Schedule::set_writer(int rank, Slices s, OpId op) {
   }
 }
 
-void Schedule::transfer(int src, int dst, Slices s, Combine combine) {
-  if (s.empty()) return;
-  if (src == dst) throw InternalError(program_.name() + ": a transfer from rank " + std::to_string(src) + " to itself");
+void Schedule::check_slices(Slices s) const {
   if (s.lo < 0 || s.hi > slices_)
     throw InternalError(program_.name() + ": slices [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) +
                         ") outside the " + std::to_string(slices_) + " of a buffer");
-  if (wire_.step <= 0 || bytes(s) <= wire_.step) {
-    step(src, dst, s, combine);
+}
+
+void Schedule::transfer(int src, int dst, Slices s, Combine combine) { transfer(src, s, dst, s, combine); }
+
+void Schedule::transfer(int src, Slices from, int dst, Slices to, Combine combine) {
+  if (from.empty()) return;
+  if (src == dst) throw InternalError(program_.name() + ": a transfer from rank " + std::to_string(src) + " to itself");
+  check_slices(from);
+  check_slices(to);
+  if (to.hi - to.lo != from.hi - from.lo)
+    throw InternalError(program_.name() + ": a transfer of " + std::to_string(from.hi - from.lo) + " slices into " +
+                        std::to_string(to.hi - to.lo));
+  if (wire_.step <= 0 || bytes(from) <= wire_.step) {
+    step(src, from, dst, to, combine);
     return;
   }
   // Steps of whole slices, each at most wire_.step (a larger slice alone).
-  std::int32_t lo = s.lo;
-  while (lo < s.hi) {
+  std::int32_t lo = from.lo;
+  while (lo < from.hi) {
     std::int32_t hi = lo + 1;
-    while (hi < s.hi && bytes(Slices{lo, hi + 1}) <= wire_.step) ++hi;
-    step(src, dst, Slices{lo, hi}, combine);
+    while (hi < from.hi && bytes(Slices{lo, hi + 1}) <= wire_.step) ++hi;
+    step(src, Slices{lo, hi}, dst, Slices{to.lo + (lo - from.lo), to.lo + (hi - from.lo)}, combine);
     lo = hi;
   }
 }
 
-void Schedule::step(int src, int dst, Slices s, Combine combine) {
+void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
   const Bytes n = bytes(s);
-  const NodeId from = pe(src), to = pe(dst);
+  const NodeId from = pe(src), to_pe = pe(dst);
   const std::int64_t key = next_key_++;
   std::string label = "r";
   label += std::to_string(src);
@@ -101,41 +111,102 @@ void Schedule::step(int src, int dst, Slices s, Combine combine) {
   label += ',';
   label += std::to_string(s.hi);
   label += ')';
+  if (to.lo != s.lo) {
+    label += ">[";
+    label += std::to_string(to.lo);
+    label += ',';
+    label += std::to_string(to.hi);
+    label += ')';
+  }
   std::vector<OpId> deps;
   collect(src, s, false, deps);
   const bool hbm = buffer_ == Buffer::Hbm;
   const bool gpu = wire_.step_latency >= 0;
   // On the wire: the payload over the protocol's and the link's efficiency.
   const Bytes wire = wire_.efficiency >= 1.0 ? n : static_cast<Bytes>(std::ceil(static_cast<double>(n) / wire_.efficiency));
-  const OpId snd = program_.send(from, to, wire, key, deps, "send " + label, tag_,
+  const OpId snd = program_.send(from, to_pe, wire, key, deps, "send " + label, tag_,
                                  hbm ? std::optional<NodeId>(hbm_[static_cast<std::size_t>(src)]) : std::nullopt);
   program_.set_slices(snd, s);
   if (gpu) program_.set_latency(snd, wire_.step_latency);
   if (wire_.segment > 0) program_.set_segment(snd, wire_.segment);
-  if (wire_.channels > 1)  // the channel whose part of the buffer these slices are (collective.cpp: block())
+  if (channel_ >= 0)
+    program_.set_channel(snd, channel_);
+  else if (wire_.channels > 1)  // the channel whose part of the buffer these slices are (collective.cpp: block())
     program_.set_channel(snd, static_cast<int>(static_cast<std::int64_t>(s.lo) * wire_.channels / slices_));
   add_reader(src, s, snd);
 
   deps.clear();
-  collect(dst, s, true, deps);
+  collect(dst, to, true, deps);
   if (hbm && combine == Combine::Reduce) {  // the local slices come up from HBM to be added to
-    const OpId load = program_.dma(to, runtime::Move{hbm_[static_cast<std::size_t>(dst)], to, n}, deps,
+    const OpId load = program_.dma(to_pe, runtime::Move{hbm_[static_cast<std::size_t>(dst)], to_pe, n}, deps,
                                    "load " + label, tag_);
     if (gpu) program_.set_latency(load, 0);
     deps.assign(1, load);
   }
-  const OpId rcv = program_.recv(to, from, key, deps, "recv " + label, tag_,
+  const OpId rcv = program_.recv(to_pe, from, key, deps, "recv " + label, tag_,
                                  combine == Combine::Reduce ? runtime::RecvMode::Reduce : runtime::RecvMode::Consume);
-  program_.set_slices(rcv, s);
+  program_.set_slices(rcv, to);
   if (gpu) program_.set_latency(rcv, 0);
   OpId last = rcv;
   if (hbm) {
-    last = program_.dma(to, runtime::Move{to, hbm_[static_cast<std::size_t>(dst)], n}, {rcv}, "store " + label, tag_);
+    last = program_.dma(to_pe, runtime::Move{to_pe, hbm_[static_cast<std::size_t>(dst)], n}, {rcv}, "store " + label, tag_);
     if (gpu) program_.set_latency(last, 0);
   }
-  set_writer(dst, s, last);
+  set_writer(dst, to, last);
   moves_[snd] = Move{src, s, combine, snd, false};
-  moves_[rcv] = Move{dst, s, combine, snd, true};
+  moves_[rcv] = Move{dst, to, combine, snd, true};
+}
+
+void Schedule::local_copy(int rank, Slices from, Slices to) {
+  if (from.empty()) return;
+  check_slices(from);
+  check_slices(to);
+  if (wire_.step > 0 && bytes(from) > wire_.step && from.hi - from.lo > 1) {
+    // In steps of whole slices, as a transfer: only a step is staged on chip.
+    std::int32_t lo = from.lo;
+    while (lo < from.hi) {
+      std::int32_t hi = lo + 1;
+      while (hi < from.hi && bytes(Slices{lo, hi + 1}) <= wire_.step) ++hi;
+      local_copy(rank, Slices{lo, hi}, Slices{to.lo + (lo - from.lo), to.lo + (hi - from.lo)});
+      lo = hi;
+    }
+    return;
+  }
+  const Bytes n = bytes(from);
+  const NodeId at = pe(rank);
+  std::string label = "r";  // appended piece by piece (GCC 12's -Wrestrict misfires on "lit" + string&&)
+  label += std::to_string(rank);
+  label += " [";
+  label += std::to_string(from.lo);
+  label += ',';
+  label += std::to_string(from.hi);
+  label += ")>[";
+  label += std::to_string(to.lo);
+  label += ',';
+  label += std::to_string(to.hi);
+  label += ')';
+  const bool gpu = wire_.step_latency >= 0;
+  std::vector<OpId> deps;
+  collect(rank, from, false, deps);
+  std::vector<OpId> more;
+  collect(rank, to, true, more);
+  deps.insert(deps.end(), more.begin(), more.end());
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  OpId last = 0;
+  if (buffer_ == Buffer::Hbm) {
+    const NodeId mem = hbm_[static_cast<std::size_t>(rank)];
+    const OpId load = program_.dma(at, runtime::Move{mem, at, n}, deps, "copy load " + label, tag_);
+    if (gpu) program_.set_latency(load, 0);
+    add_reader(rank, from, load);
+    last = program_.dma(at, runtime::Move{at, mem, n}, {load}, "copy store " + label, tag_);
+  } else {
+    last = program_.vector(at, n, deps, "copy " + label, tag_);
+    add_reader(rank, from, last);
+  }
+  if (gpu) program_.set_latency(last, 0);
+  set_writer(rank, to, last);
+  copies_[last] = LocalCopy{rank, from, to};
 }
 
 }  // namespace kernbench::ccl
@@ -144,9 +215,7 @@ namespace kernbench::ccl {
 
 void Schedule::switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s, double share) {
   if (s.empty()) return;
-  if (s.lo < 0 || s.hi > slices_)
-    throw InternalError(program_.name() + ": slices [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) +
-                        ") outside the " + std::to_string(slices_) + " of a buffer");
+  check_slices(s);
   // It reads every member's slices and then overwrites them: it waits for
   // their last writers and for every op still reading them.
   std::vector<OpId> deps, one;

@@ -83,6 +83,15 @@ class Schedule {
   /// own (Reduce) or replaces its own with them (Copy), in steps of at most
   /// wire().step. No-op when empty.
   void transfer(int src, int dst, Slices s, Combine combine);
+  /// The same from slices `from` of `src` into slices `to` of `dst` (as many;
+  /// an out-of-place collective such as alltoall).
+  void transfer(int src, Slices from, int dst, Slices to, Combine combine);
+  /// `rank` copies its own slices `from` into its slices `to` (an HBM load
+  /// and store, or one vector pass over the scratch).
+  void local_copy(int rank, Slices from, Slices to);
+  /// >= 0: sends added from now on use this channel's queue (Op::channel)
+  /// instead of the one their slices fall in; -1: back to that.
+  void set_channel(int channel) { channel_ = channel; }
   /// In-network reduction on switch `sw` (a node that declares `reduction:`):
   /// every rank of `ranks` sends slices `s` to the switch, which reduces
   /// them and multicasts the sum back; afterwards each of them holds the
@@ -111,6 +120,13 @@ class Schedule {
     Slices slices;
   };
   const std::unordered_map<OpId, Reduction>& reductions() const { return reductions_; }
+  /// What the symbolic check needs about a local copy (its last op: the
+  /// copy takes effect when it ends).
+  struct LocalCopy {
+    int rank = -1;
+    Slices from, to;
+  };
+  const std::unordered_map<OpId, LocalCopy>& local_copies() const { return copies_; }
 
  private:
   struct Cell {  // one slice of one rank's buffer
@@ -122,7 +138,8 @@ class Schedule {
     return cells_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(slices_) + static_cast<std::size_t>(slice)];
   }
   void collect(int rank, Slices s, bool with_readers, std::vector<OpId>& deps);
-  void step(int src, int dst, Slices s, Combine combine);  // one send/recv pair
+  void step(int src, Slices from, int dst, Slices to, Combine combine);  // one send/recv pair
+  void check_slices(Slices s) const;
   void add_reader(int rank, Slices s, OpId op);
   void set_writer(int rank, Slices s, OpId op);
 
@@ -136,11 +153,13 @@ class Schedule {
   std::int32_t tag_ = 0;
   Wire wire_;
   std::vector<OpId> entry_;
+  int channel_ = -1;
   std::int64_t next_key_ = 0;
   std::vector<Cell> cells_;
   std::unordered_map<std::size_t, std::vector<OpId>> extra_readers_;  // cells with more than 3 readers
   std::unordered_map<OpId, Move> moves_;
   std::unordered_map<OpId, Reduction> reductions_;
+  std::unordered_map<OpId, LocalCopy> copies_;
 };
 
 }  // namespace kernbench::ccl

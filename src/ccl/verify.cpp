@@ -13,7 +13,8 @@ SymbolicCheck::SymbolicCheck(const Schedule& schedule, std::string what)
       ranks_(schedule.ranks()),
       slices_(schedule.slices()),
       words_((static_cast<std::size_t>(ranks_) + 63) / 64),
-      state_(static_cast<std::size_t>(ranks_) * static_cast<std::size_t>(slices_) * words_, 0) {}
+      state_(static_cast<std::size_t>(ranks_) * static_cast<std::size_t>(slices_) * words_, 0),
+      origin_(static_cast<std::size_t>(ranks_) * static_cast<std::size_t>(slices_), kNoOrigin) {}
 
 void SymbolicCheck::set_start(int rank, Slices s, Start start) {
   for (std::int32_t i = s.lo; i < s.hi; ++i) {
@@ -22,6 +23,9 @@ void SymbolicCheck::set_start(int rank, Slices s, Start start) {
     if (start == Start::Own) c[rank / 64] |= std::uint64_t{1} << (rank % 64);
     if (start == Start::All)
       for (int r = 0; r < ranks_; ++r) c[r / 64] |= std::uint64_t{1} << (r % 64);
+    origin(rank, i) = start == Start::Own     ? static_cast<std::int64_t>(rank) * slices_ + i
+                      : start == Start::All ? kSum
+                                            : kNoOrigin;
   }
 }
 
@@ -41,15 +45,21 @@ void SymbolicCheck::on_start(OpId op) {
   if (it == schedule_.moves().end() || it->second.is_recv) return;
   const Schedule::Move& m = it->second;
   std::vector<std::uint64_t>& snap = snapshots_[op];
+  std::vector<std::int64_t>& from = snapshot_origins_[op];
   for (std::int32_t i = m.slices.lo; i < m.slices.hi; ++i) {
     const std::uint64_t* c = cell(m.rank, i);
     snap.insert(snap.end(), c, c + words_);
+    from.push_back(origin(m.rank, i));
   }
 }
 
 void SymbolicCheck::on_end(OpId op) {
   if (const auto red = schedule_.reductions().find(op); red != schedule_.reductions().end()) {
     end_reduction(op, red->second);
+    return;
+  }
+  if (const auto cp = schedule_.local_copies().find(op); cp != schedule_.local_copies().end()) {
+    end_copy(cp->second);
     return;
   }
   const auto it = schedule_.moves().find(op);
@@ -59,13 +69,16 @@ void SymbolicCheck::on_end(OpId op) {
   if (snap_it == snapshots_.end())
     throw InternalError(what_ + ": recv op " + std::to_string(op) + " ended before its send started");
   const std::vector<std::uint64_t>& snap = snap_it->second;
+  const std::vector<std::int64_t>& from = snapshot_origins_.at(m.send);
   for (std::int32_t i = m.slices.lo; i < m.slices.hi; ++i) {
     std::uint64_t* c = cell(m.rank, i);
     const std::uint64_t* in = &snap[static_cast<std::size_t>(i - m.slices.lo) * words_];
     if (m.combine == Combine::Copy) {
       std::copy(in, in + words_, c);
+      origin(m.rank, i) = from[static_cast<std::size_t>(i - m.slices.lo)];
       continue;
     }
+    origin(m.rank, i) = kSum;
     twice_.resize(words_);
     bool overlap = false;
     for (std::size_t w = 0; w < words_; ++w) {
@@ -80,6 +93,17 @@ void SymbolicCheck::on_end(OpId op) {
                           std::to_string(schedule_.moves().at(m.send).rank) + " sent");
   }
   snapshots_.erase(snap_it);
+  snapshot_origins_.erase(m.send);
+}
+
+void SymbolicCheck::end_copy(const Schedule::LocalCopy& c) {
+  // A copy within one rank: its source slices are read as it ends (the
+  // schedule makes it wait for their writers and the destination's readers).
+  for (std::int32_t k = 0; k < c.from.hi - c.from.lo; ++k) {
+    const std::uint64_t* in = cell(c.rank, c.from.lo + k);
+    std::copy(in, in + words_, cell(c.rank, c.to.lo + k));
+    origin(c.rank, c.to.lo + k) = origin(c.rank, c.from.lo + k);
+  }
 }
 
 void SymbolicCheck::end_reduction(OpId op, const Schedule::Reduction& r) {
@@ -109,7 +133,10 @@ void SymbolicCheck::end_reduction(OpId op, const Schedule::Reduction& r) {
                                 " twice when the switch adds what " +
                                 where(r.ranks[m], r.slices.lo + static_cast<std::int32_t>(i)) + " sent");
     }
-    for (int rank : r.ranks) std::copy(sum.begin(), sum.end(), cell(rank, r.slices.lo + static_cast<std::int32_t>(i)));
+    for (int rank : r.ranks) {
+      std::copy(sum.begin(), sum.end(), cell(rank, r.slices.lo + static_cast<std::int32_t>(i)));
+      origin(rank, r.slices.lo + static_cast<std::int32_t>(i)) = kSum;
+    }
   }
   snapshots_.erase(snap_it);
 }
@@ -127,6 +154,19 @@ void SymbolicCheck::expect_complete(int rank, Slices s) const {
     if (any)
       throw VerificationError(what_ + ": wrong schedule: at the end " + where(rank, i) + " holds ranks " +
                           ranks_text(c) + " but lacks " + ranks_text(missing.data()));
+  }
+}
+
+void SymbolicCheck::expect_copy(int rank, Slices s, int src, Slices from) const {
+  for (std::int32_t k = 0; k < s.hi - s.lo; ++k) {
+    const std::int64_t want = static_cast<std::int64_t>(src) * slices_ + from.lo + k;
+    const std::int64_t got = origin(rank, s.lo + k);
+    if (got == want) continue;
+    const std::string what = got == kNoOrigin ? std::string("nothing")
+                             : got == kSum    ? "a sum of ranks " + ranks_text(cell(rank, s.lo + k))
+                                              : where(static_cast<int>(got / slices_), static_cast<int>(got % slices_));
+    throw VerificationError(what_ + ": wrong schedule: at the end " + where(rank, s.lo + k) + " holds " + what +
+                            " instead of " + where(src, from.lo + k));
   }
 }
 

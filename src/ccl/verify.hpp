@@ -9,6 +9,9 @@
 // A switch_reduce (in-network reduction) snapshots every member's slices
 // when its gather starts and, when it ends, gives every member the sum of
 // the snapshots (a rank in two of them is an error on the spot).
+// Each cell also carries its origin: the (rank, slice) its data came from
+// unchanged, or none once it is a sum -- what an out-of-place collective
+// (alltoall) is checked by: not only whose data, but which slice of it.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,9 @@ class SymbolicCheck final : public runtime::Executor::Observer {
 
   /// Throws if slices `s` of `rank` do not hold every rank exactly once.
   void expect_complete(int rank, Slices s) const;
+  /// Throws unless slices `s` of `rank` hold exactly slices `from` of rank
+  /// `src`, copied unchanged (slice for slice).
+  void expect_copy(int rank, Slices s, int src, Slices from) const;
 
   /// Words of state for `ranks` ranks cut in `slices` (to decide whether to check).
   static std::uint64_t state_bits(int ranks, int slices) {
@@ -51,13 +57,25 @@ class SymbolicCheck final : public runtime::Executor::Observer {
   void end_reduction(OpId op, const Schedule::Reduction& r);
   std::string where(int rank, int slice) const;
 
+  static constexpr std::int64_t kNoOrigin = -1;   // nothing there yet
+  static constexpr std::int64_t kSum = -2;        // a reduction of several
+  std::int64_t& origin(int rank, int slice) {
+    return origin_[static_cast<std::size_t>(rank) * slices_ + static_cast<std::size_t>(slice)];
+  }
+  std::int64_t origin(int rank, int slice) const {
+    return origin_[static_cast<std::size_t>(rank) * slices_ + static_cast<std::size_t>(slice)];
+  }
+  void end_copy(const Schedule::LocalCopy& c);
+
   const Schedule& schedule_;
   std::string what_;
   int ranks_, slices_;
   std::size_t words_;
   std::vector<std::uint64_t> state_;
+  std::vector<std::int64_t> origin_;
   std::vector<std::uint64_t> twice_;  // scratch: ranks a reduction would add a second time
   std::unordered_map<OpId, std::vector<std::uint64_t>> snapshots_;  // per send in flight
+  std::unordered_map<OpId, std::vector<std::int64_t>> snapshot_origins_;
 };
 
 }  // namespace kernbench::ccl

@@ -115,6 +115,7 @@ bool has(const Algorithm& a, Collective c) {
     case Collective::ReduceScatter: return a.reduce_scatter != nullptr;
     case Collective::AllGather: return a.all_gather != nullptr;
     case Collective::Broadcast: return a.broadcast != nullptr;
+    case Collective::AllToAll: return a.all_to_all != nullptr;
   }
   return false;
 }
@@ -160,7 +161,7 @@ TEST_CASE("every collective algorithm is verified on explicit graphs where its s
   for (const Shape& shape : shapes) {
     for (const Algorithm& a : registry()) {
       for (Collective what : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
-                              Collective::Broadcast}) {
+                              Collective::Broadcast, Collective::AllToAll}) {
         if (!has(a, what)) continue;
         INFO(shape.name << ": " << a.name << " " << to_string(what));
         System system(shape.config);

@@ -69,7 +69,7 @@ std::vector<NodeId> first_pes(const Config& c, int n) {
 
 }  // namespace
 
-TEST_CASE("every algorithm's all-reduce is verified on several shapes", "[ccl][verify]") {
+TEST_CASE("every algorithm's all-reduce (pairwise: its alltoall) is verified on several shapes", "[ccl][verify]") {
   struct Shape {
     const char* name;
     Config config;
@@ -86,6 +86,7 @@ TEST_CASE("every algorithm's all-reduce is verified on several shapes", "[ccl][v
   for (const Shape& shape : shapes) {
     for (const Algorithm& a : registry()) {
       CollectiveSpec s = spec_of(a.name, 24 * kKiB + 12);  // not a multiple of the slices: uneven cut
+      if (!a.all_reduce) s.collective = Collective::AllToAll;
       if (shape.ranks > 0) s.pes = first_pes(shape.config, shape.ranks);
       System probe(shape.config);
       const int n = shape.ranks > 0 ? shape.ranks : static_cast<int>(first_pes(shape.config, 1 << 20).size());
@@ -144,6 +145,38 @@ TEST_CASE("a wrong schedule fails the symbolic check with the rank and slice", "
     CHECK_THROWS_AS(check.expect_complete(0, Slices{0, 1}), kernbench::VerificationError);
     CHECK_THROWS_WITH(check.expect_complete(0, Slices{0, 1}),
                       Catch::Contains("rank 0 (sip0.cube0.pe0) slice 0 holds ranks {0} but lacks {1,2,3}"));
+  }
+  SECTION("alltoall: a block that lands in the wrong place is named, with the one that should be there") {
+    // Out of place, 4 ranks: slices 0..3 the send buffer, 4..7 the receive
+    // buffer; rank i's send slice j belongs in rank j's receive slice 4 + i.
+    Schedule s(system.machine(), pes, 8 * kKiB, 8, Buffer::Sram, "crossed alltoall");
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        // rank 1's blocks for ranks 2 and 3 are swapped.
+        const int block = i == 1 && j == 2 ? 3 : i == 1 && j == 3 ? 2 : j;
+        if (i == j) s.local_copy(i, Slices{j, j + 1}, Slices{4 + i, 5 + i});
+        else s.transfer(i, Slices{block, block + 1}, j, Slices{4 + i, 5 + i}, Combine::Copy);
+      }
+    SymbolicCheck check(s, "crossed alltoall");
+    for (int r = 0; r < 4; ++r) {
+      check.set_start(r, Slices{0, 4}, SymbolicCheck::Start::Own);
+      check.set_start(r, Slices{4, 8}, SymbolicCheck::Start::Nothing);
+    }
+    kernbench::runtime::Executor(system).run(s.program(), &check);
+    CHECK_NOTHROW(check.expect_copy(2, Slices{4, 5}, 0, Slices{2, 3}));
+    CHECK_NOTHROW(check.expect_copy(1, Slices{5, 6}, 1, Slices{1, 2}));  // the local copy
+    // Whose data it is (rank 1's) is right; which slice is not.
+    CHECK_THROWS_WITH(check.expect_copy(2, Slices{5, 6}, 1, Slices{2, 3}),
+                      Catch::Contains("rank 2 (sip0.cube0.pe2) slice 5 holds rank 1 (sip0.cube0.pe1) slice 3 "
+                                      "instead of rank 1 (sip0.cube0.pe1) slice 2"));
+    // Another rank's block where rank 3's was expected.
+    CHECK_THROWS_WITH(check.expect_copy(0, Slices{6, 7}, 3, Slices{1, 2}),
+                      Catch::Contains("holds rank 2 (sip0.cube0.pe2) slice 0 instead of rank 3"));
+    // A receive slice nothing reached (a check that saw no run).
+    SymbolicCheck idle(s, "idle");
+    idle.set_start(0, Slices{4, 8}, SymbolicCheck::Start::Nothing);
+    CHECK_THROWS_WITH(idle.expect_copy(0, Slices{4, 5}, 0, Slices{0, 1}),
+                      Catch::Contains("rank 0 (sip0.cube0.pe0) slice 4 holds nothing instead of"));
   }
   SECTION("a slice reduced twice is caught when it happens") {
     Schedule s(system.machine(), pes, 4 * kKiB, 4, Buffer::Sram, "double count");

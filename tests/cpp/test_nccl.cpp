@@ -220,6 +220,69 @@ TEST_CASE("GPU collectives verify with channels and steps: every algorithm and c
   }
 }
 
+TEST_CASE("NCCL's p2p choice: channels per peer from the p2p channels and the ranks, LL up to the threshold",
+          "[nccl][alltoall]") {
+  const NcclConfig cfg;  // p2p_chunk 512 KiB, p2p_ll_threshold 16 KiB
+  // 16 p2p channels over 8 peers: 2 each (halved while 8 x c > 16); a part
+  // of at least p2p_chunk / 8 = 64 KiB per channel.
+  CHECK(p2p_choice(8, 8, 16, cfg).channels == 1);
+  CHECK(p2p_choice(64 * kKiB, 8, 16, cfg).channels == 1);
+  CHECK(p2p_choice(64 * kKiB + 1, 8, 16, cfg).channels == 2);
+  CHECK(p2p_choice(1 * kMiB, 4, 16, cfg).channels == 4);  // 4 peers: 4 each
+  // Doubled while a part exceeds 32 chunks (16 MiB), up to every p2p channel.
+  CHECK(p2p_choice(32 * kMiB, 8, 16, cfg).channels == 2);
+  CHECK(p2p_choice(32 * kMiB + 2, 8, 16, cfg).channels == 4);
+  CHECK(p2p_choice(1024 * kMiB, 8, 16, cfg).channels == 16);
+  // p2p channels are a power of two (12 -> 16).
+  CHECK(p2p_choice(1024 * kMiB, 8, 12, cfg).channels == 16);
+  // LL while the peer's bytes are at most channels x 16 KiB.
+  CHECK(p2p_choice(16 * kKiB, 8, 16, cfg).protocol == Protocol::LL);
+  CHECK(p2p_choice(16 * kKiB + 1, 8, 16, cfg).protocol == Protocol::Simple);
+  CHECK(p2p_choice(16 * kKiB, 8, 16, cfg).step_payload == 32 * kKiB);  // LL: half of a 64 KiB step
+  CHECK(p2p_choice(1 * kMiB, 8, 16, cfg).step_payload == 512 * kKiB);
+  const Protocol ll128 = Protocol::LL128;
+  CHECK_THROWS_WITH(p2p_choice(1 * kMiB, 8, 16, cfg, &ll128), Catch::Contains("ll and simple (not ll128)"));
+}
+
+TEST_CASE("alltoall on a switch: tiny is the launch, the fixed cost and one step; large is (n-1)/n of the buffer at "
+          "the link's rate",
+          "[nccl][alltoall][closed-form]") {
+  const int n = 4;
+  Config c = gpu_star(n, 100);
+  nccl(c).call_host = 5 * kMicrosecond;
+  nccl(c).ll_base = 7 * kMicrosecond;
+  nccl(c).ll_step = 1 * kMicrosecond;
+  CollectiveSpec s = spec(64, "auto");
+  s.collective = Collective::AllToAll;
+  const CollectiveResult tiny = run(c, s);
+  CHECK(tiny.algorithm == "pairwise");
+  CHECK(tiny.protocol == "ll");
+  CHECK(tiny.verified);
+  CHECK(tiny.predicted == 0);  // NCCL's tuner does not price p2p
+  // Every pair's one step runs at once: one step latency, not n - 1.
+  const Time expect = 5 * kMicrosecond + 7 * kMicrosecond + 1 * kMicrosecond;
+  CHECK(tiny.latency >= expect);
+  // What is left: a few wire bytes (ps), the receive's slot read (one 1 ns
+  // cycle each, the n - 1 arrivals at a GPU taking turns on its receive port).
+  CHECK(tiny.latency - expect <= (n - 1) * kNanosecond + 1000);
+  // Large: each GPU sends (n-1)/n of its buffer over its link and receives as
+  // much, both at the link's rate x link_efficiency.
+  nccl(c).link_efficiency = 0.8;
+  s.bytes_per_pe = 256 * kMiB;
+  const CollectiveResult big = run(c, s);
+  CHECK(big.protocol == "simple");
+  const double expect_ps = (n - 1.0) / n * static_cast<double>(s.bytes_per_pe) / 0.8 / 100e9 * 1e12;
+  INFO(big.latency << " ps against " << expect_ps);
+  CHECK(std::abs(static_cast<double>(big.latency) - expect_ps) / expect_ps < 0.01);
+  // Bytes are conserved: n(n-1) blocks of bytes/n cross the switch, each on
+  // two links (in, out), at the wire's efficiency.
+  const double payload = static_cast<double>(n) * (n - 1) * static_cast<double>(s.bytes_per_pe / n);
+  CHECK(static_cast<double>(big.link_bytes.at("nvlink")) == Approx(2 * payload / 0.8).epsilon(1e-6));
+  // Its receive buffer counts: twice the buffer must fit the HBM.
+  pe_config(c).hbm.capacity = 300 * kMiB;
+  CHECK_THROWS_WITH(run(c, s), Catch::Contains("buffer=hbm needs 512 MiB per PE"));
+}
+
 TEST_CASE("back-to-back calls: the steady-state time per call is the slower of the host and the GPU", "[nccl]") {
   Config c = gpu_star(4, 100);
   nccl(c).call_host = 20 * kMicrosecond;  // per rank's launch

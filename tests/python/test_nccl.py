@@ -125,7 +125,7 @@ def test_compare_collective_defaults_and_conflicts():
     with pytest.raises(nccl.ConfigError, match="the log is all_reduce_perf output"):
         nccl.compare_log(LOGS / "h100_all_reduce_perf.txt", "h100-8x-nvswitch", collective="broadcast")
     with pytest.raises(nccl.ConfigError, match="no model"):
-        nccl.compare_log(LOGS / "v100_all_reduce_perf_2019.txt", "h100-8x-nvswitch", collective="alltoall")
+        nccl.compare_log(LOGS / "v100_all_reduce_perf_2019.txt", "h100-8x-nvswitch", collective="reduce")
 
 
 def test_cli_compare_nccl_writes_table_and_plot(cli, tmp_path):
@@ -155,11 +155,11 @@ def test_gpu_collectives_bench_records_unmodelled_collectives_as_failures(cli, t
     """A collective with no model becomes a failure with its reason; the others still give their rows."""
     out = tmp_path / "gc"
     proc = cli("run", "--bench", "gpu-collectives", "--smoke", "--out", str(out), "--quiet",
-               "--set", "bench.collectives=all_reduce,alltoall")
+               "--set", "bench.collectives=all_reduce,sendrecv")
     assert proc.returncode == 1  # a failure recorded
     sweep = json.loads((out / "sweep.json").read_text())
     assert {r["collective"] for r in sweep["results"]} == {"all_reduce"}
-    assert [f["collective"] for f in sweep["failures"]] == ["alltoall"] and "no model" in sweep["failures"][0]["error"]
+    assert [f["collective"] for f in sweep["failures"]] == ["sendrecv"] and "no model" in sweep["failures"][0]["error"]
     tables = nccl.parse_log(out / "nccl_tables.txt")
     tuned = [r for r in sweep["results"] if r["requested"] == "auto"]
     assert tables.collective == "all_reduce" and len(tables.rows) == len(tuned)

@@ -77,8 +77,10 @@ def test_gpu_nccl_measurement_follows_nccl_tests_conventions():
     one = fn.fn(Ctx(), collective="all_reduce", bytes=8, ranks=4, algorithm="ring", threads=1)["time"]
     each = fn.fn(Ctx(), collective="all_reduce", bytes=8, ranks=4, algorithm="ring", threads=0)["time"]
     assert one > each
+    a2a = fn.fn(Ctx(), collective="alltoall", bytes=1 << 20, ranks=8)
+    assert a2a["busbw"] == pytest.approx(a2a["algbw"] * 7 / 8)
     with pytest.raises(_core.UsageError, match="modelled are all_reduce"):
-        fn.fn(Ctx(), collective="alltoall")
+        fn.fn(Ctx(), collective="sendrecv")
     with pytest.raises(_core.UsageError, match="ranks = 9: the machine has 8 GPUs"):
         fn.fn(Ctx(), ranks=9)
 

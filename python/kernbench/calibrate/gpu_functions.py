@@ -82,9 +82,9 @@ def gpu_stream(ctx, kernel: str = "copy", elements: int = 1 << 25, precision: st
     return {"bandwidth": nbytes / t / 1e12, "time": t * 1e6}
 
 
-#: nccl-tests' collective names -> kernbench's (alltoall has no model yet: it is refused naming the modelled ones).
+#: nccl-tests' collective names -> kernbench's (reduce and sendrecv have no model: refused naming these).
 NCCL_COLLECTIVES = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
-                    "broadcast": "broadcast"}
+                    "broadcast": "broadcast", "alltoall": "alltoall"}
 
 
 @measurement("gpu.nccl", metrics={"busbw": "GB/s", "algbw": "GB/s", "time": "us"},
@@ -98,8 +98,8 @@ def gpu_nccl(ctx, collective: str = "all_reduce", bytes: int = 1 << 20, ranks: i
     name = canonical(collective)
     if name not in NCCL_COLLECTIVES:
         raise UsageError(f"collective {collective!r}: modelled are {', '.join(NCCL_COLLECTIVES)} (nccl-tests' names)")
-    if algorithm not in ("auto", "ring", "tree", "nvls"):
-        raise UsageError(f"algorithm {algorithm!r}: expected auto, ring, tree or nvls")
+    if algorithm not in ("auto", "ring", "tree", "nvls", "pairwise"):
+        raise UsageError(f"algorithm {algorithm!r}: expected auto, ring, tree, nvls or pairwise (alltoall)")
     system = ctx.load()
     pes = system.pes()
     if not 2 <= ranks <= len(pes):
