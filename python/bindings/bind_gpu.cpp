@@ -43,6 +43,7 @@ void bind_gpu(py::module_& m) {
         d["launch_graph_ps"] = g.cfg.launch_graph;
         d["kernel_latency_ps"] = g.cfg.kernel_latency;
         d["framework_step_ps"] = g.cfg.framework_step;
+        d["split_kv_chunk"] = kernels::gpu::kSplitChunk;  // fewest keys a split-KV CTA takes (attention.hpp)
         py::dict peaks;
         for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8,
                             Precision::Int8})

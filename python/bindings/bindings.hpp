@@ -210,5 +210,6 @@ void bind_vgpu(pybind11::module_& m);
 void bind_llama(pybind11::module_& m);
 void bind_energy(pybind11::module_& m);
 void bind_critical_path(pybind11::module_& m);
+void bind_serving(pybind11::module_& m);
 
 }  // namespace kernbench::bindings

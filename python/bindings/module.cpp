@@ -39,4 +39,5 @@ PYBIND11_MODULE(_core, m) {
   kernbench::bindings::bind_llama(m);
   kernbench::bindings::bind_energy(m);
   kernbench::bindings::bind_critical_path(m);
+  kernbench::bindings::bind_serving(m);
 }

@@ -63,9 +63,15 @@ def llama_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, di
 
 def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, dims: Mapping = LLAMA3_8B,
                   layers: int | None = None, dtype: str = "bf16", embed: bool = True, head: bool = True,
-                  name: str = "decoder") -> WorkloadGraph:
+                  name: str = "decoder", attention: list[tuple[int, int, int, bool]] | None = None,
+                  head_tokens: int | None = None) -> WorkloadGraph:
     """A pre-norm decoder of any family in ``_NAMES`` (see the module doc for the keys of ``dims`` beyond
-    LLaMA's; absent keys take LLaMA's values). Arguments as ``llama_graph``'s."""
+    LLaMA's; absent keys take LLaMA's values). Arguments as ``llama_graph``'s.
+
+    ``attention``: a ragged batch (a serving iteration, kernbench.serving): the dense ops see ``batch x seq``
+    tokens as given, and each layer's attention is one op per entry ``(batch, q_len, kv_len, causal)`` (the
+    argument ``kv_len`` is then unused). ``head_tokens``: the tokens the final norm
+    and LM head see (default all; a serving engine computes logits only for each sequence's last token)."""
     H, nh, kv, hd, I = dims["hidden"], dims["heads"], dims["kv_heads"], dims["head_dim"], dims["intermediate"]
     V = dims.get("vocab", 128256)
     family, norm_kind = dims.get("family", "llama"), dims.get("norm", "rms")
@@ -90,27 +96,29 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
                       tuple(deps)))
         return len(ops) - 1
 
-    def linear(name, x, k, n, dep, weight=None, with_bias=bias):
+    def linear(name, x, k, n, dep, weight=None, with_bias=bias, rows=None):
+        t = T if rows is None else rows
         w = ParamRef(weight or name + ".weight", TensorSpec((n, k), dtype))
-        attrs, params, flops = {"m": T, "n": n, "k": k, "batch": 1, "weight": w.name}, [w], 2 * T * n * k
+        attrs, params, flops = {"m": t, "n": n, "k": k, "batch": 1, "weight": w.name}, [w], 2 * t * n * k
         if with_bias:  # as the importer counts an addmm: the GEMM, then one add per output element
             b = ParamRef(name + ".bias", TensorSpec((n,), dtype))
             params.append(b)
-            attrs.update(bias=b.name, bias_flops=T * n)
-            flops += T * n
+            attrs.update(bias=b.name, bias_flops=t * n)
+            flops += t * n
         return add(name, "matmul", "aten.linear.default", inputs=[x], outputs=[TensorSpec((batch, seq, n), dtype)],
-                   params=params, flops=flops, attrs=attrs, deps=[dep])
+                   params=params, flops=flops, attrs=attrs, deps=dep if isinstance(dep, list) else [dep])
 
-    def norm(name, dep):
+    def norm(name, dep, rows=None):
+        T_ = T if rows is None else rows
         params = [ParamRef(name + ".weight", TensorSpec((H,), dtype))]
         if norm_kind == "rms":
-            return add(name, "norm", "LlamaRMSNorm", inputs=[act], outputs=[act], params=params, flops=4 * T * H,
-                       attrs={"elements": T * H, "operands": 1, "norm": "rms"}, deps=[dep])
+            return add(name, "norm", "LlamaRMSNorm", inputs=[act], outputs=[act], params=params, flops=4 * T_ * H,
+                       attrs={"elements": T_ * H, "operands": 1, "norm": "rms"}, deps=[dep])
         if bias:
             params.append(ParamRef(name + ".bias", TensorSpec((H,), dtype)))
         # the importer's count: 5 FLOPs per element to normalise, 1 each for the weight and the bias
         return add(name, "norm", "aten.layer_norm.default", inputs=[act], outputs=[act], params=params,
-                   flops=(5 + len(params)) * T * H, attrs={"elements": T * H, "operands": 1, "norm": "layer_norm"},
+                   flops=(5 + len(params)) * T_ * H, attrs={"elements": T_ * H, "operands": 1, "norm": "layer_norm"},
                    deps=[dep])
 
     def residual(name, deps):
@@ -149,14 +157,21 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
         qv = add(f"{a}.view", "view", "aten.view.default", inputs=[TensorSpec((batch, seq, nh * hd), dtype)],
                  outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[q])
         qkv_deps = [qv, k, v]
-    at_attrs = {"batch": batch, "heads": nh, "kv_heads": kv, "q_len": seq, "kv_len": kv_len, "head_dim": hd,
-                "causal": seq > 1}
-    if positions == "alibi":  # a per-head linear bias on the scores, added inside the attention kernel
-        at_attrs["alibi"] = True
-    at = add(f"{a}.sdpa", "attention", "aten.scaled_dot_product_attention.default",
-             inputs=[TensorSpec((batch, nh, seq, hd), dtype)], outputs=[TensorSpec((batch, nh, seq, hd), dtype)],
-             flops=4 * batch * nh * seq * kv_len * hd, attrs=at_attrs, deps=qkv_deps)
-    o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, at)
+    parts = attention if attention is not None else [(batch, seq, kv_len, seq > 1)]
+    if any(min(b, q, k) < 1 or q > k for b, q, k, _ in parts):
+        raise WorkloadError(f"{name}: attention entries {parts}: each needs batch, q_len, kv_len >= 1 and "
+                            "q_len <= kv_len")
+    ats = []
+    for j, (ab, aq, akv, causal) in enumerate(parts):
+        at_attrs = {"batch": ab, "heads": nh, "kv_heads": kv, "q_len": aq, "kv_len": akv, "head_dim": hd,
+                    "causal": bool(causal)}
+        if positions == "alibi":  # a per-head linear bias on the scores, added inside the attention kernel
+            at_attrs["alibi"] = True
+        ats.append(add(f"{a}.sdpa" + (f".{j}" if len(parts) > 1 else ""), "attention",
+                       "aten.scaled_dot_product_attention.default",
+                       inputs=[TensorSpec((ab, nh, aq, hd), dtype)], outputs=[TensorSpec((ab, nh, aq, hd), dtype)],
+                       flops=4 * ab * nh * aq * akv * hd, attrs=at_attrs, deps=qkv_deps))
+    o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, ats)
     r1 = residual(f"{p}.{N['add1']}", [o] + dep0)
     n2 = norm(f"{p}.{N['ln2']}", r1)
     mid = TensorSpec((batch, seq, I), dtype)
@@ -177,8 +192,8 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
     ops.extend(WorkloadGraph.repeat_block(block, N["layers"], L, offset=first))
     blocks = [Block(N["layers"], first, first + len(block), L)]
     if head:
-        fn = norm(N["final"], len(ops) - 1)
-        linear("lm_head", act, H, V, fn, weight=table if tied else None, with_bias=False)
+        fn = norm(N["final"], len(ops) - 1, rows=head_tokens)
+        linear("lm_head", act, H, V, fn, weight=table if tied else None, with_bias=False, rows=head_tokens)
     return WorkloadGraph(name, ops, source="hand", inputs=[TensorSpec((batch, seq), "int64")], blocks=blocks,
                          meta={"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L})
 

@@ -1,0 +1,630 @@
+"""Serving under load: requests arrive, queue, are batched into iterations over a paged KV cache, and leave.
+
+    from kernbench import serving
+    res = serving.run("llama3-8b", config="machines/h100-8x-nvswitch.yaml", qps=5, requests=1000,
+                      scheduler="vllm", slo="ttft=200ms,tpot=50ms", seed=1)
+    res.summary()["p99_ttft_ms"], res.goodput, res.write("out/")
+
+The request loop is a discrete-event simulation on the C++ core (``src/workloads/serving``): arrivals,
+the scheduler's iterations (``vllm``, ``sarathi``, ``orca``, ``static``), the KV cache's blocks and
+preemptions. Each iteration's time is the hardware model's: the iteration's graph (its prefill chunks' and
+decodes' tokens through every layer, each layer's attention one op for the prefill queries and one for the
+decoding sequences) lowered on the machine and plan and simulated (``estimate.simulate``). Shapes repeat,
+so the core memoises the time at the corners of a lattice over (prefill tokens, keys per prefill query,
+decoding sequences, keys per decoding sequence) and interpolates inside a cell; ``check`` iterations of the
+run, off the lattice, are simulated directly afterwards and the interpolation's error is reported
+(``interpolation``). docs/serving.md says what each policy follows and what is not modelled.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernbench import _core
+from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
+
+__all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "kv_capacity", "IterationPricer", "run",
+           "ServingResult", "SHAREGPT", "SCHEDULERS"]
+
+SCHEDULERS = ("vllm", "sarathi", "orca", "static")
+
+#: ShareGPT-like lengths: the means are the ShareGPT dataset's as the vLLM paper measured it (Kwon et al.,
+#: "Efficient Memory Management for Large Language Model Serving with PagedAttention", SOSP 2023, sec. 6.1:
+#: mean input 161.31, mean output 337.99 tokens). The spread (lognormal sigma 1.0) is assumed: the paper
+#: gives histograms, not a fitted shape. Lengths are clipped to [1, 4096].
+SHAREGPT = {"prompt": "lognormal:mean=161.31,sigma=1.0,max=4096", "output": "lognormal:mean=337.99,sigma=1.0,max=4096"}
+
+
+class ServingError(WorkloadError):
+    """Bad serving input (a trace row, a distribution, an SLO, a plan with no room for the KV cache)."""
+
+
+# ---- load ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Dist:
+    """A length distribution: ``fixed:N``, ``uniform:LO:HI``, ``lognormal:mean=M,sigma=S[,max=X]`` (mean of the
+    lognormal itself), or ``hist:FILE`` (CSV ``tokens,weight``); ``sharegpt-prompt`` / ``sharegpt-output``."""
+
+    kind: str
+    params: tuple = ()
+
+    @staticmethod
+    def parse(text: str | int, what: str = "length") -> "Dist":
+        if isinstance(text, (int, np.integer)):
+            return Dist("fixed", (int(text),))
+        t = str(text).strip()
+        if t in ("sharegpt-prompt", "sharegpt-output"):
+            return Dist.parse(SHAREGPT[t.split("-")[1]], what)
+        kind, _, rest = t.partition(":")
+        try:
+            if kind == "fixed":
+                n = int(rest)
+                if n < 1:
+                    raise ValueError
+                return Dist("fixed", (n,))
+            if kind == "uniform":
+                lo, hi = (int(x) for x in rest.split(":"))
+                if not 1 <= lo <= hi:
+                    raise ValueError
+                return Dist("uniform", (lo, hi))
+            if kind == "lognormal":
+                kv = dict(p.split("=") for p in rest.split(","))
+                mean, sigma = float(kv.pop("mean")), float(kv.pop("sigma"))
+                top = int(kv.pop("max", 1 << 20))
+                if kv or mean < 1 or sigma < 0 or top < 1 or not math.isfinite(mean + sigma):
+                    raise ValueError
+                return Dist("lognormal", (mean, sigma, top))
+            if kind == "hist":
+                rows = list(csv.reader(Path(rest).read_text(encoding="utf-8").splitlines()))
+                pts = [(int(r[0]), float(r[1])) for r in rows if r and not r[0].startswith("#") and r[0] != "tokens"]
+                if not pts or any(n < 1 or w < 0 for n, w in pts) or sum(w for _, w in pts) <= 0:
+                    raise ValueError
+                return Dist("hist", tuple(pts))
+        except (ValueError, KeyError, OSError, UnicodeDecodeError) as e:
+            raise ServingError(f"{what}: {t!r} is not a length distribution (fixed:N, uniform:LO:HI with 1 <= LO <= HI, "
+                               f"lognormal:mean=M,sigma=S[,max=X], hist:FILE of tokens,weight rows, sharegpt-prompt, "
+                               f"sharegpt-output){': ' + str(e) if isinstance(e, OSError) else ''}") from None
+        raise ServingError(f"{what}: unknown distribution {kind!r} in {t!r} (fixed, uniform, lognormal, hist, "
+                           "sharegpt-prompt, sharegpt-output)")
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.kind == "fixed":
+            return np.full(n, self.params[0], dtype=np.int64)
+        if self.kind == "uniform":
+            return rng.integers(self.params[0], self.params[1] + 1, size=n, dtype=np.int64)
+        if self.kind == "lognormal":
+            mean, sigma, top = self.params
+            mu = math.log(mean) - sigma * sigma / 2  # E[X] = exp(mu + sigma^2 / 2) = mean
+            return np.clip(np.rint(rng.lognormal(mu, sigma, size=n)), 1, top).astype(np.int64)
+        toks = np.array([p[0] for p in self.params], dtype=np.int64)
+        w = np.array([p[1] for p in self.params], dtype=float)
+        return toks[rng.choice(len(toks), size=n, p=w / w.sum())]
+
+
+@dataclass
+class Trace:
+    """Requests in arrival order: arrival (s), prompt and output tokens."""
+
+    arrival_s: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    source: str = "generated"
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+
+def make_trace(requests: int, qps: float, *, arrival: str = "poisson", cv: float = 1.0,
+               prompt: str | int | Dist = "sharegpt-prompt", output: str | int | Dist = "sharegpt-output",
+               seed: int = 1) -> Trace:
+    """``requests`` arrivals at ``qps`` per second: ``poisson`` (exponential gaps), ``gamma`` (gaps of
+    coefficient of variation ``cv``: bursty above 1), ``constant``; lengths from ``prompt`` / ``output``
+    (Dist or its text). Seeded (numpy PCG64): the same seed gives the same trace."""
+    if not isinstance(requests, (int, np.integer)) or requests < 1:
+        raise ServingError(f"requests must be a positive integer, got {requests!r}")
+    if not (isinstance(qps, (int, float)) and math.isfinite(qps) and qps > 0):
+        raise ServingError(f"qps must be a positive number of requests per second, got {qps!r}")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    n = int(requests)
+    if arrival == "poisson":
+        gaps = rng.exponential(1.0 / qps, size=n)
+    elif arrival == "gamma":
+        if not (math.isfinite(cv) and cv > 0):
+            raise ServingError(f"gamma arrivals need cv > 0, got {cv!r}")
+        shape = 1.0 / (cv * cv)
+        gaps = rng.gamma(shape, 1.0 / (qps * shape), size=n)
+    elif arrival == "constant":
+        gaps = np.full(n, 1.0 / qps)
+    else:
+        raise ServingError(f"unknown arrival process {arrival!r} (poisson, gamma, constant)")
+    gaps[0] = 0.0  # the first request opens the run
+    p = prompt if isinstance(prompt, Dist) else Dist.parse(prompt, "prompt")
+    o = output if isinstance(output, Dist) else Dist.parse(output, "output")
+    return Trace(np.cumsum(gaps), p.sample(rng, n), o.sample(rng, n), f"{arrival} {qps:g}/s seed {seed}")
+
+
+def read_trace(path: str | Path) -> Trace:
+    """A CSV with columns ``arrival_s,prompt_tokens,output_tokens`` (any order, a header row); each bad value is
+    refused naming the file, line and column."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ServingError(f"{p}: cannot read the trace: {e}") from None
+    rows = list(csv.reader(text.splitlines()))
+    need = ("arrival_s", "prompt_tokens", "output_tokens")
+    if not rows or any(c not in [h.strip() for h in rows[0]] for c in need):
+        raise ServingError(f"{p}:1: a trace needs the columns {', '.join(need)} in a header row")
+    head = [h.strip() for h in rows[0]]
+    col = {c: head.index(c) for c in need}
+    arr, pr, out = [], [], []
+    for ln, r in enumerate(rows[1:], start=2):
+        if not r or not "".join(r).strip():
+            continue
+        try:
+            a = float(r[col["arrival_s"]])
+        except (ValueError, IndexError):
+            raise ServingError(f"{p}:{ln}: arrival_s {r[col['arrival_s']] if len(r) > col['arrival_s'] else ''!r} "
+                               "is not a number") from None
+        if not math.isfinite(a) or a < 0:
+            raise ServingError(f"{p}:{ln}: arrival_s {a!r} must be a finite time >= 0 (seconds)")
+        if arr and a < arr[-1]:
+            raise ServingError(f"{p}:{ln}: arrival_s {a} is before the previous row's {arr[-1]} (rows in arrival order)")
+        vals = []
+        for c in ("prompt_tokens", "output_tokens"):
+            try:
+                v = int(r[col[c]])
+            except (ValueError, IndexError):
+                raise ServingError(f"{p}:{ln}: {c} is not an integer") from None
+            if v < 1:
+                raise ServingError(f"{p}:{ln}: {c} = {v}: at least 1 token")
+            vals.append(v)
+        arr.append(a)
+        pr.append(vals[0])
+        out.append(vals[1])
+    if not arr:
+        raise ServingError(f"{p}: the trace has no requests")
+    return Trace(np.array(arr), np.array(pr, dtype=np.int64), np.array(out, dtype=np.int64), str(p))
+
+
+_UNITS = {"ms": 1.0, "s": 1e3, "us": 1e-3}
+
+
+def parse_slo(text: str | dict | None) -> dict[str, float]:
+    """``ttft=200ms,tpot=50ms`` (units ms, s, us) -> {"ttft_ms": 200.0, "tpot_ms": 50.0}; either may be left out."""
+    if text is None or text == "":
+        return {}
+    if isinstance(text, dict):
+        items = [f"{k}={v}" for k, v in text.items()]
+    else:
+        items = [x for x in str(text).split(",") if x.strip()]
+    out = {}
+    for item in items:
+        key, _, val = item.partition("=")
+        key, val = key.strip().lower(), val.strip().lower()
+        if key not in ("ttft", "tpot", "e2e"):
+            raise ServingError(f"slo: unknown bound {key!r} in {text!r} (ttft, tpot, e2e)")
+        num = val.rstrip("abcdefghijklmnopqrstuvwxyz")
+        unit = val[len(num):]
+        if unit not in _UNITS:
+            raise ServingError(f"slo: {key}={val!r}: give a time with a unit (ms, s or us), e.g. {key}=200ms")
+        try:
+            v = float(num) * _UNITS[unit]
+        except ValueError:
+            raise ServingError(f"slo: {key}={val!r} is not a number with a unit") from None
+        if not math.isfinite(v) or v <= 0:
+            raise ServingError(f"slo: {key}={val!r} must be a positive time")
+        out[f"{key}_ms"] = v
+    return out
+
+
+# ---- the machine: KV capacity and iteration prices --------------------------------------------------------
+def _budget(system, gpu: str) -> tuple[int, float]:
+    if system.target == "gpu":
+        sp = _core.gpu_spec(system._core, gpu)
+        return int(sp["memory_capacity"]), float(sp["memory_utilization"])
+    return int(_core.HbmAllocator(system._core).capacity), 1.0
+
+
+def kv_capacity(spec, system, *, tp: int = 1, pp: int = 1, block_size: int = 16, max_batched_tokens: int = 2048,
+                dtype: str | None = None) -> dict[str, Any]:
+    """Blocks of ``block_size`` tokens the cache holds per instance: what each device's memory budget (the GPU's
+    capacity x gpu.memory_utilization; a PE's HBM slice on other machines) leaves after the weights and one
+    iteration's activations (``max_batched_tokens`` tokens: what the framework's profiling pass reserves),
+    over the KV bytes a token needs on that device (its KV heads / tp, its stage's layers)."""
+    from kernbench.workloads import ParallelPlan
+    from kernbench.workloads.memory import inference_footprint
+
+    d = dtype or spec.dtype
+    e = DTYPE_BYTES[d]
+    group = ParallelPlan(tp=tp, pp=pp).place(system).group(0, 0)
+    capacity, util = _budget(system, group[0])
+    need = inference_footprint(spec, tp=tp, pp=pp, batch=1, prompt=max_batched_tokens, tokens=0, dtype=d)
+    budget = int(capacity * util)
+    layers = -(-spec.layers // pp)
+    per_token = 2 * max(1, spec.kv_heads // tp) * spec.head_dim * layers * e
+    left = budget - need.weights - need.activations
+    blocks = left // (per_token * block_size) if left > 0 else 0
+    info = {"capacity_bytes": capacity, "budget_bytes": budget, "weights_bytes": need.weights,
+            "activation_bytes": need.activations, "kv_bytes_per_token": per_token, "block_size": block_size,
+            "block_bytes": per_token * block_size, "blocks": int(blocks), "device": group[0]}
+    if blocks < 1:
+        gib = 1 << 30
+        short = need.weights + need.activations + per_token * block_size - budget
+        raise ServingError(f"{spec.name} at tp {tp} pp {pp} leaves no KV cache on {group[0]}: weights "
+                           f"{need.weights / gib:.2f} GiB + activations {need.activations / gib:.2f} GiB of a "
+                           f"{budget / gib:.2f} GiB budget; {short / gib:.2f} GiB short of one block (raise tp or "
+                           "pp, or lower max_batched_tokens)")
+    return info
+
+
+class IterationPricer:
+    """The hardware model's time (ps) of one iteration of a shape: the model's layers over the iteration's
+    tokens, each layer's attention one causal op for the prefill queries over the context that gives them
+    their mean keys per query (exact for one chunk; several fresh prompts become a batch of equal causal ones
+    with about the same query-key pairs: one op either way, so the lattice's corners share a structure) and one for the decoding sequences (each its mean cache), the LM head
+    on each sequence's last token; lowered on the plan and simulated (one layer, reused), plus the serving
+    framework's host time per step on a GPU (gpu.framework_step). Decode-only iterations replay CUDA graphs,
+    others launch from the host, as vLLM does."""
+
+    def __init__(self, spec, system, *, tp: int = 1, pp: int = 1, dtype: str | None = None):
+        from kernbench.workloads import ParallelPlan
+
+        self.spec, self.system, self.dtype = spec, system, dtype or spec.dtype
+        self.plan = ParallelPlan(tp=tp, pp=pp)
+        self.plan.place(system)
+        self.step_ps = 0.0
+        if system.target == "gpu":
+            gpu = self.plan.place(system).group(0, 0)[0]
+            self.step_ps = float(_core.gpu_spec(system._core, gpu)["framework_step_ps"])
+        self.calls = 0
+
+    def breaks(self, max_keys: int) -> list[list[float]]:
+        """Where the machine's iteration time steps, per lattice axis: on a GPU, decode attention's split-KV
+        count changes at multiples of its chunk (while splits fill the SMs), so the decode-keys axis gets a
+        corner on each side of each."""
+        if self.system.target != "gpu":
+            return []
+        gpu = self.plan.place(self.system).group(0, 0)[0]
+        sp = _core.gpu_spec(self.system._core, gpu)
+        chunk = int(sp["split_kv_chunk"])
+        most = -(-int(sp["sms"]) // max(1, self.spec.kv_heads // self.plan.tp)) + 1
+        return [[], [], [], [float(chunk * k) for k in range(1, most + 1) if chunk * k <= max_keys]]
+
+    def graph(self, shape: dict):
+        from kernbench.workloads.handbuilt import decoder_graph
+
+        P, D = int(shape["prefill_tokens"]), int(shape["decode_seqs"])
+        parts = []
+        if P:
+            keys = float(shape["prefill_keys"])
+            if keys >= (P + 1) / 2:  # one causal chunk over its context: keys per query = context + (P + 1) / 2
+                parts.append((1, P, max(P, round(keys + (P - 1) / 2)), True))
+            else:  # several fresh prompts: a batch of equal causal ones, about the same query-key pairs
+                q = min(P, max(1, round(2 * keys - 1)))
+                parts.append((max(1, round(P / q)), q, q, True))
+        if D:
+            parts.append((D, 1, max(1, math.ceil(shape["decode_keys"] - 1e-9)), False))
+        return decoder_graph(1, P + D, None, dims=self.spec.dims, dtype=self.dtype, attention=parts,
+                             head_tokens=D + (1 if P else 0), name=self.spec.name)
+
+    def __call__(self, shape: dict) -> float:
+        from kernbench.workloads import estimate
+
+        self.calls += 1
+        launch = "graph" if int(shape["prefill_tokens"]) == 0 else "host"
+        t = estimate.simulate(self.graph(shape), self.system, self.plan, launch=launch).time_ps
+        return float(t) + self.step_ps
+
+
+def _swap_cost(system, device: str):
+    """ps to move `bytes` between the device's memory and the host (a cpu node), simulated; None: no host."""
+    d = system._core.nodes()
+    hosts = [n for n, k in zip(d["name"], d["kind"]) if k in ("cpu", "host")]
+    if not hosts:
+        return None
+    mem = system.memory_of(device) or device
+    memo: dict[int, float] = {}
+
+    def cost(nbytes: int) -> float:
+        if nbytes not in memo:
+            prog = system.program("kv swap")
+            prog.dma(device, mem, hosts[0], int(nbytes))
+            memo[nbytes] = prog.run().makespan_ns * 1e3
+        return memo[nbytes]
+
+    return cost
+
+
+# ---- results -----------------------------------------------------------------------------------------------
+def _pct(a: np.ndarray, q: float) -> float:
+    return float(np.percentile(a, q)) if len(a) else float("nan")
+
+
+@dataclass
+class ServingResult:
+    """One serving run: per request (arrays, ps), per iteration, and the figures of vLLM's benchmark_serving."""
+
+    model: str
+    scheduler: str
+    config: str
+    trace: Trace
+    requests: dict[str, Any]
+    iterations: dict[str, np.ndarray]
+    kv: dict[str, Any]
+    counters: dict[str, int]
+    warmup: int
+    slo: dict[str, float]
+    interpolation: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    params: dict[str, Any] = field(default_factory=dict)
+
+    # per request, ms (nan where it does not apply)
+    def _ms(self, key: str) -> np.ndarray:
+        v = self.requests[key].astype(float)
+        v[v < 0] = np.nan
+        return v / 1e9
+
+    @property
+    def served(self) -> np.ndarray:
+        return np.array([not r for r in self.requests["rejected"]])
+
+    def per_request(self) -> dict[str, np.ndarray]:
+        """Columns: arrival, queue delay, TTFT, TPOT, E2E (ms), tokens, preemptions, rejected reason."""
+        arr = self._ms("arrival_ps")
+        ttft = self._ms("first_token_ps") - arr
+        e2e = self._ms("finish_ps") - arr
+        out = self.requests["output"]
+        tpot = np.where(out > 1, (self._ms("finish_ps") - self._ms("first_token_ps")) / np.maximum(out - 1, 1), np.nan)
+        return {"arrival_ms": arr, "queue_ms": self._ms("scheduled_ps") - arr, "ttft_ms": ttft, "tpot_ms": tpot,
+                "e2e_ms": e2e, "prompt": self.requests["prompt"], "output": out,
+                "generated": self.requests["generated"], "preemptions": self.requests["preemptions"],
+                "rejected": np.array(self.requests["rejected"], dtype=object)}
+
+    def _window(self) -> np.ndarray:
+        m = np.zeros(len(self.trace), dtype=bool)
+        m[self.warmup:] = True
+        return m & self.served
+
+    def summary(self) -> dict[str, Any]:
+        pr = self.per_request()
+        m = self._window()
+        start = float(np.min(pr["arrival_ms"][m])) if m.any() else 0.0
+        end = float(np.nanmax(pr["e2e_ms"][m] + pr["arrival_ms"][m])) if m.any() else 0.0
+        dur_s = max(end - start, 1e-12) / 1e3
+        done = int(m.sum())
+        out_tok = int(pr["generated"][m].sum())
+        in_tok = int(pr["prompt"][m].sum())
+        s: dict[str, Any] = {
+            "model": self.model, "scheduler": self.scheduler, "config": self.config, "requests": len(self.trace),
+            "warmup_requests": self.warmup, "completed": done, "rejected": int((~self.served).sum()),
+            "duration": dur_s, "total_input_tokens": in_tok, "total_output_tokens": out_tok,
+            "request_throughput": done / dur_s, "output_throughput": out_tok / dur_s,
+            "total_token_throughput": (in_tok + out_tok) / dur_s}
+        for key in ("ttft", "tpot", "e2e", "queue"):
+            v = pr[f"{key}_ms"][m]
+            v = v[~np.isnan(v)]
+            name = "e2el" if key == "e2e" else key
+            s[f"mean_{name}_ms"] = float(v.mean()) if len(v) else float("nan")
+            s[f"median_{name}_ms"] = _pct(v, 50)
+            s[f"std_{name}_ms"] = float(v.std()) if len(v) else float("nan")
+            for q in (90, 99):
+                s[f"p{q}_{name}_ms"] = _pct(v, q)
+            s[f"p50_{name}_ms"] = s[f"median_{name}_ms"]
+        good = m.copy()
+        if "ttft_ms" in self.slo:
+            good &= pr["ttft_ms"] <= self.slo["ttft_ms"]
+        if "tpot_ms" in self.slo:
+            good &= ~(pr["tpot_ms"] > self.slo["tpot_ms"])  # a one-token output has no TPOT: it meets it
+        if "e2e_ms" in self.slo:
+            good &= pr["e2e_ms"] <= self.slo["e2e_ms"]
+        s["slo"] = dict(self.slo)
+        s["request_goodput"] = int(good.sum()) / dur_s if self.slo else None
+        s["preemptions"] = int(self.counters["preemptions_total"])
+        it = self.iterations
+        n_it = len(it["start_ps"])
+        s["iterations"] = n_it
+        s["mean_batch"] = float((it["decode_seqs"] + (it["prefill_tokens"] > 0)).mean()) if n_it else 0.0
+        s["kv_blocks"] = int(self.kv["blocks"])
+        s["peak_kv_utilization"] = float(it["kv_used"].max() / self.kv["blocks"]) if n_it else 0.0
+        c = self.counters
+        s["cost_cache"] = {"lookups": c["cost_lookups"], "corner_reads": c["cost_reads"],
+                           "simulated": c["cost_simulated"],
+                           "hit_rate": 1 - c["cost_simulated"] / c["cost_reads"] if c["cost_reads"] else 0.0}
+        s["interpolation"] = dict(self.interpolation)
+        s["wall_s"] = self.wall_s
+        return s
+
+    @property
+    def goodput(self) -> float | None:
+        return self.summary()["request_goodput"]
+
+    def timeseries(self) -> dict[str, np.ndarray]:
+        it = self.iterations
+        return {"time_s": it["end_ps"] / 1e12, "running": it["running"], "waiting": it["waiting"],
+                "kv_utilization": it["kv_used"] / self.kv["blocks"],
+                "batch": it["decode_seqs"] + (it["prefill_tokens"] > 0), "prefill_tokens": it["prefill_tokens"]}
+
+    def write(self, out: str | Path, plots: bool = True) -> list[str]:
+        """requests.csv, timeseries.csv, summary.json (benchmark_serving's keys), and the plots; atomically."""
+        from kernbench.atomic_output import atomic_write_bytes
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        files = []
+        pr = self.per_request()
+        cols = list(pr)
+        lines = [",".join(["id"] + cols)]
+        for i in range(len(self.trace)):
+            row = [str(i)]
+            for c in cols:
+                v = pr[c][i]
+                row.append(json.dumps(v) if isinstance(v, str) else ("" if isinstance(v, float) and math.isnan(v)
+                                                                    else repr(float(v)) if isinstance(v, float)
+                                                                    else str(v)))
+            lines.append(",".join(row))
+        atomic_write_bytes(out / "requests.csv", ("\n".join(lines) + "\n").encode())
+        ts = self.timeseries()
+        tl = [",".join(ts)] + [",".join(repr(float(ts[c][i])) for c in ts) for i in range(len(ts["time_s"]))]
+        atomic_write_bytes(out / "timeseries.csv", ("\n".join(tl) + "\n").encode())
+        summ = self.summary()
+        atomic_write_bytes(out / "summary.json", (json.dumps(_finite(summ), indent=1, sort_keys=True) + "\n").encode())
+        files += ["requests.csv", "timeseries.csv", "summary.json"]
+        if plots:
+            files += _plots(self, out)
+        return files
+
+
+def _finite(v):
+    """NaN and inf become null (the JSON rule of kernbench's outputs)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def _plots(res: ServingResult, out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kernbench.atomic_output import save_figure
+
+    pr = res.per_request()
+    m = res._window()
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for ax, key in zip(axes, ("ttft_ms", "tpot_ms", "e2e_ms")):
+        v = np.sort(pr[key][m][~np.isnan(pr[key][m])])
+        if len(v):
+            ax.plot(v, np.arange(1, len(v) + 1) / len(v))
+        if key[:-3] + "_ms" in res.slo:
+            ax.axvline(res.slo[key[:-3] + "_ms"], color="red", ls="--", lw=1, label="SLO")
+            ax.legend()
+        ax.set_xlabel(key.replace("_ms", " (ms)").upper().replace("(MS)", "(ms)"))
+        ax.set_ylabel("fraction of requests")
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{res.model}, {res.scheduler}: latency CDFs ({int(m.sum())} requests after {res.warmup} warm-up)")
+    fig.tight_layout()
+    save_figure(fig, out / "latency_cdf.png")
+    plt.close(fig)
+    ts = res.timeseries()
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.plot(ts["time_s"], ts["kv_utilization"], label="KV cache used")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("fraction of blocks")
+    ax2 = ax.twinx()
+    ax2.plot(ts["time_s"], ts["running"], color="C1", alpha=0.6, label="running")
+    ax2.plot(ts["time_s"], ts["waiting"], color="C2", alpha=0.6, label="waiting")
+    ax2.set_ylabel("requests")
+    fig.legend(loc="upper left")
+    ax.set_title(f"{res.model}, {res.scheduler}: KV cache and queues over time")
+    fig.tight_layout()
+    save_figure(fig, out / "kv_over_time.png")
+    plt.close(fig)
+    return ["latency_cdf.png", "kv_over_time.png"]
+
+
+# ---- the run -----------------------------------------------------------------------------------------------
+DEFAULT_BUDGET = {"vllm": 2048, "sarathi": 512, "orca": 8192, "static": 8192}
+
+
+def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: int = 1, qps: float = 1.0,
+        requests: int = 100, prompt: str | int = "sharegpt-prompt", output: str | int = "sharegpt-output",
+        arrival: str = "poisson", cv: float = 1.0, trace: str | Path | Trace | None = None,
+        scheduler: str = "vllm", max_num_seqs: int = 256, max_batched_tokens: int | None = None,
+        block_size: int = 16, kv_blocks: int | None = None, preemption: str = "recompute",
+        slo: str | dict | None = None, warmup: float | int = 0.1, check: int = 20, seed: int = 1,
+        dtype: str | None = None) -> ServingResult:
+    """Serve ``requests`` requests of ``model`` (a catalog name) on ``system`` (or ``config``; default the
+    default machine) at ``qps`` (or a ``trace``), through one instance of tp x pp devices.
+
+    ``scheduler``: vllm | sarathi | orca | static; ``max_batched_tokens`` default: vllm 2048 (its server's),
+    sarathi 512 (its chunk), orca and static 8192. ``kv_blocks``: override the computed capacity (for
+    experiments). ``warmup``: requests excluded from the statistics (a fraction of them, or a count).
+    ``check``: iterations simulated directly afterwards to measure the interpolation's error (0: none)."""
+    import time
+
+    from kernbench.system import System
+    from kernbench.workloads import get_model
+
+    w0 = time.perf_counter()
+    if scheduler not in SCHEDULERS:
+        raise ServingError(f"unknown scheduler {scheduler!r} ({', '.join(SCHEDULERS)})")
+    spec = get_model(model)
+    if system is None:
+        system = System.load(config)
+    slo_d = parse_slo(slo)
+    tr = trace if isinstance(trace, Trace) else read_trace(trace) if trace is not None else \
+        make_trace(requests, qps, arrival=arrival, cv=cv, prompt=prompt, output=output, seed=seed)
+    budget = int(max_batched_tokens or DEFAULT_BUDGET[scheduler])
+    cap = kv_capacity(spec, system, tp=tp, pp=pp, block_size=block_size, max_batched_tokens=budget, dtype=dtype)
+    blocks = int(kv_blocks) if kv_blocks is not None else cap["blocks"]
+    pricer = IterationPricer(spec, system, tp=tp, pp=pp, dtype=dtype)
+    swap = _swap_cost(system, cap["device"]) if preemption == "swap" else None
+    if preemption == "swap" and swap is None:
+        raise ServingError("preemption=swap: the machine has no host (a cpu or host node) to swap the KV cache to; "
+                           "use preemption=recompute")
+    longest = int((tr.prompt + tr.output).max())
+    max_tokens = budget if scheduler not in ("static",) else int(tr.prompt.max()) * max_num_seqs
+    if scheduler == "orca":
+        max_tokens = max(budget, int(tr.prompt.max()))
+    raw = _core.serving_simulate(
+        (tr.arrival_s * 1e12).round().astype(np.int64), tr.prompt, tr.output, scheduler, int(max_num_seqs), budget,
+        int(block_size), blocks, preemption, int(cap["block_bytes"]), pricer, swap, int(max_tokens), longest + 1,
+        pricer.breaks(longest + 1))
+    iters = {k: np.asarray(v) for k, v in raw.pop("iterations").items()}
+    n_warm = int(warmup) if isinstance(warmup, int) and not isinstance(warmup, bool) else int(len(tr) * float(warmup))
+    res = ServingResult(spec.name, scheduler, str(config or getattr(system, "source", "")), tr,
+                        {k: raw[k] for k in ("arrival_ps", "scheduled_ps", "first_token_ps", "finish_ps", "prompt",
+                                             "output", "generated", "preemptions", "rejected")},
+                        iters, {**cap, "blocks": blocks},
+                        {k: int(raw[k]) for k in ("blocks_allocated", "blocks_freed", "blocks_held",
+                                                  "preemptions_total", "swaps", "cost_lookups", "cost_simulated",
+                                                  "cost_reads", "events")},
+                        min(n_warm, len(tr) - 1), slo_d,
+                        params={"tp": tp, "pp": pp, "max_num_seqs": max_num_seqs, "max_batched_tokens": budget,
+                                "block_size": block_size, "preemption": preemption, "seed": seed})
+    res.interpolation = _check(res, pricer, raw["lattice"], check, seed)
+    res.wall_s = time.perf_counter() - w0
+    return res
+
+
+def _check(res: ServingResult, pricer: IterationPricer, lattice, k: int, seed: int) -> dict[str, Any]:
+    """Simulate ``k`` of the run's iterations directly (a seeded choice among those off the lattice's corners)
+    and compare with the interpolated times the run used."""
+    it = res.iterations
+    if k <= 0 or not len(it["start_ps"]):
+        return {"checked": 0}
+    on = [set(a) for a in lattice]
+    cand = [i for i in range(len(it["start_ps"]))
+            if not (it["prefill_tokens"][i] in on[0] and it["decode_seqs"][i] in on[2]
+                    and (it["prefill_tokens"][i] == 0 or it["prefill_keys"][i] in on[1])
+                    and (it["decode_seqs"][i] == 0 or it["decode_keys"][i] in on[3]))]
+    if not cand:
+        return {"checked": 0, "note": "every iteration fell on a lattice corner (simulated exactly)"}
+    rng = np.random.Generator(np.random.PCG64(seed + 7919))
+    pick = sorted(rng.choice(len(cand), size=min(k, len(cand)), replace=False))
+    errs, shapes = [], []
+    for j in pick:
+        i = cand[j]
+        shape = {"prefill_tokens": int(it["prefill_tokens"][i]), "prefill_keys": float(it["prefill_keys"][i]),
+                 "decode_seqs": int(it["decode_seqs"][i]), "decode_keys": float(it["decode_keys"][i])}
+        direct = pricer(shape)
+        used = float(it["end_ps"][i] - it["start_ps"][i] - it["swap_ps"][i])
+        errs.append(used / direct - 1)
+        shapes.append(shape)
+    e = np.abs(np.array(errs))
+    w = int(e.argmax())
+    return {"checked": len(errs), "max_abs_error": float(e.max()), "mean_abs_error": float(e.mean()),
+            "worst": {**shapes[w], "error": float(errs[w])}, "errors": [float(x) for x in errs]}
