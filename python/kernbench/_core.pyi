@@ -1,7 +1,7 @@
 """Type stubs for the C++ extension kernbench._core."""
 
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, Callable
 
 import numpy as np
 
@@ -237,6 +237,12 @@ def nccl_tune(system: System, collective: str, bytes_per_pe: int,
               pes: list[int | str] | None = None) -> list[dict[str, Any]]: ...
 def nccl_config(system: System) -> dict[str, Any]: ...
 def ccl_algorithms() -> list[dict[str, Any]]: ...
+
+# Serving under load (python/bindings/bind_serving.cpp; front: kernbench.serving)
+def serving_simulate(arrival_ps: Any, prompt: Any, output: Any, policy: str, max_num_seqs: int,
+                     max_batched_tokens: int, block_size: int, kv_blocks: int, preemption: str, block_bytes: int,
+                     price: Callable[[dict[str, Any]], float], swap: Callable[[int], float] | None, max_tokens: int,
+                     max_keys: int, breaks: list[list[float]] = ...) -> dict[str, Any]: ...
 
 # vGPU forwarding path (python/bindings/bind_vgpu.cpp; front: kernbench.vgpu)
 def vgpu_launches(system: System, launches_per_guest: int = 1, guests: int = 0, hang: list[int] = ...,

@@ -170,6 +170,9 @@ def _parser() -> argparse.ArgumentParser:
     include_dir(d)
     _calibrate_parser(sub)
     _compare_nccl_parser(sub)
+    from kernbench import serve_cli
+
+    serve_cli.add_parser(sub)
     return p
 
 
@@ -535,6 +538,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _cmd_calibrate(args)
         if args.command == "compare-nccl":
             return _cmd_compare_nccl(args)
+        if args.command == "serve":
+            from kernbench import serve_cli
+
+            return serve_cli.run(args)
         return _cmd_run(args)
     except KernbenchError as e:
         print(f"kernbench: error: {_one_line(e)}", file=sys.stderr)

@@ -1,0 +1,54 @@
+"""``kernbench serve``: one serving question on one line (kernbench.serving, docs/serving.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kernbench.atomic_output import check_output_dir
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("serve", help="serve requests under load: TTFT, TPOT and E2E percentiles, throughput, goodput")
+    s.add_argument("--config", default=None, metavar="MACHINE", help="machine config (default: the default machine)")
+    s.add_argument("--model", required=True, help="a catalog model (kernbench.workloads.MODELS), e.g. llama3-8b")
+    s.add_argument("--tp", type=int, default=1, help="tensor-parallel devices per instance (default 1)")
+    s.add_argument("--pp", type=int, default=1, help="pipeline stages per instance (default 1)")
+    s.add_argument("--qps", type=float, default=1.0, help="arrival rate, requests per second (default 1)")
+    s.add_argument("--requests", type=int, default=1000, help="requests to generate (default 1000)")
+    s.add_argument("--arrival", default="poisson", choices=["poisson", "gamma", "constant"],
+                   help="arrival process (default poisson)")
+    s.add_argument("--cv", type=float, default=1.0, help="gamma arrivals: coefficient of variation (default 1)")
+    s.add_argument("--prompt", default="sharegpt-prompt", metavar="DIST",
+                   help="prompt lengths: fixed:N, uniform:LO:HI, lognormal:mean=M,sigma=S, hist:FILE, sharegpt-prompt")
+    s.add_argument("--output", default="sharegpt-output", metavar="DIST", help="output lengths (as --prompt)")
+    s.add_argument("--trace", default=None, metavar="CSV",
+                   help="requests from a CSV (arrival_s,prompt_tokens,output_tokens) instead of generated ones")
+    s.add_argument("--scheduler", default="vllm", choices=["vllm", "sarathi", "orca", "static"])
+    s.add_argument("--max-num-seqs", type=int, default=256, help="sequences at once (static: the batch; default 256)")
+    s.add_argument("--max-batched-tokens", type=int, default=None,
+                   help="tokens per iteration (default: vllm 2048, sarathi 512, orca and static 8192)")
+    s.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
+    s.add_argument("--preemption", default="recompute", choices=["recompute", "swap"])
+    s.add_argument("--slo", default=None, metavar="BOUNDS", help="e.g. ttft=200ms,tpot=50ms (units ms, s, us)")
+    s.add_argument("--warmup", type=float, default=0.1, help="fraction of requests left out of the statistics")
+    s.add_argument("--check", type=int, default=20,
+                   help="iterations simulated directly to measure the interpolation's error (default 20)")
+    s.add_argument("--seed", type=int, default=1, help="random seed of the generated requests (default 1)")
+    s.add_argument("--out", default=None, help="write requests.csv, timeseries.csv, summary.json and plots here")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernbench import serving
+
+    if args.out:
+        check_output_dir(args.out, "--out")
+    res = serving.run(args.model, config=args.config, tp=args.tp, pp=args.pp, qps=args.qps, requests=args.requests,
+                      prompt=args.prompt, output=args.output, arrival=args.arrival, cv=args.cv, trace=args.trace,
+                      scheduler=args.scheduler, max_num_seqs=args.max_num_seqs,
+                      max_batched_tokens=args.max_batched_tokens, block_size=args.block_size,
+                      preemption=args.preemption, slo=args.slo, warmup=args.warmup, check=args.check, seed=args.seed)
+    print(serving.report(res))
+    if args.out:
+        for f in res.write(args.out):
+            print(f"wrote {args.out}/{f}")
+    return 0
