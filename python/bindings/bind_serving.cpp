@@ -44,12 +44,33 @@ void bind_serving(py::module_& m) {
          int max_num_seqs, std::int64_t max_batched_tokens, std::int64_t block_size, std::int64_t kv_blocks,
          const std::string& preemption, std::int64_t block_bytes, std::function<double(py::dict)> price,
          std::optional<std::function<double(std::int64_t)>> swap, std::int64_t max_tokens, std::int64_t max_keys,
-         const std::vector<std::vector<double>>& breaks) {
+         const std::vector<std::vector<double>>& breaks, const std::vector<std::string>& roles,
+         const std::vector<std::vector<NodeRef>>& devices, const std::string& routing, std::int64_t kv_bytes_per_token,
+         topology::System* system, std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> prefix_group,
+         std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> prefix_tokens,
+         bool prefix_caching) {
         if (arrival.size() != prompt.size() || arrival.size() != output.size())
           throw UsageError("serving: arrival, prompt and output must have the same length");
         std::vector<RequestSpec> reqs(static_cast<std::size_t>(arrival.size()));
         for (py::ssize_t i = 0; i < arrival.size(); ++i)
-          reqs[static_cast<std::size_t>(i)] = RequestSpec{arrival.at(i), prompt.at(i), output.at(i)};
+          reqs[static_cast<std::size_t>(i)] = RequestSpec{arrival.at(i), prompt.at(i), output.at(i),
+                                                          prefix_group ? prefix_group->at(i) : -1,
+                                                          prefix_tokens ? prefix_tokens->at(i) : 0};
+        if ((prefix_group && prefix_group->size() != arrival.size()) || (prefix_tokens && prefix_tokens->size() != arrival.size()))
+          throw UsageError("serving: prefix_group and prefix_tokens must have one value per request");
+        ClusterSpec cluster;
+        cluster.routing = routing_from_string(routing);
+        cluster.kv_bytes_per_token = kv_bytes_per_token;
+        cluster.system = system;
+        if (roles.size() != devices.size()) throw UsageError("serving: one device list per instance role");
+        for (std::size_t k = 0; k < roles.size(); ++k) {
+          InstanceSpec in;
+          in.role = roles[k] == "both" ? Role::Both : roles[k] == "prefill" ? Role::Prefill : roles[k] == "decode" ? Role::Decode
+                    : throw UsageError("serving: instance role '" + roles[k] + "' (known: both, prefill, decode)");
+          if (system)
+            for (const NodeRef& d : devices[k]) in.devices.push_back(resolve(*system, d, "serving: instance device"));
+          cluster.instances.push_back(std::move(in));
+        }
         SchedulerConfig cfg;
         cfg.policy = policy_from_string(policy);
         cfg.max_num_seqs = max_num_seqs;
@@ -58,6 +79,7 @@ void bind_serving(py::module_& m) {
         cfg.kv_blocks = kv_blocks;
         cfg.preemption = preemption_from_string(preemption);
         cfg.block_bytes = block_bytes;
+        cfg.prefix_caching = prefix_caching;
         IterationCost cost(
             [&](const IterationShape& s) {
               py::gil_scoped_acquire gil;
@@ -74,7 +96,9 @@ void bind_serving(py::module_& m) {
           py::gil_scoped_acquire gil;
           return (*swap)(bytes);
         };
-        const ServingResult r = simulate(reqs, cfg, cost, sw);
+        std::optional<Using> use;
+        if (system) use.emplace(*system);
+        const ServingResult r = simulate(reqs, cfg, cost, sw, cluster);
         py::dict out;
         const auto& q = r.requests;
         out["arrival_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.arrival; });
@@ -85,6 +109,12 @@ void bind_serving(py::module_& m) {
         out["output"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.output; });
         out["generated"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.generated; });
         out["preemptions"] = rcolumn<std::int32_t>(q, [](const RequestRecord& x) { return x.preemptions; });
+        out["instance"] = rcolumn<std::int32_t>(q, [](const RequestRecord& x) { return x.instance; });
+        out["decoder"] = rcolumn<std::int32_t>(q, [](const RequestRecord& x) { return x.decoder; });
+        out["kv_start_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_start; });
+        out["kv_end_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_end; });
+        out["kv_bytes"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_bytes; });
+        out["cached_tokens"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.cached_tokens; });
         py::list rejected;
         for (const RequestRecord& x : q) rejected.append(x.rejected);
         out["rejected"] = rejected;
@@ -100,6 +130,7 @@ void bind_serving(py::module_& m) {
         iters["running"] = column<std::int32_t>(it, [](const IterationRecord& x) { return x.running; });
         iters["waiting"] = column<std::int32_t>(it, [](const IterationRecord& x) { return x.waiting; });
         iters["kv_used"] = column<std::int64_t>(it, [](const IterationRecord& x) { return x.kv_used; });
+        iters["instance"] = column<std::int32_t>(it, [](const IterationRecord& x) { return x.instance; });
         out["iterations"] = iters;
         out["kv_blocks"] = r.kv_blocks;
         out["blocks_allocated"] = r.blocks_allocated;
@@ -111,6 +142,8 @@ void bind_serving(py::module_& m) {
         out["cost_simulated"] = r.cost_simulated;
         out["cost_reads"] = r.cost_reads;
         out["events"] = r.events;
+        out["prefix_hit_tokens"] = r.prefix_hit_tokens;
+        out["prompt_tokens"] = r.prompt_tokens;
         py::list axes;
         for (int a = 0; a < 4; ++a) axes.append(cost.axis(a));
         out["lattice"] = axes;
@@ -119,7 +152,10 @@ void bind_serving(py::module_& m) {
       py::arg("arrival_ps"), py::arg("prompt"), py::arg("output"), py::arg("policy"), py::arg("max_num_seqs"),
       py::arg("max_batched_tokens"), py::arg("block_size"), py::arg("kv_blocks"), py::arg("preemption"),
       py::arg("block_bytes"), py::arg("price"), py::arg("swap"), py::arg("max_tokens"), py::arg("max_keys"),
-      py::arg("breaks") = std::vector<std::vector<double>>{},
+      py::arg("breaks") = std::vector<std::vector<double>>{}, py::arg("roles") = std::vector<std::string>{},
+      py::arg("devices") = std::vector<std::vector<NodeRef>>{}, py::arg("routing") = "round_robin",
+      py::arg("kv_bytes_per_token") = 0, py::arg("system") = nullptr, py::arg("prefix_group") = py::none(),
+      py::arg("prefix_tokens") = py::none(), py::arg("prefix_caching") = false,
       "Serve the requests through one instance (src/workloads/serving/serving.hpp): `price(shape) -> ps` is "
       "the hardware model's time of an iteration (called once per lattice corner); `swap(bytes) -> ps` the "
       "host link's (None: no swap). Returns per-request and per-iteration numpy columns.");

@@ -29,6 +29,13 @@ def add_parser(sub) -> None:
                    help="tokens per iteration (default: vllm 2048, sarathi 512, orca and static 8192)")
     s.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
     s.add_argument("--preemption", default="recompute", choices=["recompute", "swap"])
+    s.add_argument("--replicas", type=int, default=1, help="instances behind the router (default 1)")
+    s.add_argument("--router", default="round_robin", choices=["round_robin", "least_loaded"])
+    s.add_argument("--disaggregate", default=None, metavar="P:D",
+                   help="P prefill and D decode instances; each request's KV moves over the fabric")
+    s.add_argument("--prefix-caching", action="store_true", help="reuse cached shared prefixes' full blocks")
+    s.add_argument("--prefix-groups", type=int, default=0, help="generated prompts start with one of N shared prefixes")
+    s.add_argument("--prefix-tokens", type=int, default=0, help="tokens of each shared prefix")
     s.add_argument("--slo", default=None, metavar="BOUNDS", help="e.g. ttft=200ms,tpot=50ms (units ms, s, us)")
     s.add_argument("--warmup", type=float, default=0.1, help="fraction of requests left out of the statistics")
     s.add_argument("--check", type=int, default=20,
@@ -40,13 +47,25 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from kernbench import serving
 
+    from kernbench.serving_load import ServingError
+
     if args.out:
         check_output_dir(args.out, "--out")
+    dis = None
+    if args.disaggregate:
+        try:
+            dis = tuple(int(x) for x in args.disaggregate.split(":"))
+            assert len(dis) == 2
+        except (ValueError, AssertionError):
+            raise ServingError(f"--disaggregate {args.disaggregate!r}: give P:D, e.g. 2:6") from None
     res = serving.run(args.model, config=args.config, tp=args.tp, pp=args.pp, qps=args.qps, requests=args.requests,
                       prompt=args.prompt, output=args.output, arrival=args.arrival, cv=args.cv, trace=args.trace,
                       scheduler=args.scheduler, max_num_seqs=args.max_num_seqs,
                       max_batched_tokens=args.max_batched_tokens, block_size=args.block_size,
-                      preemption=args.preemption, slo=args.slo, warmup=args.warmup, check=args.check, seed=args.seed)
+                      preemption=args.preemption, slo=args.slo, warmup=args.warmup, check=args.check, seed=args.seed,
+                      replicas=args.replicas, routing=args.router, disaggregate=dis,
+                      prefix_caching=args.prefix_caching, prefix_groups=args.prefix_groups,
+                      prefix_tokens=args.prefix_tokens)
     print(serving.report(res))
     if args.out:
         for f in res.write(args.out):

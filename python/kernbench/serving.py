@@ -296,9 +296,14 @@ class ServingResult:
 def report(res: ServingResult) -> str:
     """The figures a user asks first, as text."""
     s = res.summary()
-    lines = [f"{s['model']} on {s['config'] or 'the default machine'} (tp {res.params['tp']}, pp {res.params['pp']}), "
-             f"scheduler {s['scheduler']}: {s['requests']} requests ({res.trace.source}), {s['warmup_requests']} "
-             f"warm-up left out, {s['completed']} completed, {s['rejected']} rejected",
+    inst = res.params.get("instances", [("both", [])])
+    roles = {r: sum(1 for x, _ in inst if x == r) for r in ("both", "prefill", "decode")}
+    shape = (f"{roles['prefill']} prefill + {roles['decode']} decode instances" if roles["prefill"] else
+             f"{roles['both']} instance{'s' if roles['both'] > 1 else ''}" +
+             (f" ({res.params['routing']})" if roles["both"] > 1 else ""))
+    lines = [f"{s['model']} on {s['config'] or 'the default machine'} ({shape} of tp {res.params['tp']}, pp "
+             f"{res.params['pp']}), scheduler {s['scheduler']}: {s['requests']} requests ({res.trace.source}), "
+             f"{s['warmup_requests']} warm-up left out, {s['completed']} completed, {s['rejected']} rejected",
              f"  KV cache {s['kv_blocks']} blocks of {res.kv['block_size']} tokens ({res.kv['block_bytes'] / 2**20:.2f} "
              f"MiB each), peak use {100 * s['peak_kv_utilization']:.1f} %, preemptions {s['preemptions']}",
              "  metric        p50        p90        p99       mean  (ms)"]
@@ -315,8 +320,19 @@ def report(res: ServingResult) -> str:
                  f"(corner hit rate {100 * c['hit_rate']:.1f} %)" +
                  (f"; interpolation vs direct simulation at {e['checked']} iterations: max |error| "
                   f"{100 * e['max_abs_error']:.2f} %, mean {100 * e['mean_abs_error']:.3f} %" if e.get("checked") else ""))
+    if res.params.get("prefix_caching"):
+        lines.append(f"  prefix cache: {c_hit(res):.1f} % of prompt tokens reused")
+    if "fabric_link_bytes" in res.params:
+        kv = res.requests["kv_bytes"]
+        dt = (res.requests["kv_end_ps"] - res.requests["kv_start_ps"])[kv > 0] / 1e6
+        lines.append(f"  KV moved prefill -> decode: {kv.sum() / 2**30:.2f} GiB, per request p50 "
+                     f"{np.percentile(dt, 50) if len(dt) else 0:.1f} us, p99 {np.percentile(dt, 99) if len(dt) else 0:.1f} us")
     lines.append(f"  wall {s['wall_s']:.1f} s")
     return "\n".join(lines)
+
+
+def c_hit(res: ServingResult) -> float:
+    return 100 * res.counters["prefix_hit_tokens"] / max(1, res.counters["prompt_tokens"])
 
 
 def _finite(v):
@@ -382,14 +398,22 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
         scheduler: str = "vllm", max_num_seqs: int = 256, max_batched_tokens: int | None = None,
         block_size: int = 16, kv_blocks: int | None = None, preemption: str = "recompute",
         slo: str | dict | None = None, warmup: float | int = 0.1, check: int = 20, seed: int = 1,
-        dtype: str | None = None) -> ServingResult:
+        dtype: str | None = None, replicas: int = 1, routing: str = "round_robin",
+        disaggregate: tuple[int, int] | None = None, prefix_caching: bool = False, prefix_groups: int = 0,
+        prefix_tokens: int = 0) -> ServingResult:
     """Serve ``requests`` requests of ``model`` (a catalog name) on ``system`` (or ``config``; default the
     default machine) at ``qps`` (or a ``trace``), through one instance of tp x pp devices.
 
     ``scheduler``: vllm | sarathi | orca | static; ``max_batched_tokens`` default: vllm 2048 (its server's),
     sarathi 512 (its chunk), orca and static 8192. ``kv_blocks``: override the computed capacity (for
     experiments). ``warmup``: requests excluded from the statistics (a fraction of them, or a count).
-    ``check``: iterations simulated directly afterwards to measure the interpolation's error (0: none)."""
+    ``check``: iterations simulated directly afterwards to measure the interpolation's error (0: none).
+    ``replicas`` instances (each tp x pp devices, the machine's PEs in order) behind a router (``round_robin``
+    or ``least_loaded``: fewest requests in it); ``disaggregate=(P, D)``: P prefill and D decode instances
+    instead, each request's KV cache moving from its prefill instance to a decode instance as fabric
+    transfers between their devices (shard to shard), simulated on a twin of the machine with their
+    contention. ``prefix_caching``: a cached shared prefix's full blocks are reused (the generated trace's
+    ``prefix_groups`` prefixes of ``prefix_tokens`` tokens, or a trace's ``prefix_id``/``prefix_tokens``)."""
     import time
 
     from kernbench.system import System
@@ -403,11 +427,13 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
         system = System.load(config)
     slo_d = parse_slo(slo)
     tr = trace if isinstance(trace, Trace) else read_trace(trace) if trace is not None else \
-        make_trace(requests, qps, arrival=arrival, cv=cv, prompt=prompt, output=output, seed=seed)
+        make_trace(requests, qps, arrival=arrival, cv=cv, prompt=prompt, output=output, seed=seed,
+                   prefix_groups=prefix_groups, prefix_tokens=prefix_tokens)
     budget = int(max_batched_tokens or DEFAULT_BUDGET[scheduler])
     cap = kv_capacity(spec, system, tp=tp, pp=pp, block_size=block_size, max_batched_tokens=budget, dtype=dtype)
     blocks = int(kv_blocks) if kv_blocks is not None else cap["blocks"]
     pricer = IterationPricer(spec, system, tp=tp, pp=pp, dtype=dtype)
+    roles, devices, fabric = _instances(system, tp, pp, replicas, disaggregate, routing, scheduler)
     swap = _swap_cost(system, cap["device"]) if preemption == "swap" else None
     if preemption == "swap" and swap is None:
         raise ServingError("preemption=swap: the machine has no host (a cpu or host node) to swap the KV cache to; "
@@ -419,22 +445,66 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
     raw = _core.serving_simulate(
         (tr.arrival_s * 1e12).round().astype(np.int64), tr.prompt, tr.output, scheduler, int(max_num_seqs), budget,
         int(block_size), blocks, preemption, int(cap["block_bytes"]), pricer, swap, int(max_tokens), longest + 1,
-        pricer.breaks(longest + 1))
+        pricer.breaks(longest + 1), roles, devices, routing, int(cap["kv_bytes_per_token"]),
+        fabric._core if fabric is not None else None, tr.prefix_group, tr.prefix_tokens, bool(prefix_caching))
     iters = {k: np.asarray(v) for k, v in raw.pop("iterations").items()}
     n_warm = int(warmup) if isinstance(warmup, int) and not isinstance(warmup, bool) else int(len(tr) * float(warmup))
     res = ServingResult(spec.name, scheduler, str(config or getattr(system, "source", "")), tr,
                         {k: raw[k] for k in ("arrival_ps", "scheduled_ps", "first_token_ps", "finish_ps", "prompt",
-                                             "output", "generated", "preemptions", "rejected")},
+                                             "output", "generated", "preemptions", "rejected", "instance", "decoder",
+                                             "kv_start_ps", "kv_end_ps", "kv_bytes", "cached_tokens")},
                         iters, {**cap, "blocks": blocks},
                         {k: int(raw[k]) for k in ("blocks_allocated", "blocks_freed", "blocks_held",
                                                   "preemptions_total", "swaps", "cost_lookups", "cost_simulated",
-                                                  "cost_reads", "events")},
+                                                  "cost_reads", "events", "prefix_hit_tokens", "prompt_tokens")},
                         min(n_warm, len(tr) - 1), slo_d,
                         params={"tp": tp, "pp": pp, "max_num_seqs": max_num_seqs, "max_batched_tokens": budget,
-                                "block_size": block_size, "preemption": preemption, "seed": seed})
+                                "block_size": block_size, "preemption": preemption, "seed": seed,
+                                "instances": list(zip(roles, devices)) or [("both", [])], "routing": routing,
+                                "prefix_caching": bool(prefix_caching)})
+    if fabric is not None:
+        res.params["fabric_link_bytes"] = _link_bytes(fabric)
     res.interpolation = _check(res, pricer, raw["lattice"], check, seed)
     res.wall_s = time.perf_counter() - w0
     return res
+
+
+def _instances(system, tp: int, pp: int, replicas: int, disaggregate, routing: str, scheduler: str):
+    """Each instance's role and devices (the machine's PEs in order, tp x pp each), and the twin machine whose
+    fabric carries the KV of a disaggregated run (None otherwise)."""
+    if routing not in ("round_robin", "least_loaded"):
+        raise ServingError(f"unknown router {routing!r} (round_robin, least_loaded)")
+    if disaggregate is not None:
+        n_p, n_d = (int(x) for x in disaggregate)
+        if n_p < 1 or n_d < 1:
+            raise ServingError(f"disaggregate=(prefill, decode) needs at least one of each, got {disaggregate!r}")
+        if pp != 1:
+            raise ServingError("disaggregated prefill and decode are modelled at pp 1 (the KV moves shard to shard)")
+        if scheduler == "static":
+            raise ServingError("disaggregated prefill and decode need a paged scheduler (vllm, sarathi, orca)")
+        roles = ["prefill"] * n_p + ["decode"] * n_d
+    else:
+        if not isinstance(replicas, int) or replicas < 1:
+            raise ServingError(f"replicas must be a positive integer, got {replicas!r}")
+        if replicas == 1:
+            return [], [], None
+        roles = ["both"] * replicas
+    pes = system.pes()
+    per = tp * pp
+    if len(roles) * per > len(pes):
+        raise ServingError(f"{len(roles)} instances of tp {tp} x pp {pp} need {len(roles) * per} devices; the machine "
+                           f"has {len(pes)}")
+    devices = [pes[k * per:(k + 1) * per][:tp] for k in range(len(roles))]
+    return roles, devices, system.twin() if disaggregate is not None else None
+
+
+def _link_bytes(system) -> dict[str, int]:
+    """Payload bytes per link class the fabric carried (a disaggregated run's KV transfers)."""
+    ch = system._core.channels()
+    out: dict[str, int] = {}
+    for cls, b in zip(ch["class"], ch["bytes"] if "bytes" in ch else [0] * len(ch["class"])):
+        out[cls] = out.get(cls, 0) + int(b)
+    return out
 
 
 def _check(res: ServingResult, pricer: IterationPricer, lattice, k: int, seed: int) -> dict[str, Any]:

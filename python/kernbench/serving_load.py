@@ -94,6 +94,8 @@ class Trace:
     prompt: np.ndarray
     output: np.ndarray
     source: str = "generated"
+    prefix_group: np.ndarray | None = None   # the shared prefix each prompt starts with (-1: none)
+    prefix_tokens: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -101,10 +103,12 @@ class Trace:
 
 def make_trace(requests: int, qps: float, *, arrival: str = "poisson", cv: float = 1.0,
                prompt: str | int | Dist = "sharegpt-prompt", output: str | int | Dist = "sharegpt-output",
-               seed: int = 1) -> Trace:
+               seed: int = 1, prefix_groups: int = 0, prefix_tokens: int = 0) -> Trace:
     """``requests`` arrivals at ``qps`` per second: ``poisson`` (exponential gaps), ``gamma`` (gaps of
     coefficient of variation ``cv``: bursty above 1), ``constant``; lengths from ``prompt`` / ``output``
-    (Dist or its text). Seeded (numpy PCG64): the same seed gives the same trace."""
+    (Dist or its text). ``prefix_groups`` > 0: each prompt starts with one of that many shared prefixes of
+    ``prefix_tokens`` tokens (a system prompt; a prompt is at least one token longer), drawn uniformly.
+    Seeded (numpy PCG64): the same seed gives the same trace."""
     if not isinstance(requests, (int, np.integer)) or requests < 1:
         raise ServingError(f"requests must be a positive integer, got {requests!r}")
     if not (isinstance(qps, (int, float)) and math.isfinite(qps) and qps > 0):
@@ -125,7 +129,16 @@ def make_trace(requests: int, qps: float, *, arrival: str = "poisson", cv: float
     gaps[0] = 0.0  # the first request opens the run
     p = prompt if isinstance(prompt, Dist) else Dist.parse(prompt, "prompt")
     o = output if isinstance(output, Dist) else Dist.parse(output, "output")
-    return Trace(np.cumsum(gaps), p.sample(rng, n), o.sample(rng, n), f"{arrival} {qps:g}/s seed {seed}")
+    prompts, outputs = p.sample(rng, n), o.sample(rng, n)
+    groups = lengths = None
+    if prefix_groups:
+        if prefix_groups < 0 or prefix_tokens < 1:
+            raise ServingError(f"shared prefixes need prefix_groups >= 1 and prefix_tokens >= 1, got {prefix_groups} "
+                               f"and {prefix_tokens}")
+        groups = rng.integers(0, prefix_groups, size=n, dtype=np.int64)
+        lengths = np.full(n, int(prefix_tokens), dtype=np.int64)
+        prompts = np.maximum(prompts, lengths + 1)
+    return Trace(np.cumsum(gaps), prompts, outputs, f"{arrival} {qps:g}/s seed {seed}", groups, lengths)
 
 
 def read_trace(path: str | Path) -> Trace:

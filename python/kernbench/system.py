@@ -106,7 +106,9 @@ class System:
         packaged configs (see :func:`include_dirs`).
         """
         p = config_path(path)
-        return cls(_core.System.load(str(p), override_pairs(set), seed, _include_dirs(include_dirs)), str(p))
+        out = cls(_core.System.load(str(p), override_pairs(set), seed, _include_dirs(include_dirs)), str(p))
+        out._twin = lambda: cls.load(path, set=set, seed=seed, include_dirs=include_dirs)
+        return out
 
     @classmethod
     def from_yaml(cls, text: str, *, source: str = "<string>", set=None, seed: int = 1,
@@ -114,7 +116,17 @@ class System:
         """Build from YAML text (relative includes resolve against, and stay inside, the current folder,
         or ``source``'s folder when it names one; ``include_dirs`` as for load())."""
         dirs = _include_dirs(include_dirs)
-        return cls(_core.System.from_yaml(text, source, override_pairs(set), seed, dirs), source)
+        out = cls(_core.System.from_yaml(text, source, override_pairs(set), seed, dirs), source)
+        out._twin = lambda: cls.from_yaml(text, source=source, set=set, seed=seed, include_dirs=include_dirs)
+        return out
+
+    def twin(self) -> "System":
+        """A fresh machine of the same config, overrides and seed (its own clock and fabric): for a run that
+        needs two simulations at once (kernbench.serving's request loop beside the iterations it prices)."""
+        make = self.__dict__.get("_twin")
+        if make is None:
+            raise _core.UsageError("twin: this System was not made by System.load or System.from_yaml")
+        return make()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)

@@ -105,6 +105,8 @@ def test_conservation_of_requests_and_blocks_at_every_iteration():
 
 
 def test_a_small_cache_preempts_and_still_finishes_every_request():
+    """A cache of 60 blocks under load: sequences are preempted (recompute), each finishes with exactly its output;
+    swap without a host link is refused."""
     tr = serving.make_trace(200, 50.0, prompt="uniform:100:300", output="uniform:50:300", seed=4)
     r = core(tr, "vllm", blocks=60)
     assert r["preemptions_total"] > 0 and r["preemptions"].sum() == r["preemptions_total"]
@@ -114,6 +116,8 @@ def test_a_small_cache_preempts_and_still_finishes_every_request():
 
 
 def test_bad_input_names_the_field(tmp_path):
+    """A trace with a negative time or output 0, an SLO without a unit, a bad distribution, a plan with no room for
+    the KV cache: each a ServingError naming the file and line, the bound, or the shortfall."""
     bad = tmp_path / "t.csv"
     bad.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,10,5\n-1,10,5\n")
     with pytest.raises(serving.ServingError, match=r"t.csv:3: arrival_s -1.0 must be a finite time >= 0"):
@@ -142,6 +146,8 @@ def h100_run():
 
 
 def test_on_the_h100_preset_the_interpolation_is_within_two_percent_of_direct_simulation(h100_run):
+    """LLaMA-3-8B on one H100: 30 iterations off the lattice, simulated directly, within 2 % of the interpolated
+    times the run used; the summary's percentiles are ordered and goodput is at most throughput."""
     s = h100_run.summary()
     assert s["interpolation"]["checked"] == 30 and s["interpolation"]["max_abs_error"] < 0.02
     assert s["completed"] == 200 - 20 and s["rejected"] == 0  # 10 % warm-up left out
@@ -152,6 +158,7 @@ def test_on_the_h100_preset_the_interpolation_is_within_two_percent_of_direct_si
 
 
 def test_same_seed_same_per_request_csv(tmp_path, h100_run):
+    """The same seed gives the same per-request CSV, byte for byte; write() lands every file."""
     again = serving.run("llama3-8b", config=H100, qps=4, requests=200, scheduler="vllm", slo="ttft=200ms,tpot=50ms",
                         check=30, seed=11)
     h100_run.write(tmp_path / "a", plots=False)
@@ -172,3 +179,44 @@ def test_kernbench_serve_on_the_default_machine(cli, tmp_path):
     assert summary["completed"] == 27 and summary["scheduler"] == "vllm"
     bad = cli("serve", "--model", "gpt2", "--requests", "5", "--slo", "ttft=5")
     assert bad.returncode == 2 and "give a time with a unit" in bad.stderr
+
+
+def test_disaggregated_prefill_moves_each_requests_kv_over_the_fabric():
+    """Prefill and decode instances: each request's KV (summed over the tp shards) = layers x 2 x kv_heads x
+    head_dim x prompt x bytes per element, moved after its first token, and on the machine's links (each byte
+    crosses GPU memory -> GPU -> switch -> GPU -> GPU memory: two memory links and two NVLinks)."""
+    d = serving.run("llama3-8b", config=H100, tp=2, qps=8, requests=60, disaggregate=(1, 1), check=0, seed=2)
+    q = d.requests
+    assert (q["kv_bytes"] == 32 * 2 * 8 * 128 * q["prompt"] * 2).all()
+    assert (q["instance"] == 0).all() and (q["decoder"] == 1).all()
+    assert (q["kv_start_ps"] >= q["first_token_ps"]).all() and (q["kv_end_ps"] > q["kv_start_ps"]).all()
+    links = d.params["fabric_link_bytes"]
+    assert links["nvlink"] == 2 * int(q["kv_bytes"].sum()) and links["hbm"] == 2 * int(q["kv_bytes"].sum())
+    assert (d.requests["generated"] == d.requests["output"]).all()
+
+
+def test_replicas_behind_a_router_share_the_load():
+    """Round robin deals requests out evenly over 4 instances; least-loaded uses every one; too many instances for
+    the machine's devices is refused with the count."""
+    rr = serving.run("llama3-8b", config=H100, qps=8, requests=101, replicas=4, check=0)
+    counts = np.bincount(rr.requests["instance"], minlength=4)
+    assert counts.max() - counts.min() <= 1 and counts.sum() == 101  # round robin
+    ll = serving.run("llama3-8b", config=H100, qps=8, requests=101, replicas=4, routing="least_loaded", check=0)
+    assert (np.bincount(ll.requests["instance"], minlength=4) > 0).all()
+    with pytest.raises(serving.ServingError, match="9 instances of tp 1 x pp 1 need 9 devices; the machine has 8"):
+        serving.run("llama3-8b", config=H100, requests=5, replicas=9)
+
+
+def test_prefix_caching_reuses_the_shared_prefixes_full_blocks():
+    """4 shared prefixes of 400 tokens: with caching most requests reuse all 25 blocks (TTFT falls), without none;
+    the hit tokens add up and the blocks are conserved (held: the prefixes still cached)."""
+    kw = dict(config=H100, qps=8, requests=200, prefix_groups=4, prefix_tokens=400, check=0, seed=3)
+    on = serving.run("llama3-8b", prefix_caching=True, **kw)
+    off = serving.run("llama3-8b", **kw)
+    cached = on.requests["cached_tokens"]
+    assert (cached % 16 == 0).all() and (cached <= 400).all() and (cached == 400).sum() > 150
+    assert off.requests["cached_tokens"].sum() == 0
+    assert on.summary()["mean_ttft_ms"] < off.summary()["mean_ttft_ms"]
+    c = on.counters
+    assert c["prefix_hit_tokens"] == int(cached.sum())
+    assert c["blocks_allocated"] == c["blocks_freed"] + c["blocks_held"]  # held: the prefixes still cached

@@ -19,16 +19,22 @@
 #include <vector>
 
 #include "sim/units.hpp"
+#include "topology/system.hpp"
 
 namespace kernbench::serving {
 
 using sim::Time;
+using topology::NodeId;
 
 /// One request of the workload.
 struct RequestSpec {
   Time arrival = 0;
   std::int64_t prompt = 0;  ///< prompt tokens (> 0)
   std::int64_t output = 0;  ///< output tokens to generate (> 0)
+  /// Its prompt starts with the shared prefix of this group (-1: none) of
+  /// `prefix_tokens` tokens (prefix caching reuses the group's full blocks).
+  std::int64_t prefix_group = -1;
+  std::int64_t prefix_tokens = 0;
 };
 
 enum class Policy { Vllm, Sarathi, Orca, Static };
@@ -47,6 +53,28 @@ struct SchedulerConfig {
   std::int64_t kv_blocks = 0;              ///< blocks the cache holds (> 0)
   Preemption preemption = Preemption::Recompute;
   std::int64_t block_bytes = 0;            ///< bytes of one block (swap traffic)
+  bool prefix_caching = false;             ///< reuse the full blocks of a cached shared prefix
+};
+
+enum class Role { Both, Prefill, Decode };
+enum class Routing { RoundRobin, LeastLoaded };
+Routing routing_from_string(const std::string& name);
+
+/// One instance: what it does and its devices in tensor-parallel shard
+/// order (disaggregation moves shard s's KV to shard s of the decoder).
+struct InstanceSpec {
+  Role role = Role::Both;
+  std::vector<NodeId> devices;
+};
+
+/// The instances behind the router (empty: one instance that does both).
+struct ClusterSpec {
+  std::vector<InstanceSpec> instances;
+  Routing routing = Routing::RoundRobin;
+  /// Disaggregated: KV bytes per token per shard, and the machine whose
+  /// fabric carries them (the loop then runs on its simulation).
+  std::int64_t kv_bytes_per_token = 0;
+  topology::System* system = nullptr;
 };
 
 /// What an iteration computes, as the hardware model is asked it: the
@@ -103,6 +131,11 @@ struct RequestRecord {
   std::int64_t generated = 0;
   int preemptions = 0;
   std::string rejected;   ///< why it was refused (empty: served)
+  int instance = -1;      ///< where it was (prefill) served
+  int decoder = -1;       ///< disaggregated: the decode instance
+  Time kv_start = -1, kv_end = -1;  ///< disaggregated: its KV's transfer
+  std::int64_t kv_bytes = 0;        ///< of it, summed over the shards
+  std::int64_t cached_tokens = 0;   ///< prompt tokens a cached prefix saved
 };
 
 /// One iteration: when, its shape, and the state after it.
@@ -110,6 +143,7 @@ struct IterationRecord {
   Time start = 0, end = 0;
   IterationShape shape;
   Time swap = 0;              ///< of end - start: the swaps' transfers
+  int instance = 0;
   int running = 0;            ///< sequences in the cache after it
   int waiting = 0;            ///< queued (not yet admitted, or preempted)
   std::int64_t kv_used = 0;   ///< blocks held after it
@@ -118,8 +152,9 @@ struct IterationRecord {
 struct ServingResult {
   std::vector<RequestRecord> requests;
   std::vector<IterationRecord> iterations;
-  std::int64_t kv_blocks = 0;
-  std::int64_t blocks_allocated = 0, blocks_freed = 0, blocks_held = 0;
+  std::int64_t kv_blocks = 0;  ///< per instance
+  std::int64_t blocks_allocated = 0, blocks_freed = 0, blocks_held = 0;  ///< over all instances
+  std::int64_t prefix_hit_tokens = 0, prompt_tokens = 0;
   std::uint64_t preemptions = 0, swaps = 0;
   std::uint64_t cost_lookups = 0, cost_simulated = 0, cost_reads = 0;  // reads: corners read (memo or simulated)
   std::uint64_t events = 0;
@@ -127,6 +162,6 @@ struct ServingResult {
 
 /// Runs the workload through one instance. `requests` in arrival order.
 ServingResult simulate(const std::vector<RequestSpec>& requests, const SchedulerConfig& cfg, IterationCost& cost,
-                       const SwapCost& swap = {});
+                       const SwapCost& swap = {}, const ClusterSpec& cluster = {});
 
 }  // namespace kernbench::serving
