@@ -205,6 +205,8 @@ void bind_k200(py::module_& m) {
         d["peak_fp32_flops_per_s"] = static_cast<double>(c.fp32_flops_per_cycle) * c.clusters * c.clock_hz;
         d["peak_fp16_flops_per_s"] = static_cast<double>(c.fp16_flops_per_cycle) * c.clusters * c.clock_hz;
         d["hugepage_pool"] = k.config().driver.hugepage_pool;
+        d["hbm_capacity"] = c.hbm_capacity;  // per die
+        d["core_tile_m"] = c.core_tile_m;
         return d;
       },
       py::arg("system"), "The K200 host's cards, dies, derived PCIe rates and peaks.");

@@ -37,7 +37,15 @@ SCHEDULERS = ("vllm", "sarathi", "orca", "static")
 from kernbench.serving_load import SHAREGPT, Dist, ServingError, Trace, make_trace, parse_slo, read_trace  # noqa: E402
 
 # ---- the machine: KV capacity and iteration prices --------------------------------------------------------
+def _is_k200(system) -> bool:
+    from kernbench.workloads.targets import _is_k200 as is_k200
+
+    return is_k200(system)
+
+
 def _budget(system, gpu: str) -> tuple[int, float]:
+    if _is_k200(system):  # one die's HBM (k200.compute.hbm_capacity)
+        return int(_core.k200_info(system._core)["hbm_capacity"]), 1.0
     if system.target == "gpu":
         sp = _core.gpu_spec(system._core, gpu)
         return int(sp["memory_capacity"]), float(sp["memory_utilization"])
@@ -55,7 +63,12 @@ def kv_capacity(spec, system, *, tp: int = 1, pp: int = 1, block_size: int = 16,
 
     d = dtype or spec.dtype
     e = DTYPE_BYTES[d]
-    group = ParallelPlan(tp=tp, pp=pp).place(system).group(0, 0)
+    if _is_k200(system):
+        if tp != 1 or pp != 1:
+            raise ServingError("on the K200 host an instance is one die (tp 1, pp 1): its lowering runs one stream")
+        group = ("card0.die0",)
+    else:
+        group = ParallelPlan(tp=tp, pp=pp).place(system).group(0, 0)
     capacity, util = _budget(system, group[0])
     need = inference_footprint(spec, tp=tp, pp=pp, batch=1, prompt=max_batched_tokens, tokens=0, dtype=d)
     budget = int(capacity * util)
@@ -90,7 +103,9 @@ class IterationPricer:
 
         self.spec, self.system, self.dtype = spec, system, dtype or spec.dtype
         self.plan = ParallelPlan(tp=tp, pp=pp)
-        self.plan.place(system)
+        self.k200 = _is_k200(system)
+        if not self.k200:
+            self.plan.place(system)
         self.step_ps = 0.0
         if system.target == "gpu":
             gpu = self.plan.place(system).group(0, 0)[0]
@@ -100,7 +115,12 @@ class IterationPricer:
     def breaks(self, max_keys: int) -> list[list[float]]:
         """Where the machine's iteration time steps, per lattice axis: on a GPU, decode attention's split-KV
         count changes at multiples of its chunk (while splits fill the SMs), so the decode-keys axis gets a
-        corner on each side of each."""
+        corner on each side of each; on the K200, a GEMM's rows fill micro-tiles of ``core_tile_m``, so the
+        token axes get one after each multiple (up to 4096 tokens)."""
+        if self.k200:  # a GEMM's rows go in micro-tiles: time steps after each multiple of the tile
+            tile = int(_core.k200_info(self.system._core).get("core_tile_m", 16))
+            steps = [float(tile * k + 1) for k in range(1, 4096 // tile)]
+            return [steps, [], steps, []]
         if self.system.target != "gpu":
             return []
         gpu = self.plan.place(self.system).group(0, 0)[0]
@@ -130,6 +150,11 @@ class IterationPricer:
         from kernbench.workloads import estimate
 
         self.calls += 1
+        if self.k200:  # the platform's lowering: one stream of its launches on die 0 (fp16: its half precision)
+            from kernbench import k200
+
+            prec = "fp32" if self.dtype == "fp32" else "fp16"
+            return k200.run_ops(self.system, self.graph(shape).ops, precision=prec)["latency_ms"] * 1e9
         launch = "graph" if int(shape["prefill_tokens"]) == 0 else "host"
         t = estimate.simulate(self.graph(shape), self.system, self.plan, launch=launch).time_ps
         return float(t) + self.step_ps

@@ -220,3 +220,18 @@ def test_prefix_caching_reuses_the_shared_prefixes_full_blocks():
     c = on.counters
     assert c["prefix_hit_tokens"] == int(cached.sum())
     assert c["blocks_allocated"] == c["blocks_freed"] + c["blocks_held"]  # held: the prefixes still cached
+
+
+@pytest.mark.parametrize("config", [None, "k200.yaml"])
+def test_any_machine_serves_the_default_sip_machine_and_the_k200_host(config):
+    """The default SIP machine (its PE lowering) and the K200 host (its platform's lowering, one die): every
+    request completes and the interpolation stays within 2 % of direct simulation."""
+    r = serving.run("gpt2", config=config, qps=2, requests=40, prompt="uniform:16:64", output="uniform:4:16",
+                    check=10, seed=5)
+    s = r.summary()
+    assert s["completed"] == 36 and s["rejected"] == 0
+    assert s["interpolation"]["checked"] == 10 and s["interpolation"]["max_abs_error"] < 0.02
+    if config == "k200.yaml":
+        assert r.kv["capacity_bytes"] == 8 << 30  # one die's HBM
+        with pytest.raises(serving.ServingError, match="on the K200 host an instance is one die"):
+            serving.run("gpt2", config=config, tp=2, requests=2)
