@@ -17,16 +17,9 @@ using namespace serving;
 
 namespace {
 
-template <typename T, typename F>
-py::array_t<T> column(const std::vector<IterationRecord>& v, F f) {
-  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
-  auto m = a.template mutable_unchecked<1>();
-  for (std::size_t i = 0; i < v.size(); ++i) m(static_cast<py::ssize_t>(i)) = f(v[i]);
-  return a;
-}
-
-template <typename T, typename F>
-py::array_t<T> rcolumn(const std::vector<RequestRecord>& v, F f) {
+// One numpy column of records (requests or iterations): f(record) each.
+template <typename T, typename R, typename F>
+py::array_t<T> column(const std::vector<R>& v, F f) {
   py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
   auto m = a.template mutable_unchecked<1>();
   for (std::size_t i = 0; i < v.size(); ++i) m(static_cast<py::ssize_t>(i)) = f(v[i]);
@@ -101,20 +94,20 @@ void bind_serving(py::module_& m) {
         const ServingResult r = simulate(reqs, cfg, cost, sw, cluster);
         py::dict out;
         const auto& q = r.requests;
-        out["arrival_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.arrival; });
-        out["scheduled_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.scheduled; });
-        out["first_token_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.first_token; });
-        out["finish_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.finish; });
-        out["prompt"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.prompt; });
-        out["output"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.output; });
-        out["generated"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.generated; });
-        out["preemptions"] = rcolumn<std::int32_t>(q, [](const RequestRecord& x) { return x.preemptions; });
-        out["instance"] = rcolumn<std::int32_t>(q, [](const RequestRecord& x) { return x.instance; });
-        out["decoder"] = rcolumn<std::int32_t>(q, [](const RequestRecord& x) { return x.decoder; });
-        out["kv_start_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_start; });
-        out["kv_end_ps"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_end; });
-        out["kv_bytes"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_bytes; });
-        out["cached_tokens"] = rcolumn<std::int64_t>(q, [](const RequestRecord& x) { return x.cached_tokens; });
+        out["arrival_ps"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.arrival; });
+        out["scheduled_ps"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.scheduled; });
+        out["first_token_ps"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.first_token; });
+        out["finish_ps"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.finish; });
+        out["prompt"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.prompt; });
+        out["output"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.output; });
+        out["generated"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.generated; });
+        out["preemptions"] = column<std::int32_t>(q, [](const RequestRecord& x) { return x.preemptions; });
+        out["instance"] = column<std::int32_t>(q, [](const RequestRecord& x) { return x.instance; });
+        out["decoder"] = column<std::int32_t>(q, [](const RequestRecord& x) { return x.decoder; });
+        out["kv_start_ps"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_start; });
+        out["kv_end_ps"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_end; });
+        out["kv_bytes"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.kv_bytes; });
+        out["cached_tokens"] = column<std::int64_t>(q, [](const RequestRecord& x) { return x.cached_tokens; });
         py::list rejected;
         for (const RequestRecord& x : q) rejected.append(x.rejected);
         out["rejected"] = rejected;

@@ -28,6 +28,7 @@ import numpy as np
 
 from kernbench import _core
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
+from kernbench.workloads.targets import is_k200
 
 __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "kv_capacity", "IterationPricer", "run",
            "report", "ServingResult", "ServingError", "SHAREGPT", "SCHEDULERS"]
@@ -37,14 +38,8 @@ SCHEDULERS = ("vllm", "sarathi", "orca", "static")
 from kernbench.serving_load import SHAREGPT, Dist, ServingError, Trace, make_trace, parse_slo, read_trace  # noqa: E402
 
 # ---- the machine: KV capacity and iteration prices --------------------------------------------------------
-def _is_k200(system) -> bool:
-    from kernbench.workloads.targets import _is_k200 as is_k200
-
-    return is_k200(system)
-
-
 def _budget(system, gpu: str) -> tuple[int, float]:
-    if _is_k200(system):  # one die's HBM (k200.compute.hbm_capacity)
+    if is_k200(system):  # one die's HBM (k200.compute.hbm_capacity)
         return int(_core.k200_info(system._core)["hbm_capacity"]), 1.0
     if system.target == "gpu":
         sp = _core.gpu_spec(system._core, gpu)
@@ -63,7 +58,7 @@ def kv_capacity(spec, system, *, tp: int = 1, pp: int = 1, block_size: int = 16,
 
     d = dtype or spec.dtype
     e = DTYPE_BYTES[d]
-    if _is_k200(system):
+    if is_k200(system):
         if tp != 1 or pp != 1:
             raise ServingError("on the K200 host an instance is one die (tp 1, pp 1): its lowering runs one stream")
         group = ("card0.die0",)
@@ -103,7 +98,7 @@ class IterationPricer:
 
         self.spec, self.system, self.dtype = spec, system, dtype or spec.dtype
         self.plan = ParallelPlan(tp=tp, pp=pp)
-        self.k200 = _is_k200(system)
+        self.k200 = is_k200(system)
         if not self.k200:
             self.plan.place(system)
         self.step_ps = 0.0

@@ -142,8 +142,9 @@ def make_trace(requests: int, qps: float, *, arrival: str = "poisson", cv: float
 
 
 def read_trace(path: str | Path) -> Trace:
-    """A CSV with columns ``arrival_s,prompt_tokens,output_tokens`` (any order, a header row); each bad value is
-    refused naming the file, line and column."""
+    """A CSV with columns ``arrival_s,prompt_tokens,output_tokens`` (any order, a header row), and optionally
+    ``prefix_id,prefix_tokens`` (the shared prefix a prompt starts with; prefix_id -1 or empty: none); each bad
+    value is refused naming the file, line and column."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -155,7 +156,8 @@ def read_trace(path: str | Path) -> Trace:
         raise ServingError(f"{p}:1: a trace needs the columns {', '.join(need)} in a header row")
     head = [h.strip() for h in rows[0]]
     col = {c: head.index(c) for c in need}
-    arr, pr, out = [], [], []
+    shared = "prefix_id" in head and "prefix_tokens" in head
+    arr, pr, out, gid, glen = [], [], [], [], []
     for ln, r in enumerate(rows[1:], start=2):
         if not r or not "".join(r).strip():
             continue
@@ -180,9 +182,21 @@ def read_trace(path: str | Path) -> Trace:
         arr.append(a)
         pr.append(vals[0])
         out.append(vals[1])
+        if shared:
+            try:
+                g_txt, n_txt = r[head.index("prefix_id")].strip(), r[head.index("prefix_tokens")].strip()
+                g = int(g_txt) if g_txt else -1
+                n = int(n_txt) if n_txt else 0
+            except (ValueError, IndexError):
+                raise ServingError(f"{p}:{ln}: prefix_id and prefix_tokens must be integers (or empty)") from None
+            if g >= 0 and not 1 <= n < vals[0]:
+                raise ServingError(f"{p}:{ln}: prefix_tokens = {n}: a shared prefix is 1 .. prompt_tokens - 1 tokens")
+            gid.append(g if g >= 0 else -1)
+            glen.append(n if g >= 0 else 0)
     if not arr:
         raise ServingError(f"{p}: the trace has no requests")
-    return Trace(np.array(arr), np.array(pr, dtype=np.int64), np.array(out, dtype=np.int64), str(p))
+    return Trace(np.array(arr), np.array(pr, dtype=np.int64), np.array(out, dtype=np.int64), str(p),
+                 np.array(gid, dtype=np.int64) if shared else None, np.array(glen, dtype=np.int64) if shared else None)
 
 
 _UNITS = {"ms": 1.0, "s": 1e3, "us": 1e-3}

@@ -222,6 +222,19 @@ def test_prefix_caching_reuses_the_shared_prefixes_full_blocks():
     assert c["blocks_allocated"] == c["blocks_freed"] + c["blocks_held"]  # held: the prefixes still cached
 
 
+def test_a_trace_file_with_shared_prefixes(tmp_path):
+    """A trace CSV's prefix_id/prefix_tokens columns: the second request of a group reuses the first one's
+    cached full blocks; a prefix as long as the prompt is refused naming the line."""
+    t = tmp_path / "trace.csv"
+    t.write_text("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,300,4,7,256\n1.0,280,4,7,256\n"
+                 "1.5,100,4,,\n")
+    r = serving.run("llama3-8b", config=H100, trace=t, prefix_caching=True, check=0, warmup=0)
+    assert list(r.requests["cached_tokens"]) == [0, 256, 0]
+    t.write_text("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,300,4,1,300\n")
+    with pytest.raises(serving.ServingError, match=r"trace.csv:2: prefix_tokens = 300"):
+        serving.read_trace(t)
+
+
 @pytest.mark.parametrize("config", [None, "k200.yaml"])
 def test_any_machine_serves_the_default_sip_machine_and_the_k200_host(config):
     """The default SIP machine (its PE lowering) and the K200 host (its platform's lowering, one die): every
@@ -235,3 +248,21 @@ def test_any_machine_serves_the_default_sip_machine_and_the_k200_host(config):
         assert r.kv["capacity_bytes"] == 8 << 30  # one die's HBM
         with pytest.raises(serving.ServingError, match="on the K200 host an instance is one die"):
             serving.run("gpt2", config=config, tp=2, requests=2)
+
+
+def test_the_serving_bench_smoke_on_the_default_config_and_swap_needs_a_host(cli, tmp_path):
+    """`kernbench run --bench serving --smoke` on the default SIP machine (a model that fits a PE's HBM slice):
+    no failure, and every row carries TTFT and TPOT p50/p90/p99 and goodput; swap on that machine, which has no
+    host, is refused naming the fix."""
+    out = tmp_path / "b"
+    default = __import__("pathlib").Path(__file__).resolve().parents[2] / "configs" / "topology.yaml"
+    cli("run", "--bench", "serving", "--smoke", "--config", str(default), "--set", "bench.model=gpt2",
+        "--set", "bench.prompt_mean=48", "--set", "bench.output_mean=12", "--set", "bench.requests=40",
+        "--out", str(out), "--quiet", check=True)
+    sweep = __import__("json").loads((out / "sweep.json").read_text())
+    assert not sweep["failures"] and len(sweep["results"]) == 2
+    for row in sweep["results"]:
+        assert all(f"{q}_{m}_ms" in row for q in ("p50", "p90", "p99") for m in ("ttft", "tpot"))
+        assert row["request_goodput"] is not None
+    with pytest.raises(serving.ServingError, match="no host .* to swap the KV cache to; use preemption=recompute"):
+        serving.run("gpt2", requests=2, preemption="swap")

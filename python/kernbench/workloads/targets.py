@@ -28,7 +28,7 @@ from typing import Any
 from kernbench import _core
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 
-__all__ = ["SipTarget", "GpuTarget", "TARGETS", "target_for", "LAUNCHES"]
+__all__ = ["SipTarget", "GpuTarget", "TARGETS", "target_for", "is_k200", "LAUNCHES"]
 
 VECTOR_TILE = 64 * 1024  # target bytes per vector tile and load stream (src/workloads/llama.cpp kVectorTile)
 COPY_TILE = 256 * 1024  # most bytes per tile of a copy through scratch (copy(): two or three tiles in flight)
@@ -225,7 +225,8 @@ def _k200_target():
 TARGETS = {"sip": SipTarget, "gpu": GpuTarget, "k200": _k200_target}
 
 
-def _is_k200(system) -> bool:
+def is_k200(system) -> bool:
+    """Whether `system` is a K200 host (its config has a `k200:` section)."""
     try:
         _core.k200_info(system._core)
     except _core.ConfigError:  # no k200: section
@@ -236,7 +237,7 @@ def _is_k200(system) -> bool:
 def target_for(system, launch: str | None = None):
     """The machine's target: the K200 platform's for a K200 host, else the one ``pe.target`` names
     (``launch`` only applies to a GPU)."""
-    if _is_k200(system):
+    if is_k200(system):
         return _k200_target()()
     name = system.target
     if name == "gpu":
