@@ -149,9 +149,10 @@ def model_step(ctx):
             row = {"name": name, "mode": "training", "source": p["source"], **tr.row(), "counts": tr.counts,
                    "time_ms": tr.step_ms, "gemm_flops": sum(tr.gemm_flops.values())}
             results.append(row)
-            ctx.log(f"  {name}: step {tr.step_ms:.3f} ms (fwd {tr.forward_ms:.3f}, bwd {tr.backward_ms:.3f}, "
-                    f"adam {tr.optimizer_ms:.3f}), bubble {tr.bubble:.3f} (analytic {tr.bubble_analytic:.3f}), "
-                    f"{tr.wall_s:.1f} s wall")
+            parts = ", ".join(f"{k} {v:.3f}" for k, v in sorted(tr.parts.items(), key=lambda kv: -kv[1]))
+            ctx.log(f"  {name}: step {tr.step_ms:.3f} ms = {parts} (mean over stages; active: fwd "
+                    f"{tr.forward_ms:.3f}, bwd {tr.backward_ms:.3f}, adam {tr.optimizer_ms:.3f}), bubble "
+                    f"{tr.bubble:.3f} (analytic {tr.bubble_analytic:.3f}), {tr.wall_s:.1f} s wall")
         except Exception as e:
             failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
             ctx.log(f"  {name} FAILED: {type(e).__name__}: {e}")

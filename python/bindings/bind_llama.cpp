@@ -132,11 +132,13 @@ void bind_llama(py::module_& m) {
           x["first_start_ps"] = p.first_start;
           x["last_end_ps"] = p.last_end;
           x["active_ps"] = p.active;
+          x["share_ps"] = p.share;
           x["flops"] = p.flops;
           x["send_bytes"] = p.send_bytes;
           phases[py::str(name)] = x;
         }
         d["phases"] = phases;
+        d["idle_ps"] = r.idle;
         return d;
       },
       py::arg("system"), py::arg("phase"), py::arg("tokens"), py::arg("s_kv") = 0, py::arg("tp") = 8,
@@ -145,7 +147,8 @@ void bind_llama(py::module_& m) {
       py::arg("pes") = Refs{},
       (std::string("Build and run one LLaMA-3.1-70B decoder layer (same arguments as llama_plan). Returns a dict: "
                    "plan, latency_ps, tokens_per_s, flops_program, phases (per phase: first_start_ps, last_end_ps, "
-                   "active_ps = union of its ops' intervals, flops, send_bytes), link_bytes, op_counts, op_bytes, "
+                   "active_ps = union of its ops' intervals, share_ps = its part of the latency, flops, send_bytes), "
+                   "idle_ps (with the shares, the latency), link_bytes, op_counts, op_bytes, "
                    "run (the RunResult). ") +
        args_doc)
           .c_str());

@@ -72,6 +72,7 @@ class LayerResult:
     op_counts: dict[str, int]
     op_bytes: dict[str, int]
     run: Any = field(default=None, repr=False)  # kernbench.program.RunResult
+    idle_ps: float = 0.0  # of the latency, no phase at work: with the phases' share_ps it adds up to it
 
     @property
     def latency_us(self) -> float:
@@ -88,7 +89,8 @@ class LayerResult:
         return self.flops_model / (self.latency_ps * 1e-12) / 1e12 if self.latency_ps else 0.0
 
     def row(self) -> dict:
-        """A flat record (one CSV row): per phase its active time (union of its ops' intervals, us)."""
+        """A flat record (one CSV row): per phase its active time (union of its ops' intervals, us; phases
+        overlap) and its share of the latency (share_us_*: with share_us_idle they add up to latency_us)."""
         p = self.plan
         r = {"phase": self.phase, "tokens": self.tokens, "s_kv": self.s_kv, "tp": self.tp,
              "replicas": self.replicas, "pes": self.tp * self.replicas, "chunks": p["chunks"],
@@ -101,6 +103,10 @@ class LayerResult:
         for name in PHASES:
             ph = self.phases.get(name)
             r[f"active_us_{name}"] = ph["active_ps"] / 1e6 if ph else 0.0
+        for name in PHASES:
+            ph = self.phases.get(name)
+            r[f"share_us_{name}"] = ph.get("share_ps", 0.0) / 1e6 if ph else 0.0
+        r["share_us_idle"] = self.idle_ps / 1e6
         for k, v in sorted(self.link_bytes.items()):
             r[f"link_bytes_{k}"] = v
         return r
@@ -131,7 +137,7 @@ def layer(system, phase: str = "prefill", tokens: int = 2048, *, s_kv: int = 0, 
                        phases={k: dict(v) for k, v in d["phases"].items()},
                        flops_program=float(d["flops_program"]), link_bytes=dict(d["link_bytes"]),
                        op_counts=dict(d["op_counts"]), op_bytes=dict(d["op_bytes"]),
-                       run=RunResult(d["run"], system, d["program"]))
+                       run=RunResult(d["run"], system, d["program"]), idle_ps=float(d["idle_ps"]))
 
 
 #: The layer's phases (PHASES) by the lowered graph op each span came from (the hand-built graph's names).
@@ -170,10 +176,13 @@ def _gpu_layer(system, phase, tokens, *, s_kv, tp, replicas, precision, allreduc
             name = _GPU_PHASE.get(sp.name.rsplit(".", 1)[-1], "mlp")
         phases.setdefault(name, []).append(sp)
     out = {}
+    phase_of = {id(s): name for name, spans in phases.items() for s in spans}
+    t0 = int(res._core.start_ps)
+    cut = lo.partition(res, lambda s: phase_of.get(id(s)), t0, t0 + int(res.makespan_ps), comm=lambda s: False)
     for name, spans in phases.items():
         ids = {id(s) for s in spans}
         out[name] = {"active_ps": int(lo.intervals(res, lambda s, ids=ids: id(s) in ids)), "ops": sum(
-            s.end - s.first for s in spans)}
+            s.end - s.first for s in spans), "share_ps": float(cut.get(name, 0.0))}
     flops = float(sum(op.flops for op in g.ops if op.kind in ("matmul", "attention"))) * replicas
     latency = int(res.makespan_ps)
     cnt = dict(res._core.op_counts)
@@ -184,4 +193,5 @@ def _gpu_layer(system, phase, tokens, *, s_kv, tp, replicas, precision, allreduc
     return LayerResult(phase=phase, tokens=int(tokens), s_kv=kv, tp=int(tp), replicas=int(replicas),
                        latency_ps=latency, tokens_per_s=float(tokens) * replicas / (latency * 1e-12) if latency else 0.0,
                        plan=plan, phases=out, flops_program=float(lo.gemm_flops), link_bytes={},
-                       op_counts=cnt, op_bytes=dict(res._core.op_bytes), run=res)
+                       op_counts=cnt, op_bytes=dict(res._core.op_bytes), run=res,
+                       idle_ps=float(cut.get("idle", 0.0) + cut.get("launch", 0.0)))

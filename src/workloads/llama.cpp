@@ -396,7 +396,11 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
                                            static_cast<double>(res.plan.tokens_total) /
                                            (static_cast<double>(res.latency) * 1e-12)
                                      : 0.0;
-  for (const std::string& name : llama_phase_names()) {
+  // (time, +1 start / -1 end, phase index) of every working op, for the shares.
+  std::vector<std::tuple<runtime::Time, int, int>> edges;
+  const std::vector<std::string>& names = llama_phase_names();
+  for (std::size_t ph = 0; ph < names.size(); ++ph) {
+    const std::string& name = names[ph];
     const auto it = phases.ranges.find(name);
     if (it == phases.ranges.end()) continue;
     LlamaPhaseTime pt;
@@ -417,6 +421,10 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
             op.kind == runtime::OpKind::Barrier)
           continue;
         iv.emplace_back(t.start, t.end);
+        if (t.end > t.start) {
+          edges.emplace_back(t.start, 1, static_cast<int>(ph));
+          edges.emplace_back(t.end, -1, static_cast<int>(ph));
+        }
       }
     std::sort(iv.begin(), iv.end());
     runtime::Time cur_lo = -1, cur_hi = -1;
@@ -434,6 +442,33 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
     if (cur_hi >= 0) pt.active += cur_hi - cur_lo;
     res.phases[name] = pt;
   }
+  // Shares: sweep the run's span; an instant is split over the phases at work then, or is idle.
+  std::sort(edges.begin(), edges.end());
+  std::vector<int> busy(names.size(), 0);
+  std::vector<double> share(names.size(), 0.0);
+  const runtime::Time t0 = res.run.start, t1 = res.run.start + res.latency;
+  runtime::Time prev = t0;
+  std::size_t e = 0;
+  while (true) {
+    const runtime::Time now = e < edges.size() ? std::clamp(std::get<0>(edges[e]), t0, t1) : t1;
+    if (now > prev) {
+      int k = 0;
+      for (int b : busy) k += b > 0;
+      const double d = static_cast<double>(now - prev);
+      if (k == 0) res.idle += d;
+      for (std::size_t ph = 0; ph < names.size(); ++ph)
+        if (busy[ph] > 0) share[ph] += d / k;
+      prev = now;
+    }
+    if (e == edges.size()) break;
+    const runtime::Time at = std::get<0>(edges[e]);
+    while (e < edges.size() && std::get<0>(edges[e]) == at) {
+      busy[static_cast<std::size_t>(std::get<2>(edges[e]))] += std::get<1>(edges[e]);
+      ++e;
+    }
+  }
+  for (std::size_t ph = 0; ph < names.size(); ++ph)
+    if (const auto it = res.phases.find(names[ph]); it != res.phases.end()) it->second.share = share[ph];
   return res;
 }
 

@@ -139,6 +139,10 @@ struct LlamaPhaseTime {
   runtime::Time first_start = -1;  ///< earliest start of the phase's ops
   runtime::Time last_end = -1;     ///< latest end
   runtime::Time active = 0;        ///< length of the union of its ops' [start, end] intervals
+  /// Its part of the latency: each instant in which k phases have an op at
+  /// work counts 1/k to each, so the parts and LlamaResult::idle add up to
+  /// the latency exactly (active times overlap; these do not).
+  double share = 0;
   double flops = 0;                ///< GEMM-engine FLOPs of its ops
   runtime::Bytes send_bytes = 0;   ///< IPCQ bytes sent by its ops
 };
@@ -147,6 +151,7 @@ struct LlamaResult {
   LlamaPlan plan;
   runtime::RunResult run;
   runtime::Time latency = 0;  ///< makespan, ps
+  double idle = 0;            ///< of the latency, instants no phase had an op at work (dependencies, dispatch)
   double tokens_per_s = 0;    ///< replicas x tokens / latency
   std::map<std::string, LlamaPhaseTime> phases;
   double flops_program = 0;   ///< summed over the program's ops (GEMMs, composites' tiles)

@@ -99,8 +99,8 @@ class PassTime:
     time_ps: float
     layer_ps: float
     layers: int
-    by_kind: dict[str, float]   # us, the pass's active time per op kind (layer parts x layers)
-    by_part: dict[str, float]
+    by_kind: dict[str, float]   # us per op kind, adding up to time_ps (Lowered.partition; exposed_communication,
+    by_part: dict[str, float]   # launch, idle and, with pp > 1, bubble named); by_part the same by layer part
     gemm_flops: float
     wall_s: float
     lowered: Lowered | None = field(default=None, repr=False)
@@ -144,21 +144,33 @@ def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = 
             for o in range(s.first, s.end):
                 if o in skip:
                     host[skip[o]] = host.get(skip[o], 0) + int(en[o]) - int(st[o])
+    span_ps = layer_ps
     layer_ps = max(layer_ps, float(max(host.values(), default=0)))
     base = res.makespan_ps
-    by_kind: dict[str, float] = {}
-    by_part: dict[str, float] = {}
-    for key, attr, out in (("kind", "kind", by_kind), ("part", "part", by_part)):
-        for v in sorted({getattr(s, attr) for s in lo.spans}):
-            inside = lo.intervals(res, lambda s, v=v: getattr(s, attr) == v and in_layer(s)) / 1e6
-            outside = lo.intervals(res, lambda s, v=v: getattr(s, attr) == v and not in_layer(s)) / 1e6
-            out[v] = outside + count * inside
+    # Where the pass's time goes, adding up to it: the run cut into parts (Lowered.partition) outside the
+    # layer's window once, inside it `count` times; a host-bound layer's wait for its launches, per repeat.
+    origin = int(res._core.start_ps)  # the run's start on the system's clock (op times are on it too)
+    w0_ps = min((a for a, _ in lay), default=origin)
+    w1_ps = w0_ps + int(span_ps)
+    breakdowns = []
+    for attr in ("kind", "part"):
+        whole = lo.partition(res, lambda s, attr=attr: getattr(s, attr), origin, origin + int(base))
+        inside = lo.partition(res, lambda s, attr=attr: getattr(s, attr), w0_ps, w1_ps) if lay else {}
+        out = {k: (whole.get(k, 0.0) - inside.get(k, 0.0) + count * inside.get(k, 0.0)) / 1e6
+               for k in set(whole) | set(inside)}
+        if count > 1 and layer_ps > span_ps:
+            out["launch"] = out.get("launch", 0.0) + (count - 1) * (layer_ps - span_ps) / 1e6
+        breakdowns.append(out)
+    by_kind, by_part = breakdowns
     total_ps = float(base) + (count - 1) * layer_ps
     flops = lo.gemm_flops
     if inst is not None and count > 1:
         flops = _flops_scaled(g, lo, inst, count)
     if plan.pp > 1:
-        total_ps = _pipelined(total_ps, layer_ps, count, plan)
+        piped = _pipelined(total_ps, layer_ps, count, plan)
+        for out in (by_kind, by_part):  # the pipeline's fill and drain
+            out["bubble"] = out.get("bubble", 0.0) + (piped - total_ps) / 1e6
+        total_ps = piped
     return PassTime(total_ps, layer_ps, count, by_kind, by_part, flops, time.perf_counter() - w0, lo)
 
 
@@ -279,6 +291,9 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
         step_ps = float(_core.gpu_spec(system._core, plan.place(system).group(0, 0)[0])["framework_step_ps"])
     pre = simulate(pre_g, sysf(), plan, reuse=reuse, precision=precision, launch=launch[0])
     pre.time_ps += step_ps
+    for part in (pre.by_kind, pre.by_part):  # the serving framework's host time per step (gpu.framework_step)
+        if step_ps:
+            part["framework"] = part.get("framework", 0.0) + step_ps / 1e6
     steps: list[dict[str, Any]] = []
     dec_break: dict[str, dict] = {"by_kind": {}, "by_part": {}}
     if decode_steps:
@@ -289,25 +304,33 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
             g = build(batch, 1, prompt + i)
             sim[i] = simulate(g, sysf(), plan, reuse=reuse, precision=precision, launch=launch[1])
             sim[i].time_ps += step_ps
+            if step_ps:
+                for part in (sim[i].by_kind, sim[i].by_part):
+                    part["framework"] = part.get("framework", 0.0) + step_ps / 1e6
             kvb[i] = _kv_cache_bytes(g)
+        weight = {p: 0.0 for p in pts}  # how much of each simulated step the steps' times are made of
         for i in range(1, decode_steps + 1):
             if i in sim:
                 t, kb, simulated = sim[i].time_ps, kvb[i], True
+                weight[i] += 1.0
             else:  # linear in kv_len between the neighbouring simulated steps
                 lo = max(p for p in pts if p < i)
                 hi = min(p for p in pts if p > i)
                 f = (i - lo) / (hi - lo)
                 t = sim[lo].time_ps + f * (sim[hi].time_ps - sim[lo].time_ps)
+                weight[lo] += 1 - f
+                weight[hi] += f
                 kb = round(kvb[lo] + f * (kvb[hi] - kvb[lo]))
                 simulated = False
             steps.append({"step": i, "kv_len": prompt + i, "time_ms": t / 1e9, "kv_cache_bytes": int(kb),
                           "simulated": simulated})
-        # Where decode time goes: the simulated steps' breakdowns, weighted to all steps (mean x steps).
+        # Where decode time goes: each simulated step's breakdown, weighted as the steps' times are
+        # interpolated from it, so the parts add up to decode_ms.
         for key in ("by_kind", "by_part"):
             acc: dict[str, float] = {}
             for p in pts:
                 for k, v in getattr(sim[p], key).items():
-                    acc[k] = acc.get(k, 0.0) + v / len(pts) * decode_steps
+                    acc[k] = acc.get(k, 0.0) + v * weight[p]
             dec_break[key] = acc
     br = {"prefill": {"by_kind": pre.by_kind, "by_part": pre.by_part}, "decode": dec_break}
     return InferenceEstimate(int(batch), int(prompt), int(decode_steps), plan, pre, steps, br,
@@ -328,9 +351,15 @@ class TrainingEstimate:
     counts: dict[str, int]
     wall_s: float
     lowered: Lowered | None = field(default=None, repr=False)
+    #: ms per part, adding up to step_ms: each pipeline stage's timeline cut into forward, backward, optimizer,
+    #: exposed_communication (not overlapped by its compute), launch and idle (bubble with pp > 1), averaged
+    #: over the stages (Lowered.partition). forward_ms and the others above are active time (unions), which
+    #: overlap each other and need not add up.
+    parts: dict[str, float] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
         return {"dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "microbatches": self.plan.microbatches,
+                **{f"part_{k}_ms": v for k, v in sorted(self.parts.items())},
                 "step_ms": self.step_ms, "forward_ms": self.forward_ms, "backward_ms": self.backward_ms,
                 "optimizer_ms": self.optimizer_ms, "grad_allreduce_ms": self.grad_allreduce_ms,
                 "gemm_flops_forward": self.gemm_flops.get("forward", 0.0),
@@ -361,6 +390,14 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
         busy = lo.intervals(res, lambda x, s=s: x.stage == s and x.pass_ in COMPUTE and x.kind != "grad_all_reduce")
         idle.append(1.0 - busy / span)
     pp, M = plan.pp, plan.microbatches
+    parts: dict[str, float] = {}
+    for stage in range(pp):  # each stage's timeline, cut; their mean adds up to the step
+        t0 = int(res._core.start_ps)
+        cut = lo.partition(res, lambda x, stage=stage: x.pass_ if x.stage == stage else None, t0,
+                           t0 + int(res.makespan_ps))
+        for k, v in cut.items():
+            k = "bubble" if k == "idle" and pp > 1 else k
+            parts[k] = parts.get(k, 0.0) + v / 1e9 / pp
     return TrainingEstimate(
         step_ms=res.makespan_ps / 1e9, forward_ms=ms(lambda s: s.pass_ == "forward"),
         backward_ms=ms(lambda s: s.pass_ == "backward" and s.kind != "grad_all_reduce"),
@@ -368,4 +405,4 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
         grad_allreduce_ms=ms(lambda s: s.kind == "grad_all_reduce"),
         gemm_flops=dict(lo.gemm_flops_by_pass), bubble=sum(idle) / len(idle) if pp > 1 else 0.0,
         bubble_analytic=(pp - 1) / (M + pp - 1), plan=plan, counts=dict(lo.counts),
-        wall_s=time.perf_counter() - w0, lowered=lo)
+        wall_s=time.perf_counter() - w0, lowered=lo, parts=parts)
