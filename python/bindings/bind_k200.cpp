@@ -34,6 +34,7 @@ py::list totals_list(const std::vector<OpTotal>& totals, const char* key) {
     o["count"] = t.count;
     o["time_ps"] = t.time;
     o["bytes"] = t.bytes;
+    o["share_ps"] = t.share;
     out.append(o);
   }
   return out;
@@ -318,6 +319,7 @@ void bind_k200(py::module_& m) {
         py::dict out = report_dict(r.report, k);
         out["iteration_ends_ps"] = r.iteration_ends;
         out["labels"] = totals_list(r.by_label, "label");
+        out["idle_ps"] = r.idle;
         out["paths"] = r.paths;
         return out;
       },

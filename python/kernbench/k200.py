@@ -526,7 +526,10 @@ def run_variant(case: Mapping[str, Any], overrides: Mapping[str, Any] | None = N
             "throughput_per_s": items * iters / r.elapsed_s if r.elapsed_s > 0 else math.nan,
             "bound_resource": _bound(r), "busiest_share": r.utilization.get(r.bound, 0.0),
             "top_step": labels[0]["label"] if labels else "",
-            "step_time_ms": {t["label"]: t["time_ps"] * 1e-9 for t in labels},
+            "step_time_ms": {t["label"]: t["time_ps"] * 1e-9 for t in labels},  # work per label (overlaps)
+            # where the whole run's elapsed time went: each label's share (overlaps split) and the idle rest
+            # (launch and dispatch gaps); they add up to elapsed_s
+            "step_share_ms": {**{t["label"]: t["share_ps"] * 1e-9 for t in labels}, "idle": out["idle_ps"] * 1e-9},
             "paths": out["paths"], "set": {k: str(v) for k, v in sets.items()},
         })
     return rows

@@ -94,6 +94,10 @@ struct OpTotal {
   std::int64_t count = 0;
   Time time = 0;       ///< sum of end - start
   Bytes bytes = 0;
+  /// Its part of the run's span: each instant in which k labels have an op
+  /// at work counts 1/k to each (0 where not computed), so the parts and
+  /// the idle rest add up to the span (times overlap; these do not).
+  double share = 0;
 };
 
 /// Busy fraction of one engine or link over a run.

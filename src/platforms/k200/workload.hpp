@@ -39,6 +39,7 @@ struct WorkloadResult {
   std::vector<std::vector<Time>> iteration_ends;  ///< per stream, when each iteration finished
   std::vector<OpTotal> by_label;  ///< work time per step label (kind = the label; waits and overlapped HBM fetches excluded)
   std::vector<std::string> paths;                 ///< distinct copy paths taken
+  double idle = 0;  ///< of the run's span, instants no label had an op at work (launch and dispatch gaps)
 };
 
 /// Runs the streams to completion on `k` (from the current simulated time).
