@@ -67,7 +67,8 @@ def k200_cases(ctx):
     answers = _what_if(results)
     scaling = _scaling(results)
     if results:
-        ctx.write_csv("cases.csv", [{k: v for k, v in r.items() if k != "step_time_ms"} for r in results])
+        ctx.write_csv("cases.csv", [{k: v for k, v in r.items() if k not in ("step_time_ms", "step_share_ms")}
+                                    for r in results])
         ctx.write_csv("what_if.csv", answers)
         _plot(ctx, results)
     for a in answers:

@@ -95,3 +95,16 @@ def test_the_benches_that_print_a_breakdown_carry_one_that_adds_up(cli, tmp_path
             assert parts == pytest.approx(r["step_ms"], rel=1e-9)
     for r in rows["k200-cases"]:
         assert total(r["step_share_ms"]) == pytest.approx(r["elapsed_s"] * 1e3, rel=1e-9)
+
+
+def test_a_k200_cases_critical_path_is_labelled_as_the_whole_run():
+    """A case of 3 iterations: its critical path covers the whole run, and its label says how many iterations
+    and how long, beside the row's per-iteration latency."""
+    case = k200.load_case(k200.case_files()[0])
+    seen = []
+    row = k200.run_variant(case, on_run=lambda label, result: seen.append((label, result)))[0]
+    label, result = seen[0]
+    assert row["iterations"] == 3 and "whole run: 3 iterations" in label
+    path = result.critical_path(label)
+    assert path.length_ps == path.makespan_ps == pytest.approx(row["elapsed_s"] * 1e12, rel=1e-9)
+    assert row["latency_ms"] == pytest.approx(row["elapsed_s"] * 1e3 / 3, rel=1e-6)
