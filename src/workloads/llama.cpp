@@ -11,6 +11,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/gqa.hpp"
 #include "sim/errors.hpp"
+#include "sim/shares.hpp"
 #include "topology/fabric.hpp"
 
 namespace kernbench::workloads {
@@ -397,7 +398,7 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
                                            (static_cast<double>(res.latency) * 1e-12)
                                      : 0.0;
   // (time, +1 start / -1 end, phase index) of every working op, for the shares.
-  std::vector<std::tuple<runtime::Time, int, int>> edges;
+  std::vector<sim::ShareEdge> edges;
   const std::vector<std::string>& names = llama_phase_names();
   for (std::size_t ph = 0; ph < names.size(); ++ph) {
     const std::string& name = names[ph];
@@ -422,8 +423,8 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
           continue;
         iv.emplace_back(t.start, t.end);
         if (t.end > t.start) {
-          edges.emplace_back(t.start, 1, static_cast<int>(ph));
-          edges.emplace_back(t.end, -1, static_cast<int>(ph));
+          edges.emplace_back(t.start, 1, ph);
+          edges.emplace_back(t.end, -1, ph);
         }
       }
     std::sort(iv.begin(), iv.end());
@@ -443,30 +444,8 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
     res.phases[name] = pt;
   }
   // Shares: sweep the run's span; an instant is split over the phases at work then, or is idle.
-  std::sort(edges.begin(), edges.end());
-  std::vector<int> busy(names.size(), 0);
-  std::vector<double> share(names.size(), 0.0);
-  const runtime::Time t0 = res.run.start, t1 = res.run.start + res.latency;
-  runtime::Time prev = t0;
-  std::size_t e = 0;
-  while (true) {
-    const runtime::Time now = e < edges.size() ? std::clamp(std::get<0>(edges[e]), t0, t1) : t1;
-    if (now > prev) {
-      int k = 0;
-      for (int b : busy) k += b > 0;
-      const double d = static_cast<double>(now - prev);
-      if (k == 0) res.idle += d;
-      for (std::size_t ph = 0; ph < names.size(); ++ph)
-        if (busy[ph] > 0) share[ph] += d / k;
-      prev = now;
-    }
-    if (e == edges.size()) break;
-    const runtime::Time at = std::get<0>(edges[e]);
-    while (e < edges.size() && std::get<0>(edges[e]) == at) {
-      busy[static_cast<std::size_t>(std::get<2>(edges[e]))] += std::get<1>(edges[e]);
-      ++e;
-    }
-  }
+  const std::vector<double> share =
+      sim::share_span(edges, names.size(), res.run.start, res.run.start + res.latency, res.idle);
   for (std::size_t ph = 0; ph < names.size(); ++ph)
     if (const auto it = res.phases.find(names[ph]); it != res.phases.end()) it->second.share = share[ph];
   return res;

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 
 #include "sim/errors.hpp"
+#include "sim/shares.hpp"
 
 namespace kernbench::platforms::k200 {
 
@@ -104,7 +104,7 @@ WorkloadResult run_workload(K200& k, const std::vector<Stream>& streams) {
   // Waits are time blocked on other ops, and HBM fetches overlap the GEMM
   // waves that use them: neither is counted, so a label's time is work.
   const auto& names = log.kind_names();
-  std::vector<std::tuple<Time, int, std::size_t>> edges;  // for the shares: (time, +1 / -1, label)
+  std::vector<sim::ShareEdge> edges;  // for the shares
   for (std::size_t i = out.report.log_begin; i < out.report.log_end; ++i) {
     const auto t = static_cast<std::size_t>(log.tag()[i]);
     const std::string& kind = names[static_cast<std::size_t>(log.kind()[i])];
@@ -118,29 +118,8 @@ WorkloadResult run_workload(K200& k, const std::vector<Stream>& streams) {
     }
   }
   // Shares of the run's span [start, end]: an instant is split over the labels at work, or is idle.
-  std::sort(edges.begin(), edges.end());
-  std::vector<int> busy(by.size(), 0);
-  Time prev = out.report.start;
-  std::size_t e = 0;
-  while (true) {
-    const Time now = e < edges.size() ? std::clamp(std::get<0>(edges[e]), out.report.start, out.report.end)
-                                      : out.report.end;
-    if (now > prev) {
-      int k = 0;
-      for (int b : busy) k += b > 0;
-      const double d = static_cast<double>(now - prev);
-      if (k == 0) out.idle += d;
-      for (std::size_t l = 0; l < by.size(); ++l)
-        if (busy[l] > 0) by[l].share += d / k;
-      prev = now;
-    }
-    if (e == edges.size()) break;
-    const Time at = std::get<0>(edges[e]);
-    while (e < edges.size() && std::get<0>(edges[e]) == at) {
-      busy[std::get<2>(edges[e])] += std::get<1>(edges[e]);
-      ++e;
-    }
-  }
+  const std::vector<double> share = sim::share_span(edges, by.size(), out.report.start, out.report.end, out.idle);
+  for (std::size_t l = 0; l < by.size(); ++l) by[l].share = share[l];
   out.by_label = std::move(by);
   return out;
 }
