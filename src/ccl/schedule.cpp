@@ -84,18 +84,7 @@ void Schedule::transfer(int src, Slices from, int dst, Slices to, Combine combin
   if (to.hi - to.lo != from.hi - from.lo)
     throw InternalError(program_.name() + ": a transfer of " + std::to_string(from.hi - from.lo) + " slices into " +
                         std::to_string(to.hi - to.lo));
-  if (wire_.step <= 0 || bytes(from) <= wire_.step) {
-    step(src, from, dst, to, combine);
-    return;
-  }
-  // Steps of whole slices, each at most wire_.step (a larger slice alone).
-  std::int32_t lo = from.lo;
-  while (lo < from.hi) {
-    std::int32_t hi = lo + 1;
-    while (hi < from.hi && bytes(Slices{lo, hi + 1}) <= wire_.step) ++hi;
-    step(src, Slices{lo, hi}, dst, Slices{to.lo + (lo - from.lo), to.lo + (hi - from.lo)}, combine);
-    lo = hi;
-  }
+  for_each_step(from, to, [&](Slices a, Slices b) { step(src, a, dst, b, combine); });
 }
 
 void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
@@ -161,17 +150,11 @@ void Schedule::local_copy(int rank, Slices from, Slices to) {
   if (from.empty()) return;
   check_slices(from);
   check_slices(to);
-  if (wire_.step > 0 && bytes(from) > wire_.step && from.hi - from.lo > 1) {
-    // In steps of whole slices, as a transfer: only a step is staged on chip.
-    std::int32_t lo = from.lo;
-    while (lo < from.hi) {
-      std::int32_t hi = lo + 1;
-      while (hi < from.hi && bytes(Slices{lo, hi + 1}) <= wire_.step) ++hi;
-      local_copy(rank, Slices{lo, hi}, Slices{to.lo + (lo - from.lo), to.lo + (hi - from.lo)});
-      lo = hi;
-    }
-    return;
-  }
+  // In steps, as a transfer: only a step is staged on chip.
+  for_each_step(from, to, [&](Slices a, Slices b) { copy_step(rank, a, b); });
+}
+
+void Schedule::copy_step(int rank, Slices from, Slices to) {
   const Bytes n = bytes(from);
   const NodeId at = pe(rank);
   std::string label = "r";  // appended piece by piece (GCC 12's -Wrestrict misfires on "lit" + string&&)

@@ -139,6 +139,22 @@ class Schedule {
   }
   void collect(int rank, Slices s, bool with_readers, std::vector<OpId>& deps);
   void step(int src, Slices from, int dst, Slices to, Combine combine);  // one send/recv pair
+  void copy_step(int rank, Slices from, Slices to);                      // one local copy
+  /// Calls f(from part, to part) for each step of whole slices, each at most
+  /// wire().step bytes (a larger slice alone; no step size: all of it once).
+  template <typename F>
+  void for_each_step(Slices from, Slices to, F f) const {
+    if (wire_.step <= 0 || bytes(from) <= wire_.step) {
+      f(from, to);
+      return;
+    }
+    for (std::int32_t lo = from.lo; lo < from.hi;) {
+      std::int32_t hi = lo + 1;
+      while (hi < from.hi && bytes(Slices{lo, hi + 1}) <= wire_.step) ++hi;
+      f(Slices{lo, hi}, Slices{to.lo + (lo - from.lo), to.lo + (hi - from.lo)});
+      lo = hi;
+    }
+  }
   void check_slices(Slices s) const;
   void add_reader(int rank, Slices s, OpId op);
   void set_writer(int rank, Slices s, OpId op);
