@@ -117,12 +117,4 @@ def _figure(ctx):
         ax.legend()
     fig.suptitle(f"{ctx.params['model']}: latency against throughput")
     fig.tight_layout()
-    ctx.save_figure(fig, "latency_throughput.png") if hasattr(ctx, "save_figure") else _save(ctx, fig)
-    plt.close(fig)
-
-
-def _save(ctx, fig):
-    from kernbench.atomic_output import save_figure
-
-    save_figure(fig, ctx.out / "latency_throughput.png")
-    ctx.files.append("latency_throughput.png")
+    ctx.save_figure(fig, "latency_throughput.png")

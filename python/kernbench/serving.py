@@ -18,7 +18,6 @@ run, off the lattice, are simulated directly afterwards and the interpolation's 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,12 +98,10 @@ class IterationPricer:
         self.spec, self.system, self.dtype = spec, system, dtype or spec.dtype
         self.plan = ParallelPlan(tp=tp, pp=pp)
         self.k200 = is_k200(system)
-        if not self.k200:
-            self.plan.place(system)
+        self.device = None if self.k200 else self.plan.place(system).group(0, 0)[0]  # the plan must fit
         self.step_ps = 0.0
         if system.target == "gpu":
-            gpu = self.plan.place(system).group(0, 0)[0]
-            self.step_ps = float(_core.gpu_spec(system._core, gpu)["framework_step_ps"])
+            self.step_ps = float(_core.gpu_spec(system._core, self.device)["framework_step_ps"])
         self.calls = 0
 
     def breaks(self, max_keys: int) -> list[list[float]]:
@@ -118,8 +115,7 @@ class IterationPricer:
             return [steps, [], steps, []]
         if self.system.target != "gpu":
             return []
-        gpu = self.plan.place(self.system).group(0, 0)[0]
-        sp = _core.gpu_spec(self.system._core, gpu)
+        sp = _core.gpu_spec(self.system._core, self.device)
         chunk = int(sp["split_kv_chunk"])
         most = -(-int(sp["sms"]) // max(1, self.spec.kv_heads // self.plan.tp)) + 1
         return [[], [], [], [float(chunk * k) for k in range(1, most + 1) if chunk * k <= max_keys]]
@@ -285,28 +281,22 @@ class ServingResult:
 
     def write(self, out: str | Path, plots: bool = True) -> list[str]:
         """requests.csv, timeseries.csv, summary.json (benchmark_serving's keys), and the plots; atomically."""
-        from kernbench.atomic_output import atomic_write_bytes
+        from kernbench.atomic_output import write_csv, write_json
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         files = []
         pr = self.per_request()
-        cols = list(pr)
-        lines = [",".join(["id"] + cols)]
-        for i in range(len(self.trace)):
-            row = [str(i)]
-            for c in cols:
-                v = pr[c][i]
-                row.append(json.dumps(v) if isinstance(v, str) else ("" if isinstance(v, float) and math.isnan(v)
-                                                                    else repr(float(v)) if isinstance(v, float)
-                                                                    else str(v)))
-            lines.append(",".join(row))
-        atomic_write_bytes(out / "requests.csv", ("\n".join(lines) + "\n").encode())
+
+        def cell(v):  # a number as Python prints it; a missing value (NaN) empty
+            v = v.item() if hasattr(v, "item") else v
+            return "" if isinstance(v, float) and math.isnan(v) else v
+
+        write_csv(out / "requests.csv", ({"id": i, **{c: cell(pr[c][i]) for c in pr}} for i in range(len(self.trace))))
         ts = self.timeseries()
-        tl = [",".join(ts)] + [",".join(repr(float(ts[c][i])) for c in ts) for i in range(len(ts["time_s"]))]
-        atomic_write_bytes(out / "timeseries.csv", ("\n".join(tl) + "\n").encode())
+        write_csv(out / "timeseries.csv", ({c: float(ts[c][i]) for c in ts} for i in range(len(ts["time_s"]))))
         summ = self.summary()
-        atomic_write_bytes(out / "summary.json", (json.dumps(_finite(summ), indent=1, sort_keys=True) + "\n").encode())
+        write_json(out / "summary.json", _finite(summ))  # NaN and inf as null
         files += ["requests.csv", "timeseries.csv", "summary.json"]
         if plots:
             files += _plots(self, out)
@@ -459,9 +449,9 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
         raise ServingError("preemption=swap: the machine has no host (a cpu or host node) to swap the KV cache to; "
                            "use preemption=recompute")
     longest = int((tr.prompt + tr.output).max())
-    max_tokens = budget if scheduler not in ("static",) else int(tr.prompt.max()) * max_num_seqs
-    if scheduler == "orca":
-        max_tokens = max(budget, int(tr.prompt.max()))
+    # The most prefill tokens one iteration can hold: the budget, a whole prompt (orca), a batch of them (static).
+    max_tokens = {"static": int(tr.prompt.max()) * max_num_seqs,
+                  "orca": max(budget, int(tr.prompt.max()))}.get(scheduler, budget)
     raw = _core.serving_simulate(
         (tr.arrival_s * 1e12).round().astype(np.int64), tr.prompt, tr.output, scheduler, int(max_num_seqs), budget,
         int(block_size), blocks, preemption, int(cap["block_bytes"]), pricer, swap, int(max_tokens), longest + 1,
@@ -522,7 +512,7 @@ def _link_bytes(system) -> dict[str, int]:
     """Payload bytes per link class the fabric carried (a disaggregated run's KV transfers)."""
     ch = system._core.channels()
     out: dict[str, int] = {}
-    for cls, b in zip(ch["class"], ch["bytes"] if "bytes" in ch else [0] * len(ch["class"])):
+    for cls, b in zip(ch["class"], ch["bytes"]):
         out[cls] = out.get(cls, 0) + int(b)
     return out
 
