@@ -109,16 +109,16 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
                    params=params, flops=flops, attrs=attrs, deps=dep if isinstance(dep, list) else [dep])
 
     def norm(name, dep, rows=None):
-        T_ = T if rows is None else rows
+        t = T if rows is None else rows
         params = [ParamRef(name + ".weight", TensorSpec((H,), dtype))]
         if norm_kind == "rms":
-            return add(name, "norm", "LlamaRMSNorm", inputs=[act], outputs=[act], params=params, flops=4 * T_ * H,
-                       attrs={"elements": T_ * H, "operands": 1, "norm": "rms"}, deps=[dep])
+            return add(name, "norm", "LlamaRMSNorm", inputs=[act], outputs=[act], params=params, flops=4 * t * H,
+                       attrs={"elements": t * H, "operands": 1, "norm": "rms"}, deps=[dep])
         if bias:
             params.append(ParamRef(name + ".bias", TensorSpec((H,), dtype)))
         # the importer's count: 5 FLOPs per element to normalise, 1 each for the weight and the bias
         return add(name, "norm", "aten.layer_norm.default", inputs=[act], outputs=[act], params=params,
-                   flops=(5 + len(params)) * T_ * H, attrs={"elements": T_ * H, "operands": 1, "norm": "layer_norm"},
+                   flops=(5 + len(params)) * t * H, attrs={"elements": t * H, "operands": 1, "norm": "layer_norm"},
                    deps=[dep])
 
     def residual(name, deps):
