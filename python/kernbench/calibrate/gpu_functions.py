@@ -7,6 +7,8 @@
   model.inference  model tp pp batch prompt output precision
                                                        -> latency [ms], ttft [ms], tpot [ms],
                                                           throughput [tokens/s], throughput_per_gpu [tokens/s]
+  model.training   model dp tp pp seq micro_batch grad_accum precision sharding recompute sp
+                                                       -> tokens_per_gpu [tokens/s], step [ms], mfu
 
 Each runs on the machine of ``--config`` (or the row's / the data file's config); gpu.gemm and gpu.stream use
 its first GPU. Kernels are timed as the benchmarks that measured them time them: back to back
@@ -135,3 +137,25 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
     tput = batch * output / (latency * 1e-3)
     return {"latency": latency, "ttft": est.ttft_ms, "tpot": est.tpot_ms, "throughput": tput,
             "throughput_per_gpu": tput / (tp * pp)}
+
+
+@measurement("model.training", metrics={"tokens_per_gpu": "tokens/s", "step": "ms", "mfu": ""},
+             config="machines/h100-8x-nvswitch.yaml",
+             doc="one optimizer step: grad_accum micro-batches per dp rank (the pipeline's m with pp > 1), "
+                 "the optimizer and the exposed communication included")
+def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: int = 2048, micro_batch: int = 1,
+                   grad_accum: int = 1, precision: str = "bf16", sharding: str = "none", recompute: str = "none",
+                   sp: bool = False):
+    from kernbench import _core
+    from kernbench.workloads import ParallelPlan, estimate, get_model
+
+    spec = get_model(model)
+    system = ctx.load()
+    plan = ParallelPlan(dp=dp, tp=tp, pp=pp, sp=bool(sp), microbatches=grad_accum, sharding=sharding,
+                        recompute=recompute)
+    gpu = plan.place(system).group(0, 0)[0]
+    peak = _core.gpu_spec(system._core, gpu)["peak_flops"].get(precision)
+    if peak is None:
+        raise UsageError(f"precision {precision!r}: the GPU has no peak for it")
+    tr = estimate.training_step(spec.graph(micro_batch, seq, dtype=precision), system, plan, precision=precision)
+    return {"tokens_per_gpu": tr.tokens_per_gpu_s, "step": tr.step_ms, "mfu": tr.mfu(peak)}

@@ -41,6 +41,7 @@ from kernbench import _core
 from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.plan import ParallelPlan
+from kernbench.workloads.step import TrainingEstimate, training_step  # noqa: F401  (the training step: step.py)
 
 __all__ = ["inference", "training_step", "simulate", "reduce_blocks", "with_kv_len", "PassTime", "InferenceEstimate",
            "TrainingEstimate"]
@@ -335,74 +336,3 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
     br = {"prefill": {"by_kind": pre.by_kind, "by_part": pre.by_part}, "decode": dec_break}
     return InferenceEstimate(int(batch), int(prompt), int(decode_steps), plan, pre, steps, br,
                              time.perf_counter() - w0)
-
-
-@dataclass
-class TrainingEstimate:
-    step_ms: float
-    forward_ms: float     # active time of the forward ops (union over the step)
-    backward_ms: float
-    optimizer_ms: float
-    grad_allreduce_ms: float
-    gemm_flops: dict[str, float]   # forward / backward (backward == 2 x forward, exactly)
-    bubble: float                  # simulated: mean over stages of the idle share of the pipeline span
-    bubble_analytic: float         # (pp - 1) / (M + pp - 1)
-    plan: ParallelPlan
-    counts: dict[str, int]
-    wall_s: float
-    lowered: Lowered | None = field(default=None, repr=False)
-    #: ms per part, adding up to step_ms: each pipeline stage's timeline cut into forward, backward, optimizer,
-    #: exposed_communication (not overlapped by its compute), launch and idle (bubble with pp > 1), averaged
-    #: over the stages (Lowered.partition). forward_ms and the others above are active time (unions), which
-    #: overlap each other and need not add up.
-    parts: dict[str, float] = field(default_factory=dict)
-
-    def row(self) -> dict[str, Any]:
-        return {"dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "microbatches": self.plan.microbatches,
-                **{f"part_{k}_ms": v for k, v in sorted(self.parts.items())},
-                "step_ms": self.step_ms, "forward_ms": self.forward_ms, "backward_ms": self.backward_ms,
-                "optimizer_ms": self.optimizer_ms, "grad_allreduce_ms": self.grad_allreduce_ms,
-                "gemm_flops_forward": self.gemm_flops.get("forward", 0.0),
-                "gemm_flops_backward": self.gemm_flops.get("backward", 0.0),
-                "bubble": self.bubble, "bubble_analytic": self.bubble_analytic, "wall_s": self.wall_s}
-
-
-COMPUTE = ("forward", "backward")
-
-
-def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, precision: str | None = None,
-                  optimizer: str = "adam") -> TrainingEstimate:
-    """One training step of ``graph`` (one microbatch's forward) at ``plan``: every op lowered (forward,
-    backward, per-layer gradient all-reduce over dp overlapping the backward, Adam), 1F1B over pp stages."""
-    plan = plan or ParallelPlan()
-    w0 = time.perf_counter()
-    lo = lower(graph, system, plan, phase="train", precision=precision, optimizer=optimizer)
-    res = lo.run()
-    ms = lambda sel: lo.intervals(res, sel) / 1e9  # noqa: E731
-    t = res._core.ops()
-    st, en = t["start_ps"], t["end_ps"]
-    comp = [s for s in lo.spans if s.pass_ in COMPUTE and s.kind not in ("grad_all_reduce",)]
-    lo_t = min(int(st[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0)
-    hi_t = max(int(en[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0)
-    span = max(hi_t - lo_t, 1)
-    idle = []
-    for s in range(plan.pp):
-        busy = lo.intervals(res, lambda x, s=s: x.stage == s and x.pass_ in COMPUTE and x.kind != "grad_all_reduce")
-        idle.append(1.0 - busy / span)
-    pp, M = plan.pp, plan.microbatches
-    parts: dict[str, float] = {}
-    for stage in range(pp):  # each stage's timeline, cut; their mean adds up to the step
-        t0 = int(res._core.start_ps)
-        cut = lo.partition(res, lambda x, stage=stage: x.pass_ if x.stage == stage else None, t0,
-                           t0 + int(res.makespan_ps))
-        for k, v in cut.items():
-            k = "bubble" if k == "idle" and pp > 1 else k
-            parts[k] = parts.get(k, 0.0) + v / 1e9 / pp
-    return TrainingEstimate(
-        step_ms=res.makespan_ps / 1e9, forward_ms=ms(lambda s: s.pass_ == "forward"),
-        backward_ms=ms(lambda s: s.pass_ == "backward" and s.kind != "grad_all_reduce"),
-        optimizer_ms=ms(lambda s: s.pass_ == "optimizer"),
-        grad_allreduce_ms=ms(lambda s: s.kind == "grad_all_reduce"),
-        gemm_flops=dict(lo.gemm_flops_by_pass), bubble=sum(idle) / len(idle) if pp > 1 else 0.0,
-        bubble_analytic=(pp - 1) / (M + pp - 1), plan=plan, counts=dict(lo.counts),
-        wall_s=time.perf_counter() - w0, lowered=lo, parts=parts)

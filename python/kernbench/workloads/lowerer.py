@@ -17,7 +17,7 @@ from kernbench.workloads.plan import ParallelPlan, Placement
 from kernbench.workloads.targets import target_for
 
 __all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP", "SHARD", "SEQ",
-           "part_of", "stage_ranges"]
+           "part_of", "stage_ranges", "stage_layers"]
 
 #: Passes of an op's bytes through the vector engine, per kind (the llama layer's rmsnorm uses 2: the sum of
 #: squares, then the scaling; softmax likewise max/sum then normalise; assumed 1 for pointwise and reduce).
@@ -44,8 +44,9 @@ def part_of(name: str, graph: WorkloadGraph | None = None) -> str:
 
 
 def stage_ranges(graph: WorkloadGraph, pp: int) -> list[int]:
-    """Pipeline stage of every op: contiguous layer ranges of the graph's main block (the one with most ops);
-    ops before it on stage 0, after it on the last stage."""
+    """Pipeline stage of every op: contiguous layer ranges of the graph's main block (the one with most ops),
+    ``stage_layers`` of them per stage (or the graph's ``meta["stage_layers"]``); ops before it on stage 0,
+    after it on the last stage."""
     n = len(graph.ops)
     if pp == 1:
         return [0] * n
@@ -56,6 +57,11 @@ def stage_ranges(graph: WorkloadGraph, pp: int) -> list[int]:
     if pp > b.count:
         raise WorkloadError(f"{graph.name}: pp = {pp} pipeline stages but only {b.count} layers "
                             f"in block {b.prefix!r}")
+    counts = graph.meta.get("stage_layers") or stage_layers(b.count, pp)
+    if len(counts) != pp or sum(counts) != b.count or min(counts) < 1:
+        raise WorkloadError(f"{graph.name}: meta stage_layers {list(counts)} do not split {b.count} layers "
+                            f"over {pp} stages")
+    stage_of = [s for s, c in enumerate(counts) for _ in range(c)]
     out = []
     for i in range(n):
         if i < b.first:
@@ -63,8 +69,15 @@ def stage_ranges(graph: WorkloadGraph, pp: int) -> list[int]:
         elif i >= b.first + b.size * b.count:
             out.append(pp - 1)
         else:
-            layer = (i - b.first) // b.size
-            out.append(layer * pp // b.count)
+            out.append(stage_of[(i - b.first) // b.size])
+    return out
+
+
+def stage_layers(layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage: contiguous ranges, layer l on stage ``l * pp // layers``."""
+    out = [0] * pp
+    for layer in range(layers):
+        out[layer * pp // layers] += 1
     return out
 
 
@@ -97,6 +110,7 @@ class Lowered:
     gemm_flops_by_pass: dict[str, float] = field(default_factory=dict)
     rules: dict[str, tuple[str, int]] = field(default_factory=dict)  # matmul name -> (tp rule, ops in its GEMM)
     launches: dict[int, str] = field(default_factory=dict)  # GPU target: host-side launch op -> its GPU
+    dp_bytes: dict[str, int] = field(default_factory=dict)  # training: data-parallel collectives' bytes per rank
 
     def run(self):
         return self.program.run()
@@ -232,6 +246,7 @@ class Lowerer:
         self.leader_of: dict[int, int] = {}
         self.fused_out: dict[int, tuple] = {}
         self.rule: dict[int, tuple[str, int]] = {}  # matmul -> (tp rule, ops fused into its GEMM)
+        self.recomputing = False  # a training step's recompute: its spans and GEMM FLOPs are pass "recompute"
 
     # ---- helpers -------------------------------------------------------------------------
     def err(self, i: int, msg: str) -> WorkloadError:
@@ -255,6 +270,8 @@ class Lowerer:
 
     def span(self, i, kind, first, stage, pass_, mb, name=None):
         op = self.g.ops[i] if i >= 0 else None
+        if self.recomputing:
+            pass_ = "recompute"
         nm = name or (op.name if op else kind)
         if len(self.prog) > first:
             self.out.spans.append(Span(i, nm, kind, part_of(nm), first, len(self.prog), stage, pass_, mb))
@@ -272,6 +289,8 @@ class Lowerer:
         if min(m, n, k) < 1:
             return deps
         f = 2.0 * m * n * k
+        if self.recomputing:
+            pass_ = "recompute"
         self.out.gemm_flops += f
         self.out.gemm_flops_by_pass[pass_] = self.out.gemm_flops_by_pass.get(pass_, 0.0) + f
         self.count("gemm")
@@ -295,10 +314,11 @@ class Lowerer:
     def collective(self, what, group, nbytes, deps, name):
         if len(group) < 2 or nbytes < 1:
             return deps
-        # A ring stages each rank's share (bytes / ranks) through scratch in one move: a large buffer (a layer's
-        # gradients) is all-reduced in sequential buckets of at most 512 KiB per rank (NCCL-style chunking).
+        # SIP: a ring stages each rank's share (bytes / ranks) through scratch in one move: a large buffer (a
+        # layer's gradients) is all-reduced in sequential buckets of at most 512 KiB per rank. A GPU collective
+        # is one NCCL call whatever its size: NCCL moves it in its own steps through the channels' buffers.
         n = len(group)
-        parts = max(1, -(-int(nbytes) // (n * COLLECTIVE_SHARE)))
+        parts = 1 if self.target.name == "gpu" else max(1, -(-int(nbytes) // (n * COLLECTIVE_SHARE)))
         h = deps
         for j in range(parts):
             b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
@@ -331,12 +351,15 @@ class Lowerer:
         if miss:
             raise self.err(i, f"no lowering: attrs {', '.join(miss)} missing")
 
-    def forward(self, i, group, dep_of, state, stage, mb):
-        """Lower graph op ``i`` on ``group``; ``dep_of(d)`` gives rank-indexed handle lists of op d.
-        Returns (rank-indexed handles, output state)."""
+    def forward(self, i, group, dep_of, state, stage, mb, extra=None):
+        """Lower graph op ``i`` on ``group``; ``dep_of(d)`` gives rank-indexed handle lists of op d, ``extra``
+        (rank-indexed) what else it waits for (FSDP: its weights' gather). Returns (rank-indexed handles,
+        output state)."""
         op, tp, a = self.g.ops[i], len(group), self.g.ops[i].attrs
         self.check_attrs(i)
         deps = [sum((dep_of(d)[t] for d in op.deps), []) for t in range(tp)]
+        if extra:
+            deps = [d + list(x) for d, x in zip(deps, extra)]
         sin = self.state_in(i, state)
         first = len(self.prog)
         e = self.esize(op)
@@ -465,9 +488,10 @@ class Lowerer:
 
 
 def forward_pass(L: Lowerer, rep: int, mb: int, stages: Sequence[int], only_stage: int | None = None,
-                 memo: dict | None = None) -> dict:
+                 memo: dict | None = None, extra: Callable[[int], list | None] | None = None) -> dict:
     """The forward ops of one microbatch on replica ``rep`` (all stages, or ``only_stage``); returns the
-    memo of per-op handles and states (shared across calls of one microbatch)."""
+    memo of per-op handles and states (shared across calls of one microbatch). ``extra(i)``: rank-indexed
+    handles op ``i`` waits for besides its inputs (or None)."""
     g = L.g
     memo = memo if memo is not None else {"done": {}, "state": {}, "xfer": {}}
     done, state, xfer = memo["done"], memo["state"], memo["xfer"]
@@ -495,5 +519,5 @@ def forward_pass(L: Lowerer, rep: int, mb: int, stages: Sequence[int], only_stag
                 xfer[key] = hs
             return xfer[key]
 
-        done[i], state[i] = L.forward(i, group, dep_of, state, s, mb)
+        done[i], state[i] = L.forward(i, group, dep_of, state, s, mb, extra=extra(i) if extra else None)
     return memo

@@ -47,10 +47,19 @@ from typing import Mapping, Sequence
 
 from kernbench.workloads.graph import WorkloadError
 
-__all__ = ["ParallelPlan", "Placement", "RULES"]
+__all__ = ["ParallelPlan", "Placement", "RULES", "SHARDINGS", "RECOMPUTES"]
 
 #: The tensor-parallel rules an override may name.
 RULES = ("column", "row", "replicated")
+#: How the data-parallel replicas hold the training state (kernbench.workloads.training): ``none`` (every
+#: replica all of it; gradients all-reduced), ``zero1``/``zero2`` (the optimizer state, and with zero2 the
+#: gradients, sharded over dp: gradients reduce-scattered, Adam on the shard, the updated weights
+#: all-gathered), ``fsdp`` (FULL_SHARD / ZeRO-3: the weights too; each layer all-gathered before its forward
+#: and its backward, its gradients reduce-scattered).
+SHARDINGS = ("none", "zero1", "zero2", "fsdp")
+#: Activation recomputation in the backward, as Megatron-LM defines it (Korthikanti et al. 2022): ``selective``
+#: recomputes the attention core, ``full`` the whole forward of every layer.
+RECOMPUTES = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,8 @@ class ParallelPlan:
     """Data (``dp``), tensor (``tp``) and pipeline (``pp``) parallel degrees, sequence parallelism
     (``sp``: norms and residuals split over the tp ranks by tokens, reduce-scatter/all-gather instead of
     all-reduce), pipeline ``microbatches``, an explicit PE list (``pes``, else the machine's rank order),
-    per-op rule overrides (``rules``: name -> column/row/replicated) and the collectives' algorithm."""
+    per-op rule overrides (``rules``: name -> column/row/replicated), the collectives' algorithm, and for a
+    training step the data-parallel ``sharding`` (SHARDINGS) and activation ``recompute`` (RECOMPUTES)."""
 
     dp: int = 1
     tp: int = 1
@@ -83,6 +93,8 @@ class ParallelPlan:
     pes: Sequence[str] | None = None
     rules: Mapping[str, str] = field(default_factory=dict)
     algorithm: str = "ring"
+    sharding: str = "none"
+    recompute: str = "none"
 
     def __post_init__(self):
         for name in ("dp", "tp", "pp", "microbatches"):
@@ -91,6 +103,10 @@ class ParallelPlan:
                 raise WorkloadError(f"plan: {name} must be an integer >= 1, got {v!r}")
         if self.sp and self.tp == 1:
             raise WorkloadError("plan: sp (sequence parallelism) splits over the tensor-parallel ranks: it needs tp > 1")
+        if self.sharding not in SHARDINGS:
+            raise WorkloadError(f"plan: sharding {self.sharding!r}: expected one of {', '.join(SHARDINGS)}")
+        if self.recompute not in RECOMPUTES:
+            raise WorkloadError(f"plan: recompute {self.recompute!r}: expected one of {', '.join(RECOMPUTES)}")
         for name, rule in dict(self.rules).items():
             if rule not in RULES:
                 raise WorkloadError(f"plan: rules[{name!r}] = {rule!r}: expected one of {', '.join(RULES)}")

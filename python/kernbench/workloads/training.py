@@ -39,6 +39,7 @@ from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass
+from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "ADAM_BYTES_PER_PARAM"]
 
@@ -61,7 +62,7 @@ def one_f_one_b(pp: int, microbatches: int) -> list[list[tuple[str, int]]]:
 
 def _layer_of(graph) -> list[str]:
     """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``."""
-    out = ["outside"] * len(graph.ops)
+    out = [ROOT] * len(graph.ops)
     for b in graph.blocks:
         for inst in range(b.count):
             for i in range(b.first + inst * b.size, b.first + (inst + 1) * b.size):
@@ -114,7 +115,15 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
             res = [r] * tp
         return res
     if kind == "attention":
-        res = L.attention(i, group, deps, "backward")
+        if L.plan.recompute == "selective":  # Megatron's selective recompute: the attention core's forward again
+            L.recomputing = True
+            try:
+                res = L.attention(i, group, deps, "forward")
+                L.span(i, kind, first, stage, "forward", mb, op.name + " recompute")
+            finally:
+                L.recomputing = False
+            first = len(L.prog)
+        res = L.attention(i, group, res, "backward")
         res = L.attention(i, group, res, "backward")
     elif kind == "embedding":
         tokens, dim = int(a["tokens"]), int(a["dim"])
@@ -153,24 +162,61 @@ def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam"
     g, plan = L.g, L.plan
     pp, M = plan.pp, plan.microbatches
     layer = _layer_of(g)
+    if plan.recompute == "selective" and not any(op.kind == "attention" for op in g.ops):
+        raise WorkloadError(f"{g.name}: recompute='selective' recomputes the attention core, and the graph has no "
+                            "attention op (its attention is not one fused op); use 'full' or 'none'")
     order = one_f_one_b(pp, M)
     memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
     bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
     bx = {}
     stage_ops = [[i for i in range(len(g.ops)) if stages[i] == s] for s in range(pp)]
-    wgrad_sinks: dict[tuple, list] = {}  # (replica, layer, rank) -> the last microbatch's backward handles
+    dp = DataParallel(L, stages, layer, lambda ops: _param_bytes_per_rank(L, ops, plan.tp))
+    unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, stage) -> its ops there, in graph order
+    for i, u in enumerate(layer):
+        unit_ops.setdefault((u, stages[i]), []).append(i)
+
+    def forward(rep, s, j):
+        need = (lambda i: dp.need(rep, s, j, "forward", layer[i]) if g.ops[i].params else None)
+        forward_pass(L, rep, j, stages, only_stage=s, memo=memos[(rep, j)], extra=need)
+
+    def recompute(rep, s, j, unit, need):
+        """Megatron's full recompute: the unit's forward again, from its checkpointed input, before its backward."""
+        memo = memos[(rep, j)]
+        done, group, redone = memo["done"], L.out.placement.group(rep, s), {}
+
+        def dep_of(d):
+            return redone[d] if d in redone else done[d] if stages[d] == s else memo["xfer"][(d, s)]
+
+        L.recomputing = True
+        try:
+            for i in unit_ops[(unit, s)]:
+                redone[i], _ = L.forward(i, group, dep_of, memo["state"], s, j,
+                                         extra=need if g.ops[i].params else None)
+        finally:
+            L.recomputing = False
+        done.update(redone)  # the backward reads the recomputed activations
 
     def backward(rep, s, j):
         memo, bd = memos[(rep, j)], bdone[(rep, j)]
         group = L.out.placement.group(rep, s)
         tp = len(group)
+        need: dict[str, list[list]] = {}
+        grads: dict[str, list[list]] = {}
+        last_of = {u: ops[0] for (u, st), ops in unit_ops.items() if st == s}  # where a unit's backward ends
         for i in reversed(stage_ops[s]):
+            unit = layer[i]
+            if unit not in need:  # the unit's backward begins: its weights (FSDP), its recompute
+                need[unit] = dp.need(rep, s, j, "backward", unit)
+                if plan.recompute == "full" and unit != ROOT:
+                    recompute(rep, s, j, unit, need[unit])
             deps = [list(memo["done"][i][t]) for t in range(tp)]
+            if g.ops[i].params:
+                deps = [d + x for d, x in zip(deps, need[unit])]
             # a fused leader's GEMMs also wait for the gradients its siblings' consumers send back
-            for j in L.fused.get(i, [])[1:]:
-                if j in bd:
+            for j2 in L.fused.get(i, [])[1:]:
+                if j2 in bd:
                     for t in range(tp):
-                        deps[t] += bd[j][t]
+                        deps[t] += bd[j2][t]
             for c in L.consumers[i]:
                 if c not in bd:
                     continue
@@ -193,9 +239,12 @@ def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam"
                     for t in range(tp):
                         deps[t] += bx[key][t]
             bd[i] = backward_op(L, i, group, deps, memo["state"], s, j)
-            if j == M - 1 and g.ops[i].params:
+            if g.ops[i].params:
+                acc = grads.setdefault(unit, [[] for _ in range(tp)])
                 for t in range(tp):
-                    wgrad_sinks.setdefault((rep, layer[i], t), []).extend(bd[i][t])
+                    acc[t].extend(bd[i][t])
+            if i == last_of[unit] and unit in grads:
+                dp.gradients_done(rep, s, j, unit, grads[unit])
 
     # Append the items in an order that respects both the stages' 1F1B order and the data dependences.
     nxt = {(r, s): 0 for r in range(plan.dp) for s in range(pp)}
@@ -212,7 +261,7 @@ def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam"
                     if need is not None and need not in appended:
                         break
                     if what == "F":
-                        forward_pass(L, rep, j, stages, only_stage=s, memo=memos[(rep, j)])
+                        forward(rep, s, j)
                     else:
                         backward(rep, s, j)
                     appended.add((rep, s, what, j))
@@ -221,24 +270,14 @@ def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam"
         if not progressed:  # cannot happen for a 1F1B order; a clear error rather than a hang
             raise WorkloadError(f"{g.name}: the 1F1B schedule could not be ordered")
 
-    # Gradient all-reduce over the replicas per layer (overlapping the rest of the backward), then Adam.
-    buckets: dict[str, list[int]] = {}
-    for i, op in enumerate(g.ops):
-        if op.params:
-            buckets.setdefault(layer[i], []).append(i)
-    for name, ops in buckets.items():
-        s = stages[ops[0]]
-        for t in range(plan.tp):
-            elems = _param_bytes_per_rank(L, ops, plan.tp)
-            pes = [L.out.placement.group(r, s)[t] for r in range(plan.dp)]
-            first = len(L.prog)
-            deps = sum((wgrad_sinks.get((r, name, t), []) for r in range(plan.dp)), [])
-            grad_bytes = elems * 2  # 16-bit gradients (ADAM_BYTES_PER_PARAM)
-            ar = L.collective("all_reduce", pes, grad_bytes, deps, f"{name} grad all-reduce")
-            L.span(-1, "grad_all_reduce", first, s, "backward", M - 1, f"{name} grad all-reduce")
-            for r, pe in enumerate(pes):
-                first = len(L.prog)
-                # Adam over fp32 state: 4 load streams (grad, master, m, v), 4 stores, 4 passes.
-                L.vector(pe, elems, min(elems, 4096), 4, 4, 4, 4, f"{name} adam", ar)
-                L.span(-1, "optimizer", first, s, "optimizer", M - 1, f"{name} adam")
+    def adam(pe, elems, name, deps, s):
+        # Adam over fp32 state: 4 load streams (grad, master, m, v), 4 stores, 4 passes.
+        first = len(L.prog)
+        h = L.vector(pe, elems, min(elems, 4096), 4, 4, 4, 4, name, deps)
+        L.span(-1, "optimizer", first, s, "optimizer", M - 1, name)
+        return h
 
+    # The gradients' reductions (overlapping the rest of the backward where they can), Adam, and with ZeRO the
+    # updated weights' all-gather (kernbench.workloads.sharding).
+    dp.finish(adam)
+    L.out.dp_bytes = dict(dp.bytes)

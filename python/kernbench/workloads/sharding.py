@@ -1,0 +1,228 @@
+"""The data-parallel side of a training step: how the replicas hold and exchange weights, gradients and Adam.
+
+``ParallelPlan.sharding`` (kernbench.workloads.plan.SHARDINGS) picks one of four layouts. The unit of
+exchange is a *layer*: a block instance (``model.layers.3``), and the ops outside the blocks (embeddings,
+final norm, LM head) as one more unit, the root. Every collective runs over the ``dp`` ranks that hold the
+same tensor-parallel shard (replica r's rank t of the stage), on the machine's fabric.
+
+``none``
+    Gradients stay whole on every replica. A layer's 16-bit gradients are all-reduced once its last
+    microbatch's weight gradients are done (overlapping the backward of the layers before it), then Adam
+    updates all of the layer's parameters on every rank.
+``zero1`` / ``zero2``
+    ZeRO stages 1 and 2 (Rajbhandari et al. 2020), as Megatron-LM's distributed optimizer runs them: the
+    gradients are reduce-scattered (zero1: once, after the last microbatch, the gradients accumulated in a
+    whole buffer; zero2: after every microbatch, since a rank keeps only its shard), Adam updates the rank's
+    1/dp of the parameters, and the updated 16-bit weights are all-gathered. The bytes on the fabric are
+    an all-reduce's (a reduce-scatter then an all-gather); the optimizer's are 1/dp.
+``fsdp``
+    PyTorch FSDP's FULL_SHARD (ZeRO-3): a rank holds 1/dp of every layer's weights. Before a layer's
+    forward, and again before its backward, its weights are all-gathered; after each microbatch's backward
+    of the layer its gradients are reduce-scattered, and Adam updates the shard once the last one is done.
+    The gathers run on their own stream in the order the layers need them, one after another, and a
+    gather may start once the layer two before it has been used (FSDP's ``limit_all_gathers``: at most two
+    layers' gathered weights live at once; the root's stay gathered through a pass and are not counted).
+    That is the prefetch FSDP does: the next layer's gather overlaps this layer's compute (backward
+    prefetch ``BACKWARD_PRE``: the gather of the layer before is issued as a layer's backward begins, ahead
+    of its reduce-scatter).
+
+A rank's data-parallel collectives run one after another, in the order they are issued: PyTorch's
+ProcessGroupNCCL runs every collective of a process group on one NCCL stream per device, whichever stream
+issued it (DDP's buckets, FSDP's gathers and reduce-scatters alike). Compute overlaps them; they do not
+overlap each other.
+
+The gradients and gathered weights are 16-bit (the reduce dtype is the parameter dtype: FSDP's
+``MixedPrecision(param_dtype=bf16, reduce_dtype=bf16)``; assumed). Adam (training.ADAM_BYTES_PER_PARAM)
+reads and writes fp32 state of the rank's parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+__all__ = ["DataParallel", "ROOT"]
+
+#: The unit of the ops outside the repeated blocks.
+ROOT = "outside"
+
+
+class _Stream:
+    """One dp group's collectives in issue order (one NCCL stream): each waits for the one issued before it.
+
+    A place in the order is taken when the collective is issued (``reserve``); the collective itself may be
+    appended later (``fill``: a reduce-scatter needs every replica's gradients, lowered later than the first
+    replica's issue). Each collective starts behind gates, one barrier per rank, so what it waits for can be
+    added after the fact."""
+
+    def __init__(self, L):
+        self.L = L
+        self.entries: list[list] = []  # [gates, handle] (None until filled)
+
+    def reserve(self) -> int:
+        self.entries.append([None, None])
+        return len(self.entries) - 1
+
+    def fill(self, idx: int, gates: list[int], handle) -> None:
+        self.entries[idx] = [gates, handle]
+        if idx > 0 and self.entries[idx - 1][1] is not None:
+            self._link(gates, self.entries[idx - 1][1])
+        if idx + 1 < len(self.entries) and self.entries[idx + 1][0] is not None:
+            self._link(self.entries[idx + 1][0], handle)
+
+    def _link(self, gates: list[int], handle) -> None:
+        for h in handle:
+            for op in (h.sinks if hasattr(h, "sinks") else [h]):
+                self.L.prog.depend(gates[0], int(op))
+
+
+class DataParallel:
+    """One training step's data-parallel exchanges, appended to a Lowerer's program as the step is lowered.
+
+    The training lowering calls ``need(...)`` before an op that reads a layer's weights (FSDP: the gather
+    it waits for), ``gradients_done(...)`` after a layer's backward on a microbatch, and ``finish(...)``
+    once every backward is lowered (the remaining reductions and the optimizer)."""
+
+    def __init__(self, L, stages: Sequence[int], unit_of: Sequence[str], param_elems):
+        self.L, self.plan = L, L.plan
+        self.mode = L.plan.sharding
+        self.active = L.plan.dp > 1
+        self.units: dict[str, list[int]] = {}
+        for i, op in enumerate(L.g.ops):
+            if op.params:
+                self.units.setdefault(unit_of[i], []).append(i)
+        self.elems = {u: param_elems(ops) for u, ops in self.units.items()}  # per tensor-parallel rank
+        self.stage_of = {u: stages[ops[0]] for u, ops in self.units.items()}
+        self.streams: dict[tuple[int, int], _Stream] = {}       # (s, t) -> the dp group's stream
+        self.gathers: dict[tuple, tuple[list[int], list]] = {}   # (s, t, mb, pass, unit) -> (gates, handle)
+        self.order: dict[tuple[int, int], list[tuple]] = {}      # (s, t) -> gather keys in issue order
+        self.started: dict[tuple, list] = {}                     # (key, rep) -> rank's chain when it began using it
+        self.wgrads: dict[tuple, list] = {}                      # (rep, unit, t, mb) -> backward handles
+        self.reduce_at: dict[tuple, int] = {}                    # (unit, t, mb) -> its reduction's stream place
+        self.backward_order: list[str] = []                      # units as the last microbatch's backward ends them
+        self.bytes: dict[str, int] = {}                          # per kind: bytes per rank the collectives carry
+
+    @property
+    def sharded(self) -> bool:
+        return self.mode != "none"
+
+    def group(self, s: int, t: int) -> list[str]:
+        """The dp group of tensor-parallel rank ``t`` of stage ``s``: that rank of every replica."""
+        return [self.L.out.placement.group(r, s)[t] for r in range(self.plan.dp)]
+
+    def stream(self, s: int, t: int) -> _Stream:
+        if (s, t) not in self.streams:
+            self.streams[(s, t)] = _Stream(self.L)
+        return self.streams[(s, t)]
+
+    def _collective(self, what: str, s: int, t: int, place: int, nbytes: int, deps: list, name: str, pass_: str,
+                    mb: int) -> tuple[list[int], list]:
+        """One collective over the dp group at ``place`` on its stream, after its data ``deps``."""
+        L = self.L
+        gates = [L.prog.barrier(pe, [], name=name + " issue") for pe in self.group(s, t)]
+        first = len(L.prog)
+        h = L.collective(what, self.group(s, t), nbytes, gates + list(deps), name)
+        L.span(-1, "grad_all_reduce" if what == "all_reduce" else what, first, s, pass_, mb, name)
+        self.bytes[what] = self.bytes.get(what, 0) + int(nbytes)
+        self.stream(s, t).fill(place, gates, h)
+        return gates, h
+
+    # ---- FSDP: the weights gathered before use ------------------------------------------------------------
+    def need(self, rep: int, s: int, mb: int, pass_: str, unit: str) -> list[list]:
+        """Per tensor-parallel rank of replica ``rep``'s stage ``s``: what a use of ``unit``'s weights in
+        ``pass_`` (forward, or backward and its recompute) of microbatch ``mb`` waits for. Only FSDP waits."""
+        tp = self.plan.tp
+        if self.mode != "fsdp" or not self.active or unit not in self.units:
+            return [[] for _ in range(tp)]
+        out = []
+        for t in range(tp):
+            key = (s, t, mb, pass_, unit)
+            if key not in self.gathers:
+                self._gather(key)
+            pe = self.L.out.placement.group(rep, s)[t]
+            if (key, rep) not in self.started:
+                # this rank begins using the unit: what it ran before is done with the unit two back
+                self.started[(key, rep)] = list(self.L.chain.get(pe, []))
+                self._gate_next(key, rep)
+            out.append(list(self.gathers[key][1]))
+        return out
+
+    def _gather(self, key: tuple) -> None:
+        s, t, mb, pass_, unit = key
+        place = self.stream(s, t).reserve()
+        self.gathers[key] = self._collective("all_gather", s, t, place, 2 * self.elems[unit], [],
+                                             f"{unit} weights all-gather", pass_, mb)
+        if unit == ROOT:
+            return
+        seq = self.order.setdefault((s, t), [])
+        seq.append(key)
+        if len(seq) >= 2:  # the rate limit: this gather waits until each rank has begun the previous one's unit
+            for rep in range(self.plan.dp):
+                if (seq[-2], rep) in self.started:
+                    self._gate(key, rep, self.started[(seq[-2], rep)])
+
+    def _gate_next(self, key: tuple, rep: int) -> None:
+        """Rank ``rep`` began ``key``'s unit: the gather after it may go once the rank got here."""
+        seq = self.order.get(key[:2], [])
+        if key in seq:
+            k = seq.index(key)
+            if k + 1 < len(seq):
+                self._gate(seq[k + 1], rep, self.started[(key, rep)])
+
+    def _gate(self, key: tuple, rep: int, handles: list) -> None:
+        gate = self.gathers[key][0][rep]
+        for h in handles:
+            for op in (h.sinks if hasattr(h, "sinks") else [h]):
+                self.L.prog.depend(gate, int(op))
+
+    # ---- gradients --------------------------------------------------------------------------------------
+    def gradients_done(self, rep: int, s: int, mb: int, unit: str, handles: list[list]) -> None:
+        """Replica ``rep``'s weight gradients of ``unit`` on microbatch ``mb`` are ``handles`` (per tp rank).
+        The first replica's report is where the reduction is issued; FSDP and zero2 reduce-scatter each
+        microbatch's once every replica's are in, the others reduce the last one's in finish()."""
+        last = mb == self.plan.microbatches - 1
+        per_mb = self.mode in ("fsdp", "zero2")
+        for t, hs in enumerate(handles):
+            self.wgrads.setdefault((rep, unit, t, mb), []).extend(hs)
+        if not self.active:
+            return
+        for t in range(self.plan.tp):
+            if rep == 0 and (per_mb or last):
+                self.reduce_at[(unit, t, mb)] = self.stream(s, t).reserve()
+        if rep == 0 and last:
+            self.backward_order.append(unit)
+        if not per_mb or any((r, unit, 0, mb) not in self.wgrads for r in range(self.plan.dp)):
+            return
+        for t in range(self.plan.tp):
+            self.wgrads[("rs", unit, t, mb)] = self._reduce("reduce_scatter", unit, t, mb)
+
+    def _reduce(self, what: str, unit: str, t: int, mb: int) -> list:
+        s = self.stage_of[unit]
+        deps = [h for r in range(self.plan.dp) for h in self.wgrads.get((r, unit, t, mb), [])]
+        name = f"{unit} grad " + ("all-reduce" if what == "all_reduce" else "reduce-scatter")
+        return self._collective(what, s, t, self.reduce_at[(unit, t, mb)], 2 * self.elems[unit], deps, name,
+                                "backward", mb)[1]
+
+    def finish(self, adam) -> None:
+        """The last reductions and the optimizer, per unit (in the order the backward finished them) and
+        tensor-parallel rank: ``adam(pe, elements, name, deps, stage)`` lowers Adam over a rank's parameters."""
+        plan, last = self.plan, self.plan.microbatches - 1
+        dp = plan.dp
+        order = self.backward_order + [u for u in self.units if u not in self.backward_order]
+        updated = []
+        for unit in order:
+            s = self.stage_of[unit]
+            for t in range(plan.tp):
+                elems = self.elems[unit]
+                if not self.active:
+                    ready = self.wgrads.get((0, unit, t, last), [])
+                elif self.mode in ("none", "zero1"):
+                    ready = self._reduce("all_reduce" if self.mode == "none" else "reduce_scatter", unit, t, last)
+                else:
+                    ready = self.wgrads[("rs", unit, t, last)]
+                shard = -(-elems // dp) if self.sharded else elems
+                done = [adam(pe, shard, f"{unit} adam", ready, s) for pe in self.group(s, t)]
+                updated.append((unit, s, t, [h for d in done for h in d]))
+        if self.active and self.mode in ("zero1", "zero2"):  # the updated weights gathered, on the same stream
+            for unit, s, t, deps in updated:
+                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems[unit], deps,
+                                 f"{unit} weights all-gather", "optimizer", last)

@@ -1,0 +1,227 @@
+"""A training step's estimate (``estimate.training_step``), and the reuse that keeps its run graph small.
+
+    from kernbench.workloads import estimate, get_model, ParallelPlan
+    g = get_model("mpt-7b").graph(6, 2048)
+    tr = estimate.training_step(g, system, ParallelPlan(dp=8, sharding="fsdp"))
+    tr.step_ms, tr.parts, tr.tokens_per_gpu_s, tr.reuse
+
+Reuse (``reuse=True``, the default). A step of ``n`` identical layers per pipeline stage is a periodic
+schedule: past the first layers of a stage, one more layer adds the same ops at the same offsets (its
+forward, its backward, its gradient exchange overlapping the layer before it), so every additive figure of
+the step -- its makespan, each part of its breakdown, the active time of each pass, the FLOPs, the kernel
+counts, the bytes exchanged -- grows by the same amount per layer. The step is simulated with ``c``,
+``c + 1`` and ``c + 2`` layers per stage (each stage keeps its difference from the others); when the two
+increments of the makespan are equal to the picosecond the schedule is periodic there, and every figure is
+extrapolated from ``c + 2`` to the real count. When they are not (the fill of a deep pipeline, a step
+whose host launches fall behind late), the window moves up by a layer, and after three windows the whole
+step is simulated. Every collective of the simulated layers runs on the fabric, with the contention of
+everything else in flight; no figure is scaled by a factor. ``reuse=False`` simulates every layer.
+``TrainingEstimate.reuse`` says which was done and how many program ops each simulation had.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kernbench.workloads.graph import Block, WorkloadError, WorkloadGraph
+from kernbench.workloads.lower import Lowered, lower
+from kernbench.workloads.lowerer import stage_layers
+from kernbench.workloads.plan import ParallelPlan
+
+__all__ = ["TrainingEstimate", "training_step", "with_layers", "COMPUTE"]
+
+#: How close the makespan's two increments must be for the schedule to count as periodic (relative to the
+#: increment). Where a stage's collectives run alone on the fabric and its kernels outlast their launches the
+#: increments are equal to the picosecond (dp replicas with unsharded or FSDP gradients at tp 1, a pipeline of
+#: equal stages), and so is the extension. Where flows of different collectives share links, or host launches
+#: and short kernels interleave, successive increments differ by up to a few 1e-4 of a layer (the flow fabric's
+#: max-min rates are doubles, summed in the order flows come and go), and a few layers later a regime may shift
+#: the whole step by up to about 1 % (MPT-7B at FSDP dp 8: docs/model-estimates.md); reuse=False is exact.
+PERIODIC = 1e-3
+
+#: The passes whose spans are a stage's compute (the recompute of activations is part of the backward's time).
+COMPUTE = ("forward", "backward", "recompute")
+
+
+@dataclass
+class TrainingEstimate:
+    step_ms: float
+    forward_ms: float     # active time of the forward ops (union over the step)
+    backward_ms: float
+    optimizer_ms: float
+    grad_allreduce_ms: float
+    gemm_flops: dict[str, float]   # forward / backward (backward == 2 x forward, exactly) / recompute
+    bubble: float                  # simulated: mean over stages of the idle share of the pipeline span
+    bubble_analytic: float         # (pp - 1) / (M + pp - 1)
+    plan: ParallelPlan
+    counts: dict[str, int]
+    wall_s: float
+    lowered: Lowered | None = field(default=None, repr=False)
+    #: ms per part, adding up to step_ms: each pipeline stage's timeline cut into forward, backward, recompute,
+    #: optimizer, exposed_communication (not overlapped by its compute), launch and idle (bubble with pp > 1),
+    #: averaged over the stages (Lowered.partition). forward_ms and the others above are active time (unions),
+    #: which overlap each other and need not add up.
+    parts: dict[str, float] = field(default_factory=dict)
+    tokens: int = 0            # tokens per optimizer step, all replicas: dp x microbatches x the graph's tokens
+    model_flops: float = 0.0   # the model's FLOPs per step without recompute: 3 x the forward's (graph op FLOPs)
+    dp_bytes: dict[str, int] = field(default_factory=dict)  # data-parallel collectives: buffer bytes per rank
+    #: layers (of the main block), mode ("full" or "extrapolated"), simulated (layers per stage of each run),
+    #: ops (program ops of each run)
+    reuse: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        return self.plan.size
+
+    @property
+    def tokens_per_gpu_s(self) -> float:
+        """Training throughput per GPU (tokens/s): tokens per step / step / GPUs."""
+        return self.tokens / (self.step_ms * 1e-3) / self.gpus if self.step_ms > 0 else 0.0
+
+    def mfu(self, peak_flops: float) -> float:
+        """Model FLOPs utilisation: model FLOPs (without recompute) / (step x GPUs x ``peak_flops`` per GPU)."""
+        return self.model_flops / (self.step_ms * 1e-3 * self.gpus * peak_flops)
+
+    def row(self) -> dict[str, Any]:
+        return {"dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "microbatches": self.plan.microbatches,
+                "sharding": self.plan.sharding, "recompute": self.plan.recompute,
+                **{f"part_{k}_ms": v for k, v in sorted(self.parts.items())},
+                "step_ms": self.step_ms, "forward_ms": self.forward_ms, "backward_ms": self.backward_ms,
+                "optimizer_ms": self.optimizer_ms, "grad_allreduce_ms": self.grad_allreduce_ms,
+                "gemm_flops_forward": self.gemm_flops.get("forward", 0.0),
+                "gemm_flops_backward": self.gemm_flops.get("backward", 0.0),
+                "gemm_flops_recompute": self.gemm_flops.get("recompute", 0.0),
+                "tokens_per_gpu_s": self.tokens_per_gpu_s, "bubble": self.bubble,
+                "bubble_analytic": self.bubble_analytic, "ops_simulated": sum(self.reuse.get("ops", [])),
+                "wall_s": self.wall_s}
+
+
+def _main_block(graph: WorkloadGraph) -> Block | None:
+    return max(graph.blocks, key=lambda b: b.size * b.count) if graph.blocks else None
+
+
+def with_layers(graph: WorkloadGraph, per_stage: list[int]) -> WorkloadGraph:
+    """The graph with its main block cut to ``sum(per_stage)`` instances (the first ones; ops after the block
+    read the last kept instance), the stages holding ``per_stage`` of them (``meta["stage_layers"]``)."""
+    b = _main_block(graph)
+    keep = sum(per_stage)
+    if b is None or not 1 <= keep <= b.count:
+        raise WorkloadError(f"{graph.name}: cannot keep {keep} layers of its main block")
+    cut_lo, cut_hi = b.first + keep * b.size, b.first + b.count * b.size
+    shift = cut_hi - cut_lo
+
+    def remap(d):
+        if d < cut_lo:
+            return d
+        if d < cut_hi:  # a removed instance: the same op of the last kept one
+            return cut_lo - b.size + (d - b.first) % b.size
+        return d - shift
+
+    ops = [replace(op, deps=tuple(sorted({remap(d) for d in op.deps})))
+           for i, op in enumerate(graph.ops) if not cut_lo <= i < cut_hi]
+    blocks = [Block(b.prefix, b.first, b.end, keep)] + [x for x in graph.blocks if x is not b and x.end <= b.first]
+    return WorkloadGraph(f"{graph.name} ({keep} layers)", ops, source=graph.source, inputs=graph.inputs,
+                         blocks=blocks, meta={**graph.meta, "stage_layers": list(per_stage)})
+
+
+def _measure(graph, system, plan, precision, optimizer) -> tuple[dict[str, float], Lowered]:
+    """One simulated step: every additive figure of it (ps, FLOPs, counts, bytes), by name."""
+    lo = lower(graph, system, plan, phase="train", precision=precision, optimizer=optimizer)
+    res = lo.run()
+    q: dict[str, float] = {"step": float(res.makespan_ps), "ops": float(len(lo.program))}
+    q["forward"] = lo.intervals(res, lambda s: s.pass_ == "forward")
+    q["backward"] = lo.intervals(res, lambda s: s.pass_ in ("backward", "recompute") and s.kind != "grad_all_reduce")
+    q["optimizer"] = lo.intervals(res, lambda s: s.pass_ == "optimizer")
+    q["grad_all_reduce"] = lo.intervals(res, lambda s: s.kind == "grad_all_reduce")
+    t = res._core.ops()
+    st, en = t["start_ps"], t["end_ps"]
+    comp = [s for s in lo.spans if s.pass_ in COMPUTE and s.kind != "grad_all_reduce"]
+    q["span"] = float(max(int(en[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0) -
+                      min(int(st[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0))
+    t0 = int(res._core.start_ps)
+    for stage in range(plan.pp):
+        q[f"busy.{stage}"] = lo.intervals(res, lambda x, stage=stage: x.stage == stage and x.pass_ in COMPUTE
+                                          and x.kind != "grad_all_reduce")
+        cut = lo.partition(res, lambda x, stage=stage: x.pass_ if x.stage == stage else None, t0,
+                           t0 + int(res.makespan_ps))
+        for k, v in cut.items():
+            k = "bubble" if k == "idle" and plan.pp > 1 else k
+            q[f"part.{k}"] = q.get(f"part.{k}", 0.0) + v / plan.pp
+    for k, v in lo.gemm_flops_by_pass.items():
+        q[f"flops.{k}"] = v
+    for k, v in lo.counts.items():
+        q[f"count.{k}"] = float(v)
+    for k, v in lo.dp_bytes.items():
+        q[f"bytes.{k}"] = float(v)
+    return q, lo
+
+
+def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, precision: str | None = None,
+                  optimizer: str = "adam", reuse: bool = True) -> TrainingEstimate:
+    """One training step of ``graph`` (one microbatch's forward) at ``plan``: forward, backward (with the plan's
+    recompute), the data-parallel exchange of the plan's sharding overlapping the backward, Adam, 1F1B over pp
+    stages (kernbench.workloads.training, .sharding). ``reuse``: simulate a few layers per stage and extend the
+    periodic schedule (the module doc), else every layer. Runs on ``system`` (advances its clock)."""
+    plan = plan or ParallelPlan()
+    w0 = time.perf_counter()
+    plan.place(system)
+    b = _main_block(graph)
+    full = stage_layers(b.count, plan.pp) if b is not None and b.count >= plan.pp else None
+    q = lo = None
+    info: dict[str, Any] = {"layers": b.count if b else 0, "mode": "full", "simulated": [], "ops": []}
+    if reuse and full is not None and min(full) > 4:
+        sims: dict[int, tuple[dict, Lowered]] = {}
+
+        def at(c):  # the step with c layers on the smallest stage, each stage keeping its difference
+            if c not in sims:
+                counts = [n - (min(full) - c) for n in full]
+                sims[c] = _measure(with_layers(graph, counts), system, plan, precision, optimizer)
+                info["simulated"].append(counts)
+                info["ops"].append(int(sims[c][0]["ops"]))
+            return sims[c][0]
+
+        for c in (2, 3, 4):
+            if c + 2 >= min(full):
+                break
+            a, b1, b2 = at(c), at(c + 1), at(c + 2)
+            d1, d2 = b1["step"] - a["step"], b2["step"] - b1["step"]
+            info["residual_ps"] = d2 - d1
+            if abs(d2 - d1) <= PERIODIC * abs(d2):
+                n = min(full) - (c + 2)
+                q = {k: b2.get(k, 0.0) + n * (b2.get(k, 0.0) - b1.get(k, 0.0)) for k in set(b1) | set(b2)}
+                q["ops"] = b2["ops"]
+                lo = sims[c + 2][1]
+                info["mode"] = "extrapolated"
+                break
+    if q is None:
+        q, lo = _measure(graph, system, plan, precision, optimizer)
+        info["simulated"].append(full or [])
+        info["ops"].append(int(q["ops"]))
+    pp, M = plan.pp, plan.microbatches
+    span = max(q["span"], 1.0)
+    idle = [1.0 - q.get(f"busy.{s}", 0.0) / span for s in range(pp)]
+    tokens = plan.dp * M * int(graph.meta.get("tokens", 0) or _tokens(graph))
+    fwd_flops = sum(op.flops for op in graph.ops)
+    return TrainingEstimate(
+        step_ms=q["step"] / 1e9, forward_ms=q["forward"] / 1e9, backward_ms=q["backward"] / 1e9,
+        optimizer_ms=q["optimizer"] / 1e9, grad_allreduce_ms=q["grad_all_reduce"] / 1e9,
+        gemm_flops={k[6:]: v for k, v in q.items() if k.startswith("flops.")},
+        bubble=sum(idle) / len(idle) if pp > 1 else 0.0, bubble_analytic=(pp - 1) / (M + pp - 1), plan=plan,
+        counts={k[6:]: int(round(v)) for k, v in q.items() if k.startswith("count.")},
+        wall_s=time.perf_counter() - w0, lowered=lo,
+        parts={k[5:]: v / 1e9 for k, v in q.items() if k.startswith("part.")},
+        tokens=tokens, model_flops=3.0 * fwd_flops * M * plan.dp,
+        dp_bytes={k[6:]: int(round(v)) for k, v in q.items() if k.startswith("bytes.")}, reuse=info)
+
+
+def _tokens(graph: WorkloadGraph) -> int:
+    """Tokens of one microbatch: the first embedding's, else the first matmul's rows."""
+    for op in graph.ops:
+        if op.kind == "embedding":
+            return int(op.attrs["tokens"])
+    for op in graph.ops:
+        if op.kind == "matmul":
+            return int(op.attrs["m"]) * int(op.attrs.get("batch", 1))
+    return 0
