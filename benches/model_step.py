@@ -18,8 +18,9 @@ kernbench.workloads.estimate (docs/model-estimates.md):
              ``decode_steps`` steps with the KV cache growing; one decoder
              layer simulated per KV length and reused for the others;
   training   one step of ``train_layers`` decoder layers (every op lowered:
-             forward, backward = 2 x the forward GEMMs, per-layer gradient
-             all-reduce over dp overlapping the backward, Adam), 1F1B over pp
+             forward, backward = 2 x the forward GEMMs, the data-parallel
+             exchange of ``sharding`` -- none, zero1, zero2, fsdp -- overlapping
+             the backward, Adam; ``recompute`` none, selective or full), 1F1B over pp
              stages with ``microbatches``; its simulated bubble beside
              (pp - 1) / (M + pp - 1); ``train_head`` adds the embedding and the
              LM head to the hand-built graph (off in the smoke size; the
@@ -81,6 +82,8 @@ def _fit_plan(ctx, system, dp: int, tp: int, pp: int, what: str) -> tuple[int, i
         "batch": 8, "prompt": 512, "decode_steps": 128, "kv_samples": 5, "layers": 0,
         "train_dp": 2, "train_tp": 8, "train_pp": 2, "microbatches": 4, "train_batch": 1, "train_seq": 256,
         "train_layers": 4, "train_head": True,
+        "sharding": Param("none", choices=["none", "zero1", "zero2", "fsdp"]),
+        "recompute": Param("none", choices=["none", "selective", "full"]),
         "sips": 1,
     },
     uses_config=True,
@@ -131,9 +134,10 @@ def model_step(ctx):
         try:
             system = ctx.load_system(machine, shaped_by=sips)
             dp, tp, pp = _fit_plan(ctx, system, p["train_dp"], p["train_tp"], p["train_pp"], "training")
-            plan = ParallelPlan(dp=dp, tp=tp, pp=pp, microbatches=p["microbatches"])
+            plan = ParallelPlan(dp=dp, tp=tp, pp=pp, microbatches=p["microbatches"], sharding=p["sharding"],
+                                recompute=p["recompute"])
             name = (f"training {p['model']} dp={dp} tp={tp} pp={pp} M={p['microbatches']} "
-                    f"layers={p['train_layers']}")
+                    f"layers={p['train_layers']} sharding={p['sharding']} recompute={p['recompute']}")
             from kernbench.workloads import handbuilt
 
             dims = dict(handbuilt.LLAMA3_8B if p["model"] == "llama3_8b" else handbuilt.LLAMA3_70B)
@@ -147,12 +151,14 @@ def model_step(ctx):
                                           embed=bool(p["train_head"]), head=bool(p["train_head"]))
             tr = estimate.training_step(g, system, plan)
             row = {"name": name, "mode": "training", "source": p["source"], **tr.row(), "counts": tr.counts,
-                   "time_ms": tr.step_ms, "gemm_flops": sum(tr.gemm_flops.values())}
+                   "time_ms": tr.step_ms, "gemm_flops": tr.gemm_flops.get("forward", 0.0) +
+                   tr.gemm_flops.get("backward", 0.0)}
             results.append(row)
             parts = ", ".join(f"{k} {v:.3f}" for k, v in sorted(tr.parts.items(), key=lambda kv: -kv[1]))
             ctx.log(f"  {name}: step {tr.step_ms:.3f} ms = {parts} (mean over stages; active: fwd "
                     f"{tr.forward_ms:.3f}, bwd {tr.backward_ms:.3f}, adam {tr.optimizer_ms:.3f}), bubble "
-                    f"{tr.bubble:.3f} (analytic {tr.bubble_analytic:.3f}), {tr.wall_s:.1f} s wall")
+                    f"{tr.bubble:.3f} (analytic {tr.bubble_analytic:.3f}), {tr.tokens_per_gpu_s:.0f} tokens/s per "
+                    f"GPU; {tr.reuse['mode']} from {tr.reuse['ops']} program ops, {tr.wall_s:.1f} s wall")
         except Exception as e:
             failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
             ctx.log(f"  {name} FAILED: {type(e).__name__}: {e}")

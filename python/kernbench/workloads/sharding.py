@@ -26,10 +26,11 @@ same tensor-parallel shard (replica r's rank t of the stage), on the machine's f
     prefetch ``BACKWARD_PRE``: the gather of the layer before is issued as a layer's backward begins, ahead
     of its reduce-scatter).
 
-A rank's data-parallel collectives run one after another, in the order they are issued: PyTorch's
+On a GPU a rank's data-parallel collectives run one after another, in the order they are issued: PyTorch's
 ProcessGroupNCCL runs every collective of a process group on one NCCL stream per device, whichever stream
 issued it (DDP's buckets, FSDP's gathers and reduce-scatters alike). Compute overlaps them; they do not
-overlap each other.
+overlap each other. On the SIP machine each collective is its own IPCQ program and waits only for its data
+(and, under FSDP, the rate limit), so the buckets' exchanges share the fabric at once, as they always did.
 
 The gradients and gathered weights are 16-bit (the reduce dtype is the parameter dtype: FSDP's
 ``MixedPrecision(param_dtype=bf16, reduce_dtype=bf16)``; assumed). Adam (training.ADAM_BYTES_PER_PARAM)
@@ -54,8 +55,8 @@ class _Stream:
     replica's issue). Each collective starts behind gates, one barrier per rank, so what it waits for can be
     added after the fact."""
 
-    def __init__(self, L):
-        self.L = L
+    def __init__(self, L, serial: bool):
+        self.L, self.serial = L, serial
         self.entries: list[list] = []  # [gates, handle] (None until filled)
 
     def reserve(self) -> int:
@@ -64,6 +65,8 @@ class _Stream:
 
     def fill(self, idx: int, gates: list[int], handle) -> None:
         self.entries[idx] = [gates, handle]
+        if not self.serial:
+            return
         if idx > 0 and self.entries[idx - 1][1] is not None:
             self._link(gates, self.entries[idx - 1][1])
         if idx + 1 < len(self.entries) and self.entries[idx + 1][0] is not None:
@@ -111,7 +114,7 @@ class DataParallel:
 
     def stream(self, s: int, t: int) -> _Stream:
         if (s, t) not in self.streams:
-            self.streams[(s, t)] = _Stream(self.L)
+            self.streams[(s, t)] = _Stream(self.L, self.L.target.name == "gpu")
         return self.streams[(s, t)]
 
     def _collective(self, what: str, s: int, t: int, place: int, nbytes: int, deps: list, name: str, pass_: str,

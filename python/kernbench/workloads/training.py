@@ -10,16 +10,20 @@ The backward pass is derived from the forward graph, op by op in reverse
   an all-reduce of ``m x k`` follows; a row-parallel one needs none);
 * a conv: the same two GEMMs of its im2col shape;
 * attention: two forward attention programs (the backward's dQ, dK, dV, dS
-  matmuls are 2x the forward's two; recomputation is not modelled);
+  matmuls are 2x the forward's two);
 * elementwise, norm, softmax, reduce, embedding: the forward's vector pipeline
   with one more load stream (the incoming gradient) -- the saved activations
   re-read, the input gradient written; copies repeat their DMA; views are free.
 
-Gradients: per layer (a block instance, or the ops outside the blocks) the
-wgrads of the last microbatch are followed by an all-reduce over the ``dp``
-replicas of the layer's parameter bytes per rank (tp-sharded where the
-weight is), which waits only for those wgrads, so it overlaps the backward of
-the earlier layers; the optimizer step of that layer follows it.
+Gradients and weights across the ``dp`` replicas: per layer (a block instance, or the ops outside the
+blocks), as ``ParallelPlan.sharding`` says (kernbench.workloads.sharding): an all-reduce of the layer's
+gradients (none), a reduce-scatter and an all-gather of the updated weights (zero1, zero2), or FSDP's
+gathers before the layer's forward and backward and a reduce-scatter after it; each overlaps the backward
+of the earlier layers, and the layer's optimizer step follows its reduction, on the rank's shard.
+
+Recompute (``ParallelPlan.recompute``, Megatron-LM's): ``full`` lowers each layer's forward again right
+before its backward, from the layer's input; ``selective`` the attention op's forward before its backward.
+The recomputed ops are pass ``recompute``.
 
 Optimizer (Adam, mixed precision; assumed, the usual Megatron layout): per
 parameter a bf16/fp16 weight and gradient plus fp32 master weight, m and v
