@@ -55,7 +55,7 @@ __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges"]
 def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, phase: str = "inference",
           program: Program | None = None, precision: str | None = None, fuse: bool = True,
           attention_tiles: tuple[int, int] = (256, 256), optimizer: str = "adam",
-          launch: str | None = None) -> Lowered:
+          launch: str | None = None, mirror_replicas: bool = False) -> Lowered:
     """Place ``graph`` on ``system`` by ``plan`` and append it to ``program`` (a new one when None).
 
     ``phase``: ``inference`` (forward only: every microbatch through the pipeline stages) or ``train``
@@ -63,7 +63,8 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     kernbench.workloads.training). ``precision`` overrides every op's compute type (default: the op's
     dtype). The graph is one microbatch: ``plan.microbatches`` of them run. Each op becomes the kernel the
     machine's target gives it (kernbench.workloads.targets, by ``pe.target``); ``launch`` (``host`` or
-    ``graph``, GPU target only) says how its kernels are launched (default ``host``).
+    ``graph``, GPU target only) says how its kernels are launched (default ``host``). ``mirror_replicas``
+    (train): replicas past the first reuse its compute ops and append only their collectives and transfers.
     """
     plan = plan or ParallelPlan()
     if phase not in ("inference", "train"):
@@ -73,7 +74,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
                  launch=launch)
     stages = stage_ranges(graph, plan.pp)
     if phase == "train":
-        lower_training(L, stages, optimizer=optimizer)
+        lower_training(L, stages, optimizer=optimizer, mirror=mirror_replicas)
         return L.out
     for rep in range(plan.dp):
         for mb in range(plan.microbatches):

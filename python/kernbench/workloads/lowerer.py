@@ -247,6 +247,7 @@ class Lowerer:
         self.fused_out: dict[int, tuple] = {}
         self.rule: dict[int, tuple[str, int]] = {}  # matmul -> (tp rule, ops fused into its GEMM)
         self.recomputing = False  # a training step's recompute: its spans and GEMM FLOPs are pass "recompute"
+        self.mirror = False       # mirror_replicas(): replicas > 0 reuse replica 0's compute
 
     # ---- helpers -------------------------------------------------------------------------
     def err(self, i: int, msg: str) -> WorkloadError:
@@ -281,9 +282,45 @@ class Lowerer:
 
     def step(self, pe: str, fn: Callable[[list], Any], deps: list) -> list:
         """A compute step on ``pe``: after its previous step and ``deps``; becomes the PE's chain."""
+        if self.mirror:
+            return self._mirrored(pe, lambda: [fn(self.chain.get(pe, []) + deps)])
         h = fn(self.chain.get(pe, []) + deps)
         self.chain[pe] = [h]
         return [h]
+
+    def mirror_replicas(self) -> None:
+        """From now on replica r > 0 runs no compute of its own: its k-th compute step on rank (stage, t) is
+        replica 0's k-th there (the same kernel at the same time, since the replicas are identical), and only
+        its collectives and transfers are appended. Replica 0 must be lowered ahead of the others."""
+        self.mirror = True
+        self._rank = {pe: (r, s, t) for r, rep in enumerate(self.out.placement.groups)
+                      for s, st in enumerate(rep) for t, pe in enumerate(st)}
+        self._record: dict[tuple[int, int], list] = {}
+        self._at: dict[tuple[int, int, int], int] = {}
+
+    def _mirrored(self, pe: str, run: Callable[[], list], counted: dict[str, int] | None = None) -> list:
+        """Replica 0: ``run()`` and record its handles and the kernel counts it added (or ``counted``).
+        Another replica: the record, its counts added again."""
+        r, s, t = self._rank[pe]
+        rec = self._record.setdefault((s, t), [])
+        counts = self.out.counts
+        if r == 0:
+            before = dict(counts)
+            hs = run()
+            delta = counted if counted is not None else {k: v - before.get(k, 0) for k, v in counts.items()
+                                                         if v != before.get(k, 0)}
+            rec.append((hs, delta))
+        else:
+            k = self._at.get((r, s, t), 0)
+            if k >= len(rec):
+                raise WorkloadError(f"{self.g.name}: replica {r} ran ahead of replica 0 on stage {s} rank {t} "
+                                    "(mirrored replicas need replica 0 lowered first)")
+            self._at[(r, s, t)] = k + 1
+            hs, delta = rec[k]
+            for name, n in delta.items():
+                self.count(name, n)
+        self.chain[pe] = list(hs)
+        return list(hs)
 
     def gemm(self, pe, m, n, k, op, deps, pass_):
         if min(m, n, k) < 1:
@@ -484,7 +521,15 @@ class Lowerer:
 
     def attention(self, i, group, deps, pass_):
         """The attention op ``i`` on ``group`` (its checks and placement are the target's)."""
-        return self.target.attention(self, i, group, deps, pass_)
+        if self.mirror and self._rank[group[0]][0] > 0:  # a mirrored replica: replica 0's kernels, per rank
+            return [self._mirrored(pe, lambda: []) for pe in group]
+        before = dict(self.out.counts)
+        res = self.target.attention(self, i, group, deps, pass_)
+        if self.mirror:  # the group's kernel counts recorded with its first rank
+            delta = {k: v - before.get(k, 0) for k, v in self.out.counts.items() if v != before.get(k, 0)}
+            for t, (pe, hs) in enumerate(zip(group, res)):
+                self._mirrored(pe, lambda hs=hs: list(hs), delta if t == 0 else {})
+        return res
 
 
 def forward_pass(L: Lowerer, rep: int, mb: int, stages: Sequence[int], only_stage: int | None = None,

@@ -160,7 +160,9 @@ def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
     return sum(seen.values())
 
 
-def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam") -> None:
+def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam", mirror: bool = False) -> None:
+    """Append one training step to ``L``'s program. ``mirror``: the dp replicas are identical, so replica
+    r > 0 reuses replica 0's compute (Lowerer.mirror_replicas) and appends only its collectives and transfers."""
     if optimizer != "adam":
         raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
     g, plan = L.g, L.plan
@@ -170,6 +172,8 @@ def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam"
         raise WorkloadError(f"{g.name}: recompute='selective' recomputes the attention core, and the graph has no "
                             "attention op (its attention is not one fused op); use 'full' or 'none'")
     order = one_f_one_b(pp, M)
+    if mirror and plan.dp > 1:
+        L.mirror_replicas()
     memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
     bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
     bx = {}
