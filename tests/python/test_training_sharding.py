@@ -228,3 +228,17 @@ def test_bad_plans_are_refused_by_name():
         ParallelPlan(sharding="zero3")
     with pytest.raises(WorkloadError, match="recompute 'some'.*none, selective, full"):
         ParallelPlan(recompute="some")
+
+
+def test_the_training_row_is_a_data_file_of_its_own():
+    """configs/machines/h100-training.measured.yaml holds gpu-measured section 4's row as a model.training call in
+    tokens/s, with its source; the CI-gated h100.measured.yaml holds no training row."""
+    from kernbench.calibrate import load_data
+    from kernbench.system import config_path
+
+    ds = load_data(str(config_path("machines/h100-training.measured.yaml")))
+    (row,) = ds.rows
+    assert row.call.startswith("model.training model=mpt-7b dp=8 seq=2048 micro_batch=6") and row.value == 10643
+    assert "llm-foundry" in row.source
+    gated = load_data(str(config_path("machines/h100.measured.yaml")))
+    assert not [r for r in gated.rows if r.call.startswith("model.training")]
