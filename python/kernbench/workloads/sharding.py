@@ -47,6 +47,11 @@ __all__ = ["DataParallel", "ROOT"]
 ROOT = "outside"
 
 
+def _ops(handles) -> list[int]:
+    """Program op ids of a handle list: an op id itself, a sub-program's Handle its sinks."""
+    return [int(op) for h in handles for op in (h.sinks if hasattr(h, "sinks") else [h])]
+
+
 class _Stream:
     """One dp group's collectives in issue order (one NCCL stream): each waits for the one issued before it.
 
@@ -73,9 +78,8 @@ class _Stream:
             self._link(self.entries[idx + 1][0], handle)
 
     def _link(self, gates: list[int], handle) -> None:
-        for h in handle:
-            for op in (h.sinks if hasattr(h, "sinks") else [h]):
-                self.L.prog.depend(gates[0], int(op))
+        for op in _ops(handle):
+            self.L.prog.depend(gates[0], op)
 
 
 class DataParallel:
@@ -98,6 +102,7 @@ class DataParallel:
         self.streams: dict[tuple[int, int], _Stream] = {}       # (s, t) -> the dp group's stream
         self.gathers: dict[tuple, tuple[list[int], list]] = {}   # (s, t, mb, pass, unit) -> (gates, handle)
         self.order: dict[tuple[int, int], list[tuple]] = {}      # (s, t) -> gather keys in issue order
+        self.place_of: dict[tuple, int] = {}                     # gather key -> its index in that order
         self.started: dict[tuple, list] = {}                     # (key, rep) -> rank's chain when it began using it
         self.wgrads: dict[tuple, list] = {}                      # (rep, unit, t, mb) -> backward handles
         self.reduce_at: dict[tuple, int] = {}                    # (unit, t, mb) -> its reduction's stream place
@@ -157,6 +162,7 @@ class DataParallel:
         if unit == ROOT:
             return
         seq = self.order.setdefault((s, t), [])
+        self.place_of[key] = len(seq)
         seq.append(key)
         if len(seq) >= 2:  # the rate limit: this gather waits until each rank has begun the previous one's unit
             for rep in range(self.plan.dp):
@@ -166,16 +172,15 @@ class DataParallel:
     def _gate_next(self, key: tuple, rep: int) -> None:
         """Rank ``rep`` began ``key``'s unit: the gather after it may go once the rank got here."""
         seq = self.order.get(key[:2], [])
-        if key in seq:
-            k = seq.index(key)
+        if key in self.place_of:
+            k = self.place_of[key]
             if k + 1 < len(seq):
                 self._gate(seq[k + 1], rep, self.started[(key, rep)])
 
     def _gate(self, key: tuple, rep: int, handles: list) -> None:
         gate = self.gathers[key][0][rep]
-        for h in handles:
-            for op in (h.sinks if hasattr(h, "sinks") else [h]):
-                self.L.prog.depend(gate, int(op))
+        for op in _ops(handles):
+            self.L.prog.depend(gate, op)
 
     # ---- gradients --------------------------------------------------------------------------------------
     def gradients_done(self, rep: int, s: int, mb: int, unit: str, handles: list[list]) -> None:
