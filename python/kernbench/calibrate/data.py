@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from kernbench.calibrate.registry import REGISTRY, CalibrationError, Registry
+from yaml.nodes import ScalarNode, SequenceNode
+
+from kernbench.calibrate.registry import REGISTRY, CalibrationError, Registry, raised_at
+from kernbench.calibrate.safe_read import load_yaml, read_text
 from kernbench.units import UNITS as _BASE_UNITS, split_quantity
 
 __all__ = ["Row", "Dataset", "load_data", "unit_factor", "convert", "parse_tolerance", "schema_key", "UNITS"]
@@ -54,6 +57,14 @@ ROW_KEYS = ("id", "group", "call", "function", "params", "set", "metric", "value
             "tolerance", "weight", "config", "note")
 CSV_REQUIRED = ("id", "group", "call", "value", "unit")
 TOP_KEYS = ("rows", "groups", "defaults")
+#: Largest row weight: a residual is weight x log(model / measured), and the fit squares it.
+MAX_WEIGHT = 1e6
+
+
+def _short(v: Any) -> str:
+    """A value for a message: its repr, cut at 60 characters."""
+    text = repr(v)
+    return text if len(text) <= 60 else text[:50] + "..." + text[-6:]
 
 
 def unit_factor(unit: str) -> tuple[str, float]:
@@ -70,7 +81,7 @@ def convert(value: float, unit: str, to: str) -> float:
     d2, f2 = unit_factor(to)
     if d1 != d2:
         raise ValueError(f"unit {unit!r} ({d1}) does not convert to {to!r} ({d2})")
-    return value * f1 / f2
+    return value * (f1 / f2)  # the factor first: 1e308 ns in us does not overflow on the way
 
 
 def parse_tolerance(v: Any) -> float:
@@ -198,14 +209,7 @@ def parse_call(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
 
 
 def _yaml_rows(path: Path, text: str) -> tuple[list[tuple[int, Any]], dict, dict]:
-    import yaml
-
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise CalibrationError(f"{path}: not valid YAML: {e}".replace("\n", " ")) from None
-    lines: list[int] = []
+    data, node = load_yaml(text, path, error=CalibrationError)
     seq = node
     if isinstance(data, dict):
         unknown = [k for k in data if k not in TOP_KEYS]
@@ -213,7 +217,8 @@ def _yaml_rows(path: Path, text: str) -> tuple[list[tuple[int, Any]], dict, dict
             raise CalibrationError(f"{path}: {unknown[0]}: unknown key (known: {', '.join(TOP_KEYS)})")
         if "rows" not in data or not isinstance(data["rows"], list):
             raise CalibrationError(f"{path}: rows: a list of measured rows is required")
-        seq = next(v for k, v in node.value if k.value == "rows")
+        # the rows' node (None when they come through a merge key: every row then gets the map's line)
+        seq = next((v for k, v in node.value if isinstance(k, ScalarNode) and k.value == "rows"), None)
         rows, groups, defaults = data["rows"], data.get("groups") or {}, data.get("defaults") or {}
     elif isinstance(data, list):
         rows, groups, defaults = data, {}, {}
@@ -221,7 +226,10 @@ def _yaml_rows(path: Path, text: str) -> tuple[list[tuple[int, Any]], dict, dict
         raise CalibrationError(f"{path}: expected a list of rows or a map with rows: (got {type(data).__name__})")
     if not isinstance(groups, dict) or not isinstance(defaults, dict):
         raise CalibrationError(f"{path}: groups and defaults are maps")
-    lines = [item.start_mark.line + 1 for item in seq.value]
+    if isinstance(seq, SequenceNode) and len(seq.value) == len(rows):
+        lines = [item.start_mark.line + 1 for item in seq.value]
+    else:
+        lines = [node.start_mark.line + 1] * len(rows)
     return list(zip(lines, rows)), groups, defaults
 
 
@@ -229,17 +237,29 @@ def _csv_rows(path: Path, text: str) -> list[tuple[int, Any]]:
     lines = ["" if ln.lstrip().startswith("#") else ln for ln in text.splitlines()]
     skip = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))  # comments above the header
     reader = csv.DictReader(io.StringIO("\n".join(lines[skip:]) + "\n"))
+    try:
+        return _csv_records(path, reader, lines, skip)
+    except csv.Error as e:
+        raise CalibrationError(f"{path}:{reader.reader.line_num + skip}: not valid CSV: {e}") from None
+
+
+def _csv_records(path: Path, reader: csv.DictReader, lines: list[str], skip: int) -> list[tuple[int, Any]]:
     if reader.fieldnames is None:
         raise CalibrationError(f"{path}: empty CSV (expected a header: {', '.join(CSV_REQUIRED)}, ...)")
     header = [h.strip() for h in reader.fieldnames]
     reader.fieldnames = header
+    line0 = skip + 1  # the header's line
+    for j, h in enumerate(header):
+        if h in header[:j]:
+            raise CalibrationError(f"{path}:{line0}: column {h!r} given twice (columns {header.index(h) + 1} and "
+                                   f"{j + 1}); give it once")
     missing = [c for c in CSV_REQUIRED if c not in header]
     if missing:
-        raise CalibrationError(f"{path}:1: missing column {missing[0]!r} (the header needs "
+        raise CalibrationError(f"{path}:{line0}: missing column {missing[0]!r} (the header needs "
                                f"{', '.join(CSV_REQUIRED)})")
     unknown = [c for c in header if c not in ROW_KEYS]
     if unknown:
-        raise CalibrationError(f"{path}:1: unknown column {unknown[0]!r} (known: {', '.join(ROW_KEYS)})")
+        raise CalibrationError(f"{path}:{line0}: unknown column {unknown[0]!r} (known: {', '.join(ROW_KEYS)})")
     out = []
     prev = reader.line_num + skip
     for rec in reader:
@@ -287,6 +307,9 @@ def _row(path: Path, line: int, raw: Any, defaults: Mapping[str, Any], groups: M
         fname, params = str(d["function"]), d.get("params") or {}
         if not isinstance(params, dict):
             raise bad("params: a map of parameter -> value")
+        odd = [k for k in params if not isinstance(k, str)]
+        if odd:
+            raise bad(f"params: parameter name {odd[0]!r} is not a text")
         call = fname + "".join(f" {k}={v}" for k, v in params.items())
     else:
         raise bad("call: required (e.g. call: k200.gemm m=32 n=2048 k=2048 precision=fp16)")
@@ -308,7 +331,11 @@ def _row(path: Path, line: int, raw: Any, defaults: Mapping[str, Any], groups: M
     except ValueError as e:
         raise bad(str(e)) from None
     metric = str(d.get("metric") or m.default_metric)
-    model_unit = m.unit_of(metric)
+    try:
+        model_unit = m.unit_of(metric)
+    except Exception as e:  # a --functions file's metric_unit that raises
+        raise bad(f"metric {metric!r}: {fname}'s metric_unit raised {type(e).__name__}: "
+                  f"{raised_at(e, m.metric_unit)}{e}") from None
     if model_unit is None:
         raise bad(f"metric {metric!r}: {fname} has no such metric (known: {', '.join(m.metrics) or 'see its doc'})")
     value, unit = d.get("value"), d.get("unit")
@@ -320,12 +347,14 @@ def _row(path: Path, line: int, raw: Any, defaults: Mapping[str, Any], groups: M
             value, unit = q
     if value is None:
         raise bad("value: required")
+    if isinstance(value, bool):
+        raise bad(f"value {d.get('value')!r}: not a number")
     try:
         value = float(value)
-    except (TypeError, ValueError):
-        raise bad(f"value {d.get('value')!r}: not a number") from None
+    except (TypeError, ValueError, OverflowError):
+        raise bad(f"value {_short(d.get('value'))}: not a number") from None
     if not math.isfinite(value):
-        raise bad(f"value {d.get('value')!r}: not a finite number")
+        raise bad(f"value {_short(d.get('value'))}: not a finite number")
     if value <= 0:
         raise bad(f"value {value:g}: must be > 0 (errors are relative, on a log scale)")
     if unit is None or str(unit).strip() == "":
@@ -335,6 +364,9 @@ def _row(path: Path, line: int, raw: Any, defaults: Mapping[str, Any], groups: M
         measured = convert(value, unit, model_unit)
     except ValueError as e:
         raise bad(f"unit {unit!r}: {e}; {fname} {metric} is in {model_unit}") from None
+    if not (math.isfinite(measured) and measured > 0):
+        raise bad(f"value {_short(d.get('value'))} is {measured:g} {model_unit} (the unit of {fname} {metric}): "
+                  "outside the range of a float; give a finite number > 0 in a unit near it")
     tol = d.get("tolerance", (groups.get(group) or {}).get("tolerance") if isinstance(groups.get(group), dict)
                 else None)
     try:
@@ -342,13 +374,18 @@ def _row(path: Path, line: int, raw: Any, defaults: Mapping[str, Any], groups: M
     except ValueError as e:
         raise bad(str(e)) from None
     try:
+        if isinstance(d.get("weight"), bool):
+            raise TypeError
         weight = float(d.get("weight", 1.0))
-    except (TypeError, ValueError):
-        raise bad(f"weight {d.get('weight')!r}: not a number") from None
-    if not math.isfinite(weight) or weight <= 0:
-        raise bad(f"weight {weight:g}: must be a finite number > 0")
+    except (TypeError, ValueError, OverflowError):
+        raise bad(f"weight {_short(d.get('weight'))}: not a number") from None
+    if not (math.isfinite(weight) and 0 < weight <= MAX_WEIGHT):
+        raise bad(f"weight {weight:g}: must be a number > 0 and <= {MAX_WEIGHT:g}")
+    config = d.get("config")
+    if config is not None and not isinstance(config, str):
+        raise bad(f"config {_short(config)}: a config name or path (a text)")
     return Row(id=rid, group=group, function=fname, params=params, metric=metric, value=value, unit=unit,
-               source=str(d.get("source", "")), tolerance=tol, weight=weight, set=sets, config=d.get("config"),
+               source=str(d.get("source", "")), tolerance=tol, weight=weight, set=sets, config=config,
                note=str(d.get("note", "")), line=line, file=str(path), call=call, model_unit=model_unit,
                measured=measured)
 
@@ -357,16 +394,13 @@ def load_data(path: str | Path, registry: Registry | None = None) -> Dataset:
     """Read and check a measured-data file (``.yaml``/``.yml`` or ``.csv``); CalibrationError on bad input."""
     p = Path(path)
     reg = registry or REGISTRY
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise CalibrationError(f"--data {p}: cannot read: {e.strerror or e}") from None
+    if p.suffix.lower() not in (".csv", ".yaml", ".yml"):
+        raise CalibrationError(f"--data {p}: expected a .yaml, .yml or .csv file")
+    text = read_text(p, "--data", CalibrationError)
     if p.suffix.lower() == ".csv":
         items, groups, defaults = _csv_rows(p, text), {}, {}
-    elif p.suffix.lower() in (".yaml", ".yml"):
-        items, groups, defaults = _yaml_rows(p, text)
     else:
-        raise CalibrationError(f"--data {p}: expected a .yaml, .yml or .csv file")
+        items, groups, defaults = _yaml_rows(p, text)
     for g, spec in groups.items():
         if not isinstance(spec, dict):
             raise CalibrationError(f"{p}: groups.{g}: a map with tolerance and doc")

@@ -17,7 +17,7 @@ import numpy as np
 
 from kernbench._core import KernbenchError
 from kernbench.calibrate.data import Row, convert, schema_key, unit_factor
-from kernbench.calibrate.registry import REGISTRY, CalibrationError, Context, Registry
+from kernbench.calibrate.registry import REGISTRY, CalibrationError, Context, Registry, raised_at
 
 #: The measurement noise the identifiability check assumes (relative, per row).
 NOISE = 0.01
@@ -199,7 +199,8 @@ class Evaluator:
             msg = e.args[0] if isinstance(e, KeyError) and e.args else e
             raise CalibrationError(f"{row.where()}: {row.function}: {msg}{at}") from None
         except Exception as e:  # anything else a function raises (a bug, a bad parameter): named by its row too
-            raise CalibrationError(f"{row.where()}: {row.function} raised {type(e).__name__}: {e}{at}") from None
+            raise CalibrationError(f"{row.where()}: {row.function} raised {type(e).__name__}: "
+                                   f"{raised_at(e, m.fn)}{e}{at}") from None
         self.calls += 1
         if isinstance(out, Mapping):
             if row.metric not in out:
@@ -213,6 +214,10 @@ class Evaluator:
         if not math.isfinite(v) or v <= 0:
             raise CalibrationError(f"{row.where()}: {row.function} {row.metric} = {v:g}{at}: the model must give a "
                                    "finite number > 0 to compare on a log scale")
+        ratio = v / row.measured
+        if not (math.isfinite(ratio) and ratio > 0):
+            raise CalibrationError(f"{row.where()}: {row.function} {row.metric} = {v:g}{at} and the measured "
+                                   f"{row.measured:g} {row.model_unit} differ by more than a float can hold")
         self.cache[key] = v
         return v
 

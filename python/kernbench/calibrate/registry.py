@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,8 @@ from typing import Any, Callable, Mapping
 
 from kernbench._core import ConfigError
 
-__all__ = ["CalibrationError", "Context", "Measurement", "Registry", "REGISTRY", "measurement", "load_functions"]
+__all__ = ["CalibrationError", "Context", "Measurement", "Registry", "REGISTRY", "measurement", "load_functions",
+           "raised_at"]
 
 
 class CalibrationError(ConfigError):
@@ -104,6 +106,8 @@ def _convert(value: Any, p: inspect.Parameter, name: str) -> Any:
         ann = {"int": int, "float": float, "str": str, "bool": bool}.get(ann.split("|")[0].strip(), None)
     if ann in (None, p.empty):
         ann = type(p.default) if p.default not in (p.empty, None) else None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"parameter {name}={value!r}: not a finite number")
     try:
         if ann is bool:
             if isinstance(value, bool):
@@ -129,12 +133,28 @@ def _convert(value: Any, p: inspect.Parameter, name: str) -> Any:
                 raise ValueError(f"expected an integer, got {value!r}")
             return int(x)
         if ann is float:
-            return float(value)
+            x = float(value)
+            if not math.isfinite(x):
+                raise ValueError(f"not a finite number: {value!r}")
+            return x
         if ann is str:
             return str(value)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise ValueError(f"parameter {name}={value!r}: {e}") from None
     return value
+
+
+def raised_at(e: BaseException, fn: Any) -> str:
+    """``in FILE:LINE, FUNC: ``: the last frame of the traceback in the function's own file (else the last)."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return ""
+    own = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    mine = [f for f in frames if f.filename == own]
+    f = (mine or frames)[-1]
+    return f"in {f.filename}:{f.lineno}, {f.name}: "
 
 
 class Registry:

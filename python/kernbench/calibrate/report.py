@@ -136,20 +136,89 @@ def overlay_text(result: Mapping[str, Any], out_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The metadata keys of the ``# calibration:`` line and the JSON type each must have.
+META_KEYS: dict[str, str] = {"date": "a text", "data": "a text", "config": "a text or null", "seed": "an integer",
+                             "command": "a text", "fit_on": "a list of texts", "fitted_rows": "a list of texts",
+                             "fitted_on": "a map of lists of texts", "unidentifiable": "a map of texts"}
+
+
+def _texts(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _meta_ok(key: str, v: Any) -> bool:
+    if key == "seed":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if key == "config":
+        return v is None or isinstance(v, str)
+    if key in ("fit_on", "fitted_rows"):
+        return _texts(v)
+    if key == "fitted_on":
+        return isinstance(v, dict) and all(_texts(x) for x in v.values())
+    if key == "unidentifiable":
+        return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+    return isinstance(v, str)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"key {k!r} given twice")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_meta(text: str, where: str) -> dict[str, Any]:
+    """The metadata of a ``# calibration:`` line (``text``: what follows the prefix), checked key by key;
+    CalibrationError naming ``where`` (FILE:LINE) otherwise."""
+    from kernbench.runner import check_seed
+
+    try:
+        meta = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:
+        raise CalibrationError(f"{where}: the calibration comment is nested too deeply") from None
+    except ValueError as e:
+        raise CalibrationError(f"{where}: the calibration comment is not valid JSON: {e}") from None
+    if not isinstance(meta, dict):
+        raise CalibrationError(f"{where}: the calibration comment is a JSON {type(meta).__name__}, not an object "
+                               f"(keys: {', '.join(META_KEYS)})")
+    for k, v in meta.items():
+        if k not in META_KEYS:
+            raise CalibrationError(f"{where}: the calibration comment: {k}: unknown key (known: "
+                                   f"{', '.join(META_KEYS)})")
+        if not _meta_ok(k, v):
+            shown = json.dumps(v)
+            shown = shown if len(shown) <= 60 else shown[:50] + "..."
+            raise CalibrationError(f"{where}: the calibration comment: {k} {shown}: expected {META_KEYS[k]}")
+    if "seed" in meta:
+        check_seed(meta["seed"], f"{where}: the calibration comment: seed")
+    return meta
+
+
 def read_overlay(path: str | Path) -> dict[str, Any]:
     """An overlay (or any config fragment): its values as flat ``--set`` texts (``include`` left out) and its
-    metadata; CalibrationError naming the file otherwise."""
-    import yaml
+    metadata (the ``# calibration:`` line's JSON, checked by ``parse_meta``); CalibrationError naming the file
+    otherwise. The YAML is read by kernbench.calibrate.safe_read: a duplicate key, deep nesting or a hostile
+    alias is refused."""
+    from kernbench.calibrate.safe_read import load_yaml, read_text
 
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise CalibrationError(f"--check {p}: cannot read: {e.strerror or e}") from None
-    try:
-        data = yaml.load(text, Loader=yaml.BaseLoader)  # every scalar as its text, as --set passes it
-    except yaml.YAMLError as e:
-        raise CalibrationError(f"--check {p}: not valid YAML: {e}".replace("\n", " ")) from None
+    text = read_text(p, "--check", CalibrationError)
+    data, _ = load_yaml(text, p, texts=True, error=CalibrationError)  # every scalar as its text, as --set passes
+    meta: dict[str, Any] = {}
+    meta_line = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith(META_PREFIX):
+            if meta_line:
+                raise CalibrationError(f"{p}:{n}: a second calibration comment (the first is on line {meta_line})")
+            meta, meta_line = parse_meta(line[len(META_PREFIX):], f"{p}:{n}"), n
+    if data is None and meta_line:
+        data = {}  # an overlay of comments only: nothing fitted, nothing set
     if not isinstance(data, dict):
         raise CalibrationError(f"--check {p}: an overlay is a map of config keys")
     data.pop("include", None)
@@ -165,13 +234,6 @@ def read_overlay(path: str | Path) -> dict[str, Any]:
                 values[f"{prefix}{k}"] = str(v)
 
     walk(data, "")
-    meta: dict[str, Any] = {}
-    for line in text.splitlines():
-        if line.startswith(META_PREFIX):
-            try:
-                meta = json.loads(line[len(META_PREFIX):])
-            except ValueError:
-                raise CalibrationError(f"--check {p}: the calibration comment is not valid JSON") from None
     return {"values": values, "meta": meta}
 
 
@@ -237,16 +299,23 @@ def report_markdown(result: Mapping[str, Any], figures: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _figures(result: Mapping[str, Any], out: Path) -> list[str]:
+def _png(fig: Any) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _figures(result: Mapping[str, Any]) -> dict[str, bytes]:
+    """The PNGs of a result, rendered in memory: name -> bytes (nothing written)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from kernbench.atomic_output import save_figure
-
-    names = []
+    names: dict[str, bytes] = {}
     rows = [r for r in result["rows"] if r.get("model") is not None]  # a row that raised has no figure
     if not rows:
         return names
@@ -267,9 +336,8 @@ def _figures(result: Mapping[str, Any], out: Path) -> list[str]:
     ax.set_ylabel("model")
     ax.set_title("model vs measured (dotted: +-20 %)")
     ax.legend()
-    save_figure(fig, out / "fitted_vs_measured.png")
+    names["fitted_vs_measured.png"] = _png(fig)
     plt.close(fig)
-    names.append("fitted_vs_measured.png")
 
     fig, ax = plt.subplots(figsize=(max(5.0, 0.3 * len(rows) + 2), 4))
     cv = [100 * (r["cv_error"] if r.get("cv_error") is not None else np.nan) for r in rows]
@@ -287,9 +355,8 @@ def _figures(result: Mapping[str, Any], out: Path) -> list[str]:
     ax.legend(handles=[Patch(color="tab:blue", label="error, fitted row"),
                        Patch(color="tab:orange", label="error, predicted row"),
                        Patch(color="tab:green", label="cross-validated error")], fontsize=7)
-    save_figure(fig, out / "cv_error.png")
+    names["cv_error.png"] = _png(fig)
     plt.close(fig)
-    names.append("cv_error.png")
 
     free = result.get("free") or []
     if free:
@@ -306,9 +373,8 @@ def _figures(result: Mapping[str, Any], out: Path) -> list[str]:
                 ax.text(j, i, f"{c[i, j]:.2f}", ha="center", va="center", fontsize=7)
         fig.colorbar(im, ax=ax)
         ax.set_title("parameter correlation (J^T J)^-1; (!) = not identifiable")
-        save_figure(fig, out / "correlation.png")
+        names["correlation.png"] = _png(fig)
         plt.close(fig)
-        names.append("correlation.png")
     return names
 
 
@@ -322,23 +388,114 @@ def row_line(r: Mapping[str, Any]) -> str:
             f"{r['unit']:<9} error {100 * r['error']:+7.2f} %{cv}{'' if r['within'] else '  OUTSIDE'}")
 
 
+def _non_finite_at(obj: Any, path: str = "result") -> str | None:
+    """The path of the first non-finite float in ``obj`` (None: there is none)."""
+    import math
+
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else path
+    if isinstance(obj, Mapping):
+        items = ((f"{path}.{k}", v) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    for p, v in items:
+        hit = _non_finite_at(v, p)
+        if hit is not None:
+            return hit
+    return None
+
+
+def output_files(result: Mapping[str, Any], out: str | Path, *, plots: bool = True) -> dict[str, bytes]:
+    """Every file a result writes into ``out``, rendered in memory: file name -> bytes (nothing written).
+
+    A non-finite number in the result is a CalibrationError naming its place (the readers refuse such input,
+    so this is a last guard: nothing is written)."""
+    from kernbench.atomic_output import to_jsonable
+
+    bad = _non_finite_at(result)
+    if bad is not None:
+        raise CalibrationError(f"{bad}: not a finite number; nothing written to {out}")
+    files: dict[str, bytes] = {}
+    if result.get("kind") == "calibration":
+        files[OVERLAY] = overlay_text(result, Path(out)).encode()
+    figs = _figures(result) if plots and result.get("rows") else {}
+    files["report.md"] = report_markdown(result, list(figs)).encode()
+    files["result.json"] = (json.dumps(to_jsonable(result), indent=2, allow_nan=False) + "\n").encode()
+    files.update(figs)
+    return files
+
+
+def write_together(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` (name -> bytes) into ``folder`` all together or not at all: each is written and synced to
+    a temporary file beside its target first; only when all of them are complete are they renamed over their
+    targets (a failure before that removes the temporary files and leaves every target as it was)."""
+    import stat
+    import tempfile
+
+    from kernbench.atomic_output import atomic_write_bytes, check_output_file
+
+    staged: list[tuple[str, Path]] = []
+    devices: dict[Path, bytes] = {}
+    try:
+        for name, data in files.items():
+            path = folder / name
+            check_output_file(path, "output")
+            target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+            try:
+                st = os.stat(target)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISCHR(st.st_mode):
+                devices[path] = data  # written through at the end (atomic_write_bytes' rule)
+                continue
+            mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:200]}.", suffix=".tmp", dir=target.parent)
+            staged.append((tmp, target))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
+        for tmp, target in staged:
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    for path, data in devices.items():
+        atomic_write_bytes(path, data)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux: /proc/self/status)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
 def write_outputs(result: Mapping[str, Any], out: str | Path, *, plots: bool = True) -> dict[str, str]:
-    """Write overlay.yaml (calibrations), report.md, the PNGs and result.json into ``out``; returns the paths."""
-    from kernbench.atomic_output import atomic_write_bytes, check_output_dir, lock_output_dir, write_json
+    """Write overlay.yaml (calibrations), report.md, the PNGs and result.json into ``out``; returns the paths.
+
+    Everything is rendered first, then written together (``write_together``): a run's files land all
+    together or not at all."""
+    from kernbench.atomic_output import check_output_dir, lock_output_dir
 
     folder = Path(out)
     check_output_dir(folder, "--out")
-    written: dict[str, str] = {}
+    files = output_files(result, folder, plots=plots)
     with lock_output_dir(folder):
-        if result.get("kind") == "calibration":
-            text = overlay_text(result, folder)
-            atomic_write_bytes(folder / OVERLAY, text.encode())
-            written["overlay"] = str(folder / OVERLAY)
-        figs = _figures(result, folder) if plots and result.get("rows") else []
-        atomic_write_bytes(folder / "report.md", report_markdown(result, figs).encode())
-        written["report"] = str(folder / "report.md")
-        write_json(folder / "result.json", result)
-        written["result"] = str(folder / "result.json")
-        for f in figs:
-            written[f] = str(folder / f)
-    return written
+        write_together(folder, files)
+    keys = {OVERLAY: "overlay", "report.md": "report", "result.json": "result"}
+    order = [OVERLAY, "report.md", "result.json"]
+    names = [n for n in order if n in files] + [n for n in files if n not in order]
+    return {keys.get(n, n): str(folder / n) for n in names}
