@@ -17,8 +17,14 @@ checkpoints) goes through here. What happens depends on what the target is:
 
 ``check_output_file`` and ``check_output_dir`` apply the same rules up front,
 so a command can refuse a bad output path before it runs anything (the CLI
-does, for ``--out``, ``--trace``, ``--png``, ``--dir``); ``lock_output_dir``
-holds ``OUT/.kernbench.lock`` so that two runs never write into one folder.
+does, for ``--out``, ``--trace``, ``--png``, ``--dir``); ``check_distinct``
+refuses two outputs of one run that are the same file (``--trace OUT/sweep.json``);
+``lock_output_dir`` holds ``OUT/.kernbench.lock`` so that two runs never write
+into one folder, and refuses a folder inside another run's locked folder
+(``check_not_inside_held`` does the same for an output file).
+``write_together`` writes several files so that they land together or not at
+all (sweep.json with its sweep.csv); ``set_write_guard`` installs a check run
+before every write (a sweep worker: its owner still alive).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from typing import Any, Iterable, Iterator, Mapping
 from kernbench._core import UsageError
 
 LOCK_NAME = ".kernbench.lock"
+_ALLOWED_HELD: list[Path] = []   # locked folders this process may write inside (allow_inside_held)
+_WRITE_GUARD: list[Any] = []     # set_write_guard: called before every write
 
 
 def _umask() -> int:
@@ -123,6 +131,8 @@ def check_output_file(path: Path | str | None, what: str = "output") -> Path | N
         return None
     if str(path).strip() == "":
         raise UsageError(f"{what}: empty path (give a file name)")
+    if str(path).endswith(("/", os.sep)):  # Path() would drop the slash and write a file of that name
+        raise UsageError(f"{what} {_show(path)}: ends with '/', so it names a folder, not a file (give a file name)")
     p = Path(path)
     if os.path.lexists(p):
         real = Path(os.path.realpath(p))
@@ -169,16 +179,103 @@ def check_output_dir(path: Path | str | None, what: str = "--out") -> Path | Non
     return p
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two output paths name one file: the same resolved path, or the same inode when both exist."""
+    ra, rb = os.path.realpath(a), os.path.realpath(b)
+    if ra == rb:
+        return True
+    try:
+        sa, sb = os.stat(ra), os.stat(rb)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_distinct(outputs: Iterable[tuple[str, Path | str | None]]) -> None:
+    """Refuse (UsageError) two outputs of one run that are the same file, before anything runs.
+
+    ``outputs``: ``(what, path)`` pairs, e.g. ``("--trace", "D/sweep.json")`` and
+    ``("--out's sweep.json", "D/sweep.json")``; ``None`` paths are skipped.
+    """
+    seen: list[tuple[str, Path]] = []
+    for what, path in outputs:
+        if path is None:
+            continue
+        p = Path(path)
+        for other, q in seen:
+            if _same_file(p, q):
+                raise UsageError(f"{what} {_show(path)}: the same path as {other} ({_show(q)}); one would "
+                                 "overwrite the other (give another name)")
+        seen.append((what, p))
+
+
+def lock_holder(folder: Path | str) -> str | None:
+    """The pid (as written in the lock file) of the run that holds ``FOLDER/.kernbench.lock`` now; None when no run
+    holds it (or the folder has no lock file)."""
+    import fcntl
+
+    lock = Path(folder) / LOCK_NAME
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None
+            try:
+                return os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            except OSError:
+                return "?"
+        return None  # got it: nobody holds it (closing the fd releases it)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def allow_inside_held(folder: Path | str | None) -> Iterator[None]:
+    """Within the block, outputs inside ``folder`` are allowed although a run holds its lock: that run is ours
+    (a sweep's points write under the sweep's locked folder)."""
+    if folder is None:
+        yield
+        return
+    real = Path(os.path.realpath(folder))
+    _ALLOWED_HELD.append(real)
+    try:
+        yield
+    finally:
+        _ALLOWED_HELD.remove(real)
+
+
+def check_not_inside_held(path: Path | str | None, what: str = "output") -> None:
+    """Refuse (UsageError) an output inside a folder another kernbench run holds locked (e.g. ``--out
+    SWEEP/points/p0000`` while that sweep runs): it would overwrite that run's files."""
+    if path is None:
+        return
+    real = Path(os.path.realpath(path))
+    for folder in real.parents:
+        if any(folder == a or a in folder.parents for a in _ALLOWED_HELD):
+            return  # our own run's folder, and above it
+        holder = lock_holder(folder)
+        if holder is not None:
+            raise UsageError(f"{what} {_show(path)}: inside {_show(folder)}, which another kernbench run (pid "
+                             f"{holder}) is writing into; wait for it or choose a folder outside it")
+
+
 @contextlib.contextmanager
 def lock_output_dir(path: Path | str, what: str = "--out") -> Iterator[Path]:
     """Hold ``PATH/.kernbench.lock`` (an exclusive ``flock``) for the block; another holder is a UsageError.
 
     The folder is made if missing. The lock file stays (removing it would race with the next run);
-    the lock goes with the process, so a killed run never leaves the folder locked.
+    the lock goes with the process, so a killed run never leaves the folder locked. A folder inside
+    one another run holds (``check_not_inside_held``) is refused too.
     """
     import fcntl
 
     folder = Path(path)
+    check_not_inside_held(folder, what)  # the folder itself: the flock below
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / LOCK_NAME
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
@@ -213,8 +310,20 @@ def _write_through(path: Path, data: bytes) -> Path:
     return path
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` by the rules of the module doc; returns ``path``."""
+def set_write_guard(guard: Any) -> None:
+    """Call ``guard()`` before every write of this process from now on (None: no guard). A sweep worker installs
+    one that ends the worker when its owner is gone, so no file is written for a sweep nobody runs any more."""
+    _WRITE_GUARD[:] = [guard] if guard is not None else []
+
+
+def _guard() -> None:
+    for g in _WRITE_GUARD:
+        g()
+
+
+def _stage(path: Path, data: bytes) -> tuple[Path, str | None]:
+    """Write ``data`` beside ``path`` (by the module doc's rules): (the target, its synced temporary file), or
+    (the device, None) for a character device, which is written through at once."""
     path = Path(path)
     if str(path).strip() == "":
         raise UsageError("output: empty path (give a file name)")
@@ -228,8 +337,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
         raise UsageError(f"output {_show(path)}: a part of the path is a file, not a folder") from None
     if st is not None:
         if stat.S_ISCHR(st.st_mode):
+            _guard()
             _write_through(target, data)
-            return path
+            return target, None
         if not stat.S_ISREG(st.st_mode):
             raise UsageError(f"output {_show(path)}: is {_kind(target)}, not a file; not replaced")
         mode = stat.S_IMODE(st.st_mode)
@@ -246,10 +356,34 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
             f.flush()
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return target, tmp
+
+
+def write_together(files: Mapping[Path | str, bytes]) -> None:
+    """Write several files so that they land together or not at all: every one is staged (written and synced
+    beside its target) first, and only then are they renamed into place, in the order given (put the index,
+    e.g. sweep.json, last). A failure while staging replaces nothing."""
+    staged: list[tuple[Path, str | None]] = []
+    try:
+        for path, data in files.items():
+            staged.append(_stage(Path(path), data))
+        _guard()
+        for target, tmp in staged:
+            if tmp is not None:
+                os.replace(tmp, target)
+    finally:
+        for _, tmp in staged:
+            if tmp is not None and os.path.lexists(tmp):
+                Path(tmp).unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` by the rules of the module doc; returns ``path``."""
+    path = Path(path)
+    write_together({path: data})
     return path
 
 
@@ -271,14 +405,23 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as the indented JSON text ``write_json`` writes (ValueError for a non-finite number)."""
+    return (json.dumps(to_jsonable(obj), indent=2, sort_keys=False, allow_nan=False) + "\n").encode()
+
+
 def write_json(path: Path, obj: Any) -> Path:
     """Write ``obj`` as indented JSON, atomically."""
-    text = json.dumps(to_jsonable(obj), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    return atomic_write_bytes(Path(path), text.encode())
+    return atomic_write_bytes(Path(path), json_bytes(obj))
 
 
 def write_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Write rows (dicts) as CSV with the union of their keys as header, atomically."""
+    return atomic_write_bytes(Path(path), csv_bytes(rows))
+
+
+def csv_bytes(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """Rows (dicts) as the CSV text ``write_csv`` writes: the union of their keys as header."""
     rows = list(rows)
     header: list[str] = []
     for r in rows:
@@ -288,7 +431,7 @@ def write_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     w.writeheader()
     for r in rows:
         w.writerow({k: r.get(k, "") for k in header})
-    return atomic_write_bytes(Path(path), buf.getvalue().encode())
+    return buf.getvalue().encode()
 
 
 def figure_formats() -> list[str]:

@@ -9,6 +9,7 @@ exposes through ``ctx.trace(result, label)``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -18,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from kernbench import atomic_output as kio
 from kernbench import sweepjson
-from kernbench._core import ConfigError
+from kernbench._core import ConfigError, UsageError
 from kernbench.overrides import apply_bench_overrides, check_params
 from kernbench.progress import progress_bar
 from kernbench.registry import Bench, get_bench
@@ -345,10 +346,38 @@ def run_bench(
     out_dir = Path(out) if out is not None else Path("out") / b.name
     for name in ("sweep.json", "sweep.csv"):  # e.g. a folder named sweep.json left in OUT
         kio.check_output_file(out_dir / name, "--out")
-    kio.check_output_file(trace, "--trace")
+    check_run_outputs(b, out_dir, trace)
     with kio.lock_output_dir(out_dir, "--out"):
         return _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel,
                            ignored)
+
+
+def run_outputs(b: Bench, out_dir: Path) -> list[tuple[str, Path]]:
+    """The files a run of ``b`` into ``out_dir`` writes that are known before it runs, as ``(what, path)``."""
+    names = ["sweep.json", "sweep.csv", "critical_path.csv", kio.LOCK_NAME, *(b.outputs or {})]
+    return [("--out", out_dir)] + [(f"--out's {n}", out_dir / n) for n in dict.fromkeys(names)]
+
+
+def check_run_outputs(b: Bench, out_dir: Path, trace: Path | str | None) -> None:
+    """All the output paths of one run checked together, before anything runs: the trace a file (not a folder, not
+    the out folder, not one of the run's own files such as OUT/sweep.json) and outside any folder another
+    kernbench run holds locked (the out folder's own check is ``lock_output_dir``'s)."""
+    if trace is None:
+        return
+    kio.check_output_file(trace, "--trace")
+    kio.check_distinct([*run_outputs(b, out_dir), ("--trace", trace)])
+    if any(Path(os.path.realpath(trace)) == p for p in Path(os.path.realpath(out_dir)).parents):
+        raise UsageError(f"--trace {trace}: a folder above --out {out_dir} (give a file name)")
+    kio.check_not_inside_held(trace, "--trace")
+
+
+def _write_sweep(b: Bench, out_dir: Path, sweep: dict[str, Any]) -> None:
+    """sweep.json (and sweep.csv), with the documented rule for non-finite numbers: each is written as null and
+    named in ``failures`` (the bench, the row and the metric)."""
+    bad = sweepjson.null_non_finite(sweep, [k for k in sweep if k != "failures"])
+    if bad:
+        sweep["failures"].append(sweepjson.non_finite_failure(bad, f"bench {b.name!r}"))
+    sweepjson.write_sweep(out_dir, sweep)
 
 
 def _run_locked(b, out_dir, params, config_overrides, seed, config, quiet, verify, trace, trace_panel,
@@ -408,7 +437,7 @@ def _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, v
         sweep["failures"] = [*ctx.failures, {"name": b.name, "error": interrupt_reason(e)}]
         sweep["wall_s"] = round(time.perf_counter() - t0, 3)
         sweep["files"] = list(ctx.files)
-        sweepjson.write_sweep(out_dir, sweep)
+        _write_sweep(b, out_dir, sweep)
         raise
     except Exception as e:  # the bench crashed: keep what we know, say why
         sweep["results"] = list(ctx.results)
@@ -429,7 +458,7 @@ def _run_bench_func(b, out_dir, params, config_overrides, seed, config, quiet, v
         bar.close()
     sweep["wall_s"] = round(time.perf_counter() - t0, 3)
     sweep["files"] = list(ctx.files)
-    sweepjson.write_sweep(out_dir, sweep)
+    _write_sweep(b, out_dir, sweep)
     return sweep
 
 

@@ -3,12 +3,15 @@
 One header line (format, version and the sweep's identity: target, seed, config
 hash, fixed overrides), then one record per finished point, each written with one
 ``write`` and synced, so a crash leaves at most a cut last line, which reading
-drops. A checkpoint of another sweep (another identity) is refused, not mixed in.
+drops. A checkpoint of another sweep (another identity) is refused, not mixed in, and so is any other
+damage (a missing or foreign header, a line that is not a point's record, garbage bytes): a ConfigError
+naming the file and the line; the file is then left untouched.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -18,6 +21,17 @@ from kernbench._core import ConfigError
 
 CHECKPOINT_FORMAT = "kernbench.sweep.checkpoint"
 CHECKPOINT_VERSION = 1
+STATUSES = ("ok", "partial", "failed")
+# The fields of a point's record and their JSON types (a NaN metric in ``rows`` is kept: sweep.json writes null).
+RECORD_FIELDS: dict[str, Any] = {"key": str, "point": int, "params": dict, "status": str, "error": str,
+                                 "rows": list, "wall_s": (int, float)}
+RECORD_TYPES = {"key": "a string", "point": "an integer", "params": "a map", "status": "a string",
+                "error": "a string", "rows": "a list", "wall_s": "a number"}
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v) if isinstance(v, (int, float, str, bool, type(None))) else type(v).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class Checkpoint:
@@ -27,11 +41,24 @@ class Checkpoint:
         self.path = path
         self.identity = identity
 
+    def _damaged(self, line: int, why: str) -> ConfigError:
+        return ConfigError(f"{self.path}: line {line} {why}: the checkpoint is damaged (delete it, or run without "
+                           "--resume)")
+
     def read(self) -> dict[str, dict[str, Any]]:
-        """Finished points by key; a line cut short by a crash is dropped (and cut off the file)."""
+        """Finished points by key; a line cut short by a crash is dropped (and cut off the file).
+
+        Only the last line may be cut short (no newline after it, the start of a record: a crash in the middle
+        of its one write); any other damage (the header missing or not ours, a line that is not a record, a
+        file that is only garbage bytes) is a ConfigError naming the file and the line, and the file is left
+        as it is.
+        """
         if not self.path.exists():
             return {}
-        raw = self.path.read_bytes()
+        try:
+            raw = self.path.read_bytes()
+        except OSError as e:
+            raise ConfigError(f"{self.path}: cannot read the checkpoint: {e.strerror or e}") from None
         lines = raw.split(b"\n")
         good: list[bytes] = []
         records: dict[str, dict[str, Any]] = {}
@@ -40,28 +67,61 @@ class Checkpoint:
                 continue
             try:
                 obj = json.loads(line)
-            except ValueError:
-                if i == len(lines) - 1:  # the last line, half-written when the sweep died
+            except (ValueError, RecursionError):
+                # the last line, half-written when the sweep died: after the header, no newline, a record's start
+                if i == len(lines) - 1 and good and line.startswith(b'{"'):
                     break
-                raise ConfigError(f"{self.path}: line {i + 1} is not JSON: the checkpoint is damaged "
-                                  "(delete it, or run without resume)") from None
+                if not good:
+                    raise ConfigError(f"{self.path}: not a kernbench sweep checkpoint (line {i + 1} is not JSON); "
+                                      "delete it, or run without --resume") from None
+                raise self._damaged(i + 1, "is not JSON") from None
             if not good:
-                if obj.get("format") != CHECKPOINT_FORMAT:
-                    raise ConfigError(f"{self.path}: not a kernbench sweep checkpoint")
-                if obj.get("identity") != self.identity:
-                    theirs = obj.get("identity", {})
-                    diff = [k for k in sorted(set(theirs) | set(self.identity)) if theirs.get(k) != self.identity.get(k)]
-                    raise ConfigError(
-                        f"{self.path}: written by a different sweep ({', '.join(diff)} differ: "
-                        + "; ".join(f"{k}: checkpoint {theirs.get(k)!r}, now {self.identity.get(k)!r}" for k in diff)
-                        + "); use another checkpoint or run without resume")
+                self._check_header(obj, i + 1)
             else:
-                records[obj["key"]] = obj
+                records[self._check_record(obj, i + 1)] = obj
             good.append(line)
         fixed = b"\n".join(good) + (b"\n" if good else b"")
         if fixed != raw:
             kio.atomic_write_bytes(self.path, fixed)
         return records
+
+    def _check_header(self, obj: Any, line: int) -> None:
+        if not isinstance(obj, dict) or obj.get("format") != CHECKPOINT_FORMAT:
+            raise ConfigError(f"{self.path}: not a kernbench sweep checkpoint (line {line} is not its header); "
+                              "delete it, or run without --resume")
+        version = obj.get("version")
+        if version != CHECKPOINT_VERSION:
+            raise ConfigError(f"{self.path}: checkpoint version {version!r}, this kernbench reads version "
+                              f"{CHECKPOINT_VERSION}; run without --resume")
+        theirs = obj.get("identity")
+        if not isinstance(theirs, dict):
+            raise self._damaged(line, "has no sweep identity")
+        if theirs != self.identity:
+            diff = [k for k in sorted(set(theirs) | set(self.identity)) if theirs.get(k) != self.identity.get(k)]
+            raise ConfigError(
+                f"{self.path}: written by a different sweep ({', '.join(diff)} differ: "
+                + "; ".join(f"{k}: checkpoint {theirs.get(k)!r}, now {self.identity.get(k)!r}" for k in diff)
+                + "); use another checkpoint or run without resume")
+
+    def _check_record(self, obj: Any, line: int) -> str:
+        """A point's record as ``kernbench.sweeps`` writes it, or the line is damaged; returns its key."""
+        if not isinstance(obj, dict):
+            raise self._damaged(line, f"is {type(obj).__name__}, not a point's record")
+        for name, types in RECORD_FIELDS.items():
+            if name not in obj:
+                raise self._damaged(line, f"lacks {name!r}")
+            v = obj[name]
+            if not isinstance(v, types) or isinstance(v, bool):
+                raise self._damaged(line, f"has {name}={_short(v)}, expected {RECORD_TYPES[name]}")
+        if obj["status"] not in STATUSES:
+            raise self._damaged(line, f"has status={_short(obj['status'])}, expected one of {', '.join(STATUSES)}")
+        if not all(isinstance(r, dict) for r in obj["rows"]):
+            raise self._damaged(line, "has rows that are not all maps of metrics")
+        if not (math.isfinite(obj["wall_s"]) and obj["wall_s"] >= 0):
+            raise self._damaged(line, f"has wall_s={obj['wall_s']!r}, expected seconds >= 0")
+        if obj["point"] < 0:
+            raise self._damaged(line, f"has point={obj['point']}, expected an index >= 0")
+        return obj["key"]
 
     def start(self, keep: Iterable[dict[str, Any]]) -> None:
         """Rewrite the file: header and the records kept from before."""

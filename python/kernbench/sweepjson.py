@@ -95,10 +95,46 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def write_sweep(out_dir: Path | str, sweep: dict[str, Any], csv_name: str = "sweep.csv") -> Path:
-    """Write ``sweep.json`` (and ``sweep.csv`` when there are results) atomically into ``out_dir``.
+def null_non_finite(doc: dict[str, Any], keys: Any = None) -> list[str]:
+    """The documented rule for NaN and infinities: each one in ``doc`` (in its ``keys``; default all) is
+    replaced by null (None), in place; returns where they were with their values
+    (``results[0].latency_ns = nan``). JSON has no NaN, so sweep.json holds null and the caller says so in
+    ``failures``."""
+    import math
 
-    ``files`` lists what the folder holds; a sweep missing a required field
+    bad: list[str] = []
+
+    def clean(obj, where):
+        if isinstance(obj, float) and not math.isfinite(obj):
+            bad.append(f"{where} = {obj}")
+            return None
+        if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):  # numpy values
+            return clean(obj.tolist(), where)
+        if isinstance(obj, Mapping):
+            return {k: clean(v, f"{where}.{k}") for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [clean(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+        return obj
+
+    for k in list(keys if keys is not None else doc):
+        if k in doc:
+            doc[k] = clean(doc[k], k)
+    return bad
+
+
+def non_finite_failure(where: list[str], whose: str) -> dict[str, Any]:
+    """The ``failures`` entry saying which non-finite numbers ``null_non_finite`` wrote as null."""
+    more = f" and {len(where) - 10} more" if len(where) > 10 else ""
+    return {"name": "non-finite values",
+            "error": f"{whose} gave non-finite numbers, written as null: {', '.join(where[:10])}{more}"}
+
+
+def write_sweep(out_dir: Path | str, sweep: dict[str, Any], csv_name: str = "sweep.csv") -> Path:
+    """Write ``sweep.json`` (and ``sweep.csv`` when there are results) into ``out_dir``, together or not at all.
+
+    Both texts are made first (a value JSON cannot hold is a ValueError before anything is written), then
+    written with ``kio.write_together``; a sweep.csv left from an earlier run into the folder is removed when
+    this one has no results. ``files`` lists what the folder holds; a sweep missing a required field
     is refused (a writer bug, not a user error).
     """
     missing = [k for k in REQUIRED if k not in sweep]
@@ -106,11 +142,17 @@ def write_sweep(out_dir: Path | str, sweep: dict[str, Any], csv_name: str = "swe
         raise ValueError(f"sweep.json would lack {', '.join(missing)}")
     out_dir = Path(out_dir)
     files = [f for f in sweep.get("files", []) if f not in ("sweep.json", csv_name)]
+    texts: dict[Path, bytes] = {}
     if sweep["results"]:
-        kio.write_csv(out_dir / csv_name, [{k: _cell(v) for k, v in r.items()} for r in sweep["results"]])
+        texts[out_dir / csv_name] = kio.csv_bytes([{k: _cell(v) for k, v in r.items()} for r in sweep["results"]])
         files.insert(0, csv_name)
     sweep["files"] = ["sweep.json", *files]
-    return kio.write_json(out_dir / "sweep.json", sweep)
+    texts[out_dir / "sweep.json"] = kio.json_bytes(sweep)
+    kio.write_together(texts)
+    stale = out_dir / csv_name
+    if not sweep["results"] and stale.is_file() and not stale.is_symlink():
+        stale.unlink(missing_ok=True)
+    return out_dir / "sweep.json"
 
 
 def load_schema() -> dict[str, Any]:

@@ -127,8 +127,9 @@ def _run_task(task: dict[str, Any]) -> dict[str, Any]:
                 tmp = tempfile.TemporaryDirectory(prefix="kernbench-sweep-")
                 out = tmp.name
             try:
-                res = run_bench(task["bench"], out=out, sets=task["sets"], seed=task["seed"],
-                                config=task["config"], quiet=True)
+                with kio.allow_inside_held(task.get("held")):  # the sweep's own locked folder
+                    res = run_bench(task["bench"], out=out, sets=task["sets"], seed=task["seed"],
+                                    config=task["config"], quiet=True)
             finally:
                 if tmp is not None:
                     tmp.cleanup()
@@ -234,11 +235,21 @@ def sweep(
             kio.check_output_file(Path(out) / fname, "--out")
     if checkpoint is not None:
         kio.check_output_file(checkpoint, "checkpoint")
+        kio.check_not_inside_held(checkpoint, "checkpoint")
+        if out is not None:  # one file for two outputs would garble both
+            kio.check_distinct([*((f"--out's {n}", Path(out) / n) for n in ("sweep.json", "sweep.csv", kio.LOCK_NAME)),
+                                ("checkpoint", checkpoint)])
+            points_dir = Path(os.path.realpath(Path(out) / "points"))
+            if points_dir in Path(os.path.realpath(checkpoint)).parents:
+                raise UsageError(f"checkpoint {checkpoint}: inside {Path(out) / 'points'}, where the points' own "
+                                 "outputs go (give a path outside it)")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"workers={workers!r}: expected a positive number of processes")
     if isinstance(executor, str) and executor not in ("serial", "process", "dask") and "://" not in executor:
         raise UsageError(f"unknown executor {executor!r} (known: serial, process, dask, a scheduler address "
                          "like tcp://host:8786, a dask Client or a concurrent.futures Executor)")
+    if isinstance(executor, str) and "://" in executor:  # fail fast: no scheduler there is an error now, not in 30 s
+        sweep_executors.check_scheduler(executor)
     points = expand_grid(grid)
     if plot is not None:
         if out is None:
@@ -328,7 +339,8 @@ def sweep(
             if bench is not None:
                 task.update(kind="bench", bench=bench.name,
                             sets=[f"{k}={v}" for k, v in fixed] + [f"{k}={value_text(v)}" for k, v in p.items()],
-                            out=str(out_dir / "points" / f"p{i:04d}") if out_dir else None)
+                            out=str(out_dir / "points" / f"p{i:04d}") if out_dir else None,
+                            held=str(out_dir) if out_dir else None)
             else:
                 task.update(kind="fn", fn=blob,
                             config_overrides={**dict(fixed_config),
@@ -411,22 +423,9 @@ def sweep(
 
 
 def _write_sweep_lenient(out_dir: Path, doc: dict[str, Any]) -> None:
-    """sweep.json refuses NaN/inf: a function's non-finite metric is written as null, said in failures."""
-    import math
-
-    bad = []
-
-    def clean(obj, where):
-        if isinstance(obj, float) and not math.isfinite(obj):
-            bad.append(where)
-            return None
-        if isinstance(obj, dict):
-            return {k: clean(v, f"{where}.{k}") for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [clean(v, f"{where}[{i}]") for i, v in enumerate(obj)]
-        return obj
-
-    doc["results"] = clean(doc["results"], "results")
+    """sweep.json refuses NaN/inf: a non-finite metric (of a function or a checkpointed point) is written as null,
+    said in failures (``sweepjson.null_non_finite``)."""
+    bad = sweepjson.null_non_finite(doc, ["results"])
     if bad:
-        doc["failures"].append({"name": "non-finite values", "error": f"written as null: {', '.join(bad[:10])}"})
+        doc["failures"].append(sweepjson.non_finite_failure(bad, f"sweep {doc['bench']!r}"))
     sweepjson.write_sweep(out_dir, doc)
