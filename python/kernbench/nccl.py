@@ -10,7 +10,9 @@ time of one collective and two bandwidths (its doc/PERFORMANCE.md)::
 ``parse_log(path)`` reads a user's log (``#`` header lines, the out-of-place
 and in-place column groups, ``#wrong``; a log cut short keeps its complete
 rows) and refuses a file that is not one (``NcclLogError``, naming file and
-line). ``model_rows`` runs kernbench's collectives on a machine for the same
+line). A number in a row that means nothing -- ``nan``, ``inf``, a negative time,
+bandwidth, size, count or ``#wrong`` -- is refused at its line, naming the column (never taken for a row cut
+short). ``model_rows`` runs kernbench's collectives on a machine for the same
 sizes; ``compare`` puts the two side by side with errors per size;
 ``format_table`` prints rows in nccl-tests' layout. The bench
 ``gpu-collectives`` and ``kernbench compare-nccl`` are built on these.
@@ -26,15 +28,17 @@ collective (PE_CPU dispatch per op), the buffer in HBM.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from kernbench._core import ConfigError
+from kernbench._core import ConfigError, UsageError
 
 __all__ = ["BUSBW", "MODELLED", "NcclLogError", "NcclLog", "NcclRow", "busbw_factor", "parse_log", "model_rows",
-           "compare", "format_table", "resolve_machine", "TYPE_BYTES"]
+           "compare", "format_table", "resolve_machine", "TYPE_BYTES", "MAX_SIZE", "algorithm_names",
+           "check_algorithm"]
 
 #: nccl-tests' bus-bandwidth factor per collective, as a function of the rank count n (doc/PERFORMANCE.md).
 BUSBW: dict[str, Callable[[int], float]] = {
@@ -72,6 +76,15 @@ _THREADS = re.compile(r"nThreads?\s+(\d+)\s+nGpus\s+(\d+)")
 
 class NcclLogError(ConfigError):
     """A file that is not (or no longer) nccl-tests output: the message names the file and the line."""
+
+
+class _BadValue(ValueError):
+    """A field that reads as a number but means nothing (non-finite, negative): refused at its line, never taken
+    for a row cut short."""
+
+
+#: The largest size or count a row may give (a signed 64-bit byte count).
+MAX_SIZE = (1 << 63) - 1
 
 
 def busbw_factor(collective: str, n: int) -> float:
@@ -126,10 +139,32 @@ class NcclLog:
     gpus_per_thread: int | None = None  # the header's nGpus: GPUs one host thread launches (None: not said)
 
 
-def _number(tok: str) -> float | None:
+def _number(tok: str, what: str) -> float | None:
+    """A time or bandwidth field: None for N/A; ValueError (garbled) or _BadValue (nan, inf, negative)."""
     if tok.upper() in ("N/A", "NA", "-"):
         return None
-    return float(tok)
+    x = float(tok)
+    if not math.isfinite(x):
+        raise _BadValue(f"the {what} is {tok!r}, not a finite number")
+    if x < 0:
+        raise _BadValue(f"the {what} is {tok}, negative (nccl-tests prints times and bandwidths >= 0)")
+    return x
+
+
+def _whole(tok: str, what: str) -> int:
+    """The size or count field: a whole number of ASCII digits, 0 .. MAX_SIZE."""
+    if not re.fullmatch(r"[+-]?[0-9]+", tok):
+        raise ValueError(f"the {what} {tok[:20]!r} is not a whole number")
+    n = int(tok)
+    if n < 0:
+        raise _BadValue(f"the {what} is {tok}, negative")
+    if n > MAX_SIZE:
+        raise _BadValue(f"the {what} is {tok[:24]}{'...' if len(tok) > 24 else ''}, more than 2^63 - 1")
+    return n
+
+
+def _group_name(g: int) -> str:
+    return ("out-of-place", "in-place")[g] if g < 2 else f"column group {g + 1}"
 
 
 def parse_log(path: str | Path) -> NcclLog:
@@ -183,6 +218,9 @@ def parse_log(path: str | Path) -> NcclLog:
                     avg = float(body.split(":", 1)[1].split()[0])
                 except (IndexError, ValueError):
                     pass
+                if avg is not None and not (math.isfinite(avg) and avg >= 0):
+                    raise NcclLogError(f"{path}:{i}: the average bus bandwidth is {avg}, not a finite number >= 0: "
+                                       f"{s[:80]!r}")
             continue
         if columns is None:  # launcher and library noise before the table (mpirun, warnings) is skipped
             if first_foreign is None:
@@ -195,6 +233,8 @@ def parse_log(path: str | Path) -> NcclLog:
             if len(toks) < need or (len(toks) - len(lead)) % 4:
                 raise ValueError(f"{len(toks)} fields, expected {len(lead)} + 4 per column group")
             row = _row(toks, lead, i)
+        except _BadValue as e:  # a number that means nothing: refused, even on the last line
+            raise NcclLogError(f"{path}:{i}: {e}: {s[:80]!r}") from None
         except ValueError as e:
             if last:  # a log cut mid-row: keep what came before
                 truncated = True
@@ -222,22 +262,26 @@ def parse_log(path: str | Path) -> NcclLog:
 
 def _row(toks: list[str], lead: list[str], line: int) -> NcclRow:
     fields = dict(zip(lead, toks))
-    size, count = int(fields["size"]), int(fields["count"])
-    if size < 0 or count < 0:
-        raise ValueError("negative size or count")
+    size, count = _whole(fields["size"], "size"), _whole(fields["count"], "count")
     root = fields.get("root")
+    if root not in (None, "-") and not re.fullmatch(r"-?[0-9]{1,9}", root):
+        raise ValueError(f"the root {root[:20]!r} is not a rank number")
     groups = []
     for g in range((len(toks) - len(lead)) // 4):
         t = toks[len(lead) + 4 * g: len(lead) + 4 * g + 4]
-        time_us, algbw, busbw = _number(t[0]), _number(t[1]), _number(t[2])
+        where = _group_name(g)
+        time_us, algbw, busbw = (_number(t[0], f"{where} time"), _number(t[1], f"{where} algbw"),
+                                 _number(t[2], f"{where} busbw"))
         if time_us is None and algbw is None:
             groups.append({"time_us": None, "algbw": None, "busbw": None, "wrong": None})
             continue
         wrong: Any = t[3]
-        try:
+        if wrong.upper() in ("N/A", "NA", "-"):
+            wrong = None
+        elif re.fullmatch(r"[0-9]+", wrong):
             wrong = int(wrong)
-        except ValueError:
-            wrong = None if wrong.upper() == "N/A" else float(wrong)  # older versions print an error value
+        else:  # older versions print an error value
+            wrong = _number(wrong, f"{where} #wrong")
         groups.append({"time_us": time_us, "algbw": algbw, "busbw": busbw, "wrong": wrong})
     if groups[0]["time_us"] is None:
         raise ValueError("no out-of-place time")
@@ -258,6 +302,35 @@ def resolve_machine(name: str | Path) -> Path:
             except ConfigError:
                 pass
         raise
+
+
+def algorithm_names(collective: str) -> list[str]:
+    """The ``algorithm=`` values the model takes for ``collective``: ``auto``, every registry algorithm that
+    implements it (``kernbench.ccl.algorithms()``), and ``tree`` (NCCL's name of double_binary_tree)."""
+    from kernbench import ccl
+
+    name = canonical(collective)
+    names = ["auto"] + [a["name"] for a in ccl.algorithms() if name in a["collectives"]]
+    if "double_binary_tree" in names:
+        names.append("tree")
+    return names
+
+
+def check_algorithm(collective: str, algorithm: str | None, what: str = "algorithm") -> None:
+    """Refuse (UsageError) an algorithm the model does not know, or one without ``collective``, before any run;
+    the message names the algorithms that would do. None: the default."""
+    from kernbench import ccl
+
+    if algorithm is None:
+        return
+    name = canonical(collective)
+    ok = algorithm_names(name)
+    if algorithm in ok:
+        return
+    every = ["auto", "tree"] + [a["name"] for a in ccl.algorithms()]
+    if isinstance(algorithm, str) and algorithm in every:
+        raise UsageError(f"{what} {algorithm!r} has no {name} (algorithms with one: {', '.join(ok)})")
+    raise UsageError(f"{what} {str(algorithm)[:60]!r}: unknown algorithm (known for {name}: {', '.join(ok)})")
 
 
 def pes_of(system) -> list[str]:
@@ -281,6 +354,7 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
     if name not in MODELLED:
         raise ConfigError(f"collective {collective!r} has no model in kernbench (modelled: "
                           f"{', '.join(sorted(MODELLED))})")
+    check_algorithm(name, algorithm)
     alg = algorithm or MODELLED[name]
     width = TYPE_BYTES.get(type_, 4)
     out = []
@@ -317,8 +391,18 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
     return out
 
 
+def _rel_error(model: float, measured: float | None) -> float | None:
+    """(model - measured) / measured; None where the measured figure is 0 (or missing) or the quotient does not
+    fit a float (a measured figure near 1e-308): the documented rule that keeps NaN and inf out of the outputs."""
+    if not measured:
+        return None
+    e = (model - measured) / measured
+    return e if math.isfinite(e) else None
+
+
 def compare(log: NcclLog, model: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per size of the log: measured (out-of-place; in-place beside) and model, with relative errors."""
+    """Per size of the log: measured (out-of-place; in-place beside) and model, with relative errors (None, written
+    as null, where the measured figure is 0 or missing, or the error does not fit a float)."""
     by_size = {m["size"]: m for m in model}
     rows = []
     for r in log.rows:
@@ -331,10 +415,8 @@ def compare(log: NcclLog, model: list[dict[str, Any]]) -> list[dict[str, Any]]:
                "time_error": None, "busbw_error": None}
         if m is not None:
             row["model_time_us"], row["model_busbw"] = m["time_us"], m["busbw"]
-            if r.time_us:
-                row["time_error"] = (m["time_us"] - r.time_us) / r.time_us
-            if r.busbw:
-                row["busbw_error"] = (m["busbw"] - r.busbw) / r.busbw
+            row["time_error"] = _rel_error(m["time_us"], r.time_us)
+            row["busbw_error"] = _rel_error(m["busbw"], r.busbw)
         rows.append(row)
     return rows
 
@@ -410,6 +492,7 @@ def compare_log(log_path: str | Path, config: str | Path, *, collective: str | N
         raise ConfigError(f"{log_path}: --collective {collective} but the log is {log.collective}_perf output")
     if name not in MODELLED:
         raise ConfigError(f"{log_path}: {name}: no model in kernbench (modelled: {', '.join(sorted(MODELLED))})")
+    check_algorithm(name, algorithm, "--algorithm")
     machine = resolve_machine(config)
     failures: list[dict[str, Any]] = []
     # The log's launch layout: nGpus GPUs per host thread (nccl-tests -g), so ranks / nGpus threads.
@@ -432,18 +515,33 @@ def compare_log(log_path: str | Path, config: str | Path, *, collective: str | N
 
 
 def write_comparison(res: dict[str, Any], out: str | Path, *, plot: bool = True) -> dict[str, Path]:
-    """OUT/compare.csv, compare.json and compare.png, each written atomically (kernbench.atomic_output)."""
-    from kernbench.atomic_output import lock_output_dir, save_figure, write_csv, write_json
+    """OUT/compare.csv, compare.png and compare.json, landing together or not at all: every file is rendered in
+    memory first (a value JSON cannot hold is refused before anything is written), then written with
+    ``kernbench.atomic_output.write_together``, compare.json last. A compare.png of an earlier run is removed
+    when this one draws none, so the folder never mixes two runs."""
+    import io
+
+    from kernbench.atomic_output import csv_bytes, json_bytes, lock_output_dir, write_together
 
     folder = Path(out)
-    written: dict[str, Path] = {}
-    with lock_output_dir(folder):
-        written["csv"] = write_csv(folder / "compare.csv", res["rows"])
-        written["json"] = write_json(folder / "compare.json", res)
+    try:
+        files: dict[str, tuple[Path, bytes]] = {"csv": (folder / "compare.csv", csv_bytes(res["rows"]))}
         if plot and res["rows"]:
             import matplotlib.pyplot as plt
 
             fig = figure(res["rows"], f"{res['collective']} on {Path(res['config']).stem}, {res['ranks']} ranks")
-            written["png"] = save_figure(fig, folder / "compare.png")
-            plt.close(fig)
-    return written
+            try:
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+            finally:
+                plt.close(fig)
+            files["png"] = (folder / "compare.png", buf.getvalue())
+        files["json"] = (folder / "compare.json", json_bytes(res))
+    except ValueError as e:  # a non-finite number the readers let through: a bug, but nothing half-written
+        raise UsageError(f"{out}: nothing written: {e}") from None
+    with lock_output_dir(folder):
+        write_together({path: data for path, data in files.values()})
+        stale = folder / "compare.png"
+        if "png" not in files and stale.is_file() and not stale.is_symlink():
+            stale.unlink()
+    return {k: path for k, (path, _) in files.items()}

@@ -1,0 +1,152 @@
+"""Issue 31 (reliability round 3), compare-nccl and goldens: the Python API reproducers and their variants.
+
+The CLI reproducers (each broken log and golden, one ``kernbench: error:`` line) are in
+tests/bad_inputs/cases_r3_nccl.yaml; the files they read in tests/bad_inputs/nccl_r3/. Here: the readers
+called directly, compare-nccl's outputs landing together or not at all (family 3), the --algorithm check
+(family 9), and the golden files validated up front, before any smoke run (families 4 and 12).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from kernbench import nccl
+from kernbench._core import ConfigError, UsageError
+
+CORPUS = Path(__file__).resolve().parent.parent / "bad_inputs" / "nccl_r3"
+GOOD_LOG = CORPUS / "good_all_reduce.txt"
+
+
+# ---- family 3: non-finite numbers refused where the log is read; outputs together or not at all --------------
+
+@pytest.mark.parametrize("name,line,words", [
+    ("nan_time.txt", 19, ["out-of-place time", "'nan'", "not a finite number"]),
+    ("nan_time_last_row.txt", 21, ["out-of-place time", "'nan'"]),
+    ("inf_busbw_inplace.txt", 19, ["in-place busbw", "'inf'"]),
+    ("overflow_time.txt", 20, ["'1e999'", "not a finite number"]),
+    ("nan_wrong.txt", 19, ["#wrong", "'nan'"]),
+    ("nan_avg_footer.txt", 23, ["average bus bandwidth", "nan"]),
+    ("negative_time.txt", 19, ["out-of-place time", "-23.49", "negative"]),
+    ("negative_busbw.txt", 20, ["out-of-place busbw", "-214.73", "negative"]),
+    ("negative_algbw_last_row.txt", 21, ["out-of-place algbw", "negative"]),
+    ("negative_size.txt", 19, ["size", "negative"]),
+    ("size_past_int64.txt", 19, ["more than 2^63 - 1"]),
+])
+def test_parse_log_refuses_a_number_that_means_nothing_at_its_line(name, line, words):
+    """parse_log refuses nan, inf, negative times/bandwidths/sizes with NcclLogError naming file:line and the
+    column; a bad last row is refused too, not dropped as a row cut short."""
+    with pytest.raises(nccl.NcclLogError) as e:
+        nccl.parse_log(CORPUS / name)
+    msg = str(e.value)
+    assert f"{name}:{line}:" in msg, msg
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_the_sound_log_of_the_corpus_parses():
+    """good_all_reduce.txt, the log the broken ones are cut from, reads as 4 complete rows with its footer."""
+    log = nccl.parse_log(GOOD_LOG)
+    assert [r.size for r in log.rows] == [1 << 20, 2 << 20, 4 << 20, 8 << 20]
+    assert not log.truncated and log.avg_busbw == pytest.approx(117.4114) and log.ranks == 8
+
+
+def test_cli_nan_log_writes_nothing(cli, tmp_path):
+    """`compare-nccl` on a log whose time is nan: exit 2, one error line naming file and line, and neither
+    compare.csv nor compare.json written (before: a traceback, compare.csv without compare.json)."""
+    out = tmp_path / "cmp"
+    proc = cli("compare-nccl", str(CORPUS / "nan_time.txt"), "--config", "h100-8x-nvswitch", "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "nan_time.txt:19: the out-of-place time is 'nan'" in proc.stderr
+    assert not (out / "compare.csv").exists() and not (out / "compare.json").exists()
+
+
+def _result() -> dict:
+    """A small comparison (the sound log on the H100 preset)."""
+    return nccl.compare_log(GOOD_LOG, "h100-8x-nvswitch")
+
+
+def test_write_comparison_with_a_nan_writes_nothing(tmp_path):
+    """A non-finite value that reaches write_comparison (past the readers) is a UsageError and no file is
+    written or replaced: an earlier run's compare.csv stays as it was."""
+    res = _result()
+    out = tmp_path / "cmp"
+    out.mkdir()
+    (out / "compare.csv").write_text("old\n")
+    res["rows"][0]["model_time_us"] = math.nan
+    with pytest.raises(UsageError, match="nothing written.*non-finite"):
+        nccl.write_comparison(res, out, plot=False)
+    assert (out / "compare.csv").read_text() == "old\n"
+    assert not (out / "compare.json").exists()
+
+
+def test_write_comparison_lands_every_file_or_none(tmp_path):
+    """compare.json that cannot be written (a folder there) stops the run before compare.csv or compare.png is
+    replaced: the outputs land together or not at all."""
+    res = _result()
+    out = tmp_path / "cmp"
+    (out / "compare.json").mkdir(parents=True)
+    (out / "compare.csv").write_text("old\n")
+    with pytest.raises(UsageError, match="compare.json"):
+        nccl.write_comparison(res, out, plot=True)
+    assert (out / "compare.csv").read_text() == "old\n"
+    assert not (out / "compare.png").exists()
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_no_plot_run_removes_an_earlier_runs_png(tmp_path):
+    """A --no-plot run over a folder with an earlier run's compare.png removes it, so the folder never holds a
+    plot of another run beside this run's CSV and JSON."""
+    res = _result()
+    out = tmp_path / "cmp"
+    written = nccl.write_comparison(res, out, plot=True)
+    assert set(written) == {"csv", "png", "json"} and (out / "compare.png").is_file()
+    written = nccl.write_comparison(res, out, plot=False)
+    assert set(written) == {"csv", "json"} and not (out / "compare.png").exists()
+    assert json.loads((out / "compare.json").read_text())["rows"] == json.loads(json.dumps(res["rows"]))
+
+
+def test_an_error_too_large_for_a_float_is_null(tmp_path):
+    """A measured time so small that the relative error overflows (5e-324 us) gives time_error None (null in
+    compare.json, the documented rule), never inf: the JSON is written."""
+    lines = GOOD_LOG.read_text().splitlines()
+    lines[17] = lines[17].replace("18.38", "5e-324")
+    f = tmp_path / "tiny.txt"
+    f.write_text("\n".join(lines) + "\n")
+    res = nccl.compare_log(f, "h100-8x-nvswitch")
+    assert res["rows"][0]["measured_time_us"] == 5e-324 and res["rows"][0]["time_error"] is None
+    nccl.write_comparison(res, tmp_path / "cmp", plot=False)
+    assert json.loads((tmp_path / "cmp" / "compare.json").read_text())["rows"][0]["time_error"] is None
+
+
+# ---- family 9: --algorithm checked before any run, naming the known ones -----------------------------------
+
+def test_an_unknown_algorithm_is_refused_naming_the_known_ones():
+    """compare_log(algorithm="bogus") raises UsageError naming the algorithms of the collective (before: every
+    size became a failure and the command exited 0)."""
+    with pytest.raises(UsageError) as e:
+        nccl.compare_log(GOOD_LOG, "h100-8x-nvswitch", algorithm="bogus")
+    msg = str(e.value)
+    assert "'bogus': unknown algorithm" in msg and "known for all_reduce: auto, ring" in msg and "tree" in msg
+
+
+def test_an_algorithm_without_the_collective_is_refused():
+    """model_rows with an algorithm that has no such collective (pairwise for all_reduce, nvls for broadcast)
+    refuses it up front, naming the algorithms that have one."""
+    with pytest.raises(UsageError, match="'pairwise' has no all_reduce .algorithms with one: auto, ring"):
+        nccl.model_rows(nccl.resolve_machine("h100-8x-nvswitch"), "all_reduce", [1024], algorithm="pairwise")
+    with pytest.raises(UsageError, match="'nvls' has no broadcast"):
+        nccl.check_algorithm("broadcast", "nvls")
+
+
+def test_the_known_algorithms_still_run():
+    """Every name algorithm_names offers for all_reduce is accepted by the check (tree: NCCL's name)."""
+    names = nccl.algorithm_names("all_reduce")
+    assert names[0] == "auto" and {"ring", "nvls", "tree", "double_binary_tree"} <= set(names)
+    for n in names:
+        nccl.check_algorithm("all_reduce", n)
+    rows = nccl.model_rows(nccl.resolve_machine("h100-8x-nvswitch"), "all_reduce", [1 << 20], algorithm="tree")
+    assert rows and rows[0]["time_us"] > 0
