@@ -134,7 +134,12 @@ def load_yaml(text: str, source: str | Path, *, texts: bool = False,
     """(data, node) of the one YAML document in ``text``; (None, None) for an empty one. ``error`` names
     ``source`` and the line for invalid YAML, a duplicate key, deep nesting or a hostile alias."""
     cls = _TextLoader if texts else _SafeLoader
-    loader = cls(text)
+    try:
+        loader = cls(text)  # PyYAML's reader checks every character here, before any parsing
+    except yaml.reader.ReaderError as e:  # a NUL (a UTF-16 file), a control character
+        line = text.count("\n", 0, e.position) + 1
+        raise error(f"{source}:{line}: not valid YAML: character U+{e.character:04X} at character {e.position} is "
+                    "not allowed in YAML (a UTF-16 file? save it as UTF-8)") from None
     loader.name = str(source)
     loader.source = str(source)
     loader.error = error
