@@ -8,7 +8,15 @@ goldens --update [--bench NAME]`` rewrites the files and prints what moved,
 so a model change that shifts results arrives as a reviewed diff.
 
     from kernbench.goldens import compare, load_golden, run_smoke, summarize
-    diffs = compare(load_golden(path), summarize(bench, run_smoke(bench, tmp)))
+    diffs = compare(load_golden(path, bench), summarize(bench, run_smoke(bench, tmp)))
+
+A golden file is validated whole when it is read (``load_golden``; ``kernbench goldens`` reads every
+selected one before any smoke run): a JSON object with exactly the fields ``summarize`` writes, of their
+types -- ``golden_version`` this kernbench's, ``bench`` the bench's own name, ``key`` the bench's golden
+key, every tolerance ``exact``, ``rel=X`` or ``abs=X`` with X finite and >= 0, ``rows`` an object of rows,
+each holding exactly the bench's golden metrics, every number finite. A field that is not is a ConfigError
+naming the file and the field (``rows.NAME.METRIC``). JSON's duplicate keys, NaN/Infinity, nesting past
+100 and files over 16 MiB are refused too.
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ from kernbench._core import ConfigError
 
 DEFAULT_REL = 1e-6
 GOLDEN_VERSION = 1
+MAX_GOLDEN_BYTES = 16 << 20  # a golden is a few KiB; a larger file is not one
+MAX_GOLDEN_DEPTH = 100       # JSON nesting (a golden needs 4)
+FIELDS = ("golden_version", "bench", "smoke", "seed", "key", "tolerances", "rows")
 
 
 def default_folder() -> Path:
@@ -247,26 +258,194 @@ def golden_path(bench_name: str, folder: Path | str | None = None) -> Path:
     return (Path(folder) if folder is not None else default_folder()) / f"{bench_name}.json"
 
 
-def load_golden(path: Path | str) -> dict[str, Any]:
+def _damaged(path: Path, why: str) -> ConfigError:
+    return ConfigError(f"{path}: {why}: the golden file is damaged (restore it from git, or `kernbench goldens "
+                       f"--update --bench {path.stem}`)")
+
+
+class _Object(dict):
+    """A JSON object as read: ``twice`` is the first key given twice in it (None: none), found by ``_flaw``."""
+
+    twice: str | None = None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = _Object()
+    for k, v in pairs:
+        if k in out and out.twice is None:
+            out.twice = k
+        out[k] = v
+    return out
+
+
+class _Constant:
+    """NaN, Infinity or -Infinity as written in the file (JSON has no such numbers): refused at its field."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _flaw(obj: Any, where: str = "") -> str | None:
+    """The first key given twice or NaN/Infinity in the parsed file, with its field; None when there is none."""
+    if isinstance(obj, _Constant):
+        return f"{where or 'the top level'}: {obj.name} is not a number (JSON has no NaN or Infinity)"
+    if isinstance(obj, dict):
+        if getattr(obj, "twice", None) is not None:
+            return f"{where + '.' if where else ''}{obj.twice}: the key is given twice (one would be lost)"
+        for k, v in obj.items():
+            found = _flaw(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            found = _flaw(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of objects and arrays in JSON text (brackets inside strings skipped)."""
+    depth = most = 0
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+            most = max(most, depth)
+        elif c in "]}":
+            depth -= 1
+    return most
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_value(path: Path, where: str, v: Any) -> None:
+    """A golden value: null, true/false, a string, a finite number, or a list of those."""
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            _check_value(path, f"{where}[{i}]", x)
+    elif isinstance(v, float) and not math.isfinite(v):
+        raise _damaged(path, f"{where}: {v} is not a finite number")
+    elif not (v is None or isinstance(v, (bool, int, float, str))):
+        raise _damaged(path, f"{where}: expected a number, string, true/false or null, got "
+                             f"{'an object' if isinstance(v, dict) else type(v).__name__}")
+
+
+def validate_golden(golden: Any, path: Path | str, bench=None) -> dict[str, Any]:
+    """Check a parsed golden field by field (the module doc's rules); ``bench`` (a registry Bench, optional):
+    the bench it must belong to -- its name, golden key and metrics. ConfigError naming the file and the field."""
+    path = Path(path)
+    if not isinstance(golden, dict):
+        raise _damaged(path, f"not a golden file (expected a JSON object with {', '.join(FIELDS)}; got "
+                             f"{'a list' if isinstance(golden, list) else type(golden).__name__})")
+    unknown = [k for k in golden if k not in FIELDS]
+    if unknown:
+        raise _damaged(path, f"unknown field {unknown[0][:60]!r} (a golden has {', '.join(FIELDS)})")
+    missing = [k for k in FIELDS if k not in golden]
+    if missing:
+        raise _damaged(path, f"field {missing[0]!r} is missing (a golden has {', '.join(FIELDS)})")
+    version = golden["golden_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version != GOLDEN_VERSION:
+        raise _damaged(path, f"golden_version {version!r}: this kernbench reads golden_version {GOLDEN_VERSION}")
+    name = golden["bench"]
+    if not isinstance(name, str) or not name:
+        raise _damaged(path, f"bench {name!r}: expected the bench's name")
+    spec_keys: list[str] | None = None
+    spec_metrics: dict[str, str | None] | None = None
+    if bench is not None:
+        if name != bench.name:
+            raise _damaged(path, f"bench {name!r}: the file is the golden of another bench, not of {bench.name!r}")
+        spec_keys, spec_metrics = _spec(bench)
+    if not isinstance(golden["smoke"], dict):
+        raise _damaged(path, f"smoke: expected an object of --set values, got {type(golden['smoke']).__name__}")
+    for k, v in golden["smoke"].items():
+        _check_value(path, f"smoke.{k}", v)
+    seed = golden["seed"]
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise _damaged(path, f"seed {seed!r}: expected a whole number")
+    key = golden["key"]
+    if not isinstance(key, list) or not key or not all(isinstance(k, str) and k for k in key):
+        raise _damaged(path, f"key {key!r}: expected a list of the result columns naming a row")
+    if spec_keys is not None and key != spec_keys:
+        raise _damaged(path, f"key {key!r}: bench {name!r} names its rows by {spec_keys!r} (its @bench golden key)")
+    tolerances = golden["tolerances"]
+    if not isinstance(tolerances, dict):
+        raise _damaged(path, f"tolerances: expected an object of metric: tolerance, got "
+                             f"{type(tolerances).__name__}")
+    for m, spec in tolerances.items():
+        if spec_metrics is not None and m not in spec_metrics:
+            raise _damaged(path, f"tolerances.{m}: not a golden metric of bench {name!r} "
+                                 f"(its metrics: {', '.join(spec_metrics)})")
+        if not isinstance(spec, str):
+            raise _damaged(path, f"tolerances.{m}: {spec!r}: expected exact, rel=X or abs=X")
+        try:
+            parse_tolerance(spec)
+        except ConfigError as e:
+            raise _damaged(path, f"tolerances.{m}: {e}") from None
+    rows = golden["rows"]
+    if not isinstance(rows, dict):
+        raise _damaged(path, f"rows: expected an object of row name: metrics, got "
+                             f"{'a list' if isinstance(rows, list) else type(rows).__name__}")
+    for row, values in rows.items():
+        if not isinstance(values, dict):
+            raise _damaged(path, f"rows.{row}: expected an object of metric: value, got "
+                                 f"{'a list' if isinstance(values, list) else type(values).__name__}")
+        if spec_metrics is not None:
+            extra = [m for m in values if m not in spec_metrics]
+            if extra:
+                raise _damaged(path, f"rows.{row}.{extra[0]}: not a golden metric of bench {name!r} "
+                                     f"(its metrics: {', '.join(spec_metrics)})")
+            lacking = [m for m in spec_metrics if m not in values]
+            if lacking:
+                raise _damaged(path, f"rows.{row}: lacks the golden metric {lacking[0]!r} of bench {name!r}")
+        for m, v in values.items():
+            _check_value(path, f"rows.{row}.{m}", v)
+    return golden
+
+
+def load_golden(path: Path | str, bench=None) -> dict[str, Any]:
+    """Read and validate a golden file (``validate_golden``; ``bench``: the bench it must belong to).
+    ConfigError naming the file and what is wrong, with the field."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no golden file: run `kernbench goldens --update --bench {path.stem}`")
     if not path.is_file():
         raise ConfigError(f"{path}: not a golden file (it is not a regular file)")
     try:
-        golden = json.loads(path.read_text())
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: the golden file is not UTF-8 text: it is damaged "
-                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)") from None
-    except ValueError as e:
-        raise ConfigError(f"{path}: the golden file is not valid JSON ({e}): it is damaged "
-                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)") from None
+        with open(path, "rb") as f:
+            raw = f.read(MAX_GOLDEN_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the golden file: {e.strerror or e}") from None
-    if not isinstance(golden, dict) or not isinstance(golden.get("rows"), (dict, list)):
-        raise ConfigError(f"{path}: not a golden file (expected a JSON object with rows): it is damaged "
-                          f"(restore it from git, or `kernbench goldens --update --bench {path.stem}`)")
-    return golden
+    if len(raw) > MAX_GOLDEN_BYTES:
+        raise _damaged(path, f"more than {MAX_GOLDEN_BYTES >> 20} MiB, not a golden file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise _damaged(path, f"not UTF-8 text (byte {e.start})") from None
+    if _depth(text) > MAX_GOLDEN_DEPTH:
+        raise _damaged(path, f"nested more than {MAX_GOLDEN_DEPTH} deep, not a golden file")
+    try:
+        golden = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_Constant)
+    except (ValueError, RecursionError) as e:
+        raise _damaged(path, f"not valid JSON ({e})") from None
+    flaw = _flaw(golden)
+    if flaw:
+        raise _damaged(path, flaw)
+    return validate_golden(golden, path, bench)
 
 
 def write_golden(path: Path | str, golden: Mapping[str, Any]) -> Path:
@@ -297,6 +476,8 @@ def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path |
     from kernbench.atomic_output import check_output_dir, check_output_file
 
     selected = _selected(benches)
+    for b in selected:  # each bench's own golden spec, before any run
+        _spec(b)
     # Every golden read (and, for --update, every path checked) before any smoke run.
     if folder is not None:
         if str(folder).strip() == "":
@@ -309,7 +490,7 @@ def main(benches: Iterable[str] = (), update: bool = False, folder: str | Path |
     for b in selected:
         path = golden_path(b.name, folder)
         try:
-            olds[b.name] = load_golden(path) if os.path.lexists(path) else None
+            olds[b.name] = load_golden(path, b) if os.path.lexists(path) else None
         except ConfigError:
             if not update:
                 raise

@@ -150,3 +150,100 @@ def test_the_known_algorithms_still_run():
         nccl.check_algorithm("all_reduce", n)
     rows = nccl.model_rows(nccl.resolve_machine("h100-8x-nvswitch"), "all_reduce", [1 << 20], algorithm="tree")
     assert rows and rows[0]["time_us"] > 0
+
+
+# ---- families 4 and 12: goldens validated whole when read, before any smoke run -------------------------------
+
+GOLDENS = Path(__file__).resolve().parent.parent / "goldens"
+BROKEN_GOLDENS = {  # nccl_r3/goldens_<case>/perf-phold.json: the field the error names
+    "rows_list": "rows: expected an object of row name: metrics, got a list",
+    "row_is_list": "rows.64x1: expected an object of metric: value, got a list",
+    "other_bench": "bench 'pe-dma-perf': the file is the golden of another bench",
+    "key_nope": "key ['nope']: bench 'perf-phold' names its rows by ['population']",
+    "key_extra": "key ['population', 'events']",
+    "version_999": "golden_version 999: this kernbench reads golden_version 1",
+    "version_missing": "field 'golden_version' is missing",
+    "tol_rel_nan": "tolerances.pending: tolerance 'rel=nan'",
+    "tol_abs_negative": "tolerances.bare_bytes_per_pending: tolerance 'abs=-1'",
+    "tol_unknown_metric": "tolerances.nope: not a golden metric of bench 'perf-phold'",
+    "value_nan": "rows.64x1.bare_bytes_per_pending: NaN is not a number",
+    "value_overflows": "rows.64x1.callbacks_bytes_per_pending: inf is not a finite number",
+    "row_twice": "rows.64x1: the key is given twice",
+    "row_lacks_metric": "rows.64x4: lacks the golden metric 'pending'",
+}
+NEEDS_THE_BENCH = {"other_bench", "key_nope", "key_extra", "tol_unknown_metric", "row_lacks_metric"}
+
+
+def _bench(name: str):
+    from kernbench.registry import get_bench
+
+    return get_bench(name)
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_GOLDENS))
+def test_load_golden_refuses_a_broken_golden_naming_the_field(case):
+    """load_golden(path, bench) refuses each broken golden of the corpus with ConfigError naming the file and the
+    field (before: rows as a list passed until compare, the others were reported ok)."""
+    from kernbench.goldens import load_golden
+
+    path = CORPUS / f"goldens_{case}" / "perf-phold.json"
+    with pytest.raises(ConfigError) as e:
+        load_golden(path, _bench("perf-phold"))
+    assert str(path) in str(e.value) and BROKEN_GOLDENS[case] in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("case", sorted(set(BROKEN_GOLDENS) - NEEDS_THE_BENCH))
+def test_load_golden_without_its_bench_still_checks_the_file(case):
+    """Without the bench (load_golden(path)), every check that needs no bench still runs: the shape, the version,
+    the tolerances, the numbers and duplicate keys."""
+    from kernbench.goldens import load_golden
+
+    with pytest.raises(ConfigError, match="the golden file is damaged"):
+        load_golden(CORPUS / f"goldens_{case}" / "perf-phold.json")
+
+
+def test_every_checked_in_golden_passes_the_validation():
+    """The goldens under tests/goldens all pass load_golden with their own bench (the checks refuse only broken
+    files), and a UTF-8 BOM before one is accepted."""
+    from kernbench.goldens import golden_path, load_golden
+    from kernbench.registry import list_benches
+
+    checked = 0
+    for b in list_benches():
+        if b.golden is not None and golden_path(b.name, GOLDENS).is_file():
+            load_golden(golden_path(b.name, GOLDENS), b)
+            checked += 1
+    assert checked >= 15
+
+
+def test_a_golden_with_a_bom_nested_deep_or_huge(tmp_path):
+    """A BOM before the JSON is read; nesting past 100 and a file over 16 MiB are refused as damaged, naming the
+    file (never RecursionError or a read of the whole file)."""
+    from kernbench.goldens import load_golden
+
+    good = (GOLDENS / "perf-phold.json").read_bytes()
+    (tmp_path / "perf-phold.json").write_bytes(b"\xef\xbb\xbf" + good)
+    assert load_golden(tmp_path / "perf-phold.json", _bench("perf-phold"))["bench"] == "perf-phold"
+    (tmp_path / "perf-phold.json").write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(ConfigError, match="perf-phold.json: nested more than 100 deep"):
+        load_golden(tmp_path / "perf-phold.json")
+    with open(tmp_path / "perf-phold.json", "wb") as f:
+        f.truncate((16 << 20) + 10)
+    with pytest.raises(ConfigError, match="perf-phold.json: more than 16 MiB"):
+        load_golden(tmp_path / "perf-phold.json")
+
+
+def test_goldens_command_refuses_a_broken_golden_before_any_smoke_run(tmp_path, monkeypatch):
+    """`kernbench goldens` with two benches, the second's golden broken (rows a list): ConfigError naming it and
+    no smoke run at all, not even the first bench's (before: the first ran, then AttributeError)."""
+    from kernbench import goldens
+
+    (tmp_path / "perf-phold.json").write_bytes((GOLDENS / "perf-phold.json").read_bytes())
+    doc = json.loads((GOLDENS / "pe2pe-latency.json").read_text())
+    doc["rows"] = list(doc["rows"].values())
+    (tmp_path / "pe2pe-latency.json").write_text(json.dumps(doc))
+    runs: list[str] = []
+    monkeypatch.setattr(goldens, "run_smoke", lambda bench, out, seed=1: runs.append(bench.name) or {})
+    with pytest.raises(ConfigError, match=r"pe2pe-latency\.json: rows: expected an object"):
+        goldens.main(benches=["perf-phold", "pe2pe-latency"], folder=tmp_path)
+    assert runs == []
