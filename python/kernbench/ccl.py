@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from kernbench import _core
+from kernbench.args import I64, Nodes, Optional, checked
 
 __all__ = ["CollectiveResult", "algorithms", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall",
            "collective", "dist"]
@@ -113,9 +114,16 @@ class CollectiveResult:
 
 
 def _core_system(system):
-    return system._core if hasattr(system, "_core") else system
+    core = system._core if hasattr(system, "_core") else system
+    if not isinstance(core, _core.System):
+        raise _core.UsageError(f"system must be a kernbench.System, got {type(system).__name__}")
+    return core
 
 
+_PES = Optional(Nodes())  # None: every PE; [] is refused by the core, naming it
+
+
+@checked("ccl.collective", pes=_PES)
 def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring", buffer: str | None = None,
                pes: Sequence[int | str] | None = None, grid: tuple[int, int] | None = None, inter: str | None = None,
                pieces: int = 4, root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
@@ -144,13 +152,12 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     # Numbers go to the core as given: it refuses fractions, bools and strings
     # (nothing is truncated). pes=None means every PE; an empty list is an error.
     if grid is not None:
-        if isinstance(grid, (str, bytes)) or len(grid) != 2:
+        if isinstance(grid, (str, bytes)) or not hasattr(grid, "__len__") or len(grid) != 2:
             raise _core.UsageError(f"collective: grid must be a (w, h) pair, got {grid!r}")
-        gw, gh = grid
+        gw, gh = (I64(v, "ccl.collective", f"grid[{i}]") for i, v in enumerate(grid))
     else:
         gw, gh = 0, 0
-    core = _core.run_collective(_core_system(system), what, algorithm, bytes_per_pe,
-                                list(pes) if pes is not None else None, buffer or _default_buffer(system), gw, gh,
+    core = _core.run_collective(_core_system(system), what, algorithm, bytes_per_pe, pes, buffer or _default_buffer(system), gw, gh,
                                 inter or "", pieces, root,
                                 verify, protocol, channels, calls, host_threads)
     return CollectiveResult(
@@ -161,27 +168,32 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
         channels=core.channels, step_bytes=core.step_bytes, calls=core.calls, predicted_ps=core.predicted_ps)
 
 
+@checked("ccl.all_reduce", pes=_PES)
 def all_reduce(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:
     """Every rank ends with the sum over ranks of every rank's buffer."""
     return collective(system, "all_reduce", bytes_per_pe, algorithm=algorithm, **kw)
 
 
+@checked("ccl.reduce_scatter", pes=_PES)
 def reduce_scatter(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:
     """Every rank ends with its part of the sum (which part: the algorithm's)."""
     return collective(system, "reduce_scatter", bytes_per_pe, algorithm=algorithm, **kw)
 
 
+@checked("ccl.all_gather", pes=_PES)
 def all_gather(system, bytes_per_pe: int, algorithm: str = "ring", **kw) -> CollectiveResult:
     """Every rank starts with its part and ends with all of them."""
     return collective(system, "all_gather", bytes_per_pe, algorithm=algorithm, **kw)
 
 
+@checked("ccl.alltoall", pes=_PES)
 def alltoall(system, bytes_per_pe: int, algorithm: str = "auto", **kw) -> CollectiveResult:
     """Rank i's block j (of ``bytes_per_pe / ranks``) ends in rank j's receive buffer as block i (NCCL's grouped
     send/recv; on a GPU machine its p2p channels and protocol)."""
     return collective(system, "alltoall", bytes_per_pe, algorithm=algorithm, **kw)
 
 
+@checked("ccl.broadcast", pes=_PES)
 def broadcast(system, bytes_per_pe: int, algorithm: str = "double_binary_tree", root: int = 0, **kw) -> CollectiveResult:
     """Every rank ends with rank ``root``'s buffer."""
     return collective(system, "broadcast", bytes_per_pe, algorithm=algorithm, root=root, **kw)

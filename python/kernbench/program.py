@@ -27,6 +27,7 @@ from typing import Any, Iterable, Sequence, Union
 
 from kernbench import _core
 from kernbench import atomic_output as kio
+from kernbench.args import NODE, SIZE, Deps, Nodes, Text, check, checked
 
 Node = Union[int, str]
 
@@ -38,17 +39,27 @@ def default_buffer(system) -> str:
     return "hbm" if _core.exec_target(core) == "gpu" else "sram"
 
 
+class Op(int):
+    """An op's id, as prog.dma / compute / ... return it: an int that knows its Program (``program``), so a
+    later op of another Program cannot list it in ``deps``."""
+
+    def __new__(cls, value: int, program: "Program"):
+        out = super().__new__(cls, value)
+        out.program = program
+        return out
+
+
 class Handle:
     """What prog.gemm / all_reduce / ... / attention return: one handle for a whole appended sub-program.
 
-    List it in a later op's ``deps=[...]`` (it stands for the sub-program's sinks, the ops nothing in
-    it waits for, so it adds no op and no time). ``ops`` is the range of its op ids (rows of
-    ``RunResult.ops_df()``), ``sinks`` its last ops."""
+    List it in a later op's ``deps=[...]`` of the same Program (it stands for the sub-program's sinks, the
+    ops nothing in it waits for, so it adds no op and no time). ``ops`` is the range of its op ids (rows of
+    ``RunResult.ops_df()``), ``sinks`` its last ops, ``program`` the Program it belongs to."""
 
-    __slots__ = ("name", "first", "end", "sinks")
+    __slots__ = ("name", "first", "end", "sinks", "program")
 
-    def __init__(self, name: str, first: int, end: int, sinks: tuple):
-        self.name, self.first, self.end, self.sinks = name, first, end, sinks
+    def __init__(self, name: str, first: int, end: int, sinks: tuple, program: "Program | None" = None):
+        self.name, self.first, self.end, self.sinks, self.program = name, first, end, sinks, program
 
     @property
     def ops(self) -> range:
@@ -59,15 +70,28 @@ class Handle:
 
 
 class Program:
-    """A Program bound to a System, so nodes can be named."""
+    """A Program bound to a System, so nodes can be named; it runs on that System only (its node ids are
+    that machine's), and its op ids and handles are its own (another Program's in ``deps`` is refused)."""
 
     def __init__(self, system, name: str = "program"):
+        if not isinstance(getattr(system, "_core", None), _core.System):  # a kernbench.System (or its kin)
+            raise _core.UsageError(f"Program: system must be a kernbench.System (kernbench.System.load), got "
+                                   f"{type(system).__module__}.{type(system).__name__}")
         self.system = system
-        self._core = _core.Program(name)
+        self._core = _core.Program(check("Program", "name", name, Text()))
 
     # ---- helpers ---------------------------------------------------------------
-    def _id(self, node: Node) -> int:
+    def _id(self, node: Node, where: str = "Program", what: str = "node") -> int:
+        node = NODE(node, f"{self.name}: {where}", what)
         return self.system.node_id(node) if isinstance(node, str) else int(node)
+
+    def _mine(self, d, where: str) -> None:
+        """Refuse an op id or handle of another Program (it would bind to this one's unrelated ops)."""
+        owner = getattr(d, "program", None)
+        if owner is not None and owner._core is not self._core:
+            raise _core.UsageError(
+                f"{self.name}: {where}: {d!r} is an op of program {owner.name!r}, not of program {self.name!r} "
+                "(a handle binds to the ops of the Program that made it only)")
 
     def _tag(self, tag: str | int | None) -> int:
         if tag is None:
@@ -80,16 +104,29 @@ class Program:
         # not exist yet").
         out = []
         for d in deps:
+            self._mine(d, "dependency")
             if isinstance(d, Handle):
                 out.extend(d.sinks)
                 continue
             if isinstance(d, bool) or not isinstance(d, int) or d < 0:
                 raise _core.UsageError(f"{self.name}: dependency {d!r} is not an op handle")
-            out.append(d)
+            out.append(int(d))
         return out
 
-    def _moves(self, moves: Iterable[Sequence]) -> list[tuple[int, int, int]]:
-        return [(self._id(s), self._id(d), b) for s, d, b in moves]
+    def _op(self, value: int) -> Op:
+        return Op(value, self)
+
+    def _moves(self, moves: Iterable[Sequence], where: str, what: str) -> list[tuple[int, int, int]]:
+        if isinstance(moves, (str, bytes, dict)) or not hasattr(moves, "__iter__"):
+            raise _core.UsageError(f"{where}: {what} must be a list of (src, dst, bytes), got {moves!r}")
+        out = []
+        for i, move in enumerate(moves):
+            if isinstance(move, (str, bytes)) or not hasattr(move, "__len__") or len(move) != 3:
+                raise _core.UsageError(f"{where}: {what}[{i}] must be a (src, dst, bytes) triple, got {move!r}")
+            s, d, b = move
+            out.append((self._id(s, where, f"{what}[{i}] src"), self._id(d, where, f"{what}[{i}] dst"),
+                        SIZE(b, where, f"{what}[{i}] bytes")))
+        return out
 
     def __len__(self) -> int:
         return len(self._core)
@@ -99,82 +136,94 @@ class Program:
         return self._core.name
 
     # ---- ops -------------------------------------------------------------------------
+    @checked("Program.dma")
     def dma(self, agent: Node, src: Node, dst: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """Move `bytes` from `src` to `dst` with `agent`'s DMA engine (a read asks `src` first).
 
         Every op takes an optional ``name=`` (errors, traces and ``RunResult.ops_df()``'s name
         column) and, where it runs on an engine, ``tag=`` (a label; ``ops_df()``'s tag column)."""
-        return self._core.dma(self._id(agent), self._id(src), self._id(dst), bytes, self._deps(deps), name,
-                              self._tag(tag))
+        return self._op(self._core.dma(self._id(agent), self._id(src), self._id(dst), bytes, self._deps(deps),
+                                       name, self._tag(tag)))
 
+    @checked("Program.compute", flops=None)  # the core's check names it "gemm: flops"
     def compute(self, agent: Node, flops: float, precision: str = "fp16", deps=(), name: str = "", tag=None) -> int:
         """`flops` on `agent`'s GEMM engine at `precision` (one engine op; ``gemm()`` is the whole kernel)."""
-        return self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag))
+        return self._op(self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag)))
 
+    @checked("Program.kernel")
     def kernel(self, agent: Node, duration_ps: int, *, launch_ps: int = 0, flops: float = 0.0,
                precision: str = "bf16", bytes: int = 0, deps=(), name: str = "", tag=None) -> int:
         """One GPU kernel priced by a kernel model (``_core.gpu_gemm(...)["duration_ps"]`` and its kin): a
         launch op of ``launch_ps`` on the agent's launch queue, after the agent's previous launch (none when
         0), then the kernel of ``duration_ps`` on its SM array after that launch and ``deps``. Returns the
         kernel op; neither pays a PE_CPU dispatch."""
-        return self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, bytes, self._deps(deps),
-                                 name, self._tag(tag))
+        return self._op(self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, bytes,
+                                          self._deps(deps), name, self._tag(tag)))
 
     # ---- whole kernels and collectives ----------------------------------------------
     def _append(self, sub, deps, name: str) -> "Handle":
         """Append a sub-program after `deps`; its handle stands for its sinks (no extra op, no extra time)."""
         first = self._core.append(sub, self._deps(deps))
-        return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)))
+        return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)), self)
 
-    def _ids(self, pes) -> list[int]:
+    def _ids(self, pes, where: str = "Program", what: str = "pes") -> list[int]:
+        """Node ids of a list of PEs (a lone one counts as one; None: none). ``[]`` is an error: say None."""
         if pes is None:
             return []
-        if isinstance(pes, (str, int)):
-            pes = [pes]
-        return [self._id(p) for p in pes]
+        pes = Nodes(empty=False, why_empty=" (pass None, or leave it out, for the default PEs)")(
+            pes, f"{self.name}: {where}", what)
+        return [self._id(p, where, what) for p in pes]
 
+    @checked("Program.gemm")
     def gemm(self, pes, m: int, n: int, k: int, precision: str = "fp16", *, tile_m: int = 0, tile_n: int = 0,
              tile_k: int = 0, pinned: bool = False, buffers: int = 2, homes=None, deps=(), name: str = "") -> Handle:
         """C[m,n] = A[m,k] B[k,n] on `pes` (names or ids; the M x N split over them), the whole GEMM kernel
         model (the plan and program of the GEMM benches: tiles from each PE's HBM slice, N-buffered). Returns
         one handle."""
-        ids = self._ids(pes)
+        ids = self._ids(pes, "Program.gemm")
         sub = _core.gemm_program(self.system._core, m, n, k, precision, ids, tile_m, tile_n, tile_k, pinned,
-                                 buffers, self._ids(homes))
+                                 buffers, self._ids(homes, "Program.gemm", "homes") if homes else [])
         return self._append(sub, deps, name)
 
+    @checked("Program.collective")
     def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str | None = None,
                    grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
                    name: str = "", protocol: str = "auto", channels: int = 0) -> Handle:
         """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast, alltoall) over `pes` in rank
         order (None: every PE), built by kernbench.ccl's algorithm (on a GPU machine as NCCL runs it: see
         kernbench.ccl.collective for ``algorithm="auto"``, ``protocol`` and ``channels``). Returns one handle."""
-        ids = self._ids(pes)
-        sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids or None,
+        ids = self._ids(pes, f"Program.{what}") if pes is not None else None  # None: every PE; [] is an error
+        sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids,
                                        buffer or default_buffer(self.system), grid_w,
                                        grid_h, inter, pieces, root, protocol, channels)
         return self._append(sub, deps, name)
 
+    @checked("Program.all_reduce")
     def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
         """Every rank ends with the sum of every rank's `bytes`-byte buffer (see collective())."""
         return self.collective("all_reduce", pes, bytes, algorithm=algorithm, **kw)
 
+    @checked("Program.reduce_scatter")
     def reduce_scatter(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
         """Each rank ends with its share of the sum (see collective())."""
         return self.collective("reduce_scatter", pes, bytes, algorithm=algorithm, **kw)
 
+    @checked("Program.all_gather")
     def all_gather(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:
         """Each rank ends with every rank's share (see collective())."""
         return self.collective("all_gather", pes, bytes, algorithm=algorithm, **kw)
 
+    @checked("Program.alltoall")
     def alltoall(self, pes, bytes: int, algorithm: str = "pairwise", **kw) -> Handle:
         """Rank i's block j of its `bytes`-byte buffer reaches rank j (see collective(), kernbench.ccl.alltoall)."""
         return self.collective("alltoall", pes, bytes, algorithm=algorithm, **kw)
 
+    @checked("Program.broadcast")
     def broadcast(self, pes, bytes: int, algorithm: str = "double_binary_tree", root: int = 0, **kw) -> Handle:
         """Rank `root`'s buffer reaches every rank (see collective())."""
         return self.collective("broadcast", pes, bytes, algorithm=algorithm, root=root, **kw)
 
+    @checked("Program.attention")
     def attention(self, phase: str, case: int, t_q: int, s_kv: int, *, tile_q: int = 256, tile_s: int = 256,
                   kv_buffers: int = 2, sip: int = 0, cubes=(), precision: str = "fp16", h_q: int = 8,
                   d_head: int = 128, elem_bytes: int = 2, pe_first: int = 0, pe_count: int = 0, deps=(),
@@ -186,38 +235,46 @@ class Program:
                                 list(cubes), precision, h_q, d_head, elem_bytes, pe_first, pe_count)
         return self._append(sub, deps, name)
 
+    @checked("Program.vector")
     def vector(self, agent: Node, bytes: int, deps=(), name: str = "", tag=None) -> int:
         """`bytes` through `agent`'s vector engine (softmax, elementwise)."""
-        return self._core.vector(self._id(agent), bytes, self._deps(deps), name, self._tag(tag))
+        return self._op(self._core.vector(self._id(agent), bytes, self._deps(deps), name, self._tag(tag)))
 
+    @checked("Program.alloc")
     def alloc(self, agent: Node, bytes: int, deps=(), name: str = "") -> int:
         """Claim scratch on `agent` (CapacityError past the PE's budget)."""
-        return self._core.alloc(self._id(agent), bytes, self._deps(deps), name)
+        return self._op(self._core.alloc(self._id(agent), bytes, self._deps(deps), name))
 
+    @checked("Program.free", alloc=Deps.ids)
     def free(self, alloc: int, deps=(), name: str = "") -> int:
         """Return an alloc's scratch."""
-        return self._core.free(alloc, self._deps(deps), name)
+        self._mine(alloc, "free")
+        return self._op(self._core.free(int(alloc), self._deps(deps), name))
 
+    @checked("Program.send")
     def send(self, agent: Node, peer: Node, bytes: int, key: int, deps=(), name: str = "", tag=None,
              source: Node | None = None) -> int:
         """IPCQ send of `bytes` to PE `peer`, in slot-sized segments (blocks while the slots there are full).
 
         `source` is where the payload is read (default: the agent's scratch; e.g. its HBM slice)."""
-        return self._core.send(self._id(agent), self._id(peer), bytes, int(key), self._deps(deps), name,
-                               self._tag(tag), None if source is None else self._id(source))
+        return self._op(self._core.send(self._id(agent), self._id(peer), bytes, key, self._deps(deps), name,
+                                        self._tag(tag), None if source is None else self._id(source)))
 
+    @checked("Program.recv")
     def recv(self, agent: Node, peer: Node, key: int, deps=(), name: str = "", tag=None, mode: str = "consume") -> int:
         """IPCQ recv on `agent` of `peer`'s send with this key.
 
         mode: ``consume`` (read each slot out of scratch), ``reduce`` (add each slot into the buffer on the
         vector engine) or ``no_consume`` (free slots unread: a diagnostic to compare with raw DMA)."""
-        return self._core.recv(self._id(agent), self._id(peer), int(key), self._deps(deps), name, self._tag(tag),
-                               mode)
+        return self._op(self._core.recv(self._id(agent), self._id(peer), key, self._deps(deps), name,
+                                        self._tag(tag), mode))
 
+    @checked("Program.barrier")
     def barrier(self, agent: Node, deps, name: str = "") -> int:
         """Join dependencies (no work)."""
-        return self._core.barrier(self._id(agent), self._deps(deps), name)
+        return self._op(self._core.barrier(self._id(agent), self._deps(deps), name))
 
+    @checked("Program.composite", loads=None, stores=None)  # checked by _moves, naming the item
     def composite(self, agent: Node, tiles: int, loads, flops: float = 0.0, *, compute: str = "gemm",
                   precision: str = "fp16", vector_bytes: int = 0, stores=(), buffers: int = 2, deps=(),
                   name: str = "", tag=None, load_tag=None, compute_tag=None, store_tag=None) -> int:
@@ -226,14 +283,18 @@ class Program:
         def stage(t):
             return -1 if t is None else self._tag(t)
 
-        return self._core.composite(
-            self._id(agent), tiles, self._moves(loads), compute, flops, precision, vector_bytes,
-            self._moves(stores), buffers, self._deps(deps), name, self._tag(tag), stage(load_tag), stage(compute_tag),
-            stage(store_tag))
+        where = f"{self.name}: Program.composite"
+        return self._op(self._core.composite(
+            self._id(agent), tiles, self._moves(loads, where, "loads"), compute, flops, precision, vector_bytes,
+            self._moves(stores, where, "stores"), buffers, self._deps(deps), name, self._tag(tag), stage(load_tag),
+            stage(compute_tag), stage(store_tag)))
 
+    @checked("Program.depend", op=Deps.ids, on=Deps.ids)
     def depend(self, op: int, on: int) -> None:
         """Add a dependency after the fact (a cycle ends the run in a DeadlockError)."""
-        self._core.depend(op, on)
+        self._mine(op, "depend")
+        self._mine(on, "depend")
+        self._core.depend(int(op), int(on))
 
     def run(self) -> "RunResult":
         """Run on the bound System from its current time."""

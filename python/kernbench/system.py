@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from kernbench import _core
 from kernbench._core import ConfigError
+from kernbench.args import I32, NODE, Ints, Optional, Real, Text, Whole, checked
 
 DEFAULT_CONFIG = "topology.yaml"
 
@@ -177,11 +178,87 @@ class System:
         return Program(self, name)
 
     def run_program(self, program):
-        """Run a Program (a kernbench.Program or a _core.Program) to completion; returns a RunResult."""
+        """Run a Program (a kernbench.Program or a _core.Program) to completion; returns a RunResult.
+
+        A kernbench.Program runs on the System it was built on (its node ids are that machine's): another
+        machine's is refused, unless it has the very same nodes (a twin(), or the same config loaded again)."""
         from kernbench.program import Program, RunResult
 
-        core = program._core if isinstance(program, Program) else program
+        if isinstance(program, Program):
+            if program.system is not self and program.system._core is not self._core \
+                    and list(program.system._core.nodes()["name"]) != list(self._core.nodes()["name"]):
+                raise _core.UsageError(
+                    f"run_program: program {program.name!r} was built on {program.system!r}, not on this machine "
+                    f"{self!r}: its node ids would land on other PEs (build it with this System's program())")
+            core = program._core
+        elif isinstance(program, _core.Program):
+            core = program
+        else:
+            raise _core.UsageError(f"run_program: program must be a kernbench.Program, got {type(program).__name__}")
         return RunResult(_core.run_program(self._core, core), self, program=core)
+
+    # ---- checked fronts of the core's calls (kernbench.args: a wrong argument is a UsageError naming it) ----
+    @checked("System.transfer", tag=I32)
+    def transfer(self, src, dst, bytes, at_ps=None, tag=0, address=0) -> int:
+        """Schedule a transfer of `bytes` from `src` to `dst` (at `at_ps`, default now); returns its id."""
+        return self._core.transfer(src, dst, bytes, at_ps, tag, address)
+
+    @checked("System.dma", tag=I32)
+    def dma(self, kind, issuer, memory, bytes, at_ps=None, tag=0, address=0) -> int:
+        """Schedule a DMA ``read`` or ``write`` of `bytes` by `issuer` on `memory`; returns its index in dma_ops()."""
+        return self._core.dma(kind, issuer, memory, bytes, at_ps, tag, address)
+
+    @checked("System.traffic", pattern=Text(), endpoints=Ints(NODE), offered_gbps=Real(None, finite=False),
+             packet_bytes=Whole(), start_ps=Whole(), stop_ps=Whole(), injection=Text(), hotspot=Optional(NODE),
+             hotspot_fraction=Real(None, finite=False), grid_w=I32, tag=I32, cycle_ps=Optional(Whole()))
+    def traffic(self, pattern, endpoints, offered_gbps, packet_bytes, start_ps, stop_ps, injection="poisson",
+                hotspot=None, hotspot_fraction=0.5, grid_w=0, tag=0, cycle_ps=None) -> int:
+        """Start a synthetic traffic generator over `endpoints` (see ``_core.System.traffic``)."""
+        return self._core.traffic(pattern, endpoints, offered_gbps, packet_bytes, start_ps, stop_ps, injection,
+                                  hotspot, hotspot_fraction, grid_w, tag, cycle_ps)
+
+    @checked("System.run")
+    def run(self, until_ps=None) -> None:
+        """Run the simulation (to `until_ps`, default until nothing is left)."""
+        return self._core.run(until_ps)
+
+    @checked("System.set_limits", max_events=Optional(Whole()), max_time_ps=Optional(Whole()))
+    def set_limits(self, max_events=None, max_time_ps=None) -> None:
+        """Stop a run past `max_events` events or `max_time_ps` (None: no limit)."""
+        return self._core.set_limits(max_events, max_time_ps)
+
+    @checked("System.node_id", name=Text())
+    def node_id(self, name) -> int:
+        """The id of the node named `name`."""
+        return self._core.node_id(name)
+
+    @checked("System.node_name", id=NODE)
+    def node_name(self, id) -> str:
+        """The name of node `id` (a name is returned as it is, once found)."""
+        return self._core.node_name(id)
+
+    @checked("System.route")
+    def route(self, src, dst) -> list[str]:
+        """Node names of the route from `src` to `dst`."""
+        return self._core.route(src, dst)
+
+    @checked("System.route_info")
+    def route_info(self, src, dst) -> dict:
+        """Route details (nodes, channels, hops, bottleneck) from `src` to `dst`."""
+        return self._core.route_info(src, dst)
+
+    @checked("System.route_paths")
+    def route_paths(self, src, dst) -> list[dict]:
+        """Every path the router may take from `src` to `dst` (route_info of each)."""
+        return self._core.route_paths(src, dst)
+
+    @checked("System.max_min_rates", paths=Ints(Ints(NODE)))
+    def max_min_rates(self, paths) -> list[float]:
+        """Exact max-min fair rates (B/s) of concurrent (src, dst) paths."""
+        for i, p in enumerate(paths):
+            if len(p) != 2:
+                raise _core.UsageError(f"System.max_min_rates: paths[{i}] must be a (src, dst) pair, got {p!r}")
+        return self._core.max_min_rates([tuple(p) for p in paths])
 
     # ---- pandas views ---------------------------------------------------------
     def _names(self, ids) -> list[str]:
