@@ -183,7 +183,9 @@ def _compare_nccl_parser(sub) -> None:
                    help="machine config: a file, or a preset name (h100-8x-nvswitch, a100-8x-nvswitch, l40s-8x-pcie)")
     n.add_argument("--collective", default=None, metavar="NAME",
                    help="all_reduce, all_gather, reduce_scatter or broadcast (default: the log's own, else all_reduce)")
-    n.add_argument("--algorithm", default=None, help="the model's algorithm (default ring; see kernbench.ccl.algorithms())")
+    n.add_argument("--algorithm", default=None,
+                   help="the model's algorithm (default auto: the NCCL tuner's on a GPU machine, else ring; another "
+                        "name is refused unless it has the collective, see kernbench.ccl.algorithms())")
     n.add_argument("--out", default="out/compare-nccl", help="output folder (default: out/compare-nccl)")
     n.add_argument("--no-plot", action="store_true", help="write no PNG")
     n.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
