@@ -36,6 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernbench import bench, nccl
+from kernbench.args import machine_range
 from kernbench.overrides import Param
 
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall"]
@@ -69,6 +70,8 @@ def gpu_collectives(ctx):
         sizes.append(s)
         s *= int(p["factor"])
     config = str(ctx.config)
+    n_pes = len(ctx.load_system().pes())  # more ranks than the machine has PEs: refused before any row runs
+    machine_range("ranks", p["ranks"], 2, n_pes, ctx.machine_label(), f"{n_pes} PEs")
     tables = []
     for coll in p["collectives"]:
         if coll not in nccl.MODELLED:

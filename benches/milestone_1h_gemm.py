@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from kernbench import bench
+from kernbench.args import machine_range
 from kernbench.overrides import Param, shape_check
 
 # LLaMA-3.1-70B projections as (name, N, K): C[T, N] = X[T, K] W[K, N].
@@ -81,6 +82,9 @@ def milestone_1h_gemm(ctx):
         return out
     p = ctx.params
     results, failures, timelines, pinned_rows = ctx.results, ctx.failures, [], []
+    n_pes = len(ctx.load_system().pes())  # PE counts past the machine's are refused before any point runs
+    for key in ("pe_counts", "llm_pes"):
+        machine_range(key, p[key], 1, n_pes, ctx.machine_label(), f"{n_pes} PEs")
 
     def attempt(name, fn):
         try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 
 from kernbench import bench
+from kernbench.overrides import Param
 
 CASES = (1, 2, 3, 4)
 
@@ -31,7 +32,7 @@ CASES = (1, 2, 3, 4)
         "prefill_t_q": [128, 512, 2048, 8192],
         "decode_s_kv": [8192, 32768, 131072],
         "decode_t_q": 1,
-        "cases": [1, 2, 3, 4],
+        "cases": Param([1, 2, 3, 4], choices=[1, 2, 3, 4], help="the GQA sharding cases (kernbench.gqa)"),
         "tile_q": 256,
         "tile_s": 256,
     },

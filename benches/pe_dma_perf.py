@@ -18,7 +18,8 @@ import numpy as np
 
 from kernbench import bench
 from kernbench._core import ConfigError
-from kernbench.pe_dma import LADDER, REFERENCE, run_scenario, scenarios
+from kernbench.args import machine_range
+from kernbench.pe_dma import LADDER, REFERENCE, run_scenario, scenarios, sips_of
 
 
 @bench(
@@ -36,6 +37,10 @@ from kernbench.pe_dma import LADDER, REFERENCE, run_scenario, scenarios
 def pe_dma_perf(ctx):
     p = ctx.params
     probe = ctx.load_system()
+    sips = sips_of(probe)
+    if sips:  # the SIP studied must be one of the machine's (a machine without SIPs is refused below)
+        machine_range("sip", p["sip"], sips[0], sips[-1], ctx.machine_label(),
+                      f"{len(sips)} SIP{'s' if len(sips) != 1 else ''}")
     try:
         scens = scenarios(probe, p["sip"])
     except (KeyError, ValueError, IndexError) as e:  # e.g. a GPU box: no cubes of PEs and HBM slices

@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from kernbench import bench
+from kernbench.overrides import Param
 
 
 @bench(
@@ -30,7 +31,7 @@ from kernbench import bench
         "window_ns": 20000.0,
         "offered_GBps": 32.0,       # per PE
         "packet_bytes": 4096,
-        "pe_counts": [128, 512],
+        "pe_counts": Param([128, 512], choices=[128, 512], allowed="128 (1 SIP) or 512 (2x2 SIPs)"),
         "chunks": [64, 256, 1024, 4096],
     },
     uses_config=True,

@@ -17,6 +17,7 @@ over the rates, per scheduler), and per point a folder with requests.csv, timese
 from __future__ import annotations
 
 from kernbench import bench
+from kernbench.args import machine_range
 from kernbench.overrides import Param
 
 METRICS = ("ttft", "tpot", "e2el")
@@ -46,6 +47,8 @@ def serving_bench(ctx):
 
     p = ctx.params
     system = System.load(str(ctx.config), set=dict(ctx.config_overrides), seed=ctx.seed)
+    n_pes = len(system.pes())  # a tp wider than the machine is refused before any point runs
+    machine_range("tp", p["tp"], 1, n_pes, ctx.machine_label(), f"{n_pes} PEs")
     cap = float(p["prompt_mean"]) * 8
     prompt = f"lognormal:mean={p['prompt_mean']},sigma={p['sigma']},max={int(cap)}"
     output = f"lognormal:mean={p['output_mean']},sigma={p['sigma']},max={int(float(p['output_mean']) * 8)}"

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["REFERENCE", "LADDER", "PARTS", "scenarios", "run_scenario"]
+__all__ = ["REFERENCE", "LADDER", "PARTS", "sips_of", "scenarios", "run_scenario"]
 
 # Magnitudes the earlier simulator reported on its own topology (ns, or
 # GB/s where noted) -- printed beside ours, never used as targets.
@@ -41,8 +41,23 @@ LADDER = [
 PARTS = ["overhead_ps", "transmission_ps", "drain_ps", "queuing_ps"]
 
 
+def sips_of(system) -> list[int]:
+    """The SIP (package) indices of a machine's PEs, in order (none on a machine without SIPs)."""
+    nodes = system.nodes()
+    return sorted({int(s) for s, k in zip(nodes["sip"], nodes["kind"]) if k == "pe" and s >= 0})
+
+
 def scenarios(system, sip: int = 0) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(name, kind, [(issuer, memory)]) for the reference's scenario list."""
+    """(name, kind, [(issuer, memory)]) for the reference's scenario list on SIP ``sip``
+    (one of ``sips_of(system)``; another is a UsageError naming it and the machine's range)."""
+    from kernbench._core import UsageError
+    from kernbench.args import Whole
+
+    sip = Whole(0, 2**31 - 1, below="negative")(sip, "pe_dma.scenarios", "sip")
+    have = sips_of(system)
+    if have and sip not in have:
+        raise UsageError(f"pe_dma.scenarios: sip = {sip} is not a SIP of this machine (it has SIPs "
+                         f"{have[0]} .. {have[-1]})")
     nodes = system.nodes()
     names = nodes["name"]
     kinds = nodes["kind"]
