@@ -27,6 +27,8 @@ exactly (``save``/``load`` as JSON).
 from __future__ import annotations
 
 import json
+import math
+import operator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -61,6 +63,33 @@ DTYPE_BYTES: dict[str, int] = {
 KINDS: tuple[str, ...] = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "reduce", "embedding",
                           "view", "copy")
 
+#: Attrs that are a dimension of the op's work: a whole number >= 1 where present (a zero or negative dimension
+#: would lower to nothing, a fraction would be truncated).
+DIM_ATTRS = ("m", "n", "k", "batch", "gemm_m", "gemm_n", "gemm_k", "groups", "heads", "kv_heads", "q_len",
+             "kv_len", "head_dim", "v_head_dim", "in_channels", "out_channels")
+#: Attrs that are a count or a size: a whole number >= 0 where present (``bytes`` may also be None before an
+#: importer fills it in; ``dim`` is a size only in an embedding, elsewhere an axis).
+COUNT_ATTRS = ("elements", "operands", "out_elements", "bytes", "tokens", "rows", "bias_flops", "window")
+
+
+def whole(v: Any, what: str, low: int) -> int:
+    """``v`` as an int when it is a whole number >= ``low`` (an int, or a float with no fraction); else a
+    WorkloadError naming ``what`` and the value. Never truncates (4.7 is refused, not 4)."""
+    if isinstance(v, bool):
+        raise WorkloadError(f"{what} = {v!r}: expected a whole number >= {low}, got a boolean")
+    if isinstance(v, float):
+        if not math.isfinite(v) or not v.is_integer():
+            raise WorkloadError(f"{what} = {v!r}: expected a whole number >= {low}")
+        n = int(v)
+    else:
+        try:
+            n = operator.index(v)
+        except TypeError:
+            raise WorkloadError(f"{what} = {v!r}: expected a whole number >= {low}") from None
+    if n < low:
+        raise WorkloadError(f"{what} = {n}: expected a whole number >= {low}")
+    return n
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -72,9 +101,11 @@ class TensorSpec:
     def __post_init__(self):
         if self.dtype not in DTYPE_BYTES:
             raise WorkloadError(f"unknown dtype {self.dtype!r} (known: {', '.join(DTYPE_BYTES)})")
-        shape = tuple(int(d) for d in self.shape)
-        if any(d < 0 for d in shape):
-            raise WorkloadError(f"negative dimension in shape {shape}")
+        try:
+            dims = tuple(self.shape)
+        except TypeError:
+            raise WorkloadError(f"shape {self.shape!r}: expected a list of dimensions") from None
+        shape = tuple(whole(d, f"dimension {i} of shape {list(dims)!r}", 0) for i, d in enumerate(dims))
         object.__setattr__(self, "shape", shape)
 
     @property
@@ -135,12 +166,18 @@ class Op:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise WorkloadError(f"op {self.name!r}: unknown kind {self.kind!r} (known: {', '.join(KINDS)})")
-        if self.flops < 0:
-            raise WorkloadError(f"op {self.name!r}: negative FLOPs {self.flops}")
+        object.__setattr__(self, "flops", whole(self.flops, f"op {self.name!r}: flops", 0))
+        if not isinstance(self.attrs, Mapping):
+            raise WorkloadError(f"op {self.name!r}: attrs must be a map, got {type(self.attrs).__name__}")
+        attrs = dict(self.attrs)
+        for key in DIM_ATTRS + COUNT_ATTRS + (("dim",) if self.kind == "embedding" else ()):
+            if key in attrs and not (key == "bytes" and attrs[key] is None):
+                attrs[key] = whole(attrs[key], f"op {self.name!r}: attrs[{key!r}]", 1 if key in DIM_ATTRS else 0)
+        object.__setattr__(self, "attrs", attrs)
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
         object.__setattr__(self, "params", tuple(self.params))
-        object.__setattr__(self, "deps", tuple(int(d) for d in self.deps))
+        object.__setattr__(self, "deps", tuple(whole(d, f"op {self.name!r}: a dep", 0) for d in self.deps))
 
     @property
     def dtype(self) -> str:
@@ -193,9 +230,23 @@ class Block:
     end: int
     count: int
 
+    def __post_init__(self):
+        for key in ("first", "end", "count"):
+            object.__setattr__(self, key, whole(getattr(self, key), f"block {self.prefix!r}: {key}", 0))
+
     @property
     def size(self) -> int:
         return self.end - self.first
+
+
+def _timed(op: Op, src: str, dst: str, lo: int, hi: int, shift: int) -> tuple:
+    """What the lowering times of ``op`` (an op of a block instance), named as instance 0: its kind, target,
+    shapes, parameter shapes, FLOPs, attrs (strings renamed ``src`` -> ``dst``) and its deps inside the
+    instance ``[lo, hi)`` (as instance 0's indices, ``shift`` back)."""
+    def ren(v):
+        return dst + v[len(src):] if isinstance(v, str) and v.startswith(src) else v
+    return (op.kind, op.target, op.inputs, op.outputs, tuple(p.spec for p in op.params), op.flops,
+            {k: ren(v) for k, v in op.attrs.items()}, tuple(d - shift for d in op.deps if lo <= d < hi))
 
 
 class WorkloadGraph:
@@ -223,6 +274,29 @@ class WorkloadGraph:
             if not (0 <= b.first < b.end and b.count >= 1 and b.first + b.size * b.count <= len(self.ops)):
                 raise WorkloadError(f"{self.name}: block {b.prefix!r} [{b.first}, {b.end}) x {b.count} "
                                     f"does not fit in {len(self.ops)} ops")
+            self._check_instances(b)
+
+    _FIELDS = ("kind", "target", "input shapes", "output shapes", "parameter shapes", "flops", "attrs",
+               "deps inside the instance")
+
+    def _check_instances(self, b: Block) -> None:
+        """Every instance of ``b`` is timed like instance 0 (the lowering may simulate one and reuse it): each
+        op's kind, shapes, FLOPs, attrs and in-block deps must be instance 0's, else a WorkloadError naming the
+        block, the instance, the op and what differs."""
+        base = [_timed(self.ops[b.first + j], "", "", b.first, b.end, 0) for j in range(b.size)]
+        src0 = f"{b.prefix}.0."
+        for i in range(1, b.count):
+            shift = i * b.size
+            for j in range(b.size):
+                op = self.ops[b.first + shift + j]
+                got = _timed(op, f"{b.prefix}.{i}.", src0, b.first + shift, b.end + shift, shift)
+                if got != base[j]:
+                    what = next(f for f, x, y in zip(self._FIELDS, got, base[j]) if x != y)
+                    x, y = got[self._FIELDS.index(what)], base[j][self._FIELDS.index(what)]
+                    raise WorkloadError(
+                        f"{self.name}: block {b.prefix!r}: instance {i} differs from instance 0 at op "
+                        f"{b.first + shift + j} ({op.name!r}): {what} {x!r}, instance 0 has {y!r} (a block's "
+                        f"instances are timed from one: declare only identical instances as a block)")
 
     # ---- totals ----------------------------------------------------------------
     @property
@@ -334,9 +408,25 @@ class WorkloadGraph:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "WorkloadGraph":
-        return cls(d["name"], [Op.from_dict(o) for o in d["ops"]], source=d.get("source", "hand"),
-                   inputs=[TensorSpec.from_dict(t) for t in d.get("inputs", [])],
-                   blocks=[Block(**b) for b in d.get("blocks", [])], meta=d.get("meta", {}))
+        """The graph of ``to_dict``'s record; a malformed record is a WorkloadError naming the op (or part)."""
+        if not isinstance(d, Mapping):
+            raise WorkloadError(f"a workload graph record is a map, got {type(d).__name__}")
+        ops = []
+        for i, o in enumerate(_list(d, "ops")):
+            try:
+                ops.append(Op.from_dict(o))
+            except (KeyError, TypeError, AttributeError, ValueError) as e:
+                detail = f"key {e} missing" if isinstance(e, KeyError) else str(e)
+                if isinstance(e, WorkloadError):
+                    raise WorkloadError(f"ops[{i}]: {e}") from None
+                raise WorkloadError(f"ops[{i}]: malformed op record ({detail})") from None
+        try:
+            inputs = [TensorSpec.from_dict(t) for t in _list(d, "inputs", [])]
+            blocks = [Block(**b) for b in _list(d, "blocks", [])]
+        except (KeyError, TypeError, AttributeError) as e:
+            raise WorkloadError(f"malformed inputs or blocks ({e})") from None
+        return cls(d.get("name", "graph"), ops, source=d.get("source", "hand"), inputs=inputs, blocks=blocks,
+                   meta=d.get("meta", {}))
 
     def save(self, path: str | Path) -> Path:
         """Writes the graph as JSON, atomically."""
@@ -344,10 +434,26 @@ class WorkloadGraph:
 
     @classmethod
     def load(cls, path: str | Path) -> "WorkloadGraph":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """A graph ``save`` wrote; an unreadable or malformed file is a WorkloadError naming it."""
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise WorkloadError(f"WorkloadGraph.load: {p}: not a readable JSON file ({e})") from None
+        try:
+            return cls.from_dict(data)
+        except WorkloadError as e:
+            raise WorkloadError(f"WorkloadGraph.load: {p}: {e}") from None
 
     def __repr__(self) -> str:
         return f"<WorkloadGraph {self.name!r}: {len(self.ops)} ops, {self.flops / 1e9:.3f} GFLOP>"
+
+
+def _list(d: Mapping[str, Any], key: str, default: Any = None) -> list:
+    v = d.get(key, default)
+    if not isinstance(v, list):
+        raise WorkloadError(f"{key}: expected a list, got {type(v).__name__}")
+    return v
 
 
 def ops_of(items: Iterable[Op | Mapping[str, Any]]) -> list[Op]:

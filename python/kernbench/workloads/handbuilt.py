@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kernbench.workloads.graph import Block, Op, ParamRef, TensorSpec, WorkloadError, WorkloadGraph
+from kernbench.workloads.graph import Block, Op, ParamRef, TensorSpec, WorkloadError, WorkloadGraph, whole
 
 __all__ = ["llama_graph", "decoder_graph", "resnet50_graph", "LLAMA3_8B", "LLAMA3_70B"]
 
@@ -83,8 +83,13 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
                             f"(rms, layer), mlp {mlp_kind!r} (swiglu, gelu), positions {positions!r} "
                             "(rotary, alibi, learned)")
     N = _NAMES[family]
-    L = int(layers if layers is not None else dims.get("layers", 1))
-    kv_len = seq if kv_len is None else kv_len
+    # every size enters here: a whole number >= 1 (4.7 is refused, not truncated; 0 would lower to nothing)
+    for key in ("hidden", "heads", "kv_heads", "head_dim", "intermediate"):
+        whole(dims[key], f"{name}: dims[{key!r}]", 1)
+    whole(V, f"{name}: dims['vocab']", 1)
+    L = whole(layers if layers is not None else dims.get("layers", 1), f"{name}: layers", 1)
+    batch, seq = whole(batch, f"{name}: batch", 1), whole(seq, f"{name}: seq", 1)
+    kv_len = seq if kv_len is None else whole(kv_len, f"{name}: kv_len", 1)
     if positions == "learned" and kv_len > dims.get("max_positions", kv_len):
         raise WorkloadError(f"{name}: kv_len {kv_len} exceeds the {dims['max_positions']} learned positions")
     T = batch * seq
@@ -92,7 +97,7 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
     ops: list[Op] = []
 
     def add(name, kind, target, *, inputs=(), outputs=(), params=(), flops=0, attrs=None, deps=()):
-        ops.append(Op(name, kind, target, tuple(inputs), tuple(outputs), tuple(params), int(flops), dict(attrs or {}),
+        ops.append(Op(name, kind, target, tuple(inputs), tuple(outputs), tuple(params), flops, dict(attrs or {}),
                       tuple(deps)))
         return len(ops) - 1
 
@@ -132,7 +137,7 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
         te = add(N["embed"], "embedding", "aten.embedding.default", inputs=[ids], outputs=[act], params=[w],
                  attrs={"rows": V, "dim": H, "tokens": T})
         if positions == "learned":  # GPT-2's wpe: a second table, added to the token embeddings
-            P = int(dims.get("max_positions", kv_len))
+            P = whole(dims.get("max_positions", kv_len), f"{name}: dims['max_positions']", 1)
             wp = ParamRef(N["pos"] + ".weight", TensorSpec((P, H), dtype))
             pe = add(N["pos"], "embedding", "aten.embedding.default", inputs=[ids], outputs=[act], params=[wp],
                      attrs={"rows": P, "dim": H, "tokens": T})
@@ -204,7 +209,7 @@ def resnet50_graph(batch: int = 1, *, dtype: str = "fp32", name: str = "resnet50
     ops: list[Op] = []
 
     def add(name, kind, target, inputs, outputs, params=(), flops=0, attrs=None, deps=()):
-        ops.append(Op(name, kind, target, tuple(inputs), tuple(outputs), tuple(params), int(flops),
+        ops.append(Op(name, kind, target, tuple(inputs), tuple(outputs), tuple(params), flops,
                       dict(attrs or {}), tuple(d for d in deps if d >= 0)))
         return len(ops) - 1
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Sequence
 from kernbench.workloads.graph import WorkloadError
 
 __all__ = ["ELEMENTWISE_FLOPS", "VIEW_OPS", "COPY_OPS", "IGNORED_OPS", "REDUCE_FLOPS", "NORM_OPS", "classify",
-           "dtype_name", "numel"]
+           "dtype_name", "numel", "matmul_dims"]
 
 #: FLOPs per output element of the pointwise ops (see the module docstring).
 ELEMENTWISE_FLOPS: dict[str, int] = {
@@ -131,6 +131,26 @@ def numel(shape: Sequence[int]) -> int:
     return n
 
 
+def matmul_dims(sa: Sequence[int], sb: Sequence[int]) -> tuple[int, int, int, int]:
+    """``(m, n, k, batch)`` of ``a @ b`` by numpy's matmul rules: a 1-D ``a`` is a row (``m = 1``), a 1-D ``b`` a
+    column (``n = 1``), the leading dims broadcast into the batch; with a 2-D ``b`` every leading dim of ``a`` is
+    rows (one GEMM, the same FLOPs)."""
+    sa, sb = [int(d) for d in sa], [int(d) for d in sb]
+    if not sa or not sb:
+        raise WorkloadError(f"matmul of a scalar (shapes {sa} and {sb})")
+    if len(sa) == 1:
+        sa = [1] + sa
+    if len(sb) == 1:
+        sb = sb + [1]
+    k, n = sa[-1], sb[-1]
+    if len(sb) == 2:
+        return numel(sa[:-1]), n, k, 1
+    la, lb = sa[:-2], sb[:-2]
+    width = max(len(la), len(lb))
+    la, lb = [1] * (width - len(la)) + la, [1] * (width - len(lb)) + lb
+    return sa[-2], n, k, numel(max(x, y) for x, y in zip(la, lb))
+
+
 class Call:
     """What ``classify`` sees of one FX node: the op's base name, args, and the meta shapes.
 
@@ -197,19 +217,9 @@ def _matmul(c: Call) -> tuple[int, dict]:
         sa, sb = c.shape(a), c.shape(b)
         batch, m, k, n = sa[0], sa[1], sa[2], sb[2]
         weight = c.param(b) or c.param(a)
-    else:  # matmul: numpy broadcasting rules
+    else:  # matmul: numpy's rules (1-D operands, broadcast batch dims)
         a, b = c.arg(0), c.arg(1)
-        sa, sb = list(c.shape(a)), list(c.shape(b))
-        if len(sa) == 1:
-            sa = [1] + sa
-        if len(sb) == 1:
-            sb = sb + [1]
-        k = sa[-1]
-        n = sb[-1]
-        if len(sb) == 2:  # x @ W: every leading dim of a is rows
-            m, batch = numel(sa[:-1]), 1
-        else:
-            m, batch = sa[-2], numel(c.out[:-2]) if len(c.out) > 2 else 1
+        m, n, k, batch = matmul_dims(c.shape(a), c.shape(b))
         weight = c.param(b) or c.param(a)
     flops = 2 * batch * m * n * k
     bias_flops = 0
