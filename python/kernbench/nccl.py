@@ -9,8 +9,8 @@ time of one collective and two bandwidths (its doc/PERFORMANCE.md)::
 
 ``parse_log(path)`` reads a user's log (``#`` header lines, the out-of-place
 and in-place column groups, ``#wrong``; a log cut short keeps its complete
-rows) and refuses a file that is not one (``NcclLogError``, naming file and
-line). A number in a row that means nothing -- ``nan``, ``inf``, a negative time,
+rows; text of another program between rows -- NCCL INFO lines -- skipped with a note; after the last row it
+ends the table) and refuses a file that is not one (``NcclLogError``, naming file and line). A number in a row that means nothing -- ``nan``, ``inf``, a negative time,
 bandwidth, size, count or ``#wrong`` -- is refused at its line, naming the column (never taken for a row cut
 short). ``model_rows`` runs kernbench's collectives on a machine for the same
 sizes; ``compare`` puts the two side by side with errors per size;
@@ -147,7 +147,7 @@ def _number(tok: str, what: str) -> float | None:
     if not math.isfinite(x):
         raise _BadValue(f"the {what} is {tok!r}, not a finite number")
     if x < 0:
-        raise _BadValue(f"the {what} is {tok}, negative (nccl-tests prints times and bandwidths >= 0)")
+        raise _BadValue(f"the {what} is {tok}, negative (nccl-tests never prints one)")
     return x
 
 
@@ -240,7 +240,10 @@ def parse_log(path: str | Path) -> NcclLog:
                 truncated = True
                 notes.append(f"line {i}: an incomplete last row was ignored ({e})")
                 break
-            if rows and not toks[0].isdigit():  # trailing text of another program after the table
+            if rows and not re.match(r"[+-]?[0-9]", toks[0]):  # text of another program (NCCL INFO, ...)
+                if _rows_follow(lines, i, lead):
+                    notes.append(f"line {i}: skipped, not a result row: {s[:40]!r}")
+                    continue
                 notes.append(f"line {i}: the table ends here (not a result row: {s[:40]!r})")
                 break
             raise NcclLogError(f"{path}:{i}: not an nccl-tests result row ({e}): {s[:80]!r}") from None
@@ -258,6 +261,21 @@ def parse_log(path: str | Path) -> NcclLog:
             notes.append("no 'Avg bus bandwidth' footer: the log was cut short; its complete rows are used")
     return NcclLog(str(path), collective, ranks or threads, columns, rows, truncated, notes, avg, devices,
                    gpus_per_thread)
+
+
+def _rows_follow(lines: list[str], i: int, lead: list[str]) -> bool:
+    """Whether a line after line ``i`` (1-based) reads as a result row: then line ``i`` is a garbled row in the
+    middle of the table (an error), not the end of the table."""
+    for j, text in enumerate(lines[i:], start=i + 1):
+        toks = text.split()
+        if not toks or toks[0].startswith("#") or len(toks) < len(lead) + 4 or (len(toks) - len(lead)) % 4:
+            continue
+        try:
+            _row(toks, lead, j)
+        except ValueError:
+            continue
+        return True
+    return False
 
 
 def _row(toks: list[str], lead: list[str], line: int) -> NcclRow:

@@ -54,6 +54,20 @@ def test_the_sound_log_of_the_corpus_parses():
     assert not log.truncated and log.avg_busbw == pytest.approx(117.4114) and log.ranks == 8
 
 
+def test_a_garbled_row_mid_table_is_refused_and_noise_is_skipped(tmp_path):
+    """A row-like line that is not a row (size '2_097_152') in the middle of the table is refused at its line
+    (before: the table ended there, dropping the rows after it); another program's text between rows (an NCCL
+    INFO line) is skipped with a note and every row is kept."""
+    with pytest.raises(nccl.NcclLogError, match=r"size_with_underscores\.txt:19: not an nccl-tests result row"):
+        nccl.parse_log(CORPUS / "size_with_underscores.txt")
+    lines = GOOD_LOG.read_text().splitlines()
+    lines.insert(18, "dgx-h100-01:41200:41210 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC")
+    f = tmp_path / "info.txt"
+    f.write_text("\n".join(lines) + "\n")
+    log = nccl.parse_log(f)
+    assert len(log.rows) == 4 and any("line 19: skipped" in n for n in log.notes)
+
+
 def test_cli_nan_log_writes_nothing(cli, tmp_path):
     """`compare-nccl` on a log whose time is nan: exit 2, one error line naming file and line, and neither
     compare.csv nor compare.json written (before: a traceback, compare.csv without compare.json)."""
