@@ -49,7 +49,12 @@ from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, 
 from kernbench.workloads.plan import ParallelPlan
 from kernbench.workloads.training import lower_training
 
-__all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges"]
+__all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges", "MAX_LOWERED_OPS"]
+
+#: The most op instances one lowering appends (graph ops x microbatches x replicas, x 3 for a training step's
+#: forward, backward and optimizer): checked before any work, as a lowering takes about 0.1 ms per op instance
+#: and its simulation more.
+MAX_LOWERED_OPS = 2_000_000
 
 
 def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, phase: str = "inference",
@@ -69,6 +74,11 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     plan = plan or ParallelPlan()
     if phase not in ("inference", "train"):
         raise WorkloadError(f"lower: phase {phase!r}: expected 'inference' or 'train'")
+    work = len(graph.ops) * plan.microbatches * plan.dp * (3 if phase == "train" else 1)
+    if work > MAX_LOWERED_OPS:
+        raise WorkloadError(f"lower: {graph.name}: {len(graph.ops)} ops x microbatches {plan.microbatches} x dp "
+                            f"{plan.dp}{' x 3 (train)' if phase == 'train' else ''} = {work} op instances: over the "
+                            f"limit of {MAX_LOWERED_OPS} (lower fewer microbatches or layers)")
     prog = program if program is not None else Program(system, graph.name)
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)

@@ -47,7 +47,13 @@ from typing import Mapping, Sequence
 
 from kernbench.workloads.graph import WorkloadError
 
-__all__ = ["ParallelPlan", "Placement", "RULES", "SHARDINGS", "RECOMPUTES"]
+__all__ = ["ParallelPlan", "Placement", "RULES", "SHARDINGS", "RECOMPUTES", "MAX_MICROBATCHES", "MAX_DEGREE"]
+
+#: The most microbatches a plan may run (each is lowered and simulated op by op: a step of 10**6 of them ran
+#: for over 12 minutes). A pipeline past a few thousand microbatches is its steady state repeated.
+MAX_MICROBATCHES = 4096
+#: The most ranks one parallel degree (dp, tp or pp) may name (no machine kernbench models has more PEs).
+MAX_DEGREE = 1 << 20
 
 #: The tensor-parallel rules an override may name.
 RULES = ("column", "row", "replicated")
@@ -101,6 +107,11 @@ class ParallelPlan:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise WorkloadError(f"plan: {name} must be an integer >= 1, got {v!r}")
+            limit = MAX_MICROBATCHES if name == "microbatches" else MAX_DEGREE
+            if v > limit:
+                raise WorkloadError(f"plan: {name} = {v}: over the limit of {limit} (each "
+                                    f"{'microbatch' if name == 'microbatches' else 'rank'} is lowered and simulated "
+                                    "op by op)")
         if self.sp and self.tp == 1:
             raise WorkloadError("plan: sp (sequence parallelism) splits over the tensor-parallel ranks: it needs tp > 1")
         if self.sharding not in SHARDINGS:
