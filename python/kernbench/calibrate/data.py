@@ -201,6 +201,8 @@ def parse_call(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         key, sep, value = tok.partition("=")
         if not sep or not key:
             raise ValueError(f"call {text!r}: {tok!r} is not key=value")
+        if key in params or key in sets:  # the last would silently win
+            raise ValueError(f"call {text!r}: parameter {key!r} given twice")
         if "." in key:
             sets[key] = value
         else:
