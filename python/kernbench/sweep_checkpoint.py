@@ -4,8 +4,9 @@ One header line (format, version and the sweep's identity: target, seed, config
 hash, fixed overrides), then one record per finished point, each written with one
 ``write`` and synced, so a crash leaves at most a cut last line, which reading
 drops. A checkpoint of another sweep (another identity) is refused, not mixed in, and so is any other
-damage (a missing or foreign header, a line that is not a point's record, garbage bytes): a ConfigError
-naming the file and the line; the file is then left untouched.
+damage (a missing or foreign header, a file of blank lines only, a line that is not a point's record, a key
+given twice in a line, a value nested deeper than ``MAX_DEPTH``, garbage bytes): a ConfigError naming the file
+and the line; the file is then left untouched. A 0-byte file is no checkpoint (nothing is lost).
 """
 
 from __future__ import annotations
@@ -27,6 +28,34 @@ RECORD_FIELDS: dict[str, Any] = {"key": str, "point": int, "params": dict, "stat
                                  "rows": list, "wall_s": (int, float)}
 RECORD_TYPES = {"key": "a string", "point": "an integer", "params": "a map", "status": "a string",
                 "error": "a string", "rows": "a list", "wall_s": "a number"}
+#: Deepest nesting of maps and lists a line may hold (a point's record is 4 deep; a deeper one made the resumed
+#: sweep die by RecursionError).
+MAX_DEPTH = 100
+
+
+class _KeyTwice(ValueError):
+    """A JSON object giving one key twice (``json`` would keep the last)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _KeyTwice(k)
+        out[k] = v
+    return out
+
+
+def _too_deep(obj: Any) -> bool:
+    """Whether ``obj`` nests maps and lists deeper than MAX_DEPTH (iterative: no recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > MAX_DEPTH:
+                return True
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return False
 
 
 def _short(v: Any) -> str:
@@ -66,7 +95,9 @@ class Checkpoint:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, object_pairs_hook=_no_duplicates)
+            except _KeyTwice as e:
+                raise self._damaged(i + 1, f"gives the key {_short(e.args[0])} twice") from None
             except (ValueError, RecursionError):
                 # the last line, half-written when the sweep died: after the header, no newline, a record's start
                 if i == len(lines) - 1 and good and line.startswith(b'{"'):
@@ -75,11 +106,16 @@ class Checkpoint:
                     raise ConfigError(f"{self.path}: not a kernbench sweep checkpoint (line {i + 1} is not JSON); "
                                       "delete it, or run without --resume") from None
                 raise self._damaged(i + 1, "is not JSON") from None
+            if _too_deep(obj):
+                raise self._damaged(i + 1, f"is nested deeper than {MAX_DEPTH} levels")
             if not good:
                 self._check_header(obj, i + 1)
             else:
                 records[self._check_record(obj, i + 1)] = obj
             good.append(line)
+        if raw and not good:  # only blank lines: no header, and nothing kernbench wrote
+            raise ConfigError(f"{self.path}: not a kernbench sweep checkpoint (only blank lines, no header); "
+                              "delete it, or run without --resume")
         fixed = b"\n".join(good) + (b"\n" if good else b"")
         if fixed != raw:
             kio.atomic_write_bytes(self.path, fixed)
@@ -90,7 +126,7 @@ class Checkpoint:
             raise ConfigError(f"{self.path}: not a kernbench sweep checkpoint (line {line} is not its header); "
                               "delete it, or run without --resume")
         version = obj.get("version")
-        if version != CHECKPOINT_VERSION:
+        if type(version) is not int or version != CHECKPOINT_VERSION:  # not true or 1.0, which equal 1
             raise ConfigError(f"{self.path}: checkpoint version {version!r}, this kernbench reads version "
                               f"{CHECKPOINT_VERSION}; run without --resume")
         theirs = obj.get("identity")
@@ -117,8 +153,14 @@ class Checkpoint:
             raise self._damaged(line, f"has status={_short(obj['status'])}, expected one of {', '.join(STATUSES)}")
         if not all(isinstance(r, dict) for r in obj["rows"]):
             raise self._damaged(line, "has rows that are not all maps of metrics")
-        if not (math.isfinite(obj["wall_s"]) and obj["wall_s"] >= 0):
-            raise self._damaged(line, f"has wall_s={obj['wall_s']!r}, expected seconds >= 0")
+        try:
+            seconds = float(obj["wall_s"])  # an integer of 400 digits: OverflowError
+        except OverflowError:
+            seconds = math.inf
+        if not (math.isfinite(seconds) and seconds >= 0):
+            w = obj["wall_s"]
+            shown = repr(w) if isinstance(w, float) else _short(w)  # nan, inf as Python writes them
+            raise self._damaged(line, f"has wall_s={shown}, expected seconds >= 0")
         if obj["point"] < 0:
             raise self._damaged(line, f"has point={obj['point']}, expected an index >= 0")
         return obj["key"]

@@ -32,9 +32,11 @@ def fuzz_seconds() -> float:
     return float(os.environ.get("KERNBENCH_FUZZ_SECONDS", "0") or 0)
 
 
-def fuzz(strategy: st.SearchStrategy[Any], check: Callable[[Any], None], examples: int, at_seed: int) -> int:
+def fuzz(strategy: st.SearchStrategy[Any], check: Callable[[Any], None], examples: int, at_seed: int,
+         share: float = 1.0) -> int:
     """``check`` on ``examples`` inputs drawn from ``strategy`` at ``at_seed``, then on more at fresh seeds
-    while KERNBENCH_FUZZ_SECONDS lasts; returns how many rounds ran."""
+    while ``share`` of KERNBENCH_FUZZ_SECONDS lasts (a module of two fuzz tests gives each half); returns how
+    many rounds ran."""
     def one_round(n: int, s: int) -> None:
         @seed(s)
         @settings(max_examples=n, deadline=None, database=None, derandomize=False,
@@ -47,7 +49,7 @@ def fuzz(strategy: st.SearchStrategy[Any], check: Callable[[Any], None], example
         run()
 
     one_round(examples, at_seed)
-    rounds, stop = 1, time.monotonic() + fuzz_seconds()
+    rounds, stop = 1, time.monotonic() + share * fuzz_seconds()
     while time.monotonic() < stop:
         one_round(max(examples, 100), at_seed + rounds)
         rounds += 1

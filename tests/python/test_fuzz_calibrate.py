@@ -6,7 +6,8 @@ bytes -- go through ``kernbench.calibrate.load_data`` and ``report.read_overlay`
 with no NaN or infinity in it, or a typed kernbench error (CalibrationError, a ConfigError) whose one-line message
 names the file; never another exception or a hang. Findings are reproduced in tests/python/test_r3_fuzz_findings.py.
 
-Default: a short seeded run (a few seconds). ``KERNBENCH_FUZZ_SECONDS=30`` fuzzes that much longer (``.ci/run``).
+Default: a short seeded run (a few seconds). ``KERNBENCH_FUZZ_SECONDS=30`` fuzzes that much longer (``.ci/run``),
+half of it each for the data files and the overlays.
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def test_fuzz_data_files(tmp_path):
     """Generated measured-data files (YAML, CSV, any encoding, random bytes) load with finite numbers or are refused
     with a CalibrationError naming the file; no other exception, no hang."""
     seen: list[str] = []
-    fuzz(_data_files(), lambda f: _check_data(tmp_path, f, seen), examples=100, at_seed=31)
+    fuzz(_data_files(), lambda f: _check_data(tmp_path, f, seen), examples=100, at_seed=31, share=0.5)
     assert {".csv", ".yaml"} & set(seen), "no generated data file ever loaded: the generator only makes errors"
 
 
@@ -225,7 +226,7 @@ def test_fuzz_overlays(tmp_path):
     """Generated overlays (any YAML body, any `# calibration:` line, any encoding) read as --set texts and checked
     metadata, or are refused with a CalibrationError naming the file; no other exception, no hang."""
     seen: list[dict] = []
-    fuzz(_overlays(), lambda raw: _check_overlay(tmp_path, raw, seen), examples=80, at_seed=131)
+    fuzz(_overlays(), lambda raw: _check_overlay(tmp_path, raw, seen), examples=80, at_seed=131, share=0.5)
     assert any(seen), "no generated overlay with metadata was ever read: the generator only makes errors"
 
 

@@ -1,0 +1,111 @@
+"""Findings of the reader fuzzers (issue 31): tests/python/test_fuzz_calibrate.py and test_fuzz_checkpoint.py.
+
+Each finding's minimal reproducer, and a variant, is a file under tests/bad_inputs/fuzz_r3/. The calibrate ones
+(a YAML file with a character YAML forbids gave a bare yaml ReaderError) are CLI cases in
+tests/bad_inputs/cases_r3_fuzz.yaml and Python API cases here; the sweep checkpoint ones are here (a resume
+reads them): a file of blank lines only was taken for an empty checkpoint and dropped; ``wall_s`` an integer
+of 400 digits gave OverflowError; a key given twice in a line kept the last value; a value nested 600 deep
+loaded, then the resumed sweep died by RecursionError; ``"version": true`` or ``1.0`` passed for version 1.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kernbench
+from kernbench import calibrate as cal
+from kernbench._core import ConfigError
+from kernbench.calibrate import report
+from kernbench.sweep_checkpoint import Checkpoint
+
+FUZZ = Path(__file__).resolve().parents[1] / "bad_inputs" / "fuzz_r3"
+SYNTH = Path(__file__).resolve().parents[1] / "calibrate" / "synthetic.py"
+IDENTITY = {"target": "r3-nan-metric", "seed": 1, "config_hash": None, "sets": ["bench.bad=none"]}
+
+cal.load_functions(SYNTH)
+
+CHECKPOINT_CASES = {  # file -> words of the ConfigError (the file's path is always one)
+    "ckpt_blank_lines.jsonl": ["not a kernbench sweep checkpoint", "only blank lines, no header"],
+    "ckpt_form_feed_and_spaces.jsonl": ["not a kernbench sweep checkpoint", "only blank lines, no header"],
+    "ckpt_wall_s_400_digits.jsonl": ["line 2 has wall_s=111111", "expected seconds >= 0", "damaged"],
+    "ckpt_wall_s_minus_400_digits.jsonl": ["line 2 has wall_s=-999999", "expected seconds >= 0"],
+    "ckpt_record_key_twice.jsonl": ['line 2 gives the key "status" twice', "damaged"],
+    "ckpt_header_key_twice.jsonl": ['line 1 gives the key "identity" twice', "damaged"],
+    "ckpt_rows_nested_600.jsonl": ["line 2 is nested deeper than 100 levels", "damaged"],
+    "ckpt_identity_nested_600.jsonl": ["line 1 is nested deeper than 100 levels"],
+    "ckpt_version_true.jsonl": ["checkpoint version True", "reads version 1"],
+    "ckpt_version_1_0.jsonl": ["checkpoint version 1.0", "reads version 1"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_CASES))
+def test_a_fuzzed_checkpoint_is_refused_naming_the_file_and_left_alone(tmp_path, name):
+    """Each checkpoint the fuzzer found accepted wrongly or crashing the reader (OverflowError) is one ConfigError
+    naming the file and what is wrong, and the file is left byte for byte as it was."""
+    path = tmp_path / "checkpoint.jsonl"
+    shutil.copy(FUZZ / name, path)
+    with pytest.raises(ConfigError) as e:
+        Checkpoint(path, IDENTITY).read()
+    msg = str(e.value)
+    missing = [w for w in [str(path), *CHECKPOINT_CASES[name]] if w not in msg]
+    assert not missing, f"{name}: the message lacks {missing}: {msg}"
+    assert path.read_bytes() == (FUZZ / name).read_bytes()
+
+
+def test_every_fuzz_checkpoint_has_a_case():
+    """No checkpoint reproducer under fuzz_r3/ is left without a case above."""
+    assert {p.name for p in FUZZ.glob("*.jsonl")} == set(CHECKPOINT_CASES)
+
+
+def test_an_empty_checkpoint_file_is_still_no_checkpoint(tmp_path):
+    """A 0-byte file (nothing to lose) reads as no finished points, as a missing one does, and is left alone."""
+    path = tmp_path / "checkpoint.jsonl"
+    path.write_bytes(b"")
+    assert Checkpoint(path, IDENTITY).read() == {}
+    assert path.read_bytes() == b""
+
+
+def small_point(point):
+    """A sweep function of one metric (the resume test's target)."""
+    return {"y": point.bench["x"] * 2}
+
+
+def test_a_deeply_nested_checkpointed_row_is_refused_before_the_resumed_sweep(tmp_path):
+    """The fuzzer's find through a real resume: a finished point whose row holds a value nested 600 deep made
+    `sweep(..., resume=True)` die by RecursionError; it is refused as damage naming the file and line 2, the
+    file unchanged and no sweep.json written."""
+    kernbench.sweep(small_point, {"bench.x": [1, 2]}, "serial", out=tmp_path)
+    ckpt = tmp_path / "checkpoint.jsonl"
+    header, first = ckpt.read_text().splitlines()[:2]
+    rec = json.loads(first)
+    rec["rows"] = [{"y": json.loads("[" * 600 + "]" * 600)}]
+    ckpt.write_text(header + "\n" + json.dumps(rec) + "\n")
+    (tmp_path / "sweep.json").unlink()
+    before = ckpt.read_bytes()
+    with pytest.raises(ConfigError, match=r"checkpoint\.jsonl: line 2 is nested deeper than 100 levels"):
+        kernbench.sweep(small_point, {"bench.x": [1, 2]}, "serial", out=tmp_path, resume=True)
+    assert ckpt.read_bytes() == before and not (tmp_path / "sweep.json").exists()
+
+
+@pytest.mark.parametrize("name, words", [
+    ("data_utf16.yaml", ["data_utf16.yaml:1", "not valid YAML", "character U+0000", "a UTF-16 file?"]),
+    ("data_control_char.yaml", ["data_control_char.yaml:2", "not valid YAML", "character U+0001"]),
+])
+def test_a_yaml_data_file_with_a_forbidden_character_is_refused_naming_the_file(name, words):
+    """A data file YAML's reader refuses character by character (a NUL of UTF-16 text, a control character) was a
+    bare yaml ReaderError (`special characters are not allowed`); it is a CalibrationError naming file and line."""
+    with pytest.raises(cal.CalibrationError) as e:
+        cal.load_data(FUZZ / name)
+    missing = [w for w in words if w not in str(e.value)]
+    assert not missing, f"{name}: the message lacks {missing}: {e.value}"
+
+
+def test_an_overlay_with_a_forbidden_character_is_refused_naming_the_file():
+    """An overlay saved as UTF-16 without a BOM (`--check`) was a bare yaml ReaderError; it is a CalibrationError
+    naming the file and line 1."""
+    with pytest.raises(cal.CalibrationError, match=r"overlay_utf16\.yaml:1: not valid YAML: character U\+0000"):
+        report.read_overlay(FUZZ / "overlay_utf16.yaml")
