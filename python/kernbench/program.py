@@ -48,6 +48,9 @@ class Op(int):
         out.program = program
         return out
 
+    def __reduce__(self):
+        return int, (int(self),)  # pickled (a sweep worker's result row) and copied as the plain id
+
 
 class Handle:
     """What prog.gemm / all_reduce / ... / attention return: one handle for a whole appended sub-program.
@@ -60,6 +63,9 @@ class Handle:
 
     def __init__(self, name: str, first: int, end: int, sinks: tuple, program: "Program | None" = None):
         self.name, self.first, self.end, self.sinks, self.program = name, first, end, sinks, program
+
+    def __reduce__(self):
+        return Handle, (self.name, self.first, self.end, self.sinks)  # pickled without its Program
 
     @property
     def ops(self) -> range:

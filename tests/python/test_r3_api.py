@@ -261,3 +261,16 @@ def test_config_error_kept_for_meaning(system, pes):
     with pytest.raises(UsageError) as e:
         prog.compute(pes[0], float("nan"))
     _exact(e, UsageError, "FLOPs must be >= 0")
+
+
+def test_op_ids_and_handles_pickle_as_plain_values(system, pes):
+    """Op ids and Handles that now carry their Program still pickle (a sweep worker sends result rows to its
+    owner): an op id as the plain int, a Handle without its Program."""
+    import pickle
+
+    prog = system.program("p")
+    a = prog.dma(pes[0], _hbm(pes[0]), pes[0], 64)
+    h = prog.all_reduce(pes[:2], 64, deps=[a])
+    a2, h2 = pickle.loads(pickle.dumps((a, h)))
+    assert type(a2) is int and a2 == a
+    assert (h2.name, h2.first, h2.end, h2.sinks, h2.program) == (h.name, h.first, h.end, h.sinks, None)
