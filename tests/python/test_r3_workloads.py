@@ -330,3 +330,26 @@ def test_calibrate_call_parameter_given_twice_is_refused(name, words):
     the file, the line, the row and the parameter."""
     with pytest.raises(cal.CalibrationError, match=words):
         cal.load_data(R3 / name)
+
+
+def _conv_trace(groups, stride=(1, 1)):
+    """A recorded aten::conv2d of a 1 x 4 x 8 x 8 input by 4 x 2 x 3 x 3 weights (padding 1)."""
+    t = "Tensor(float)"
+    return {"nodes": [ROOT, {
+        "id": 2, "name": "aten::conv2d", "ctrl_deps": 1,
+        "inputs": {"values": [[5, 6, 0, 256, 4, "cpu"], [7, 8, 0, 72, 4, "cpu"], "<None>", list(stride), [1, 1],
+                              [1, 1], groups],
+                   "shapes": [[1, 4, 8, 8], [4, 2, 3, 3], [], [[], []], [[], []], [[], []], []],
+                   "types": [t, t, "None", "GenericList[Int,Int]", "GenericList[Int,Int]", "GenericList[Int,Int]",
+                             "Int"]},
+        "outputs": {"values": [[9, 10, 0, 256, 4, "cpu"]], "shapes": [[1, 4, 8, 8]], "types": [t]}}]}
+
+
+def test_trace_conv_with_fractional_groups_is_refused():
+    """A recorded conv2d whose groups is 2.5 (was truncated to 2) or whose stride is 1.5 is refused naming the node
+    and the argument; groups = 2 imports (finding of reviewing the readers' int() calls)."""
+    assert from_execution_trace(_conv_trace(2)).ops[0].attrs["groups"] == 2
+    with pytest.raises(WorkloadError, match=r"node 2 \(aten::conv2d\): aten\.conv2d: groups = 2\.5"):
+        from_execution_trace(_conv_trace(2.5))
+    with pytest.raises(WorkloadError, match=r"node 2 \(aten::conv2d\): a stride, padding or dilation = 1\.5"):
+        from_execution_trace(_conv_trace(2, stride=(1.5, 1)))

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from kernbench.workloads.graph import WorkloadError
+from kernbench.workloads.graph import WorkloadError, whole
 
 __all__ = ["ELEMENTWISE_FLOPS", "VIEW_OPS", "COPY_OPS", "IGNORED_OPS", "REDUCE_FLOPS", "NORM_OPS", "classify",
            "dtype_name", "numel", "matmul_dims"]
@@ -187,11 +187,12 @@ class Call:
         return out
 
 
-def _pair(v, n=2) -> list[int]:
+def _pair(v, n=2, what="a stride, padding or dilation") -> list[int]:
+    """``v`` (one int or a list) as ``n`` whole numbers (a recorded 1.5 is refused, not truncated)."""
     if isinstance(v, (list, tuple)):
-        v = [int(x) for x in v]
+        v = [whole(x, what, 0) for x in v]
         return v * n if len(v) == 1 else v
-    return [int(v)] * n
+    return [whole(v, what, 0)] * n
 
 
 def _matmul(c: Call) -> tuple[int, dict]:
@@ -267,8 +268,10 @@ def _conv(c: Call) -> tuple[int, dict]:
     else:
         bias, stride, padding = c.arg(2, "bias"), c.arg(3, "stride", 1), c.arg(4, "padding", 0)
         dilation, groups = c.arg(5, "dilation", 1), c.arg(6, "groups", 1)
-    groups = int(groups or 1)
+    groups = whole(groups or 1, f"aten.{c.op}: groups", 1)
     batch, cin, cout = sx[0], sx[1], sw[0]
+    if cout % groups:
+        raise WorkloadError(f"aten.{c.op}: groups = {groups} does not divide the {cout} output channels")
     kernel = list(sw[2:]) if two_d else [1, sw[2]]
     out_hw = list(so[2:]) if two_d else [1, so[2]]
     pad = padding if isinstance(padding, str) else (_pair(padding, 2 if two_d else 1))
