@@ -65,7 +65,7 @@ struct CollectiveSpec {
   Buffer buffer = Buffer::Sram;
   int grid_w = 0, grid_h = 0;     ///< rank grid of 2-D algorithms (0: the most square factorisation)
   std::string inter;              ///< hierarchical: ring | torus | mesh across SIPs (empty: the machine's)
-  int pieces = 4;                 ///< pipeline pieces of chains and trees
+  int pieces = 4;                 ///< pipeline pieces of chains and trees (1 .. 65536, at most one per byte of the buffer above 4)
   int root = 0;                   ///< broadcast root (a rank)
   /// Auto: check when the symbolic state is small (ranks x slices x ranks
   /// <= 2^28 bits); On: always; Off: never.

@@ -71,11 +71,12 @@ SplitResult split_quantity(std::string_view text, Decimal& d, std::string_view& 
   return SplitResult::Ok;
 }
 
-enum class ScaleResult { Ok, TooLarge, NotWhole };
+enum class ScaleResult { Ok, TooLarge, NotWhole, Rounded };
 
 // number * unit in the base unit as an int64, exactly: rounded half away from
-// zero, or required to be integral when `whole`.
-ScaleResult scale(const Decimal& d, const Unit& u, bool whole, std::int64_t& out) {
+// zero, or required to be integral when `whole`; with `max_rounding` > 0 a
+// non-zero result that rounding moved by more than that fraction is Rounded.
+ScaleResult scale(const Decimal& d, const Unit& u, bool whole, std::int64_t& out, double max_rounding = 0) {
   out = 0;
   if (d.mantissa == 0) return ScaleResult::Ok;
   const u128 limit = static_cast<u128>(std::numeric_limits<std::int64_t>::max());
@@ -94,9 +95,14 @@ ScaleResult scale(const Decimal& d, const Unit& u, bool whole, std::int64_t& out
   u128 q = n / den;
   const u128 r = n % den;
   if (whole && r != 0) return ScaleResult::NotWhole;
-  if (2 * r >= den) ++q;
+  const bool up = 2 * r >= den;
+  if (up) ++q;
   if (q > limit) return ScaleResult::TooLarge;
   out = d.negative ? -static_cast<std::int64_t>(q) : static_cast<std::int64_t>(q);
+  // |rounded - exact| / exact = (up ? den - r : r) / n; in doubles (den can pass 2^120).
+  if (max_rounding > 0 && q != 0 &&
+      static_cast<double>(up ? den - r : r) > max_rounding * static_cast<double>(n))
+    return ScaleResult::Rounded;
   return ScaleResult::Ok;
 }
 
@@ -152,8 +158,12 @@ std::string parse_quantity(std::string_view text, const QuantityKind& k, std::in
     return in_quotes(text) + " has too many significant digits (at most " + std::to_string(kMaxDigits) + ")";
   const auto it = std::find_if(k.units.begin(), k.units.end(), [&](const Unit& u) { return u.name == unit; });
   if (it == k.units.end()) return expected_quantity(k, in_quotes(text), unit);
-  switch (scale(d, *it, k.whole, out)) {
+  switch (scale(d, *it, k.whole, out, k.max_rounding)) {
     case ScaleResult::Ok: return "";
+    case ScaleResult::Rounded:
+      return in_quotes(text) + " is not a whole number of " + std::string(k.base) + ": it would be read as " +
+             std::to_string(out) + " " + std::string(k.base) + " (" + std::string(k.noun) +
+             "s are whole " + std::string(k.base) + ", kept within 1 part in a million)";
     case ScaleResult::TooLarge:
       return in_quotes(text) + " is too large (at most " + std::to_string(std::numeric_limits<std::int64_t>::max()) +
              " " + std::string(k.base) + ")";

@@ -53,11 +53,15 @@ struct QuantityKind {
   std::string_view base;     ///< unit of the integer result
   std::span<const Unit> units;
   bool whole;  ///< must come out integral (bytes) instead of rounding to nearest
+  /// When > 0: rounding to the base unit may move a non-zero value by at most
+  /// this fraction of it (bandwidths: 1e-6, so "0.5 B/s" is refused rather
+  /// than read as 1 B/s; a value that rounds to 0 meets the key's bound).
+  double max_rounding = 0;
 };
 
 inline constexpr QuantityKind kTime{"a time", "time", "5 ns", "ps", kTimeUnits, false};
 inline constexpr QuantityKind kSize{"a size", "size", "4 KiB", "B", kByteUnits, true};
-inline constexpr QuantityKind kRate{"a bandwidth", "bandwidth", "256 GB/s", "B/s", kBandwidthUnits, false};
+inline constexpr QuantityKind kRate{"a bandwidth", "bandwidth", "256 GB/s", "B/s", kBandwidthUnits, false, 1e-6};
 inline constexpr QuantityKind kFrequency{"a frequency", "frequency", "900 MHz", "Hz", kFrequencyUnits, false};
 inline constexpr QuantityKind kEnergyPerByte{"an energy per byte", "energy per byte", "3.9 pJ/bit", "aJ/B",
                                              kEnergyPerByteUnits, false};

@@ -154,8 +154,14 @@ void evaluate(const Context& c, const PathModel& path, std::int64_t tm, std::int
   s.tiles_m = ceil_div(s.m, tm);
   s.tiles_n = ceil_div(s.n, tn);
   s.tiles_k = ceil_div(c.spec.k, tk);
-  const std::int64_t steps = s.tiles_m * s.tiles_n * s.tiles_k;
-  s.steps = steps > std::numeric_limits<std::uint32_t>::max() ? 0 : static_cast<std::uint32_t>(steps);
+  // In 128 bits: the tile counts of a huge shape multiply past 2^63 (2^40 x 4096 x 4096 wraps to 0).
+  const __int128 steps128 = static_cast<__int128>(s.tiles_m) * s.tiles_n * s.tiles_k;
+  if (steps128 > std::numeric_limits<std::uint32_t>::max()) {
+    s.steps = 0;  // more than 2^32 steps: not a sensible tiling (the caller skips it)
+    return;
+  }
+  const auto steps = static_cast<std::int64_t>(steps128);
+  s.steps = static_cast<std::uint32_t>(steps);
   // Average traffic per step (exact totals; see the header on edge tiles).
   s.load_a = ceil_div(s.m * c.spec.k * c.e, s.tiles_m * s.tiles_k);
   s.load_b = c.spec.pinned ? 0 : ceil_div(c.spec.k * s.n * c.e, s.tiles_k * s.tiles_n);
@@ -255,6 +261,18 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   const double dm = static_cast<double>(spec.m), dn = static_cast<double>(spec.n), dk = static_cast<double>(spec.k);
   if (4.0 * std::max({dm * dn, dm * dk, dk * dn}) > 0x1p56)
     throw ConfigError(what + ": operands beyond 2^56 bytes are more than the model handles");
+  // And the work: M x N x K multiply-adds at most kMaxGemmMacs, so that no tile or step count wraps.
+  if (const __int128 macs = static_cast<__int128>(spec.m) * spec.n * spec.k; macs > kMaxGemmMacs) {
+    const auto text = [](__int128 v) {
+      std::string t;
+      do t.insert(t.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10; while (v > 0);
+      return t;
+    };
+    throw ConfigError(what + ": M x N x K = " + std::to_string(spec.m) + " x " + std::to_string(spec.n) + " x " +
+                      std::to_string(spec.k) + " = " + text(macs) +
+                      " multiply-adds, more than the model handles (at most 2^60 = " + text(kMaxGemmMacs) +
+                      "); give smaller m, n or k");
+  }
   if (spec.tile_m < 0 || spec.tile_n < 0 || spec.tile_k < 0)
     throw ConfigError(what + ": tile sizes must be >= 0 (0: chosen), got " + std::to_string(spec.tile_m) + " x " +
                       std::to_string(spec.tile_n) + " x " + std::to_string(spec.tile_k));
@@ -354,6 +372,9 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
     throw ConfigError(what + ": cannot split a " + std::to_string(spec.m) + " x " + std::to_string(spec.n) +
                       " output over " + std::to_string(P) + " PEs (needs grid_m x grid_n = " + std::to_string(P) +
                       " with grid_m <= M and grid_n <= N; K is not split)");
+  if (feasible.empty() && overflow.empty())
+    throw ConfigError(what + ": every tiling that fits takes more than 2^32 pipeline steps per PE; give "
+                           "smaller m, n or k, larger tiles or more PEs");
   if (feasible.empty()) {
     const std::string pe_name = machine.node(spec.pes.front()).name;
     const bool given = spec.tile_m && spec.tile_n && spec.tile_k;

@@ -68,6 +68,11 @@ using runtime::Precision;
 using sim::Bytes;
 using sim::Time;
 
+/// The most multiply-adds (M x N x K) a GEMM may ask for: 2^60. Larger shapes
+/// are refused by plan_gemm with a ConfigError naming M, N, K and the product
+/// (their tile and step counts would no longer fit 64-bit arithmetic).
+inline constexpr std::int64_t kMaxGemmMacs = std::int64_t{1} << 60;
+
 /// What to compute and where. Tiles of 0 are chosen by plan_gemm.
 struct GemmSpec {
   std::int64_t m = 0;

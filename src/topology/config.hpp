@@ -11,6 +11,7 @@
 // `4 KiB`) and arrive here as integers: Time in ps, Bytes, Bandwidth in B/s.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -92,7 +93,8 @@ enum class SipTopology { Ring, Torus, Mesh };
 struct GridSize {
   int w = 1;
   int h = 1;
-  int count() const { return w * h; }
+  /// w x h in 64 bits: two int sides can never wrap it (1282 x 6700417 is 8589934594, not 2).
+  std::int64_t count() const { return static_cast<std::int64_t>(w) * h; }
 };
 
 /// Where a SIP's PCIe endpoint attaches inside the SIP.
@@ -201,6 +203,12 @@ struct FabricConfig {
   Bytes stripe = 0;             ///< lane striping unit on multi-connection links (0: the chunk)
   Multipath multipath = Multipath::Single;  ///< use of equal-cost paths (single keeps one path per pair)
 };
+
+/// Why the packet model cannot use `buffer` under `fabric` (empty when it
+/// can): a bounded buffer holds whole flits and at least one chunk (virtual
+/// cut-through), and at most 2^40 flits. The loader (`kernbench validate`,
+/// sweeps' up-front check) and the packet fabric both apply it.
+std::string packet_buffer_fault(const BufferSize& buffer, const FabricConfig& fabric);
 
 /// A whole configuration file (after includes and overrides).
 struct Config {

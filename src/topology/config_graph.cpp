@@ -1,6 +1,7 @@
 // config_graph.cpp -- graph.layout and graph.routes: the relations an explicit graph declares between its
 // nodes (rank order, rank grid, group hierarchy; pinned paths), checked against its nodes and edges.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,9 +59,11 @@ void read_layout(const MapReader& r, ExplicitGraphConfig& g, const std::unordere
   const std::string count = std::to_string(n) + " ranks";
   if (r.get("grid")) {
     l.grid = read_grid(r.child("grid"));
-    if (static_cast<std::size_t>(l.grid->count()) != n)
-      r.fail("grid", "a " + std::to_string(l.grid->w) + "x" + std::to_string(l.grid->h) + " grid does not hold the " +
-                         count);
+    // count() is 64-bit: a product past 2^31 no longer wraps onto the rank count.
+    if (l.grid->count() != static_cast<std::int64_t>(n))
+      r.fail("grid", "a " + std::to_string(l.grid->w) + "x" + std::to_string(l.grid->h) + " grid has " +
+                         std::to_string(l.grid->count()) + " cells, but the layout has " + count +
+                         " (grid.w x grid.h must equal the ranks)");
   }
   const bool any = r.get("packages") || r.get("groups") || r.get("pes_per_group");
   if (!any) return;
@@ -72,11 +75,20 @@ void read_layout(const MapReader& r, ExplicitGraphConfig& g, const std::unordere
   pk.get_enum("topology", l.package_topology, sip_topology_from_string);
   l.groups = read_grid(r.child("groups"));
   r.get_int("pes_per_group", l.pes_per_group);
-  const long long total = static_cast<long long>(l.packages->count()) * l.groups->count() * l.pes_per_group;
-  if (total != static_cast<long long>(n))
-    r.fail("pes_per_group", std::to_string(l.packages->count()) + " packages x " + std::to_string(l.groups->count()) +
-                                " groups x " + std::to_string(l.pes_per_group) + " PEs = " + std::to_string(total) +
+  // Each count is below 2^62 and pes_per_group below 2^31: the product fits in 128 bits.
+  const __int128 total = static_cast<__int128>(l.packages->count()) * l.groups->count() * l.pes_per_group;
+  if (total != static_cast<__int128>(n)) {
+    const auto text = [](__int128 v) {  // the exact product, also past 2^63
+      std::string s;
+      do s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10; while (v > 0);
+      return s;
+    };
+    r.fail("pes_per_group", std::to_string(l.packages->w) + "x" + std::to_string(l.packages->h) + " = " +
+                                std::to_string(l.packages->count()) + " packages x " + std::to_string(l.groups->w) +
+                                "x" + std::to_string(l.groups->h) + " = " + std::to_string(l.groups->count()) +
+                                " groups x " + std::to_string(l.pes_per_group) + " PEs = " + text(total) +
                                 ", but the layout has " + count);
+  }
 }
 
 // graph.routes: pinned paths, each a chain of existing edges from src to dst.

@@ -293,6 +293,53 @@ void link_keys(Section<LinkParams> l) {
   l.rule(read_buffer);
 }
 
+// The YAML node of a dotted key ("graph.edges[3].connections"), or its nearest parent's (for the file and line).
+const Value* value_at(const Value& root, const std::string& key) {
+  const Value* found = &root;
+  for (std::string rest = key; !rest.empty();) {
+    const std::size_t dot = rest.find('.');
+    const std::string part = rest.substr(0, dot);
+    rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    const Value* next = nullptr;
+    if (const auto br = part.find('['); br != std::string::npos) {  // edges[3]
+      const Value* list = found->find(part.substr(0, br));
+      const std::size_t i = std::stoul(part.substr(br + 1));
+      if (list && list->type == Value::Type::List && i < list->items.size()) next = &list->items[i];
+    } else {
+      next = found->find(part);
+    }
+    if (!next) break;
+    found = next;
+  }
+  return found;
+}
+
+// The packet model's buffers against fabric.chunk and fabric.flit, as the packet fabric checks them when it
+// is built (packet_buffer_fault): here too, so `validate` and sweeps' up-front check refuse what System.load
+// would. Only link classes the machine builds links of count.
+void check_packet_buffers(const MapReader& top, const Config& c) {
+  if (c.fabric.model != FabricModel::Packet) return;
+  std::vector<std::pair<std::string, const BufferSize*>> used;
+  if (c.system) {
+    const SystemConfig& s = *c.system;
+    const SystemConfig::Links& l = s.links;
+    const bool noc = s.routers.w > 1 || s.routers.h > 1;
+    const bool ucie = s.cubes.w > 1 || s.cubes.h > 1;
+    const bool pcie = s.sips.w > 1 || s.sips.h > 1;
+    for (const auto& [name, link, built] :
+         {std::tuple<const char*, const LinkParams*, bool>{"pe", &l.pe, true}, {"noc", &l.noc, noc},
+          {"hbm", &l.hbm, true}, {"ucie_port", &l.ucie_port, ucie}, {"ucie", &l.ucie, ucie},
+          {"pcie_port", &l.pcie_port, true}, {"pcie", &l.pcie, pcie}})
+      if (built) used.emplace_back(std::string("links.") + name + ".buffer", &link->buffer);
+  } else if (c.graph) {
+    for (std::size_t i = 0; i < c.graph->edges.size(); ++i)
+      used.emplace_back("graph.edges[" + std::to_string(i) + "].buffer", &c.graph->edges[i].link.buffer);
+  }
+  for (const auto& [key, buffer] : used)
+    if (const std::string fault = packet_buffer_fault(*buffer, c.fabric); !fault.empty())
+      top.loader().fail(value_at(top.value(), key)->where, key, fault);
+}
+
 }  // namespace
 
 void add_config_sections(config::Schema& schema) {
@@ -490,23 +537,7 @@ void add_config_sections(config::Schema& schema) {
     const LaneCount n = count_lanes(c);
     if (const std::string over = lanes_over_limit(n); !over.empty()) {
       // The key's own node (its file and line, or its --set), else its nearest parent's.
-      const Value* found = &top.value();
-      for (std::string rest = n.key; !rest.empty();) {
-        const std::size_t dot = rest.find('.');
-        const std::string part = rest.substr(0, dot);
-        rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
-        const Value* next = nullptr;
-        if (const auto br = part.find('['); br != std::string::npos) {  // edges[3]
-          const Value* list = found->find(part.substr(0, br));
-          const std::size_t i = std::stoul(part.substr(br + 1));
-          if (list && list->type == Value::Type::List && i < list->items.size()) next = &list->items[i];
-        } else {
-          next = found->find(part);
-        }
-        if (!next) break;
-        found = next;
-      }
-      top.loader().fail(found->where, n.key, over);
+      top.loader().fail(value_at(top.value(), n.key)->where, n.key, over);
     }
   });
 
@@ -533,6 +564,8 @@ void add_config_sections(config::Schema& schema) {
                                                     ") must be a multiple of the flit (" +
                                                     config::format_bytes(f.flit) + ")");
   });
+  // After fabric: the links' buffers against its chunk and flit.
+  root.rule([](const MapReader& top, Config& c) { check_packet_buffers(top, c); });
 }
 
 }  // namespace kernbench::topology

@@ -103,6 +103,16 @@ void Machine::set_relations() {
     hierarchy_ = PeHierarchy{s.sips, s.sip_topology, s.cubes, s.pes_per_cube, true};
   } else {
     const LayoutConfig& l = config_.graph->layout;
+    // The loader checks these; a Config built in code is checked here, in 64 and 128 bits (no product wraps).
+    const auto pes = static_cast<std::int64_t>(pe_ids_.size());
+    if (l.grid && l.grid->count() != pes)
+      throw TopologyError(config_.source + ": graph.layout.grid " + std::to_string(l.grid->w) + "x" +
+                          std::to_string(l.grid->h) + " has " + std::to_string(l.grid->count()) +
+                          " cells, but the layout has " + std::to_string(pes) + " ranks");
+    if (l.packages && (!l.groups || static_cast<__int128>(l.packages->count()) * l.groups->count() * l.pes_per_group !=
+                                        static_cast<__int128>(pes)))
+      throw TopologyError(config_.source + ": graph.layout packages x groups x pes_per_group is not the " +
+                          std::to_string(pes) + " ranks");
     if (l.packages) {
       hierarchy_ = PeHierarchy{*l.packages, l.package_topology, *l.groups, l.pes_per_group, true};
     } else {

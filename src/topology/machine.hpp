@@ -109,7 +109,7 @@ struct PeHierarchy {
   GridSize groups{1, 1};
   int pes_per_group = 0;
   bool declared = false;
-  int pes_per_package() const { return groups.count() * pes_per_group; }
+  int pes_per_package() const { return static_cast<int>(groups.count() * pes_per_group); }  // checked at load: the ranks
 };
 
 class Machine {

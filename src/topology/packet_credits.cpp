@@ -2,6 +2,7 @@
 // (channel, VC), head-of-line stalls, credit returns, deadlock detection.
 // The model is described in packet_fabric.hpp; none of this runs on a
 // machine whose links are all unbounded.
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -10,6 +11,22 @@
 #include "topology/packet_fabric.hpp"
 
 namespace kernbench::topology {
+
+std::string packet_buffer_fault(const BufferSize& buffer, const FabricConfig& fabric) {
+  if (!buffer.bounded() || fabric.flit <= 0) return "";
+  const std::int64_t cap = buffer.flits(fabric.flit);
+  const std::int64_t chunk_flits = std::max<std::int64_t>(1, (fabric.chunk + fabric.flit - 1) / fabric.flit);
+  // Virtual cut-through: a chunk enters a buffer whole, so the buffer must
+  // hold one, or nothing could ever cross the channel.
+  if (cap >= chunk_flits && cap <= (std::int64_t{1} << 40)) return "";
+  return "buffer " + to_string(buffer) + " holds " + std::to_string(cap) + " flits of " +
+         config::format_bytes(fabric.flit) + ", " +
+         (cap < chunk_flits ? "fewer than one chunk (fabric.chunk = " + config::format_bytes(fabric.chunk) + " = " +
+                                  std::to_string(chunk_flits) +
+                                  " flits): a chunk enters a buffer whole (virtual cut-through); "
+                                  "raise the buffer, shrink fabric.chunk or set buffer: unbounded"
+                            : std::string("more than 2^40"));
+}
 
 void PacketFabric::setup_buffers() {
   const std::size_t n = machine_.num_channels();
@@ -26,19 +43,10 @@ void PacketFabric::setup_buffers() {
     const LinkParams& link = info.link;
     if (!link.buffer.bounded()) continue;
     const std::int64_t cap = link.buffer.flits(config_.flit);
-    // Virtual cut-through: a chunk enters a buffer whole, so the buffer must
-    // hold one, or nothing could ever cross the channel.
-    if (cap < chunk_flits || cap > (std::int64_t{1} << 40))
+    // The loader applies the same rule (for `validate`); a Config built in code meets it here.
+    if (const std::string fault = packet_buffer_fault(link.buffer, config_); !fault.empty())
       throw ConfigError(machine_.config().source + ": link class '" + info.link_class + "' (" +
-                        machine_.node(info.from).name + " -> " + machine_.node(info.to).name + "): buffer " +
-                        to_string(link.buffer) + " holds " + std::to_string(cap) + " flits of " +
-                        config::format_bytes(config_.flit) + ", " +
-                        (cap < chunk_flits ? "fewer than one chunk (fabric.chunk = " +
-                                                 config::format_bytes(config_.chunk) + " = " +
-                                                 std::to_string(chunk_flits) +
-                                                 " flits): a chunk enters a buffer whole (virtual cut-through); "
-                                                 "raise the buffer, shrink fabric.chunk or set buffer: unbounded"
-                                           : std::string("more than 2^40")));
+                        machine_.node(info.from).name + " -> " + machine_.node(info.to).name + "): " + fault);
     vc_range_[ch] = VcRange{static_cast<std::uint32_t>(vcs_.size()), static_cast<std::uint32_t>(link.vcs)};
     for (int v = 0; v < link.vcs; ++v) {
       Vc vc;

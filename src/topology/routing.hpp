@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -74,8 +76,17 @@ class Router {
   /// explicit graphs): the first equal-cost path in the tie order.
   Route shortest_path(NodeId src, NodeId dst) const { return equal_cost_paths(src, dst, 1).front(); }
 
-  /// The first `cap` shortest paths (by hop weight) in the tie order.
+  /// The first `cap` shortest paths (by hop weight) in the tie order. One
+  /// Dijkstra search per source, shared by every destination (kept while
+  /// they fit kSearchCacheBytes); a source whose channels all lead to one
+  /// node (a leaf: a star's PE) routes through that node's search.
   std::vector<Route> equal_cost_paths(NodeId src, NodeId dst, std::size_t cap) const;
+
+  /// Dijkstra searches run so far (for tests: one per source, not per pair).
+  std::size_t searches() const { return searches_run_; }
+
+  /// Memory the shared searches may keep (the oldest are dropped past it).
+  static constexpr std::size_t kSearchCacheBytes = std::size_t{256} << 20;
 
  private:
   void append(Route& r, NodeId from, NodeId to) const;  // one channel
@@ -88,7 +99,20 @@ class Router {
   /// Next hops towards SIP `dst`: [from_sip] -> sip (computed on first use).
   const std::vector<int>& sip_next_to(int dst);
 
+  /// One source's Dijkstra: every node's distance and, per node, the tight channels into it (CSR).
+  struct Search {
+    std::vector<Time> dist;
+    std::vector<std::uint32_t> in_begin;  // node v's tight in-channels: in[in_begin[v] .. in_begin[v + 1])
+    std::vector<ChannelId> in;
+  };
+  std::shared_ptr<const Search> search_from(NodeId src) const;
+  std::vector<Route> search_paths(NodeId src, NodeId dst, std::size_t cap) const;
+
   const Machine& m_;
+  mutable std::unordered_map<NodeId, std::shared_ptr<const Search>> searches_;
+  mutable std::deque<NodeId> search_order_;  // oldest first
+  mutable std::size_t search_bytes_ = 0;
+  mutable std::size_t searches_run_ = 0;
   std::unordered_map<std::uint64_t, std::vector<Route>> cache_;
   std::unordered_map<std::uint64_t, std::vector<NodeId>> pinned_;  // (src << 32 | dst) -> node path
   // SIP-level shortest paths over the PCIe links, one next-hop table per

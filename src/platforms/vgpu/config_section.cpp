@@ -37,7 +37,15 @@ void add_config_section(config::Schema& schema) {
     if (r.get("guests") && v.guests > 1024)
       r.fail("guests", "at most 1024 guests share one GPU in this model, got " + std::to_string(v.guests));
   });
-  vgpu.time("jiffy", &VgpuConfig::jiffy, "host clock granularity of elapsed_ms").min(Bound::Positive);
+  vgpu.time("jiffy", &VgpuConfig::jiffy, "host clock granularity of elapsed_ms (at least 1 us)")
+      .min(Bound::Positive);
+  vgpu.rule([](const MapReader& r, VgpuConfig& v) {
+    // elapsed_ms counts jiffies: a ps jiffy made a 189 ms launch read 1.9e11 and its histogram ask for 48 GiB.
+    if (r.get("jiffy") && v.jiffy < sim::kMicrosecond)
+      r.fail("jiffy", "a jiffy of " + format_time(v.jiffy) + " is a host clock of " +
+                          std::to_string(sim::kSecond / v.jiffy) +
+                          " Hz; at least 1 us (HZ at most 1000000; Linux runs 100 .. 1000)");
+  });
   Section<VgpuRoles> vgpu_roles = vgpu.map<VgpuRoles>("roles", &VgpuConfig::roles, "graph nodes of the path");
   vgpu_roles.doc("Which graph nodes play which part of the vGPU path (names from graph.nodes).");
   vgpu_roles.add("guest", &VgpuRoles::guest, "guest vCPU: guest driver ops start here; MMIO writes trap from here");
@@ -143,6 +151,18 @@ void add_config_section(config::Schema& schema) {
   vgpu_launch.time("give_up", &VgpuLaunchConfig::give_up, "completion poll gives up (timeout) after")
       .min(Bound::Positive);
   vgpu_launch.time("msix", &VgpuLaunchConfig::msix, "MSI-X injection into the guest").min(Bound::NonNegative);
+  vgpu_launch.rules({"give_up / completion_poll <= 10000000 (the polls of one launch)"});
+  vgpu_launch.rule([](const MapReader& m, VgpuLaunchConfig& l) {
+    // Each poll is an event: a 1 ps poll made a launch take 7.7e9 of them (the run never ended).
+    constexpr std::int64_t kMaxPolls = 10'000'000;
+    const std::int64_t polls = l.give_up / l.completion_poll;
+    if (polls > kMaxPolls)
+      m.fail(m.get("completion_poll") ? "completion_poll" : "give_up",
+             "completion_poll = " + format_time(l.completion_poll) + " polls up to " + std::to_string(polls) +
+                 " times per launch before give_up = " + format_time(l.give_up) + "; at most " +
+                 std::to_string(kMaxPolls) + " (completion_poll >= " +
+                 format_time((l.give_up + kMaxPolls - 1) / kMaxPolls) + " for this give_up)");
+  });
   Section<VgpuCopyConfig> vgpu_copy =
       vgpu.map<VgpuCopyConfig>("copy", &VgpuConfig::copy, "CE copies through bounce windows");
   vgpu_copy.doc("CE copies through the host bounce windows.");
