@@ -353,3 +353,21 @@ def test_trace_conv_with_fractional_groups_is_refused():
         from_execution_trace(_conv_trace(2.5))
     with pytest.raises(WorkloadError, match=r"node 2 \(aten::conv2d\): a stride, padding or dilation = 1\.5"):
         from_execution_trace(_conv_trace(2, stride=(1.5, 1)))
+
+
+def test_onnx_name_that_is_not_utf8_names_the_file_and_field(tmp_path):
+    """A node name with a byte that is not UTF-8 decodes (protobuf keeps it as bytes) and then failed with a bare
+    TypeError; it is refused naming the file and the field (finding of test_fuzz_workloads.py)."""
+    onnx = _onnx()
+    from onnx import TensorProto, helper
+    from kernbench.workloads import from_onnx
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="QQQQ")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    p = tmp_path / "latin.onnx"
+    p.write_bytes(data.replace(b"QQQQ", b"\x80QQQ"))
+    with pytest.raises(WorkloadError, match=r"latin\.onnx: not an ONNX model \(model\.graph\.node\[0\]\.name is not "
+                                            r"UTF-8 text\)"):
+        from_onnx(p)
+    assert onnx  # the extra is there

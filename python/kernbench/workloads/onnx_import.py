@@ -101,7 +101,28 @@ def _load(p: Path, onnx):
                             f"{(str(e).splitlines() or [''])[0]})") from None
     if not model.HasField("graph"):
         raise WorkloadError(f"from_onnx: {p}: not an ONNX model (no graph)")
+    bad = _not_text(model, "model")
+    if bad:
+        raise WorkloadError(f"from_onnx: {p}: not an ONNX model ({bad} is not UTF-8 text)")
     return model
+
+
+def _not_text(msg, where: str) -> str | None:
+    """The first string field of ``msg`` (recursively) that protobuf left as bytes, which it does for a
+    proto2 string that is not UTF-8; None when every one is text."""
+    for fd, value in msg.ListFields():
+        name = f"{where}.{fd.name}"
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
+        items = list(enumerate(value)) if repeated else [(None, value)]
+        for i, v in items:
+            at = f"{name}[{i}]" if repeated else name
+            if fd.type == fd.TYPE_STRING and not isinstance(v, str):
+                return at
+            if fd.type == fd.TYPE_MESSAGE:
+                bad = _not_text(v, at)
+                if bad:
+                    return bad
+    return None
 
 
 def from_onnx(path_or_model, *, name: str | None = None) -> WorkloadGraph:
