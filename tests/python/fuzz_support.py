@@ -142,3 +142,14 @@ def outcome(read: Callable[[], Any], path: Path | str, seconds: float = 10.0,
     except Exception as e:  # noqa: BLE001 -- the point: which exception it is
         assert_typed_error(e, path, allowed)
         return None, e
+
+
+def json_values() -> st.SearchStrategy[Any]:
+    """Small JSON values of any shape: null, booleans, big integers, floats with NaN and infinities, texts, lists
+    and maps of them."""
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20),
+                       st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6))
+    def nest(kids: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=4), kids, max_size=3))
+
+    return st.recursive(leaves, nest, max_leaves=8)

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("hypothesis")
 from hypothesis import strategies as st  # noqa: E402
 
-from fuzz_support import encoded, fuzz, numeric_texts, outcome, assert_finite  # noqa: E402
+from fuzz_support import assert_finite, encoded, fuzz, json_values, numeric_texts, outcome  # noqa: E402
 from kernbench import calibrate as cal  # noqa: E402
 from kernbench.calibrate import report  # noqa: E402
 from kernbench.calibrate.data import ROW_KEYS  # noqa: E402
@@ -163,10 +163,7 @@ def test_fuzz_data_files(tmp_path):
 
 # ---- overlays and their # calibration: line ---------------------------------------------------------------------
 
-_JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(),
-                               st.text(max_size=6)),
-                     lambda kids: st.one_of(st.lists(kids, max_size=3),
-                                            st.dictionaries(st.text(max_size=4), kids, max_size=3)), max_leaves=8)
+_JSON = json_values()
 
 
 @st.composite

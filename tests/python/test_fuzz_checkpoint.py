@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("hypothesis")
 from hypothesis import strategies as st  # noqa: E402
 
-from fuzz_support import encoded, fuzz, outcome  # noqa: E402
+from fuzz_support import encoded, fuzz, json_values, outcome  # noqa: E402
 from kernbench._core import ConfigError  # noqa: E402
 from kernbench.sweep_checkpoint import (CHECKPOINT_FORMAT, CHECKPOINT_VERSION, MAX_DEPTH, RECORD_FIELDS,  # noqa: E402
                                         STATUSES, Checkpoint)
@@ -31,10 +31,7 @@ IDENTITY = {"target": "r3-nan-metric", "seed": 1, "config_hash": None, "sets": [
 HEADER = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "identity": IDENTITY}
 PLUGINS = Path(__file__).resolve().parents[1] / "bad_inputs" / "outputs_r3" / "plugins"
 
-_JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20),
-                               st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6)),
-                     lambda kids: st.one_of(st.lists(kids, max_size=3),
-                                            st.dictionaries(st.text(max_size=4), kids, max_size=3)), max_leaves=8)
+_JSON = json_values()
 ODD = ["NaN", "Infinity", "-1", "1e400", "1" * 400, "1" * 5000, "true", "1.0", '"x"', "[]", "{}", "null",
        "[" * 150 + "]" * 150, "[" * 600 + "]" * 600, "[" * 3000 + "]" * 3000, '"\\ud800"']
 
