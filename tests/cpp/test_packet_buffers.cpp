@@ -359,6 +359,7 @@ links:
   ucie:      {bandwidth: 128 GB/s, latency: 2 ns, connections: 4}
   pcie_port: {bandwidth: 256 GB/s, latency: 0.5 ns}
   pcie:      {bandwidth: 64 GB/s, latency: 150 ns}
+fabric: {chunk: 512 B}  # the 8-flit pe buffer holds one chunk (the loader checks it)
 )";
   const Config c = kernbench::parse_config(base, "t.yaml", {});
   const SystemConfig& s = *c.system;
