@@ -109,3 +109,11 @@ def test_an_overlay_with_a_forbidden_character_is_refused_naming_the_file():
     naming the file and line 1."""
     with pytest.raises(cal.CalibrationError, match=r"overlay_utf16\.yaml:1: not valid YAML: character U\+0000"):
         report.read_overlay(FUZZ / "overlay_utf16.yaml")
+
+
+def test_a_csv_cell_with_a_unicode_line_separator_stays_one_cell():
+    """A CSV whose note holds U+2028 and a form feed (csv's own reader keeps both in the cell) was split into more
+    rows by str.splitlines and refused naming a row 'b' that does not exist; it loads as its two rows, each on its
+    own line, the notes intact."""
+    ds = cal.load_data(FUZZ / "ok_csv_line_separator_in_note.csv")
+    assert [(r.id, r.line, r.note) for r in ds.rows] == [("r1", 2, "a\u2028b"), ("r2", 3, "form\x0cfeed")]

@@ -26,6 +26,7 @@ import csv
 import functools
 import io
 import math
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,7 +237,8 @@ def _yaml_rows(path: Path, text: str) -> tuple[list[tuple[int, Any]], dict, dict
 
 
 def _csv_rows(path: Path, text: str) -> list[tuple[int, Any]]:
-    lines = ["" if ln.lstrip().startswith("#") else ln for ln in text.splitlines()]
+    # CSV's own line ends only: str.splitlines also breaks at U+2028, a form feed, ... (a cell's text)
+    lines = ["" if ln.lstrip().startswith("#") else ln for ln in re.split(r"\r\n|\r|\n", text)]
     skip = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))  # comments above the header
     reader = csv.DictReader(io.StringIO("\n".join(lines[skip:]) + "\n"))
     try:
