@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sanitize.sh -- build the C++ core, the Catch2 tests and the fuzz targets with
 # clang's AddressSanitizer + UndefinedBehaviorSanitizer, run the tests, then
-# fuzz the YAML loader, the program executor and System transfers for FUZZ_SECONDS each
+# fuzz the YAML loader (and explicit-graph layouts), the program executor (with GEMM shapes and
+# collective grids) and System transfers for FUZZ_SECONDS each
 # (default 30). clang, not GCC: GCC's
 # ASan overflows the stack on coroutine-heavy code (BUILD-NOTES).
 set -euo pipefail
@@ -30,6 +31,10 @@ ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
 # the script fail). The config fuzzer starts from the shipped configs.
 mkdir -p "$BUILD/fuzz-config" "$BUILD/fuzz-program" "$BUILD/fuzz-transfer" "$BUILD/fuzz-crashes"
 cp configs/*.yaml "$BUILD/fuzz-config"/
+# Seeds of fuzz_config's layout mode (a leading 'L': graph.layout grid/packages/groups and link buffers from
+# extreme values) and of fuzz_program's GEMM-shape and collective-grid ops (kinds 10 and 11); issue 31.
+printf 'L\x07\x01\x07\x0a\x01\x05\x08\x09\x0a\x0b\x0c\x01' >"$BUILD/fuzz-config/seed-layout"
+printf '\x05\x00\x00\x0a\x06\x0a\x0a\x00\x00\x0b\x01\x20\x05\x06\xff' >"$BUILD/fuzz-program/seed-gemm-grid"
 # fuzz_transfer: System transfers, DMA and traffic with extreme values (its
 # bad_alloc in the flow model, stale completion events piling up, is fixed:
 # FlowFabric keeps one queued completion).

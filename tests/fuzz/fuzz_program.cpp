@@ -2,10 +2,15 @@
 // op kind, composites, cycles, unmatched recvs, scratch overflows) run on a
 // small machine must finish or raise a kernbench::Error -- never crash, hang
 // (the run is capped by max_events) or break an invariant silently.
+// Op kind 10 plans a whole GEMM kernel and op kind 11 a collective whose shape
+// and grid come from extreme values (products that wrap 64 and 32 bits; issue 31).
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
+#include "ccl/ccl.hpp"
+#include "kernels/gemm.hpp"
 #include "runtime/config_section.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
@@ -52,6 +57,12 @@ topology::Config small_machine() {
   return c;
 }
 
+// GEMM dimensions and grid sides: 2^40 x 4096 x 4096 wrapped the tile search's step count to 0 (SIGFPE);
+// 5128 x 6700417 wrapped an int grid product to 8.
+constexpr std::int64_t kDims[] = {0, 1, 7, 4096, 16384, std::int64_t{1} << 36, std::int64_t{1} << 40,
+                                  std::int64_t{1} << 41, std::int64_t{1} << 62, -1};
+constexpr int kSides[] = {0, 1, 2, 4, 8, 5128, 6700417, 715827883, 2147483647, -3};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -73,7 +84,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (std::uint32_t d = in.next(3); d > 0 && p.size() > 0; --d)
         deps.push_back(in.next(static_cast<std::uint32_t>(p.size())));
       const NodeId agent = pe();
-      switch (in.next(10)) {
+      switch (in.next(12)) {
+        case 10: {
+          kernels::GemmSpec g;
+          g.m = kDims[in.next(std::size(kDims))];
+          g.n = kDims[in.next(std::size(kDims))];
+          g.k = kDims[in.next(std::size(kDims))];
+          g.pes = {agent};
+          (void)kernels::plan_gemm(system, g);  // a plan, not a run: the shapes are huge
+          break;
+        }
+        case 11: {
+          ccl::CollectiveSpec c;
+          c.collective = ccl::Collective::AllReduce;
+          c.algorithm = in.next(2) ? "torus2d" : "ring";
+          c.bytes_per_pe = 1 + static_cast<sim::Bytes>(in.next(64));
+          c.grid_w = kSides[in.next(std::size(kSides))];
+          c.grid_h = kSides[in.next(std::size(kSides))];
+          c.pieces = 1 + static_cast<int>(in.next(200));
+          (void)ccl::build_collective(m, config, c);
+          break;
+        }
         case 0: p.dma(agent, Move{hbm(), agent, bytes()}, deps); break;
         case 1: p.dma(agent, Move{agent, hbm(), bytes()}, deps); break;
         case 2: p.gemm(agent, 1000.0 * in.next(100), static_cast<Precision>(in.next(4)), deps); break;
