@@ -12,6 +12,8 @@ half of it each for the data files and the overlays.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 import subprocess
@@ -238,3 +240,31 @@ def test_cli_refuses_a_fuzzed_data_file_with_one_line(tmp_path):
     lines = proc.stderr.splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("kernbench: error: ") and str(path) in lines[0], proc.stderr
+
+
+@st.composite
+def _good_csv(draw) -> tuple[str, list[tuple[str, str]]]:
+    """A well-formed CSV written by Python's csv module: rows with notes of any text (quotes, commas, line ends,
+    U+2028, a leading #), and what each row's id and note must read back as."""
+    rnd = random.Random(draw(st.integers(0, 2**32)))
+    rows = [(f"r{i}", draw(st.text(max_size=12))) for i in range(1, rnd.randrange(1, 5) + 1)]
+    buf = io.StringIO()
+    w = csv.writer(buf)  # "\r\n" ends a record: a cell holding \r or \n is quoted (with "\n" alone \r is not)
+    w.writerow(["id", "group", "call", "value", "unit", "note"])
+    for rid, note in rows:
+        w.writerow([rid, "g1", f"test.linear n={rid[1:]}", "3", "us", note])
+    return buf.getvalue(), [(rid, note.strip()) for rid, note in rows]
+
+
+def test_fuzz_well_formed_csv_reads_back_exactly(tmp_path):
+    """Every CSV Python's csv module writes (any note text) loads: the same rows, in order, notes intact."""
+    path = tmp_path / "good.csv"
+
+    def check(case):
+        text, want = case
+        path.write_bytes(text.encode())
+        ds, err = outcome(lambda: cal.load_data(path), path)
+        assert err is None, f"a well-formed CSV was refused: {err}\n{text!r}"
+        assert [(r.id, r.note) for r in ds.rows] == want, text
+
+    fuzz(_good_csv(), check, examples=60, at_seed=231, share=0.0)

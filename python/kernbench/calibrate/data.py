@@ -236,11 +236,28 @@ def _yaml_rows(path: Path, text: str) -> tuple[list[tuple[int, Any]], dict, dict
     return list(zip(lines, rows)), groups, defaults
 
 
+def _csv_lines(text: str) -> list[tuple[str, str]]:
+    """(line, its end) of each physical line, a comment (``#`` first, outside a quoted cell) made blank. Lines end
+    at CSV's own line ends only (str.splitlines also breaks at U+2028, a form feed, ...: a cell's text), and each
+    keeps its own end (a quoted cell's \\r stays \\r)."""
+    parts = re.split(r"(\r\n|\r|\n)", text)
+    out: list[tuple[str, str]] = []
+    inside = False  # in a quoted cell that spans lines: an odd number of quotes so far
+    for i in range(0, len(parts), 2):
+        line, end = parts[i], (parts[i + 1] if i + 1 < len(parts) else "")
+        if not inside and line.lstrip().startswith("#"):
+            line = ""
+        elif line.count('"') % 2:
+            inside = not inside
+        out.append((line, end))
+    return out
+
+
 def _csv_rows(path: Path, text: str) -> list[tuple[int, Any]]:
-    # CSV's own line ends only: str.splitlines also breaks at U+2028, a form feed, ... (a cell's text)
-    lines = ["" if ln.lstrip().startswith("#") else ln for ln in re.split(r"\r\n|\r|\n", text)]
+    physical = _csv_lines(text)
+    lines = [ln for ln, _ in physical]
     skip = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))  # comments above the header
-    reader = csv.DictReader(io.StringIO("\n".join(lines[skip:]) + "\n"))
+    reader = csv.DictReader(io.StringIO("".join(ln + end for ln, end in physical[skip:]), newline=""))
     try:
         return _csv_records(path, reader, lines, skip)
     except csv.Error as e:
