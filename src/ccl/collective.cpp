@@ -242,9 +242,10 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     // In 64 bits: 5128 x 6700417 is 34359738376, which an int product wraps to 8.
     const std::int64_t cells = static_cast<std::int64_t>(spec.grid_w) * spec.grid_h;
     if (spec.grid_w <= 0 || spec.grid_h <= 0 || cells != n)
-      throw UsageError("collective: grid=(" + std::to_string(spec.grid_w) + ", " + std::to_string(spec.grid_h) +
-                       ") has " + std::to_string(cells) + " cells and does not hold the " + std::to_string(n) +
-                       " ranks (grid w x h must equal the ranks)");
+      throw UsageError("collective: grid " + std::to_string(spec.grid_w) + "x" + std::to_string(spec.grid_h) +
+                       " does not hold the " + std::to_string(n) + " ranks: grid=(" + std::to_string(spec.grid_w) +
+                       ", " + std::to_string(spec.grid_h) + ") has " + std::to_string(cells) +
+                       " cells (grid w x h must equal the ranks)");
     p.world.w = spec.grid_w;
     p.world.h = spec.grid_h;
   } else if (const auto& g = m.rank_grid(); g && g->count() == n && pes == m.pes()) {

@@ -61,9 +61,9 @@ void read_layout(const MapReader& r, ExplicitGraphConfig& g, const std::unordere
     l.grid = read_grid(r.child("grid"));
     // count() is 64-bit: a product past 2^31 no longer wraps onto the rank count.
     if (l.grid->count() != static_cast<std::int64_t>(n))
-      r.fail("grid", "a " + std::to_string(l.grid->w) + "x" + std::to_string(l.grid->h) + " grid has " +
-                         std::to_string(l.grid->count()) + " cells, but the layout has " + count +
-                         " (grid.w x grid.h must equal the ranks)");
+      r.fail("grid", "a " + std::to_string(l.grid->w) + "x" + std::to_string(l.grid->h) + " grid does not hold the " +
+                         count + ": it has " + std::to_string(l.grid->count()) +
+                         " cells (grid.w x grid.h must equal the ranks)");
   }
   const bool any = r.get("packages") || r.get("groups") || r.get("pes_per_group");
   if (!any) return;
