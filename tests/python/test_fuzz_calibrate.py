@@ -268,3 +268,36 @@ def test_fuzz_well_formed_csv_reads_back_exactly(tmp_path):
         assert [(r.id, r.note) for r in ds.rows] == want, text
 
     fuzz(_good_csv(), check, examples=60, at_seed=231, share=0.0)
+
+
+@st.composite
+def _good_yaml(draw) -> tuple[str, list[tuple[str, str]]]:
+    """A well-formed rows file written by yaml.safe_dump: ids and notes of any text, and what they read back as."""
+    import yaml
+
+    rnd = random.Random(draw(st.integers(0, 2**32)))
+    # no control characters or U+2028/9: PyYAML's own dump-and-load changes those (its emitter folds them)
+    chars = st.one_of(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), st.sampled_from("\n\t"))
+    ids = draw(st.lists(st.text(chars, min_size=1, max_size=8).filter(str.strip), min_size=1, max_size=4,
+                        unique=True))
+    rows = [{"id": rid, "group": "g1", "call": f"test.linear n={i + 1}", "value": rnd.choice([3, 2.5, "4 us"]),
+             "unit": "us", "note": draw(st.text(chars, max_size=12))} for i, rid in enumerate(ids)]
+    for r in rows:
+        if isinstance(r["value"], str):
+            del r["unit"]
+    text = yaml.safe_dump({"rows": rows}, allow_unicode=rnd.random() < 0.5, default_flow_style=rnd.random() < 0.3)
+    return text, [(r["id"], r["note"]) for r in rows]
+
+
+def test_fuzz_well_formed_yaml_reads_back_exactly(tmp_path):
+    """Every rows file yaml.safe_dump writes (any ids and notes) loads: the same rows, in order, text intact."""
+    path = tmp_path / "good.yaml"
+
+    def check(case):
+        text, want = case
+        path.write_bytes(text.encode())
+        ds, err = outcome(lambda: cal.load_data(path), path)
+        assert err is None, f"a well-formed rows file was refused: {err}\n{text}"
+        assert [(r.id, r.note) for r in ds.rows] == want, text
+
+    fuzz(_good_yaml(), check, examples=60, at_seed=331, share=0.0)
