@@ -4,7 +4,9 @@ Generated files -- rows with duplicate keys and columns, deep nesting, aliases, 
 with units), in UTF-8 with or without a BOM, Latin-1, UTF-16, cut short or with garbage bytes, or only random
 bytes -- go through ``kernbench.calibrate.load_data`` and ``report.read_overlay``. Each must give a parsed result
 with no NaN or infinity in it, or a typed kernbench error (CalibrationError, a ConfigError) whose one-line message
-names the file; never another exception or a hang. Findings are reproduced in tests/python/test_r3_fuzz_findings.py.
+names the file; never another exception or a hang. Three round-trip properties besides: every CSV csv.writer writes,
+every rows file yaml.safe_dump writes and every overlay calibrate writes (overlay_text) read back exactly.
+Findings are reproduced in tests/python/test_r3_fuzz_findings.py.
 
 Default: a short seeded run (a few seconds). ``KERNBENCH_FUZZ_SECONDS=30`` fuzzes that much longer (``.ci/run``),
 half of it each for the data files and the overlays.
@@ -301,3 +303,35 @@ def test_fuzz_well_formed_yaml_reads_back_exactly(tmp_path):
         assert [(r.id, r.note) for r in ds.rows] == want, text
 
     fuzz(_good_yaml(), check, examples=60, at_seed=331, share=0.0)
+
+
+@st.composite
+def _overlay_results(draw) -> dict:
+    """A calibration result as overlay_text writes it: any date, data path and command text, fitted values of
+    any text at dotted config paths, free parameters fitted on rows of any id."""
+    text = st.text(max_size=10)
+    names = st.text("abcdefgh_", min_size=1, max_size=3)
+    paths = st.lists(names, min_size=1, max_size=3).map(".".join)
+    values = draw(st.dictionaries(paths, text, max_size=4))
+    paths_ok = [p for p in values if not any(q.startswith(p + ".") for q in values)]  # no path inside another
+    free = [{"path": p, "fitted_on": draw(st.lists(text, max_size=3)), "start": draw(text), "bounds": ["1", "2"],
+             "identifiable": draw(st.booleans()), "why": draw(text)} for p in paths_ok if draw(st.booleans())]
+    return {"date": draw(text), "data": draw(text), "config": None, "seed": draw(st.integers(0, 2**31)),
+            "command": draw(text), "fit_on": draw(st.lists(text, max_size=2)), "fitted_rows": [], "free": free,
+            "unidentifiable": {}, "overlay_values": {p: values[p] for p in paths_ok}}
+
+
+def test_fuzz_written_overlays_read_back_exactly(tmp_path):
+    """Every overlay calibrate writes (any date, data path, command, values) reads back with --check: the same
+    values as --set texts and the same # calibration: metadata."""
+    path = tmp_path / "overlay.yaml"
+
+    def check(result):
+        path.write_text(report.overlay_text(result, tmp_path))
+        got, err = outcome(lambda: report.read_overlay(path), path)
+        assert err is None, f"a written overlay was refused: {err}\n{path.read_text()}"
+        assert got["values"] == result["overlay_values"], path.read_text()
+        assert got["meta"]["data"] == result["data"] and got["meta"]["command"] == result["command"]
+        assert got["meta"]["fitted_on"] == {f["path"]: f["fitted_on"] for f in result["free"]}
+
+    fuzz(_overlay_results(), check, examples=60, at_seed=431, share=0.0)

@@ -131,3 +131,47 @@ def test_a_quoted_csv_cell_reads_back_as_written(name, notes):
     assert [r.id for r in ds.rows] == ["r1", "r2"] and [r.note for r in ds.rows] == notes
     if "hash" in name:  # r2 after the note's two lines and the comment
         assert [r.line for r in ds.rows] == [2, 5]
+
+
+def _overlay_result(**kw):
+    """A calibration result with nothing fitted, for overlay_text; ``kw`` replaces its fields."""
+    res = {"date": "2026-12-03", "data": "d.yaml", "config": None, "seed": 1, "command": "kernbench calibrate",
+           "fit_on": [], "fitted_rows": [], "free": [], "unidentifiable": {}, "overlay_values": {}}
+    res.update(kw)
+    return res
+
+
+@pytest.mark.parametrize("value", ["-", "- us", "\U00010000 x", "\x85\u2028"])
+def test_a_written_overlay_value_reads_back(tmp_path, value):
+    """Found by the written-overlay fuzz: a value "-" (or "- us") was written plain, a YAML list item, and the
+    overlay calibrate wrote was refused by --check; a character past U+FFFF was written as a JSON surrogate pair,
+    which YAML reads back as two lone surrogates. Each value now reads back as the same text."""
+    path = tmp_path / "overlay.yaml"
+    path.write_text(report.overlay_text(_overlay_result(overlay_values={"k200.launch.queue_submit": value}),
+                                        tmp_path))
+    assert report.read_overlay(path)["values"] == {"k200.launch.queue_submit": value}
+
+
+@pytest.mark.parametrize("field", ["data", "command", "date"])
+def test_a_line_break_in_overlay_header_text_stays_in_its_comment(tmp_path, field):
+    """Found by the written-overlay fuzz: a data path, command or date holding a newline ended its # comment line
+    and the rest was read as YAML (here a config key the calibration never fitted; a control character made the
+    overlay unreadable). The text is escaped in the comment, the values and the metadata read back exactly."""
+    text = "x\nk200: {launch: {queue_submit: 1 s}}\x1f"
+    path = tmp_path / "overlay.yaml"
+    path.write_text(report.overlay_text(_overlay_result(**{field: text}), tmp_path))
+    got = report.read_overlay(path)
+    assert got["values"] == {} and got["meta"][field] == text
+
+
+def test_a_row_id_with_a_newline_stays_in_the_fitted_value_comment(tmp_path):
+    """A free parameter fitted on a row whose id holds a newline: the id went raw into the value's # comment and
+    its second line was read as YAML. The comment is escaped; the value and fitted_on read back exactly."""
+    free = [{"path": "k200.launch.queue_submit", "fitted_on": ["r1\nk200: {x: 1}"], "start": "3 ns",
+             "bounds": ["1 ns", "9 ns"], "identifiable": True, "why": ""}]
+    path = tmp_path / "overlay.yaml"
+    path.write_text(report.overlay_text(_overlay_result(free=free, overlay_values={free[0]["path"]: "4 ns"}),
+                                        tmp_path))
+    got = report.read_overlay(path)
+    assert got["values"] == {"k200.launch.queue_submit": "4 ns"}
+    assert got["meta"]["fitted_on"] == {"k200.launch.queue_submit": ["r1\nk200: {x: 1}"]}

@@ -75,9 +75,36 @@ def _scalar_text(v: str) -> str:
     """A value as a plain YAML scalar where that reads back as the same text (numbers, quantities)."""
     import re
 
-    if re.fullmatch(r"[-+]?[0-9.eE+-]+( ?[A-Za-z/%]+)?", v) and v.strip() == v:
+    # a digit required: "-" or "- us" plain would be a YAML list item, the overlay unreadable
+    if re.fullmatch(r"[-+]?[0-9.eE+-]+( ?[A-Za-z/%]+)?", v) and v.strip() == v and any(c.isdigit() for c in v):
         return v
-    return json.dumps(v)
+    return _quoted(v)
+
+
+def _quoted(v: str) -> str:
+    """A YAML double-quoted scalar of ``v`` in ASCII: printable ASCII as is, every other character escaped
+    (\\xXX, \\uXXXX, or \\UXXXXXXXX past U+FFFF: JSON's surrogate pairs read back as two lone surrogates)."""
+    out = ['"']
+    for ch in v:
+        o = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 0x20 <= o < 0x7F:
+            out.append(ch)
+        elif o <= 0xFF:
+            out.append(f"\\x{o:02x}")
+        elif o <= 0xFFFF:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(f"\\U{o:08x}")
+    return "".join(out) + '"'
+
+
+def _comment(v: Any) -> str:
+    """Text for a # comment line: itself when printable, else JSON-escaped (a newline would end the comment and
+    the rest be read as YAML; a control character is not allowed in YAML at all)."""
+    text = str(v)
+    return text if text.isprintable() else json.dumps(text)[1:-1]
 
 
 def overlay_text(result: Mapping[str, Any], out_dir: Path) -> str:
@@ -90,9 +117,9 @@ def overlay_text(result: Mapping[str, Any], out_dir: Path) -> str:
             "fit_on": result.get("fit_on", []), "fitted_rows": result.get("fitted_rows", []),
             "fitted_on": {p: f["fitted_on"] for p, f in free.items()},
             "unidentifiable": result.get("unidentifiable", {})}
-    lines = [f"# kernbench calibration overlay, {result['date']}",
-             f"# data: {result['data']}",
-             f"# command: {result.get('command', '')}",
+    lines = [f"# kernbench calibration overlay, {_comment(result['date'])}",
+             f"# data: {_comment(result['data'])}",
+             f"# command: {_comment(result.get('command', ''))}",
              "# Use it as a config (`kernbench run --config THIS`), include it from a config of your own,",
              "# or check it: `kernbench calibrate --check THIS --data DATA` (docs/calibrate.md).",
              META_PREFIX + json.dumps(meta, sort_keys=True)]
@@ -105,7 +132,7 @@ def overlay_text(result: Mapping[str, Any], out_dir: Path) -> str:
             rel = os.path.relpath(target, here) if common != os.path.sep else str(target)
         except Exception:
             rel = str(base)
-        lines.append(f"include: [{json.dumps(rel)}]")
+        lines.append(f"include: [{_quoted(rel)}]")
     values = result.get("overlay_values", {})
     tree, lists = _nest(values, base)
 
@@ -130,7 +157,7 @@ def overlay_text(result: Mapping[str, Any], out_dir: Path) -> str:
                         + ("" if f["identifiable"] else "; NOT IDENTIFIABLE: " + f["why"]))
             else:
                 note = "given with --set"
-            lines.append(" " * indent + f"{k}: {_scalar_text(str(v))}  # {note}")
+            lines.append(" " * indent + f"{k}: {_scalar_text(str(v))}  # {_comment(note)}")  # row ids: any text
 
     emit(tree, "", 0)
     return "\n".join(lines) + "\n"
