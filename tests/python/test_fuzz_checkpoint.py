@@ -4,7 +4,8 @@ Generated checkpoints -- good and wrong headers, records with fields missing, mi
 random JSON values, huge numbers and NaN, lines cut short, blank lines, CRLF, garbage bytes, other encodings,
 or only random bytes -- must load (every record as ``kernbench.sweeps`` writes one, the file then a header and
 those records) or be refused with one ConfigError naming the file, the file left byte for byte as it was; never
-another exception or a hang. Findings are reproduced in tests/python/test_r3_fuzz_findings.py.
+another exception or a hang. And every checkpoint a sweep writes (start, then appends) reads back as its records.
+Findings are reproduced in tests/python/test_r3_fuzz_findings.py.
 
 Default: a short seeded run (a few seconds). ``KERNBENCH_FUZZ_SECONDS=30`` fuzzes that much longer (``.ci/run``).
 """
@@ -147,3 +148,34 @@ def test_cli_resume_refuses_a_fuzzed_checkpoint_and_leaves_it(tmp_path):
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("kernbench: error: ") and str(ckpt) in lines[0] and "twice" in lines[0], proc.stderr
     assert ckpt.read_bytes() == raw
+
+
+@st.composite
+def _written(draw) -> list[dict]:
+    """Records as a sweep writes them: any key text, any status, rows of any JSON metrics (NaN included)."""
+    keys = draw(st.lists(st.text(max_size=8), min_size=0, max_size=5))
+    return [{"key": k, "point": i, "params": draw(st.dictionaries(st.text(max_size=4), _JSON, max_size=2)),
+             "status": draw(st.sampled_from(STATUSES)), "error": draw(st.text(max_size=8)),
+             "rows": draw(st.lists(st.dictionaries(st.text(max_size=4), _JSON, max_size=3), max_size=2)),
+             "wall_s": draw(st.floats(0, 1e9))} for i, k in enumerate(keys)]
+
+
+def test_fuzz_written_checkpoints_read_back(tmp_path):
+    """Every checkpoint the sweep writes (start with some records, then one append per point) reads back as those
+    records, the last of a key winning, and is not rewritten by the read."""
+    path = tmp_path / "checkpoint.jsonl"
+
+    def check(records):
+        ck = Checkpoint(path, IDENTITY)
+        cut = len(records) // 2
+        ck.start(records[:cut])
+        for r in records[cut:]:
+            ck.append(r)
+        before = path.read_bytes()
+        got, err = outcome(ck.read, path, allowed=(ConfigError,))
+        assert err is None, f"a written checkpoint was refused: {err}"
+        want = {r["key"]: r for r in records}
+        assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+        assert path.read_bytes() == before
+
+    fuzz(_written(), check, examples=60, at_seed=18, share=0.0)
