@@ -120,17 +120,21 @@ def test_a_csv_cell_with_a_unicode_line_separator_stays_one_cell():
 
 
 @pytest.mark.parametrize("name, notes", [
+    ("ok_csv_unquoted_quote_then_comment.csv", ['5" screen', "b"]),
     ("ok_csv_quoted_cr_in_note.csv", ["0\r0", "b"]),
     ("ok_csv_quoted_hash_line_in_note.csv", ["first\n# second line, not a comment", "b"]),
 ])
 def test_a_quoted_csv_cell_reads_back_as_written(name, notes):
     """Found by the well-formed-CSV fuzz: a quoted cell's \\r came back as \\n (the lines were re-joined with \\n),
     and a quoted cell's line that starts with # was blanked as a comment (the note lost it, or the file was refused);
-    both read back exactly as csv.writer wrote them, a real comment line (with an odd quote) still skipped."""
+    both read back exactly as csv.writer wrote them, a real comment line (with an odd quote) still skipped, and a
+    quote inside an unquoted cell (5" screen: plain text to csv) opens no quoted cell."""
     ds = cal.load_data(FUZZ / name)
     assert [r.id for r in ds.rows] == ["r1", "r2"] and [r.note for r in ds.rows] == notes
     if "hash" in name:  # r2 after the note's two lines and the comment
         assert [r.line for r in ds.rows] == [2, 5]
+    if "unquoted" in name:  # the comment on line 3 skipped
+        assert [r.line for r in ds.rows] == [2, 4]
 
 
 def _overlay_result(**kw):

@@ -242,15 +242,34 @@ def _csv_lines(text: str) -> list[tuple[str, str]]:
     keeps its own end (a quoted cell's \\r stays \\r)."""
     parts = re.split(r"(\r\n|\r|\n)", text)
     out: list[tuple[str, str]] = []
-    inside = False  # in a quoted cell that spans lines: an odd number of quotes so far
+    inside = False  # in a quoted cell that goes on past this line
     for i in range(0, len(parts), 2):
         line, end = parts[i], (parts[i + 1] if i + 1 < len(parts) else "")
         if not inside and line.lstrip().startswith("#"):
             line = ""
-        elif line.count('"') % 2:
-            inside = not inside
+        else:
+            inside = _ends_in_quotes(line, inside)
         out.append((line, end))
     return out
+
+
+def _ends_in_quotes(line: str, inside: bool) -> bool:
+    """Whether a quoted cell is still open at the end of ``line`` (``inside``: open at its start), as csv reads
+    it: a quote opens a cell only as its first character (``5" screen`` is plain text), ``""`` inside is one."""
+    at_start, i = not inside, 0
+    while i < len(line):
+        c = line[i]
+        if inside:
+            if c == '"':
+                if line.startswith('""', i):
+                    i += 1
+                else:
+                    inside = False
+        elif c == '"' and at_start:
+            inside = True
+        at_start = not inside and c == ","
+        i += 1
+    return inside
 
 
 def _csv_rows(path: Path, text: str) -> list[tuple[int, Any]]:
