@@ -246,20 +246,32 @@ def test_cli_refuses_a_fuzzed_data_file_with_one_line(tmp_path):
 
 @st.composite
 def _good_csv(draw) -> tuple[str, list[tuple[str, str]]]:
-    """A well-formed CSV written by Python's csv module: rows with notes of any text (quotes, commas, line ends,
-    U+2028, a leading #), and what each row's id and note must read back as."""
+    """A well-formed CSV: written by Python's csv module (notes of any text: quotes, commas, line ends, U+2028, a
+    leading #), or by hand with notes unquoted (a quote inside is plain text) and # comment lines of any text
+    between the rows; and what each row's id and note must read back as."""
     rnd = random.Random(draw(st.integers(0, 2**32)))
-    rows = [(f"r{i}", draw(st.text(max_size=12))) for i in range(1, rnd.randrange(1, 5) + 1)]
-    buf = io.StringIO()
-    w = csv.writer(buf)  # "\r\n" ends a record: a cell holding \r or \n is quoted (with "\n" alone \r is not)
-    w.writerow(["id", "group", "call", "value", "unit", "note"])
+    n = rnd.randrange(1, 5)
+    if rnd.random() < 0.5:
+        rows = [(f"r{i}", draw(st.text(max_size=12))) for i in range(1, n + 1)]
+        buf = io.StringIO()
+        w = csv.writer(buf)  # "\r\n" ends a record: a cell holding \r or \n is quoted (with "\n" alone \r is not)
+        w.writerow(["id", "group", "call", "value", "unit", "note"])
+        for rid, note in rows:
+            w.writerow([rid, "g1", f"test.linear n={rid[1:]}", "3", "us", note])
+        return buf.getvalue(), [(rid, note.strip()) for rid, note in rows]
+    plain = st.text(st.characters(blacklist_characters=',\r\n', blacklist_categories=("Cs",)), max_size=10)
+    rows = [(f"r{i}", draw(plain.filter(lambda t: not t.lstrip().startswith('"')))) for i in range(1, n + 1)]
+    lines = ["id,group,call,value,unit,note"]
     for rid, note in rows:
-        w.writerow([rid, "g1", f"test.linear n={rid[1:]}", "3", "us", note])
-    return buf.getvalue(), [(rid, note.strip()) for rid, note in rows]
+        if rnd.random() < 0.4:
+            lines.append("# " + draw(plain))
+        lines.append(f"{rid},g1,test.linear n={rid[1:]},3,us,{note}")
+    return "\n".join(lines) + "\n", [(rid, note.strip()) for rid, note in rows]
 
 
 def test_fuzz_well_formed_csv_reads_back_exactly(tmp_path):
-    """Every CSV Python's csv module writes (any note text) loads: the same rows, in order, notes intact."""
+    """Every well-formed CSV (csv.writer's, or unquoted notes between comment lines) loads: the same rows, in
+    order, notes intact."""
     path = tmp_path / "good.csv"
 
     def check(case):
