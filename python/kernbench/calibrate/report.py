@@ -454,74 +454,20 @@ def output_files(result: Mapping[str, Any], out: str | Path, *, plots: bool = Tr
     return files
 
 
-def write_together(folder: Path, files: Mapping[str, bytes]) -> None:
-    """Write ``files`` (name -> bytes) into ``folder`` all together or not at all: each is written and synced to
-    a temporary file beside its target first; only when all of them are complete are they renamed over their
-    targets (a failure before that removes the temporary files and leaves every target as it was)."""
-    import stat
-    import tempfile
-
-    from kernbench.atomic_output import atomic_write_bytes, check_output_file
-
-    staged: list[tuple[str, Path]] = []
-    devices: dict[Path, bytes] = {}
-    try:
-        for name, data in files.items():
-            path = folder / name
-            check_output_file(path, "output")
-            target = Path(os.path.realpath(path)) if os.path.islink(path) else path
-            try:
-                st = os.stat(target)
-            except FileNotFoundError:
-                st = None
-            if st is not None and stat.S_ISCHR(st.st_mode):
-                devices[path] = data  # written through at the end (atomic_write_bytes' rule)
-                continue
-            mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:200]}.", suffix=".tmp", dir=target.parent)
-            staged.append((tmp, target))
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fchmod(f.fileno(), mode)
-                os.fsync(f.fileno())
-        for tmp, target in staged:
-            os.replace(tmp, target)
-    except BaseException:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
-        raise
-    for path, data in devices.items():
-        atomic_write_bytes(path, data)
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where the OS allows (Linux: /proc/self/status)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    old = os.umask(0o022)
-    os.umask(old)
-    return old
-
-
 def write_outputs(result: Mapping[str, Any], out: str | Path, *, plots: bool = True) -> dict[str, str]:
     """Write overlay.yaml (calibrations), report.md, the PNGs and result.json into ``out``; returns the paths.
 
-    Everything is rendered first, then written together (``write_together``): a run's files land all
-    together or not at all."""
-    from kernbench.atomic_output import check_output_dir, lock_output_dir
+    Everything is rendered first, then written together (``atomic_output.write_together``): a run's files land
+    all together or not at all."""
+    from kernbench.atomic_output import check_output_dir, check_output_file, lock_output_dir, write_together
 
     folder = Path(out)
     check_output_dir(folder, "--out")
     files = output_files(result, folder, plots=plots)
     with lock_output_dir(folder):
-        write_together(folder, files)
+        for name in files:
+            check_output_file(folder / name, "output")
+        write_together({folder / name: data for name, data in files.items()})
     keys = {OVERLAY: "overlay", "report.md": "report", "result.json": "result"}
     order = [OVERLAY, "report.md", "result.json"]
     names = [n for n in order if n in files] + [n for n in files if n not in order]
