@@ -25,6 +25,14 @@ using kernbench::UsageError;
 
 namespace {
 
+// A star leaf's name, built by append: GCC 12's -Wrestrict misfires (-Werror at -O3) on "p" + std::to_string(i)
+// inlined into a test case.
+std::string leaf_name(int i) {
+  std::string s = "p";
+  s += std::to_string(i);
+  return s;
+}
+
 // Two PEs on a switch, with `layout` (YAML lines under graph.layout) appended.
 std::string two_pes(const std::string& layout) {
   return "graph:\n  nodes:\n    - {name: a, kind: pe, overhead: 1 ns}\n    - {name: b, kind: pe, overhead: 1 ns}\n"
@@ -171,18 +179,14 @@ TEST_CASE("r3 family 11: shortest-path searches are shared one per source", "[re
   g.nodes.push_back(ExplicitNode{"hub", NodeKind::Switch, {1 * kNanosecond, true}});
   const int leaves = 2000;
   for (int i = 0; i < leaves; ++i) {
-    g.nodes.push_back(ExplicitNode{"p" + std::to_string(i), NodeKind::Pe, {1 * kNanosecond, true}});
-    g.edges.push_back(ExplicitEdge{"p" + std::to_string(i), "hub", "link", link(100, kNanosecond)});
+    g.nodes.push_back(ExplicitNode{leaf_name(i), NodeKind::Pe, {1 * kNanosecond, true}});
+    g.edges.push_back(ExplicitEdge{leaf_name(i), "hub", "link", link(100, kNanosecond)});
   }
   c.graph = g;
   const Machine m(c);
   Router r(m);
   for (int i = 0; i < leaves; ++i) {
-    // names built by append: GCC 12's -Wrestrict misfires on "p" + std::to_string(...) inlined at -O3
-    std::string from = "p", to = "p";
-    from += std::to_string(i);
-    to += std::to_string((i + 7) % leaves);
-    const Route& route = r.route(m.at(from), m.at(to));
+    const Route& route = r.route(m.at(leaf_name(i)), m.at(leaf_name((i + 7) % leaves)));
     REQUIRE(route.hops() == 2);
   }
   CHECK(r.searches() == 1);
