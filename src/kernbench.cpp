@@ -24,7 +24,8 @@ config::Schema make_schema() {
   platforms::vgpu::add_config_section(s);
   platforms::k200::add_config_section(s);
   // The order they are listed in (messages, `kernbench schema`, docs/config-reference.md).
-  s.root().list_keys({"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "nccl", "vgpu", "k200", "energy"});
+  s.root().list_keys(
+      {"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "nccl", "vgpu", "k200", "energy"});
   return s;
 }
 

@@ -25,7 +25,7 @@ const config::Schema& schema();
 /// Loads `path` (following `include:`), applies `overrides`, types and checks it.
 /// Includes may read `path`'s folder tree and the folders in `include_dirs`.
 topology::Config load_config(const std::string& path, const std::vector<config::Override>& overrides = {},
-                              const std::vector<std::string>& include_dirs = {});
+                             const std::vector<std::string>& include_dirs = {});
 
 /// Same, from YAML text; `source` names it in messages (and anchors relative includes).
 topology::Config parse_config(const std::string& yaml_text, const std::string& source,

@@ -31,8 +31,7 @@ int main(int argc, char** argv) {
     const std::size_t pes = argc > 5 ? std::stoul(argv[5]) : 8;
 
     // One small SIP is enough for the example; any --set path works here.
-    kb::topology::Config config = kb::load_config(
-        argv[1], {{"system.sips.w", "1"}, {"system.sips.h", "1"}});
+    kb::topology::Config config = kb::load_config(argv[1], {{"system.sips.w", "1"}, {"system.sips.h", "1"}});
     kb::topology::System system(std::move(config), /*seed=*/1);
     const auto& all = system.machine().pes();
     if (pes == 0 || pes > all.size()) {
@@ -53,8 +52,8 @@ int main(int argc, char** argv) {
     const double seconds = static_cast<double>(result.makespan()) * 1e-12;
     const double eff = plan.flops / seconds / plan.peak_flops_per_s;
     std::cout << "GEMM " << m << "x" << n << "x" << k << " fp16 on " << pes << " PEs\n"
-              << "  tiles " << plan.tile_m << "x" << plan.tile_n << "x" << plan.tile_k << ", "
-              << plan.steps_total << " pipeline steps, " << plan.limit << "-bound\n"
+              << "  tiles " << plan.tile_m << "x" << plan.tile_n << "x" << plan.tile_k << ", " << plan.steps_total
+              << " pipeline steps, " << plan.limit << "-bound\n"
               << "  makespan_ps " << result.makespan() << "\n"
               << "  plan_ideal_ps " << plan.ideal_ps << "\n"
               << "  efficiency " << eff << "\n"

@@ -29,7 +29,8 @@ CollectiveSpec make_spec(const topology::System& system, const std::string& coll
   spec.algorithm = algorithm;
   spec.bytes_per_pe = int_arg(bytes, "collective: bytes_per_pe");
   // None: every PE; an empty list is a mistake, not "all".
-  if (pes && pes->empty()) throw UsageError("collective: pes is an empty list (pass None, or leave it out, for every PE)");
+  if (pes && pes->empty())
+    throw UsageError("collective: pes is an empty list (pass None, or leave it out, for every PE)");
   if (pes)
     for (std::size_t i = 0; i < pes->size(); ++i)
       spec.pes.push_back(resolve(system, (*pes)[i], "collective: pes[" + std::to_string(i) + "]"));
@@ -51,7 +52,7 @@ CollectiveSpec make_spec(const topology::System& system, const std::string& coll
 
 void bind_ccl(py::module_& m) {
   py::class_<CollectiveResult, std::shared_ptr<CollectiveResult>>(m, "CollectiveResult",
-                                                                   "What a collective did (times in ps).")
+                                                                  "What a collective did (times in ps).")
       .def_readonly("algorithm", &CollectiveResult::algorithm)
       .def_property_readonly("collective", [](const CollectiveResult& r) { return to_string(r.collective); })
       .def_readonly("ranks", &CollectiveResult::ranks)
@@ -71,29 +72,27 @@ void bind_ccl(py::module_& m) {
       .def_readonly("op_counts", &CollectiveResult::op_counts)
       .def_property_readonly("algorithm_bandwidth", &CollectiveResult::algorithm_bandwidth,
                              "bytes per PE / latency, in B/s")
-      .def_property_readonly(
-          "run", [](const std::shared_ptr<CollectiveResult>& r) {
-            // The RunResult shares the collective result's lifetime.
-            return std::shared_ptr<runtime::RunResult>(r, &r->run);
-          });
+      .def_property_readonly("run", [](const std::shared_ptr<CollectiveResult>& r) {
+        // The RunResult shares the collective result's lifetime.
+        return std::shared_ptr<runtime::RunResult>(r, &r->run);
+      });
 
   m.def(
       "run_collective",
-      [](topology::System& system, const std::string& collective, const std::string& algorithm,
-         const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer,
-         const py::object& grid_w, const py::object& grid_h, const std::string& inter, const py::object& pieces,
-         const py::object& root, const std::string& verify, const std::string& protocol, const py::object& channels,
-         const py::object& calls, const py::object& host_threads) {
+      [](topology::System& system, const std::string& collective, const std::string& algorithm, const py::object& bytes,
+         const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer, const py::object& grid_w,
+         const py::object& grid_h, const std::string& inter, const py::object& pieces, const py::object& root,
+         const std::string& verify, const std::string& protocol, const py::object& channels, const py::object& calls,
+         const py::object& host_threads) {
         const CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
                                               pieces, root, verify, protocol, channels, calls, host_threads);
         Using use(system);
         return use.run([&] { return std::make_shared<CollectiveResult>(run_collective(system, spec)); });
       },
       py::arg("system"), py::arg("collective"), py::arg("algorithm"), py::arg("bytes_per_pe"),
-      py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0,
-      py::arg("grid_h") = 0, py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0,
-      py::arg("verify") = "auto", py::arg("protocol") = "auto", py::arg("channels") = 0, py::arg("calls") = 1,
-      py::arg("host_threads") = 0,
+      py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0, py::arg("grid_h") = 0,
+      py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0, py::arg("verify") = "auto",
+      py::arg("protocol") = "auto", py::arg("channels") = 0, py::arg("calls") = 1, py::arg("host_threads") = 0,
       "Build, run and (verify=auto|on|off) symbolically check one collective (GPU machines: the NCCL model, "
       "with protocol, channels, calls back to back and host_threads).");
   m.def(
@@ -107,18 +106,18 @@ void bind_ccl(py::module_& m) {
         return build_collective(system.machine(), system.config(), spec);
       },
       py::arg("system"), py::arg("collective"), py::arg("algorithm"), py::arg("bytes_per_pe"),
-      py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0,
-      py::arg("grid_h") = 0, py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0,
-      py::arg("protocol") = "auto", py::arg("channels") = 0,
+      py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0, py::arg("grid_h") = 0,
+      py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0, py::arg("protocol") = "auto",
+      py::arg("channels") = 0,
       "The Program of one collective (same arguments as run_collective, no verification), to append to another.");
 
   m.def(
       "nccl_tune",
       [](const topology::System& system, const std::string& collective, const py::object& bytes,
          const std::optional<std::vector<NodeRef>>& pes) {
-        const CollectiveSpec spec = make_spec(system, collective, "auto", bytes, pes, "hbm", py::int_(0), py::int_(0),
-                                              "", py::int_(4), py::int_(0), "off", "auto", py::int_(0), py::int_(1),
-                                              py::int_(0));
+        const CollectiveSpec spec =
+            make_spec(system, collective, "auto", bytes, pes, "hbm", py::int_(0), py::int_(0), "", py::int_(4),
+                      py::int_(0), "off", "auto", py::int_(0), py::int_(1), py::int_(0));
         py::list out;
         for (const TuneRow& r : tuning_table(system.machine(), system.config(), spec)) {
           py::dict d;
@@ -158,8 +157,7 @@ void bind_ccl(py::module_& m) {
       },
       py::arg("system"), "The machine's nccl: section (times in ps).");
   m.def(
-      "_int_arg",
-      [](const py::object& value, const std::string& name) { return int_arg(value, name); },
+      "_int_arg", [](const py::object& value, const std::string& name) { return int_arg(value, name); },
       py::arg("value"), py::arg("name"),
       "The bindings' rule for a byte count or count: an int >= 0 (or an integral float); anything else is a "
       "UsageError naming `name`.");

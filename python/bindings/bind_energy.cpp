@@ -59,7 +59,9 @@ void bind_energy(py::module_& m) {
   py::class_<HbmAllocator>(m, "HbmAllocator",
                            "Reserves address ranges of the HBM slices (hbm_ctrl nodes); CapacityError past "
                            "pe.hbm.capacity, naming the slice, its PE, the item and the bytes.")
-      .def(py::init([](const topology::System& s) { return new HbmAllocator(s.machine(), topology::pe_config(s.config()).hbm); }),
+      .def(py::init([](const topology::System& s) {
+             return new HbmAllocator(s.machine(), topology::pe_config(s.config()).hbm);
+           }),
            py::arg("system"), py::keep_alive<1, 2>())
       .def(
           "alloc",

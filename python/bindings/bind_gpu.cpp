@@ -22,7 +22,8 @@ namespace kernbench::bindings {
 
 void bind_gpu(py::module_& m) {
   m.def(
-      "exec_target", [](const System& s) { return std::string(topology::to_string(topology::pe_config(s.config()).target)); },
+      "exec_target",
+      [](const System& s) { return std::string(topology::to_string(topology::pe_config(s.config()).target)); },
       py::arg("system"), "The machine's execution target, pe.target: 'sip' or 'gpu'.");
   m.def(
       "gpu_spec",
@@ -45,8 +46,8 @@ void bind_gpu(py::module_& m) {
         d["framework_step_ps"] = g.cfg.framework_step;
         d["split_kv_chunk"] = kernels::gpu::kSplitChunk;  // fewest keys a split-KV CTA takes (attention.hpp)
         py::dict peaks;
-        for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8,
-                            Precision::Int8})
+        for (Precision p :
+             {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8, Precision::Int8})
           if (runtime::gemm_macs_per_cycle(*g.pe, p) > 0) peaks[topology::to_string(p)] = g.peak_flops(p);
         d["peak_flops"] = peaks;
         return d;

@@ -132,8 +132,8 @@ void bind_gqa(py::module_& m) {
       [](const System& s, const std::string& phase, int gqa_case, std::int64_t t_q, std::int64_t s_kv,
          std::int64_t tile_q, std::int64_t tile_s, std::uint32_t kv_buffers, int sip, const Cubes& cubes,
          const std::string& precision) {
-        return plan_dict(plan_gqa(s, make_spec(phase, gqa_case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip, cubes,
-                                               precision)));
+        return plan_dict(
+            plan_gqa(s, make_spec(phase, gqa_case, t_q, s_kv, tile_q, tile_s, kv_buffers, sip, cubes, precision)));
       },
       py::arg("system"), py::arg("phase"), py::arg("case"), py::arg("t_q"), py::arg("s_kv"), py::arg("tile_q") = 256,
       py::arg("tile_s") = 256, py::arg("kv_buffers") = 2, py::arg("sip") = 0, py::arg("cubes") = Cubes{},
@@ -221,7 +221,7 @@ void bind_gqa(py::module_& m) {
           const GqaOpData& g = data[i];
           kind[i] = runtime::to_string(o.kind);
           agent[i] = o.agent;
-          peer[i] = o.kind == runtime::OpKind::Send ? static_cast<std::int64_t>(o.move.dst)
+          peer[i] = o.kind == runtime::OpKind::Send   ? static_cast<std::int64_t>(o.move.dst)
                     : o.kind == runtime::OpKind::Recv ? static_cast<std::int64_t>(o.peer)
                                                       : -1;
           key[i] = o.key;
@@ -259,8 +259,7 @@ void bind_gqa(py::module_& m) {
       },
       py::arg("system"), py::arg("phase"), py::arg("case"), py::arg("t_q"), py::arg("s_kv"), py::arg("tile_q") = 256,
       py::arg("tile_s") = 256, py::arg("kv_buffers") = 2, py::arg("sip") = 0, py::arg("cubes") = Cubes{},
-      py::arg("precision") = "fp16",
-      py::arg("drop_deps") = std::vector<std::pair<runtime::OpId, runtime::OpId>>{},
+      py::arg("precision") = "fp16", py::arg("drop_deps") = std::vector<std::pair<runtime::OpId, runtime::OpId>>{},
       py::arg("set_keys") = std::vector<std::pair<runtime::OpId, std::int64_t>>{},
       "Build and run one GQA case's Program (as gqa_run) and return what the numeric check interprets: per op "
       "(columns) its kind, agent, peer, key, deps, name and GqaOpData (role, buffer, first, lo, hi, rows) with its "

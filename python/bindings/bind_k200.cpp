@@ -169,9 +169,10 @@ Step step_of(const py::dict& d) {
   st.label = d.contains("label") ? d["label"].cast<std::string>() : op;
   if (op == "copy") {
     st.op = Step::Op::Copy;
-    st.copy = copy_spec(d["kind"].cast<std::string>(), d.contains("direction") ? d["direction"].cast<std::string>() : "h2d",
-                        d["bytes"].cast<std::int64_t>(), d.contains("die") ? py::handle(d["die"]) : py::none(),
-                        d.contains("peer") ? py::handle(d["peer"]) : py::none());
+    st.copy =
+        copy_spec(d["kind"].cast<std::string>(), d.contains("direction") ? d["direction"].cast<std::string>() : "h2d",
+                  d["bytes"].cast<std::int64_t>(), d.contains("die") ? py::handle(d["die"]) : py::none(),
+                  d.contains("peer") ? py::handle(d["peer"]) : py::none());
   } else if (op == "launch") {
     st.op = Step::Op::Launch;
     st.kernel = kernel_spec(d["kernel"].cast<py::dict>());
@@ -184,7 +185,6 @@ Step step_of(const py::dict& d) {
   }
   return st;
 }
-
 
 }  // namespace
 
@@ -240,7 +240,8 @@ void bind_k200(py::module_& m) {
       py::arg("system"), py::arg("specs"), "Several K200 copies started together.");
   m.def(
       "k200_launch_test",
-      [](System& system, int threads, int kernels, int loops, std::int64_t elements, int ncluster, const py::object& die) {
+      [](System& system, int threads, int kernels, int loops, std::int64_t elements, int ncluster,
+         const py::object& die) {
         KernelSpec kernel;
         kernel.elements = elements;
         kernel.ncluster = ncluster;

@@ -124,8 +124,8 @@ void bind_kernels(py::module_& m) {
       [](const System& s, std::int64_t mm, std::int64_t n, std::int64_t k, const std::string& precision,
          const Refs& pes, std::int64_t tile_m, std::int64_t tile_n, std::int64_t tile_k, bool pinned,
          std::uint32_t buffers, const Refs& homes) {
-        return plan_dict(s, plan_gemm(s, make_spec(s, mm, n, k, precision, pes, tile_m, tile_n, tile_k, pinned,
-                                                   buffers, homes)));
+        return plan_dict(
+            s, plan_gemm(s, make_spec(s, mm, n, k, precision, pes, tile_m, tile_n, tile_k, pinned, buffers, homes)));
       },
       py::arg("system"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("precision") = "fp16",
       py::arg("pes") = Refs{}, py::arg("tile_m") = 0, py::arg("tile_n") = 0, py::arg("tile_k") = 0,
@@ -139,8 +139,7 @@ void bind_kernels(py::module_& m) {
       [](const System& s, std::int64_t mm, std::int64_t n, std::int64_t k, const std::string& precision,
          const Refs& pes, std::int64_t tile_m, std::int64_t tile_n, std::int64_t tile_k, bool pinned,
          std::uint32_t buffers, const Refs& homes) {
-        return gemm_program(s, make_spec(s, mm, n, k, precision, pes, tile_m, tile_n, tile_k, pinned, buffers,
-                                         homes));
+        return gemm_program(s, make_spec(s, mm, n, k, precision, pes, tile_m, tile_n, tile_k, pinned, buffers, homes));
       },
       py::arg("system"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("precision") = "fp16",
       py::arg("pes") = Refs{}, py::arg("tile_m") = 0, py::arg("tile_n") = 0, py::arg("tile_k") = 0,

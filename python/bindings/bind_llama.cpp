@@ -22,8 +22,8 @@ namespace {
 using Refs = std::vector<NodeRef>;
 
 LlamaSpec make_spec(const System& sys, const Refs& pes, const std::string& phase, std::int64_t tokens,
-                    std::int64_t s_kv, int tp, int replicas, int first_pe, int chunks, const std::string& precision, const std::string& allreduce,
-                    std::int64_t tile_q, std::int64_t tile_s, const py::dict& dims) {
+                    std::int64_t s_kv, int tp, int replicas, int first_pe, int chunks, const std::string& precision,
+                    const std::string& allreduce, std::int64_t tile_q, std::int64_t tile_s, const py::dict& dims) {
   LlamaSpec s;
   s.phase = llama_phase_from(phase);
   s.tokens = tokens;
@@ -41,12 +41,18 @@ LlamaSpec make_spec(const System& sys, const Refs& pes, const std::string& phase
   for (const auto& [k, v] : dims) {
     const std::string key = py::str(k);
     const auto val = v.cast<std::int64_t>();
-    if (key == "hidden") s.dims.hidden = val;
-    else if (key == "heads") s.dims.heads = static_cast<int>(val);
-    else if (key == "kv_heads") s.dims.kv_heads = static_cast<int>(val);
-    else if (key == "head_dim") s.dims.head_dim = val;
-    else if (key == "intermediate") s.dims.intermediate = val;
-    else if (key == "elem_bytes") s.dims.elem_bytes = val;
+    if (key == "hidden")
+      s.dims.hidden = val;
+    else if (key == "heads")
+      s.dims.heads = static_cast<int>(val);
+    else if (key == "kv_heads")
+      s.dims.kv_heads = static_cast<int>(val);
+    else if (key == "head_dim")
+      s.dims.head_dim = val;
+    else if (key == "intermediate")
+      s.dims.intermediate = val;
+    else if (key == "elem_bytes")
+      s.dims.elem_bytes = val;
     else
       throw UsageError("llama dims: unknown key '" + key +
                        "' (known: hidden, heads, kv_heads, head_dim, intermediate, elem_bytes)");
@@ -102,8 +108,7 @@ void bind_llama(py::module_& m) {
       py::arg("replicas") = 1, py::arg("first_pe") = 0, py::arg("chunks") = 0, py::arg("precision") = "bf16",
       py::arg("allreduce") = "ring", py::arg("tile_q") = 256, py::arg("tile_s") = 256, py::arg("dims") = py::dict(),
       py::arg("pes") = Refs{},
-      (std::string("Plan one LLaMA-3.1-70B decoder layer: sharding, GQA case, analytic FLOPs and bytes. ") +
-       args_doc)
+      (std::string("Plan one LLaMA-3.1-70B decoder layer: sharding, GQA case, analytic FLOPs and bytes. ") + args_doc)
           .c_str());
   m.def(
       "llama_run",

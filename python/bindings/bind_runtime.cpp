@@ -207,68 +207,71 @@ void bind_runtime(py::module_& m) {
       .def_readonly("peak_scratch", &RunResult::peak_scratch)
       .def_property_readonly("kind_names", [](const RunResult& r) { return r.log.kind_names(); })
       .def_readonly("log_names", &RunResult::log_names)
-      .def("ops",
-           [](const RunResult& r) {
-             const std::size_t n = r.ops.size();
-             py::array_t<std::int64_t> ready(static_cast<py::ssize_t>(n)), start(static_cast<py::ssize_t>(n)),
-                 end(static_cast<py::ssize_t>(n));
-             for (std::size_t i = 0; i < n; ++i) {
-               ready.mutable_at(i) = r.ops[i].ready;
-               start.mutable_at(i) = r.ops[i].start;
-               end.mutable_at(i) = r.ops[i].end;
-             }
-             py::dict d;
-             d["ready_ps"] = ready;
-             d["start_ps"] = start;
-             d["end_ps"] = end;
-             return d;
-           },
-           "Per program op: ready (dependencies done), start (engine granted), end; numpy columns.")
-      .def("log",
-           [](py::object self) {
-             const auto& l = self.cast<const RunResult&>().log;
-             py::dict d;
-             d["op"] = view(l.op(), self);
-             d["agent"] = view(l.agent(), self);
-             d["resource"] = view(l.resource(), self);
-             d["kind"] = view(l.kind(), self);
-             d["tag"] = view(l.tag(), self);
-             d["issue_ps"] = view(l.issue(), self);
-             d["start_ps"] = view(l.start(), self);
-             d["end_ps"] = view(l.end(), self);
-             d["bytes"] = view(l.bytes(), self);
-             d["work"] = view(l.work(), self);
-             return d;
-           },
-           "The op log (one row per op and pipeline stage) as numpy views.")
-      .def("engines",
-           [](const RunResult& r) {
-             py::dict d;
-             std::vector<std::string> names, kinds;
-             std::vector<NodeId> pes;
-             std::vector<double> busy;
-             std::vector<std::uint64_t> grants;
-             std::vector<std::int64_t> wait;
-             std::vector<int> cap;
-             for (const EngineUse& u : r.engines) {
-               names.push_back(u.name);
-               kinds.push_back(to_string(u.engine));
-               pes.push_back(u.pe);
-               busy.push_back(u.busy);
-               grants.push_back(u.grants);
-               wait.push_back(u.total_wait);
-               cap.push_back(u.capacity);
-             }
-             d["name"] = names;
-             d["engine"] = kinds;
-             d["pe"] = pes;
-             d["capacity"] = cap;
-             d["busy_ps"] = busy;
-             d["grants"] = grants;
-             d["wait_ps"] = wait;
-             return d;
-           },
-           "Per PE engine: busy unit-time, grants, queueing wait (the op log's `resource` indexes rows).")
+      .def(
+          "ops",
+          [](const RunResult& r) {
+            const std::size_t n = r.ops.size();
+            py::array_t<std::int64_t> ready(static_cast<py::ssize_t>(n)), start(static_cast<py::ssize_t>(n)),
+                end(static_cast<py::ssize_t>(n));
+            for (std::size_t i = 0; i < n; ++i) {
+              ready.mutable_at(i) = r.ops[i].ready;
+              start.mutable_at(i) = r.ops[i].start;
+              end.mutable_at(i) = r.ops[i].end;
+            }
+            py::dict d;
+            d["ready_ps"] = ready;
+            d["start_ps"] = start;
+            d["end_ps"] = end;
+            return d;
+          },
+          "Per program op: ready (dependencies done), start (engine granted), end; numpy columns.")
+      .def(
+          "log",
+          [](py::object self) {
+            const auto& l = self.cast<const RunResult&>().log;
+            py::dict d;
+            d["op"] = view(l.op(), self);
+            d["agent"] = view(l.agent(), self);
+            d["resource"] = view(l.resource(), self);
+            d["kind"] = view(l.kind(), self);
+            d["tag"] = view(l.tag(), self);
+            d["issue_ps"] = view(l.issue(), self);
+            d["start_ps"] = view(l.start(), self);
+            d["end_ps"] = view(l.end(), self);
+            d["bytes"] = view(l.bytes(), self);
+            d["work"] = view(l.work(), self);
+            return d;
+          },
+          "The op log (one row per op and pipeline stage) as numpy views.")
+      .def(
+          "engines",
+          [](const RunResult& r) {
+            py::dict d;
+            std::vector<std::string> names, kinds;
+            std::vector<NodeId> pes;
+            std::vector<double> busy;
+            std::vector<std::uint64_t> grants;
+            std::vector<std::int64_t> wait;
+            std::vector<int> cap;
+            for (const EngineUse& u : r.engines) {
+              names.push_back(u.name);
+              kinds.push_back(to_string(u.engine));
+              pes.push_back(u.pe);
+              busy.push_back(u.busy);
+              grants.push_back(u.grants);
+              wait.push_back(u.total_wait);
+              cap.push_back(u.capacity);
+            }
+            d["name"] = names;
+            d["engine"] = kinds;
+            d["pe"] = pes;
+            d["capacity"] = cap;
+            d["busy_ps"] = busy;
+            d["grants"] = grants;
+            d["wait_ps"] = wait;
+            return d;
+          },
+          "Per PE engine: busy unit-time, grants, queueing wait (the op log's `resource` indexes rows).")
       .def(
           "window", [](const RunResult& r, const py::object& tag) { return r.window(tag_index(r, tag)); },
           py::arg("tag"), "(first start, last end) in ps of the ops and stages with this tag (name or id).")

@@ -39,17 +39,19 @@ void bind_serving(py::module_& m) {
          std::optional<std::function<double(std::int64_t)>> swap, std::int64_t max_tokens, std::int64_t max_keys,
          const std::vector<std::vector<double>>& breaks, const std::vector<std::string>& roles,
          const std::vector<std::vector<NodeRef>>& devices, const std::string& routing, std::int64_t kv_bytes_per_token,
-         topology::System* system, std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> prefix_group,
+         topology::System* system,
+         std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> prefix_group,
          std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> prefix_tokens,
          bool prefix_caching) {
         if (arrival.size() != prompt.size() || arrival.size() != output.size())
           throw UsageError("serving: arrival, prompt and output must have the same length");
         std::vector<RequestSpec> reqs(static_cast<std::size_t>(arrival.size()));
         for (py::ssize_t i = 0; i < arrival.size(); ++i)
-          reqs[static_cast<std::size_t>(i)] = RequestSpec{arrival.at(i), prompt.at(i), output.at(i),
-                                                          prefix_group ? prefix_group->at(i) : -1,
-                                                          prefix_tokens ? prefix_tokens->at(i) : 0};
-        if ((prefix_group && prefix_group->size() != arrival.size()) || (prefix_tokens && prefix_tokens->size() != arrival.size()))
+          reqs[static_cast<std::size_t>(i)] =
+              RequestSpec{arrival.at(i), prompt.at(i), output.at(i), prefix_group ? prefix_group->at(i) : -1,
+                          prefix_tokens ? prefix_tokens->at(i) : 0};
+        if ((prefix_group && prefix_group->size() != arrival.size()) ||
+            (prefix_tokens && prefix_tokens->size() != arrival.size()))
           throw UsageError("serving: prefix_group and prefix_tokens must have one value per request");
         ClusterSpec cluster;
         cluster.routing = routing_from_string(routing);
@@ -58,8 +60,11 @@ void bind_serving(py::module_& m) {
         if (roles.size() != devices.size()) throw UsageError("serving: one device list per instance role");
         for (std::size_t k = 0; k < roles.size(); ++k) {
           InstanceSpec in;
-          in.role = roles[k] == "both" ? Role::Both : roles[k] == "prefill" ? Role::Prefill : roles[k] == "decode" ? Role::Decode
-                    : throw UsageError("serving: instance role '" + roles[k] + "' (known: both, prefill, decode)");
+          in.role = roles[k] == "both"      ? Role::Both
+                    : roles[k] == "prefill" ? Role::Prefill
+                    : roles[k] == "decode"
+                        ? Role::Decode
+                        : throw UsageError("serving: instance role '" + roles[k] + "' (known: both, prefill, decode)");
           if (system)
             for (const NodeRef& d : devices[k]) in.devices.push_back(resolve(*system, d, "serving: instance device"));
           cluster.instances.push_back(std::move(in));
@@ -85,10 +90,11 @@ void bind_serving(py::module_& m) {
             },
             max_tokens, max_num_seqs, max_keys, breaks);
         SwapCost sw;
-        if (swap) sw = [&](std::int64_t bytes) {
-          py::gil_scoped_acquire gil;
-          return (*swap)(bytes);
-        };
+        if (swap)
+          sw = [&](std::int64_t bytes) {
+            py::gil_scoped_acquire gil;
+            return (*swap)(bytes);
+          };
         std::optional<Using> use;
         if (system) use.emplace(*system);
         const ServingResult r = simulate(reqs, cfg, cost, sw, cluster);
@@ -116,7 +122,8 @@ void bind_serving(py::module_& m) {
         iters["start_ps"] = column<std::int64_t>(it, [](const IterationRecord& x) { return x.start; });
         iters["end_ps"] = column<std::int64_t>(it, [](const IterationRecord& x) { return x.end; });
         iters["swap_ps"] = column<std::int64_t>(it, [](const IterationRecord& x) { return x.swap; });
-        iters["prefill_tokens"] = column<std::int64_t>(it, [](const IterationRecord& x) { return x.shape.prefill_tokens; });
+        iters["prefill_tokens"] =
+            column<std::int64_t>(it, [](const IterationRecord& x) { return x.shape.prefill_tokens; });
         iters["prefill_keys"] = column<double>(it, [](const IterationRecord& x) { return x.shape.prefill_keys; });
         iters["decode_seqs"] = column<std::int64_t>(it, [](const IterationRecord& x) { return x.shape.decode_seqs; });
         iters["decode_keys"] = column<double>(it, [](const IterationRecord& x) { return x.shape.decode_keys; });

@@ -25,8 +25,7 @@ namespace {
 
 template <typename T>
 py::array column(const std::vector<T>& v, py::handle owner) {
-  return py::array_t<T>({static_cast<py::ssize_t>(v.size())}, {static_cast<py::ssize_t>(sizeof(T))}, v.data(),
-                        owner);
+  return py::array_t<T>({static_cast<py::ssize_t>(v.size())}, {static_cast<py::ssize_t>(sizeof(T))}, v.data(), owner);
 }
 
 py::dict phold_dict(const models::PholdResult& r, models::PholdEngine engine) {
@@ -56,8 +55,8 @@ void bind_sim(py::module_& m) {
   py::class_<OpLog, std::shared_ptr<OpLog>>(m, "OpLog",
                                             "Column-wise record of the ops of a run (numpy views, no copies).")
       .def("__len__", &OpLog::size)
-      .def_property_readonly("kind_names", [](const OpLog& l) { return l.kind_names(); },
-                             "Names of the kind codes (index = code).")
+      .def_property_readonly(
+          "kind_names", [](const OpLog& l) { return l.kind_names(); }, "Names of the kind codes (index = code).")
       .def(
           "columns",
           [](py::object self) {
@@ -99,8 +98,7 @@ void bind_sim(py::module_& m) {
               s.run();
             }
           },
-          py::arg("until") = py::none(),
-          "Run until no event is pending, or through every event before `until` (ps).")
+          py::arg("until") = py::none(), "Run until no event is pending, or through every event before `until` (ps).")
       .def(
           "set_limits",
           [](Simulation& s, std::optional<std::uint64_t> max_events, std::optional<Time> max_time_ps) {
@@ -120,8 +118,8 @@ void bind_sim(py::module_& m) {
 
   m.def(
       "run_phold",
-      [](Simulation& sim, const std::string& engine, std::int64_t lps, std::int64_t events_per_lp,
-         std::int64_t events, Time mean_delay_ps) {
+      [](Simulation& sim, const std::string& engine, std::int64_t lps, std::int64_t events_per_lp, std::int64_t events,
+         Time mean_delay_ps) {
         const auto e = models::phold_engine_from_name(engine);
         const auto n = non_negative(lps, "phold: lps"), per = non_negative(events_per_lp, "phold: events_per_lp");
         if (n > UINT32_MAX || per > UINT32_MAX || n * per > (1ULL << 28))
@@ -168,9 +166,8 @@ void bind_sim(py::module_& m) {
         d["theory_wait_ps"] = nan_to_none(r.theory_wait_ps);
         return d;
       },
-      py::arg("sim"), py::arg("mean_interarrival_ps"), py::arg("mean_service_ps"),
-      py::arg("service") = "exponential", py::arg("servers") = 1, py::arg("customers") = 100'000,
-      py::arg("record_ops") = true,
+      py::arg("sim"), py::arg("mean_interarrival_ps"), py::arg("mean_service_ps"), py::arg("service") = "exponential",
+      py::arg("servers") = 1, py::arg("customers") = 100'000, py::arg("record_ops") = true,
       "Run an M/M/c or M/D/c queue on `sim`; one op-log row per customer when record_ops.");
 }
 

@@ -196,8 +196,8 @@ void bind_topology(py::module_& m) {
   py::class_<System>(m, "System", "A machine ready to run: config, graph, simulation and fabric.")
       .def_static(
           "load",
-          [](const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets,
-             std::uint64_t seed, const py::object& include_dirs) {
+          [](const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, std::uint64_t seed,
+             const py::object& include_dirs) {
             return std::make_unique<System>(
                 kernbench::load_config(path, to_overrides(sets), include_dirs_arg(include_dirs)), seed);
           },
@@ -216,11 +216,25 @@ void bind_topology(py::module_& m) {
           py::arg("text"), py::arg("source") = "<string>",
           py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{}, py::arg("seed") = 1,
           py::arg("include_dirs") = py::none())
-      .def_property_readonly("now", [](System& s) { Using use(s, false); return s.sim().now(); }, "Current simulated time (ps).")
+      .def_property_readonly(
+          "now",
+          [](System& s) {
+            Using use(s, false);
+            return s.sim().now();
+          },
+          "Current simulated time (ps).")
       .def_property_readonly("fabric_model", [](const System& s) { return std::string(s.fabric().model_name()); })
       .def_property_readonly("num_nodes", [](const System& s) { return s.machine().num_nodes(); })
-      .def_property_readonly("in_flight", [](System& s) { Using use(s, false); return s.fabric().in_flight(); })
-      .def_property_readonly("events_processed", [](System& s) { Using use(s, false); return s.sim().events_processed(); })
+      .def_property_readonly("in_flight",
+                             [](System& s) {
+                               Using use(s, false);
+                               return s.fabric().in_flight();
+                             })
+      .def_property_readonly("events_processed",
+                             [](System& s) {
+                               Using use(s, false);
+                               return s.sim().events_processed();
+                             })
       .def_property_readonly("peak_pending_events", [](System& s) { return s.sim().peak_pending_events(); })
       .def_property_readonly("chunk_hops",
                              [](System& s) -> std::uint64_t {
@@ -228,55 +242,66 @@ void bind_topology(py::module_& m) {
                                return p ? p->chunk_hops() : 0;
                              })
       .def("node_id", [](const System& s, const std::string& name) { return s.machine().at(name); })
-      .def("node_name", [](const System& s, const NodeRef& id) { return s.machine().node(resolve(s, id, "node_name")).name; })
-      .def("pes", [](const System& s) {
-        std::vector<std::string> out;
-        for (NodeId id : s.machine().pes()) out.push_back(s.machine().node(id).name);
-        return out;
-      }, "Names of all PEs, in rank order ((sip, cube, pe) order on a generated machine).")
-      .def("layout", [](const System& s) { return layout_dict(s.machine()); },
-           "The PE relations: ranks, their memories and coordinates, the group hierarchy and the rank grid.")
-      .def("explicit_graph", [](const System& s) { return explicit_graph_dict(s.machine()); },
-           "The machine as an explicit `graph:` section (nodes, edges, layout), as plain data.")
-      .def("nodes",
-           [](const System& s) {
-             const auto& n = s.machine().nodes();
-             py::dict d;
-             std::vector<std::string> names, kinds;
-             for (const auto& x : n) {
-               names.push_back(x.name);
-               kinds.push_back(to_string(x.kind));
-             }
-             d["name"] = names;
-             d["kind"] = kinds;
-             d["sip"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].sip; });
-             d["cube"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].cube; });
-             d["row"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].row; });
-             d["col"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].col; });
-             d["pe"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].pe; });
-             d["overhead_ps"] = column<std::int64_t>(n.size(), [&](auto i) { return n[i].params.overhead; });
-             d["flit_aware"] = column<bool>(n.size(), [&](auto i) { return n[i].params.flit_aware; });
-             return d;
-           },
-           "Node table: name, kind, coordinates, overhead, flit_aware.")
-      .def("channels",
-           [](System& s) {
-             Using use(s, false);
-             const auto& c = s.machine().channels();
-             py::dict d;
-             std::vector<std::string> cls;
-             for (const auto& x : c) cls.push_back(x.link_class);
-             d["src"] = column<std::uint32_t>(c.size(), [&](auto i) { return c[i].from; });
-             d["dst"] = column<std::uint32_t>(c.size(), [&](auto i) { return c[i].to; });
-             d["class"] = cls;
-             d["bandwidth_Bps"] = column<std::int64_t>(c.size(), [&](auto i) { return c[i].link.bandwidth.bytes_per_s; });
-             d["latency_ps"] = column<std::int64_t>(c.size(), [&](auto i) { return c[i].link.latency; });
-             d["connections"] = column<std::int32_t>(c.size(), [&](auto i) { return c[i].link.connections; });
-             d["bytes"] = column<std::int64_t>(c.size(), [&](auto i) { return s.fabric().channel_stats(static_cast<ChannelId>(i)).bytes; });
-             d["busy_ps"] = column<double>(c.size(), [&](auto i) { return s.fabric().channel_stats(static_cast<ChannelId>(i)).busy_time; });
-             return d;
-           },
-           "Channel table (one row per link direction) with the bytes and busy time so far.")
+      .def("node_name",
+           [](const System& s, const NodeRef& id) { return s.machine().node(resolve(s, id, "node_name")).name; })
+      .def(
+          "pes",
+          [](const System& s) {
+            std::vector<std::string> out;
+            for (NodeId id : s.machine().pes()) out.push_back(s.machine().node(id).name);
+            return out;
+          },
+          "Names of all PEs, in rank order ((sip, cube, pe) order on a generated machine).")
+      .def(
+          "layout", [](const System& s) { return layout_dict(s.machine()); },
+          "The PE relations: ranks, their memories and coordinates, the group hierarchy and the rank grid.")
+      .def(
+          "explicit_graph", [](const System& s) { return explicit_graph_dict(s.machine()); },
+          "The machine as an explicit `graph:` section (nodes, edges, layout), as plain data.")
+      .def(
+          "nodes",
+          [](const System& s) {
+            const auto& n = s.machine().nodes();
+            py::dict d;
+            std::vector<std::string> names, kinds;
+            for (const auto& x : n) {
+              names.push_back(x.name);
+              kinds.push_back(to_string(x.kind));
+            }
+            d["name"] = names;
+            d["kind"] = kinds;
+            d["sip"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].sip; });
+            d["cube"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].cube; });
+            d["row"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].row; });
+            d["col"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].col; });
+            d["pe"] = column<std::int32_t>(n.size(), [&](auto i) { return n[i].pe; });
+            d["overhead_ps"] = column<std::int64_t>(n.size(), [&](auto i) { return n[i].params.overhead; });
+            d["flit_aware"] = column<bool>(n.size(), [&](auto i) { return n[i].params.flit_aware; });
+            return d;
+          },
+          "Node table: name, kind, coordinates, overhead, flit_aware.")
+      .def(
+          "channels",
+          [](System& s) {
+            Using use(s, false);
+            const auto& c = s.machine().channels();
+            py::dict d;
+            std::vector<std::string> cls;
+            for (const auto& x : c) cls.push_back(x.link_class);
+            d["src"] = column<std::uint32_t>(c.size(), [&](auto i) { return c[i].from; });
+            d["dst"] = column<std::uint32_t>(c.size(), [&](auto i) { return c[i].to; });
+            d["class"] = cls;
+            d["bandwidth_Bps"] =
+                column<std::int64_t>(c.size(), [&](auto i) { return c[i].link.bandwidth.bytes_per_s; });
+            d["latency_ps"] = column<std::int64_t>(c.size(), [&](auto i) { return c[i].link.latency; });
+            d["connections"] = column<std::int32_t>(c.size(), [&](auto i) { return c[i].link.connections; });
+            d["bytes"] = column<std::int64_t>(
+                c.size(), [&](auto i) { return s.fabric().channel_stats(static_cast<ChannelId>(i)).bytes; });
+            d["busy_ps"] = column<double>(
+                c.size(), [&](auto i) { return s.fabric().channel_stats(static_cast<ChannelId>(i)).busy_time; });
+            return d;
+          },
+          "Channel table (one row per link direction) with the bytes and busy time so far.")
       .def(
           "route",
           [](System& s, const NodeRef& a, const NodeRef& b) {
@@ -327,8 +352,8 @@ void bind_topology(py::module_& m) {
                 auto it = res.find(c);
                 if (it == res.end()) {
                   const LinkParams& l = s.machine().channel(c).link;
-                  it = res.emplace(c, solver.add_resource(static_cast<double>(l.bandwidth.bytes_per_s) *
-                                                          l.connections)).first;
+                  it = res.emplace(c, solver.add_resource(static_cast<double>(l.bandwidth.bytes_per_s) * l.connections))
+                           .first;
                 }
                 uses.push_back(it->second);
               }
@@ -339,8 +364,7 @@ void bind_topology(py::module_& m) {
             for (auto f : flows) rates.push_back(solver.rate(f));
             return rates;
           },
-          py::arg("paths"),
-          "Max-min fair rates (B/s) of concurrent flows along the routes of (src, dst) pairs.")
+          py::arg("paths"), "Max-min fair rates (B/s) of concurrent flows along the routes of (src, dst) pairs.")
       .def(
           "transfer",
           [](System& s, const NodeRef& src, const NodeRef& dst, const py::object& bytes, const py::object& at,
@@ -387,12 +411,15 @@ void bind_topology(py::module_& m) {
             if (offered_gbps > 9.2e9)
               throw ConfigError("traffic: offered load " + std::to_string(offered_gbps) +
                                 " GB/s is out of range (at most 9.2e9 GB/s)");
-            spec.offered = offered_gbps > 0 ? kernbench::sim::Bandwidth::gb_per_s(offered_gbps) : kernbench::sim::Bandwidth{0};
+            spec.offered =
+                offered_gbps > 0 ? kernbench::sim::Bandwidth::gb_per_s(offered_gbps) : kernbench::sim::Bandwidth{0};
             spec.packet = int_arg(packet, "traffic: packet_bytes");
             spec.start = int_arg(start_ps, "traffic: start_ps");
             spec.stop = int_arg(stop_ps, "traffic: stop_ps");
-            if (hotspot) spec.hotspot = resolve(s, *hotspot);
-            else if (spec.pattern == TrafficPattern::Hotspot) throw ConfigError("traffic: hotspot pattern needs `hotspot`");
+            if (hotspot)
+              spec.hotspot = resolve(s, *hotspot);
+            else if (spec.pattern == TrafficPattern::Hotspot)
+              throw ConfigError("traffic: hotspot pattern needs `hotspot`");
             spec.hotspot_fraction = hotspot_fraction;
             spec.grid_w = grid_w;
             spec.tag = tag;
@@ -401,7 +428,8 @@ void bind_topology(py::module_& m) {
           },
           py::arg("pattern"), py::arg("endpoints"), py::arg("offered_gbps"), py::arg("packet_bytes"),
           py::arg("start_ps"), py::arg("stop_ps"), py::arg("injection") = "poisson", py::arg("hotspot") = py::none(),
-          py::arg("hotspot_fraction") = 0.5, py::arg("grid_w") = 0, py::arg("tag") = 0, py::arg("cycle_ps") = py::none(),
+          py::arg("hotspot_fraction") = 0.5, py::arg("grid_w") = 0, py::arg("tag") = 0,
+          py::arg("cycle_ps") = py::none(),
           "Start a synthetic traffic generator over `endpoints` (per-source offered load in GB/s; "
           "injection='bernoulli' needs cycle_ps, the injection cycle).")
       .def(
@@ -429,12 +457,32 @@ void bind_topology(py::module_& m) {
           },
           py::arg("max_events") = py::none(), py::arg("max_time_ps") = py::none(),
           "Guard against runaway models: runs raise LimitError past either limit (None: no limit).")
-      .def("transfers", [](System& s) { Using use(s, false); return transfers_dict(s.fabric()); },
-           "Per-transfer records (numpy columns), including the four-part breakdown.")
-      .def("dma_ops", [](System& s) { Using use(s, false); return dma_dict(s); }, "Per-DMA-op results (numpy columns).")
-      .def("op_log_kinds", [](System& s) { Using use(s, false); return s.sim().op_log().kind_names(); })
-      .def_property_readonly("failure", [](System& s) { Using use(s, false); return s.failure(); },
-                             "Why this System refuses further runs (an earlier run failed part-way); '' if usable.");
+      .def(
+          "transfers",
+          [](System& s) {
+            Using use(s, false);
+            return transfers_dict(s.fabric());
+          },
+          "Per-transfer records (numpy columns), including the four-part breakdown.")
+      .def(
+          "dma_ops",
+          [](System& s) {
+            Using use(s, false);
+            return dma_dict(s);
+          },
+          "Per-DMA-op results (numpy columns).")
+      .def("op_log_kinds",
+           [](System& s) {
+             Using use(s, false);
+             return s.sim().op_log().kind_names();
+           })
+      .def_property_readonly(
+          "failure",
+          [](System& s) {
+            Using use(s, false);
+            return s.failure();
+          },
+          "Why this System refuses further runs (an earlier run failed part-way); '' if usable.");
 
   // Last line of defence: an allocation that fails anywhere below is a
   // CapacityError that says so, never a bare MemoryError / std::bad_alloc.

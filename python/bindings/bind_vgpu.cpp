@@ -124,7 +124,8 @@ void bind_vgpu(py::module_& m) {
       py::arg("system"), py::arg("launches_per_guest") = 1, py::arg("guests") = 0,
       py::arg("hang") = std::vector<std::int64_t>{}, py::arg("bare") = false,
       "Run launches_per_guest synchronised GR launches in each of `guests` guests (0: vgpu.guests), all starting "
-      "at t=0; launch indices in `hang` never complete. Returns the decomposed launches, the op log and the run's exact critical path.");
+      "at t=0; launch indices in `hang` never complete. Returns the decomposed launches, the op log and the run's "
+      "exact critical path.");
 
   m.def(
       "vgpu_workload",

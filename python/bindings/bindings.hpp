@@ -101,9 +101,7 @@ inline std::int64_t int_arg(pybind11::handle v, const std::string& name,
                             std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
                             std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
   PyObject* o = v.ptr();
-  const auto range = [&] {
-    return " (allowed: " + std::to_string(lo) + " .. " + std::to_string(hi) + ")";
-  };
+  const auto range = [&] { return " (allowed: " + std::to_string(lo) + " .. " + std::to_string(hi) + ")"; };
   if (is_bool_like(v)) throw UsageError(name + " must be an integer, got the bool " + py_repr(v));
   if (PyUnicode_Check(o) || PyBytes_Check(o))
     throw UsageError(name + " must be an integer, got the string " + py_repr(v));
@@ -168,8 +166,8 @@ inline std::optional<std::int64_t> opt_int_arg(pybind11::handle v, const std::st
 /// "fp16" -> Precision::Fp16; an unknown name lists the known ones.
 inline topology::Precision precision_from(const std::string& name) {
   using topology::Precision;
-  for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8,
-                      Precision::Int8})
+  for (Precision p :
+       {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8, Precision::Int8})
     if (name == topology::to_string(p)) return p;
   throw ConfigError("unknown precision '" + name + "' (known: fp32, tf32, fp16, bf16, fp8, int8)");
 }

@@ -16,13 +16,13 @@ namespace kernbench::ccl {
 
 /// What an algorithm is asked to do.
 struct Plan {
-  Group world;                 ///< every rank, with the 2-D grid shape
-  int slices = 1;              ///< the cut of every buffer
-  int pieces = 4;              ///< pipeline pieces of chains and trees
-  int root = 0;                ///< broadcast root
-  std::string inter;           ///< hierarchical: ring | torus | mesh across SIPs
+  Group world;        ///< every rank, with the 2-D grid shape
+  int slices = 1;     ///< the cut of every buffer
+  int pieces = 4;     ///< pipeline pieces of chains and trees
+  int root = 0;       ///< broadcast root
+  std::string inter;  ///< hierarchical: ring | torus | mesh across SIPs
   const topology::Machine* machine = nullptr;
-  std::vector<NodeId> pes;     ///< rank -> PE node
+  std::vector<NodeId> pes;  ///< rank -> PE node
   /// The part of every buffer this plan covers: all of it, or one NCCL
   /// channel's part (nccl.hpp: each channel runs the algorithm on its own).
   Slices range{0, -1};

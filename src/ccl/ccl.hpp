@@ -52,7 +52,7 @@ struct CollectiveSpec {
   /// GPU machines: auto | ll | ll128 | simple (auto: the tuner's choice for
   /// the algorithm). Elsewhere only auto.
   std::string protocol = "auto";
-  int channels = 0;               ///< GPU machines: NCCL channels (alltoall: per peer; 0: NCCL's count for the size)
+  int channels = 0;  ///< GPU machines: NCCL channels (alltoall: per peer; 0: NCCL's count for the size)
   /// Calls launched back to back on one stream (GPU machines: nccl-tests'
   /// iterations); latency is then the steady-state time per call.
   int calls = 1;
@@ -60,13 +60,13 @@ struct CollectiveSpec {
   /// the ranks are split evenly, a thread launches its ranks one after
   /// another); 0: one per rank.
   int host_threads = 0;
-  Bytes bytes_per_pe = 0;         ///< each rank's buffer
-  std::vector<NodeId> pes;        ///< the ranks, in rank order (empty: every PE of the machine)
+  Bytes bytes_per_pe = 0;   ///< each rank's buffer
+  std::vector<NodeId> pes;  ///< the ranks, in rank order (empty: every PE of the machine)
   Buffer buffer = Buffer::Sram;
-  int grid_w = 0, grid_h = 0;     ///< rank grid of 2-D algorithms (0: the most square factorisation)
-  std::string inter;              ///< hierarchical: ring | torus | mesh across SIPs (empty: the machine's)
-  int pieces = 4;                 ///< pipeline pieces of chains and trees (1 .. 65536, at most one per byte of the buffer above 4)
-  int root = 0;                   ///< broadcast root (a rank)
+  int grid_w = 0, grid_h = 0;  ///< rank grid of 2-D algorithms (0: the most square factorisation)
+  std::string inter;           ///< hierarchical: ring | torus | mesh across SIPs (empty: the machine's)
+  int pieces = 4;  ///< pipeline pieces of chains and trees (1 .. 65536, at most one per byte of the buffer above 4)
+  int root = 0;    ///< broadcast root (a rank)
   /// Auto: check when the symbolic state is small (ranks x slices x ranks
   /// <= 2^28 bits); On: always; Off: never.
   Verify verify = Verify::Auto;
@@ -75,21 +75,21 @@ struct CollectiveSpec {
 /// What a collective did.
 struct CollectiveResult {
   std::string algorithm;
-  std::string model = "sip";      ///< sip (PE_CPU dispatch per op) | nccl (a GPU machine, nccl.hpp)
-  std::string protocol;           ///< nccl: ll | ll128 | simple
-  int channels = 1;               ///< nccl: channels used
-  Bytes step_bytes = 0;           ///< payload of one step (0: whole transfers)
+  std::string model = "sip";  ///< sip (PE_CPU dispatch per op) | nccl (a GPU machine, nccl.hpp)
+  std::string protocol;       ///< nccl: ll | ll128 | simple
+  int channels = 1;           ///< nccl: channels used
+  Bytes step_bytes = 0;       ///< payload of one step (0: whole transfers)
   int calls = 1;
-  Time predicted = 0;             ///< nccl: the tuner's time for the choice (0: an algorithm it does not price)
+  Time predicted = 0;  ///< nccl: the tuner's time for the choice (0: an algorithm it does not price)
   Collective collective = Collective::AllReduce;
   int ranks = 0;
-  int slices = 0;                 ///< how finely each buffer was cut
+  int slices = 0;  ///< how finely each buffer was cut
   Bytes bytes_per_pe = 0;
-  Time latency = 0;               ///< makespan of the program (calls > 1: steady-state time per call)
-  bool verified = false;          ///< the symbolic check ran (and passed: a failure throws)
-  std::vector<std::string> phases;                       ///< in order of first start
+  Time latency = 0;                 ///< makespan of the program (calls > 1: steady-state time per call)
+  bool verified = false;            ///< the symbolic check ran (and passed: a failure throws)
+  std::vector<std::string> phases;  ///< in order of first start
   std::map<std::string, std::pair<Time, Time>> phase_windows;  ///< [first start, last end] per phase
-  std::map<std::string, Bytes> link_bytes;               ///< payload bytes per link class (all directions)
+  std::map<std::string, Bytes> link_bytes;                     ///< payload bytes per link class (all directions)
   std::map<std::string, std::uint64_t> op_counts;
   runtime::RunResult run;
   /// bytes_per_pe / latency (the "algorithm bandwidth"), B/s.

@@ -125,7 +125,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   std::set<NodeId> seen;
   for (std::size_t r = 0; r < pes.size(); ++r) {
     if (pes[r] >= m.num_nodes())
-      throw UsageError("collective: rank " + std::to_string(r) + ": node id " + std::to_string(pes[r]) + " out of range");
+      throw UsageError("collective: rank " + std::to_string(r) + ": node id " + std::to_string(pes[r]) +
+                       " out of range");
     if (m.node(pes[r]).kind != topology::NodeKind::Pe)
       throw UsageError("collective: rank " + std::to_string(r) + ": " + m.node(pes[r]).name + " is not a PE");
     if (!seen.insert(pes[r]).second)
@@ -140,10 +141,13 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   // alltoall is out of place: a send and a receive buffer per rank.
   out.footprint = alltoall ? 2 * spec.bytes_per_pe : spec.bytes_per_pe;
   if (spec.buffer == Buffer::Sram && out.footprint > pe.scratch)
-    throw CapacityError("collective: buffer=sram needs " + config::format_bytes(out.footprint, config::ByteUnits::UpToMiB) + " per PE but the scratch is " +
-                        config::format_bytes(pe.scratch, config::ByteUnits::UpToMiB) + " (pe.scratch); use buffer=hbm for larger messages");
+    throw CapacityError("collective: buffer=sram needs " +
+                        config::format_bytes(out.footprint, config::ByteUnits::UpToMiB) +
+                        " per PE but the scratch is " + config::format_bytes(pe.scratch, config::ByteUnits::UpToMiB) +
+                        " (pe.scratch); use buffer=hbm for larger messages");
   if (spec.buffer == Buffer::Hbm && out.footprint > pe.hbm.capacity)
-    throw CapacityError("collective: buffer=hbm needs " + config::format_bytes(out.footprint, config::ByteUnits::UpToMiB) +
+    throw CapacityError("collective: buffer=hbm needs " +
+                        config::format_bytes(out.footprint, config::ByteUnits::UpToMiB) +
                         " per PE but each PE's HBM slice is " +
                         config::format_bytes(pe.hbm.capacity, config::ByteUnits::UpToMiB) + " (pe.hbm.capacity)");
   if (spec.pieces < 1) throw UsageError("collective: pieces must be >= 1, got " + std::to_string(spec.pieces));
@@ -154,8 +158,10 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   // empty slices; refused, naming both figures (the default 4 always passes).
   if (spec.pieces > kDefaultPieces && spec.pieces > spec.bytes_per_pe)
     throw UsageError("collective: pieces = " + std::to_string(spec.pieces) + " cuts each rank's " +
-                     std::to_string(spec.bytes_per_pe) + " B into parts of less than a byte (at most one piece per "
-                     "byte: pieces <= " + std::to_string(std::max<Bytes>(spec.bytes_per_pe, kDefaultPieces)) + ")");
+                     std::to_string(spec.bytes_per_pe) +
+                     " B into parts of less than a byte (at most one piece per "
+                     "byte: pieces <= " +
+                     std::to_string(std::max<Bytes>(spec.bytes_per_pe, kDefaultPieces)) + ")");
   if (spec.grid_w < 0 || spec.grid_h < 0)
     throw UsageError("collective: grid " + std::to_string(spec.grid_w) + "x" + std::to_string(spec.grid_h) +
                      " has a negative side (0x0: the most square grid)");
@@ -168,12 +174,13 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   if (spec.channels < 0 || spec.channels > 64)
     throw UsageError("collective: channels must be 0 (NCCL's count) .. 64, got " + std::to_string(spec.channels));
   if (spec.host_threads < 0 || spec.host_threads > n)
-    throw UsageError("collective: host_threads must be 0 (one per rank) .. " + std::to_string(n) + " (the ranks), got " +
-                     std::to_string(spec.host_threads));
+    throw UsageError("collective: host_threads must be 0 (one per rank) .. " + std::to_string(n) +
+                     " (the ranks), got " + std::to_string(spec.host_threads));
   const bool auto_protocol = spec.protocol == "auto";
   const Protocol asked = auto_protocol ? Protocol::Simple : protocol_from_string(spec.protocol);
   if (!out.gpu && !auto_protocol)
-    throw UsageError("collective: protocol=" + spec.protocol + " is for GPU machines (pe.target: gpu); this machine is " +
+    throw UsageError("collective: protocol=" + spec.protocol +
+                     " is for GPU machines (pe.target: gpu); this machine is " +
                      std::string(topology::to_string(pe.target)) + " (use protocol=auto)");
   if (!out.gpu && (spec.channels > 0 || spec.calls > 1 || spec.host_threads > 0))
     throw UsageError("collective: channels, calls and host_threads are for GPU machines (pe.target: gpu)");
@@ -185,8 +192,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     // channels and protocol (the tuner does not price them).
     if (name == "auto") name = "pairwise";
     if (out.gpu) {
-      p2p = p2p_choice(spec.bytes_per_pe / n, n, pe.ipcq_channels, nccl_config(config),
-                       auto_protocol ? nullptr : &asked);
+      p2p =
+          p2p_choice(spec.bytes_per_pe / n, n, pe.ipcq_channels, nccl_config(config), auto_protocol ? nullptr : &asked);
       out.protocol = p2p.protocol;
       out.channels = spec.channels > 0 ? spec.channels : p2p.channels;
     }
@@ -230,8 +237,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
       if (std::find(info.collectives.begin(), info.collectives.end(), to_string(spec.collective)) !=
           info.collectives.end())
         who += (who.empty() ? "" : ", ") + info.name;
-    throw UsageError("collective: " + a.name + " has no " + to_string(spec.collective) + " (algorithms with one: " +
-                     who + ")");
+    throw UsageError("collective: " + a.name + " has no " + to_string(spec.collective) +
+                     " (algorithms with one: " + who + ")");
   }
 
   Plan& p = out.plan;
@@ -252,9 +259,10 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     p.world.w = g->w;
     p.world.h = g->h;
   } else if (a.needs_grid && !m.generated()) {
-    throw UsageError("collective: " + a.name + " needs a rank grid and none is declared for these " +
-                     std::to_string(n) + " ranks: give a grid (grid=(w, h); CollectiveSpec grid_w, grid_h), or declare graph.layout.grid {w, h} "
-                     "(and graph.layout.ranks) in the config");
+    throw UsageError(
+        "collective: " + a.name + " needs a rank grid and none is declared for these " + std::to_string(n) +
+        " ranks: give a grid (grid=(w, h); CollectiveSpec grid_w, grid_h), or declare graph.layout.grid {w, h} "
+        "(and graph.layout.ranks) in the config");
   } else {
     int h = static_cast<int>(std::sqrt(static_cast<double>(n)));
     while (n % h != 0) --h;
@@ -286,14 +294,14 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     // per peer and channel in each of its two buffers.)
     const NcclConfig& nc = nccl_config(config);
     const ProtocolFormat f = protocol_format(out.protocol, nc.buffsize);
-    const double step_payload = alltoall ? static_cast<double>(p2p.step_payload)
-                                         : static_cast<double>(f.buffer) / nc.steps * f.efficiency;
+    const double step_payload =
+        alltoall ? static_cast<double>(p2p.step_payload) : static_cast<double>(f.buffer) / nc.steps * f.efficiency;
     const std::int64_t per_channel = alltoall ? 1 : out.channels;
     std::int64_t k = 1;
     if (!a.in_network) {
       const double per = static_cast<double>(per_channel) * out.base_slices * step_payload;
-      k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(static_cast<double>(out.footprint) / per)),
-                                   1, nc.max_steps_per_transfer);
+      k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(static_cast<double>(out.footprint) / per)), 1,
+                                   nc.max_steps_per_transfer);
     }
     const std::int64_t total = per_channel * out.base_slices * k;
     if (total > (std::int64_t{1} << 30))
@@ -316,14 +324,15 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   // The schedule keeps one cell per (rank, slice): refuse, up front, what
   // could only end in an allocation failure.
   if (static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(std::max(p.slices, 1)) > kMaxCells)
-    throw CapacityError("collective: " + std::to_string(n) + " ranks x " + std::to_string(p.slices) + " slices (pieces = " +
-                        std::to_string(spec.pieces) + ") is " +
+    throw CapacityError("collective: " + std::to_string(n) + " ranks x " + std::to_string(p.slices) +
+                        " slices (pieces = " + std::to_string(spec.pieces) + ") is " +
                         std::to_string(static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(p.slices)) +
                         " buffer cells, more than a schedule holds (at most " + std::to_string(kMaxCells) +
                         "); use fewer pieces");
   out.algorithm = &a;
   out.what = std::string(to_string(spec.collective)) + " " + a.name + " on " + std::to_string(n) + " PEs";
-  if (out.gpu) out.what += std::string(" (") + to_string(out.protocol) + ", " + std::to_string(out.channels) + " channels)";
+  if (out.gpu)
+    out.what += std::string(" (") + to_string(out.protocol) + ", " + std::to_string(out.channels) + " channels)";
   return out;
 }
 
@@ -367,10 +376,10 @@ void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
 // cost; every op of the rank's buffer waits for it.
 std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec& spec, const NcclConfig& nc) {
   const int n = pr.plan.world.size();
-  const Time base = pr.algorithm->in_network            ? nc.nvls_base
-                    : pr.protocol == Protocol::LL      ? nc.ll_base
-                    : pr.protocol == Protocol::LL128   ? nc.ll128_base
-                                                       : nc.simple_base;
+  const Time base = pr.algorithm->in_network         ? nc.nvls_base
+                    : pr.protocol == Protocol::LL    ? nc.ll_base
+                    : pr.protocol == Protocol::LL128 ? nc.ll128_base
+                                                     : nc.simple_base;
   runtime::Program& prog = s.program();
   std::vector<OpId> entry;
   for (int r = 0; r < n; ++r) {
@@ -416,12 +425,14 @@ Schedule build(const topology::Machine& m, const topology::Config& config, Prepa
   const Bytes chunk = std::max<Bytes>(1, static_cast<Bytes>(pe.ipcq_slots) * pe.ipcq_slot);
   const Bytes per_base = (pr.footprint + pr.base_slices - 1) / pr.base_slices;
   const Bytes k = (per_base + chunk - 1) / chunk;
-  const std::uint64_t cells = static_cast<std::uint64_t>(pr.plan.world.size()) * static_cast<std::uint64_t>(pr.base_slices) *
-                              static_cast<std::uint64_t>(k);
+  const std::uint64_t cells = static_cast<std::uint64_t>(pr.plan.world.size()) *
+                              static_cast<std::uint64_t>(pr.base_slices) * static_cast<std::uint64_t>(k);
   if (cells > kMaxCells)
     throw CapacityError("collective: " + pr.what + ": its transfers exceed pe.scratch and chunks of " +
-                        config::format_bytes(chunk, config::ByteUnits::UpToMiB) + " (pe.ipcq slots x slot) would cut "
-                        "the buffers into " + std::to_string(cells) + " cells, more than a schedule holds");
+                        config::format_bytes(chunk, config::ByteUnits::UpToMiB) +
+                        " (pe.ipcq slots x slot) would cut "
+                        "the buffers into " +
+                        std::to_string(cells) + " cells, more than a schedule holds");
   pr.plan.slices = static_cast<int>(static_cast<Bytes>(pr.base_slices) * k);
   Schedule chunked(m, pr.plan.pes, pr.footprint, pr.plan.slices, spec.buffer, pr.what);
   Wire w;
@@ -481,9 +492,10 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
   const int n = p.world.size();
 
   // Back-to-back calls are checked as one (each copy is the same schedule).
-  const bool check = spec.calls == 1 &&
-                     (spec.verify == Verify::On ||
-                      (spec.verify == Verify::Auto && SymbolicCheck::state_bits(n, p.slices) <= (std::uint64_t{1} << 28)));
+  const bool check =
+      spec.calls == 1 &&
+      (spec.verify == Verify::On ||
+       (spec.verify == Verify::Auto && SymbolicCheck::state_bits(n, p.slices) <= (std::uint64_t{1} << 28)));
   if (spec.verify == Verify::On && spec.calls > 1)
     throw UsageError("collective: verify=on checks one call; give calls=1 (or verify=auto)");
   const auto owned = [&] {

@@ -16,14 +16,14 @@ void add_config_section(config::Schema& schema) {
   Section<NcclConfig> s = root.map<NcclConfig>(
       "nccl", [](Config& c) -> NcclConfig& { return c.section<NcclConfig>(); },
       "collectives as NCCL runs them on a GPU machine (pe.target: gpu); every key has a default");
-  s.doc("Collectives on a GPU machine (pe.target: gpu) as NCCL runs them: host launch, per-protocol fixed "
-        "and per-step latencies, link efficiency, NVLS issue rate (src/ccl/nccl.hpp, docs/ccl.md). Defaults: "
-        "NCCL's tuning constants for NVLink (src/graph/tuning.cc).");
+  s.doc(
+      "Collectives on a GPU machine (pe.target: gpu) as NCCL runs them: host launch, per-protocol fixed "
+      "and per-step latencies, link efficiency, NVLS issue rate (src/ccl/nccl.hpp, docs/ccl.md). Defaults: "
+      "NCCL's tuning constants for NVLink (src/graph/tuning.cc).");
   s.time("call_host", &NcclConfig::call_host, "host time to enqueue and launch one rank's collective kernel")
       .min(Bound::NonNegative);
   s.time("ll_base", &NcclConfig::ll_base, "GPU-side fixed cost per call, protocol LL").min(Bound::NonNegative);
-  s.time("ll128_base", &NcclConfig::ll128_base, "GPU-side fixed cost per call, protocol LL128")
-      .min(Bound::NonNegative);
+  s.time("ll128_base", &NcclConfig::ll128_base, "GPU-side fixed cost per call, protocol LL128").min(Bound::NonNegative);
   s.time("simple_base", &NcclConfig::simple_base, "GPU-side fixed cost per call, protocol Simple")
       .min(Bound::NonNegative);
   s.time("ll_step", &NcclConfig::ll_step, "latency of one step (flag write and poll), LL").min(Bound::NonNegative);
@@ -39,12 +39,14 @@ void add_config_section(config::Schema& schema) {
   s.time("nvls_base", &NcclConfig::nvls_base, "NVLS kernel's fixed cost per call").min(Bound::NonNegative);
   s.add("nvls_issue", &NcclConfig::nvls_issue,
         "rate one GPU's SMs issue multimem load-reduce and multicast store bytes (0: no limit)");
-  s.bytes("nvls_chunk", &NcclConfig::nvls_chunk, "bytes of the buffer in one NVLS pipeline piece (what it has in flight)")
+  s.bytes("nvls_chunk", &NcclConfig::nvls_chunk,
+          "bytes of the buffer in one NVLS pipeline piece (what it has in flight)")
       .min(Bound::Positive);
   const auto self = [](NcclConfig& c) -> NcclTunerConstants& { return c.tuner; };
   Section<NcclTunerConstants> t = s.map<NcclTunerConstants>("tuner", self, "the latencies NCCL's tuner chooses with");
-  t.doc("What NCCL's tuner assumes (its constants, src/graph/tuning.cc; NVLink by default): the choice of algorithm "
-        "and protocol is made with these, the time simulated with the machine's nccl.* values.");
+  t.doc(
+      "What NCCL's tuner assumes (its constants, src/graph/tuning.cc; NVLink by default): the choice of algorithm "
+      "and protocol is made with these, the time simulated with the machine's nccl.* values.");
   t.time("ll_base", &NcclTunerConstants::ll_base, "tuner: fixed latency per call, LL").min(Bound::NonNegative);
   t.time("ll128_base", &NcclTunerConstants::ll128_base, "tuner: fixed latency per call, LL128").min(Bound::NonNegative);
   t.time("simple_base", &NcclTunerConstants::simple_base, "tuner: fixed latency per call, Simple")
@@ -62,7 +64,8 @@ void add_config_section(config::Schema& schema) {
           "p2p: LL while a peer's bytes are at most channels x this (NCCL_P2P_LL_THRESHOLD)")
       .min(Bound::NonNegative);
   s.rule([](const MapReader& r, NcclConfig& c) {
-    if (c.link_efficiency > 1.0) r.fail("link_efficiency", "a fraction, at most 1, got " + std::to_string(c.link_efficiency));
+    if (c.link_efficiency > 1.0)
+      r.fail("link_efficiency", "a fraction, at most 1, got " + std::to_string(c.link_efficiency));
     if (c.nvls_issue.bytes_per_s < 0) r.fail("nvls_issue", "must be >= 0");
     if (c.buffsize < c.steps) r.fail("buffsize", "smaller than nccl.steps bytes");
   });

@@ -53,13 +53,15 @@ void copy_down(Schedule& s, const Tree& t, const std::vector<int>& world, int v,
 
 // The two trees over world positions: A identity, B mirror (even) / shift (odd).
 std::pair<Tree, Tree> trees(int n) {
-  return {make_tree(n, [](int j, int, int) { return j; }, 0),
+  return {make_tree(
+              n, [](int j, int, int) { return j; }, 0),
           make_tree(n, [](int j, int m, int) { return m % 2 == 0 ? m - 1 - j : (j + 1) % m; }, 0)};
 }
 
 // Trees with `root` (a world index) at their roots, for broadcast.
 std::pair<Tree, Tree> rooted_trees(int n, int root) {
-  return {make_tree(n, [](int j, int m, int r) { return ((j - m / 2 + r) % m + m) % m; }, root),
+  return {make_tree(
+              n, [](int j, int m, int r) { return ((j - m / 2 + r) % m + m) % m; }, root),
           make_tree(n, [](int j, int m, int r) { return ((m / 2 - j + r) % m + m) % m; }, root)};
 }
 

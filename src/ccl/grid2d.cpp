@@ -32,13 +32,17 @@ std::vector<int> column(const Group& g, int x) {
 Slices owned_1d(Slices r, int n, int i, bool wrap) { return wrap ? ring_owned(r, n, i) : block(r, n, i); }
 
 void rs_1d(Schedule& s, const std::vector<int>& ranks, Slices r, bool wrap) {
-  if (wrap) ring_reduce_scatter(s, ranks, r);
-  else line_reduce_scatter(s, ranks, r);
+  if (wrap)
+    ring_reduce_scatter(s, ranks, r);
+  else
+    line_reduce_scatter(s, ranks, r);
 }
 
 void ag_1d(Schedule& s, const std::vector<int>& ranks, Slices r, bool wrap) {
-  if (wrap) ring_all_gather(s, ranks, r);
-  else line_all_gather(s, ranks, r);
+  if (wrap)
+    ring_all_gather(s, ranks, r);
+  else
+    line_all_gather(s, ranks, r);
 }
 
 }  // namespace
@@ -47,8 +51,8 @@ std::vector<std::pair<int, Slices>> grid_owned(const Group& g, Slices r, bool wr
   std::vector<std::pair<int, Slices>> out;
   for (int y = 0; y < g.h; ++y)
     for (int x = 0; x < g.w; ++x)
-      out.push_back({g.ranks[static_cast<std::size_t>(y * g.w + x)],
-                     owned_1d(owned_1d(r, g.w, x, wrap), g.h, y, wrap)});
+      out.push_back(
+          {g.ranks[static_cast<std::size_t>(y * g.w + x)], owned_1d(owned_1d(r, g.w, x, wrap), g.h, y, wrap)});
   return out;
 }
 
@@ -95,8 +99,8 @@ Algorithm grid_algorithm(std::string name, std::string description) {
 }  // namespace
 
 Algorithm torus2d_algorithm() {
-  return grid_algorithm<true>("torus2d",
-                              "2-D dimension by dimension: ring reduce-scatter along rows then columns, all-gather back");
+  return grid_algorithm<true>(
+      "torus2d", "2-D dimension by dimension: ring reduce-scatter along rows then columns, all-gather back");
 }
 
 Algorithm mesh2d_algorithm() {

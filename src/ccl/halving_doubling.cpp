@@ -27,8 +27,8 @@ std::vector<Slices> halve(Schedule* s, const Plan& p) {
       const bool lower = (i & d) == 0;
       const Slices keep = block(cur[static_cast<std::size_t>(i)], 2, lower ? 0 : 1);
       const Slices give = block(cur[static_cast<std::size_t>(i)], 2, lower ? 1 : 0);
-      if (s) s->transfer(ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>(i ^ d)], give,
-                         Combine::Reduce);
+      if (s)
+        s->transfer(ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>(i ^ d)], give, Combine::Reduce);
       next[static_cast<std::size_t>(i)] = keep;
     }
     cur = std::move(next);
@@ -56,7 +56,8 @@ void double_up(Schedule& s, const Plan& p) {
 Algorithm halving_doubling_algorithm() {
   Algorithm a;
   a.name = "halving_doubling";
-  a.description = "recursive halving reduce-scatter + recursive doubling all-gather: 2 log2(p) steps (p a power of two)";
+  a.description =
+      "recursive halving reduce-scatter + recursive doubling all-gather: 2 log2(p) steps (p a power of two)";
   a.slices = [](const Plan& p) { return p.world.size(); };
   a.check = [](const Plan& p) {
     const int n = p.world.size();

@@ -19,11 +19,13 @@ void line_reduce_scatter(Schedule& s, const std::vector<int>& line, Slices r) {
     for (int b = 0; b < n; ++b) {
       const Slices blk = block(r, n, b);
       // From the left: rank b - d passes sum(0 .. b-d) on to b - d + 1.
-      if (b - d >= 0) s.transfer(line[static_cast<std::size_t>(b - d)], line[static_cast<std::size_t>(b - d + 1)],
-                                 blk, Combine::Reduce);
+      if (b - d >= 0)
+        s.transfer(line[static_cast<std::size_t>(b - d)], line[static_cast<std::size_t>(b - d + 1)], blk,
+                   Combine::Reduce);
       // From the right: rank b + d passes sum(b+d .. n-1) on to b + d - 1.
-      if (b + d < n) s.transfer(line[static_cast<std::size_t>(b + d)], line[static_cast<std::size_t>(b + d - 1)],
-                                blk, Combine::Reduce);
+      if (b + d < n)
+        s.transfer(line[static_cast<std::size_t>(b + d)], line[static_cast<std::size_t>(b + d - 1)], blk,
+                   Combine::Reduce);
     }
 }
 
@@ -32,10 +34,12 @@ void line_all_gather(Schedule& s, const std::vector<int>& line, Slices r) {
   for (int d = 1; d < n; ++d)
     for (int b = 0; b < n; ++b) {
       const Slices blk = block(r, n, b);
-      if (b + d < n) s.transfer(line[static_cast<std::size_t>(b + d - 1)], line[static_cast<std::size_t>(b + d)],
-                                blk, Combine::Copy);
-      if (b - d >= 0) s.transfer(line[static_cast<std::size_t>(b - d + 1)], line[static_cast<std::size_t>(b - d)],
-                                 blk, Combine::Copy);
+      if (b + d < n)
+        s.transfer(line[static_cast<std::size_t>(b + d - 1)], line[static_cast<std::size_t>(b + d)], blk,
+                   Combine::Copy);
+      if (b - d >= 0)
+        s.transfer(line[static_cast<std::size_t>(b - d + 1)], line[static_cast<std::size_t>(b - d)], blk,
+                   Combine::Copy);
     }
 }
 

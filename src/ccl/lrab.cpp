@@ -25,15 +25,13 @@ namespace kernbench::ccl {
 namespace {
 
 struct Layout {
-  std::vector<int> sip_ids;     // machine indices of the SIPs taking part, ascending
-  int W = 1, H = 1, L = 1;      // cube grid and lanes (PEs per cube)
-  int cx = 0, cy = 0;           // the centre cube
-  int grid_w = 1, grid_h = 1;   // SIP grid of the inter phase
-  std::vector<int> rank;        // (sip position, y, x, lane) -> rank
+  std::vector<int> sip_ids;    // machine indices of the SIPs taking part, ascending
+  int W = 1, H = 1, L = 1;     // cube grid and lanes (PEs per cube)
+  int cx = 0, cy = 0;          // the centre cube
+  int grid_w = 1, grid_h = 1;  // SIP grid of the inter phase
+  std::vector<int> rank;       // (sip position, y, x, lane) -> rank
   int sips() const { return static_cast<int>(sip_ids.size()); }
-  int at(int sp, int x, int y, int j) const {
-    return rank[static_cast<std::size_t>(((sp * H + y) * W + x) * L + j)];
-  }
+  int at(int sp, int x, int y, int j) const { return rank[static_cast<std::size_t>(((sp * H + y) * W + x) * L + j)]; }
 };
 
 Layout layout(const Plan& p) {
@@ -41,8 +39,9 @@ Layout layout(const Plan& p) {
   const topology::Machine& m = *p.machine;
   const topology::PeHierarchy& sys = m.hierarchy();
   if (!sys.declared)
-    throw UsageError("lrab needs a group hierarchy (it follows the cube grid) and the machine declares none: give "
-                     "graph.layout.packages, graph.layout.groups and graph.layout.pes_per_group in the config");
+    throw UsageError(
+        "lrab needs a group hierarchy (it follows the cube grid) and the machine declares none: give "
+        "graph.layout.packages, graph.layout.groups and graph.layout.pes_per_group in the config");
   Layout l;
   l.W = sys.groups.w;
   l.H = sys.groups.h;
@@ -122,7 +121,8 @@ void all_reduce(Schedule& s, const Plan& p) {
       Group g;
       g.w = l.grid_w;
       g.h = l.grid_h;
-      for (int sp = 0; sp < l.sips(); ++sp) g.ranks.push_back(centre[static_cast<std::size_t>(sp)][static_cast<std::size_t>(j)]);
+      for (int sp = 0; sp < l.sips(); ++sp)
+        g.ranks.push_back(centre[static_cast<std::size_t>(sp)][static_cast<std::size_t>(j)]);
       const Slices part = ring_owned(all, l.L, j);
       if (p.inter == "ring") {
         ring_reduce_scatter(s, g.ranks, part);
@@ -151,8 +151,9 @@ void all_reduce(Schedule& s, const Plan& p) {
 Algorithm lrab_algorithm() {
   Algorithm a;
   a.name = "lrab";
-  a.description = "hierarchical: bidirectional local reduce to the centre cube, all-reduce across SIPs "
-                  "(inter = ring | torus | mesh), broadcast back";
+  a.description =
+      "hierarchical: bidirectional local reduce to the centre cube, all-reduce across SIPs "
+      "(inter = ring | torus | mesh), broadcast back";
   a.slices = [](const Plan& p) {
     const Layout l = layout(p);
     const int base = l.L * l.sips();

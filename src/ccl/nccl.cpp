@@ -119,9 +119,9 @@ P2pChoice p2p_choice(Bytes per_peer, int ranks, int most, const NcclConfig& cfg,
     out.channels *= 2;
     part = (per_peer + out.channels - 1) / out.channels;
   }
-  out.protocol = protocol                                                            ? *protocol
+  out.protocol = protocol                                                              ? *protocol
                  : per_peer <= static_cast<Bytes>(out.channels) * cfg.p2p_ll_threshold ? Protocol::LL
-                                                                                    : Protocol::Simple;
+                                                                                       : Protocol::Simple;
   if (out.protocol == Protocol::LL128)
     throw UsageError("collective: alltoall runs NCCL's p2p path, which has protocols ll and simple (not ll128)");
   const ProtocolFormat f = protocol_format(out.protocol, cfg.buffsize);

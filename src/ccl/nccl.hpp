@@ -90,15 +90,15 @@ struct NcclConfig {
   Time ll_base = 6600 * sim::kNanosecond;  ///< GPU-side fixed cost per call, LL
   Time ll128_base = 14 * sim::kMicrosecond;
   Time simple_base = 8400 * sim::kNanosecond;
-  Time ll_step = 600 * sim::kNanosecond;   ///< latency of one step (flag write + poll), LL
+  Time ll_step = 600 * sim::kNanosecond;  ///< latency of one step (flag write + poll), LL
   Time ll128_step = 1900 * sim::kNanosecond;
   Time simple_step = 3400 * sim::kNanosecond;
-  Time tree_step_extra = 0;                ///< tree: extra latency per step over the ring's (0: the same)
+  Time tree_step_extra = 0;  ///< tree: extra latency per step over the ring's (0: the same)
   /// Fraction of a link's rate SM-driven stores to a peer achieve (all
   /// protocols; LL and LL128 lose their format's share on top).
   double link_efficiency = 1.0;
-  Bytes buffsize = 4 * sim::kMiB;  ///< NCCL_BUFFSIZE: one channel's Simple buffer
-  int steps = 8;                   ///< NCCL_STEPS: steps in flight per channel
+  Bytes buffsize = 4 * sim::kMiB;           ///< NCCL_BUFFSIZE: one channel's Simple buffer
+  int steps = 8;                            ///< NCCL_STEPS: steps in flight per channel
   Time nvls_base = 25 * sim::kMicrosecond;  ///< NVLS kernel's fixed cost per call (NCCL hwLat NVLS, NVLink)
   /// Rate at which one GPU's SMs issue multimem load-reduce and multicast
   /// store bytes (0: no GPU-side limit).
@@ -126,21 +126,21 @@ enum class NcclCollective { AllReduce, ReduceScatter, AllGather, Broadcast, AllT
 /// The machine facts the tuner reads, for these ranks.
 struct TunerFacts {
   int ranks = 0;
-  double ring_bandwidth = 0;   ///< B/s rank to next rank (every equal-cost path, narrowest pair)
-  Time route_latency = 0;      ///< wire + node latency rank to next rank (the slowest pair)
-  bool nvls = false;           ///< a reducing switch is linked to every rank
-  double nvls_switch = 0;      ///< the reducing switches' summed reduction bandwidth, B/s
-  int channels = 1;            ///< most channels (pe.ipcq.channels)
+  double ring_bandwidth = 0;  ///< B/s rank to next rank (every equal-cost path, narrowest pair)
+  Time route_latency = 0;     ///< wire + node latency rank to next rank (the slowest pair)
+  bool nvls = false;          ///< a reducing switch is linked to every rank
+  double nvls_switch = 0;     ///< the reducing switches' summed reduction bandwidth, B/s
+  int channels = 1;           ///< most channels (pe.ipcq.channels)
 };
 
 /// One row of the tuning table.
 struct TuneRow {
-  std::string algorithm;       ///< ring | tree | nvls (a registry name: double_binary_tree for tree)
+  std::string algorithm;  ///< ring | tree | nvls (a registry name: double_binary_tree for tree)
   Protocol protocol = Protocol::Simple;
   int channels = 1;
-  Time latency = 0;            ///< fixed part: base + steps x step latency
-  double bandwidth = 0;        ///< B/s of the buffer (algorithm bandwidth)
-  Time time = 0;               ///< latency + bytes / bandwidth
+  Time latency = 0;      ///< fixed part: base + steps x step latency
+  double bandwidth = 0;  ///< B/s of the buffer (algorithm bandwidth)
+  Time time = 0;         ///< latency + bytes / bandwidth
 };
 
 /// Every (algorithm, protocol) NCCL would consider for `bytes` per rank,

@@ -60,8 +60,10 @@ std::vector<Part> parts(const Plan& p) {
                       : reducing_not_linked.empty()
                           ? "none of its switches (" + switches + ") declares reduction: {bandwidth: ...}"
                           : "its reducing switches are not linked to every rank: " + reducing_not_linked;
-    throw UsageError("collective: nvls needs an in-network reducing switch (a graph node of kind switch with "
-                     "reduction: {bandwidth: ...}) directly linked to every rank; " + why);
+    throw UsageError(
+        "collective: nvls needs an in-network reducing switch (a graph node of kind switch with "
+        "reduction: {bandwidth: ...}) directly linked to every rank; " +
+        why);
   }
   // Weights: the bandwidths over their greatest common divisor (5:4 on the
   // HGX H100), or, when that would cut the buffer too finely, rounded to
@@ -73,8 +75,7 @@ std::vector<Part> parts(const Plan& p) {
   std::vector<Part> out;
   for (const auto& f : found) {
     const std::int64_t w =
-        total <= 256 ? f.second / g
-                     : std::max<std::int64_t>(1, (64 * f.second + widest / 2) / widest);
+        total <= 256 ? f.second / g : std::max<std::int64_t>(1, (64 * f.second + widest / 2) / widest);
     out.push_back(Part{f.first, static_cast<int>(w)});
   }
   return out;

@@ -10,7 +10,8 @@ namespace kernbench::ccl {
 Algorithm complete(Algorithm a) {
   if (a.name.empty()) throw UsageError("a collective algorithm needs a name");
   if (!a.all_reduce && !a.reduce_scatter && !a.all_gather && !a.broadcast && !a.all_to_all)
-    throw UsageError("collective algorithm '" + a.name + "' implements no collective (give all_reduce, "
+    throw UsageError("collective algorithm '" + a.name +
+                     "' implements no collective (give all_reduce, "
                      "reduce_scatter, all_gather, broadcast or all_to_all)");
   if (!a.check) a.check = [](const Plan&) {};
   if (!a.slices) a.slices = [](const Plan& p) { return std::max(1, p.world.size()); };

@@ -54,8 +54,10 @@ void Schedule::add_reader(int rank, Slices s, OpId op) {
   for (std::int32_t i = s.lo; i < s.hi; ++i) {
     Cell& c = cell(rank, i);
     OpId* free = std::find(std::begin(c.readers), std::end(c.readers), kNone);
-    if (free != std::end(c.readers)) *free = op;
-    else extra_readers_[static_cast<std::size_t>(rank) * slices_ + i].push_back(op);
+    if (free != std::end(c.readers))
+      *free = op;
+    else
+      extra_readers_[static_cast<std::size_t>(rank) * slices_ + i].push_back(op);
   }
 }
 
@@ -112,7 +114,8 @@ void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
   const bool hbm = buffer_ == Buffer::Hbm;
   const bool gpu = wire_.step_latency >= 0;
   // On the wire: the payload over the protocol's and the link's efficiency.
-  const Bytes wire = wire_.efficiency >= 1.0 ? n : static_cast<Bytes>(std::ceil(static_cast<double>(n) / wire_.efficiency));
+  const Bytes wire =
+      wire_.efficiency >= 1.0 ? n : static_cast<Bytes>(std::ceil(static_cast<double>(n) / wire_.efficiency));
   const OpId snd = program_.send(from, to_pe, wire, key, deps, "send " + label, tag_,
                                  hbm ? std::optional<NodeId>(hbm_[static_cast<std::size_t>(src)]) : std::nullopt);
   program_.set_slices(snd, s);
@@ -127,8 +130,8 @@ void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
   deps.clear();
   collect(dst, to, true, deps);
   if (hbm && combine == Combine::Reduce) {  // the local slices come up from HBM to be added to
-    const OpId load = program_.dma(to_pe, runtime::Move{hbm_[static_cast<std::size_t>(dst)], to_pe, n}, deps,
-                                   "load " + label, tag_);
+    const OpId load =
+        program_.dma(to_pe, runtime::Move{hbm_[static_cast<std::size_t>(dst)], to_pe, n}, deps, "load " + label, tag_);
     if (gpu) program_.set_latency(load, 0);
     deps.assign(1, load);
   }
@@ -138,7 +141,8 @@ void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
   if (gpu) program_.set_latency(rcv, 0);
   OpId last = rcv;
   if (hbm) {
-    last = program_.dma(to_pe, runtime::Move{to_pe, hbm_[static_cast<std::size_t>(dst)], n}, {rcv}, "store " + label, tag_);
+    last = program_.dma(to_pe, runtime::Move{to_pe, hbm_[static_cast<std::size_t>(dst)], n}, {rcv}, "store " + label,
+                        tag_);
     if (gpu) program_.set_latency(last, 0);
   }
   set_writer(dst, to, last);
@@ -218,8 +222,7 @@ void Schedule::switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s,
   if (wire_.issue_bytes_per_s > 0 && share > 0)
     issue = static_cast<Time>(std::ceil(2.0 * static_cast<double>(bytes(s)) / static_cast<double>(ranks.size()) /
                                         (wire_.issue_bytes_per_s * share) * 1e12));
-  const OpId op =
-      program_.switch_reduce(sw, std::move(members), bytes(s), deps, "switch_reduce " + label, tag_, issue);
+  const OpId op = program_.switch_reduce(sw, std::move(members), bytes(s), deps, "switch_reduce " + label, tag_, issue);
   program_.set_slices(op, s);
   for (int r : ranks) set_writer(r, s, op);
   reductions_[op] = Reduction{ranks, s};

@@ -62,8 +62,8 @@ struct Wire {
 
 class Schedule {
  public:
-  Schedule(const topology::Machine& machine, std::vector<NodeId> pes, Bytes bytes_per_rank, int slices,
-           Buffer buffer, std::string name);
+  Schedule(const topology::Machine& machine, std::vector<NodeId> pes, Bytes bytes_per_rank, int slices, Buffer buffer,
+           std::string name);
 
   int ranks() const { return static_cast<int>(pes_.size()); }
   int slices() const { return slices_; }
@@ -107,10 +107,10 @@ class Schedule {
 
   /// What the symbolic check needs about a send or recv op.
   struct Move {
-    int rank = -1;                 ///< the op's own rank
+    int rank = -1;  ///< the op's own rank
     Slices slices;
     Combine combine = Combine::Copy;
-    OpId send = 0;                 ///< recv: its send
+    OpId send = 0;  ///< recv: its send
     bool is_recv = false;
   };
   const std::unordered_map<OpId, Move>& moves() const { return moves_; }

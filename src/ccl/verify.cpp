@@ -23,7 +23,7 @@ void SymbolicCheck::set_start(int rank, Slices s, Start start) {
     if (start == Start::Own) c[rank / 64] |= std::uint64_t{1} << (rank % 64);
     if (start == Start::All)
       for (int r = 0; r < ranks_; ++r) c[r / 64] |= std::uint64_t{1} << (r % 64);
-    origin(rank, i) = start == Start::Own     ? static_cast<std::int64_t>(rank) * slices_ + i
+    origin(rank, i) = start == Start::Own   ? static_cast<std::int64_t>(rank) * slices_ + i
                       : start == Start::All ? kSum
                                             : kNoOrigin;
   }
@@ -88,9 +88,9 @@ void SymbolicCheck::on_end(OpId op) {
     }
     if (overlap)
       throw VerificationError(what_ + ": wrong schedule: " + where(m.rank, i) + " would count ranks " +
-                          ranks_text(twice_.data()) + " twice when op " + std::to_string(op) + " ('" +
-                          schedule_.program().op(op).name + "') adds what rank " +
-                          std::to_string(schedule_.moves().at(m.send).rank) + " sent");
+                              ranks_text(twice_.data()) + " twice when op " + std::to_string(op) + " ('" +
+                              schedule_.program().op(op).name + "') adds what rank " +
+                              std::to_string(schedule_.moves().at(m.send).rank) + " sent");
   }
   snapshots_.erase(snap_it);
   snapshot_origins_.erase(m.send);
@@ -153,7 +153,7 @@ void SymbolicCheck::expect_complete(int rank, Slices s) const {
       }
     if (any)
       throw VerificationError(what_ + ": wrong schedule: at the end " + where(rank, i) + " holds ranks " +
-                          ranks_text(c) + " but lacks " + ranks_text(missing.data()));
+                              ranks_text(c) + " but lacks " + ranks_text(missing.data()));
   }
 }
 

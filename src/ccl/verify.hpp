@@ -57,8 +57,8 @@ class SymbolicCheck final : public runtime::Executor::Observer {
   void end_reduction(OpId op, const Schedule::Reduction& r);
   std::string where(int rank, int slice) const;
 
-  static constexpr std::int64_t kNoOrigin = -1;   // nothing there yet
-  static constexpr std::int64_t kSum = -2;        // a reduction of several
+  static constexpr std::int64_t kNoOrigin = -1;  // nothing there yet
+  static constexpr std::int64_t kSum = -2;       // a reduction of several
   std::int64_t& origin(int rank, int slice) {
     return origin_[static_cast<std::size_t>(rank) * slices_ + static_cast<std::size_t>(slice)];
   }

@@ -100,8 +100,7 @@ ScaleResult scale(const Decimal& d, const Unit& u, bool whole, std::int64_t& out
   if (q > limit) return ScaleResult::TooLarge;
   out = d.negative ? -static_cast<std::int64_t>(q) : static_cast<std::int64_t>(q);
   // |rounded - exact| / exact = (up ? den - r : r) / n; in doubles (den can pass 2^120).
-  if (max_rounding > 0 && q != 0 &&
-      static_cast<double>(up ? den - r : r) > max_rounding * static_cast<double>(n))
+  if (max_rounding > 0 && q != 0 && static_cast<double>(up ? den - r : r) > max_rounding * static_cast<double>(n))
     return ScaleResult::Rounded;
   return ScaleResult::Ok;
 }
@@ -141,8 +140,8 @@ std::vector<std::string> unit_names(const QuantityKind& k) {
 
 // `got` is what was given, already quoted or described ("a map").
 std::string expected_quantity(const QuantityKind& k, const std::string& got, std::string_view unit) {
-  std::string msg = "expected " + std::string(k.what) + " like " + in_quotes(k.example) + " (units: " +
-                    join(unit_names(k), ", ") + "), got " + got;
+  std::string msg = "expected " + std::string(k.what) + " like " + in_quotes(k.example) +
+                    " (units: " + join(unit_names(k), ", ") + "), got " + got;
   // The one confusion seen in practice: PCIe/UCIe datasheets quote GT/s.
   if (unit.size() >= 3 && unit.substr(unit.size() - 3) == "T/s")
     msg += "; " + in_quotes(unit) + " is a transfer rate, not a bandwidth";
@@ -162,8 +161,8 @@ std::string parse_quantity(std::string_view text, const QuantityKind& k, std::in
     case ScaleResult::Ok: return "";
     case ScaleResult::Rounded:
       return in_quotes(text) + " is not a whole number of " + std::string(k.base) + ": it would be read as " +
-             std::to_string(out) + " " + std::string(k.base) + " (" + std::string(k.noun) +
-             "s are whole " + std::string(k.base) + ", kept within 1 part in a million)";
+             std::to_string(out) + " " + std::string(k.base) + " (" + std::string(k.noun) + "s are whole " +
+             std::string(k.base) + ", kept within 1 part in a million)";
     case ScaleResult::TooLarge:
       return in_quotes(text) + " is too large (at most " + std::to_string(std::numeric_limits<std::int64_t>::max()) +
              " " + std::string(k.base) + ")";
@@ -173,9 +172,7 @@ std::string parse_quantity(std::string_view text, const QuantityKind& k, std::in
 }
 
 sim::Time parse_time(const std::string& text, const std::string& where) { return parse_or_throw(text, kTime, where); }
-sim::Bytes parse_bytes(const std::string& text, const std::string& where) {
-  return parse_or_throw(text, kSize, where);
-}
+sim::Bytes parse_bytes(const std::string& text, const std::string& where) { return parse_or_throw(text, kSize, where); }
 sim::Bandwidth parse_bandwidth(const std::string& text, const std::string& where) {
   return sim::Bandwidth{parse_or_throw(text, kRate, where)};
 }
@@ -206,8 +203,14 @@ std::string format_time(sim::Time t) {
 std::string format_bytes(sim::Bytes b, ByteUnits units) {
   switch (units) {
     case ByteUnits::Exact:
-      return format_with(b, {{"GiB", 1LL << 30, 1}, {"MiB", 1LL << 20, 1}, {"KiB", 1LL << 10, 1}, {"GB", k1e9, 1},
-                             {"MB", k1e6, 1}, {"KB", k1e3, 1}, {"B", 1, 1}},
+      return format_with(b,
+                         {{"GiB", 1LL << 30, 1},
+                          {"MiB", 1LL << 20, 1},
+                          {"KiB", 1LL << 10, 1},
+                          {"GB", k1e9, 1},
+                          {"MB", k1e6, 1},
+                          {"KB", k1e3, 1},
+                          {"B", 1, 1}},
                          "0 B");
     case ByteUnits::UpToMiB:
       if (b >= sim::kMiB && b % sim::kMiB == 0) return std::to_string(b / sim::kMiB) + " MiB";

@@ -30,14 +30,13 @@ struct Unit {
 inline constexpr std::int64_t k1e3 = 1'000, k1e6 = 1'000'000, k1e9 = 1'000'000'000, k1e12 = 1'000'000'000'000;
 
 inline constexpr Unit kTimeUnits[] = {{"ps", 1, 1}, {"ns", k1e3, 1}, {"us", k1e6, 1}, {"ms", k1e9, 1}, {"s", k1e12, 1}};
-inline constexpr Unit kByteUnits[] = {{"B", 1, 1},           {"KB", k1e3, 1},       {"MB", k1e6, 1},
-                                      {"GB", k1e9, 1},       {"KiB", 1LL << 10, 1}, {"MiB", 1LL << 20, 1},
+inline constexpr Unit kByteUnits[] = {{"B", 1, 1},          {"KB", k1e3, 1},       {"MB", k1e6, 1},
+                                      {"GB", k1e9, 1},      {"KiB", 1LL << 10, 1}, {"MiB", 1LL << 20, 1},
                                       {"GiB", 1LL << 30, 1}};
 inline constexpr Unit kBandwidthUnits[] = {
     {"B/s", 1, 1},           {"KB/s", k1e3, 1},       {"MB/s", k1e6, 1},       {"GB/s", k1e9, 1}, {"TB/s", k1e12, 1},
-    {"KiB/s", 1LL << 10, 1}, {"MiB/s", 1LL << 20, 1}, {"GiB/s", 1LL << 30, 1},
-    {"b/s", 1, 8},           {"Kb/s", k1e3, 8},       {"Mb/s", k1e6, 8},       {"Gb/s", k1e9, 8}, {"Tb/s", k1e12, 8},
-    {"Gbps", k1e9, 8}};
+    {"KiB/s", 1LL << 10, 1}, {"MiB/s", 1LL << 20, 1}, {"GiB/s", 1LL << 30, 1}, {"b/s", 1, 8},     {"Kb/s", k1e3, 8},
+    {"Mb/s", k1e6, 8},       {"Gb/s", k1e9, 8},       {"Tb/s", k1e12, 8},      {"Gbps", k1e9, 8}};
 inline constexpr Unit kFrequencyUnits[] = {{"Hz", 1, 1}, {"kHz", k1e3, 1}, {"MHz", k1e6, 1}, {"GHz", k1e9, 1}};
 inline constexpr Unit kEnergyPerByteUnits[] = {{"pJ/bit", 8 * k1e6, 1}, {"fJ/bit", 8 * k1e3, 1}, {"pJ/B", k1e6, 1},
                                                {"fJ/B", k1e3, 1},       {"aJ/B", 1, 1},          {"nJ/B", k1e9, 1}};
@@ -63,10 +62,10 @@ inline constexpr QuantityKind kTime{"a time", "time", "5 ns", "ps", kTimeUnits, 
 inline constexpr QuantityKind kSize{"a size", "size", "4 KiB", "B", kByteUnits, true};
 inline constexpr QuantityKind kRate{"a bandwidth", "bandwidth", "256 GB/s", "B/s", kBandwidthUnits, false, 1e-6};
 inline constexpr QuantityKind kFrequency{"a frequency", "frequency", "900 MHz", "Hz", kFrequencyUnits, false};
-inline constexpr QuantityKind kEnergyPerByte{"an energy per byte", "energy per byte", "3.9 pJ/bit", "aJ/B",
-                                             kEnergyPerByteUnits, false};
-inline constexpr QuantityKind kEnergyPerFlop{"an energy per operation", "energy per operation", "1.5 pJ/MAC",
-                                             "aJ/flop", kEnergyPerFlopUnits, false};
+inline constexpr QuantityKind kEnergyPerByte{
+    "an energy per byte", "energy per byte", "3.9 pJ/bit", "aJ/B", kEnergyPerByteUnits, false};
+inline constexpr QuantityKind kEnergyPerFlop{
+    "an energy per operation", "energy per operation", "1.5 pJ/MAC", "aJ/flop", kEnergyPerFlopUnits, false};
 inline constexpr QuantityKind kPower{"a power", "power", "5 W", "uW", kPowerUnits, false};
 
 std::vector<std::string> unit_names(const QuantityKind& k);

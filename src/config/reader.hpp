@@ -206,9 +206,8 @@ class MapReader {
   const KeyDef& def(std::string_view name, std::optional<Type> type = std::nullopt) const {
     const KeyDef* k = sec_.find(name);
     if (!k || (type && k->type != *type))
-      throw InternalError("config loader: " + path_of(name) + " read as a " +
-                          (type ? type_name(*type) : "?") + " but the schema says " +
-                          (k ? type_name(k->type) : "nothing"));
+      throw InternalError("config loader: " + path_of(name) + " read as a " + (type ? type_name(*type) : "?") +
+                          " but the schema says " + (k ? type_name(k->type) : "nothing"));
     return *k;
   }
 

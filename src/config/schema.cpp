@@ -141,7 +141,8 @@ std::string schema_json(const Schema& schema) {
   json units;
   for (Type t : {Type::Time, Type::Bytes, Type::Bandwidth}) units[type_name(t)] = unit_names(*quantity_kind(t));
   units["frequency"] = unit_names(kFrequency);
-  for (Type t : {Type::EnergyPerByte, Type::EnergyPerFlop, Type::Power}) units[type_name(t)] = unit_names(*quantity_kind(t));
+  for (Type t : {Type::EnergyPerByte, Type::EnergyPerFlop, Type::Power})
+    units[type_name(t)] = unit_names(*quantity_kind(t));
   j["units"] = std::move(units);
   const json root = section_json(schema.root());  // named: items() of a temporary would dangle
   for (const auto& [name, v] : root.items()) j[name] = v;

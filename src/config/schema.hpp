@@ -27,8 +27,23 @@ namespace kernbench::config {
 
 class MapReader;
 
-enum class Type { Int, String, Enum, Bool, Time, Bytes, Bandwidth, Frequency, Strings, Map, List, EnergyPerByte,
-                  EnergyPerFlop, Power, Real };
+enum class Type {
+  Int,
+  String,
+  Enum,
+  Bool,
+  Time,
+  Bytes,
+  Bandwidth,
+  Frequency,
+  Strings,
+  Map,
+  List,
+  EnergyPerByte,
+  EnergyPerFlop,
+  Power,
+  Real
+};
 enum class Bound { Any, Positive, NonNegative };
 
 /// The name in the schema JSON ("int", "bytes", "energy/byte", ...).

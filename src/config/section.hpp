@@ -49,53 +49,53 @@ class Section {
     return def_->keys.back();
   }
 
-  KeyDef& add(std::string name, int S::*m, std::string doc) {
+  KeyDef& add(std::string name, int S::* m, std::string doc) {
     return bind(std::move(name), Type::Int, std::move(doc), defaults().*m,
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_int(n, s.*m); });
   }
-  KeyDef& add(std::string name, double S::*m, std::string doc) {
+  KeyDef& add(std::string name, double S::* m, std::string doc) {
     return bind(std::move(name), Type::Real, std::move(doc), defaults().*m,
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_real(n, s.*m); });
   }
-  KeyDef& add(std::string name, std::string S::*m, std::string doc) {
+  KeyDef& add(std::string name, std::string S::* m, std::string doc) {
     return bind(std::move(name), Type::String, std::move(doc), defaults().*m,
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_string(n, s.*m); });
   }
-  KeyDef& add(std::string name, bool S::*m, std::string doc) {
+  KeyDef& add(std::string name, bool S::* m, std::string doc) {
     return bind(std::move(name), Type::Bool, std::move(doc), defaults().*m,
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_bool(n, s.*m); });
   }
-  KeyDef& add(std::string name, sim::Bandwidth S::*m, std::string doc) {
+  KeyDef& add(std::string name, sim::Bandwidth S::* m, std::string doc) {
     return bind(std::move(name), Type::Bandwidth, std::move(doc), format_bandwidth(defaults().*m),
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_bandwidth(n, s.*m); });
   }
-  KeyDef& time(std::string name, sim::Time S::*m, std::string doc) {
+  KeyDef& time(std::string name, sim::Time S::* m, std::string doc) {
     return bind(std::move(name), Type::Time, std::move(doc), format_time(defaults().*m),
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_time(n, s.*m); });
   }
-  KeyDef& bytes(std::string name, sim::Bytes S::*m, std::string doc) {
+  KeyDef& bytes(std::string name, sim::Bytes S::* m, std::string doc) {
     return bind(std::move(name), Type::Bytes, std::move(doc), format_bytes(defaults().*m),
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_bytes(n, s.*m); });
   }
-  KeyDef& frequency(std::string name, std::int64_t S::*m, std::string doc) {
+  KeyDef& frequency(std::string name, std::int64_t S::* m, std::string doc) {
     return bind(std::move(name), Type::Frequency, std::move(doc), format_mhz(defaults().*m),
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_frequency(n, s.*m); });
   }
-  KeyDef& energy_per_byte(std::string name, std::int64_t S::*m, std::string doc) {
+  KeyDef& energy_per_byte(std::string name, std::int64_t S::* m, std::string doc) {
     return bind(std::move(name), Type::EnergyPerByte, std::move(doc), format_energy_per_byte(defaults().*m),
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_energy_per_byte(n, s.*m); });
   }
-  KeyDef& energy_per_flop(std::string name, std::int64_t S::*m, std::string doc) {
+  KeyDef& energy_per_flop(std::string name, std::int64_t S::* m, std::string doc) {
     return bind(std::move(name), Type::EnergyPerFlop, std::move(doc), format_energy_per_flop(defaults().*m),
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_energy_per_flop(n, s.*m); });
   }
-  KeyDef& power(std::string name, std::int64_t S::*m, std::string doc) {
+  KeyDef& power(std::string name, std::int64_t S::* m, std::string doc) {
     return bind(std::move(name), Type::Power, std::move(doc), format_power(defaults().*m),
                 [m](const MapReader& r, const std::string& n, S& s) { r.get_power(n, s.*m); });
   }
   /// An enum key: `names` are its values, `parse` the inverse of to_string(E).
   template <typename E>
-  KeyDef& choice(std::string name, E S::*m, std::string doc, std::vector<std::string> names,
+  KeyDef& choice(std::string name, E S::* m, std::string doc, std::vector<std::string> names,
                  std::optional<E> (*parse)(std::string_view)) {
     return bind(std::move(name), Type::Enum, std::move(doc), std::string(to_string(defaults().*m)),
                 [m, parse](const MapReader& r, const std::string& n, S& s) { r.get_enum(n, s.*m, parse); })

@@ -51,8 +51,7 @@ std::string read_file(const std::string& path, std::string& text) {
   if (st.type() == fs::file_type::not_found) return "cannot read the config file: no such file";
   if (ec) return "cannot read the config file (permission denied?)";
   if (fs::is_directory(st)) return "cannot read the config file: it is a directory";
-  if (!fs::is_regular_file(st))
-    return "cannot read the config file: not a regular file (a device, a pipe or a socket)";
+  if (!fs::is_regular_file(st)) return "cannot read the config file: not a regular file (a device, a pipe or a socket)";
   const std::uintmax_t size = fs::file_size(path, ec);
   if (!ec && size > kMaxFileBytes)
     return "cannot read the config file: it holds " + std::to_string(size) + " bytes, more than the " +
@@ -198,9 +197,12 @@ struct YamlCopy {
             const YAML::Mark km = kv.first.Mark();
             const Where kw{file, km.line >= 0 ? km.line + 1 : v.where.line, -1};
             if (kv.first.Type() != YAML::NodeType::Scalar)
-              l.fail(kw, path, "map keys must be plain names, got a " +
-                                 std::string(kv.first.IsMap() ? "map" : kv.first.IsSequence() ? "list" : "null") +
-                                 " as a key");
+              l.fail(kw, path,
+                     "map keys must be plain names, got a " +
+                         std::string(kv.first.IsMap()        ? "map"
+                                     : kv.first.IsSequence() ? "list"
+                                                             : "null") +
+                         " as a key");
             const std::string& key = kv.first.Scalar();
             if (key.size() > kMaxKeyBytes)
               l.fail(kw, path,
@@ -209,8 +211,9 @@ struct YamlCopy {
             charge(key.size(), kw, child_path(path, key));
             // A hash of the keys seen so far: a map of n keys costs O(n), not O(n^2).
             if (const auto [it, fresh] = seen.emplace(key, v.entries.size()); !fresh)
-              l.fail(kw, child_path(path, key),
-                   "duplicate key (first given on line " + std::to_string(v.entries[it->second].key_where.line) + ")");
+              l.fail(
+                  kw, child_path(path, key),
+                  "duplicate key (first given on line " + std::to_string(v.entries[it->second].key_where.line) + ")");
             v.entries.push_back({key, kw, to_value(kv.second, file, kw.line, child_path(path, key))});
           }
           open.pop_back();
@@ -229,9 +232,9 @@ struct YamlCopy {
 void Loader::fail(const Where& w, const std::string& path, const std::string& msg) const {
   // A path through 100 levels of long keys is shortened to its ends.
   constexpr std::size_t kPathShown = 300;
-  const std::string shown_path = path.size() <= kPathShown
-                                     ? path
-                                     : path.substr(0, kPathShown / 2) + "..." + path.substr(path.size() - kPathShown / 2);
+  const std::string shown_path =
+      path.size() <= kPathShown ? path
+                                : path.substr(0, kPathShown / 2) + "..." + path.substr(path.size() - kPathShown / 2);
   std::string s = (w.file >= 0 ? files_[static_cast<std::size_t>(w.file)] : source_) + ": " +
                   (path.empty() ? "(top level)" : shown_path);
   if (w.set_by >= 0) {
@@ -275,9 +278,8 @@ Value Loader::load_text(const std::string& text, const std::string& name) {
     const Value includes = std::move(inc->value);
     root.entries.erase(inc);
     const fs::path dir = fs::path(name).parent_path();
-    for_each_include(*this, includes, [&](const Value& item, const std::string& path) {
-      merge(merged, load_include(dir, item, path));
-    });
+    for_each_include(*this, includes,
+                     [&](const Value& item, const std::string& path) { merge(merged, load_include(dir, item, path)); });
   }
   merge(merged, std::move(root));
   stack_.pop_back();

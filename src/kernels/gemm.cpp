@@ -24,7 +24,6 @@ using topology::Route;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-
 // The HBM regions of each share's A rows, B columns and C block in its home
 // slice (homes that are not HBM slices hold no reservation): a CapacityError
 // when a slice cannot hold what its shares need. Deterministic, so the
@@ -42,11 +41,14 @@ std::vector<ShareRegions> place_operands(const topology::System& system, const G
     if (machine.node(sh.home).kind == NodeKind::HbmCtrl) {
       const std::string of = " of " + what + " for " + machine.node(sh.pe).name;
       r.a = hbm.alloc(sh.home, sh.m * plan.spec.k * plan.elem_bytes,
-                      "A rows " + std::to_string(sh.m) + " x K " + std::to_string(plan.spec.k) + of).address;
+                      "A rows " + std::to_string(sh.m) + " x K " + std::to_string(plan.spec.k) + of)
+                .address;
       r.b = hbm.alloc(sh.home, plan.spec.k * sh.n * plan.elem_bytes,
-                      "B columns K " + std::to_string(plan.spec.k) + " x " + std::to_string(sh.n) + of).address;
+                      "B columns K " + std::to_string(plan.spec.k) + " x " + std::to_string(sh.n) + of)
+                .address;
       r.c = hbm.alloc(sh.home, sh.m * sh.n * plan.c_elem_bytes,
-                      "C block " + std::to_string(sh.m) + " x " + std::to_string(sh.n) + of).address;
+                      "C block " + std::to_string(sh.m) + " x " + std::to_string(sh.n) + of)
+                .address;
     }
     out.push_back(r);
   }
@@ -105,8 +107,14 @@ PathModel path_model(const topology::System& system, topology::Router& router, N
 PathModel worst(const std::vector<PathModel>& paths) {
   PathModel w = paths.front();
   for (const auto& p : paths) {
-    if (p.read_bw < w.read_bw) { w.read_bw = p.read_bw; w.read_bottleneck = p.read_bottleneck; }
-    if (p.write_bw < w.write_bw) { w.write_bw = p.write_bw; w.write_bottleneck = p.write_bottleneck; }
+    if (p.read_bw < w.read_bw) {
+      w.read_bw = p.read_bw;
+      w.read_bottleneck = p.read_bottleneck;
+    }
+    if (p.write_bw < w.write_bw) {
+      w.write_bw = p.write_bw;
+      w.write_bottleneck = p.write_bottleneck;
+    }
     w.read_fixed = std::max(w.read_fixed, p.read_fixed);
     w.write_fixed = std::max(w.write_fixed, p.write_fixed);
   }
@@ -198,7 +206,8 @@ void evaluate(const Context& c, const PathModel& path, std::int64_t tm, std::int
   // pinned load, the first tile's loads, the steady state, the last
   // compute and the last store.
   const Time dispatches = (c.spec.pinned ? 4 : 3) * runtime::dispatch_time(c.pe);
-  s.estimate_ps = dispatches + s.pinned_ps + load_latency + (static_cast<Time>(steps) - 1) * step + s.compute_ps + write_occ;
+  s.estimate_ps =
+      dispatches + s.pinned_ps + load_latency + (static_cast<Time>(steps) - 1) * step + s.compute_ps + write_occ;
 }
 
 // Tile sizes worth trying for a dimension d: for each power of two p, the
@@ -265,7 +274,8 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   if (const __int128 macs = static_cast<__int128>(spec.m) * spec.n * spec.k; macs > kMaxGemmMacs) {
     const auto text = [](__int128 v) {
       std::string t;
-      do t.insert(t.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10; while (v > 0);
+      do t.insert(t.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10;
+      while (v > 0);
       return t;
     };
     throw ConfigError(what + ": M x N x K = " + std::to_string(spec.m) + " x " + std::to_string(spec.n) + " x " +
@@ -281,8 +291,9 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   if (macs <= 0) throw ConfigError(what + ": " + runtime::no_gemm_mode_text(spec.precision));
   if (spec.pes.empty()) {
     if (machine.pes().empty())
-      throw ConfigError(what + ": the machine has no PEs: give it `kind: pe` nodes (graph.nodes), or name the "
-                               "agents in GemmSpec::pes");
+      throw ConfigError(what +
+                        ": the machine has no PEs: give it `kind: pe` nodes (graph.nodes), or name the "
+                        "agents in GemmSpec::pes");
     spec.pes.push_back(machine.pes().front());
   }
   std::set<NodeId> seen;
@@ -328,7 +339,8 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
 
   topology::Router router(machine);
   std::vector<PathModel> paths;
-  for (std::size_t i = 0; i < spec.pes.size(); ++i) paths.push_back(path_model(system, router, spec.pes[i], spec.homes[i]));
+  for (std::size_t i = 0; i < spec.pes.size(); ++i)
+    paths.push_back(path_model(system, router, spec.pes[i], spec.homes[i]));
   const PathModel slowest = worst(paths);
 
   // ---- the split and the tiles ----
@@ -357,7 +369,8 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
             if (overflow.empty() || need < overflow_need) {
               overflow_need = need;
               overflow = "tiles " + std::to_string(tm) + "x" + std::to_string(tn) + "x" + std::to_string(tk) +
-                         " need " + config::format_bytes(need, config::ByteUnits::UpToMiB) + " of scratch per PE (" + scratch_text(ctx, tm, tn, tk, s.n) +
+                         " need " + config::format_bytes(need, config::ByteUnits::UpToMiB) + " of scratch per PE (" +
+                         scratch_text(ctx, tm, tn, tk, s.n) +
                          "), budget pe.scratch = " + config::format_bytes(pe_cfg.scratch, config::ByteUnits::UpToMiB);
             }
             continue;
@@ -373,8 +386,9 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
                       " output over " + std::to_string(P) + " PEs (needs grid_m x grid_n = " + std::to_string(P) +
                       " with grid_m <= M and grid_n <= N; K is not split)");
   if (feasible.empty() && overflow.empty())
-    throw ConfigError(what + ": every tiling that fits takes more than 2^32 pipeline steps per PE; give "
-                           "smaller m, n or k, larger tiles or more PEs");
+    throw ConfigError(what +
+                      ": every tiling that fits takes more than 2^32 pipeline steps per PE; give "
+                      "smaller m, n or k, larger tiles or more PEs");
   if (feasible.empty()) {
     const std::string pe_name = machine.node(spec.pes.front()).name;
     const bool given = spec.tile_m && spec.tile_n && spec.tile_k;
@@ -387,7 +401,8 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   const Choice* pick = nullptr;
   for (const Choice& f : feasible) {
     if (f.estimate > near) continue;
-    if (!pick || std::make_tuple(f.steps, f.traffic, f.estimate) < std::make_tuple(pick->steps, pick->traffic, pick->estimate))
+    if (!pick ||
+        std::make_tuple(f.steps, f.traffic, f.estimate) < std::make_tuple(pick->steps, pick->traffic, pick->estimate))
       pick = &f;
   }
   const Choice best = *pick;
@@ -410,7 +425,8 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
       s.n = (gn + 1) * spec.n / plan.grid_n - s.n0;
       evaluate(ctx, paths[i], plan.tile_m, plan.tile_n, plan.tile_k, s);
       if (s.scratch > pe_cfg.scratch)  // cannot happen: a share is never larger than the largest
-        throw InternalError(what + ": share of " + machine.node(s.pe).name + " overflows the scratch it was planned for");
+        throw InternalError(what + ": share of " + machine.node(s.pe).name +
+                            " overflows the scratch it was planned for");
       plan.shares.push_back(s);
     }
   }
@@ -448,7 +464,8 @@ runtime::Program gemm_program(const topology::System& system, const GemmSpec& sp
     const runtime::OpId alloc = p.alloc(share.pe, share.scratch, {}, "gemm scratch");
     std::vector<runtime::OpId> deps{alloc};
     if (s.pinned)
-      deps = {p.dma(share.pe, runtime::Move{share.home, share.pe, share.pinned, at.b}, {alloc}, "pinned B", pinned_tag)};
+      deps = {
+          p.dma(share.pe, runtime::Move{share.home, share.pe, share.pinned, at.b}, {alloc}, "pinned B", pinned_tag)};
     runtime::Pipeline pipe;
     pipe.tiles = share.steps;
     pipe.loads.push_back(runtime::Move{share.home, share.pe, share.load_a, at.a});

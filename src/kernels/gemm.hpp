@@ -91,50 +91,50 @@ struct GemmSpec {
 /// One PE's part of the GEMM, with its per-step estimates.
 struct GemmShare {
   NodeId pe = 0;
-  NodeId home = 0;              ///< HBM slice holding this share of A, B and C
-  std::int64_t m0 = 0, m = 0;   ///< rows [m0, m0 + m) of C
-  std::int64_t n0 = 0, n = 0;   ///< columns [n0, n0 + n) of C
+  NodeId home = 0;             ///< HBM slice holding this share of A, B and C
+  std::int64_t m0 = 0, m = 0;  ///< rows [m0, m0 + m) of C
+  std::int64_t n0 = 0, n = 0;  ///< columns [n0, n0 + n) of C
   std::int64_t tiles_m = 0, tiles_n = 0, tiles_k = 0;
-  std::uint32_t steps = 0;      ///< pipeline tiles = tiles_m * tiles_n * tiles_k
-  Bytes load_a = 0;             ///< per step (averaged over edge tiles)
-  Bytes load_b = 0;             ///< per step (0 when pinned)
-  Bytes store_c = 0;            ///< per step
-  double flops = 0.0;           ///< per step
-  Bytes pinned = 0;             ///< the B share loaded before the composite (pinned variant)
-  Bytes scratch = 0;            ///< bytes allocated on the PE
-  Time load_ps = 0;             ///< per step: A + B bytes / the home -> PE path bandwidth
-  Time store_ps = 0;            ///< per step: C bytes / the PE -> home path bandwidth
-  Time dma_ps = 0;              ///< per step: DMA stage (bandwidth and DMA-channel bounds)
-  Time compute_ps = 0;          ///< per step: GEMM engine time
-  Time latency_ps = 0;          ///< per step: (load latency + compute) / buffers, what buffering cannot hide
-  Time step_ps = 0;             ///< steady-state period: max(dma_ps, compute_ps, latency_ps)
-  Time pinned_ps = 0;           ///< estimated time of the pinned load
-  Time ideal_ps = 0;            ///< steps x step_ps: the steady-state bound
-  Time estimate_ps = 0;         ///< ideal plus pipeline fill and drain, dispatches, pinned load
+  std::uint32_t steps = 0;  ///< pipeline tiles = tiles_m * tiles_n * tiles_k
+  Bytes load_a = 0;         ///< per step (averaged over edge tiles)
+  Bytes load_b = 0;         ///< per step (0 when pinned)
+  Bytes store_c = 0;        ///< per step
+  double flops = 0.0;       ///< per step
+  Bytes pinned = 0;         ///< the B share loaded before the composite (pinned variant)
+  Bytes scratch = 0;        ///< bytes allocated on the PE
+  Time load_ps = 0;         ///< per step: A + B bytes / the home -> PE path bandwidth
+  Time store_ps = 0;        ///< per step: C bytes / the PE -> home path bandwidth
+  Time dma_ps = 0;          ///< per step: DMA stage (bandwidth and DMA-channel bounds)
+  Time compute_ps = 0;      ///< per step: GEMM engine time
+  Time latency_ps = 0;      ///< per step: (load latency + compute) / buffers, what buffering cannot hide
+  Time step_ps = 0;         ///< steady-state period: max(dma_ps, compute_ps, latency_ps)
+  Time pinned_ps = 0;       ///< estimated time of the pinned load
+  Time ideal_ps = 0;        ///< steps x step_ps: the steady-state bound
+  Time estimate_ps = 0;     ///< ideal plus pipeline fill and drain, dispatches, pinned load
 };
 
 /// The decisions and estimates for one GEMM (see the file header).
 struct GemmPlan {
-  GemmSpec spec;                      ///< as given, with pes and homes resolved
+  GemmSpec spec;                        ///< as given, with pes and homes resolved
   std::int64_t grid_m = 1, grid_n = 1;  ///< PE grid: M split grid_m ways, N split grid_n ways
   std::int64_t tile_m = 0, tile_n = 0, tile_k = 0;
-  Bytes elem_bytes = 0;               ///< A and B element size
-  Bytes c_elem_bytes = 0;             ///< C element size in HBM
-  Bytes acc_elem_bytes = 4;           ///< accumulator element size in scratch
-  Bytes scratch_budget = 0;           ///< pe.scratch
-  Bytes scratch_per_pe = 0;           ///< the most any PE allocates
-  std::uint64_t steps_total = 0;      ///< pipeline tiles over all PEs
-  std::vector<GemmShare> shares;      ///< one per PE, in spec.pes order
-  std::size_t critical = 0;           ///< index of the share with the largest estimate
-  std::string limit;                  ///< the critical share's steady-state limit: "dma" (bandwidth, channels or
-                                      ///< unhidden load latency) or "compute"
-  Time ideal_ps = 0;                  ///< the critical share's steady-state bound
-  Time estimate_ps = 0;               ///< the critical share's estimate of the whole run
-  double flops = 0.0;                 ///< 2 M N K
-  double peak_flops_per_s = 0.0;      ///< GEMM engines of all PEs in spec.pes at this precision
-  double read_bytes_per_s = 0.0;      ///< critical share: home -> PE path bandwidth
-  double write_bytes_per_s = 0.0;     ///< critical share: PE -> home path bandwidth
-  Bytes hbm_bytes = 0;                ///< bytes moved between HBM and scratch, all PEs
+  Bytes elem_bytes = 0;            ///< A and B element size
+  Bytes c_elem_bytes = 0;          ///< C element size in HBM
+  Bytes acc_elem_bytes = 4;        ///< accumulator element size in scratch
+  Bytes scratch_budget = 0;        ///< pe.scratch
+  Bytes scratch_per_pe = 0;        ///< the most any PE allocates
+  std::uint64_t steps_total = 0;   ///< pipeline tiles over all PEs
+  std::vector<GemmShare> shares;   ///< one per PE, in spec.pes order
+  std::size_t critical = 0;        ///< index of the share with the largest estimate
+  std::string limit;               ///< the critical share's steady-state limit: "dma" (bandwidth, channels or
+                                   ///< unhidden load latency) or "compute"
+  Time ideal_ps = 0;               ///< the critical share's steady-state bound
+  Time estimate_ps = 0;            ///< the critical share's estimate of the whole run
+  double flops = 0.0;              ///< 2 M N K
+  double peak_flops_per_s = 0.0;   ///< GEMM engines of all PEs in spec.pes at this precision
+  double read_bytes_per_s = 0.0;   ///< critical share: home -> PE path bandwidth
+  double write_bytes_per_s = 0.0;  ///< critical share: PE -> home path bandwidth
+  Bytes hbm_bytes = 0;             ///< bytes moved between HBM and scratch, all PEs
 
   const GemmShare& critical_share() const { return shares.at(critical); }
 };

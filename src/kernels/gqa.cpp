@@ -24,7 +24,6 @@ using topology::Machine;
 
 constexpr OpId kNone = ~OpId{0};
 
-
 std::string what_text(const GqaSpec& s) {
   return "GQA case " + std::to_string(s.gqa_case) + " " + to_string(s.phase) + " (T_q = " + std::to_string(s.t_q) +
          ", S_kv = " + std::to_string(s.s_kv) + ")";
@@ -44,7 +43,7 @@ struct KvTile {
   std::int64_t len = 0;
   NodeId home = 0;
   bool from_hbm = true;
-  bool forward = false;  // sent on to the next cube after use
+  bool forward = false;   // sent on to the next cube after use
   std::int64_t step = 0;  // ring step
   std::int64_t j = 0;     // tile index within the chunk
   std::int64_t lo = 0;    // its first K/V token
@@ -68,9 +67,7 @@ std::vector<KvTile> kv_stream(const GqaPlan& plan, const Machine& m, int pos, in
   };
   const int cube = s.cubes[static_cast<std::size_t>(pos)];
   auto striped = [&](int c) {
-    return [&m, &s, c, P](std::int64_t j) {
-      return m.hbm_ctrl(s.sip, c, s.pe_first + static_cast<int>(j % P));
-    };
+    return [&m, &s, c, P](std::int64_t j) { return m.hbm_ctrl(s.sip, c, s.pe_first + static_cast<int>(j % P)); };
   };
   auto own = [&](std::int64_t) { return m.hbm_ctrl(s.sip, cube, s.pe_first + p); };
   switch (s.gqa_case) {
@@ -130,12 +127,14 @@ std::vector<std::int64_t> pe_rows(const GqaPlan& plan, int pos, int p) {
   const int n = plan.n_cubes, P = plan.pes_per_cube;
   std::vector<std::int64_t> rows;
   if (s.phase == GqaPhase::Prefill) {
-    const std::int64_t shares = s.gqa_case == 1 ? static_cast<std::int64_t>(n) * P : s.gqa_case == 2 ? P
-                                : s.gqa_case == 4                                    ? n
-                                                                                     : 1;
-    const std::int64_t idx = s.gqa_case == 1 ? static_cast<std::int64_t>(pos) * P + p : s.gqa_case == 2 ? p
-                             : s.gqa_case == 4                                          ? pos
-                                                                                        : 0;
+    const std::int64_t shares = s.gqa_case == 1   ? static_cast<std::int64_t>(n) * P
+                                : s.gqa_case == 2 ? P
+                                : s.gqa_case == 4 ? n
+                                                  : 1;
+    const std::int64_t idx = s.gqa_case == 1   ? static_cast<std::int64_t>(pos) * P + p
+                             : s.gqa_case == 2 ? p
+                             : s.gqa_case == 4 ? pos
+                                               : 0;
     const std::int64_t per = s.t_q / shares;
     for (std::int64_t t = idx * per; t < (idx + 1) * per; ++t)
       for (int h = 0; h < s.h_q; ++h) rows.push_back(t * s.h_q + h);
@@ -194,7 +193,8 @@ GqaHbmLayout place_gqa(const topology::System& system, const GqaPlan& plan) {
     for (int p = 0; p < plan.pes_per_cube; ++p) {
       const NodeId own = m.hbm_ctrl(s.sip, s.cubes[static_cast<std::size_t>(pos)], s.pe_first + p);
       const Bytes rows = plan.rows_per_pe * tok;
-      const std::string who = " of " + m.node(plan.pes[static_cast<std::size_t>(pos)][static_cast<std::size_t>(p)]).name;
+      const std::string who =
+          " of " + m.node(plan.pes[static_cast<std::size_t>(pos)][static_cast<std::size_t>(p)]).name;
       const std::uint64_t q = hbm.alloc(own, rows, "Q rows" + who).address;
       const std::uint64_t o = hbm.alloc(own, rows, "O rows" + who).address;
       out.qo[plan.pes[static_cast<std::size_t>(pos)][static_cast<std::size_t>(p)]] = {q, o};
@@ -218,8 +218,7 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
     throw ConfigError(what + ": T_q and S_kv must be >= 1, got T_q = " + std::to_string(s.t_q) +
                       ", S_kv = " + std::to_string(s.s_kv));
   if (s.h_kv != 1)
-    throw ConfigError(what + ": h_kv = " + std::to_string(s.h_kv) +
-                      "; the model covers one KV-head group (h_kv = 1)");
+    throw ConfigError(what + ": h_kv = " + std::to_string(s.h_kv) + "; the model covers one KV-head group (h_kv = 1)");
   if (s.h_q < 1 || s.d_head < 1 || s.elem_bytes < 1)
     throw ConfigError(what + ": h_q, d_head and the element size must be >= 1");
   if (s.tile_q < 1 || s.tile_s < 1)
@@ -230,8 +229,7 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   // declares (graph.layout; without one, one package with one group of
   // every PE).
   const topology::PeHierarchy& sc = m.hierarchy();
-  if (m.pes().empty())
-    throw ConfigError(what + ": the machine has no PEs: give it `kind: pe` nodes (graph.nodes)");
+  if (m.pes().empty()) throw ConfigError(what + ": the machine has no PEs: give it `kind: pe` nodes (graph.nodes)");
   if (s.sip < 0 || s.sip >= sc.packages.count())
     throw ConfigError(what + ": sip " + std::to_string(s.sip) + " does not exist (" +
                       std::to_string(sc.packages.count()) + " SIPs)");
@@ -247,13 +245,12 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   std::set<int> seen;
   for (int c : s.cubes) {
     if (c < 0 || c >= sc.groups.count())
-      throw ConfigError(what + ": cube " + std::to_string(c) + " does not exist (" +
-                        std::to_string(sc.groups.count()) + " cubes per SIP)");
+      throw ConfigError(what + ": cube " + std::to_string(c) + " does not exist (" + std::to_string(sc.groups.count()) +
+                        " cubes per SIP)");
     if (!seen.insert(c).second) throw ConfigError(what + ": cube " + std::to_string(c) + " is listed twice");
   }
   const int n = static_cast<int>(s.cubes.size());
-  if (s.pe_first < 0 || s.pe_count < 0 || s.pe_first + s.pe_count > sc.pes_per_group ||
-      s.pe_first >= sc.pes_per_group)
+  if (s.pe_first < 0 || s.pe_count < 0 || s.pe_first + s.pe_count > sc.pes_per_group || s.pe_first >= sc.pes_per_group)
     throw ConfigError(what + ": PEs " + std::to_string(s.pe_first) + " + " + std::to_string(s.pe_count) +
                       " per cube do not fit the " + std::to_string(sc.pes_per_group) + " PEs of a cube");
   const int P = s.pe_count > 0 ? s.pe_count : sc.pes_per_group - s.pe_first;
@@ -283,10 +280,10 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
     plan.rows_per_pe = s.t_q * s.h_q;
   }
   // K/V shares: every PE's stream must have at least one token.
-  const std::int64_t kv_parts = s.gqa_case == 4 ? static_cast<std::int64_t>(n) * P
-                              : s.gqa_case == 3 ? P
-                              : s.gqa_case == 1 ? n
-                                                : 1;
+  const std::int64_t kv_parts = s.gqa_case == 4   ? static_cast<std::int64_t>(n) * P
+                                : s.gqa_case == 3 ? P
+                                : s.gqa_case == 1 ? n
+                                                  : 1;
   if (s.s_kv < kv_parts)
     throw ConfigError(what + ": case " + std::to_string(s.gqa_case) + " splits S_kv " + std::to_string(kv_parts) +
                       " ways; S_kv = " + std::to_string(s.s_kv) + " is too short");
@@ -303,16 +300,20 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   const Bytes part = merges ? R * d * 4 + 2 * R * 4 : 0;
   plan.scratch_per_pe = q + o + ml + sc_b + kv + part;
   plan.scratch_budget = pe_cfg.scratch;
-  plan.scratch_breakdown = "Q tile " + std::to_string(R) + " x " + std::to_string(d) + " x " + std::to_string(e) +
-                           " B = " + config::format_bytes(q, config::ByteUnits::UpToKiB) + " + O accumulator " + config::format_bytes(o, config::ByteUnits::UpToKiB) + " + m, l " + config::format_bytes(ml, config::ByteUnits::UpToKiB) +
-                           " + scores " + std::to_string(R) + " x " + std::to_string(L) + " x 4 B = " +
-                           config::format_bytes(sc_b, config::ByteUnits::UpToKiB) + " + K/V tiles " + std::to_string(s.kv_buffers) + " x 2 x " +
-                           std::to_string(L) + " x " + std::to_string(d) + " x " + std::to_string(e) + " B = " +
-                           config::format_bytes(kv, config::ByteUnits::UpToKiB) + (merges ? " + received partial " + config::format_bytes(part, config::ByteUnits::UpToKiB) : "");
+  plan.scratch_breakdown =
+      "Q tile " + std::to_string(R) + " x " + std::to_string(d) + " x " + std::to_string(e) +
+      " B = " + config::format_bytes(q, config::ByteUnits::UpToKiB) + " + O accumulator " +
+      config::format_bytes(o, config::ByteUnits::UpToKiB) + " + m, l " +
+      config::format_bytes(ml, config::ByteUnits::UpToKiB) + " + scores " + std::to_string(R) + " x " +
+      std::to_string(L) + " x 4 B = " + config::format_bytes(sc_b, config::ByteUnits::UpToKiB) + " + K/V tiles " +
+      std::to_string(s.kv_buffers) + " x 2 x " + std::to_string(L) + " x " + std::to_string(d) + " x " +
+      std::to_string(e) + " B = " + config::format_bytes(kv, config::ByteUnits::UpToKiB) +
+      (merges ? " + received partial " + config::format_bytes(part, config::ByteUnits::UpToKiB) : "");
   if (plan.scratch_per_pe > pe_cfg.scratch)
     throw CapacityError(what + ": tile_q = " + std::to_string(R) + " rows, tile_s = " + std::to_string(L) +
-                        " tokens need " + config::format_bytes(plan.scratch_per_pe, config::ByteUnits::UpToKiB) + " of scratch per PE (" +
-                        plan.scratch_breakdown + "), budget pe.scratch = " + config::format_bytes(pe_cfg.scratch, config::ByteUnits::UpToKiB));
+                        " tokens need " + config::format_bytes(plan.scratch_per_pe, config::ByteUnits::UpToKiB) +
+                        " of scratch per PE (" + plan.scratch_breakdown +
+                        "), budget pe.scratch = " + config::format_bytes(pe_cfg.scratch, config::ByteUnits::UpToKiB));
 
   // ---- work and closed-form counts ----
   for (int pos = 0; pos < n; ++pos) {
@@ -346,7 +347,10 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
       writers = prefill ? static_cast<std::uint64_t>(n) * P : static_cast<std::uint64_t>(P);
       break;
     case 2: writers = static_cast<std::uint64_t>(P); break;
-    case 3: merges_per_qtile = static_cast<std::uint64_t>(n) * (P - 1); writers = static_cast<std::uint64_t>(n); break;
+    case 3:
+      merges_per_qtile = static_cast<std::uint64_t>(n) * (P - 1);
+      writers = static_cast<std::uint64_t>(n);
+      break;
     case 4:
       merges_per_qtile = static_cast<std::uint64_t>(n) * (P - 1) + (prefill ? 0 : static_cast<std::uint64_t>(n - 1));
       writers = prefill ? static_cast<std::uint64_t>(n) : 1;
@@ -357,8 +361,7 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   plan.vector_ops += merges_per_qtile * qt + writers * qt;  // merges + finalizes
   plan.dma_out = writers * qt;
   const Bytes kv_per_token = 2 * d * e;
-  plan.kv_bytes_per_cube =
-      kv_per_token * ((s.gqa_case == 1 || s.gqa_case == 4) ? part_len(s.s_kv, n, 0) : s.s_kv);
+  plan.kv_bytes_per_cube = kv_per_token * ((s.gqa_case == 1 || s.gqa_case == 4) ? part_len(s.s_kv, n, 0) : s.s_kv);
   place_gqa(system, plan);  // the KV cache, Q and O must fit their HBM slices
   return plan;
 }
@@ -390,17 +393,17 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
   // Per-PE state carried across Q tiles.
   struct Pe {
     NodeId node = 0;
-    NodeId own = 0;                 // its HBM slice
+    NodeId own = 0;  // its HBM slice
     OpId alloc = kNone;
-    std::vector<OpId> kv_free;      // per K/V buffer: the op after which it may be refilled
-    std::int64_t kv_count = 0;      // K/V tiles so far (which buffer next)
-    OpId last_pv = kNone;           // scores and Q buffers reuse
+    std::vector<OpId> kv_free;  // per K/V buffer: the op after which it may be refilled
+    std::int64_t kv_count = 0;  // K/V tiles so far (which buffer next)
+    OpId last_pv = kNone;       // scores and Q buffers reuse
     OpId last_qk = kNone;
-    OpId o_free = kNone;            // the O accumulator is free again (written or sent)
+    OpId o_free = kNone;  // the O accumulator is free again (written or sent)
     OpId partial = kNone;
-    OpId merge_in_free = kNone;     // the received-partial buffer
-    std::int64_t o_rows = 0;        // O rows written so far (their HBM address)
-    std::vector<std::int64_t> rows; // its query rows (token x h_q + head)
+    OpId merge_in_free = kNone;      // the received-partial buffer
+    std::int64_t o_rows = 0;         // O rows written so far (their HBM address)
+    std::vector<std::int64_t> rows;  // its query rows (token x h_q + head)
   };
   std::vector<std::vector<Pe>> pe(static_cast<std::size_t>(n), std::vector<Pe>(static_cast<std::size_t>(P)));
   for (int pos = 0; pos < n; ++pos)
@@ -423,21 +426,24 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
 
   // A merge of `src`'s partial into `dst`'s (rows R, Q tile k, merge index idx).
   auto merge = [&](Pe& src, Pe& dst, std::int64_t R, std::int64_t k, std::int64_t idx) {
-    const OpId so = note(prog.send(src.node, dst.node, R * d * 4, key(k, idx, 0), {src.partial}, "send O partial",
-                                   t_merge), GqaRole::SendO);
-    const OpId sm = note(prog.send(src.node, dst.node, R * 4, key(k, idx, 1), {src.partial}, "send m", t_merge),
-                         GqaRole::SendM);
-    const OpId sl = note(prog.send(src.node, dst.node, R * 4, key(k, idx, 2), {src.partial}, "send l", t_merge),
-                         GqaRole::SendL);
+    const OpId so =
+        note(prog.send(src.node, dst.node, R * d * 4, key(k, idx, 0), {src.partial}, "send O partial", t_merge),
+             GqaRole::SendO);
+    const OpId sm =
+        note(prog.send(src.node, dst.node, R * 4, key(k, idx, 1), {src.partial}, "send m", t_merge), GqaRole::SendM);
+    const OpId sl =
+        note(prog.send(src.node, dst.node, R * 4, key(k, idx, 2), {src.partial}, "send l", t_merge), GqaRole::SendL);
     src.o_free = prog.barrier(src.node, {so, sm, sl}, "partial sent");
-    const OpId ro = note(prog.recv(dst.node, src.node, key(k, idx, 0), deps({dst.merge_in_free}), "recv O partial",
-                                   t_merge), GqaRole::RecvO);
+    const OpId ro =
+        note(prog.recv(dst.node, src.node, key(k, idx, 0), deps({dst.merge_in_free}), "recv O partial", t_merge),
+             GqaRole::RecvO);
     const OpId rm = note(prog.recv(dst.node, src.node, key(k, idx, 1), deps({dst.merge_in_free}), "recv m", t_merge),
                          GqaRole::RecvM);
     const OpId rl = note(prog.recv(dst.node, src.node, key(k, idx, 2), deps({dst.merge_in_free}), "recv l", t_merge),
                          GqaRole::RecvL);
-    const OpId v = note(prog.vector(dst.node, (2 * R * d + 4 * R) * 4, {ro, rm, rl, dst.partial}, "softmax merge",
-                                    t_merge), GqaRole::Merge);
+    const OpId v =
+        note(prog.vector(dst.node, (2 * R * d + 4 * R) * 4, {ro, rm, rl, dst.partial}, "softmax merge", t_merge),
+             GqaRole::Merge);
     dst.partial = v;
     dst.merge_in_free = v;
   };
@@ -464,9 +470,9 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
         Pe& x = pe[pos][p];
         const NodeId next = plan.pes[(pos + 1) % n][p], prev = plan.pes[(pos + n - 1) % n][p];
         const std::uint64_t q_at = layout.qo.at(x.node).first + static_cast<std::uint64_t>(k * plan.tile_q * d * e);
-        const OpId q = note(
-            prog.dma(x.node, Move{x.own, x.node, R * d * e, q_at}, deps({x.last_qk}), "load Q tile", t_load_q),
-            GqaRole::LoadQ);
+        const OpId q =
+            note(prog.dma(x.node, Move{x.own, x.node, R * d * e, q_at}, deps({x.last_qk}), "load Q tile", t_load_q),
+                 GqaRole::LoadQ);
         if (data) (*data)[q].rows.assign(x.rows.begin() + k * plan.tile_q, x.rows.begin() + k * plan.tile_q + R);
         const auto stream = kv_stream(plan, m, pos, p);
         OpId prev_soft = kNone;
@@ -495,8 +501,8 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
           }
           const OpId qk = note(prog.gemm(x.node, 2.0 * R * L * d, s.precision, deps({q, kl, x.last_pv}), "QK^T", t_qk),
                                GqaRole::Qk, static_cast<std::int32_t>(buf));
-          const OpId sm = note(prog.vector(x.node, 3 * R * L * 4 + R * d * 4,
-                                           deps({qk, t == 0 ? x.o_free : prev_soft}), "online softmax", t_soft),
+          const OpId sm = note(prog.vector(x.node, 3 * R * L * 4 + R * d * 4, deps({qk, t == 0 ? x.o_free : prev_soft}),
+                                           "online softmax", t_soft),
                                GqaRole::Softmax);
           if (data) (*data)[sm].first = t == 0;
           const OpId pv = note(prog.gemm(x.node, 2.0 * R * L * d, s.precision, {sm, vl}, "PV", t_pv), GqaRole::Pv,
@@ -583,8 +589,7 @@ GqaResult run_gqa(topology::System& system, const GqaSpec& spec) {
     units[kind] = u.capacity;
   }
   for (const auto& [kind, busy] : res.engine_busy)
-    res.engine_occupancy[kind] =
-        res.latency > 0 ? busy / (static_cast<double>(res.latency) * pes * units[kind]) : 0.0;
+    res.engine_occupancy[kind] = res.latency > 0 ? busy / (static_cast<double>(res.latency) * pes * units[kind]) : 0.0;
   for (const auto& [node, peak] : res.run.peak_scratch) res.peak_scratch = std::max(res.peak_scratch, peak);
   return res;
 }

@@ -86,36 +86,36 @@ GqaPhase gqa_phase_from(const std::string& name);
 
 struct GqaSpec {
   GqaPhase phase = GqaPhase::Prefill;
-  int gqa_case = 4;                 ///< 1..4 (see the header)
-  std::int64_t t_q = 0;             ///< query tokens (decode: 1 or a few speculative)
-  std::int64_t s_kv = 0;            ///< K/V tokens
-  int h_q = 8;                      ///< query heads of the group
-  int h_kv = 1;                     ///< K/V heads of the group (1)
+  int gqa_case = 4;       ///< 1..4 (see the header)
+  std::int64_t t_q = 0;   ///< query tokens (decode: 1 or a few speculative)
+  std::int64_t s_kv = 0;  ///< K/V tokens
+  int h_q = 8;            ///< query heads of the group
+  int h_kv = 1;           ///< K/V heads of the group (1)
   std::int64_t d_head = 128;
-  runtime::Bytes elem_bytes = 2;    ///< Q, K, V, O element size
-  std::int64_t tile_q = 256;        ///< query rows per Q tile
-  std::int64_t tile_s = 256;        ///< K/V tokens per tile
-  std::uint32_t kv_buffers = 2;     ///< K/V tile buffers per PE
+  runtime::Bytes elem_bytes = 2;  ///< Q, K, V, O element size
+  std::int64_t tile_q = 256;      ///< query rows per Q tile
+  std::int64_t tile_s = 256;      ///< K/V tokens per tile
+  std::uint32_t kv_buffers = 2;   ///< K/V tile buffers per PE
   int sip = 0;
-  std::vector<int> cubes;           ///< ring order (empty: the 2 x 4 snake of the SIP)
-  int pe_first = 0;                 ///< first PE index used in each cube
-  int pe_count = 0;                 ///< PEs used per cube, pe_first.. (0: every PE of the cube from pe_first)
+  std::vector<int> cubes;  ///< ring order (empty: the 2 x 4 snake of the SIP)
+  int pe_first = 0;        ///< first PE index used in each cube
+  int pe_count = 0;        ///< PEs used per cube, pe_first.. (0: every PE of the cube from pe_first)
   runtime::Precision precision = runtime::Precision::Fp16;
 };
 
 /// The decisions and the closed-form op counts of one GQA program.
 struct GqaPlan {
-  GqaSpec spec;                               ///< cubes resolved
+  GqaSpec spec;                                   ///< cubes resolved
   std::vector<std::vector<runtime::NodeId>> pes;  ///< [ring position][pe]
   int n_cubes = 0, pes_per_cube = 0;
-  std::int64_t rows_per_pe = 0;               ///< query rows of a working PE
-  std::int64_t tile_q = 0, tile_s = 0;        ///< after clamping to the shares
-  std::int64_t q_tiles = 0;                   ///< Q tiles per working PE
-  std::int64_t kv_tokens_per_pe = 0;          ///< K/V tokens a working PE processes per Q tile
+  std::int64_t rows_per_pe = 0;         ///< query rows of a working PE
+  std::int64_t tile_q = 0, tile_s = 0;  ///< after clamping to the shares
+  std::int64_t q_tiles = 0;             ///< Q tiles per working PE
+  std::int64_t kv_tokens_per_pe = 0;    ///< K/V tokens a working PE processes per Q tile
   int active_pes = 0;
-  double compute_work = 0.0;                  ///< sum over PEs of rows x K/V tokens processed (score elements)
-  double flops = 0.0;                         ///< 4 d compute_work
-  runtime::Bytes kv_bytes_per_cube = 0;       ///< K and V resident in a working cube's HBM
+  double compute_work = 0.0;             ///< sum over PEs of rows x K/V tokens processed (score elements)
+  double flops = 0.0;                    ///< 4 d compute_work
+  runtime::Bytes kv_bytes_per_cube = 0;  ///< K and V resident in a working cube's HBM
   runtime::Bytes scratch_per_pe = 0;
   runtime::Bytes scratch_budget = 0;
   std::string scratch_breakdown;
@@ -137,21 +137,21 @@ GqaPlan plan_gqa(const topology::System& system, const GqaSpec& spec);
 /// Sends and recvs say which buffer they carry; the message they share is
 /// the Program's own (receiver, sender, key), not this table's.
 enum class GqaRole {
-  None,      ///< alloc, free, barriers: no data
-  LoadQ,     ///< q <- Q[rows]
-  LoadK,     ///< k[buffer] <- K[lo, hi)
-  LoadV,     ///< v[buffer] <- V[lo, hi)
-  RecvK,     ///< k[buffer] <- the message
-  RecvV,     ///< v[buffer] <- the message
-  SendK,     ///< the message <- k[buffer]
-  SendV,     ///< the message <- v[buffer]
-  Qk,        ///< s <- q k[buffer]^T / sqrt(d)
-  Softmax,   ///< online softmax: m, l, o rescaled to the new row max, s <- exp(s - m) (first: fresh m, l, o)
-  Pv,        ///< o <- o + s v[buffer]
-  SendO,     ///< the message <- o (likewise SendM: m, SendL: l)
+  None,     ///< alloc, free, barriers: no data
+  LoadQ,    ///< q <- Q[rows]
+  LoadK,    ///< k[buffer] <- K[lo, hi)
+  LoadV,    ///< v[buffer] <- V[lo, hi)
+  RecvK,    ///< k[buffer] <- the message
+  RecvV,    ///< v[buffer] <- the message
+  SendK,    ///< the message <- k[buffer]
+  SendV,    ///< the message <- v[buffer]
+  Qk,       ///< s <- q k[buffer]^T / sqrt(d)
+  Softmax,  ///< online softmax: m, l, o rescaled to the new row max, s <- exp(s - m) (first: fresh m, l, o)
+  Pv,       ///< o <- o + s v[buffer]
+  SendO,    ///< the message <- o (likewise SendM: m, SendL: l)
   SendM,
   SendL,
-  RecvO,     ///< o_in <- the message (likewise RecvM: m_in, RecvL: l_in)
+  RecvO,  ///< o_in <- the message (likewise RecvM: m_in, RecvL: l_in)
   RecvM,
   RecvL,
   Merge,     ///< (m, l, o) <- merge of (m, l, o) and (m_in, l_in, o_in)
@@ -178,11 +178,11 @@ runtime::Program gqa_program(const topology::System& system, const GqaSpec& spec
 struct GqaResult {
   GqaPlan plan;
   runtime::RunResult run;
-  runtime::Time latency = 0;                       ///< makespan, ps
-  std::map<std::string, double> engine_busy;       ///< per engine kind, unit-ps summed over the PEs
-  std::map<std::string, double> engine_occupancy;  ///< busy / (latency x PEs of the sub-mesh x units)
+  runtime::Time latency = 0;                         ///< makespan, ps
+  std::map<std::string, double> engine_busy;         ///< per engine kind, unit-ps summed over the PEs
+  std::map<std::string, double> engine_occupancy;    ///< busy / (latency x PEs of the sub-mesh x units)
   std::map<std::string, runtime::Bytes> link_bytes;  ///< bytes through the fabric per link class
-  runtime::Bytes peak_scratch = 0;                 ///< most any PE held
+  runtime::Bytes peak_scratch = 0;                   ///< most any PE held
 };
 
 GqaResult run_gqa(topology::System& system, const GqaSpec& spec);

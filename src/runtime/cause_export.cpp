@@ -32,8 +32,8 @@ void Executor::Impl::split_fabric(const Node& nd, std::vector<std::pair<std::int
     link_label.assign(m.num_channels(), -1);
     queued_label.assign(m.num_channels(), -1);
   }
-  const double q = nd.fabric_latency > 0 ? static_cast<double>(nd.fabric_queued) / static_cast<double>(nd.fabric_latency)
-                                         : 0.0;
+  const double q =
+      nd.fabric_latency > 0 ? static_cast<double>(nd.fabric_queued) / static_cast<double>(nd.fabric_latency) : 0.0;
   const auto add_route = [&](NodeId src, NodeId dst, Bytes bytes) {
     if (src == dst) return;
     const topology::Route& r = fabric.router().route(src, dst);
@@ -42,8 +42,7 @@ void Executor::Impl::split_fabric(const Node& nd, std::vector<std::pair<std::int
         link_label[h.channel] = label("link:" + m.channel(h.channel).link_class);
         queued_label[h.channel] = label("wait:resource:" + m.channel(h.channel).link_class);
       }
-      const double service =
-          static_cast<double>(h.latency + sim::transfer_time(bytes, h.bandwidth) + h.next_overhead);
+      const double service = static_cast<double>(h.latency + sim::transfer_time(bytes, h.bandwidth) + h.next_overhead);
       w.emplace_back(link_label[h.channel], service * (1.0 - q));
       w.emplace_back(queued_label[h.channel], service * q);
     }
@@ -125,8 +124,10 @@ void Executor::Impl::export_causes() {
         if (v <= 0.0) continue;
         total += v;
         auto it = std::find_if(merged.begin(), merged.end(), [label](const auto& p) { return p.first == label; });
-        if (it == merged.end()) merged.emplace_back(label, v);
-        else it->second += v;
+        if (it == merged.end())
+          merged.emplace_back(label, v);
+        else
+          it->second += v;
       }
       const Time rest = work - fixed;
       if (rest > 0) {

@@ -24,11 +24,11 @@ namespace kernbench::runtime {
 ///   [start, end)                    the work, split into `parts`
 /// Nodes without dispatch have dispatch_start == dispatch_end == ready.
 struct NodeCause {
-  std::int64_t program_op = -1;     ///< -1: a composite's dispatch or stage
-  std::int64_t composite = -1;      ///< stages: the composite op they belong to
+  std::int64_t program_op = -1;  ///< -1: a composite's dispatch or stage
+  std::int64_t composite = -1;   ///< stages: the composite op they belong to
   OpKind kind = OpKind::Barrier;
   NodeId agent = 0;
-  std::string name;                 ///< "load A", or "gemm 3: compute tile 0" for stages
+  std::string name;  ///< "load A", or "gemm 3: compute tile 0" for stages
   Time ready = -1, dispatch_start = -1, dispatch_end = -1, start = -1, end = -1;
   std::int32_t after = -1;          ///< node whose end made it ready (its last dependency); -1: none
   std::int32_t cpu_holder = -1;     ///< node that handed it PE_CPU after a wait; -1: no wait

@@ -60,8 +60,7 @@ void add_pe_section(config::Schema& schema) {
   gemm.add("tf32", &PeConfig::gemm_macs_tf32, "TF32 (tensor) MACs per cycle").min(Bound::NonNegative);
   gemm.add("fp8", &PeConfig::gemm_macs_fp8, "FP8 (tensor) MACs per cycle").min(Bound::NonNegative);
 
-  pe.add("vector_bytes_per_cycle", &PeConfig::vector_bytes_per_cycle, "vector engine throughput")
-      .min(Bound::Positive);
+  pe.add("vector_bytes_per_cycle", &PeConfig::vector_bytes_per_cycle, "vector engine throughput").min(Bound::Positive);
 
   Section<PeConfig> ipcq = pe.map<PeConfig>("ipcq", self, "inter-PE queues");
   ipcq.doc("Inter-PE queues: at each PE, a queue of slots of a fixed size per sending PE.");
@@ -78,13 +77,13 @@ void add_pe_section(config::Schema& schema) {
              "size of one credit message on the fabric (assumed: one 64 B flit)")
       .min(Bound::Positive);
 
-  Section<topology::HbmConfig> hbm = pe.map<topology::HbmConfig>(
-      "hbm", &PeConfig::hbm, "the PE's HBM slice: capacity and pseudo-channel layout");
-  hbm.doc("Each PE's HBM slice: what fits (CapacityError past it) and how addresses stripe over its "
-          "pseudo-channels.");
+  Section<topology::HbmConfig> hbm =
+      pe.map<topology::HbmConfig>("hbm", &PeConfig::hbm, "the PE's HBM slice: capacity and pseudo-channel layout");
+  hbm.doc(
+      "Each PE's HBM slice: what fits (CapacityError past it) and how addresses stripe over its "
+      "pseudo-channels.");
   hbm.bytes("capacity", &topology::HbmConfig::capacity, "HBM per PE slice").min(Bound::Positive);
-  hbm.add("pseudo_channels", &topology::HbmConfig::pseudo_channels, "pseudo-channels per slice")
-      .min(Bound::Positive);
+  hbm.add("pseudo_channels", &topology::HbmConfig::pseudo_channels, "pseudo-channels per slice").min(Bound::Positive);
   hbm.bytes("stripe", &topology::HbmConfig::stripe, "address interleave unit over the pseudo-channels")
       .min(Bound::Positive);
 }
@@ -95,8 +94,9 @@ void add_energy_section(config::Schema& schema) {
   Section<EnergyConfig> energy = root.map<EnergyConfig>(
       "energy", [](Config& c) -> EnergyConfig& { return c.section<EnergyConfig>(); },
       "the energy model (docs/energy.md); every key has a default");
-  energy.doc("The energy model: joules per byte per link class and memory, per operation per engine and "
-             "precision, static watts per node kind (docs/energy.md).");
+  energy.doc(
+      "The energy model: joules per byte per link class and memory, per operation per engine and "
+      "precision, static watts per node kind (docs/energy.md).");
   const auto nn = Bound::NonNegative;
 
   Section<EnergyLinks> l = energy.map<EnergyLinks>("links", &EnergyConfig::links, "per byte per hop, by link class");
@@ -128,7 +128,8 @@ void add_energy_section(config::Schema& schema) {
   g.energy_per_flop("fp8", &EnergyCompute::gemm_fp8, "FP8").min(nn);
   c.energy_per_byte("vector", &EnergyCompute::vector, "vector engine, per byte processed").min(nn);
 
-  Section<EnergyStatic> s = energy.map<EnergyStatic>("static", &EnergyConfig::static_power, "static power, by node kind");
+  Section<EnergyStatic> s =
+      energy.map<EnergyStatic>("static", &EnergyConfig::static_power, "static power, by node kind");
   s.doc("Static power of every node of a kind, paid over the run's makespan.");
   s.power("pe", &EnergyStatic::pe, "per PE").min(nn);
   s.power("router", &EnergyStatic::router, "per router").min(nn);

@@ -74,9 +74,7 @@ CriticalPath critical_path(const CauseGraph& r) {
   auto cur = static_cast<std::int32_t>(r.first);
   for (std::size_t n = r.first + 1; n < r.last; ++n)
     if (causes[n].end > causes[static_cast<std::size_t>(cur)].end) cur = static_cast<std::int32_t>(n);
-  const auto fail = [&](const std::string& what) {
-    throw InternalError("critical path of '" + r.name + "': " + what);
-  };
+  const auto fail = [&](const std::string& what) { throw InternalError("critical path of '" + r.name + "': " + what); };
   if (causes[static_cast<std::size_t>(cur)].end != r.end)
     fail("the last node ends at " + std::to_string(causes[static_cast<std::size_t>(cur)].end) + " ps, the run at " +
          std::to_string(r.end) + " ps");

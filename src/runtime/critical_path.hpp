@@ -44,8 +44,8 @@ const char* to_string(StepKind kind);
 
 struct CriticalStep {
   StepKind kind = StepKind::Op;
-  std::int32_t node = -1;       ///< RunResult::causes index of the op that ran (or waited)
-  std::string engine;           ///< op: its engine ("gemm", "dma", "pe_cpu"); wait: what it waited for
+  std::int32_t node = -1;  ///< RunResult::causes index of the op that ran (or waited)
+  std::string engine;      ///< op: its engine ("gemm", "dma", "pe_cpu"); wait: what it waited for
   Time start = 0;
   Time end = 0;
   std::map<std::string, Time> parts;  ///< time by share label; sums to end - start
@@ -55,13 +55,13 @@ struct CriticalStep {
   /// previous node held <engine> and handed it over), "message" (a recv
   /// whose data the previous node, the send, was delivering).
   std::string via = "start";
-  std::int32_t holder = -1;     ///< dependency / holder / sender: the previous step's node (-1: none)
-  Time waited = 0;              ///< resource / message: how long this node waited for it
+  std::int32_t holder = -1;  ///< dependency / holder / sender: the previous step's node (-1: none)
+  Time waited = 0;           ///< resource / message: how long this node waited for it
   // Copied from the cause records (so a path outlives the model that ran):
-  std::int64_t op = -1;         ///< program op (composite for stages); other models: the node's op-log row
-  std::string name;             ///< the node's name
-  std::string op_kind;          ///< its kind ("gemm", "edma", "rpc")
-  std::string holder_name;      ///< the name of `holder` ("" for none)
+  std::int64_t op = -1;     ///< program op (composite for stages); other models: the node's op-log row
+  std::string name;         ///< the node's name
+  std::string op_kind;      ///< its kind ("gemm", "edma", "rpc")
+  std::string holder_name;  ///< the name of `holder` ("" for none)
   Time duration() const { return end - start; }
 };
 

@@ -23,8 +23,8 @@ void Executor::Impl::report_deadlock() const {
       const auto it = message_index.find(MessageKey{nd.agent, nd.peer, nd.key});
       const Message* m = it == message_index.end() ? nullptr : &messages[it->second];
       if (m == nullptr || m->send == Message::kNone) {
-        msg += " waits for a send from " + system.machine().node(nd.peer).name + " with key " +
-               std::to_string(nd.key) + " that never came";
+        msg += " waits for a send from " + system.machine().node(nd.peer).name + " with key " + std::to_string(nd.key) +
+               " that never came";
       } else {
         msg += " has taken " + std::to_string(m->taken) + " of " + std::to_string(m->segments) + " segments from " +
                system.machine().node(nd.peer).name;
@@ -46,8 +46,8 @@ void Executor::Impl::report_deadlock() const {
       const Node& other = nodes[m];
       if (other.end >= 0) continue;
       if (std::find(other.dependents.begin(), other.dependents.end(), n) == other.dependents.end()) continue;
-      on += (on.empty() ? "" : ", ") + (other.program_op >= 0 ? "op " + std::to_string(other.program_op)
-                                                              : "stage '" + other.name + "'");
+      on += (on.empty() ? "" : ", ") +
+            (other.program_op >= 0 ? "op " + std::to_string(other.program_op) : "stage '" + other.name + "'");
     }
     msg += on.empty() ? " never started" : " waits for " + on;
   }

@@ -114,9 +114,9 @@ class Attributor {
 
 EnergyReport energy(topology::System& system, const Program& program, const RunResult& result) {
   if (result.ops.size() != program.size())
-    throw UsageError("energy: the result (" + std::to_string(result.ops.size()) + " ops, program '" +
-                     result.program + "') is not a run of program '" + program.name() + "' (" +
-                     std::to_string(program.size()) + " ops)");
+    throw UsageError("energy: the result (" + std::to_string(result.ops.size()) + " ops, program '" + result.program +
+                     "') is not a run of program '" + program.name() + "' (" + std::to_string(program.size()) +
+                     " ops)");
   const EnergyConfig& e = energy_config(system.config());
   const topology::Machine& m = system.machine();
   EnergyReport rep;

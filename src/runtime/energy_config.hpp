@@ -42,7 +42,7 @@ struct EnergyLinks {
 
 /// Dynamic energy per byte read from or written to a memory.
 struct EnergyMemory {
-  EnergyPerByte hbm = 39 * kPicojoulePerBit / 10;     ///< 3.9 pJ/bit, per byte at an HBM slice
+  EnergyPerByte hbm = 39 * kPicojoulePerBit / 10;         ///< 3.9 pJ/bit, per byte at an HBM slice
   EnergyPerByte sram = 15625 * kPicojoulePerBit / 10000;  ///< 1.5625 pJ/bit, per byte into or out of a PE's scratch
 };
 
@@ -54,20 +54,20 @@ struct EnergyCompute {
   EnergyPerFlop gemm_int8 = 23 * kPicojoulePerMac / 100;  ///< 0.23 pJ/MAC
   /// Assumed: TF32 reads FP32 words through the tensor core at FP16's datapath
   /// width, so between the two; FP8 as INT8 (both one-byte operands).
-  EnergyPerFlop gemm_tf32 = 30 * kPicojoulePerMac / 10;   ///< 3.0 pJ/MAC
-  EnergyPerFlop gemm_fp8 = 23 * kPicojoulePerMac / 100;   ///< 0.23 pJ/MAC
-  EnergyPerByte vector = kPicojoulePerBit / 40;           ///< 0.2 pJ/B processed by the vector engine
+  EnergyPerFlop gemm_tf32 = 30 * kPicojoulePerMac / 10;  ///< 3.0 pJ/MAC
+  EnergyPerFlop gemm_fp8 = 23 * kPicojoulePerMac / 100;  ///< 0.23 pJ/MAC
+  EnergyPerByte vector = kPicojoulePerBit / 40;          ///< 0.2 pJ/B processed by the vector engine
 };
 
 /// Static (leakage and idle) power per node of each kind, paid for the
 /// whole makespan by every node of that kind in the machine.
 struct EnergyStatic {
-  Power pe = kWatt / 2;          ///< 0.5 W
-  Power router = kWatt / 20;     ///< 0.05 W
-  Power hbm_ctrl = kWatt / 5;    ///< 0.2 W
-  Power ucie = kWatt / 10;       ///< 0.1 W
-  Power pcie_ep = kWatt;         ///< 1 W
-  Power other = 0;               ///< any other node kind (explicit graphs)
+  Power pe = kWatt / 2;        ///< 0.5 W
+  Power router = kWatt / 20;   ///< 0.05 W
+  Power hbm_ctrl = kWatt / 5;  ///< 0.2 W
+  Power ucie = kWatt / 10;     ///< 0.1 W
+  Power pcie_ep = kWatt;       ///< 1 W
+  Power other = 0;             ///< any other node kind (explicit graphs)
 };
 
 /// The `energy:` section.

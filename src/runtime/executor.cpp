@@ -117,7 +117,7 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
       break;
     case OpKind::Gemm:
     case OpKind::Vector:
-    case OpKind::Launch:   // a GPU's host launch and its kernel: a priced duration on the agent's
+    case OpKind::Launch:    // a GPU's host launch and its kernel: a priced duration on the agent's
     case OpKind::Kernel: {  // launch / sm engine (run_graph gives them no PE_CPU dispatch)
       Engine engine = Engine::Gemm;
       Time t = 0;
@@ -147,7 +147,7 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
     case OpKind::Free: e.scratch -= nd.bytes; break;
     case OpKind::Recv:
       co_await recv(n);
-      resource = nd.recv_mode == RecvMode::Reduce      ? e.resource[static_cast<int>(Engine::Vector)]
+      resource = nd.recv_mode == RecvMode::Reduce    ? e.resource[static_cast<int>(Engine::Vector)]
                  : nd.recv_mode == RecvMode::Consume ? e.resource[static_cast<int>(Engine::IpcqRx)]
                                                      : -1;
       break;
@@ -244,7 +244,6 @@ RunResult Executor::run(const Program& program, Observer* observer) {
   }
   return std::move(x.result);
 }
-
 
 std::pair<Time, Time> RunResult::window(std::int32_t tag) const {
   Time first = -1, last = -1;

@@ -44,8 +44,8 @@ const char* to_string(Engine engine);
 
 /// When a program op happened (composites: the span of their stages).
 struct OpTiming {
-  Time ready = -1;       ///< dependencies done
-  Time start = -1;       ///< engine granted (composite: first stage started)
+  Time ready = -1;  ///< dependencies done
+  Time start = -1;  ///< engine granted (composite: first stage started)
   Time end = -1;
   bool done() const { return end >= 0; }
 };
@@ -54,17 +54,17 @@ struct OpTiming {
 struct EngineUse {
   NodeId pe = 0;
   Engine engine = Engine::PeCpu;
-  std::string name;      ///< "sip0.cube0.pe3.gemm"
-  int capacity = 1;      ///< units (DMA channels)
-  double busy = 0.0;     ///< unit-ps
+  std::string name;   ///< "sip0.cube0.pe3.gemm"
+  int capacity = 1;   ///< units (DMA channels)
+  double busy = 0.0;  ///< unit-ps
   std::uint64_t grants = 0;
-  Time total_wait = 0;   ///< queueing for the engine, summed over grants
+  Time total_wait = 0;  ///< queueing for the engine, summed over grants
 };
 
 struct RunResult {
   std::string program;
-  Time start = 0;        ///< when run() began
-  Time end = 0;          ///< when the last op ended
+  Time start = 0;  ///< when run() began
+  Time end = 0;    ///< when the last op ended
   Time makespan() const { return end - start; }
   std::vector<OpTiming> ops;                       ///< per program op
   std::vector<EngineUse> engines;                  ///< per PE and engine used (op log `resource` indexes this)

@@ -44,7 +44,8 @@ struct Executor::Impl {
   };
   struct MessageHash {
     std::size_t operator()(const MessageKey& k) const {
-      return static_cast<std::size_t>(sim::mix64(pair_key(k.to, k.from) ^ sim::mix64(static_cast<std::uint64_t>(k.key))));
+      return static_cast<std::size_t>(
+          sim::mix64(pair_key(k.to, k.from) ^ sim::mix64(static_cast<std::uint64_t>(k.key))));
     }
   };
   static std::uint64_t pair_key(NodeId a, NodeId b) {
@@ -57,7 +58,7 @@ struct Executor::Impl {
   };
   // (src, dst), channel
   std::unordered_map<std::pair<std::uint64_t, std::uint16_t>, std::unique_ptr<SlotQueue>, QueueHash> queues;
-  std::unordered_map<MessageKey, std::uint32_t, MessageHash> message_index;        // (dst, src, key)
+  std::unordered_map<MessageKey, std::uint32_t, MessageHash> message_index;  // (dst, src, key)
   std::vector<Message> messages;
   std::vector<std::uint32_t> transfer_message;  // fabric transfer id -> message (segments in flight)
   Executor::Observer* observer = nullptr;

@@ -32,21 +32,25 @@ HbmRegion HbmAllocator::alloc(NodeId slice, Bytes bytes, const std::string& what
   const Bytes aligned = (at + hbm_.stripe - 1) / hbm_.stripe * hbm_.stripe;
   if (bytes > hbm_.capacity - aligned) {
     const topology::NodeInfo& n = machine_.node(slice);
-    const std::string pe = n.sip >= 0 ? "sip" + std::to_string(n.sip) + ".cube" + std::to_string(n.cube) + ".pe" +
-                                            std::to_string(n.pe)
-                                      : n.name;
+    const std::string pe =
+        n.sip >= 0 ? "sip" + std::to_string(n.sip) + ".cube" + std::to_string(n.cube) + ".pe" + std::to_string(n.pe)
+                   : n.name;
     std::string taken;
     int listed = 0;
     for (const HbmRegion& r : regions_) {
       if (r.slice != slice) continue;
-      if (listed++ < 3) taken += (taken.empty() ? "" : ", ") + r.what + " " + config::format_bytes(r.bytes, config::ByteUnits::Rounded);
+      if (listed++ < 3)
+        taken += (taken.empty() ? "" : ", ") + r.what + " " + config::format_bytes(r.bytes, config::ByteUnits::Rounded);
     }
     if (listed > 3) taken += ", ...";
-    throw CapacityError(what + " needs " + config::format_bytes(bytes, config::ByteUnits::Rounded) + " on " + pe + "'s HBM slice " + n.name +
-                        ", which holds " + config::format_bytes(hbm_.capacity, config::ByteUnits::Rounded) + " (pe.hbm.capacity)" +
-                        (at > 0 ? " with " + config::format_bytes(at, config::ByteUnits::Rounded) + " already taken (" + taken + ")" : std::string()) +
-                        ": " + config::format_bytes(std::max<Bytes>(0, hbm_.capacity - aligned), config::ByteUnits::Rounded) +
-                        " free; spread it over more PEs or raise pe.hbm.capacity");
+    throw CapacityError(
+        what + " needs " + config::format_bytes(bytes, config::ByteUnits::Rounded) + " on " + pe + "'s HBM slice " +
+        n.name + ", which holds " + config::format_bytes(hbm_.capacity, config::ByteUnits::Rounded) +
+        " (pe.hbm.capacity)" +
+        (at > 0 ? " with " + config::format_bytes(at, config::ByteUnits::Rounded) + " already taken (" + taken + ")"
+                : std::string()) +
+        ": " + config::format_bytes(std::max<Bytes>(0, hbm_.capacity - aligned), config::ByteUnits::Rounded) +
+        " free; spread it over more PEs or raise pe.hbm.capacity");
   }
   next_[slice] = aligned + bytes;
   regions_.push_back(HbmRegion{slice, static_cast<std::uint64_t>(aligned), bytes, what});
@@ -71,7 +75,8 @@ void stripe_bytes(std::uint64_t address, Bytes bytes, const topology::HbmConfig&
   const std::uint64_t rounds = whole / pcs;
   if (rounds > 0)
     for (auto& b : per_pc) b += static_cast<Bytes>(rounds * stripe);
-  for (std::uint64_t k = 0; k < whole % pcs; ++k) per_pc[(stripe_no + rounds * pcs + k) % pcs] += static_cast<Bytes>(stripe);
+  for (std::uint64_t k = 0; k < whole % pcs; ++k)
+    per_pc[(stripe_no + rounds * pcs + k) % pcs] += static_cast<Bytes>(stripe);
   stripe_no += whole;
   left -= whole * stripe;
   // The tail.

@@ -31,7 +31,7 @@ struct HbmRegion {
   NodeId slice = 0;
   std::uint64_t address = 0;  ///< first byte, inside the slice
   Bytes bytes = 0;
-  std::string what;           ///< e.g. "KV cache (S_kv=131072)"
+  std::string what;  ///< e.g. "KV cache (S_kv=131072)"
 };
 
 class HbmAllocator {

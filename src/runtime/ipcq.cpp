@@ -65,7 +65,11 @@ void Executor::Impl::return_credit(std::uint32_t recv_node, Message& m) {
   // from (the send's move source), on that pair's own route: its latency is
   // the credit half of the slot round trip.
   const Node& snd = nodes[m.send];
-  const topology::TransferSpec spec{snd.move.dst, snd.move.src, cfg.ipcq_credit_bytes, 0, snd.tag,
+  const topology::TransferSpec spec{snd.move.dst,
+                                    snd.move.src,
+                                    cfg.ipcq_credit_bytes,
+                                    0,
+                                    snd.tag,
                                     static_cast<std::int32_t>(nodes[recv_node].agent),
                                     static_cast<std::int64_t>(recv_node)};
   const topology::TransferId id = system.fabric().start(spec, sim::Target::call(on_credit));
@@ -101,11 +105,16 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
       log_wait(nd, "slot_wait", t0, sim.now(), -1);
       nodes[n].slot_wait += sim.now() - t0;
     }
-    topology::TransferSpec spec{nd.move.src, dst, segment_bytes(bytes, slot, k, segments),
-                                static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(slot), nd.tag,
-                                static_cast<std::int32_t>(nd.agent), static_cast<std::int64_t>(n)};
+    topology::TransferSpec spec{nd.move.src,
+                                dst,
+                                segment_bytes(bytes, slot, k, segments),
+                                static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(slot),
+                                nd.tag,
+                                static_cast<std::int32_t>(nd.agent),
+                                static_cast<std::int64_t>(n)};
     const topology::TransferId id = fabric.start(spec, sim::Target::call(on_segment));
-    if (id >= transfer_message.size()) transfer_message.resize(std::max<std::size_t>(id + 1, 2 * transfer_message.size()));
+    if (id >= transfer_message.size())
+      transfer_message.resize(std::max<std::size_t>(id + 1, 2 * transfer_message.size()));
     transfer_message[id] = mi;
   }
   if (messages[mi].arrived < segments) co_await sim::Park{messages[mi].sender};
@@ -123,8 +132,10 @@ sim::Task<> Executor::Impl::recv(std::uint32_t n) {
       const Time t0 = sim.now();
       messages[mi].want = k;
       co_await sim::Park{messages[mi].receiver};
-      if (k == 0) nodes[n].engine_holder = static_cast<std::int32_t>(messages[mi].send);  // waited for its data
-      else nodes[n].data_wait += sim.now() - t0;
+      if (k == 0)
+        nodes[n].engine_holder = static_cast<std::int32_t>(messages[mi].send);  // waited for its data
+      else
+        nodes[n].data_wait += sim.now() - t0;
     }
     if (k == 0) nodes[n].start = sim.now();  // the first segment is here
     const Bytes b = segment_bytes(messages[mi].bytes, messages[mi].slot, k, messages[mi].segments);

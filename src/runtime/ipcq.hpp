@@ -25,17 +25,17 @@ struct SlotQueue {
 
 // One send/recv pair in flight, matched by (dst, src, key).
 struct Message {
-  std::uint32_t send = kNone;     // run-graph node of the send (kNone: not started)
-  std::uint32_t recv = kNone;     // ... of the recv, once it waits
-  std::uint32_t segments = 0;     // known when the send starts
+  std::uint32_t send = kNone;  // run-graph node of the send (kNone: not started)
+  std::uint32_t recv = kNone;  // ... of the recv, once it waits
+  std::uint32_t segments = 0;  // known when the send starts
   std::uint32_t arrived = 0;
-  std::uint32_t taken = 0;        // slots the recv has freed
+  std::uint32_t taken = 0;  // slots the recv has freed
   Bytes bytes = 0;
-  Bytes slot = 0;                 // bytes per segment (the send's)
+  Bytes slot = 0;  // bytes per segment (the send's)
   SlotQueue* queue = nullptr;
   std::coroutine_handle<> receiver;  // the recv, waiting for segment `want`
   std::uint32_t want = 0;
-  std::coroutine_handle<> sender;    // the send, waiting for the last arrival
+  std::coroutine_handle<> sender;  // the send, waiting for the last arrival
   static constexpr std::uint32_t kNone = 0xffffffffU;
 };
 

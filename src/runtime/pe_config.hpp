@@ -52,19 +52,18 @@ struct PeConfig {
   int gemm_macs_fp16 = 1024;
   int gemm_macs_bf16 = 1024;
   int gemm_macs_int8 = 2048;
-  int gemm_macs_tf32 = 0;  ///< tensor-core TF32 (the SIP PE has none)
-  int gemm_macs_fp8 = 0;   ///< tensor-core FP8 (the SIP PE has none)
-  int vector_bytes_per_cycle = 128;       ///< vector engine (softmax, elementwise)
-  int ipcq_slots = 8;                     ///< IPCQ slots at a PE per sending PE
-  Bytes ipcq_slot = 4 * sim::kKiB;        ///< bytes per slot
-  int ipcq_channels = 2;                  ///< IPCQ sends in flight per PE
-  Time ipcq_bank_hop = sim::kNanosecond;  ///< fixed cost of one slot read out of scratch
+  int gemm_macs_tf32 = 0;                       ///< tensor-core TF32 (the SIP PE has none)
+  int gemm_macs_fp8 = 0;                        ///< tensor-core FP8 (the SIP PE has none)
+  int vector_bytes_per_cycle = 128;             ///< vector engine (softmax, elementwise)
+  int ipcq_slots = 8;                           ///< IPCQ slots at a PE per sending PE
+  Bytes ipcq_slot = 4 * sim::kKiB;              ///< bytes per slot
+  int ipcq_channels = 2;                        ///< IPCQ sends in flight per PE
+  Time ipcq_bank_hop = sim::kNanosecond;        ///< fixed cost of one slot read out of scratch
   IpcqCredit ipcq_credit = IpcqCredit::Fabric;  ///< how a slot's credit returns to the sender
   /// Size of one credit message on the fabric. Assumed: one 64 B flit (a
   /// slot-release carries a queue id and a count, far under a flit).
   Bytes ipcq_credit_bytes = 64;
-  HbmConfig hbm;                          ///< the PE's HBM slice: capacity, pseudo-channels (`pe.hbm`)
+  HbmConfig hbm;  ///< the PE's HBM slice: capacity, pseudo-channels (`pe.hbm`)
 };
-
 
 }  // namespace kernbench::topology

@@ -18,9 +18,14 @@ namespace kernbench::runtime {
 
 struct PeEngines {
   PeEngines(sim::Simulation& sim, const std::string& pe, const topology::PeConfig& c)
-      : cpu(sim, pe + ".pe_cpu", 1), dma(sim, pe + ".dma", c.dma_channels), gemm(sim, pe + ".gemm", 1),
-        vector(sim, pe + ".vector", 1), ipcq(sim, pe + ".ipcq", c.ipcq_channels), ipcq_rx(sim, pe + ".ipcq_rx", 1),
-        launch(sim, pe + ".launch", 1), sm(sim, pe + ".sm", 1) {}
+      : cpu(sim, pe + ".pe_cpu", 1),
+        dma(sim, pe + ".dma", c.dma_channels),
+        gemm(sim, pe + ".gemm", 1),
+        vector(sim, pe + ".vector", 1),
+        ipcq(sim, pe + ".ipcq", c.ipcq_channels),
+        ipcq_rx(sim, pe + ".ipcq_rx", 1),
+        launch(sim, pe + ".launch", 1),
+        sm(sim, pe + ".sm", 1) {}
   sim::Server cpu, dma, gemm, vector, ipcq, ipcq_rx, launch, sm;
   Bytes scratch = 0;
   Bytes peak = 0;

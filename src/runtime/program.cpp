@@ -56,8 +56,8 @@ OpId Program::add(Op op, std::vector<OpId> deps) {
                      std::to_string(ops_.size()) + " ops, the limit of ops in a program");
   for (OpId d : deps)
     if (d >= id)
-      throw UsageError(name_ + ": op " + std::to_string(id) + " '" + op.name + "' depends on op " +
-                       std::to_string(d) + ", which does not exist yet (use depend() for later ops)");
+      throw UsageError(name_ + ": op " + std::to_string(id) + " '" + op.name + "' depends on op " + std::to_string(d) +
+                       ", which does not exist yet (use depend() for later ops)");
   op.deps = std::move(deps);
   if (op.name.empty()) op.name = to_string(op.kind) + std::string("#") + std::to_string(id);
   if (op.kind == OpKind::Send || op.kind == OpKind::Recv) note_key(op.key);
@@ -116,8 +116,8 @@ OpId Program::free(OpId alloc, std::vector<OpId> deps, std::string name) {
   return add(std::move(op), std::move(deps));
 }
 
-OpId Program::send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps,
-                   std::string name, std::int32_t tag, std::optional<NodeId> source) {
+OpId Program::send(NodeId agent, NodeId peer, Bytes bytes, std::int64_t key, std::vector<OpId> deps, std::string name,
+                   std::int32_t tag, std::optional<NodeId> source) {
   topology::check_transfer_size(bytes, name_ + ": send '" + name + "'");
   if (peer == agent) throw UsageError(name_ + ": send '" + name + "': a PE cannot send to itself");
   Op op = make_op(OpKind::Send, agent, std::move(name), tag);
@@ -159,8 +159,8 @@ void Program::set_channel(OpId op, int channel) {
 }
 
 void Program::set_slices(OpId op, Slices slices) {
-  if (op >= ops_.size() || (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv &&
-                            ops_[op].kind != OpKind::SwitchReduce))
+  if (op >= ops_.size() ||
+      (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv && ops_[op].kind != OpKind::SwitchReduce))
     throw UsageError(name_ + ": set_slices: op " + std::to_string(op) + " is not a send, recv or switch_reduce");
   if (slices.lo < 0 || slices.hi < slices.lo)
     throw UsageError(name_ + ": set_slices: bad range [" + std::to_string(slices.lo) + ", " +
@@ -173,21 +173,23 @@ OpId Program::barrier(NodeId agent, std::vector<OpId> deps, std::string name) {
   return add(std::move(op), std::move(deps));
 }
 
-OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps, std::string name,
-                        std::int32_t tag) {
+OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps, std::string name, std::int32_t tag) {
   if (pipeline.tiles == 0) throw UsageError(name_ + ": composite '" + name + "': needs at least one tile");
   if (pipeline.buffers == 0) throw UsageError(name_ + ": composite '" + name + "': needs at least one buffer");
   if (pipeline.compute != OpKind::Gemm && pipeline.compute != OpKind::Vector)
     throw UsageError(name_ + ": composite '" + name + "': the compute stage runs on gemm or vector");
   for (std::size_t j = 0; j < pipeline.loads.size(); ++j)
-    topology::check_transfer_size(pipeline.loads[j].bytes, name_ + ": composite '" + name + "': load " + std::to_string(j));
+    topology::check_transfer_size(pipeline.loads[j].bytes,
+                                  name_ + ": composite '" + name + "': load " + std::to_string(j));
   for (std::size_t j = 0; j < pipeline.stores.size(); ++j)
-    topology::check_transfer_size(pipeline.stores[j].bytes, name_ + ": composite '" + name + "': store " + std::to_string(j));
+    topology::check_transfer_size(pipeline.stores[j].bytes,
+                                  name_ + ": composite '" + name + "': store " + std::to_string(j));
   if (!(pipeline.flops >= 0) || !std::isfinite(pipeline.flops))
     throw UsageError(name_ + ": composite '" + name + "': FLOPs per tile must be >= 0 and finite, got " +
                      std::to_string(pipeline.flops));
   if (pipeline.vector_bytes < 0)
-    throw UsageError(name_ + ": composite '" + name + "': negative vector_bytes " + std::to_string(pipeline.vector_bytes));
+    throw UsageError(name_ + ": composite '" + name + "': negative vector_bytes " +
+                     std::to_string(pipeline.vector_bytes));
   // Its run-graph nodes (one op-log row each), counted before anything is allocated.
   const std::uint64_t per_tile = pipeline.loads.size() + 1 + pipeline.stores.size();
   if (static_cast<std::uint64_t>(pipeline.tiles) * per_tile + 2 > kMaxRunNodes)
@@ -216,8 +218,7 @@ OpId Program::switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes,
   return add(std::move(op), std::move(deps));
 }
 
-OpId Program::kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> deps, std::string name,
-                     std::int32_t tag) {
+OpId Program::kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> deps, std::string name, std::int32_t tag) {
   if (cost.launch < 0 || cost.duration < 0)
     throw UsageError(name_ + ": kernel '" + name + "': negative launch or duration");
   if (!(cost.flops >= 0) || !std::isfinite(cost.flops) || cost.bytes < 0)
@@ -264,8 +265,7 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
   const auto offset = static_cast<OpId>(ops_.size());
   if (ops_.size() + sub.size() > kMaxOps)
     throw UsageError(name_ + ": append '" + sub.name() + "': " + std::to_string(ops_.size()) + " + " +
-                     std::to_string(sub.size()) + " ops would exceed the limit of " + std::to_string(kMaxOps) +
-                     " ops");
+                     std::to_string(sub.size()) + " ops would exceed the limit of " + std::to_string(kMaxOps) + " ops");
   for (OpId a : after)
     if (a >= offset)
       throw UsageError(name_ + ": append '" + sub.name() + "': after op " + std::to_string(a) +
@@ -291,10 +291,9 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
   for (Op o : sub.ops()) {
     // A kernel that waits only for its own launch waits for `after` too:
     // its launch runs ahead, the kernel starts after what came before.
-    const bool only_launches =
-        o.kind == OpKind::Kernel && std::all_of(o.deps.begin(), o.deps.end(), [&](OpId d) {
-          return sub.op(d).kind == OpKind::Launch;
-        });
+    const bool only_launches = o.kind == OpKind::Kernel && std::all_of(o.deps.begin(), o.deps.end(), [&](OpId d) {
+                                 return sub.op(d).kind == OpKind::Launch;
+                               });
     for (OpId& d : o.deps) d += offset;
     if (only_launches) {
       o.deps.insert(o.deps.end(), after.begin(), after.end());

@@ -118,45 +118,45 @@ struct Move {
 /// free again). The composite completes when every tile is stored.
 struct Pipeline {
   std::uint32_t tiles = 1;
-  std::vector<Move> loads;         ///< per tile
-  OpKind compute = OpKind::Gemm;   ///< Gemm or Vector
-  double flops = 0.0;              ///< per tile (Gemm)
+  std::vector<Move> loads;        ///< per tile
+  OpKind compute = OpKind::Gemm;  ///< Gemm or Vector
+  double flops = 0.0;             ///< per tile (Gemm)
   Precision precision = Precision::Fp16;
-  Bytes vector_bytes = 0;          ///< per tile (Vector)
-  std::vector<Move> stores;        ///< per tile
+  Bytes vector_bytes = 0;    ///< per tile (Vector)
+  std::vector<Move> stores;  ///< per tile
   std::uint32_t buffers = 2;
-  std::int32_t load_tag = -1;      ///< tags of the stages (-1: the composite's)
+  std::int32_t load_tag = -1;  ///< tags of the stages (-1: the composite's)
   std::int32_t compute_tag = -1;
   std::int32_t store_tag = -1;
 };
 
 /// What a kernel model says one GPU kernel costs (program.hpp: launch, kernel).
 struct KernelCost {
-  Time launch = 0;      ///< host time to issue it (0: no launch op)
-  Time duration = 0;    ///< on the SM array, from its first CTA to its last
-  double flops = 0.0;   ///< for the op log and energy
+  Time launch = 0;     ///< host time to issue it (0: no launch op)
+  Time duration = 0;   ///< on the SM array, from its first CTA to its last
+  double flops = 0.0;  ///< for the op log and energy
   Precision precision = Precision::Bf16;
-  Bytes bytes = 0;      ///< HBM traffic it moves (op log, energy)
+  Bytes bytes = 0;  ///< HBM traffic it moves (op log, energy)
 };
 
 struct Op {
   OpKind kind = OpKind::Barrier;
-  NodeId agent = 0;            ///< the PE that dispatches it
+  NodeId agent = 0;  ///< the PE that dispatches it
   std::vector<OpId> deps;
-  std::string name;            ///< for errors and traces
+  std::string name;  ///< for errors and traces
   std::int32_t tag = 0;
-  Move move;                   ///< Dma, Send (dst = peer)
-  double flops = 0.0;          ///< Gemm
+  Move move;           ///< Dma, Send (dst = peer)
+  double flops = 0.0;  ///< Gemm
   Precision precision = Precision::Fp16;
-  Bytes bytes = 0;             ///< Vector (bytes processed), Alloc (scratch)
-  OpId target = 0;             ///< Free: the Alloc it returns
-  NodeId peer = 0;             ///< Recv: who sends
-  std::int64_t key = 0;        ///< Send/Recv: which message
+  Bytes bytes = 0;                         ///< Vector (bytes processed), Alloc (scratch)
+  OpId target = 0;                         ///< Free: the Alloc it returns
+  NodeId peer = 0;                         ///< Recv: who sends
+  std::int64_t key = 0;                    ///< Send/Recv: which message
   RecvMode recv_mode = RecvMode::Consume;  ///< Recv
-  Slices slices;               ///< Send/Recv: the buffer slices carried (symbolic checks)
-  std::uint32_t pipeline = 0;  ///< Composite: index into pipelines(); SwitchReduce: into switch_groups()
-  Time duration = 0;           ///< Launch, Kernel: the time it holds its engine; SwitchReduce: the
-                               ///< members' issue time (its gather stage lasts at least this long)
+  Slices slices;                           ///< Send/Recv: the buffer slices carried (symbolic checks)
+  std::uint32_t pipeline = 0;              ///< Composite: index into pipelines(); SwitchReduce: into switch_groups()
+  Time duration = 0;                       ///< Launch, Kernel: the time it holds its engine; SwitchReduce: the
+                                           ///< members' issue time (its gather stage lasts at least this long)
   /// -1: the op pays one PE_CPU dispatch (the SIP way). >= 0: no dispatch;
   /// the op waits this long, holding no engine, before its work -- a GPU
   /// collective step's protocol latency (ccl/nccl.hpp: the flag write and
@@ -248,7 +248,7 @@ class Program {
 
   std::string name_;
   std::vector<Op> ops_;
-  bool have_keys_ = false;  // the range of send/recv keys in ops_ (kept as ops
+  bool have_keys_ = false;                  // the range of send/recv keys in ops_ (kept as ops
   std::int64_t key_min_ = 0, key_max_ = 0;  // are added: append() is linear in the sub-program)
   std::vector<Pipeline> pipelines_;
   std::vector<std::vector<NodeId>> switch_groups_;

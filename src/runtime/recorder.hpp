@@ -40,11 +40,11 @@ namespace kernbench::runtime {
 /// The causes of a run as the critical-path walk reads them: nodes
 /// [first, last) of `causes` (their after/holder links stay inside).
 struct CauseGraph {
-  std::string name;                                   ///< the run's name (errors, the answer)
-  Time start = 0, end = 0;                            ///< the run's start and end
+  std::string name;         ///< the run's name (errors, the answer)
+  Time start = 0, end = 0;  ///< the run's start and end
   const std::vector<NodeCause>* causes = nullptr;
-  const std::vector<CausePart>* parts = nullptr;      ///< NodeCause::parts_* index this
-  const std::vector<std::string>* labels = nullptr;   ///< CausePart::label indexes this
+  const std::vector<CausePart>* parts = nullptr;        ///< NodeCause::parts_* index this
+  const std::vector<std::string>* labels = nullptr;     ///< CausePart::label indexes this
   const std::vector<std::string>* resources = nullptr;  ///< NodeCause::resource names this
   std::size_t first = 0, last = 0;
 };
@@ -148,8 +148,8 @@ class Recorder {
     std::int32_t after = -1;
     std::int32_t holder = -1;
     std::int32_t wait_resource = -1;  ///< the resource it queued for, when not `resource`
-    Time ready = -1;       ///< the cause's ready time, when it differs from the row's issue (a blocking wait)
-    bool log_row = true;   ///< false: a cause only (a step the log folds into another row)
+    Time ready = -1;      ///< the cause's ready time, when it differs from the row's issue (a blocking wait)
+    bool log_row = true;  ///< false: a cause only (a step the log folds into another row)
   };
   /// Records `op`; returns its node id.
   std::int32_t record(const Op& op) {
@@ -182,18 +182,18 @@ class Recorder {
       sim::OpLog& l = log();
       c.log_row = static_cast<std::int64_t>(l.size());
       c.program_op = static_cast<std::int64_t>(causes_.size());
-      l.record(sim::OpRecord{static_cast<std::int64_t>(l.size()), op.agent >= 0 ? op.agent : op.resource,
-                             op.resource, op.kind.code, op.tag, op.issue, op.start, op.end, op.bytes, op.work});
+      l.record(sim::OpRecord{static_cast<std::int64_t>(l.size()), op.agent >= 0 ? op.agent : op.resource, op.resource,
+                             op.kind.code, op.tag, op.issue, op.start, op.end, op.bytes, op.work});
     }
     causes_.push_back(std::move(c));
     return static_cast<std::int32_t>(causes_.size() - 1);
   }
   /// A log row only (an envelope spanning ops already recorded: a whole launch).
-  void record_row(const Kind& kind, std::int32_t resource, std::int32_t agent, std::int32_t tag, Time issue,
-                  Time start, Time end, Bytes bytes = 0, double work = 0.0) {
+  void record_row(const Kind& kind, std::int32_t resource, std::int32_t agent, std::int32_t tag, Time issue, Time start,
+                  Time end, Bytes bytes = 0, double work = 0.0) {
     sim::OpLog& l = log();
-    l.record(sim::OpRecord{static_cast<std::int64_t>(l.size()), agent >= 0 ? agent : resource, resource, kind.code,
-                           tag, issue, start, end, bytes, work});
+    l.record(sim::OpRecord{static_cast<std::int64_t>(l.size()), agent >= 0 ? agent : resource, resource, kind.code, tag,
+                           issue, start, end, bytes, work});
   }
   /// Records `op` as the next op of `chain` (after = the chain's last; the
   /// op is ready at that op's end unless op.ready says later); returns its node.

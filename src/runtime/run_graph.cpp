@@ -45,14 +45,12 @@ void Executor::Impl::check_program() const {
     return pn + ": op " + std::to_string(i) + " '" + ops[i].name + "' (" + to_string(ops[i].kind) + ")";
   };
   const auto check_agent = [&](std::uint32_t i, NodeId a, const char* role) {
-    if (a >= m.num_nodes())
-      throw UsageError(what(i) + ": " + role + " node id " + std::to_string(a) + " out of range");
+    if (a >= m.num_nodes()) throw UsageError(what(i) + ": " + role + " node id " + std::to_string(a) + " out of range");
     const topology::NodeInfo& n = m.node(a);
     // On a generated machine only PEs own engines (explicit graphs name
     // their own agents: a K200 die, a host thread).
     if ((m.generated() && n.kind != NodeKind::Pe) || owns_no_engines(n.kind))
-      throw UsageError(what(i) + ": " + role + " " + n.name + " is a " + topology::to_string(n.kind) +
-                       ", not a PE");
+      throw UsageError(what(i) + ": " + role + " " + n.name + " is a " + topology::to_string(n.kind) + ", not a PE");
   };
   // One end of a data movement: a memory (a PE's scratch, an HBM slice, a
   // memory or host node), never a node that only forwards; what lands in or
@@ -70,8 +68,8 @@ void Executor::Impl::check_program() const {
     if (n.kind == NodeKind::Pe && cfg.target != topology::ExecTarget::Gpu && mv.bytes > cfg.scratch &&
         !(composite && end == ops[i].agent))
       throw CapacityError(what(i) + " on " + m.node(ops[i].agent).name + ": " + leg + " " + bytes_text(mv.bytes) +
-                          " in the scratch of " + n.name + " exceed its budget pe.scratch = " +
-                          bytes_text(cfg.scratch));
+                          " in the scratch of " + n.name +
+                          " exceed its budget pe.scratch = " + bytes_text(cfg.scratch));
     if (m.generated() && n.kind == NodeKind::HbmCtrl &&
         (mv.address > static_cast<std::uint64_t>(cfg.hbm.capacity) ||
          static_cast<std::uint64_t>(mv.bytes) > static_cast<std::uint64_t>(cfg.hbm.capacity) - mv.address))
@@ -139,7 +137,8 @@ void Executor::Impl::check_program() const {
         check_agent(i, op.move.dst, "receiver");
         check_end(i, Move{op.move.src, op.move.dst, 0}, op.move.src, "send source");
         const std::uint64_t seg = op.segment > 0 ? static_cast<std::uint64_t>(op.segment) : slot;
-        const std::uint64_t segs = std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(op.move.bytes) + seg - 1) / seg);
+        const std::uint64_t segs =
+            std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(op.move.bytes) + seg - 1) / seg);
         if (segs > kMaxSegments)
           throw UsageError(what(i) + " on " + m.node(op.agent).name + ": " + bytes_text(op.move.bytes) + " in " +
                            bytes_text(static_cast<Bytes>(seg)) + " IPCQ slots make " + std::to_string(segs) +
@@ -167,10 +166,10 @@ void Executor::Impl::check_program() const {
         if (!fresh) {
           const auto s = sends.find(MessageKey{op.agent, op.peer, op.key});
           std::string send_text = "the send from " + m.node(op.peer).name + " with key " + std::to_string(op.key);
-          if (s != sends.end()) send_text = "op " + std::to_string(s->second) + " '" + ops[s->second].name + "' (" + send_text + ")";
-          throw UsageError(what(i) + " on " + m.node(op.agent).name + " and op " + std::to_string(it->second) +
-                           " '" + ops[it->second].name + "' both receive " + send_text +
-                           ": a message has exactly one recv");
+          if (s != sends.end())
+            send_text = "op " + std::to_string(s->second) + " '" + ops[s->second].name + "' (" + send_text + ")";
+          throw UsageError(what(i) + " on " + m.node(op.agent).name + " and op " + std::to_string(it->second) + " '" +
+                           ops[it->second].name + "' both receive " + send_text + ": a message has exactly one recv");
         }
         break;
       }
@@ -187,8 +186,7 @@ void Executor::Impl::check_unreceived() const {
                         " from " + system.machine().node(nd.agent).name + " to " +
                         system.machine().node(nd.move.dst).name + " with key " + std::to_string(nd.key) +
                         ", but no recv on " + system.machine().node(nd.move.dst).name + " from " +
-                        system.machine().node(nd.agent).name + " with key " + std::to_string(nd.key) +
-                        " took it");
+                        system.machine().node(nd.agent).name + " with key " + std::to_string(nd.key) + " took it");
   }
 }
 

@@ -44,8 +44,13 @@ sim::Task<> Executor::Impl::switch_legs(std::uint32_t n, bool gather) {
   nodes[n].legs_pending = static_cast<std::uint32_t>(members.size());
   for (NodeId m : members) {
     const Node& nd = nodes[n];
-    topology::TransferSpec spec{gather ? m : sw, gather ? sw : m, nd.move.bytes, 0, nd.tag,
-                                static_cast<std::int32_t>(sw), static_cast<std::int64_t>(n)};
+    topology::TransferSpec spec{gather ? m : sw,
+                                gather ? sw : m,
+                                nd.move.bytes,
+                                0,
+                                nd.tag,
+                                static_cast<std::int32_t>(sw),
+                                static_cast<std::int64_t>(n)};
     const topology::TransferId id = fabric.start(spec, sim::Target::call(on_switch_leg));
     if (id >= transfer_node.size()) transfer_node.resize(std::max<std::size_t>(id + 1, 2 * transfer_node.size()));
     transfer_node[id] = n;

@@ -34,9 +34,7 @@ class EventQueue {
 
   /// Bytes held for pending events (capacity, not size): the memory cost
   /// per pending event that the PHOLD bench reports.
-  std::size_t reserved_bytes() const {
-    return heap_.capacity() * sizeof(Event) + now_lane_.capacity() * sizeof(Event);
-  }
+  std::size_t reserved_bytes() const { return heap_.capacity() * sizeof(Event) + now_lane_.capacity() * sizeof(Event); }
 
   void reserve(std::size_t n) { heap_.reserve(n); }
 
@@ -84,9 +82,7 @@ class EventQueue {
   using Key = unsigned __int128;
   // Times are never negative (the clock starts at 0 and delays are >= 0),
   // so the unsigned key orders exactly as (time, seq).
-  static Key key(const Event& e) {
-    return (static_cast<Key>(static_cast<std::uint64_t>(e.time)) << 64) | e.seq;
-  }
+  static Key key(const Event& e) { return (static_cast<Key>(static_cast<std::uint64_t>(e.time)) << 64) | e.seq; }
 
   Event pop_heap() {
     Event top = heap_.front();

@@ -7,8 +7,8 @@
 namespace kernbench::sim::detail {
 namespace {
 
-constexpr std::size_t kGranule = 64;     // size classes are multiples of a cache line
-constexpr std::size_t kClasses = 32;     // frames up to 2 KiB are pooled
+constexpr std::size_t kGranule = 64;  // size classes are multiples of a cache line
+constexpr std::size_t kClasses = 32;  // frames up to 2 KiB are pooled
 
 struct FreeBlock {
   FreeBlock* next;

@@ -30,8 +30,8 @@ void OpLog::clear() {
 }
 
 OpRecord OpLog::row(std::size_t i) const {
-  return OpRecord{op_.at(i), agent_.at(i), resource_.at(i), kind_.at(i), tag_.at(i),
-                  issue_.at(i), start_.at(i), end_.at(i), bytes_.at(i), work_.at(i)};
+  return OpRecord{op_.at(i),    agent_.at(i), resource_.at(i), kind_.at(i),  tag_.at(i),
+                  issue_.at(i), start_.at(i), end_.at(i),      bytes_.at(i), work_.at(i)};
 }
 
 }  // namespace kernbench::sim

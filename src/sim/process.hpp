@@ -28,9 +28,7 @@ namespace kernbench::sim {
 class [[nodiscard]] Process {
  public:
   struct promise_type : detail::ProcessNode {
-    Process get_return_object() {
-      return Process(std::coroutine_handle<promise_type>::from_promise(*this));
-    }
+    Process get_return_object() { return Process(std::coroutine_handle<promise_type>::from_promise(*this)); }
     // Suspended at birth: spawn() decides when it first runs.
     std::suspend_always initial_suspend() noexcept { return {}; }
     struct FinalAwaiter {

@@ -8,10 +8,13 @@
 namespace kernbench::sim {
 
 Server::Server(Simulation& sim, std::string name, int capacity, Arbitration arbitration, int ports)
-    : sim_(sim), capacity_(capacity), last_change_(sim.now()), arbitration_(arbitration), created_(sim.now()),
+    : sim_(sim),
+      capacity_(capacity),
+      last_change_(sim.now()),
+      arbitration_(arbitration),
+      created_(sim.now()),
       name_(std::move(name)) {
-  if (capacity < 1)
-    throw UsageError("server '" + name_ + "': capacity must be >= 1, got " + std::to_string(capacity));
+  if (capacity < 1) throw UsageError("server '" + name_ + "': capacity must be >= 1, got " + std::to_string(capacity));
   if (ports < 1) throw UsageError("server '" + name_ + "': ports must be >= 1, got " + std::to_string(ports));
   if (arbitration == Arbitration::Fifo && ports != 1)
     throw UsageError("server '" + name_ + "': FIFO arbitration has a single queue (ports = 1), got " +

@@ -23,12 +23,12 @@ enum class Arbitration { Fifo, RoundRobin };
 
 /// What a Server has measured so far (up to the last state change or now()).
 struct ServerStats {
-  std::uint64_t grants = 0;      ///< units handed out
-  std::uint64_t waited = 0;      ///< grants that had to queue (wait > 0)
-  Time total_wait = 0;           ///< sum of queue waits over all grants
+  std::uint64_t grants = 0;  ///< units handed out
+  std::uint64_t waited = 0;  ///< grants that had to queue (wait > 0)
+  Time total_wait = 0;       ///< sum of queue waits over all grants
   Time max_wait = 0;
-  double busy_unit_time = 0.0;   ///< integral of units in use over time (ps)
-  double queue_area = 0.0;       ///< integral of queue length over time (ps)
+  double busy_unit_time = 0.0;  ///< integral of units in use over time (ps)
+  double queue_area = 0.0;      ///< integral of queue length over time (ps)
   std::size_t max_queue = 0;
 
   double mean_wait() const { return grants ? static_cast<double>(total_wait) / static_cast<double>(grants) : 0.0; }
@@ -116,13 +116,13 @@ class Server {
   int capacity_;
   std::size_t waiting_ = 0;
   Time last_change_ = 0;
-  RingQueue<Waiter> first_;               // port 0's queue, inline: the only one under FIFO
+  RingQueue<Waiter> first_;  // port 0's queue, inline: the only one under FIFO
   ServerStats stats_;
   // Cold.
   Arbitration arbitration_;
   int last_port_ = -1;  // round-robin pointer
   Time created_ = 0;
-  std::vector<RingQueue<Waiter>> more_;   // ports 1.. (round-robin only)
+  std::vector<RingQueue<Waiter>> more_;  // ports 1.. (round-robin only)
   std::string name_;
 };
 

@@ -23,8 +23,8 @@ void Simulation::run() { run_loop(kTimeInfinity); }
 
 void Simulation::run(Time until) {
   if (until < now_)
-    throw UsageError("run(until=" + std::to_string(until) + " ps) is before the current time " +
-                     std::to_string(now_) + " ps");
+    throw UsageError("run(until=" + std::to_string(until) + " ps) is before the current time " + std::to_string(now_) +
+                     " ps");
   run_loop(until);
   if (!stop_requested_ && until != kTimeInfinity) now_ = until;
 }
@@ -38,9 +38,8 @@ void Simulation::run_loop(Time until) {
       break;
     }
     if (next > max_time_) [[unlikely]]
-      throw LimitError("simulated-time limit: the next event is at t=" + std::to_string(next) +
-                       " ps, past max_time " + std::to_string(max_time_) + " ps (" +
-                       std::to_string(events_processed_) + " events processed)");
+      throw LimitError("simulated-time limit: the next event is at t=" + std::to_string(next) + " ps, past max_time " +
+                       std::to_string(max_time_) + " ps (" + std::to_string(events_processed_) + " events processed)");
     if (events_processed_ >= next_checkpoint_) [[unlikely]]
       checkpoint();
     step();
@@ -67,15 +66,15 @@ void Simulation::arm_checkpoint() {
 
 void Simulation::checkpoint() {
   if (events_processed_ >= max_events_)
-    throw LimitError("event limit: " + std::to_string(max_events_) + " events processed by t=" +
-                     std::to_string(now_) + " ps and the model is still running (max_events)");
+    throw LimitError("event limit: " + std::to_string(max_events_) + " events processed by t=" + std::to_string(now_) +
+                     " ps and the model is still running (max_events)");
   if (poll_) poll_();  // may throw (e.g. Ctrl-C)
   arm_checkpoint();
 }
 
 void Simulation::throw_time_backwards(Time t) const {
-  throw InternalError("time went backwards: an event at t=" + std::to_string(t) + " ps came after t=" +
-                      std::to_string(now_) + " ps");
+  throw InternalError("time went backwards: an event at t=" + std::to_string(t) +
+                      " ps came after t=" + std::to_string(now_) + " ps");
 }
 
 void Simulation::spawn(std::string name, Process process) {

@@ -69,9 +69,7 @@ class Simulation {
       queue_.push_heap(e);
     }
   }
-  void schedule(Time delay, Handler& handler, std::uint64_t arg = 0) {
-    schedule(delay, Target::call(handler), arg);
-  }
+  void schedule(Time delay, Handler& handler, std::uint64_t arg = 0) { schedule(delay, Target::call(handler), arg); }
   /// Wakes `target` at absolute time `when` (>= now()).
   void schedule_at(Time when, Target target, std::uint64_t arg = 0) { schedule(when - now_, target, arg); }
 
@@ -95,9 +93,7 @@ class Simulation {
   }
   /// Whether the place (when, seq) in the event order has passed: the event
   /// being processed comes after it.
-  bool passed(Time when, std::uint64_t seq) const {
-    return when < now_ || (when == now_ && seq < current_seq_);
-  }
+  bool passed(Time when, std::uint64_t seq) const { return when < now_ || (when == now_ && seq < current_seq_); }
 
   /// Awaitable: `co_await sim.delay(t)` resumes the process t ps later
   /// (t = 0 yields: the process goes behind everything already due now).

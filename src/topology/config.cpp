@@ -96,9 +96,7 @@ const char* to_string(FabricModel model) {
 }
 
 std::optional<NodeKind> node_kind_from_string(std::string_view name) { return from_name(kNodeKinds, name); }
-std::optional<SipTopology> sip_topology_from_string(std::string_view name) {
-  return from_name(kSipTopologies, name);
-}
+std::optional<SipTopology> sip_topology_from_string(std::string_view name) { return from_name(kSipTopologies, name); }
 const char* to_string(Multipath multipath) {
   switch (multipath) {
     case Multipath::Single: return "single";
@@ -110,9 +108,7 @@ const char* to_string(Multipath multipath) {
 
 std::optional<Multipath> multipath_from_string(std::string_view name) { return from_name(kMultipaths, name); }
 
-std::optional<FabricModel> fabric_model_from_string(std::string_view name) {
-  return from_name(kFabricModels, name);
-}
+std::optional<FabricModel> fabric_model_from_string(std::string_view name) { return from_name(kFabricModels, name); }
 
 std::vector<std::string> node_kind_names() { return names(kNodeKinds); }
 std::vector<std::string> sip_topology_names() { return names(kSipTopologies); }

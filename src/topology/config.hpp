@@ -69,7 +69,9 @@ struct BufferSize {
   std::int64_t amount = 0;
   bool bounded() const { return unit != Unit::Unbounded; }
   /// Whole flits it holds (0 when unbounded).
-  std::int64_t flits(Bytes flit) const { return unit == Unit::Flits ? amount : unit == Unit::Bytes ? amount / flit : 0; }
+  std::int64_t flits(Bytes flit) const {
+    return unit == Unit::Flits ? amount : unit == Unit::Bytes ? amount / flit : 0;
+  }
 };
 /// "unbounded", "8 flits" or "4 KiB".
 std::string to_string(const BufferSize& b);
@@ -99,9 +101,9 @@ struct GridSize {
 
 /// Where a SIP's PCIe endpoint attaches inside the SIP.
 struct PcieAttach {
-  int cube = 0;    ///< cube index (row-major in the cube grid)
-  int row = 0;     ///< router row inside that cube
-  int col = 0;     ///< router column
+  int cube = 0;  ///< cube index (row-major in the cube grid)
+  int row = 0;   ///< router row inside that cube
+  int col = 0;   ///< router column
 };
 
 /// The SIP -> CUBE -> PE generator's input.
@@ -109,9 +111,9 @@ struct SystemConfig {
   std::string name = "machine";
   GridSize sips{1, 1};
   SipTopology sip_topology = SipTopology::Ring;
-  GridSize cubes{1, 1};        ///< cube grid per SIP (a mesh, no wraparound)
-  GridSize routers{4, 2};      ///< router mesh per cube
-  int pes_per_cube = 8;        ///< PE i attaches to router i mod (w*h), row-major
+  GridSize cubes{1, 1};    ///< cube grid per SIP (a mesh, no wraparound)
+  GridSize routers{4, 2};  ///< router mesh per cube
+  int pes_per_cube = 8;    ///< PE i attaches to router i mod (w*h), row-major
   PcieAttach pcie_attach;
 
   /// Per-kind node parameters (the YAML `nodes:` section).
@@ -156,13 +158,13 @@ struct ExplicitEdge {
 /// (packages of groups of PEs, the generator's SIPs of cubes of PEs).
 /// The generator states the same relations for the machines it builds.
 struct LayoutConfig {
-  std::vector<std::string> ranks;      ///< PE names in rank order (empty: the pe nodes as listed)
-  std::optional<GridSize> grid;        ///< the ranks as a w x h grid, row-major (2-D collectives)
+  std::vector<std::string> ranks;  ///< PE names in rank order (empty: the pe nodes as listed)
+  std::optional<GridSize> grid;    ///< the ranks as a w x h grid, row-major (2-D collectives)
   /// Hierarchy: rank r is PE r % pes_per_group of group (r / pes_per_group) %
   /// groups.count() of package r / (groups.count() * pes_per_group).
   std::optional<GridSize> packages;
   SipTopology package_topology = SipTopology::Ring;  ///< how packages are linked (hierarchical collectives)
-  std::optional<GridSize> groups;      ///< groups per package, as a grid (row-major)
+  std::optional<GridSize> groups;                    ///< groups per package, as a grid (row-major)
   int pes_per_group = 0;
 };
 
@@ -197,10 +199,10 @@ enum class Multipath { Single, Ecmp, Spread };
 
 struct FabricConfig {
   FabricModel model = FabricModel::Packet;
-  Bytes chunk = 4 * sim::kKiB;  ///< packet model: transfers are cut into chunks of this size
-  Bytes flit = 64;              ///< smallest unit; chunk must be a multiple of it
-  Bytes request = 64;           ///< size of a DMA read request packet
-  Bytes stripe = 0;             ///< lane striping unit on multi-connection links (0: the chunk)
+  Bytes chunk = 4 * sim::kKiB;              ///< packet model: transfers are cut into chunks of this size
+  Bytes flit = 64;                          ///< smallest unit; chunk must be a multiple of it
+  Bytes request = 64;                       ///< size of a DMA read request packet
+  Bytes stripe = 0;                         ///< lane striping unit on multi-connection links (0: the chunk)
   Multipath multipath = Multipath::Single;  ///< use of equal-cost paths (single keeps one path per pair)
 };
 
@@ -222,13 +224,19 @@ struct Config {
 
   /// Section T, or nullptr when the file did not give it.
   template <typename T>
-  const T* find() const { return sections.find<T>(); }
+  const T* find() const {
+    return sections.find<T>();
+  }
   /// Section T, or its defaults when the file did not give it.
   template <typename T>
-  const T& section() const { return sections.get<T>(); }
+  const T& section() const {
+    return sections.get<T>();
+  }
   /// Section T, created with its defaults when absent.
   template <typename T>
-  T& section() { return sections.get<T>(); }
+  T& section() {
+    return sections.get<T>();
+  }
 };
 
 /// Bytes of one element of a precision (FP32 and TF32 4, FP16 and BF16 2, INT8 and FP8 1).

@@ -80,7 +80,8 @@ void read_layout(const MapReader& r, ExplicitGraphConfig& g, const std::unordere
   if (total != static_cast<__int128>(n)) {
     const auto text = [](__int128 v) {  // the exact product, also past 2^63
       std::string s;
-      do s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10; while (v > 0);
+      do s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10;
+      while (v > 0);
       return s;
     };
     r.fail("pes_per_group", std::to_string(l.packages->w) + "x" + std::to_string(l.packages->h) + " = " +

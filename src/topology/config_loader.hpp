@@ -41,13 +41,11 @@ void add_config_sections(config::Schema& schema);
 /// Loads `path` (following `include:`), applies `overrides`, types and checks
 /// it against `schema` (kernbench::schema() for the whole config). Includes
 /// may read the file's folder tree and `include_dirs` (config/yaml_tree.hpp).
-Config load_config(const config::Schema& schema, const std::string& path,
-                   const std::vector<Override>& overrides = {},
+Config load_config(const config::Schema& schema, const std::string& path, const std::vector<Override>& overrides = {},
                    const std::vector<std::string>& include_dirs = {});
 
 /// Same, from YAML text; `source` names it in messages (and anchors relative includes).
 Config parse_config(const config::Schema& schema, const std::string& yaml_text, const std::string& source,
-                    const std::vector<Override>& overrides = {},
-                    const std::vector<std::string>& include_dirs = {});
+                    const std::vector<Override>& overrides = {}, const std::vector<std::string>& include_dirs = {});
 
 }  // namespace kernbench::topology

@@ -137,8 +137,8 @@ void read_system(const MapReader& top, Config& c) {
 }
 
 void read_pipeline(const MapReader& r, NodeParams::Pipeline& p) {
-  for (auto [key, cycles] : {std::pair{"route", &p.route}, std::pair{"vc_alloc", &p.vc_alloc},
-                             std::pair{"switch_alloc", &p.switch_alloc}}) {
+  for (auto [key, cycles] :
+       {std::pair{"route", &p.route}, std::pair{"vc_alloc", &p.vc_alloc}, std::pair{"switch_alloc", &p.switch_alloc}}) {
     r.get_int(key, *cycles);
     if (*cycles < 0 || *cycles > 1'000'000)
       r.fail(key, "expected a cycle count in 0..1000000, got " + std::to_string(*cycles));
@@ -149,8 +149,8 @@ void read_pipeline(const MapReader& r, NodeParams::Pipeline& p) {
 void check_clock(const MapReader& r, const NodeParams& n) {
   if (n.clock_hz < 0) r.fail("clock", "expected a positive frequency");
   if (n.pipeline.cycles() > 0 && n.clock_hz == 0)
-    r.fail(r.get("clock") ? "clock" : "pipeline",
-           "a pipeline of " + std::to_string(n.pipeline.cycles()) + " cycles needs the node's clock (e.g. clock: 1 GHz)");
+    r.fail(r.get("clock") ? "clock" : "pipeline", "a pipeline of " + std::to_string(n.pipeline.cycles()) +
+                                                      " cycles needs the node's clock (e.g. clock: 1 GHz)");
 }
 
 ExplicitGraphConfig read_graph(const MapReader& top) {
@@ -173,16 +173,15 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
     m.get_bool("flit_aware", n.params.flit_aware);
     if (m.get("reduction")) {
       if (n.kind != NodeKind::Switch)
-        m.fail("reduction", "only a switch node reduces in the network; " + in_quotes(n.name) + " is a " +
-                                to_string(n.kind));
+        m.fail("reduction",
+               "only a switch node reduces in the network; " + in_quotes(n.name) + " is a " + to_string(n.kind));
       m.child("reduction").get_bandwidth("bandwidth", n.params.reduction);
     }
     if (m.get("pipeline")) read_pipeline(m.child("pipeline"), n.params.pipeline);
     m.get_frequency("clock", n.params.clock_hz);
     check_clock(m, n.params);
     if (m.get_string("memory", n.memory) && n.kind != NodeKind::Pe)
-      m.fail("memory", "only a pe node has a memory of its own; " + in_quotes(n.name) + " is a " +
-                           to_string(n.kind));
+      m.fail("memory", "only a pe node has a memory of its own; " + in_quotes(n.name) + " is a " + to_string(n.kind));
     index.emplace(n.name, i);
     names.push_back(n.name);
     g.nodes.push_back(std::move(n));
@@ -255,8 +254,9 @@ void grid_keys(Section<GridSize> g) {
 }
 
 void pipeline_keys(Section<NodeParams::Pipeline> p) {
-  p.doc("A router pipeline in cycles per hop (BookSim's routing / VC allocation / switch allocation stages); "
-        "its time, cycles / clock rounded up to a ps, is paid with the node's overhead by every chunk.");
+  p.doc(
+      "A router pipeline in cycles per hop (BookSim's routing / VC allocation / switch allocation stages); "
+      "its time, cycles / clock rounded up to a ps, is paid with the node's overhead by every chunk.");
   for (auto [key, m, what] : {std::tuple{"route", &NodeParams::Pipeline::route, "route computation"},
                               std::tuple{"vc_alloc", &NodeParams::Pipeline::vc_alloc, "virtual-channel allocation"},
                               std::tuple{"switch_alloc", &NodeParams::Pipeline::switch_alloc, "switch allocation"}})
@@ -326,10 +326,13 @@ void check_packet_buffers(const MapReader& top, const Config& c) {
     const bool noc = s.routers.w > 1 || s.routers.h > 1;
     const bool ucie = s.cubes.w > 1 || s.cubes.h > 1;
     const bool pcie = s.sips.w > 1 || s.sips.h > 1;
-    for (const auto& [name, link, built] :
-         {std::tuple<const char*, const LinkParams*, bool>{"pe", &l.pe, true}, {"noc", &l.noc, noc},
-          {"hbm", &l.hbm, true}, {"ucie_port", &l.ucie_port, ucie}, {"ucie", &l.ucie, ucie},
-          {"pcie_port", &l.pcie_port, true}, {"pcie", &l.pcie, pcie}})
+    for (const auto& [name, link, built] : {std::tuple<const char*, const LinkParams*, bool>{"pe", &l.pe, true},
+                                            {"noc", &l.noc, noc},
+                                            {"hbm", &l.hbm, true},
+                                            {"ucie_port", &l.ucie_port, ucie},
+                                            {"ucie", &l.ucie, ucie},
+                                            {"pcie_port", &l.pcie_port, true},
+                                            {"pcie", &l.pcie, pcie}})
       if (built) used.emplace_back(std::string("links.") + name + ".buffer", &link->buffer);
   } else if (c.graph) {
     for (std::size_t i = 0; i < c.graph->edges.size(); ++i)
@@ -363,9 +366,9 @@ void add_config_sections(config::Schema& schema) {
                           std::string("required key is missing: a system config needs ") + k + " (" +
                               join(top.section().find(k)->section->names(), ", ") + ")");
       if (!sys && top.get(k))
-        top.fail_key(k, std::string(k) + " belongs to a system config; a graph config gives " +
-                            (std::string(k) == "nodes" ? "node parameters in graph.nodes"
-                                                       : "link parameters in graph.edges"));
+        top.fail_key(
+            k, std::string(k) + " belongs to a system config; a graph config gives " +
+                   (std::string(k) == "nodes" ? "node parameters in graph.nodes" : "link parameters in graph.edges"));
     }
   });
   root.key("include", Type::Strings,
@@ -476,9 +479,11 @@ void add_config_sections(config::Schema& schema) {
   gn.key("memory", Type::String, "pe nodes: the hbm_ctrl or memory node holding this PE's own memory (its HBM)");
   Section<ExplicitNode> gred = gn.section<ExplicitNode>(
       "reduction", Type::Map, "switch nodes: in-network reduction (NVLink SHARP-like), used by the nvls all-reduce");
-  gred.doc("A switch that declares it receives each rank's contribution of a chunk, reduces them and multicasts "
-           "the result to every rank (the runtime's switch_reduce op).");
-  gred.key("bandwidth", Type::Bandwidth, "input bytes the reduction unit consumes per second, summed over the contributions")
+  gred.doc(
+      "A switch that declares it receives each rank's contribution of a chunk, reduces them and multicasts "
+      "the result to every rank (the runtime's switch_reduce op).");
+  gred.key("bandwidth", Type::Bandwidth,
+           "input bytes the reduction unit consumes per second, summed over the contributions")
       .req()
       .min(Bound::Positive);
   Section<LayoutConfig> layout =

@@ -17,8 +17,8 @@ void log_op(Fabric& fabric, const char* kind, NodeId issuer, NodeId memory, cons
 
 }  // namespace
 
-sim::Task<DmaResult> dma_move(Fabric& fabric, NodeId agent, NodeId src, NodeId dst, Bytes bytes,
-                              std::uint64_t address, std::int32_t tag) {
+sim::Task<DmaResult> dma_move(Fabric& fabric, NodeId agent, NodeId src, NodeId dst, Bytes bytes, std::uint64_t address,
+                              std::int32_t tag) {
   DmaResult r;
   r.issue = fabric.sim().now();
   r.end = r.issue;

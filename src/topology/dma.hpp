@@ -21,8 +21,8 @@ struct DmaResult {
   Time issue = 0;
   Time end = 0;
   Bytes bytes = 0;
-  Breakdown parts;              ///< request leg + data leg
-  TransferId request_leg = 0;   ///< the request packet (reads only)
+  Breakdown parts;             ///< request leg + data leg
+  TransferId request_leg = 0;  ///< the request packet (reads only)
   TransferId data_leg = 0;
   Time latency() const { return end - issue; }
 };

@@ -62,7 +62,8 @@ std::string i128_text(__int128 v) {
   if (v == 0) return "0";
   const bool neg = v < 0;
   std::string out;
-  for (__int128 x = neg ? -v : v; x > 0; x /= 10) out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
+  for (__int128 x = neg ? -v : v; x > 0; x /= 10)
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
   return neg ? "-" + out : out;
 }
 
@@ -80,8 +81,8 @@ void Fabric::check_transfer_time(const Route& route, const TransferSpec& spec, T
   // The packet model's chunk indices are 32-bit (records, events).
   if (config_.model == FabricModel::Packet && spec.bytes > 0 &&
       (spec.bytes + config_.chunk - 1) / config_.chunk > Bytes{UINT32_MAX})
-    throw UsageError(what + ": " + std::to_string(spec.bytes) + " B is more than 2^32 - 1 chunks of fabric.chunk = " +
-                     std::to_string(config_.chunk) + " B");
+    throw UsageError(what + ": " + std::to_string(spec.bytes) +
+                     " B is more than 2^32 - 1 chunks of fabric.chunk = " + std::to_string(config_.chunk) + " B");
   const __int128 src_overhead = spec.charge_src_overhead ? machine_.node(spec.src).params.overhead : 0;
   __int128 latency = 0, overhead = src_overhead, streaming = 0;
   Time segment = 0;

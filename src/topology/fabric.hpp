@@ -80,24 +80,24 @@ struct TransferRecord {
   NodeId dst = 0;
   Bytes bytes = 0;
   Time issue = 0;
-  Time end = -1;       ///< -1 while in flight
+  Time end = -1;  ///< -1 while in flight
   Breakdown parts;
   std::uint32_t hops = 0;
   std::uint32_t chunks = 0;
   std::int32_t tag = 0;
   std::int32_t agent = -1;
   std::int64_t request = -1;
-  std::uint32_t path = 0;            ///< the equal-cost path it took (Router::paths index; 0 when striped)
-  std::uint32_t stripes = 0;         ///< spread: how many stripes moved it (0: it moved itself)
-  TransferId parent = kNoTransfer;   ///< a stripe: the transfer it is part of
+  std::uint32_t path = 0;           ///< the equal-cost path it took (Router::paths index; 0 when striped)
+  std::uint32_t stripes = 0;        ///< spread: how many stripes moved it (0: it moved itself)
+  TransferId parent = kNoTransfer;  ///< a stripe: the transfer it is part of
   bool done() const { return end >= 0; }
   Time latency() const { return end - issue; }
 };
 
 /// Per-channel totals (one direction of a link).
 struct ChannelStats {
-  Bytes bytes = 0;          ///< payload bytes that crossed it
-  double busy_time = 0.0;   ///< lane-time spent serialising (ps, summed over lanes)
+  Bytes bytes = 0;         ///< payload bytes that crossed it
+  double busy_time = 0.0;  ///< lane-time spent serialising (ps, summed over lanes)
 };
 
 class Fabric {

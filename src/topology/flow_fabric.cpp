@@ -40,7 +40,8 @@ FlowFabric::FlowFabric(sim::Simulation& sim, const Machine& machine, const Fabri
                         ": bandwidth x connections must be positive and fit in 64 bits");
     // Resource ids are channel ids: resources are added in channel order.
     const auto id = solver_.add_resource(static_cast<double>(bw * lanes) / kPsPerSecond);
-    if (id != c) throw InternalError("flow fabric: solver resource " + std::to_string(id) + " != channel " + std::to_string(c));
+    if (id != c)
+      throw InternalError("flow fabric: solver resource " + std::to_string(id) + " != channel " + std::to_string(c));
     lane_ps_per_byte_.push_back(kPsPerSecond / static_cast<double>(bw));
   }
 }
@@ -211,8 +212,7 @@ void FlowFabric::on_solve(std::uint64_t) {
     fl.phi = std::min(1.0, solver_.rate(f) / segments_[fl.segment].r_max);
     if (!(fl.phi > 0.0))
       throw InternalError("flow fabric: flow " + std::to_string(f) + " of transfer " +
-                          std::to_string(transfers_[fl.transfer].id) + " got rate " +
-                          std::to_string(solver_.rate(f)));
+                          std::to_string(transfers_[fl.transfer].id) + " got rate " + std::to_string(solver_.rate(f)));
     ++fl.version;
     fl.materialised = false;  // an event already queued for it is now stale
     if (fl.queued) due_.erase(Due{fl.due, fl.due_seq, f});

@@ -84,12 +84,12 @@ class FlowFabric final : public Fabric {
  private:
   // A run of the route between two store-and-forward points: one flow.
   struct Segment {
-    std::uint32_t first = 0;      // index of its first channel in Route::channels
-    std::uint32_t count = 0;      // number of channels
+    std::uint32_t first = 0;           // index of its first channel in Route::channels
+    std::uint32_t count = 0;           // number of channels
     std::int64_t cap_bytes_per_s = 0;  // smallest channel capacity (bw x connections)
-    double r_max = 0.0;           // the same, in bytes/ps as the solver sees it
-    Time tail = 0;                // f_j -> a_{j+1}: latencies + intermediate and end overheads
-    Time latency = 0;             // its part of tail that is wire latency
+    double r_max = 0.0;                // the same, in bytes/ps as the solver sees it
+    Time tail = 0;                     // f_j -> a_{j+1}: latencies + intermediate and end overheads
+    Time latency = 0;                  // its part of tail that is wire latency
   };
   // A route cut into segments (cached per route).
   struct Plan {
@@ -101,7 +101,7 @@ class FlowFabric final : public Fabric {
   struct Transfer {
     TransferId id = 0;
     std::uint32_t plan = 0;
-    std::uint32_t next = 0;       // the segment to start at the next arrival
+    std::uint32_t next = 0;  // the segment to start at the next arrival
     Bytes bytes = 0;
     Breakdown parts;
     sim::Target on_done;
@@ -110,18 +110,18 @@ class FlowFabric final : public Fabric {
   // slots are reused, so these are too. `version` outlives reuse: a
   // completion event carries it and is ignored once it no longer matches.
   struct Flow {
-    std::uint32_t transfer = 0;   // Transfer slot
-    std::uint32_t segment = 0;    // into segments_
-    double work = 0.0;            // full-rate ps of payload still to drain
-    double phi = 0.0;             // rate / r_max (0 until first solved)
-    Time last = 0;                // when work was last brought up to date
-    Time start = 0;               // a_j
-    Time full = 0;                // ceil(bytes / r_max_j): W0
+    std::uint32_t transfer = 0;  // Transfer slot
+    std::uint32_t segment = 0;   // into segments_
+    double work = 0.0;           // full-rate ps of payload still to drain
+    double phi = 0.0;            // rate / r_max (0 until first solved)
+    Time last = 0;               // when work was last brought up to date
+    Time start = 0;              // a_j
+    Time full = 0;               // ceil(bytes / r_max_j): W0
     std::uint32_t version = 0;
-    Time due = 0;                 // its completion's place in the event order:
-    std::uint64_t due_seq = 0;    //   (due, due_seq), once solved
-    bool queued = false;          // (due, due_seq, id) is in due_
-    bool materialised = false;    // an event for (due, due_seq, version) is in the sim's queue
+    Time due = 0;               // its completion's place in the event order:
+    std::uint64_t due_seq = 0;  //   (due, due_seq), once solved
+    bool queued = false;        // (due, due_seq, id) is in due_
+    bool materialised = false;  // an event for (due, due_seq, version) is in the sim's queue
   };
   using Due = std::tuple<Time, std::uint64_t, MaxMinSolver::FlowId>;
 

@@ -198,7 +198,9 @@ void Machine::build_system(const SystemConfig& s) {
           NodeInfo n{prefix + router_name(r, c), NodeKind::Router, s.nodes.router, sip, cube, r, c};
           router_ids_.push_back(add_node(std::move(n)));
         }
-      auto rid = [&](int r, int c) { return router_ids_[static_cast<std::size_t>((sip * n_cubes + cube) * rw * rh + r * rw + c)]; };
+      auto rid = [&](int r, int c) {
+        return router_ids_[static_cast<std::size_t>((sip * n_cubes + cube) * rw * rh + r * rw + c)];
+      };
       for (int r = 0; r < rh; ++r)
         for (int c = 0; c < rw; ++c) {
           if (c + 1 < rw) add_link(rid(r, c), rid(r, c + 1), s.links.noc, "noc");
@@ -209,7 +211,8 @@ void Machine::build_system(const SystemConfig& s) {
         const int idx = p % (rw * rh);
         const int r = idx / rw, c = idx % rw;
         NodeInfo pe{prefix + "pe" + std::to_string(p), NodeKind::Pe, s.nodes.pe, sip, cube, r, c, p};
-        NodeInfo hbm{prefix + "hbm_ctrl.pe" + std::to_string(p), NodeKind::HbmCtrl, s.nodes.hbm_ctrl, sip, cube, r, c, p};
+        NodeInfo hbm{
+            prefix + "hbm_ctrl.pe" + std::to_string(p), NodeKind::HbmCtrl, s.nodes.hbm_ctrl, sip, cube, r, c, p};
         const NodeId pe_id = add_node(std::move(pe));
         const NodeId hbm_id = add_node(std::move(hbm));
         pe_ids_.push_back(pe_id);
@@ -276,10 +279,14 @@ void Machine::build_system(const SystemConfig& s) {
     for (int y = 0; y < H; ++y)
       for (int x = 0; x < W; ++x) {
         const int i = y * W + x;
-        if (x + 1 < W) link_sips(i, i + 1);
-        else if (wrap && W > 2) link_sips(i, y * W);
-        if (y + 1 < H) link_sips(i, i + W);
-        else if (wrap && H > 2) link_sips(i, x);
+        if (x + 1 < W)
+          link_sips(i, i + 1);
+        else if (wrap && W > 2)
+          link_sips(i, y * W);
+        if (y + 1 < H)
+          link_sips(i, i + W);
+        else if (wrap && H > 2)
+          link_sips(i, x);
       }
   }
 }
@@ -312,7 +319,8 @@ NodeId Machine::memory(NodeId pe, const std::string& what) const {
   if (auto m = memory_of(pe)) return *m;
   const std::string name = pe < nodes_.size() ? nodes_[pe].name : "node " + std::to_string(pe);
   if (rank_of(pe) < 0) throw TopologyError(what + ": " + name + " is not one of the machine's PEs");
-  throw TopologyError(what + ": " + name + " has no memory of its own: declare it in the config with `memory: NODE` "
+  throw TopologyError(what + ": " + name +
+                      " has no memory of its own: declare it in the config with `memory: NODE` "
                       "on its graph.nodes entry (a hbm_ctrl or memory node)");
 }
 
@@ -370,8 +378,8 @@ std::string Machine::lane_name(LaneId lane) const {
 NodeId Machine::pe(int sip, int cube, int p) const {
   const PeHierarchy& h = hierarchy_;
   if (sip < 0 || sip >= h.packages.count() || cube < 0 || cube >= h.groups.count() || p < 0 || p >= h.pes_per_group)
-    throw TopologyError("no PE sip" + std::to_string(sip) + ".cube" + std::to_string(cube) + ".pe" +
-                        std::to_string(p) + " in this machine");
+    throw TopologyError("no PE sip" + std::to_string(sip) + ".cube" + std::to_string(cube) + ".pe" + std::to_string(p) +
+                        " in this machine");
   return pe_ids_[static_cast<std::size_t>((sip * h.groups.count() + cube) * h.pes_per_group + p)];
 }
 
@@ -386,7 +394,8 @@ NodeId Machine::router(int sip, int cube, int row, int col) const {
       col < 0 || col >= s.routers.w)
     throw TopologyError("no router sip" + std::to_string(sip) + ".cube" + std::to_string(cube) + "." +
                         router_name(row, col) + " in this machine");
-  return router_ids_[static_cast<std::size_t>((sip * s.cubes.count() + cube) * s.routers.count() + row * s.routers.w + col)];
+  return router_ids_[static_cast<std::size_t>((sip * s.cubes.count() + cube) * s.routers.count() + row * s.routers.w +
+                                              col)];
 }
 
 NodeId Machine::pcie_ep(int sip) const {

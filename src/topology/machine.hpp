@@ -43,7 +43,7 @@ struct NodeInfo {
   // Coordinates in a generated machine (-1 where they do not apply).
   int sip = -1;
   int cube = -1;
-  int row = -1;   ///< router row (routers), or the attach router's row (PE, hbm_ctrl)
+  int row = -1;  ///< router row (routers), or the attach router's row (PE, hbm_ctrl)
   int col = -1;
   int pe = -1;    ///< PE index within its cube (PEs and their HBM slices)
   int side = -1;  ///< Side of a UCIe adapter
@@ -109,7 +109,9 @@ struct PeHierarchy {
   GridSize groups{1, 1};
   int pes_per_group = 0;
   bool declared = false;
-  int pes_per_package() const { return static_cast<int>(groups.count() * pes_per_group); }  // checked at load: the ranks
+  int pes_per_package() const {
+    return static_cast<int>(groups.count() * pes_per_group);
+  }  // checked at load: the ranks
 };
 
 class Machine {

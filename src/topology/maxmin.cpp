@@ -31,13 +31,13 @@ MaxMinSolver::ResourceId MaxMinSolver::add_resource(double capacity) {
 }
 
 double MaxMinSolver::capacity(ResourceId resource) const {
-  if (resource >= resources_.size())
-    throw UsageError("maxmin: unknown resource " + std::to_string(resource));
+  if (resource >= resources_.size()) throw UsageError("maxmin: unknown resource " + std::to_string(resource));
   return resources_[resource].capacity;
 }
 
 void MaxMinSolver::check_flow(FlowId flow, const char* what) const {
-  if (!active(flow)) throw UsageError(std::string("maxmin: ") + what + ": flow " + std::to_string(flow) + " is not active");
+  if (!active(flow))
+    throw UsageError(std::string("maxmin: ") + what + ": flow " + std::to_string(flow) + " is not active");
 }
 
 MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources) {

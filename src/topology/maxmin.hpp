@@ -81,12 +81,12 @@ class MaxMinSolver {
     std::uint32_t use;
   };
   struct Flow {
-    std::vector<Use> uses;   // capacity kept across reuse of the slot
+    std::vector<Use> uses;  // capacity kept across reuse of the slot
     double rate = 0.0;
     std::uint32_t seen = 0;  // epoch of the last solve that visited it
     bool active = false;
-    bool fresh = false;      // added since the last solve: always reported
-    bool frozen = false;     // scratch for solve()
+    bool fresh = false;   // added since the last solve: always reported
+    bool frozen = false;  // scratch for solve()
   };
   struct Resource {
     double capacity = 0.0;

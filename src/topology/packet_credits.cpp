@@ -121,8 +121,7 @@ void PacketFabric::move_buffers(Chunk& ch, const Hop& hop, Time hold_end) {
     q.held -= f;
     q.returning += f;
     const std::uint32_t own = q.owner == ch.transfer ? kOwnCredit : 0;
-    sim_.schedule(hold_end - sim_.now() + prev.latency, on_credit_,
-                  pack(ch.held, static_cast<std::uint32_t>(f) | own));
+    sim_.schedule(hold_end - sim_.now() + prev.latency, on_credit_, pack(ch.held, static_cast<std::uint32_t>(f) | own));
   }
   const std::uint32_t slot = slot_of(ch, hop.channel);
   if (slot != kNone && &hop == ch.seg_last) {
@@ -132,8 +131,7 @@ void PacketFabric::move_buffers(Chunk& ch, const Hop& hop, Time hold_end) {
     q.held -= f;
     q.returning += f;
     const std::uint32_t own = q.owner == ch.transfer ? kOwnCredit : 0;
-    sim_.schedule(hold_end - sim_.now() + 2 * hop.latency, on_credit_,
-                  pack(slot, static_cast<std::uint32_t>(f) | own));
+    sim_.schedule(hold_end - sim_.now() + 2 * hop.latency, on_credit_, pack(slot, static_cast<std::uint32_t>(f) | own));
     ch.held = kNone;
     return;
   }
@@ -196,8 +194,7 @@ void PacketFabric::resume_stalled(std::uint32_t in) {
 
 PacketFabric::CreditState PacketFabric::credits(ChannelId channel, int vc) const {
   if (!buffered(channel) || vc < 0 || vc >= vcs(channel))
-    throw UsageError("packet fabric: channel " + std::to_string(channel) + " has no buffered VC " +
-                     std::to_string(vc));
+    throw UsageError("packet fabric: channel " + std::to_string(channel) + " has no buffered VC " + std::to_string(vc));
   const Vc& q = vcs_[vc_range_[channel].base + static_cast<std::uint32_t>(vc)];
   return CreditState{q.capacity, q.free, q.held, q.returning, q.waiting, q.stalls};
 }
@@ -213,9 +210,9 @@ void PacketFabric::check_credits() const {
   for (std::uint32_t s = 0; s < vcs_.size(); ++s) {
     const Vc& q = vcs_[s];
     if (q.free < 0 || q.held < 0 || q.returning < 0 || q.free + q.held + q.returning != q.capacity)
-      throw InternalError("packet fabric: credits of " + vc_name(s) + " do not add up: free " +
-                          std::to_string(q.free) + " + held " + std::to_string(q.held) + " + returning " +
-                          std::to_string(q.returning) + " != buffer " + std::to_string(q.capacity) + " flits");
+      throw InternalError("packet fabric: credits of " + vc_name(s) + " do not add up: free " + std::to_string(q.free) +
+                          " + held " + std::to_string(q.held) + " + returning " + std::to_string(q.returning) +
+                          " != buffer " + std::to_string(q.capacity) + " flits");
   }
 }
 
@@ -243,8 +240,8 @@ void PacketFabric::check_deadlock() const {
       while (walk[at] != v) ++at;
       for (std::size_t i = at; i < walk.size(); ++i) names += vc_name(walk[i]) + " -> ";
       names += vc_name(v);
-      throw DeadlockError("packet fabric: deadlock at t=" + std::to_string(sim_.now()) + " ps: " +
-                          std::to_string(credit_waiters_) +
+      throw DeadlockError("packet fabric: deadlock at t=" + std::to_string(sim_.now()) +
+                          " ps: " + std::to_string(credit_waiters_) +
                           " chunks wait for buffer credits that can never return; cycle of full buffers: " + names +
                           " (give these links more vcs with a deadlock-free routing, or buffer: unbounded)");
     }

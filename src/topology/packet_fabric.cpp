@@ -213,8 +213,8 @@ void PacketFabric::arrived(std::uint64_t arg) {
   // Invariant, always on: every byte sent arrived, once.
   if (tr.delivered != tr.bytes)
     throw InternalError("packet fabric: transfer " + std::to_string(tr.id) + " delivered " +
-                        std::to_string(tr.delivered) + " B of " + std::to_string(tr.bytes) + " B at t=" +
-                        std::to_string(sim_.now()) + " ps");
+                        std::to_string(tr.delivered) + " B of " + std::to_string(tr.bytes) +
+                        " B at t=" + std::to_string(sim_.now()) + " ps");
   // The whole transfer is at the segment's end node: pay its overhead once.
   Breakdown parts = tr.last;
   const Time o = tr.route->hop[tr.seg_end - 1].next_overhead;

@@ -131,21 +131,21 @@ class PacketFabric final : public Fabric {
 
  private:
   static constexpr std::uint32_t kNone = 0xffffffffU;
-  struct alignas(64) Lane {    // one lane of one channel: capacity 1, FIFO
-    Time hold_since = -1;      // start of the current (or last) hold; -1: never held
-    Time busy_until = -1;      // its end
+  struct alignas(64) Lane {         // one lane of one channel: capacity 1, FIFO
+    Time hold_since = -1;           // start of the current (or last) hold; -1: never held
+    Time busy_until = -1;           // its end
     std::uint64_t release_seq = 0;  // the end's reserved place in the event order
-    Time busy = 0;             // ps held before hold_since
+    Time busy = 0;                  // ps held before hold_since
     Bytes bytes = 0;
     std::uint64_t grants = 0;
     std::uint32_t head = kNone;  // waiting chunks, oldest first (Chunk::next)
     std::uint32_t tail = kNone;
-    bool handover = false;     // handed to the first waiter, whose grant event is due now
+    bool handover = false;  // handed to the first waiter, whose grant event is due now
   };
   static_assert(sizeof(Lane) == 64, "a lane is one cache line");
-  struct LaneUse {           // this transfer's holds of one lane of one hop
-    Time completed = 0;      // service finished before `since`
-    Time since = 0;          // the current (or last) hold
+  struct LaneUse {       // this transfer's holds of one lane of one hop
+    Time completed = 0;  // service finished before `since`
+    Time since = 0;      // the current (or last) hold
     Time until = 0;
   };
   struct Transfer {
@@ -155,36 +155,36 @@ class PacketFabric final : public Fabric {
     Bytes bytes = 0;
     std::uint64_t address = 0;
     std::uint32_t chunks = 0;
-    std::uint32_t seg_begin = 0;   // first hop of the current segment
-    std::uint32_t seg_end = 0;     // one past its last hop
-    std::uint32_t seg_slot = 0;    // index into `use` of seg_begin's first lane
-    std::uint32_t injected = 0;    // chunks injected into the current segment
-    std::uint32_t arrived = 0;     // chunks arrived at the segment's end node
-    Bytes delivered = 0;           // bytes arrived at the segment's end node (invariant: == bytes)
-    Breakdown stream_base;         // breakdown of chunk 0 when the segment starts
-    Breakdown last;                // breakdown of the latest arrival
-    std::vector<LaneUse> use;      // per lane of every hop, hop by hop (chunks point into it)
+    std::uint32_t seg_begin = 0;  // first hop of the current segment
+    std::uint32_t seg_end = 0;    // one past its last hop
+    std::uint32_t seg_slot = 0;   // index into `use` of seg_begin's first lane
+    std::uint32_t injected = 0;   // chunks injected into the current segment
+    std::uint32_t arrived = 0;    // chunks arrived at the segment's end node
+    Bytes delivered = 0;          // bytes arrived at the segment's end node (invariant: == bytes)
+    Breakdown stream_base;        // breakdown of chunk 0 when the segment starts
+    Breakdown last;               // breakdown of the latest arrival
+    std::vector<LaneUse> use;     // per lane of every hop, hop by hop (chunks point into it)
   };
   // Chunks hold pointers into `use`: the pool may move a Transfer, but a
   // moved vector keeps its buffer.
   static_assert(std::is_nothrow_move_constructible_v<Transfer>);
-  struct alignas(64) Chunk {       // two cache lines: all its hop's events need
-    const Hop* hop = nullptr;      // the hop it is crossing (or asking a lane of)
-    const Hop* seg_last = nullptr; // the last hop of its segment
-    LaneUse* use = nullptr;        // its transfer's use of `lane`
-    std::uint64_t address = 0;     // of its first byte (picks the lane on striped links)
+  struct alignas(64) Chunk {        // two cache lines: all its hop's events need
+    const Hop* hop = nullptr;       // the hop it is crossing (or asking a lane of)
+    const Hop* seg_last = nullptr;  // the last hop of its segment
+    LaneUse* use = nullptr;         // its transfer's use of `lane`
+    std::uint64_t address = 0;      // of its first byte (picks the lane on striped links)
     std::uint32_t transfer = 0;
-    LaneId lane = 0;               // the lane it asks for, then holds
-    std::uint32_t next = kNone;    // next waiter on the same lane
-    bool stream_head = false;      // on its segment's first hop: the next chunk enters behind it
-    std::uint8_t vc = 0;           // buffered channels: its VC index, (transfer id mod 64) mod vcs
-    bool credit_own = false;       // its wait for credits is behind its own transfer's chunks (drain)
+    LaneId lane = 0;             // the lane it asks for, then holds
+    std::uint32_t next = kNone;  // next waiter on the same lane
+    bool stream_head = false;    // on its segment's first hop: the next chunk enters behind it
+    std::uint8_t vc = 0;         // buffered channels: its VC index, (transfer id mod 64) mod vcs
+    bool credit_own = false;     // its wait for credits is behind its own transfer's chunks (drain)
     Bytes size = 0;
     Time wait_start = 0;
     Time lane_busy_at_wait = 0;
     Time own_at_wait = 0;
-    Time tail_ready = 0;     // when its last byte is at the current node
-    Breakdown parts;         // of its head flit's journey so far
+    Time tail_ready = 0;            // when its last byte is at the current node
+    Breakdown parts;                // of its head flit's journey so far
     std::uint32_t held = kNone;     // buffered: the VC buffer it occupies at its current node
     std::uint32_t in_next = kNone;  // buffered: next chunk stalled behind it in that buffer
   };
@@ -230,12 +230,12 @@ class PacketFabric final : public Fabric {
   Time own_busy(const LaneUse& u) const { return u.completed + std::min(sim_.now(), u.until) - u.since; }
 
   // ---- finite buffers (packet_credits.cpp) ----
-  struct Vc {                   // one VC of one buffered channel (counts in flits)
+  struct Vc {  // one VC of one buffered channel (counts in flits)
     std::int64_t capacity = 0;
     std::int64_t free = 0;
     std::int64_t held = 0;
     std::int64_t returning = 0;
-    std::uint32_t wait_head = kNone;   // chunks waiting for credits, oldest first (Chunk::next)
+    std::uint32_t wait_head = kNone;  // chunks waiting for credits, oldest first (Chunk::next)
     std::uint32_t wait_tail = kNone;
     std::uint32_t stall_head = kNone;  // chunks in this buffer stalled, oldest first (Chunk::in_next);
     std::uint32_t stall_tail = kNone;  // the head waits for credits, the rest behind it
@@ -275,8 +275,8 @@ class PacketFabric final : public Fabric {
   std::int64_t flits(Bytes size) const { return std::max<std::int64_t>(1, (size + config_.flit - 1) / config_.flit); }
   void warm_vc(std::uint64_t slot_flits) const { __builtin_prefetch(&vcs_[low(slot_flits)]); }
   std::string vc_name(std::uint32_t slot) const;
-  bool buffered_ = false;            // any channel buffered
-  std::vector<VcRange> vc_range_;    // per channel (empty when none is buffered)
+  bool buffered_ = false;          // any channel buffered
+  std::vector<VcRange> vc_range_;  // per channel (empty when none is buffered)
   std::vector<Vc> vcs_;
   std::vector<ChannelId> vc_channel_;  // per slot
   std::uint64_t credit_waiters_ = 0;   // chunks waiting for credits, all VCs

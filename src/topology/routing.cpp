@@ -209,8 +209,8 @@ void Router::finish(Route& r) const {
     const ChannelId c = r.channels[h];
     const ChannelInfo& ch = m_.channel(c);
     const NodeParams& next = m_.node(r.nodes[h + 1]).params;
-    r.hop.push_back(Hop{c, ch.first_lane, ch.link.connections, ch.link.bandwidth, ch.link.latency, next.overhead,
-                        next.flit_aware});
+    r.hop.push_back(
+        Hop{c, ch.first_lane, ch.link.connections, ch.link.bandwidth, ch.link.latency, next.overhead, next.flit_aware});
     r.wire_latency = saturating_add(r.wire_latency, ch.link.latency);
     r.bottleneck.bytes_per_s = std::min(r.bottleneck.bytes_per_s, ch.link.bandwidth.bytes_per_s);
   }

@@ -35,9 +35,9 @@ struct Hop {
   ChannelId channel = 0;
   LaneId first_lane = 0;
   std::int32_t connections = 1;
-  Bandwidth bandwidth{};       ///< per lane
+  Bandwidth bandwidth{};  ///< per lane
   Time latency = 0;
-  Time next_overhead = 0;      ///< overhead of the node this hop leads to
+  Time next_overhead = 0;  ///< overhead of the node this hop leads to
   bool next_flit_aware = true;
 };
 

@@ -55,8 +55,8 @@ std::shared_ptr<const Router::Search> Router::search_from(NodeId src) const {
   for (ChannelId c = 0; c < m_.num_channels(); ++c)
     if (tight(m_.channel(c))) s->in[fill[m_.channel(c).to]++] = c;
   // Keep it while the kept searches fit the budget (the newest always stays).
-  const std::size_t bytes = s->dist.size() * sizeof(Time) + s->in_begin.size() * sizeof(std::uint32_t) +
-                            s->in.size() * sizeof(ChannelId);
+  const std::size_t bytes =
+      s->dist.size() * sizeof(Time) + s->in_begin.size() * sizeof(std::uint32_t) + s->in.size() * sizeof(ChannelId);
   while (!search_order_.empty() && search_bytes_ + bytes > kSearchCacheBytes) {
     const auto old = searches_.find(search_order_.front());
     search_bytes_ -= old->second->dist.size() * sizeof(Time) + old->second->in_begin.size() * sizeof(std::uint32_t) +
@@ -177,8 +177,9 @@ std::vector<Route> Router::search_paths(NodeId src, NodeId dst, std::size_t cap)
       if (!chans.empty()) chans.pop_back();
     }
   }
-  if (out.empty()) throw InternalError("routing: no shortest path found from " + m_.node(src).name + " to " +
-                                       m_.node(dst).name + " although it is reachable");
+  if (out.empty())
+    throw InternalError("routing: no shortest path found from " + m_.node(src).name + " to " + m_.node(dst).name +
+                        " although it is reachable");
   return out;
 }
 

@@ -72,12 +72,12 @@ void System::check_time(Time at, const char* what) const {
                      std::to_string(sim_->now()) + " ps)");
 }
 
-std::int64_t System::transfer(NodeId src, NodeId dst, Bytes bytes, Time at, std::int32_t tag,
-                              std::uint64_t address) {
+std::int64_t System::transfer(NodeId src, NodeId dst, Bytes bytes, Time at, std::int32_t tag, std::uint64_t address) {
   check_time(at, "transfer");
   if (src >= machine_->num_nodes() || dst >= machine_->num_nodes()) throw UsageError("transfer: node id out of range");
   check_transfer_size(bytes, "transfer " + machine_->node(src).name + " -> " + machine_->node(dst).name);
-  fabric_->check_transfer_time(TransferSpec{src, dst, bytes, address, tag, -1, -1}, at);  // up front: nothing scheduled yet
+  fabric_->check_transfer_time(TransferSpec{src, dst, bytes, address, tag, -1, -1},
+                               at);  // up front: nothing scheduled yet
   const std::int64_t request = next_request_++;
   pending_.push_back(TransferSpec{src, dst, bytes, address, tag, -1, request});
   sim_->schedule(at - sim_->now(), starter_, pending_.size() - 1);
@@ -88,8 +88,8 @@ std::size_t System::dma(DmaKind kind, NodeId issuer, NodeId memory, Bytes bytes,
                         std::uint64_t address) {
   check_time(at, "dma");
   if (issuer >= machine_->num_nodes() || memory >= machine_->num_nodes()) throw UsageError("dma: node id out of range");
-  const std::string what = std::string(kind == DmaKind::Read ? "dma read" : "dma write") + " by " +
-                           machine_->node(issuer).name;
+  const std::string what =
+      std::string(kind == DmaKind::Read ? "dma read" : "dma write") + " by " + machine_->node(issuer).name;
   check_transfer_size(bytes, what);
   check_dma_nodes(*machine_, issuer, memory, what);
   // Both legs, up front (the data leg of a read from when its request could

@@ -52,8 +52,7 @@ class System {
 
   /// Starts a transfer at absolute time `at` (>= now); returns its request
   /// id (the `request` column of its record).
-  std::int64_t transfer(NodeId src, NodeId dst, Bytes bytes, Time at, std::int32_t tag = 0,
-                        std::uint64_t address = 0);
+  std::int64_t transfer(NodeId src, NodeId dst, Bytes bytes, Time at, std::int32_t tag = 0, std::uint64_t address = 0);
   /// Schedules a DMA op at `at`; returns its index in dma_ops().
   std::size_t dma(DmaKind kind, NodeId issuer, NodeId memory, Bytes bytes, Time at, std::int32_t tag = 0,
                   std::uint64_t address = 0);

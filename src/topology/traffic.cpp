@@ -14,7 +14,8 @@ TrafficPattern traffic_pattern_from_name(const std::string& name) {
     return TrafficPattern::BitComplement;
   if (name == "hotspot") return TrafficPattern::Hotspot;
   if (name == "neighbour" || name == "neighbor") return TrafficPattern::Neighbour;
-  throw ConfigError("traffic: unknown pattern '" + name + "' (known: uniform, transpose, bitcomplement, hotspot, neighbour)");
+  throw ConfigError("traffic: unknown pattern '" + name +
+                    "' (known: uniform, transpose, bitcomplement, hotspot, neighbour)");
 }
 
 Injection injection_from_name(const std::string& name) {

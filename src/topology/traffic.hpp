@@ -43,11 +43,11 @@ struct TrafficSpec {
   int grid_w = 0;                 ///< transpose, neighbour: endpoints form a grid grid_w wide, row-major
   NodeId hotspot = 0;
   double hotspot_fraction = 0.5;
-  Bandwidth offered{};            ///< per source
+  Bandwidth offered{};  ///< per source
   Bytes packet = 64;
-  Time cycle = 0;                 ///< bernoulli: the injection cycle (> 0)
+  Time cycle = 0;  ///< bernoulli: the injection cycle (> 0)
   Time start = 0;
-  Time stop = 0;                  ///< injection ends (exclusive)
+  Time stop = 0;  ///< injection ends (exclusive)
   std::int32_t tag = 0;
 };
 
@@ -70,7 +70,7 @@ class TrafficGenerator final : public sim::Handler {
   Fabric& fabric_;
   TrafficSpec spec_;
   double mean_gap_ps_ = 0.0;
-  double log_miss_ = 0.0;         ///< bernoulli: log(1 - p); 0 when p == 1
+  double log_miss_ = 0.0;  ///< bernoulli: log(1 - p); 0 when p == 1
   std::uint64_t injected_ = 0;
 };
 

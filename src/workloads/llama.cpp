@@ -85,8 +85,8 @@ LlamaPlan plan_llama(const topology::System& system, const LlamaSpec& given) {
     throw UsageError(what + ": dims: heads (" + std::to_string(d.heads) + ") must be a multiple of kv_heads (" +
                      std::to_string(d.kv_heads) + ") and hidden = heads x head_dim");
   if (s.tokens < 1) throw UsageError(what + ": tokens must be >= 1, got " + std::to_string(s.tokens));
-  if (s.s_kv < 1) throw UsageError(what + ": s_kv must be >= 1 (decode needs the K/V length), got " +
-                                   std::to_string(s.s_kv));
+  if (s.s_kv < 1)
+    throw UsageError(what + ": s_kv must be >= 1 (decode needs the K/V length), got " + std::to_string(s.s_kv));
   if (prefill && s.s_kv != s.tokens)
     throw UsageError(what + ": prefill attends its own prompt: s_kv must equal tokens (or be 0)");
   if (s.tp < 1 || s.replicas < 1)
@@ -112,8 +112,8 @@ LlamaPlan plan_llama(const topology::System& system, const LlamaSpec& given) {
     s.pes.assign(order.begin() + s.first_pe, order.begin() + s.first_pe + want);
   } else {
     if (static_cast<std::int64_t>(s.pes.size()) != want)
-      throw UsageError(what + ": " + std::to_string(s.pes.size()) + " PEs given, tp x replicas = " +
-                       std::to_string(want));
+      throw UsageError(what + ": " + std::to_string(s.pes.size()) +
+                       " PEs given, tp x replicas = " + std::to_string(want));
     std::set<NodeId> seen;
     for (NodeId p : s.pes) {
       if (p >= m.num_nodes() || m.node(p).kind != topology::NodeKind::Pe)
@@ -167,12 +167,11 @@ LlamaPlan plan_llama(const topology::System& system, const LlamaSpec& given) {
   plan.flops_executed = plan.flops_model + R * 2 * T * H * 2 * (kv_exec - kvc);
   const Bytes e = d.elem_bytes, Tb = s.tokens;
   // Per rank: norm1 2TH, norm2 3TH, silu 2 T I/tp, residual TH (times e).
-  plan.vector_bytes = static_cast<Bytes>(s.replicas) * s.tp *
-                      (6 * Tb * d.hidden * e + 2 * Tb * (d.intermediate / s.tp) * e);
+  plan.vector_bytes =
+      static_cast<Bytes>(s.replicas) * s.tp * (6 * Tb * d.hidden * e + 2 * Tb * (d.intermediate / s.tp) * e);
   plan.allreduce_bytes = Tb * d.hidden * e;
   const Bytes qkv_cols = (d.heads / s.tp) * d.head_dim + 2 * std::max(1, d.kv_heads / s.tp) * d.head_dim;
-  plan.weight_bytes_per_rank =
-      d.hidden * (qkv_cols + d.hidden / s.tp + 3 * (d.intermediate / s.tp)) * e;
+  plan.weight_bytes_per_rank = d.hidden * (qkv_cols + d.hidden / s.tp + 3 * (d.intermediate / s.tp)) * e;
   plan.kv_cache_bytes = 2 * (prefill ? 1 : Tb) * s.s_kv * d.kv_heads * d.head_dim * e;
   return plan;
 }
@@ -393,10 +392,10 @@ LlamaResult run_llama(topology::System& system, const LlamaSpec& spec) {
   res.run = runtime::Executor(system).run(prog);
   res.latency = res.run.makespan();
   res.link_bytes = topology::link_class_bytes_since(system.fabric(), before);
-  res.tokens_per_s = res.latency > 0 ? static_cast<double>(res.plan.spec.replicas) *
-                                           static_cast<double>(res.plan.tokens_total) /
-                                           (static_cast<double>(res.latency) * 1e-12)
-                                     : 0.0;
+  res.tokens_per_s = res.latency > 0
+                         ? static_cast<double>(res.plan.spec.replicas) * static_cast<double>(res.plan.tokens_total) /
+                               (static_cast<double>(res.latency) * 1e-12)
+                         : 0.0;
   // (time, +1 start / -1 end, phase index) of every working op, for the shares.
   std::vector<sim::ShareEdge> edges;
   const std::vector<std::string>& names = llama_phase_names();

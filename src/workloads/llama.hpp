@@ -88,16 +88,16 @@ struct LlamaDims {
 
 struct LlamaSpec {
   LlamaPhase phase = LlamaPhase::Prefill;
-  std::int64_t tokens = 2048;  ///< prefill: prompt tokens (T_q); decode: batch of sequences (one token each)
-  std::int64_t s_kv = 0;       ///< K/V length (prefill: 0 or = tokens; decode: per sequence, required)
-  int tp = 8;                  ///< tensor-parallel degree (divides the 64 query heads)
-  int replicas = 1;            ///< data-parallel copies of the layer, on the next tp PEs each
-  int first_pe = 0;            ///< placement: first rank at this index of the placement order
+  std::int64_t tokens = 2048;        ///< prefill: prompt tokens (T_q); decode: batch of sequences (one token each)
+  std::int64_t s_kv = 0;             ///< K/V length (prefill: 0 or = tokens; decode: per sequence, required)
+  int tp = 8;                        ///< tensor-parallel degree (divides the 64 query heads)
+  int replicas = 1;                  ///< data-parallel copies of the layer, on the next tp PEs each
+  int first_pe = 0;                  ///< placement: first rank at this index of the placement order
   std::vector<runtime::NodeId> pes;  ///< explicit placement (tp x replicas PEs, rank-major); empty: from first_pe
-  int chunks = 0;              ///< micro-batches (0: prefill 4, decode 1 -- each chunk re-reads the weights)
+  int chunks = 0;                    ///< micro-batches (0: prefill 4, decode 1 -- each chunk re-reads the weights)
   runtime::Precision precision = runtime::Precision::Bf16;
   std::string allreduce = "ring";  ///< ccl algorithm of both all-reduces
-  std::int64_t tile_q = 256;   ///< GQA tiles
+  std::int64_t tile_q = 256;       ///< GQA tiles
   std::int64_t tile_s = 256;
   LlamaDims dims;
 };
@@ -106,19 +106,19 @@ struct LlamaSpec {
 struct LlamaPlan {
   LlamaSpec spec;                                   ///< resolved (s_kv, chunks, pes)
   std::vector<std::vector<runtime::NodeId>> ranks;  ///< [replica][rank]
-  int group_pes = 1;                 ///< G: PEs per KV group
-  int groups_per_rank = 1;           ///< KV groups one rank runs (tp <= 8)
-  int gqa_case = 2;                  ///< the GQA case of a group (see the header)
-  std::int64_t chunk_tokens = 0;     ///< tokens (prefill) or sequences (decode) per chunk
-  std::int64_t tokens_total = 0;     ///< query tokens of one replica (prefill T, decode batch)
+  int group_pes = 1;                                ///< G: PEs per KV group
+  int groups_per_rank = 1;                          ///< KV groups one rank runs (tp <= 8)
+  int gqa_case = 2;                                 ///< the GQA case of a group (see the header)
+  std::int64_t chunk_tokens = 0;                    ///< tokens (prefill) or sequences (decode) per chunk
+  std::int64_t tokens_total = 0;                    ///< query tokens of one replica (prefill T, decode batch)
   // Analytic FLOPs of the model's dims (all replicas).
   double flops_qkv = 0, flops_attention = 0, flops_o = 0, flops_mlp = 0;
-  double flops_model = 0;            ///< sum of the above
-  double flops_executed = 0;         ///< what the program runs (+ replicated K/V projection when tp > 8)
-  runtime::Bytes vector_bytes = 0;   ///< bytes through vector engines in norms, SiLU, residuals (all ranks)
+  double flops_model = 0;              ///< sum of the above
+  double flops_executed = 0;           ///< what the program runs (+ replicated K/V projection when tp > 8)
+  runtime::Bytes vector_bytes = 0;     ///< bytes through vector engines in norms, SiLU, residuals (all ranks)
   runtime::Bytes allreduce_bytes = 0;  ///< per rank and all-reduce: T x hidden x e (summed over chunks)
   runtime::Bytes weight_bytes_per_rank = 0;
-  runtime::Bytes kv_cache_bytes = 0;   ///< K/V of the layer, one replica
+  runtime::Bytes kv_cache_bytes = 0;  ///< K/V of the layer, one replica
 };
 
 /// Checks the spec (UsageError naming the field) and plans.
@@ -143,8 +143,8 @@ struct LlamaPhaseTime {
   /// work counts 1/k to each, so the parts and LlamaResult::idle add up to
   /// the latency exactly (active times overlap; these do not).
   double share = 0;
-  double flops = 0;                ///< GEMM-engine FLOPs of its ops
-  runtime::Bytes send_bytes = 0;   ///< IPCQ bytes sent by its ops
+  double flops = 0;               ///< GEMM-engine FLOPs of its ops
+  runtime::Bytes send_bytes = 0;  ///< IPCQ bytes sent by its ops
 };
 
 struct LlamaResult {
@@ -154,9 +154,9 @@ struct LlamaResult {
   double idle = 0;            ///< of the latency, instants no phase had an op at work (dependencies, dispatch)
   double tokens_per_s = 0;    ///< replicas x tokens / latency
   std::map<std::string, LlamaPhaseTime> phases;
-  double flops_program = 0;   ///< summed over the program's ops (GEMMs, composites' tiles)
+  double flops_program = 0;  ///< summed over the program's ops (GEMMs, composites' tiles)
   std::map<std::string, runtime::Bytes> link_bytes;
-  runtime::Program program;   ///< the Program that ran (energy, HBM traffic)
+  runtime::Program program;  ///< the Program that ran (energy, HBM traffic)
 };
 
 /// Sum of GEMM-engine FLOPs of a program's ops (plain and composite tiles).

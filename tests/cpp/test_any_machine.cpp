@@ -48,8 +48,8 @@ Config switch_box(bool with_layout = true) {
   add_gpus(g, 8);
   for (int s = 0; s < 4; ++s) {
     // Reducing switches (in-network reduction, the nvls all-reduce): 800 GB/s of input, 8 ports x 100 GB/s.
-    g.nodes.push_back(ExplicitNode{"sw" + std::to_string(s), NodeKind::Switch,
-                                   {10 * kNanosecond, true, Bandwidth::gb_per_s(800)}, {}});
+    g.nodes.push_back(ExplicitNode{
+        "sw" + std::to_string(s), NodeKind::Switch, {10 * kNanosecond, true, Bandwidth::gb_per_s(800)}, {}});
     for (int i = 0; i < 8; ++i)
       g.edges.push_back(ExplicitEdge{"gpu" + std::to_string(i), "sw" + std::to_string(s), "nvlink", link(100, 50)});
   }
@@ -92,8 +92,8 @@ Config ring_graph() {
   ExplicitGraphConfig g;
   add_gpus(g, 8);
   for (int i = 0; i < 8; ++i)
-    g.edges.push_back(ExplicitEdge{"gpu" + std::to_string(i), "gpu" + std::to_string((i + 1) % 8), "ring",
-                                   link(100, 50)});
+    g.edges.push_back(
+        ExplicitEdge{"gpu" + std::to_string(i), "gpu" + std::to_string((i + 1) % 8), "ring", link(100, 50)});
   c.graph = g;
   pe_defaults(c);
   return c;
@@ -167,20 +167,19 @@ TEST_CASE("every collective algorithm is verified on explicit graphs where its s
         System system(shape.config);
         const CollectiveSpec spec = spec_of(a.name, what);
         if (a.needs_grid && !shape.grid) {
-          CHECK_THROWS_WITH(run_collective(system, spec), Catch::Contains(a.name + " needs a rank grid") &&
-                                                              Catch::Contains("graph.layout.grid"));
+          CHECK_THROWS_WITH(run_collective(system, spec),
+                            Catch::Contains(a.name + " needs a rank grid") && Catch::Contains("graph.layout.grid"));
           continue;
         }
         if (a.name == "nvls" && !shape.reducing_switch) {
-          CHECK_THROWS_WITH(run_collective(system, spec),
-                            Catch::Contains("nvls needs an in-network reducing switch") &&
-                                Catch::Contains("reduction: {bandwidth: ...}") &&
-                                Catch::Contains("the machine has no switch node"));
+          CHECK_THROWS_WITH(run_collective(system, spec), Catch::Contains("nvls needs an in-network reducing switch") &&
+                                                              Catch::Contains("reduction: {bandwidth: ...}") &&
+                                                              Catch::Contains("the machine has no switch node"));
           continue;
         }
         if (a.name == "lrab" && !shape.hierarchy) {
-          CHECK_THROWS_WITH(run_collective(system, spec), Catch::Contains("lrab needs a group hierarchy") &&
-                                                              Catch::Contains("graph.layout.groups"));
+          CHECK_THROWS_WITH(run_collective(system, spec),
+                            Catch::Contains("lrab needs a group hierarchy") && Catch::Contains("graph.layout.groups"));
           continue;
         }
         const CollectiveResult r = run_collective(system, spec);

@@ -34,8 +34,8 @@ Config ring_machine(int p, double gbps, Time latency) {
   ExplicitGraphConfig g;
   for (int i = 0; i < p; ++i) g.nodes.push_back(ExplicitNode{"pe" + std::to_string(i), NodeKind::Pe, {0, true}});
   for (int i = 0; i < p; ++i)
-    g.edges.push_back(ExplicitEdge{"pe" + std::to_string(i), "pe" + std::to_string((i + 1) % p), "ring",
-                                   link(gbps, latency)});
+    g.edges.push_back(
+        ExplicitEdge{"pe" + std::to_string(i), "pe" + std::to_string((i + 1) % p), "ring", link(gbps, latency)});
   c.graph = g;
   pe_config(c).clock_hz = 1'000'000'000;
   pe_config(c).dispatch = 20 * kNanosecond;
@@ -93,7 +93,8 @@ TEST_CASE("every algorithm's all-reduce (pairwise: its alltoall) is verified on 
       const bool pow2 = (n & (n - 1)) == 0;
       INFO(shape.name << ": " << a.name);
       if (a.name == "halving_doubling" && !pow2) {
-        CHECK_THROWS_WITH(run(shape.config, s), Catch::Contains("power-of-two number of ranks, got " + std::to_string(n)));
+        CHECK_THROWS_WITH(run(shape.config, s),
+                          Catch::Contains("power-of-two number of ranks, got " + std::to_string(n)));
         continue;
       }
       if (a.name == "nvls") {  // a generated machine has no switch node (tests/cpp/test_nvls.cpp)
@@ -154,8 +155,10 @@ TEST_CASE("a wrong schedule fails the symbolic check with the rank and slice", "
       for (int j = 0; j < 4; ++j) {
         // rank 1's blocks for ranks 2 and 3 are swapped.
         const int block = i == 1 && j == 2 ? 3 : i == 1 && j == 3 ? 2 : j;
-        if (i == j) s.local_copy(i, Slices{j, j + 1}, Slices{4 + i, 5 + i});
-        else s.transfer(i, Slices{block, block + 1}, j, Slices{4 + i, 5 + i}, Combine::Copy);
+        if (i == j)
+          s.local_copy(i, Slices{j, j + 1}, Slices{4 + i, 5 + i});
+        else
+          s.transfer(i, Slices{block, block + 1}, j, Slices{4 + i, 5 + i}, Combine::Copy);
       }
     SymbolicCheck check(s, "crossed alltoall");
     for (int r = 0; r < 4; ++r) {
@@ -293,4 +296,3 @@ TEST_CASE("an algorithm that leaves out check, slices or owned gets safe default
     CHECK(r.in_network == (r.name == "nvls"));
   }
 }
-

@@ -223,9 +223,9 @@ TEST_CASE("wrong YAML node types are ConfigErrors, never YAML exceptions", "[con
                       Contains("test.yaml: system.pes_per_cube: expected a positive integer, got a list"));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "name: default", "name: {a: 1}")),
                       Contains("test.yaml: system.name: expected a string, got a map"));
-  REQUIRE_THROWS_WITH(parse(with(kSystem, "latency: 150 ns", "latency: [150 ns]")),
-                      Contains("test.yaml: links.pcie.latency: expected a time like \"5 ns\"") &&
-                          Contains("got a list"));
+  REQUIRE_THROWS_WITH(
+      parse(with(kSystem, "latency: 150 ns", "latency: [150 ns]")),
+      Contains("test.yaml: links.pcie.latency: expected a time like \"5 ns\"") && Contains("got a list"));
   REQUIRE_THROWS_WITH(parse("- system\n- graph\n"),
                       Contains("test.yaml: (top level): expected a map of sections") && Contains("got a list"));
   REQUIRE_THROWS_WITH(parse(with(kGraph, "- {name: rc,", "- [name, rc]\n    - {name: rc2,")),
@@ -245,11 +245,10 @@ TEST_CASE("missing required keys name the key", "[config]") {
                       Contains("test.yaml: system.pes_per_cube: required key is missing"));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "{w: 2, h: 2, topology: torus}", "{w: 2, h: 2}")),
                       Contains("test.yaml: system.sips.topology: required key is missing"));
-  REQUIRE_THROWS_WITH(parse(with(kSystem, "{w: 2, h: 2, topology: torus}", "{w: 2, topology: torus}")),
-                      Contains("test.yaml: system.sips.h: required key is missing") &&
-                          Contains("or system.sips.count"));
-  REQUIRE_THROWS_WITH(parse("fabric: {model: flow}\n"),
-                      Contains("test.yaml: (top level): missing system or graph"));
+  REQUIRE_THROWS_WITH(
+      parse(with(kSystem, "{w: 2, h: 2, topology: torus}", "{w: 2, topology: torus}")),
+      Contains("test.yaml: system.sips.h: required key is missing") && Contains("or system.sips.count"));
+  REQUIRE_THROWS_WITH(parse("fabric: {model: flow}\n"), Contains("test.yaml: (top level): missing system or graph"));
   REQUIRE_THROWS_WITH(parse(""), Contains("test.yaml: (top level): missing system or graph"));
   REQUIRE_THROWS_WITH(parse(kSystem.substr(0, kSystem.find("links:"))),
                       Contains("test.yaml: links: required key is missing: a system config needs links"));
@@ -267,13 +266,13 @@ TEST_CASE("system and graph exclude each other; nodes and links need system", "[
 }
 
 TEST_CASE("duplicate YAML keys and invalid YAML are refused with a line", "[config]") {
-  REQUIRE_THROWS_WITH(parse(with(kSystem, "  pes_per_cube: 8\n", "  pes_per_cube: 8\n  pes_per_cube: 4\n")),
-                      Contains("test.yaml: system.pes_per_cube: duplicate key (first given on line 6)") &&
-                          Contains("(line 7)"));
+  REQUIRE_THROWS_WITH(
+      parse(with(kSystem, "  pes_per_cube: 8\n", "  pes_per_cube: 8\n  pes_per_cube: 4\n")),
+      Contains("test.yaml: system.pes_per_cube: duplicate key (first given on line 6)") && Contains("(line 7)"));
   REQUIRE_THROWS_WITH(parse("system: {sips: [1, 2\n"), Contains("test.yaml: invalid YAML") && Contains("line "));
-  REQUIRE_THROWS_WITH(parse(kSystem + "---\n" + kSystem),
-                      Contains("test.yaml: (top level): a config file holds one YAML document, found more") &&
-                          Contains("(line 28)"));
+  REQUIRE_THROWS_WITH(
+      parse(kSystem + "---\n" + kSystem),
+      Contains("test.yaml: (top level): a config file holds one YAML document, found more") && Contains("(line 28)"));
   // yaml-cpp 0.7's LoadAll would loop forever on these (jbeder/yaml-cpp#1040).
   REQUIRE_THROWS_WITH(parse(",\n"), "test.yaml: invalid YAML: unexpected \",\" (line 1, column 1)");
   REQUIRE_THROWS_WITH(parse(", " + kSystem), Contains("test.yaml: invalid YAML: unexpected \",\""));
@@ -321,9 +320,9 @@ TEST_CASE("quantities need a known unit", "[config]") {
   REQUIRE_THROWS_WITH(parse(with(kSystem, "latency: 150 ns", "latency: 5")),
                       Contains("test.yaml: links.pcie.latency: expected a time like \"5 ns\" (units: ps, ns, us, ms, "
                                "s), got \"5\""));
-  REQUIRE_THROWS_WITH(parse(with(kSystem, "latency: 150 ns", "latency: 5 parsecs")),
-                      Contains("test.yaml: links.pcie.latency: expected a time like \"5 ns\"") &&
-                          Contains("got \"5 parsecs\""));
+  REQUIRE_THROWS_WITH(
+      parse(with(kSystem, "latency: 150 ns", "latency: 5 parsecs")),
+      Contains("test.yaml: links.pcie.latency: expected a time like \"5 ns\"") && Contains("got \"5 parsecs\""));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "bandwidth: 64 GB/s", "bandwidth: 16 GT/s")),
                       Contains("test.yaml: links.pcie.bandwidth: expected a bandwidth like \"256 GB/s\"") &&
                           Contains("\"GT/s\" is a transfer rate, not a bandwidth"));
@@ -516,7 +515,7 @@ fabric: {flit: 32 B}
   const SystemConfig& s = *c.system;
   CHECK(s.name == "big");
   CHECK(s.sips.w == 4);
-  CHECK(s.sips.h == 2);                       // from base, merged under the override
+  CHECK(s.sips.h == 2);                         // from base, merged under the override
   CHECK(s.sip_topology == SipTopology::Torus);  // from base
   CHECK(s.links.pcie.latency == 200'000);
   CHECK(s.links.pcie.bandwidth.bytes_per_s == 64'000'000'000);  // from base
@@ -537,11 +536,11 @@ TEST_CASE("include cycles and missing includes are errors", "[config]") {
   const std::string a = dir.write("a.yaml", "include: b.yaml\n" + kSystem);
   dir.write("b.yaml", "include: [c.yaml]\n");
   dir.write("c.yaml", "include: a.yaml\n");
-  REQUIRE_THROWS_WITH(kernbench::load_config(a), Contains("c.yaml: include: include cycle: ") &&
-                                          Contains("a.yaml -> " + (dir.path / "b.yaml").string() + " -> " +
-                                                   (dir.path / "c.yaml").string() + " -> " +
-                                                   (dir.path / "a.yaml").string()) &&
-                                          Contains("(line 1)"));
+  REQUIRE_THROWS_WITH(kernbench::load_config(a),
+                      Contains("c.yaml: include: include cycle: ") &&
+                          Contains("a.yaml -> " + (dir.path / "b.yaml").string() + " -> " +
+                                   (dir.path / "c.yaml").string() + " -> " + (dir.path / "a.yaml").string()) &&
+                          Contains("(line 1)"));
   const std::string self = dir.write("self.yaml", "include: self.yaml\n");
   REQUIRE_THROWS_WITH(kernbench::load_config(self), Contains("self.yaml: include: include cycle"));
   dir.write("fine.yaml", "fabric: {model: flow}\n");
@@ -557,7 +556,8 @@ TEST_CASE("a missing or unreadable file names the path", "[config]") {
   TempDir dir;
   const std::string nope = (dir.path / "nope.yaml").string();
   REQUIRE_THROWS_WITH(kernbench::load_config(nope), nope + ": cannot read the config file: no such file");
-  REQUIRE_THROWS_WITH(kernbench::load_config(dir.path.string()), Contains(dir.path.string() + ": cannot read the config file"));
+  REQUIRE_THROWS_WITH(kernbench::load_config(dir.path.string()),
+                      Contains(dir.path.string() + ": cannot read the config file"));
 }
 
 // ---- overrides -------------------------------------------------------------------
@@ -578,9 +578,9 @@ TEST_CASE("overrides set values, create keys and index lists", "[config]") {
   CHECK(d.system->pcie_attach.col == 3);
 
   // List items by index; later overrides win.
-  const Config g = parse(kGraph, {{"graph.edges.1.latency", "7 ns"},
-                                  {"graph.nodes.0.flit_aware", "true"},
-                                  {"graph.edges.1.latency", "8 ns"}});
+  const Config g = parse(
+      kGraph,
+      {{"graph.edges.1.latency", "7 ns"}, {"graph.nodes.0.flit_aware", "true"}, {"graph.edges.1.latency", "8 ns"}});
   CHECK(g.graph->edges[1].link.latency == 8'000);
   CHECK(g.graph->nodes[0].params.flit_aware);
 }
@@ -693,7 +693,8 @@ TEST_CASE("the pe section types every engine and defaults what it omits", "[conf
   CHECK(pe_config(c).ipcq_slots == 16);
   CHECK(pe_config(c).ipcq_slot == PeConfig{}.ipcq_slot);
   CHECK(pe_config(parse(kSystem)).clock_hz == PeConfig{}.clock_hz);  // no section: all defaults
-  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {clock: 1.5 GT/s}\n"), Contains("test.yaml: pe.clock: expected a frequency"));
+  REQUIRE_THROWS_WITH(parse(kSystem + "pe: {clock: 1.5 GT/s}\n"),
+                      Contains("test.yaml: pe.clock: expected a frequency"));
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {dma_channels: 0}\n"),
                       Contains("test.yaml: pe.dma_channels: expected a positive integer"));
   REQUIRE_THROWS_WITH(parse(kSystem + "pe: {gemm: {fp4: 4}}\n"), Contains("test.yaml: pe.gemm.fp4: unknown key"));

@@ -341,8 +341,8 @@ TEST_CASE("an uncontended DMA's link shares follow each hop's service time", "[c
   double total = 0.0;
   auto add = [&](NodeId a, NodeId b, Bytes bytes) {
     for (const auto& h : fabric.router().route(a, b).hop) {
-      const double t = static_cast<double>(h.latency + kernbench::sim::transfer_time(bytes, h.bandwidth) +
-                                           h.next_overhead);
+      const double t =
+          static_cast<double>(h.latency + kernbench::sim::transfer_time(bytes, h.bandwidth) + h.next_overhead);
       w["link:" + f.m.channel(h.channel).link_class] += t;
       total += t;
     }
@@ -353,7 +353,8 @@ TEST_CASE("an uncontended DMA's link shares follow each hop's service time", "[c
   for (const auto& [label, weight] : w) {
     INFO(label);
     CHECK(static_cast<double>(s.parts.at(label)) ==
-          Approx(static_cast<double>(s.duration()) * weight / total).margin(2.0 * static_cast<double>(w.size())));  // floors + remainder
+          Approx(static_cast<double>(s.duration()) * weight / total)
+              .margin(2.0 * static_cast<double>(w.size())));  // floors + remainder
   }
 }
 
@@ -513,7 +514,7 @@ TEST_CASE("vGPU: one launch's path is the guest's chain through the GR job", "[c
     if (s.op_kind == "poll_wait") poll += s.duration();
     if (s.op_kind == "gr_exec") gr = i;
   }
-  CHECK(rpc == l.firmware);      // one guest: no GSP queue, every RPC on the path
+  CHECK(rpc == l.firmware);  // one guest: no GSP queue, every RPC on the path
   CHECK(poll == l.poll_wait);
   CHECK(cp.steps.front().op_kind == "guest_driver");
   REQUIRE(gr + 1 < cp.steps.size());

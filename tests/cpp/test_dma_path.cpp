@@ -21,8 +21,8 @@ namespace {
 
 struct Dma {
   DmaKind kind;
-  int pe;         // issuer: sip0.cube0.pe<pe>
-  int hbm;        // memory: the HBM slice of sip0.cube0.pe<hbm>
+  int pe;   // issuer: sip0.cube0.pe<pe>
+  int hbm;  // memory: the HBM slice of sip0.cube0.pe<hbm>
   kernbench::sim::Bytes bytes;
   std::uint64_t address = 0;
 };
@@ -74,7 +74,7 @@ void same(const std::vector<Dma>& dmas) {
 TEST_CASE("one DMA path: a read, a write and a multi-chunk transfer cost the same through both entries", "[dma]") {
   same({{DmaKind::Read, 0, 0, 2 * kKiB}});
   same({{DmaKind::Write, 0, 0, 2 * kKiB}});
-  same({{DmaKind::Read, 0, 3, 64 * kKiB}});   // 16 chunks of 4 KiB, to a remote slice
+  same({{DmaKind::Read, 0, 3, 64 * kKiB}});  // 16 chunks of 4 KiB, to a remote slice
   same({{DmaKind::Write, 2, 5, 64 * kKiB}});
 }
 

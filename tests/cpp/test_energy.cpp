@@ -104,17 +104,15 @@ TEST_CASE("energy: compute energy is FLOPs x the price of the precision", "[ener
   CHECK(one.by.count("dynamic:compute:gemm:fp32") == 0);
   const EnergyReport f32 = gemm(f, Precision::Fp32);
   CHECK(at(f32.by, "dynamic:compute:gemm:fp32") == Approx(f * 2'300'000 * 1e-18).epsilon(1e-15));
-  const EnergyReport vec = run_energy(energy_machine(), [&](Program& p, const Machine& m) {
-    p.vector(m.pe(0, 0, 0), 4096);
-  });
+  const EnergyReport vec =
+      run_energy(energy_machine(), [&](Program& p, const Machine& m) { p.vector(m.pe(0, 0, 0), 4096); });
   CHECK(at(vec.by, "dynamic:compute:vector:any") == Approx(4096 * 200'000 * 1e-18).epsilon(1e-15));
   CHECK(one.dynamic_j == Approx(at(one.by, "dynamic:compute:gemm:fp16")).epsilon(1e-15));  // nothing moved
 }
 
 TEST_CASE("energy: static energy is nodes x power x makespan", "[energy]") {
-  const EnergyReport e = run_energy(energy_machine(), [&](Program& p, const Machine& m) {
-    p.gemm(m.pe(0, 0, 0), 2048.0 * 1000, Precision::Fp16);
-  });
+  const EnergyReport e = run_energy(
+      energy_machine(), [&](Program& p, const Machine& m) { p.gemm(m.pe(0, 0, 0), 2048.0 * 1000, Precision::Fp16); });
   const double pes = at(e.counts, "nodes:pe");
   CHECK(pes == 16);  // 2 cubes x 8 PEs
   CHECK(at(e.by, "static:pe") == Approx(pes * 0.5 * kernbench::sim::to_seconds(e.makespan)).epsilon(1e-12));
@@ -173,7 +171,7 @@ links:
 pe:
   hbm: {capacity: 3 GiB, pseudo_channels: 16, stripe: 512 B}
 )",
-                                "energy.yaml");
+                                           "energy.yaml");
   CHECK(energy_config(c).links.ucie == 2'000'000);
   CHECK(energy_config(c).links.pcie == 40'000'000);
   CHECK(energy_config(c).links.noc == kernbench::topology::EnergyLinks{}.noc);  // untouched keys keep their defaults
@@ -214,7 +212,8 @@ TEST_CASE("hbm: striping matches a byte-by-byte count and costs O(pseudo-channel
         h.pseudo_channels = pcs;
         std::vector<Bytes> fast, slow(static_cast<std::size_t>(pcs), 0);
         stripe_bytes(a, n, h, fast);
-        for (Bytes i = 0; i < n; ++i) ++slow[((a + static_cast<std::uint64_t>(i)) / 256) % static_cast<std::uint64_t>(pcs)];
+        for (Bytes i = 0; i < n; ++i)
+          ++slow[((a + static_cast<std::uint64_t>(i)) / 256) % static_cast<std::uint64_t>(pcs)];
         INFO("pcs " << pcs << " address " << a << " bytes " << n);
         CHECK(fast == slow);
       }
@@ -261,7 +260,8 @@ TEST_CASE("hbm: a GEMM whose operands do not fit its slice is a CapacityError at
   System system(c);
   CHECK_THROWS_WITH(kernbench::kernels::plan_gemm(system, s),
                     Catch::Contains("C block 2048 x 2048 of GEMM 2048x2048x2048") &&
-                        Catch::Contains("needs 8 MiB on sip0.cube0.pe0's HBM slice") && Catch::Contains("16 MiB already taken"));
+                        Catch::Contains("needs 8 MiB on sip0.cube0.pe0's HBM slice") &&
+                        Catch::Contains("16 MiB already taken"));
 }
 
 TEST_CASE("hbm: GQA decode at 128k tokens on one cube needs its KV cache in 8 slices, to the byte", "[hbm]") {
@@ -293,8 +293,7 @@ TEST_CASE("hbm: GQA decode at 128k tokens on one cube needs its KV cache in 8 sl
                                             Catch::Contains("S_kv = 131072") && Catch::Contains("16384 tokens here"));
 }
 
-TEST_CASE("hbm: a GEMM's traffic per pseudo-channel adds up to its HBM bytes and spreads over every channel",
-          "[hbm]") {
+TEST_CASE("hbm: a GEMM's traffic per pseudo-channel adds up to its HBM bytes and spreads over every channel", "[hbm]") {
   Config c = energy_machine();
   pe_config(c).hbm.pseudo_channels = 8;
   System system(c);

@@ -81,7 +81,8 @@ TEST_CASE("a run of pushes and pops keeps the exact (time, seq) order", "[event_
         reserved.pop_back();
         if (s > got.seq) push(now, s, false);
       } else {
-        const Time delay = kind == 3 ? static_cast<Time>(rng.below(1ULL << 40)) : static_cast<Time>(rng.below(5000)) + 1;
+        const Time delay =
+            kind == 3 ? static_cast<Time>(rng.below(1ULL << 40)) : static_cast<Time>(rng.below(5000)) + 1;
         push(now + delay, seq++, false);
       }
     }

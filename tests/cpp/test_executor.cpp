@@ -81,7 +81,8 @@ TEST_CASE("DMA channels bound the DMAs in flight on a PE", "[executor]") {
   const RunResult r = Executor(f.system).run(p);
   // Two channels: the third DMA gets one when the first is done.
   CHECK(r.ops[ids[2]].start == std::min(r.ops[ids[0]].end, r.ops[ids[1]].end));
-  const auto dma = std::find_if(r.engines.begin(), r.engines.end(), [](const EngineUse& u) { return u.engine == Engine::Dma; });
+  const auto dma =
+      std::find_if(r.engines.begin(), r.engines.end(), [](const EngineUse& u) { return u.engine == Engine::Dma; });
   CHECK(dma->capacity == 2);
   CHECK(dma->total_wait > 0);
 }
@@ -122,7 +123,8 @@ TEST_CASE("a composite pipeline: one dispatch, N-buffered tiles, counts match ti
     if (r.log.tag()[i] == p.tag("load") && ++loads_seen == 5) load2_start = r.log.start()[i];
   CHECK(load2_start >= compute0_end);
   // One dispatch for the whole composite (plus the pinned DMA's).
-  const auto cpu = std::find_if(r.engines.begin(), r.engines.end(), [](const EngineUse& u) { return u.engine == Engine::PeCpu; });
+  const auto cpu =
+      std::find_if(r.engines.begin(), r.engines.end(), [](const EngineUse& u) { return u.engine == Engine::PeCpu; });
   CHECK(cpu->grants == 2);
 }
 
@@ -133,7 +135,9 @@ TEST_CASE("scratch overflow is a CapacityError with the numbers", "[executor]") 
   p.alloc(f.pe(3), 400 * kKiB, {a}, "B tiles");
   CHECK_THROWS_AS(Executor(f.system).run(p), kernbench::CapacityError);
   Fixture g;
-  CHECK_THROWS_WITH(Executor(g.system).run(p), Catch::Contains("scratch of sip0.cube0.pe3 overflows: B tiles asks for 400 KiB with 700 KiB of 1024 KiB in use"));
+  CHECK_THROWS_WITH(
+      Executor(g.system).run(p),
+      Catch::Contains("scratch of sip0.cube0.pe3 overflows: B tiles asks for 400 KiB with 700 KiB of 1024 KiB in use"));
   // Freed scratch can be reused; the peak is reported.
   Fixture h;
   Program q("reuse");
@@ -153,14 +157,16 @@ TEST_CASE("a cycle and a recv without a send end in a DeadlockError naming the o
   p.depend(b, c);
   CHECK_THROWS_AS(Executor(f.system).run(p), kernbench::DeadlockError);
   Fixture g;
-  CHECK_THROWS_WITH(Executor(g.system).run(p), Catch::Contains("cyclic: deadlock") &&
-                                                   Catch::Contains("op 1 'left' (gemm on sip0.cube0.pe0) waits for op 2") &&
-                                                   Catch::Contains("op 2 'right'"));
+  CHECK_THROWS_WITH(Executor(g.system).run(p),
+                    Catch::Contains("cyclic: deadlock") &&
+                        Catch::Contains("op 1 'left' (gemm on sip0.cube0.pe0) waits for op 2") &&
+                        Catch::Contains("op 2 'right'"));
   Fixture h;
   Program q("lonely");
   q.recv(h.pe(1), h.pe(0), 42, {}, "wait for data");
-  CHECK_THROWS_WITH(Executor(h.system).run(q),
-                    Catch::Contains("'wait for data' (recv on sip0.cube0.pe1) waits for a send from sip0.cube0.pe0 with key 42"));
+  CHECK_THROWS_WITH(
+      Executor(h.system).run(q),
+      Catch::Contains("'wait for data' (recv on sip0.cube0.pe1) waits for a send from sip0.cube0.pe0 with key 42"));
 }
 
 TEST_CASE("send and recv pair up by key; a no-consume recv ends when the data has arrived", "[executor]") {
@@ -177,8 +183,8 @@ TEST_CASE("an engine without the precision is a clear error", "[executor]") {
   Fixture f;
   Program p("int8");
   p.gemm(f.pe(0), 1000, Precision::Int8, {}, "quantised");
-  CHECK_THROWS_WITH(Executor(f.system).run(p), Catch::Contains("'quantised'") &&
-                                                   Catch::Contains("no int8 mode (pe.gemm.int8 = 0)"));
+  CHECK_THROWS_WITH(Executor(f.system).run(p),
+                    Catch::Contains("'quantised'") && Catch::Contains("no int8 mode (pe.gemm.int8 = 0)"));
 }
 
 TEST_CASE("the same program twice gives the same op log", "[executor][determinism]") {

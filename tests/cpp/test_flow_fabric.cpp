@@ -39,7 +39,8 @@ Machine make_machine(const std::vector<NodeSpec>& nodes, const std::vector<EdgeS
   Config cfg;
   cfg.source = "test_flow_fabric";
   ExplicitGraphConfig g;
-  for (const NodeSpec& n : nodes) g.nodes.push_back(ExplicitNode{n.name, NodeKind::Router, NodeParams{n.overhead, n.flit_aware}});
+  for (const NodeSpec& n : nodes)
+    g.nodes.push_back(ExplicitNode{n.name, NodeKind::Router, NodeParams{n.overhead, n.flit_aware}});
   for (const EdgeSpec& e : edges)
     g.edges.push_back(ExplicitEdge{e.a, e.b, "link", LinkParams{Bandwidth{e.bytes_per_s}, e.latency, e.connections}});
   cfg.graph = g;
@@ -181,8 +182,8 @@ TEST_CASE("a later transfer speeds up when the first one ends", "[flow]") {
 TEST_CASE("a flow held elsewhere leaves the rest of a shared channel to the other", "[flow]") {
   // a->c is limited to 1 B/ps by a->b; b->c (2 B/ps) gives it 1 and the
   // local transfer b->c the other 1: half its uncontended rate.
-  const Machine m = make_machine({{"a"}, {"b"}, {"c"}},
-                                 {{"a", "b", 1'000'000'000'000, 0}, {"b", "c", 2'000'000'000'000, 0}});
+  const Machine m =
+      make_machine({{"a"}, {"b"}, {"c"}}, {{"a", "b", 1'000'000'000'000, 0}, {"b", "c", 2'000'000'000'000, 0}});
   Simulation sim;
   FlowFabric fabric(sim, m, flow_config());
   const TransferId through = fabric.start(spec(m, "a", "c", 1000));
@@ -301,15 +302,15 @@ namespace {
 // A tree with a flit-aware hub and a store-and-forward switch: leaves l0-l2
 // on the hub, l3-l5 on the switch. Random transfers at random times.
 std::vector<TransferRecord> random_workload(std::uint64_t seed, int n, std::vector<ChannelStats>* stats = nullptr) {
-  const Machine m = make_machine(
-      {{"hub", 3}, {"sw", 11, false}, {"l0", 1}, {"l1", 2}, {"l2", 0}, {"l3", 5}, {"l4", 1}, {"l5", 0}},
-      {{"l0", "hub", 3'000'000'000, 100},
-       {"l1", "hub", 7'000'000'000, 250},
-       {"l2", "hub", 64'000'000'000, 0, 2},
-       {"hub", "sw", 16'000'000'000, 1000, 4},
-       {"sw", "l3", 9'000'000'000, 30},
-       {"sw", "l4", 11'000'000'000, 40},
-       {"sw", "l5", 25'000'000'000, 50, 3}});
+  const Machine m =
+      make_machine({{"hub", 3}, {"sw", 11, false}, {"l0", 1}, {"l1", 2}, {"l2", 0}, {"l3", 5}, {"l4", 1}, {"l5", 0}},
+                   {{"l0", "hub", 3'000'000'000, 100},
+                    {"l1", "hub", 7'000'000'000, 250},
+                    {"l2", "hub", 64'000'000'000, 0, 2},
+                    {"hub", "sw", 16'000'000'000, 1000, 4},
+                    {"sw", "l3", 9'000'000'000, 30},
+                    {"sw", "l4", 11'000'000'000, 40},
+                    {"sw", "l5", 25'000'000'000, 50, 3}});
   Simulation sim;
   FlowFabric fabric(sim, m, flow_config());
   Starter starter(fabric);

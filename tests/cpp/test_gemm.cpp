@@ -79,9 +79,9 @@ TEST_CASE("a compute-bound GEMM reaches >= 90 % of peak", "[gemm]") {
   for (auto prec : {Precision::Fp16, Precision::Fp32}) {
     const Run x = run(spec(512, 512, 512, prec));
     const double achieved = x.plan.flops / kernbench::sim::to_seconds(x.result.makespan());
-    INFO(kernbench::topology::to_string(prec) << ": " << achieved / 1e12 << " TFLOP/s of "
-                                               << x.plan.peak_flops_per_s / 1e12 << ", tiles " << x.plan.tile_m
-                                               << "x" << x.plan.tile_n << "x" << x.plan.tile_k);
+    INFO(kernbench::topology::to_string(prec)
+         << ": " << achieved / 1e12 << " TFLOP/s of " << x.plan.peak_flops_per_s / 1e12 << ", tiles " << x.plan.tile_m
+         << "x" << x.plan.tile_n << "x" << x.plan.tile_k);
     CHECK(x.plan.limit == "compute");
     CHECK(achieved >= 0.9 * x.plan.peak_flops_per_s);
     CHECK(achieved <= x.plan.peak_flops_per_s);
@@ -223,8 +223,8 @@ TEST_CASE("a precision the GEMM engine lacks is a ConfigError naming it", "[gemm
   System system(machine_config());
   const GemmSpec s = spec(64, 64, 64, Precision::Int8);
   CHECK_THROWS_AS(plan_gemm(system, s), kernbench::ConfigError);
-  CHECK_THROWS_WITH(gemm_program(system, s), Catch::Contains("GEMM 64x64x64 int8") &&
-                                                 Catch::Contains("no int8 mode (pe.gemm.int8 = 0)"));
+  CHECK_THROWS_WITH(gemm_program(system, s),
+                    Catch::Contains("GEMM 64x64x64 int8") && Catch::Contains("no int8 mode (pe.gemm.int8 = 0)"));
 }
 
 TEST_CASE("bad GEMM inputs are ConfigErrors that say what is wrong", "[gemm]") {

@@ -85,7 +85,8 @@ TEST_CASE("a GEMM whose tile count is the SM count + 1 takes two waves", "[gpu]"
         gemm_config(g, 128, 256, 128, Precision::Bf16, t, 1).mainloop);
   // The planner takes the cheapest configuration: never dearer than any one of them.
   const GemmKernel best = plan_gemm(g, 128 * 101, 256, 4096, Precision::Bf16);
-  for (const GemmTile& tt : kGemmTiles) CHECK(best.duration <= gemm_config(g, 128 * 101, 256, 4096, Precision::Bf16, tt, 1).duration);
+  for (const GemmTile& tt : kGemmTiles)
+    CHECK(best.duration <= gemm_config(g, 128 * 101, 256, 4096, Precision::Bf16, tt, 1).duration);
   CHECK(best.duration < two.duration);  // a smaller tile fills the SMs better here
 }
 
@@ -146,7 +147,8 @@ TEST_CASE("prefill attention: a causal mask halves the work", "[gpu]") {
   CHECK(!full.decode);
   CHECK(full.flops == Approx(4.0 * 32 * 4096.0 * 4096 * 128));
   CHECK(causal.flops / full.flops == Approx(4097.0 / 2 / 4096));
-  CHECK(static_cast<double>(causal.compute) / static_cast<double>(full.compute) == Approx(4097.0 / 2 / 4096).epsilon(1e-6));
+  CHECK(static_cast<double>(causal.compute) / static_cast<double>(full.compute) ==
+        Approx(4097.0 / 2 / 4096).epsilon(1e-6));
   a.q_len = 8192;  // more queries than keys
   CHECK_THROWS_WITH(plan_attention(g, a), Catch::Contains("q_len 8192 > kv_len 4096"));
 }

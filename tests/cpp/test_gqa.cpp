@@ -15,9 +15,7 @@ using kernbench::sim::kMiB;
 namespace {
 
 // One SIP of 4 x 2 cubes x 8 PEs (the default 2 x 4 snake), 1 MiB scratch.
-Config gqa_machine() {
-  return program_config(4, 2);
-}
+Config gqa_machine() { return program_config(4, 2); }
 
 GqaSpec spec(GqaPhase phase, int c, std::int64_t t_q, std::int64_t s_kv, std::int64_t tile_q = 256,
              std::int64_t tile_s = 256) {
@@ -69,8 +67,8 @@ TEST_CASE("gqa: op counts are the closed forms of each schedule", "[gqa]") {
         CHECK(p.ipcq_ring == 7u * 2 * 64);
         CHECK(p.ipcq_merge == 0);
         CHECK(p.dma_out == 64);
-        CHECK(p.dma_kv == 64u * 2);              // step 0 only, one tile
-        CHECK(p.gemm_ops == 64u * 8 * 2);        // 8 ring steps x QK, PV
+        CHECK(p.dma_kv == 64u * 2);        // step 0 only, one tile
+        CHECK(p.gemm_ops == 64u * 8 * 2);  // 8 ring steps x QK, PV
       } else if (c == 2) {
         // Cube 0 only: 64 tokens x 8 heads = 512 rows -> 2 Q tiles; 512 / 256 = 2 K/V tiles each.
         CHECK(p.q_tiles == 2);

@@ -175,8 +175,8 @@ TEST_CASE("with one slot, each credit's trip back over the reverse route adds ex
   Config c = ipcq_config(1);
   c.system->links.ucie.latency = 500 * kNanosecond;
   Fixture probe(std::move(c));
-  const auto id = probe.system.fabric().start(
-      kernbench::topology::TransferSpec{probe.pe(5, 1), probe.pe(0), pe_config(probe.system.config()).ipcq_credit_bytes});
+  const auto id = probe.system.fabric().start(kernbench::topology::TransferSpec{
+      probe.pe(5, 1), probe.pe(0), pe_config(probe.system.config()).ipcq_credit_bytes});
   probe.system.run();
   const auto credit = probe.system.fabric().record(id).latency();
   REQUIRE(credit > 500 * kNanosecond);  // it does cross the long link

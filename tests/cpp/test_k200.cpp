@@ -35,8 +35,11 @@ const std::vector<Row>& reference_rows() {
   static const std::vector<Row> rows = {
       {"pinned", CopyKind::Pinned, {}, {11.8, 12.5, 12.5, 5.6}, {12.0, 12.9, 12.9, 5.0}},
       {"pageable pipeline on", CopyKind::Pageable, {}, {5.03, 9.95, 10.11, 10.16}, {5.59, 7.70, 7.85, 7.83}},
-      {"pageable pipeline off", CopyKind::Pageable, {{"k200.driver.kl1_bounce_pipe", "0"}},
-       {5.03, 5.53, 5.53, 5.58}, {5.41, 4.92, 4.91, 4.92}},
+      {"pageable pipeline off",
+       CopyKind::Pageable,
+       {{"k200.driver.kl1_bounce_pipe", "0"}},
+       {5.03, 5.53, 5.53, 5.58},
+       {5.41, 4.92, 4.91, 4.92}},
       {"stock driver pageable", CopyKind::Stock, {}, {3.90, 4.27, 4.27, 4.28}, {4.36, 4.38, 4.40, 4.40}},
   };
   return rows;
@@ -58,8 +61,7 @@ double copy_gib(CopyKind kind, Direction dir, sim::Bytes bytes, const std::vecto
 // The orderings every K200 measurement shows (configs/k200.measured.yaml), held by the model over the
 // whole table: these were printed tables once; `kernbench calibrate --check configs/k200.yaml` prints the
 // figures against their measurements.
-TEST_CASE("K200 copies keep the measured orderings: pinned > pageable > stock, the pipeline, P2P's rise",
-          "[k200]") {
+TEST_CASE("K200 copies keep the measured orderings: pinned > pageable > stock, the pipeline, P2P's rise", "[k200]") {
   const sim::Bytes M = sim::kMiB;
   for (auto dir : {Direction::H2D, Direction::D2H}) {
     for (sim::Bytes b : {64 * M, 256 * M}) {
@@ -97,8 +99,10 @@ TEST_CASE("K200 launch, dispatch and GEMM keep the measured orderings", "[k200]"
     CHECK(st.launch_us > 0.0);
     CHECK(st.per_kernel_us >= st.launch_us);  // a loop of launches cannot outrun its launch calls
     CHECK(st.single_us > st.launch_us);       // one kernel alone: its launch, then the wait for it
-    if (threads == 1) launch1 = st.launch_us;
-    else CHECK(st.launch_us >= launch1);      // more threads share the driver: no faster per launch
+    if (threads == 1)
+      launch1 = st.launch_us;
+    else
+      CHECK(st.launch_us >= launch1);  // more threads share the driver: no faster per launch
     topology::System sys2(k200_config());
     K200 k2(sys2);
     const auto d = k2.dispatch_test(threads, 100, add);
@@ -208,13 +212,15 @@ TEST_CASE("K200 reproduces the reference copy table", "[k200]") {
 }
 
 TEST_CASE("K200 same-card P2P matches the reference at every size", "[k200]") {
-  const std::pair<sim::Bytes, double> ref[] = {{1, 5.95}, {4, 9.24}, {16, 10.73}, {64, 11.20}, {256, 11.31}, {512, 11.32}};
+  const std::pair<sim::Bytes, double> ref[] = {{1, 5.95},   {4, 9.24},    {16, 10.73},
+                                               {64, 11.20}, {256, 11.31}, {512, 11.32}};
   for (auto [mib, gib] : ref) {
     INFO(mib << " MiB");
     CHECK(copy_gib(CopyKind::PeerSameCard, Direction::D2H, mib * sim::kMiB) == Approx(gib).epsilon(0.05));
   }
   // kl1_p2p_stub=1: the user-space fallback, ~2.5 GB/s before the fix.
-  const double stub = copy_gib(CopyKind::PeerSameCard, Direction::D2H, 64 * sim::kMiB, {{"k200.driver.kl1_p2p_stub", "1"}});
+  const double stub =
+      copy_gib(CopyKind::PeerSameCard, Direction::D2H, 64 * sim::kMiB, {{"k200.driver.kl1_p2p_stub", "1"}});
   CHECK(stub == Approx(2.5).epsilon(0.15));
 }
 

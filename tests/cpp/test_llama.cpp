@@ -19,9 +19,7 @@ using kernbench::sim::kMiB;
 namespace {
 
 // One SIP of 4 x 2 cubes x 8 PEs (64 PEs), 1 MiB scratch, 2 TFLOPS per PE.
-Config llama_machine() {
-  return program_config(4, 2);
-}
+Config llama_machine() { return program_config(4, 2); }
 
 // A small model with the layer's structure (GQA 4:1), for runs that finish in well under a second.
 LlamaDims small_dims() {
@@ -200,8 +198,8 @@ TEST_CASE("Program::append remaps dependencies, tags, pipelines and message keys
   CHECK(second == 3);
   CHECK(prog.size() == 6);
   CHECK(prog.op(5).deps == std::vector<kernbench::runtime::OpId>{4});  // remapped
-  CHECK(prog.op(3).deps == sinks);                                       // roots wait for `after`
-  CHECK(prog.op(3).key != prog.op(0).key);                               // keys shifted
+  CHECK(prog.op(3).deps == sinks);                                     // roots wait for `after`
+  CHECK(prog.op(3).key != prog.op(0).key);                             // keys shifted
   CHECK(prog.op(3).key == prog.op(4).key);
   CHECK(prog.tags()[static_cast<std::size_t>(prog.op(5).tag)] == "x");
   CHECK(prog.tags().size() == 3);  // "", x, y interned once

@@ -63,8 +63,8 @@ TEST_CASE("SIP grids are linked as ring, torus or mesh", "[machine]") {
 TEST_CASE("unknown node names are TopologyErrors with examples", "[machine]") {
   const Machine m(system_config());
   CHECK_THROWS_AS(m.at("sip0.cube9.pe0"), kernbench::TopologyError);
-  CHECK_THROWS_WITH(m.at("sip0.cube9.pe0"), Catch::Contains("unknown node 'sip0.cube9.pe0'") &&
-                                               Catch::Contains("sip0.cube0.pe0"));
+  CHECK_THROWS_WITH(m.at("sip0.cube9.pe0"),
+                    Catch::Contains("unknown node 'sip0.cube9.pe0'") && Catch::Contains("sip0.cube0.pe0"));
   CHECK_THROWS_WITH(m.pe(0, 0, 8), Catch::Contains("no PE sip0.cube0.pe8"));
 }
 

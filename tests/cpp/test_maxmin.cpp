@@ -159,7 +159,7 @@ TEST_CASE("an incremental solve leaves unrelated components alone", "[maxmin]") 
 
   const FlowId f = add(s, {r1});  // touches component 1 only
   s.solve();
-  CHECK(s.last_solved() == 3);    // a, b, f: component 2 was not even visited
+  CHECK(s.last_solved() == 3);  // a, b, f: component 2 was not even visited
   CHECK(s.rate(a) == 1.0);
   CHECK(s.rate(b) == 1.5);
   CHECK(s.rate(f) == 1.5);

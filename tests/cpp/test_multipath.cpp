@@ -50,7 +50,8 @@ std::vector<double> bytes_per_switch(const Machine& m, const Fabric& f) {
   std::vector<double> out(4, 0.0);
   for (ChannelId c = 0; c < m.num_channels(); ++c) {
     const std::string& to = m.node(m.channel(c).to).name;
-    if (to.rfind("sw", 0) == 0) out[static_cast<std::size_t>(to[2] - '0')] += static_cast<double>(f.channel_stats(c).bytes);
+    if (to.rfind("sw", 0) == 0)
+      out[static_cast<std::size_t>(to[2] - '0')] += static_cast<double>(f.channel_stats(c).bytes);
   }
   return out;
 }

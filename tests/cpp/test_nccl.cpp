@@ -190,7 +190,7 @@ TEST_CASE("NVLS: the GPUs' multimem issue sets its rate when slower than the lin
   // of max_steps_per_transfer = 8 at the link rate) bounds the rest.
   const double issue_ps = 2.0 * static_cast<double>(bytes) / n / 25e9 * 1e12;
   const double fixed = 11e6;
-  const double tail = static_cast<double>(bytes) / 8 / 100e9 * 1e12 +          // its multicast
+  const double tail = static_cast<double>(bytes) / 8 / 100e9 * 1e12 +        // its multicast
                       n * static_cast<double>(bytes) / 8 / 100000e9 * 1e12;  // its reduction
   CHECK(static_cast<double>(r.latency) >= fixed + issue_ps);
   CHECK(static_cast<double>(r.latency) <= fixed + issue_ps + tail + 100);  // + the ps each step rounds up
@@ -244,9 +244,10 @@ TEST_CASE("NCCL's p2p choice: channels per peer from the p2p channels and the ra
   CHECK_THROWS_WITH(p2p_choice(1 * kMiB, 8, 16, cfg, &ll128), Catch::Contains("ll and simple (not ll128)"));
 }
 
-TEST_CASE("alltoall on a switch: tiny is the launch, the fixed cost and one step; large is (n-1)/n of the buffer at "
-          "the link's rate",
-          "[nccl][alltoall][closed-form]") {
+TEST_CASE(
+    "alltoall on a switch: tiny is the launch, the fixed cost and one step; large is (n-1)/n of the buffer at "
+    "the link's rate",
+    "[nccl][alltoall][closed-form]") {
   const int n = 4;
   Config c = gpu_star(n, 100);
   nccl(c).call_host = 5 * kMicrosecond;

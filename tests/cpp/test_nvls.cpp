@@ -152,8 +152,9 @@ TEST_CASE("the symbolic check follows a switch's reduce and multicast", "[nvls][
     s.switch_reduce(sw, {0, 1, 2, 3}, Slices{1, 2});  // slice 1 already holds every rank
     SymbolicCheck check(s, "twice");
     for (int r = 0; r < 4; ++r) check.set_start(r, Slices{0, 2}, SymbolicCheck::Start::Own);
-    CHECK_THROWS_WITH(kernbench::runtime::Executor(system).run(s.program(), &check),
-                      Catch::Contains("would count ranks {0,1,2,3} twice when the switch adds what rank 1 (gpu1) slice 1 sent"));
+    CHECK_THROWS_WITH(
+        kernbench::runtime::Executor(system).run(s.program(), &check),
+        Catch::Contains("would count ranks {0,1,2,3} twice when the switch adds what rank 1 (gpu1) slice 1 sent"));
   }
   SECTION("a complete one holds every rank once") {
     Schedule s(system.machine(), pes, 4 * kKiB, 2, Buffer::Sram, "whole");
@@ -182,8 +183,9 @@ TEST_CASE("in-network reduction: what is missing is named", "[nvls][errors]") {
     kernbench::runtime::Program p("bad");
     const auto& pes = system.machine().pes();
     p.switch_reduce(system.machine().at("sw0"), {pes[0], pes[1]}, 1024, {}, "sr");
-    CHECK_THROWS_WITH(kernbench::runtime::Executor(system).run(p),
-                      Catch::Contains("op 0 'sr' (switch_reduce): sw0 is a switch that declares no in-network reduction"));
+    CHECK_THROWS_WITH(
+        kernbench::runtime::Executor(system).run(p),
+        Catch::Contains("op 0 'sr' (switch_reduce): sw0 is a switch that declares no in-network reduction"));
     System reducing(star(4, 100, 400));
     kernbench::runtime::Program d("dup");
     d.switch_reduce(reducing.machine().at("sw0"), {pes[0], pes[1], pes[0]}, 1024, {}, "sr");
@@ -208,7 +210,8 @@ TEST_CASE("in-network reduction: what is missing is named", "[nvls][errors]") {
                       Catch::Contains("graph.nodes[0].reduction") && Catch::Contains("only a switch node reduces"));
     std::string zero = text;
     zero.replace(zero.find("400 GB/s"), 8, "0 GB/s");
-    CHECK_THROWS_WITH(kernbench::parse_config(zero, "t.yaml", {}), Catch::Contains("graph.nodes[1].reduction.bandwidth"));
+    CHECK_THROWS_WITH(kernbench::parse_config(zero, "t.yaml", {}),
+                      Catch::Contains("graph.nodes[1].reduction.bandwidth"));
     std::string unknown = text;
     unknown.replace(unknown.find("bandwidth: 400 GB/s}"), 20, "bandwidth: 400 GB/s, ops: sum}");
     CHECK_THROWS_WITH(kernbench::parse_config(unknown, "t.yaml", {}), Catch::Contains("ops"));

@@ -115,10 +115,10 @@ TEST_CASE("buffered links keep the wormhole closed form when nothing contends", 
     for (const Bytes buffer : {8 * kKiB, 16 * kKiB}) {
       INFO("chunk " << chunk << ", buffer " << buffer);
       const BufferSize b{BufferSize::Unit::Bytes, buffer};
-      Run run(chain_config({{1000, true}, {2000, true}, {3000, true}, {4000, true}},
-                           {buffered(link(256, 500), b), buffered(link(128, 1000), b, 2),
-                            buffered(link(256, 1500), b)}),
-              packet(chunk));
+      Run run(
+          chain_config({{1000, true}, {2000, true}, {3000, true}, {4000, true}},
+                       {buffered(link(256, 500), b), buffered(link(128, 1000), b, 2), buffered(link(256, 1500), b)}),
+          packet(chunk));
       const TransferId id = run.go("n0", "n3", 16 * kKiB);
       run.sim.run();
       const TransferRecord& r = run.fabric.record(id);
@@ -252,7 +252,8 @@ TEST_CASE("a one-VC ring with wrap-around traffic deadlocks, and is caught", "[p
     FAIL("no deadlock reported");
   } catch (const DeadlockError& e) {
     const std::string m = e.what();
-    for (int i = 0; i < 5; ++i) CHECK_THAT(m, Contains("n" + std::to_string(i) + "->n" + std::to_string((i + 1) % 5) + " vc0"));
+    for (int i = 0; i < 5; ++i)
+      CHECK_THAT(m, Contains("n" + std::to_string(i) + "->n" + std::to_string((i + 1) % 5) + " vc0"));
     CHECK_THAT(m, Contains("cycle of full buffers"));
   }
   // Unbounded, the same traffic finishes.
@@ -334,8 +335,9 @@ TEST_CASE("a buffer smaller than a chunk is refused, naming the link", "[packet]
   Config c = chain_config({{}, {}}, {buffered(link(256, 500), flits(4))});
   Machine m(c);
   Simulation sim(1);
-  REQUIRE_THROWS_WITH(PacketFabric(sim, m, packet(512)),
-                      Contains("buffer 4 flits holds 4 flits of 64 B, fewer than one chunk (fabric.chunk = 512 B = 8 flits)"));
+  REQUIRE_THROWS_WITH(
+      PacketFabric(sim, m, packet(512)),
+      Contains("buffer 4 flits holds 4 flits of 64 B, fewer than one chunk (fabric.chunk = 512 B = 8 flits)"));
 }
 
 TEST_CASE("links.<class>.buffer, vcs and nodes.<kind>.pipeline in YAML", "[packet][buffer][config]") {

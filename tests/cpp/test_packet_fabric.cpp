@@ -99,9 +99,7 @@ TEST_CASE("flit-sized chunks give the wormhole drain term", "[packet]") {
 }
 
 TEST_CASE("a store-and-forward node doubles the serialisation", "[packet]") {
-  const auto nodes = [](bool flit_aware) {
-    return std::vector<NodeParams>{{0, true}, {0, flit_aware}, {0, true}};
-  };
+  const auto nodes = [](bool flit_aware) { return std::vector<NodeParams>{{0, true}, {0, flit_aware}, {0, true}}; };
   const std::vector<LinkParams> links{link(64, 0), link(64, 0)};
   // 64 KiB = 16 chunks of 4 KiB, 64 ns each at 64 GB/s.
   Run sf(chain_config(nodes(false), links));
@@ -209,7 +207,8 @@ TEST_CASE("coroutines can await a transfer", "[packet]") {
   Run run(chain_config({{0, true}, {0, true}}, {link(64, 1000)}));
   Time seen = -1;
   auto proc = [&]() -> kernbench::sim::Process {
-    const TransferRecord& r = co_await run.fabric.transfer(TransferSpec{run.machine.at("n0"), run.machine.at("n1"), 4096});
+    const TransferRecord& r =
+        co_await run.fabric.transfer(TransferSpec{run.machine.at("n0"), run.machine.at("n1"), 4096});
     seen = r.end;
   };
   run.sim.spawn("mover", proc());

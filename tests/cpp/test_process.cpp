@@ -93,8 +93,7 @@ TEST_CASE("an exception escaping a process surfaces with its name", "[process]")
     sim.run();
     FAIL("run() should have thrown");
   } catch (const kernbench::ProcessError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("process 'worker-7'") && Catch::Contains("boom") &&
-                             Catch::Contains("t=3 ps"));
+    CHECK_THAT(e.what(), Catch::Contains("process 'worker-7'") && Catch::Contains("boom") && Catch::Contains("t=3 ps"));
   }
   CHECK(sim.live_processes().empty());
 }
@@ -203,7 +202,7 @@ TEST_CASE("sim::Join counts the children it spawns; a waiter counts what runs wh
   };
   sim.spawn("parent", parent());
   sim.run();
-  CHECK(woke == 16);        // b, the later of b and c, ends at 6 + 10
-  CHECK(j.last() == 20);    // the tag of the child that ended last
+  CHECK(woke == 16);      // b, the later of b and c, ends at 6 + 10
+  CHECK(j.last() == 20);  // the tag of the child that ended last
   CHECK(j.running() == 0);
 }

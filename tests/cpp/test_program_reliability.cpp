@@ -13,10 +13,10 @@
 
 using namespace kernbench::testing;
 using namespace kernbench::runtime;
+using Catch::Contains;
 using kernbench::sim::kGiB;
 using kernbench::sim::kKiB;
 using kernbench::sim::kMiB;
-using Catch::Contains;
 
 namespace {
 
@@ -67,7 +67,8 @@ TEST_CASE("reliability: a composite's tile buffers must fit the PE's scratch", "
   CHECK_NOTHROW(f.run(ok));
 }
 
-TEST_CASE("reliability: a dma larger than a scratch or past an HBM slice is a CapacityError", "[program][reliability]") {
+TEST_CASE("reliability: a dma larger than a scratch or past an HBM slice is a CapacityError",
+          "[program][reliability]") {
   Fixture f;
   Program p("into scratch");
   p.dma(f.pe(0), Move{f.hbm(0), f.pe(0), 2 * kMiB}, {}, "too big");
@@ -170,8 +171,7 @@ TEST_CASE("reliability: dma agents must own engines, dma ends must be memories",
 TEST_CASE("reliability: explicit graphs keep their own agents and memories", "[program][reliability]") {
   // A chain of "other" nodes (an explicit graph): agents and ends of any
   // memory-like kind are accepted, as the K200 and host graphs need.
-  System s(chain_config({NodeParams{}, NodeParams{}, NodeParams{}},
-                                  {link(100, 10), link(100, 10)}));
+  System s(chain_config({NodeParams{}, NodeParams{}, NodeParams{}}, {link(100, 10), link(100, 10)}));
   Program p("chain");
   p.dma(0, Move{2, 0, 4 * kKiB});
   CHECK_NOTHROW(Executor(s).run(p));
@@ -184,9 +184,9 @@ TEST_CASE("reliability: counts too large for the run graph are refused up front"
   Program p("many tiles");
   CHECK_THROWS_AS(p.composite(f.pe(0), one_load(f.hbm(0), f.pe(0), 64, 2147483647U), {}, "endless"),
                   kernbench::UsageError);
-  CHECK_THROWS_WITH(p.composite(f.pe(0), one_load(f.hbm(0), f.pe(0), 64, 2147483647U), {}, "endless"),
-                    Contains("composite 'endless': tiles = 2147483647 x 2 stages") &&
-                        Contains("more than the limit of 16777216"));
+  CHECK_THROWS_WITH(
+      p.composite(f.pe(0), one_load(f.hbm(0), f.pe(0), 64, 2147483647U), {}, "endless"),
+      Contains("composite 'endless': tiles = 2147483647 x 2 stages") && Contains("more than the limit of 16777216"));
   // Composites that fit one by one but not together.
   Program q("many composites");
   for (int i = 0; i < 2; ++i) q.composite(f.pe(0), one_load(f.hbm(0), f.pe(0), 64, 6000000U), {}, "c");

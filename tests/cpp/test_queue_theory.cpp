@@ -32,7 +32,7 @@ QueueResult run(double rho, ServiceDistribution dist, std::uint64_t customers, i
 TEST_CASE("closed forms are what the textbooks say", "[queue]") {
   QueueParams p;
   p.mean_service = 1000;
-  p.mean_interarrival = 2000;  // rho 0.5
+  p.mean_interarrival = 2000;                         // rho 0.5
   CHECK(theoretical_mean_wait(p) == Approx(1000.0));  // rho / (mu - lambda)
   p.service = ServiceDistribution::Deterministic;
   CHECK(theoretical_mean_wait(p) == Approx(500.0));  // half of M/M/1 (P-K)

@@ -161,8 +161,7 @@ TEST_CASE("DMA: a router cannot be the memory, an HBM controller cannot issue", 
   REQUIRE_THROWS_WITH(s.dma(DmaKind::Read, m.pe(0, 0, 0), router, 64, 0),
                       Catch::Contains(m.node(router).name) && Catch::Contains("is a router"));
   REQUIRE_THROWS_WITH(s.dma(DmaKind::Write, m.hbm_ctrl(0, 0, 0), m.hbm_ctrl(0, 0, 1), 64, 0),
-                      Catch::Contains("the issuer " + m.node(m.hbm_ctrl(0, 0, 0)).name) &&
-                          Catch::Contains("hbm_ctrl"));
+                      Catch::Contains("the issuer " + m.node(m.hbm_ctrl(0, 0, 0)).name) && Catch::Contains("hbm_ctrl"));
   REQUIRE_THROWS_AS(s.dma(DmaKind::Read, router, m.hbm_ctrl(0, 0, 0), 64, 0), TopologyError);
   CHECK(s.dma_ops().empty());
   s.dma(DmaKind::Read, m.pe(0, 0, 0), m.hbm_ctrl(0, 0, 0), 64, 0);  // still fine
@@ -237,8 +236,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string nested_lists(int levels) {
-  return "x: " + std::string(static_cast<std::size_t>(levels), '[') + std::string(static_cast<std::size_t>(levels), ']') +
-         "\n";
+  return "x: " + std::string(static_cast<std::size_t>(levels), '[') +
+         std::string(static_cast<std::size_t>(levels), ']') + "\n";
 }
 
 struct Folder {
@@ -270,7 +269,8 @@ TEST_CASE("config: an alias inside its own anchor is a recursive alias, not a st
   REQUIRE_THROWS_WITH(kernbench::parse_config("system: &s\n  name: t\n  sub:\n    - [*s]\n", "n.yaml"),
                       Contains("n.yaml: system.sub[0][0]: recursive alias"));
   // An alias to a finished anchor is no recursion: it is copied (and then typed).
-  REQUIRE_THROWS_WITH(kernbench::parse_config("a: &a [1]\nb: [*a, *a]\n", "ok.yaml"), Contains("ok.yaml: a: unknown key"));
+  REQUIRE_THROWS_WITH(kernbench::parse_config("a: &a [1]\nb: [*a, *a]\n", "ok.yaml"),
+                      Contains("ok.yaml: a: unknown key"));
 }
 
 TEST_CASE("config: nesting deeper than 100 levels is refused by name, wherever it is caught", "[reliability]") {
@@ -295,8 +295,9 @@ TEST_CASE("config: a key longer than 256 bytes is named as too long", "[reliabil
   REQUIRE_THROWS_WITH(kernbench::parse_config("fabric: {}\n" + huge + ": 1\n", "key.yaml"),
                       Contains("key.yaml: map key too long: 10000000 bytes, more than the 256") &&
                           Contains("(line 2, column 10000001)"));
-  REQUIRE_THROWS_WITH(kernbench::parse_config("? " + std::string(300, 'k') + "\n: 1\n", "explicit.yaml"),
-                      Contains("explicit.yaml: (top level): map key too long: 300 bytes") && Contains("... (300 bytes)"));
+  REQUIRE_THROWS_WITH(
+      kernbench::parse_config("? " + std::string(300, 'k') + "\n: 1\n", "explicit.yaml"),
+      Contains("explicit.yaml: (top level): map key too long: 300 bytes") && Contains("... (300 bytes)"));
 }
 
 TEST_CASE("config: alias expansion is charged by bytes, before the copy is made", "[reliability]") {
@@ -306,9 +307,9 @@ TEST_CASE("config: alias expansion is charged by bytes, before the copy is made"
   std::string text = "a: &s " + std::string(1 << 20, 'x') + "\nb: [";
   for (int i = 0; i < 100; ++i) text += i ? ", *s" : "*s";
   text += "]\n";
-  REQUIRE_THROWS_WITH(kernbench::parse_config(text, "bomb.yaml"),
-                      Contains("bomb.yaml: b[62]: the config is too large: more than 64 MiB") &&
-                          Contains("once aliases are expanded"));
+  REQUIRE_THROWS_WITH(
+      kernbench::parse_config(text, "bomb.yaml"),
+      Contains("bomb.yaml: b[62]: the config is too large: more than 64 MiB") && Contains("once aliases are expanded"));
 }
 
 TEST_CASE("config: includes stay in the folders they may read, and nothing refused is read", "[reliability]") {
@@ -323,13 +324,15 @@ TEST_CASE("config: includes stay in the folders they may read, and nothing refus
   for (const std::string& inc : {secret, "../" + outside.path.filename().string() + "/secret.yaml",
                                  std::string("/etc/passwd"), std::string("/dev/zero")}) {
     INFO(inc);
-    REQUIRE_THROWS_WITH(load(inc), Contains("top.yaml: include: ") && Contains("is outside the folders includes may read") &&
+    REQUIRE_THROWS_WITH(load(inc), Contains("top.yaml: include: ") &&
+                                       Contains("is outside the folders includes may read") &&
                                        Contains(top.path.string()) && !Contains("SECRET") && !Contains("root:"));
   }
   // A symlink inside the tree is resolved before the check.
   fs::create_symlink(secret, top.path / "link.yaml");
-  REQUIRE_THROWS_WITH(load("link.yaml"), Contains("\"link.yaml\" (" + fs::canonical(secret).string() + ") is outside") &&
-                                             !Contains("SECRET"));
+  REQUIRE_THROWS_WITH(
+      load("link.yaml"),
+      Contains("\"link.yaml\" (" + fs::canonical(secret).string() + ") is outside") && !Contains("SECRET"));
   // Allowed folders: the tree itself, and include_dirs; then a parse error may quote the file.
   REQUIRE_THROWS_WITH(load("parts/base.yaml"), Contains("top.yaml: (top level): missing system or graph"));  // read
   REQUIRE_THROWS_WITH(load(secret, {outside.path.string()}), Contains(secret + ": invalid YAML"));
@@ -345,7 +348,8 @@ TEST_CASE("config: files over 16 MiB and devices are refused before they are rea
                       Contains("big.yaml: cannot read the config file: it holds 16777217 bytes, more than the 16 MiB"));
   REQUIRE_THROWS_WITH(kernbench::load_config(dir.write("inc.yaml", "include: big.yaml\n")),
                       Contains("inc.yaml: include: \"big.yaml\"") && Contains("more than the 16 MiB"));
-  REQUIRE_THROWS_WITH(kernbench::load_config("/dev/zero"), Contains("/dev/zero: cannot read the config file: not a regular file"));
+  REQUIRE_THROWS_WITH(kernbench::load_config("/dev/zero"),
+                      Contains("/dev/zero: cannot read the config file: not a regular file"));
 }
 
 TEST_CASE("links: connections are bounded per link and lanes per machine, before anything is built", "[reliability]") {
@@ -370,7 +374,8 @@ links:
   pcie_port: {bandwidth: 64 GB/s, latency: 1 ns}
   pcie: {bandwidth: 64 GB/s, latency: 1 ns}
 )";
-  CHECK(kernbench::parse_config(tiny, "t.yaml", {{"links.noc.connections", "1024"}}).system->links.noc.connections == 1024);
+  CHECK(kernbench::parse_config(tiny, "t.yaml", {{"links.noc.connections", "1024"}}).system->links.noc.connections ==
+        1024);
   REQUIRE_THROWS_WITH(kernbench::parse_config(tiny, "t.yaml", {{"links.noc.connections", "1000000000"}}),
                       Contains("t.yaml: links.noc.connections (set by --set links.noc.connections=1000000000): at most "
                                "1024 parallel lanes per link"));

@@ -77,9 +77,9 @@ TEST_CASE("r3 family 1: GridSize::count is 64-bit", "[reliability][r3]") {
 
 TEST_CASE("r3 family 1: a layout grid whose int product wraps to the ranks is refused", "[reliability][r3]") {
   REQUIRE_THROWS_AS(kernbench::parse_config(two_pes("    grid: {w: 1282, h: 6700417}\n"), "g.yaml"), ConfigError);
-  REQUIRE_THROWS_WITH(kernbench::parse_config(two_pes("    grid: {w: 1282, h: 6700417}\n"), "g.yaml"),
-                      Contains("g.yaml") && Contains("graph.layout.grid") && Contains("8589934594 cells") &&
-                          Contains("2 ranks"));
+  REQUIRE_THROWS_WITH(
+      kernbench::parse_config(two_pes("    grid: {w: 1282, h: 6700417}\n"), "g.yaml"),
+      Contains("g.yaml") && Contains("graph.layout.grid") && Contains("8589934594 cells") && Contains("2 ranks"));
   // 641 x 6700417 packages = 2^32 + 1 wrapped to 1: 1 x 1 x 2 PEs then matched.
   REQUIRE_THROWS_WITH(
       kernbench::parse_config(
@@ -140,9 +140,9 @@ TEST_CASE("r3 family 5: the loader refuses buffers the packet fabric would", "[r
 }
 
 TEST_CASE("r3 family 9: a bandwidth is exact and not rounded to the nearest B/s", "[reliability][r3][config]") {
-  REQUIRE_THROWS_WITH(kernbench::parse_config(kTinySystem, "w.yaml", {{"links.pcie.bandwidth", "0.5 B/s"}}),
-                      Contains("links.pcie.bandwidth") && Contains("\"0.5 B/s\"") &&
-                          Contains("would be read as 1 B/s"));
+  REQUIRE_THROWS_WITH(
+      kernbench::parse_config(kTinySystem, "w.yaml", {{"links.pcie.bandwidth", "0.5 B/s"}}),
+      Contains("links.pcie.bandwidth") && Contains("\"0.5 B/s\"") && Contains("would be read as 1 B/s"));
   CHECK_NOTHROW(kernbench::parse_config(kTinySystem, "w.yaml", {{"links.pcie.bandwidth", "13.41 GiB/s"}}));
 }
 
@@ -162,7 +162,8 @@ TEST_CASE("r3 family 9: pieces beyond the bytes are refused", "[reliability][r3]
   CHECK(ccl::run_collective(s, spec).latency > 0);
 }
 
-TEST_CASE("r3 family 11: a completion poll or a jiffy that implies too many events is refused", "[reliability][r3][vgpu]") {
+TEST_CASE("r3 family 11: a completion poll or a jiffy that implies too many events is refused",
+          "[reliability][r3][vgpu]") {
   REQUIRE_THROWS_WITH(kernbench::load_config(vgpu_yaml(), {{"vgpu.launch.completion_poll", "1 ps"}}),
                       Contains("vgpu.launch.completion_poll") && Contains("5000000000000 times per launch") &&
                           Contains("at most 10000000"));

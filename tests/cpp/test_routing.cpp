@@ -40,10 +40,10 @@ TEST_CASE("crossing cubes leaves through the side router of the current row", "[
   const Machine m(system_config());
   Router router(m);
   const Route& r = router.route(m.pe(0, 0, 4), m.hbm_ctrl(0, 1, 6));  // r1c0 in cube0 -> r1c2 in cube1
-  CHECK(names(m, r) == std::vector<std::string>{
-                           "sip0.cube0.pe4", "sip0.cube0.r1c0", "sip0.cube0.r1c1", "sip0.cube0.r1c2",
-                           "sip0.cube0.r1c3", "sip0.cube0.ucie_e", "sip0.cube1.ucie_w", "sip0.cube1.r1c0",
-                           "sip0.cube1.r1c1", "sip0.cube1.r1c2", "sip0.cube1.hbm_ctrl.pe6"});
+  CHECK(names(m, r) == std::vector<std::string>{"sip0.cube0.pe4", "sip0.cube0.r1c0", "sip0.cube0.r1c1",
+                                                "sip0.cube0.r1c2", "sip0.cube0.r1c3", "sip0.cube0.ucie_e",
+                                                "sip0.cube1.ucie_w", "sip0.cube1.r1c0", "sip0.cube1.r1c1",
+                                                "sip0.cube1.r1c2", "sip0.cube1.hbm_ctrl.pe6"});
   // Row 0 traffic uses the row-0 router: the side is not funnelled.
   const Route& r0 = router.route(m.pe(0, 0, 0), m.pe(0, 1, 0));
   CHECK(names(m, r0)[4] == "sip0.cube0.r0c3");
@@ -68,12 +68,10 @@ TEST_CASE("SIP-to-SIP routes take the shortest way over ring, torus and mesh", "
     int src, dst, hops;
   };
   const std::vector<Case> cases = {
-      {3, 2, SipTopology::Ring, 0, 3, 3},  {3, 2, SipTopology::Ring, 0, 5, 1},
-      {2, 3, SipTopology::Ring, 0, 4, 2},  {2, 3, SipTopology::Ring, 1, 5, 2},
-      {3, 2, SipTopology::Mesh, 0, 5, 3},  {2, 3, SipTopology::Mesh, 0, 5, 3},
-      {3, 2, SipTopology::Mesh, 2, 3, 3},  {2, 3, SipTopology::Mesh, 1, 4, 3},
-      {3, 3, SipTopology::Torus, 0, 8, 2}, {3, 2, SipTopology::Torus, 0, 5, 2},
-      {2, 3, SipTopology::Torus, 0, 5, 2}, {2, 3, SipTopology::Torus, 0, 4, 1},
+      {3, 2, SipTopology::Ring, 0, 3, 3},  {3, 2, SipTopology::Ring, 0, 5, 1},  {2, 3, SipTopology::Ring, 0, 4, 2},
+      {2, 3, SipTopology::Ring, 1, 5, 2},  {3, 2, SipTopology::Mesh, 0, 5, 3},  {2, 3, SipTopology::Mesh, 0, 5, 3},
+      {3, 2, SipTopology::Mesh, 2, 3, 3},  {2, 3, SipTopology::Mesh, 1, 4, 3},  {3, 3, SipTopology::Torus, 0, 8, 2},
+      {3, 2, SipTopology::Torus, 0, 5, 2}, {2, 3, SipTopology::Torus, 0, 5, 2}, {2, 3, SipTopology::Torus, 0, 4, 1},
       {4, 1, SipTopology::Torus, 0, 3, 1}, {2, 2, SipTopology::Torus, 0, 3, 2},
   };
   for (const Case& c : cases) {
@@ -107,8 +105,10 @@ TEST_CASE("explicit graphs route by Dijkstra on latency", "[routing]") {
   c.source = "diamond";
   ExplicitGraphConfig g;
   for (const char* n : {"a", "b", "c", "d"}) g.nodes.push_back(ExplicitNode{n, NodeKind::Other, {}});
-  g.edges = {{"a", "b", "x", link(1, 1000)}, {"b", "d", "x", link(1, 1000)},
-             {"a", "c", "x", link(100, 5000)}, {"c", "d", "x", link(100, 5000)}};
+  g.edges = {{"a", "b", "x", link(1, 1000)},
+             {"b", "d", "x", link(1, 1000)},
+             {"a", "c", "x", link(100, 5000)},
+             {"c", "d", "x", link(100, 5000)}};
   c.graph = g;
   const Machine m(c);
   Router router(m);

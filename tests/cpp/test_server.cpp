@@ -68,8 +68,8 @@ TEST_CASE("round-robin alternates between ports whatever the arrival order", "[s
   Simulation sim;
   Server s(sim, "rr", 1, Arbitration::RoundRobin, 2);
   // Port 0 floods first, port 1 arrives later; RR must interleave them.
-  auto starts = run_jobs(s, sim,
-                         {{0, 0, 10, 0}, {1, 1, 10, 0}, {2, 1, 10, 0}, {3, 1, 10, 0}, {4, 2, 10, 1}, {5, 2, 10, 1}});
+  auto starts =
+      run_jobs(s, sim, {{0, 0, 10, 0}, {1, 1, 10, 0}, {2, 1, 10, 0}, {3, 1, 10, 0}, {4, 2, 10, 1}, {5, 2, 10, 1}});
   std::vector<int> order;
   for (auto& [id, t] : starts) order.push_back(id);
   // After job 0: the pointer starts before port 0, so port 0 (job 1), then

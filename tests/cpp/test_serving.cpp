@@ -16,7 +16,9 @@ namespace {
 // (as a GPU's split-KV count doubling would).
 double priced(const IterationShape& s, bool step) {
   double t = 0;
-  if (s.prefill_tokens) t += 2e9 + 1e6 * static_cast<double>(s.prefill_tokens) + 3e3 * s.prefill_keys * static_cast<double>(s.prefill_tokens);
+  if (s.prefill_tokens)
+    t += 2e9 + 1e6 * static_cast<double>(s.prefill_tokens) +
+         3e3 * s.prefill_keys * static_cast<double>(s.prefill_tokens);
   if (s.decode_seqs) {
     const double per_key = step && s.decode_keys >= 512 ? 2e5 : 4e5;
     t += 5e8 + 1e7 * static_cast<double>(s.decode_seqs) + per_key * s.decode_keys * static_cast<double>(s.decode_seqs);
@@ -29,7 +31,12 @@ double priced(const IterationShape& s, bool step) {
 TEST_CASE("the iteration lattice interpolates an affine price exactly and simulates only the corners it needs",
           "[serving]") {
   int calls = 0;
-  IterationCost cost([&](const IterationShape& s) { ++calls; return priced(s, false); }, 2048, 256, 8192);
+  IterationCost cost(
+      [&](const IterationShape& s) {
+        ++calls;
+        return priced(s, false);
+      },
+      2048, 256, 8192);
   // Decode only: affine in the keys at a fixed count; the count's axis holds every value up to 8.
   for (double keys : {17.0, 100.5, 700.0, 5000.25}) {
     IterationShape s{0, 0, 5, keys};
@@ -48,8 +55,7 @@ TEST_CASE("the iteration lattice interpolates an affine price exactly and simula
 
 TEST_CASE("a step the target names gets corners on both sides: no cell straddles it", "[serving]") {
   IterationCost blind([](const IterationShape& s) { return priced(s, true); }, 2048, 256, 8192);
-  IterationCost told([](const IterationShape& s) { return priced(s, true); }, 2048, 256, 8192,
-                     {{}, {}, {}, {512.0}});
+  IterationCost told([](const IterationShape& s) { return priced(s, true); }, 2048, 256, 8192, {{}, {}, {}, {512.0}});
   IterationShape below{0, 0, 4, 500}, above{0, 0, 4, 600};
   // Without the break the cell [362, 512] mixes the two regimes: wrong below the step.
   CHECK(std::abs(static_cast<double>(blind(below)) / priced(below, true) - 1) > 0.05);

@@ -92,7 +92,7 @@ TEST_CASE("patterns pick the documented destinations", "[traffic]") {
 TEST_CASE("bernoulli injection: one trial per cycle, mean rate p within statistical bounds", "[traffic]") {
   System s = square_system(11);
   TrafficSpec t = spec_for(s, TrafficPattern::Uniform, Injection::Bernoulli);
-  t.cycle = 1000;                            // 1 ns cycles
+  t.cycle = 1000;                             // 1 ns cycles
   t.offered = Bandwidth::gb_per_s(0.3 * 64);  // p = 0.3 packets (of 64 B) per cycle
   t.stop = 2'000'000;                         // 2000 cycles x 16 sources = 32000 trials
   s.traffic(t);
@@ -168,7 +168,8 @@ TEST_CASE("bad traffic specs are clear errors", "[traffic]") {
   System s = square_system();
   TrafficSpec t = spec_for(s, TrafficPattern::Transpose);
   t.grid_w = 3;
-  CHECK_THROWS_WITH(s.traffic(t), Catch::Contains("transpose needs a square grid of endpoints; 16 endpoints with grid_w 3"));
+  CHECK_THROWS_WITH(s.traffic(t),
+                    Catch::Contains("transpose needs a square grid of endpoints; 16 endpoints with grid_w 3"));
   t = spec_for(s, TrafficPattern::Uniform);
   t.endpoints.resize(1);
   CHECK_THROWS_WITH(s.traffic(t), Catch::Contains("at least two endpoints"));

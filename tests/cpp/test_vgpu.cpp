@@ -17,8 +17,8 @@
 
 using namespace kernbench;
 using namespace kernbench::platforms::vgpu;
-using kernbench::sim::kMillisecond;
 using kernbench::sim::kMicrosecond;
+using kernbench::sim::kMillisecond;
 using kernbench::topology::Override;
 
 namespace {
@@ -27,7 +27,9 @@ std::string vgpu_yaml() {
   return (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "configs" / "vgpu.yaml").lexically_normal();
 }
 
-topology::Config vgpu_config(const std::vector<Override>& sets = {}) { return kernbench::load_config(vgpu_yaml(), sets); }
+topology::Config vgpu_config(const std::vector<Override>& sets = {}) {
+  return kernbench::load_config(vgpu_yaml(), sets);
+}
 
 LaunchRun launches(int n, const std::vector<Override>& sets = {}, std::uint64_t seed = 1, int guests = 0,
                    const std::vector<int>& hang = {}) {
@@ -146,10 +148,11 @@ TEST_CASE("vgpu: a free-running grid poller sees replies at its ticks", "[vgpu]"
   topology::System s(vgpu_config(sets), 1);
   run_launches(s, 1);
   const auto& log = s.sim().op_log();
-  const std::int32_t poll = s.sim().op_log().kind_names().size() > 0
-                                ? static_cast<std::int32_t>(std::find(log.kind_names().begin(), log.kind_names().end(),
-                                                                      "poll_wait") - log.kind_names().begin())
-                                : -1;
+  const std::int32_t poll =
+      s.sim().op_log().kind_names().size() > 0
+          ? static_cast<std::int32_t>(std::find(log.kind_names().begin(), log.kind_names().end(), "poll_wait") -
+                                      log.kind_names().begin())
+          : -1;
   int waits = 0;
   for (std::size_t i = 0; i < log.size(); ++i) {
     if (log.kind()[i] != poll) continue;
@@ -273,8 +276,9 @@ TEST_CASE("vgpu: config errors name what is wrong and where", "[vgpu]") {
                     Catch::Contains("vgpu.pde.guest_windows") && Catch::Contains("accept or refuse"));
   CHECK_THROWS_WITH(vgpu_config({{"vgpu.poll.mode", "ticks"}}), Catch::Contains("vgpu.poll.mode"));
   CHECK_THROWS_WITH(vgpu_config({{"vgpu.poll.quantum", "0 ms"}}), Catch::Contains("vgpu.poll.quantum"));
-  CHECK_THROWS_WITH(vgpu_config({{"vgpu.rpc.firmware.kind", "uniform"}, {"vgpu.rpc.firmware.min", "3 ms"},
-                            {"vgpu.rpc.firmware.max", "2 ms"}}),
+  CHECK_THROWS_WITH(vgpu_config({{"vgpu.rpc.firmware.kind", "uniform"},
+                                 {"vgpu.rpc.firmware.min", "3 ms"},
+                                 {"vgpu.rpc.firmware.max", "2 ms"}}),
                     Catch::Contains("vgpu.rpc.firmware.max"));
   CHECK_THROWS_WITH(vgpu_config({{"vgpu.bogus", "1"}}), Catch::Contains("vgpu.bogus"));
   CHECK_THROWS_AS(launches(1, {}, 1, 2), UsageError);  // 2 guests asked, 1 configured

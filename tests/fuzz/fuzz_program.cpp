@@ -59,8 +59,9 @@ topology::Config small_machine() {
 
 // GEMM dimensions and grid sides: 2^40 x 4096 x 4096 wrapped the tile search's step count to 0 (SIGFPE);
 // 5128 x 6700417 wrapped an int grid product to 8.
-constexpr std::int64_t kDims[] = {0, 1, 7, 4096, 16384, std::int64_t{1} << 36, std::int64_t{1} << 40,
-                                  std::int64_t{1} << 41, std::int64_t{1} << 62, -1};
+constexpr std::int64_t kDims[] = {
+    0, 1, 7, 4096, 16384, std::int64_t{1} << 36, std::int64_t{1} << 40, std::int64_t{1} << 41, std::int64_t{1} << 62,
+    -1};
 constexpr int kSides[] = {0, 1, 2, 4, 8, 5128, 6700417, 715827883, 2147483647, -3};
 
 }  // namespace

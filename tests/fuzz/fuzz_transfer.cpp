@@ -64,8 +64,8 @@ std::int64_t extreme(Input& in) {
 
 sim::Bandwidth bandwidth(Input& in) {
   switch (in.next(5)) {
-    case 0: return {1};                                    // 1 B/s: durations past the time range
-    case 1: return {1000};                                 // 1 KB/s
+    case 0: return {1};     // 1 B/s: durations past the time range
+    case 1: return {1000};  // 1 KB/s
     case 2: return {static_cast<std::int64_t>(1 + (in.next64() >> 1))};
     default: return sim::Bandwidth::gb_per_s(1 + in.next(512));
   }

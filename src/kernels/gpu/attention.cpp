@@ -12,9 +12,9 @@ AttentionKernel plan_attention(const GpuSpec& gpu, const AttentionShape& a) {
   const auto bad = [&](const char* what, std::int64_t v) {
     throw UsageError("gpu attention on " + gpu.name + ": " + what + " = " + std::to_string(v) + " (expected >= 1)");
   };
-  for (const auto& [v, w] : {std::pair{a.batch, "batch"}, std::pair{a.heads, "heads"},
-                             std::pair{a.kv_heads, "kv_heads"}, std::pair{a.q_len, "q_len"},
-                             std::pair{a.kv_len, "kv_len"}, std::pair{a.head_dim, "head_dim"}})
+  for (const auto& [v, w] :
+       {std::pair{a.batch, "batch"}, std::pair{a.heads, "heads"}, std::pair{a.kv_heads, "kv_heads"},
+        std::pair{a.q_len, "q_len"}, std::pair{a.kv_len, "kv_len"}, std::pair{a.head_dim, "head_dim"}})
     if (v < 1 || v > (std::int64_t{1} << 31)) bad(w, v);
   if (a.heads % a.kv_heads)
     throw UsageError("gpu attention on " + gpu.name + ": " + std::to_string(a.heads) +
@@ -25,8 +25,8 @@ AttentionKernel plan_attention(const GpuSpec& gpu, const AttentionShape& a) {
   AttentionKernel k;
   // Keys each query attends on average: all of them, or under a causal mask
   // the cache before the new tokens plus (q + 1) / 2 of them.
-  const double keys = a.causal ? static_cast<double>(a.kv_len - a.q_len) + (a.q_len + 1) / 2.0
-                               : static_cast<double>(a.kv_len);
+  const double keys =
+      a.causal ? static_cast<double>(a.kv_len - a.q_len) + (a.q_len + 1) / 2.0 : static_cast<double>(a.kv_len);
   const double rows = static_cast<double>(a.batch) * a.heads * a.q_len;
   k.flops = 4.0 * rows * keys * a.head_dim;
   const double rate = gpu.sm_flops(a.precision) * gpu.cfg.attention_efficiency;  // per SM
@@ -34,15 +34,16 @@ AttentionKernel plan_attention(const GpuSpec& gpu, const AttentionShape& a) {
   if (a.q_len <= kDecodeMaxQ) {
     k.decode = true;
     const std::int64_t groups = a.batch * a.kv_heads;
-    k.splits = std::clamp<std::int64_t>(ceil_div(gpu.sms, groups), 1, std::max<std::int64_t>(1, a.kv_len / kSplitChunk));
+    k.splits =
+        std::clamp<std::int64_t>(ceil_div(gpu.sms, groups), 1, std::max<std::int64_t>(1, a.kv_len / kSplitChunk));
     k.ctas = groups * k.splits;
     k.waves = ceil_div(k.ctas, gpu.sms);
     k.bytes = kv_bytes;
     const double cover = std::min(1.0, static_cast<double>(k.ctas) / gpu.sms);
     k.memory = sim::transfer_time(kv_bytes, gpu.scaled(gpu.cfg.stream_efficiency * cover));
     // Each CTA's share of the work runs on one SM.
-    k.compute = sim::ps_from_double(k.flops / (rate * static_cast<double>(std::min<std::int64_t>(k.ctas, gpu.sms))) * 1e12,
-                                    "gpu decode attention");
+    k.compute = sim::ps_from_double(
+        k.flops / (rate * static_cast<double>(std::min<std::int64_t>(k.ctas, gpu.sms))) * 1e12, "gpu decode attention");
   } else {
     const std::int64_t q_tiles = ceil_div(a.q_len, kQueryTile);
     k.ctas = a.batch * a.heads * q_tiles;

@@ -33,11 +33,11 @@ struct AttentionShape {
 struct AttentionKernel {
   bool decode = false;
   std::int64_t ctas = 0, waves = 0, splits = 1;
-  double flops = 0.0;         ///< useful work (after the causal mask)
-  Bytes bytes = 0;            ///< memory traffic (decode: the KV cache)
+  double flops = 0.0;  ///< useful work (after the causal mask)
+  Bytes bytes = 0;     ///< memory traffic (decode: the KV cache)
   sim::Time compute = 0;
   sim::Time memory = 0;
-  sim::Time duration = 0;     ///< kernel_latency + max(compute, memory)
+  sim::Time duration = 0;  ///< kernel_latency + max(compute, memory)
 };
 
 AttentionKernel plan_attention(const GpuSpec& gpu, const AttentionShape& a);

@@ -16,8 +16,9 @@ void add_config_section(config::Schema& schema) {
   Section<GpuConfig> g = root.map<GpuConfig>(
       "gpu", [](Config& c) -> GpuConfig& { return c.section<GpuConfig>(); },
       "the GPU execution target's mechanism parameters (pe.target: gpu); every key has a default");
-  g.doc("The GPU execution target (pe.target: gpu): kernels with launch costs, GEMM on an SM array, "
-        "streaming kernels, fused attention (docs/gpu-target.md). Datasheet facts stay in pe: and the graph.");
+  g.doc(
+      "The GPU execution target (pe.target: gpu): kernels with launch costs, GEMM on an SM array, "
+      "streaming kernels, fused attention (docs/gpu-target.md). Datasheet facts stay in pe: and the graph.");
   g.add("sms", &GpuConfig::sms, "streaming multiprocessors (datasheet; 0: not a GPU)").min(Bound::NonNegative);
   g.add("sustained_clock_ratio", &GpuConfig::sustained_clock_ratio,
         "the tensor mainloop's sustained clock under the power limit / pe.clock")

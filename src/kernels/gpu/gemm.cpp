@@ -18,13 +18,11 @@ constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;
 
 }  // namespace
 
-
 namespace {
 void check_dims(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::int64_t k) {
   for (const auto& [v, what] : {std::pair{m, "m"}, std::pair{n, "n"}, std::pair{k, "k"}})
     if (v < 1 || v > kMaxDim)
-      throw UsageError("gpu gemm on " + gpu.name + ": " + what + " = " + std::to_string(v) +
-                       " (expected 1 .. 2^31)");
+      throw UsageError("gpu gemm on " + gpu.name + ": " + what + " = " + std::to_string(v) + " (expected 1 .. 2^31)");
 }
 }  // namespace
 
@@ -70,8 +68,8 @@ GemmKernel plan_gemm(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::in
     // Split K only to fill idle SMs, into at least one K step per split.
     int max_split = 1;
     if (tiles < gpu.sms)
-      max_split = static_cast<int>(
-          std::min<std::int64_t>({gpu.cfg.max_split_k, ceil_div(gpu.sms, tiles), ceil_div(k, t.k)}));
+      max_split =
+          static_cast<int>(std::min<std::int64_t>({gpu.cfg.max_split_k, ceil_div(gpu.sms, tiles), ceil_div(k, t.k)}));
     for (int s = 1; s <= max_split; ++s) {
       const GemmKernel g = gemm_config(gpu, m, n, k, precision, t, s);
       if (g.duration < best.duration) best = g;

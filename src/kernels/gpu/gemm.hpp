@@ -36,15 +36,15 @@ struct GemmKernel {
   Precision precision = Precision::Bf16;
   GemmTile tile;
   int split_k = 1;
-  std::int64_t ctas = 0;       ///< tiles x splits
-  std::int64_t waves = 0;      ///< ceil(ctas / SMs)
-  sim::Time mainloop = 0;      ///< waves x one CTA's mainloop
-  sim::Time memory = 0;        ///< operand and result bytes at the GEMM's memory rate
-  sim::Time l2 = 0;            ///< every CTA's operand panels through L2
-  sim::Time reduction = 0;     ///< split-K partials written and summed
-  sim::Time duration = 0;      ///< kernel_latency + max(mainloop, memory, l2) + reduction
-  double flops = 0.0;          ///< 2 m n k (useful work, not padding)
-  Bytes bytes = 0;             ///< memory traffic
+  std::int64_t ctas = 0;    ///< tiles x splits
+  std::int64_t waves = 0;   ///< ceil(ctas / SMs)
+  sim::Time mainloop = 0;   ///< waves x one CTA's mainloop
+  sim::Time memory = 0;     ///< operand and result bytes at the GEMM's memory rate
+  sim::Time l2 = 0;         ///< every CTA's operand panels through L2
+  sim::Time reduction = 0;  ///< split-K partials written and summed
+  sim::Time duration = 0;   ///< kernel_latency + max(mainloop, memory, l2) + reduction
+  double flops = 0.0;       ///< 2 m n k (useful work, not padding)
+  Bytes bytes = 0;          ///< memory traffic
   /// What bounds it: "compute" (mainloop), "memory" (HBM) or "l2".
   const char* bound() const { return memory >= mainloop && memory >= l2 ? "memory" : l2 > mainloop ? "l2" : "compute"; }
 };
@@ -56,6 +56,5 @@ GemmKernel gemm_config(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::
 /// The GEMM C[m x n] = A[m x k] B[k x n] at `precision` on `gpu`: the cheapest configuration.
 /// UsageError for a non-positive or absurd size (names the dimension).
 GemmKernel plan_gemm(const GpuSpec& gpu, std::int64_t m, std::int64_t n, std::int64_t k, Precision precision);
-
 
 }  // namespace kernbench::kernels::gpu

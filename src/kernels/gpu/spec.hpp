@@ -28,14 +28,14 @@ enum class Launch { Host, Graph };
 const char* to_string(Launch l);
 
 struct GpuSpec {
-  std::string name;              ///< the PE node's name
+  std::string name;  ///< the PE node's name
   NodeId agent = 0;
-  NodeId memory = 0;             ///< its memory node
+  NodeId memory = 0;  ///< its memory node
   int sms = 0;
-  double clock_hz = 0.0;         ///< pe.clock: the clock the tensor peaks are quoted at
-  double sustained_hz = 0.0;     ///< clock_hz x gpu.sustained_clock_ratio
-  sim::Bandwidth memory_bw{};    ///< the route's bottleneck to its memory (all lanes)
-  Bytes memory_capacity = 0;     ///< pe.hbm.capacity
+  double clock_hz = 0.0;       ///< pe.clock: the clock the tensor peaks are quoted at
+  double sustained_hz = 0.0;   ///< clock_hz x gpu.sustained_clock_ratio
+  sim::Bandwidth memory_bw{};  ///< the route's bottleneck to its memory (all lanes)
+  Bytes memory_capacity = 0;   ///< pe.hbm.capacity
   const topology::PeConfig* pe = nullptr;
   GpuConfig cfg;
 

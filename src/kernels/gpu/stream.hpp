@@ -10,9 +10,9 @@
 namespace kernbench::kernels::gpu {
 
 struct StreamKernel {
-  Bytes bytes = 0;          ///< read + written
-  sim::Time memory = 0;     ///< bytes at the achievable streaming rate
-  sim::Time duration = 0;   ///< kernel_latency + memory
+  Bytes bytes = 0;         ///< read + written
+  sim::Time memory = 0;    ///< bytes at the achievable streaming rate
+  sim::Time duration = 0;  ///< kernel_latency + memory
 };
 
 /// A kernel that reads and writes `bytes` in all (UsageError if negative).

@@ -22,10 +22,10 @@ struct K200PcieConfig {
   std::string link_class = "pcie";          ///< graph edge class of the card <-> root complex links
   sim::Bandwidth lane_rate{2'000'000'000};  ///< raw bit rate of one lane (16 GT/s = 16 Gb/s)
   int lanes = 8;
-  int encoding_data_bits = 128;   ///< line code: data bits per block
-  int encoding_total_bits = 130;  ///< line code: bits on the wire per block
-  sim::Bytes tlp_payload = 256;   ///< max payload per TLP (MPS)
-  sim::Bytes tlp_overhead = 24;   ///< framing + header + LCRC per TLP
+  int encoding_data_bits = 128;                    ///< line code: data bits per block
+  int encoding_total_bits = 130;                   ///< line code: bits on the wire per block
+  sim::Bytes tlp_payload = 256;                    ///< max payload per TLP (MPS)
+  sim::Bytes tlp_overhead = 24;                    ///< framing + header + LCRC per TLP
   sim::Time read_latency = 3 * sim::kMicrosecond;  ///< extra round trip of an eDMA read (H2D) op
 };
 
@@ -39,32 +39,32 @@ struct K200DriverConfig {
   sim::Time call_overhead = 5 * sim::kMicrosecond;            ///< fixed cost of a pinned copy call
   sim::Time pageable_call_overhead = 17 * sim::kMicrosecond;  ///< fixed cost of a pageable copy call
   sim::Bytes page = 4 * sim::kKiB;
-  sim::Time map_per_page = 5 * sim::kNanosecond;              ///< map + unmap of one page of a pinned segment
-  sim::Time segment_overhead = sim::kMicrosecond;             ///< fixed cost of a pinned segment (map/unmap calls)
-  sim::Time edma_setup = sim::kMicrosecond;                   ///< descriptor program + doorbell, per eDMA op
-  sim::Time poll_period = 2 * sim::kMicrosecond;              ///< completion polling period
-  sim::Time poll_timeout = 20 * sim::kSecond;                 ///< a completion later than this is an error
-  sim::Bytes hugepage = 2 * sim::kMiB;                        ///< pinned chunk (and max segment)
-  sim::Bytes hugepage_pool = 512 * sim::kMiB;                 ///< pinned memory the driver can hand out
-  sim::Bytes bounce_buffer = sim::kMiB;                       ///< bounce buffer size (per channel)
+  sim::Time map_per_page = 5 * sim::kNanosecond;   ///< map + unmap of one page of a pinned segment
+  sim::Time segment_overhead = sim::kMicrosecond;  ///< fixed cost of a pinned segment (map/unmap calls)
+  sim::Time edma_setup = sim::kMicrosecond;        ///< descriptor program + doorbell, per eDMA op
+  sim::Time poll_period = 2 * sim::kMicrosecond;   ///< completion polling period
+  sim::Time poll_timeout = 20 * sim::kSecond;      ///< a completion later than this is an error
+  sim::Bytes hugepage = 2 * sim::kMiB;             ///< pinned chunk (and max segment)
+  sim::Bytes hugepage_pool = 512 * sim::kMiB;      ///< pinned memory the driver can hand out
+  sim::Bytes bounce_buffer = sim::kMiB;            ///< bounce buffer size (per channel)
   int bounce_h2d_buffers = 2;
   int bounce_d2h_buffers = 3;
-  sim::Bytes pipe_threshold = sim::kMiB;                      ///< pageable copies <= this take the serial path
-  sim::Bytes pin_min = 64 * sim::kKiB;                        ///< page pinning applies from this size up
-  int pin_batch = 512;                                        ///< pages pinned per batch
-  sim::Time pin_per_page = 2 * sim::kMicrosecond;             ///< per-page cost of the pin path
-  sim::Time pin_batch_overhead = 10 * sim::kMicrosecond;      ///< per-batch cost (get_user_pages call)
+  sim::Bytes pipe_threshold = sim::kMiB;                  ///< pageable copies <= this take the serial path
+  sim::Bytes pin_min = 64 * sim::kKiB;                    ///< page pinning applies from this size up
+  int pin_batch = 512;                                    ///< pages pinned per batch
+  sim::Time pin_per_page = 2 * sim::kMicrosecond;         ///< per-page cost of the pin path
+  sim::Time pin_batch_overhead = 10 * sim::kMicrosecond;  ///< per-batch cost (get_user_pages call)
   sim::Bytes p2p_chunk = sim::kMiB;
   int p2p_buffers = 2;
-  sim::Time p2p_handoff = 5 * sim::kMicrosecond;              ///< per-chunk hand-off between the two dies
-  sim::Bytes stock_bounce = 128 * sim::kKiB;                  ///< stock (pre-tuning) driver's bounce chunk
+  sim::Time p2p_handoff = 5 * sim::kMicrosecond;  ///< per-chunk hand-off between the two dies
+  sim::Bytes stock_bounce = 128 * sim::kKiB;      ///< stock (pre-tuning) driver's bounce chunk
 };
 
 /// Host side: the CPU copy threads of the bounce path.
 struct K200HostConfig {
-  int copy_threads = 2;                                    ///< concurrent memcpy threads
-  sim::Bandwidth copy_from_user{10'000'000'000};           ///< user -> bounce memcpy, per thread
-  sim::Bandwidth copy_to_user{8'000'000'000};              ///< bounce -> user memcpy, per thread
+  int copy_threads = 2;                           ///< concurrent memcpy threads
+  sim::Bandwidth copy_from_user{10'000'000'000};  ///< user -> bounce memcpy, per thread
+  sim::Bandwidth copy_to_user{8'000'000'000};     ///< bounce -> user memcpy, per thread
 };
 
 /// The eDMA engine of a card.
@@ -82,11 +82,11 @@ struct K200D2dConfig {
 
 /// Kernel launch and device dispatch.
 struct K200LaunchConfig {
-  sim::Time host_prep = 1650 * sim::kNanosecond;     ///< per launch, on the calling host thread
-  sim::Time queue_submit = 600 * sim::kNanosecond;   ///< per launch, holding the device command queue
-  sim::Time dispatch_base = 5 * sim::kMicrosecond;   ///< device: per kernel, the stream's command fetch
+  sim::Time host_prep = 1650 * sim::kNanosecond;       ///< per launch, on the calling host thread
+  sim::Time queue_submit = 600 * sim::kNanosecond;     ///< per launch, holding the device command queue
+  sim::Time dispatch_base = 5 * sim::kMicrosecond;     ///< device: per kernel, the stream's command fetch
   sim::Time dispatch_per_cluster = sim::kMicrosecond;  ///< device: per cluster a kernel uses
-  sim::Time wait_overhead = 2 * sim::kMicrosecond;   ///< host: noticing a finished kernel in a wait
+  sim::Time wait_overhead = 2 * sim::kMicrosecond;     ///< host: noticing a finished kernel in a wait
 };
 
 /// The compute of one die (a "PD") and the xdnn fc (GEMM) kernel's mapping
@@ -98,22 +98,22 @@ struct K200ComputeConfig {
   int fp32_flops_per_cycle = 2000;  ///< per cluster
   int fp16_flops_per_cycle = 8000;  ///< per cluster
   int default_ncluster = 8;
-  int elementwise_operands = 3;                   ///< tensors an elementwise kernel streams (a + b -> c: 3)
+  int elementwise_operands = 3;                         ///< tensors an elementwise kernel streams (a + b -> c: 3)
   sim::Bandwidth elementwise_bandwidth{4'000'000'000};  ///< per cluster: operand bytes streamed per second
-  sim::Bandwidth elementwise_serial_bandwidth{0};  ///< the part that does not spread over clusters (0: none)
-  sim::Bandwidth lowering_bandwidth{0};  ///< conv -> GEMM lowering (im2col): bytes read + written per second
-  sim::Bytes gemm_block_bytes = sim::kKiB;  ///< output block per cluster: a side of this many bytes of elements
-  int core_tile_m = 16;                     ///< a core's micro-tile: rows of C
-  int core_tile_n = 16;                     ///< a core's micro-tile: columns of C
-  int core_tile_k = 32;                     ///< K is consumed in steps of this many elements
+  sim::Bandwidth elementwise_serial_bandwidth{0};       ///< the part that does not spread over clusters (0: none)
+  sim::Bandwidth lowering_bandwidth{0};         ///< conv -> GEMM lowering (im2col): bytes read + written per second
+  sim::Bytes gemm_block_bytes = sim::kKiB;      ///< output block per cluster: a side of this many bytes of elements
+  int core_tile_m = 16;                         ///< a core's micro-tile: rows of C
+  int core_tile_n = 16;                         ///< a core's micro-tile: columns of C
+  int core_tile_k = 32;                         ///< K is consumed in steps of this many elements
   sim::Bytes kpanel_capacity = 10 * sim::kKiB;  ///< per core: K-panel bytes held without spilling
-  double fp32_efficiency = 60;             ///< % of a core's peak on a full micro-tile (no spill)
+  double fp32_efficiency = 60;                  ///< % of a core's peak on a full micro-tile (no spill)
   double fp16_efficiency = 75;
-  double spill_penalty = 100;              ///< % extra compute once the K panel spills
+  double spill_penalty = 100;                ///< % extra compute once the K panel spills
   sim::Bandwidth operand_scan_bandwidth{0};  ///< per fc call, the max-finding pass over A and B; 0 = none
   double operand_scan_element_rate = 0;      ///< that pass's elements per second, whatever their width; 0 = no limit
   sim::Time fc_overhead = 40 * sim::kMicrosecond;  ///< per xdnn fc call, besides launch/dispatch/wait
-  sim::Bytes hbm_capacity = 8 * sim::kGiB;  ///< HBM per die: a GEMM's operands must fit
+  sim::Bytes hbm_capacity = 8 * sim::kGiB;         ///< HBM per die: a GEMM's operands must fit
 };
 
 /// The whole `k200:` section.

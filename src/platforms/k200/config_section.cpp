@@ -35,8 +35,7 @@ void knob(const MapReader& r, std::string_view name, int value, std::initializer
 void add_config_section(config::Schema& schema) {
   Section<Config> root(schema, schema.root());
   root.rule([](const MapReader& top, Config& c) {
-    if (top.get("k200") && !c.graph)
-      top.fail_key("k200", "the K200 host is an explicit graph: give graph, not system");
+    if (top.get("k200") && !c.graph) top.fail_key("k200", "the K200 host is an explicit graph: give graph, not system");
   });
   Section<K200Config> k200 = root.map<K200Config>(
       "k200", [](Config& c) -> K200Config& { return c.section<K200Config>(); },
@@ -68,29 +67,25 @@ void add_config_section(config::Schema& schema) {
       k200.map<K200DriverConfig>("driver", &K200Config::driver, "driver knobs and path costs");
   k200_driver.doc("Driver knobs (0/1; kl1_bounce_d2h 1/2) and the costs of the driver's copy paths.");
   k200_driver.add("kl1_dma_direct", &K200DriverConfig::kl1_dma_direct, "1: pinned buffers go straight to the eDMA");
-  k200_driver.rule([](const MapReader& d, K200DriverConfig& v) {
-    knob(d, "kl1_dma_direct", v.kl1_dma_direct, {0, 1});
-  });
+  k200_driver.rule(
+      [](const MapReader& d, K200DriverConfig& v) { knob(d, "kl1_dma_direct", v.kl1_dma_direct, {0, 1}); });
   k200_driver.add("kl1_bounce_pipe", &K200DriverConfig::kl1_bounce_pipe,
-      "1: pageable copies use the overlapped bounce pipeline");
-  k200_driver.rule([](const MapReader& d, K200DriverConfig& v) {
-    knob(d, "kl1_bounce_pipe", v.kl1_bounce_pipe, {0, 1});
-  });
+                  "1: pageable copies use the overlapped bounce pipeline");
+  k200_driver.rule(
+      [](const MapReader& d, K200DriverConfig& v) { knob(d, "kl1_bounce_pipe", v.kl1_bounce_pipe, {0, 1}); });
   k200_driver.add("kl1_bounce_d2h", &K200DriverConfig::kl1_bounce_d2h,
-      "D2H bounce mode: 1 single-issue, 2 dual-concurrent");
-  k200_driver.rule([](const MapReader& d, K200DriverConfig& v) {
-    knob(d, "kl1_bounce_d2h", v.kl1_bounce_d2h, {1, 2});
-  });
+                  "D2H bounce mode: 1 single-issue, 2 dual-concurrent");
+  k200_driver.rule(
+      [](const MapReader& d, K200DriverConfig& v) { knob(d, "kl1_bounce_d2h", v.kl1_bounce_d2h, {1, 2}); });
   k200_driver.add("kl1_pageable_pin", &K200DriverConfig::kl1_pageable_pin, "1: pin user pages, one eDMA per page");
-  k200_driver.rule([](const MapReader& d, K200DriverConfig& v) {
-    knob(d, "kl1_pageable_pin", v.kl1_pageable_pin, {0, 1});
-  });
+  k200_driver.rule(
+      [](const MapReader& d, K200DriverConfig& v) { knob(d, "kl1_pageable_pin", v.kl1_pageable_pin, {0, 1}); });
   k200_driver.add("kl1_p2p_stub", &K200DriverConfig::kl1_p2p_stub, "1: peer copies take the user-space fallback");
   k200_driver.rule([](const MapReader& d, K200DriverConfig& v) { knob(d, "kl1_p2p_stub", v.kl1_p2p_stub, {0, 1}); });
   k200_driver.time("call_overhead", &K200DriverConfig::call_overhead, "fixed cost of a pinned copy call")
       .min(Bound::NonNegative);
-  k200_driver.time("pageable_call_overhead", &K200DriverConfig::pageable_call_overhead,
-      "fixed cost of a pageable copy call")
+  k200_driver
+      .time("pageable_call_overhead", &K200DriverConfig::pageable_call_overhead, "fixed cost of a pageable copy call")
       .min(Bound::NonNegative);
   k200_driver.bytes("page", &K200DriverConfig::page, "host page size").min(Bound::Positive);
   k200_driver.time("map_per_page", &K200DriverConfig::map_per_page, "map + unmap of one page of a pinned segment")
@@ -109,8 +104,9 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::Positive);
   k200_driver.add("bounce_d2h_buffers", &K200DriverConfig::bounce_d2h_buffers, "D2H bounce buffers")
       .min(Bound::Positive);
-  k200_driver.bytes("pipe_threshold", &K200DriverConfig::pipe_threshold,
-      "pageable copies up to this size take the serial path")
+  k200_driver
+      .bytes("pipe_threshold", &K200DriverConfig::pipe_threshold,
+             "pageable copies up to this size take the serial path")
       .min(Bound::NonNegative);
   k200_driver.bytes("pin_min", &K200DriverConfig::pin_min, "page pinning applies from this size up")
       .min(Bound::NonNegative);
@@ -135,13 +131,11 @@ void add_config_section(config::Schema& schema) {
   k200_host.add("copy_threads", &K200HostConfig::copy_threads, "concurrent memcpy threads").min(Bound::Positive);
   k200_host.add("copy_from_user", &K200HostConfig::copy_from_user, "user -> bounce memcpy per thread")
       .min(Bound::Positive);
-  k200_host.add("copy_to_user", &K200HostConfig::copy_to_user, "bounce -> user memcpy per thread")
-      .min(Bound::Positive);
+  k200_host.add("copy_to_user", &K200HostConfig::copy_to_user, "bounce -> user memcpy per thread").min(Bound::Positive);
   Section<K200EdmaConfig> k200_edma = k200.map<K200EdmaConfig>("edma", &K200Config::edma, "eDMA channels");
   k200_edma.doc("The eDMA engine of a card.");
   k200_edma.add("channels_per_card", &K200EdmaConfig::channels_per_card, "channels per card").min(Bound::Positive);
-  k200_edma.add("channels_per_die", &K200EdmaConfig::channels_per_die, "channels a die may hold")
-      .min(Bound::Positive);
+  k200_edma.add("channels_per_die", &K200EdmaConfig::channels_per_die, "channels a die may hold").min(Bound::Positive);
   k200_edma.rule([](const MapReader& e, K200EdmaConfig& c) {
     if (c.channels_per_die > c.channels_per_card)
       e.fail("channels_per_die", "a die cannot hold more channels (" + std::to_string(c.channels_per_die) +
@@ -155,8 +149,8 @@ void add_config_section(config::Schema& schema) {
   k200_d2d.time("sleep_max", &K200D2dConfig::sleep_max, "longest sleep (it doubles up to this)").min(Bound::Positive);
   k200_d2d.rule([](const MapReader& d, K200D2dConfig& c) {
     if (c.sleep_max < c.sleep_min)
-      d.fail("sleep_max", "sleep_max (" + format_time(c.sleep_max) + ") is below sleep_min (" +
-                              format_time(c.sleep_min) + ")");
+      d.fail("sleep_max",
+             "sleep_max (" + format_time(c.sleep_max) + ") is below sleep_min (" + format_time(c.sleep_min) + ")");
   });
   Section<K200LaunchConfig> k200_launch =
       k200.map<K200LaunchConfig>("launch", &K200Config::launch, "kernel launch and dispatch");
@@ -165,11 +159,13 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::NonNegative);
   k200_launch.time("queue_submit", &K200LaunchConfig::queue_submit, "per launch, holding the device command queue")
       .min(Bound::NonNegative);
-  k200_launch.time("dispatch_base", &K200LaunchConfig::dispatch_base,
-      "device dispatch per kernel: the stream's command fetch (streams overlap)")
+  k200_launch
+      .time("dispatch_base", &K200LaunchConfig::dispatch_base,
+            "device dispatch per kernel: the stream's command fetch (streams overlap)")
       .min(Bound::NonNegative);
-  k200_launch.time("dispatch_per_cluster", &K200LaunchConfig::dispatch_per_cluster,
-      "device dispatch per cluster used, holding the clusters")
+  k200_launch
+      .time("dispatch_per_cluster", &K200LaunchConfig::dispatch_per_cluster,
+            "device dispatch per cluster used, holding the clusters")
       .min(Bound::NonNegative);
   k200_launch.time("wait_overhead", &K200LaunchConfig::wait_overhead, "host cost of noticing a finished kernel")
       .min(Bound::NonNegative);
@@ -180,26 +176,27 @@ void add_config_section(config::Schema& schema) {
   k200_compute.add("clusters", &K200ComputeConfig::clusters, "clusters per die").min(Bound::Positive);
   k200_compute.add("cores_per_cluster", &K200ComputeConfig::cores_per_cluster, "cores per cluster")
       .min(Bound::Positive);
-  k200_compute.add("fp32_flops_per_cycle", &K200ComputeConfig::fp32_flops_per_cycle,
-      "FP32 FLOP per cycle per cluster")
+  k200_compute.add("fp32_flops_per_cycle", &K200ComputeConfig::fp32_flops_per_cycle, "FP32 FLOP per cycle per cluster")
       .min(Bound::Positive);
-  k200_compute.add("fp16_flops_per_cycle", &K200ComputeConfig::fp16_flops_per_cycle,
-      "FP16 FLOP per cycle per cluster")
+  k200_compute.add("fp16_flops_per_cycle", &K200ComputeConfig::fp16_flops_per_cycle, "FP16 FLOP per cycle per cluster")
       .min(Bound::Positive);
   k200_compute.add("default_ncluster", &K200ComputeConfig::default_ncluster, "clusters a kernel uses unless told")
       .min(Bound::Positive);
-  k200_compute.add("elementwise_operands", &K200ComputeConfig::elementwise_operands,
-      "tensors an elementwise kernel streams (two inputs and an output: 3)")
+  k200_compute
+      .add("elementwise_operands", &K200ComputeConfig::elementwise_operands,
+           "tensors an elementwise kernel streams (two inputs and an output: 3)")
       .min(Bound::Positive);
-  k200_compute.add("elementwise_bandwidth", &K200ComputeConfig::elementwise_bandwidth,
-      "elementwise kernels: operand bytes per second per cluster")
+  k200_compute
+      .add("elementwise_bandwidth", &K200ComputeConfig::elementwise_bandwidth,
+           "elementwise kernels: operand bytes per second per cluster")
       .min(Bound::Positive);
   k200_compute.add("elementwise_serial_bandwidth", &K200ComputeConfig::elementwise_serial_bandwidth,
-      "elementwise kernels: bytes per second of the part that does not spread over clusters (0: none)");
+                   "elementwise kernels: bytes per second of the part that does not spread over clusters (0: none)");
   k200_compute.add("lowering_bandwidth", &K200ComputeConfig::lowering_bandwidth,
-      "conv kernels: the im2col lowering's bytes (input read + matrix written) per second (0: free)");
-  k200_compute.bytes("gemm_block_bytes", &K200ComputeConfig::gemm_block_bytes,
-      "GEMM output block per cluster: side of this many bytes of elements")
+                   "conv kernels: the im2col lowering's bytes (input read + matrix written) per second (0: free)");
+  k200_compute
+      .bytes("gemm_block_bytes", &K200ComputeConfig::gemm_block_bytes,
+             "GEMM output block per cluster: side of this many bytes of elements")
       .min(Bound::Positive);
   k200_compute.add("core_tile_m", &K200ComputeConfig::core_tile_m, "a core's micro-tile: rows of C")
       .min(Bound::Positive);
@@ -207,19 +204,22 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::Positive);
   k200_compute.add("core_tile_k", &K200ComputeConfig::core_tile_k, "K is consumed in steps of this many elements")
       .min(Bound::Positive);
-  k200_compute.bytes("kpanel_capacity", &K200ComputeConfig::kpanel_capacity,
-      "per core: K-panel bytes held without spilling")
+  k200_compute
+      .bytes("kpanel_capacity", &K200ComputeConfig::kpanel_capacity, "per core: K-panel bytes held without spilling")
       .min(Bound::Positive);
-  k200_compute.add("fp32_efficiency", &K200ComputeConfig::fp32_efficiency,
-      "% of a core's peak on a full micro-tile, FP32").min(Bound::Positive);
-  k200_compute.add("fp16_efficiency", &K200ComputeConfig::fp16_efficiency,
-      "% of a core's peak on a full micro-tile, FP16").min(Bound::Positive);
+  k200_compute
+      .add("fp32_efficiency", &K200ComputeConfig::fp32_efficiency, "% of a core's peak on a full micro-tile, FP32")
+      .min(Bound::Positive);
+  k200_compute
+      .add("fp16_efficiency", &K200ComputeConfig::fp16_efficiency, "% of a core's peak on a full micro-tile, FP16")
+      .min(Bound::Positive);
   k200_compute.add("spill_penalty", &K200ComputeConfig::spill_penalty, "% extra compute once the K panel spills")
       .min(Bound::NonNegative);
   k200_compute.add("operand_scan_bandwidth", &K200ComputeConfig::operand_scan_bandwidth,
-      "per fc call: the max-finding pass over A and B (0: none)");
-  k200_compute.add("operand_scan_element_rate", &K200ComputeConfig::operand_scan_element_rate,
-      "that pass's elements per second, whatever their width (0: no limit; it then follows the bytes alone)")
+                   "per fc call: the max-finding pass over A and B (0: none)");
+  k200_compute
+      .add("operand_scan_element_rate", &K200ComputeConfig::operand_scan_element_rate,
+           "that pass's elements per second, whatever their width (0: no limit; it then follows the bytes alone)")
       .min(Bound::NonNegative);
   k200_compute.time("fc_overhead", &K200ComputeConfig::fc_overhead, "per xdnn fc call, besides launch/dispatch/wait")
       .min(Bound::NonNegative);
@@ -231,7 +231,13 @@ void add_config_section(config::Schema& schema) {
                                      std::to_string(v.clusters) + ")");
     for (const char* e : {"fp32_efficiency", "fp16_efficiency"}) {
       const double x = std::string(e) == "fp32_efficiency" ? v.fp32_efficiency : v.fp16_efficiency;
-      if (x > 100) k.fail(e, "an efficiency is a percentage of peak: expected (0, 100], got " + [&] { char b[32]; std::snprintf(b, sizeof b, "%g", x); return std::string(b); }());
+      if (x > 100)
+        k.fail(
+            e, "an efficiency is a percentage of peak: expected (0, 100], got " + [&] {
+              char b[32];
+              std::snprintf(b, sizeof b, "%g", x);
+              return std::string(b);
+            }());
     }
   });
 }

@@ -49,7 +49,8 @@ sim::Task<void> K200::pinned_segment(Chain& ch, DieRef d, Direction dir, Bytes b
   co_await delay_op(ch, "unmap", res_driver_, tag, half);
 }
 
-sim::Task<void> K200::copy_pinned(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
+sim::Task<void> K200::copy_pinned(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag,
+                                  std::string* path) {
   const auto& drv = cfg_.driver;
   if (!drv.kl1_dma_direct) {
     if (path) *path = "pinned with kl1_dma_direct=0: bounced like pageable";
@@ -78,14 +79,18 @@ sim::Task<void> K200::copy_pinned(Chain& ch, DieRef d, Direction dir, Bytes byte
   pool_free_ += need;
 }
 
-sim::Task<void> K200::copy_pageable(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag, std::string* path) {
+sim::Task<void> K200::copy_pageable(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag,
+                                    std::string* path) {
   const auto& drv = cfg_.driver;
   co_await delay_op(ch, "call", res_driver_, tag, drv.pageable_call_overhead);
   if (drv.kl1_pageable_pin && bytes >= drv.pin_min) {
     if (path) *path = "pageable pin (one eDMA per page)";
     co_await pin_path(ch, d, dir, bytes, tag);
   } else if (drv.kl1_bounce_pipe && bytes > drv.pipe_threshold) {
-    if (path) *path = dir == Direction::H2D ? "bounce pipeline" : (drv.kl1_bounce_d2h == 2 ? "bounce pipeline (d2h mode 2)" : "bounce pipeline (d2h mode 1)");
+    if (path)
+      *path = dir == Direction::H2D
+                  ? "bounce pipeline"
+                  : (drv.kl1_bounce_d2h == 2 ? "bounce pipeline (d2h mode 2)" : "bounce pipeline (d2h mode 1)");
     co_await bounce_pipeline(ch, d, dir, bytes, tag);
   } else {
     if (path) *path = "bounce serial";
@@ -120,7 +125,7 @@ struct Pipe {
   }
   sim::Store<std::int32_t> free;                     ///< the op that freed the buffer (-1: never used)
   sim::Store<std::pair<Bytes, std::int32_t>> ready;  ///< (chunk bytes, the op that filled it)
-  Bytes next = 0;  ///< bytes claimed by the first stage so far
+  Bytes next = 0;                                    ///< bytes claimed by the first stage so far
 };
 
 /// The stage's next op also waits for `node` (a hand-over): it follows
@@ -185,7 +190,8 @@ sim::Task<void> K200::pin_path(Chain& ch, DieRef d, Direction dir, Bytes bytes, 
   }
 }
 
-sim::Task<void> K200::peer_same_card(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag, std::string* path) {
+sim::Task<void> K200::peer_same_card(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag,
+                                     std::string* path) {
   const auto& drv = cfg_.driver;
   sim::Simulation& sim = system_.sim();
   if (drv.kl1_p2p_stub) {
@@ -294,8 +300,8 @@ void check_copy(const K200& k, const CopySpec& s, int cards, const std::vector<i
                        std::to_string(d.die));
   };
   check_die(s.die, "source/device");
-  const bool peer = s.kind == CopyKind::PeerSameCard || s.kind == CopyKind::PeerCrossCard ||
-                    s.kind == CopyKind::CrossCardStaged;
+  const bool peer =
+      s.kind == CopyKind::PeerSameCard || s.kind == CopyKind::PeerCrossCard || s.kind == CopyKind::CrossCardStaged;
   if (!peer) return;
   check_die(s.peer, "destination");
   if (s.die == s.peer)
@@ -318,7 +324,9 @@ sim::Task<void> K200::copy_task(Chain& ch, CopySpec spec, std::int32_t tag, std:
     case CopyKind::Pinned: co_await copy_pinned(ch, spec.die, spec.dir, spec.bytes, tag, path); break;
     case CopyKind::Pageable: co_await copy_pageable(ch, spec.die, spec.dir, spec.bytes, tag, path); break;
     case CopyKind::Stock:
-      if (path) *path = "stock driver: bounce serial in " + std::to_string(cfg_.driver.stock_bounce / sim::kKiB) + " KiB chunks";
+      if (path)
+        *path =
+            "stock driver: bounce serial in " + std::to_string(cfg_.driver.stock_bounce / sim::kKiB) + " KiB chunks";
       co_await delay_op(ch, "call", res_driver_, tag, cfg_.driver.pageable_call_overhead);
       co_await bounce_serial(ch, spec.die, spec.dir, spec.bytes, cfg_.driver.stock_bounce, tag);
       break;

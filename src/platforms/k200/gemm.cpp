@@ -154,7 +154,9 @@ sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   record(ch, "fc_setup", d.res_compute, k.tag, f0, f0, sim.now());
   // The max-finding pass: its reads share the die's HBM link with everyone else's traffic.
   if (p.scan_time > 0) co_await hbm_pass(ch, d, p.scan_bytes, 0, p.scan_time, "fc_scan", k.tag);
-  const auto wave_blocks = [&](std::int64_t w) { return std::min<std::int64_t>(p.ncluster, p.blocks - w * p.ncluster); };
+  const auto wave_blocks = [&](std::int64_t w) {
+    return std::min<std::int64_t>(p.ncluster, p.blocks - w * p.ncluster);
+  };
   co_await hbm_move(ch, d, wave_blocks(0) * p.hbm_per_wave, true, k.tag);
   const double block_flops = p.flops / static_cast<double>(p.blocks);  // useful FLOPs, for the op log
   // C leaves in per-wave slices (its share of M x N), each written back

@@ -126,7 +126,8 @@ K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
     if (std::abs(bw - line) > 1e-4 * line)
       throw ConfigError(c.source + ": graph.edges: the " + cfg_.pcie.link_class + " link " + from + " <-> " + to +
                         " carries " + std::to_string(bw / 1e9) + " GB/s but k200.pcie derives " +
-                        std::to_string(line / 1e9) + " GB/s (lanes x lane_rate x encoding_data_bits / "
+                        std::to_string(line / 1e9) +
+                        " GB/s (lanes x lane_rate x encoding_data_bits / "
                         "encoding_total_bits): make them agree");
     const std::regex card_node(R"(card(\d+)\..*)");
     std::smatch g;

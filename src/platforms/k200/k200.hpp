@@ -47,10 +47,10 @@
 
 namespace kernbench::platforms::k200 {
 
+using runtime::Chain;
 using sim::Bytes;
 using sim::Time;
 using topology::NodeId;
-using runtime::Chain;
 using Held = runtime::HeldServer;
 
 /// A die of a card ("PD"): card index and die index within the card.
@@ -84,15 +84,15 @@ struct CopySpec {
   CopyKind kind = CopyKind::Pinned;
   Direction dir = Direction::H2D;  ///< host copies only
   Bytes bytes = 0;
-  DieRef die{0, 0};  ///< the device side (source die of peer / staged / D2D copies)
-  DieRef peer{0, 1}; ///< destination die of peer / staged copies
+  DieRef die{0, 0};   ///< the device side (source die of peer / staged / D2D copies)
+  DieRef peer{0, 1};  ///< destination die of peer / staged copies
 };
 
 /// Time spent per op kind (from the op log rows of one run).
 struct OpTotal {
   std::string kind;
   std::int64_t count = 0;
-  Time time = 0;       ///< sum of end - start
+  Time time = 0;  ///< sum of end - start
   Bytes bytes = 0;
   /// Its part of the run's span: each instant in which k labels have an op
   /// at work counts 1/k to each (0 where not computed), so the parts and
@@ -115,10 +115,10 @@ struct RunReport {
   std::string path;          ///< the path actually taken ("pinned direct", "bounce serial (pool exhausted)", ...)
   std::vector<OpTotal> ops;  ///< per-kind breakdown
   std::vector<Utilization> utilization;  ///< sorted, busiest first
-  std::string bound;         ///< the busiest resource
-  std::size_t log_begin = 0; ///< op-log rows of this run: [log_begin, log_end)
+  std::string bound;                     ///< the busiest resource
+  std::size_t log_begin = 0;             ///< op-log rows of this run: [log_begin, log_end)
   std::size_t log_end = 0;
-  std::size_t cause_begin = 0; ///< cause nodes of this run (K200::recorder()): [cause_begin, cause_end)
+  std::size_t cause_begin = 0;  ///< cause nodes of this run (K200::recorder()): [cause_begin, cause_end)
   std::size_t cause_end = 0;
   Time elapsed() const { return end - start; }
   double gib_per_s() const;  ///< bytes / elapsed, in GiB/s (2^30 B/s, as the reference's tool)
@@ -134,7 +134,7 @@ struct KernelSpec {
   std::int64_t elements = 0;  ///< elementwise
   std::int64_t m = 0, n = 0, k = 0;
   topology::Precision precision = topology::Precision::Fp32;
-  int ncluster = 0;           ///< 0: the config's default
+  int ncluster = 0;  ///< 0: the config's default
   std::int32_t tag = 0;
   std::int32_t launched_by = -1;  ///< the cause node of its launch (set by launch_task)
   std::int64_t lowered_from = 0;  ///< conv: input elements the im2col lowering reads (0: no lowering)
@@ -193,10 +193,10 @@ class K200 {
   /// report's ops give launch, dispatch and wait; per-kernel times are in
   /// LaunchStats.
   struct LaunchStats {
-    double launch_us = 0.0;   ///< mean host time per launch call
-    double wait_us = 0.0;     ///< mean wait call per loop
+    double launch_us = 0.0;      ///< mean host time per launch call
+    double wait_us = 0.0;        ///< mean wait call per loop
     double per_kernel_us = 0.0;  ///< loop time / kernels, per thread
-    double single_us = 0.0;   ///< launch + wait of one kernel alone (sync dispatch latency)
+    double single_us = 0.0;      ///< launch + wait of one kernel alone (sync dispatch latency)
     RunReport report;
   };
   LaunchStats launch_test(int threads, int kernels, int loops, const KernelSpec& kernel, DieRef die = {});
@@ -207,8 +207,8 @@ class K200 {
   struct DispatchStats {
     double round_trip_us = 0.0;
     double per_command_us = 0.0;
-    double launch_us = 0.0;   ///< mean launch call
-    double wait_us = 0.0;     ///< mean wait call
+    double launch_us = 0.0;  ///< mean launch call
+    double wait_us = 0.0;    ///< mean wait call
     RunReport report;
   };
   DispatchStats dispatch_test(int threads, int commands, const KernelSpec& kernel, DieRef die = {});
@@ -261,9 +261,9 @@ class K200 {
     std::int64_t launched = 0;
     std::int64_t finished = 0;
     struct Waiter {
-      std::int64_t count;   ///< kernels that must have finished
+      std::int64_t count;  ///< kernels that must have finished
       sim::Trigger* done;
-      std::int32_t* by;     ///< set to the node that finished the last of them
+      std::int32_t* by;  ///< set to the node that finished the last of them
     };
     std::vector<Waiter> waiters;
     void finish(std::int32_t node);  ///< one more finished (its last op: `node`): wakes the waits now satisfied
@@ -279,18 +279,18 @@ class K200 {
     DieRef ref;
     NodeId node = 0;
     NodeId hbm = 0;
-    std::unique_ptr<Held> channels;  ///< eDMA channels this die may hold
-    std::unique_ptr<Held> queue;     ///< device command queue (submission)
-    std::unique_ptr<Held> compute;   ///< the die's clusters (units): a kernel holds its ncluster
-    std::unique_ptr<Held> grant;     ///< one kernel at a time takes its clusters (no partial holds)
+    std::unique_ptr<Held> channels;                 ///< eDMA channels this die may hold
+    std::unique_ptr<Held> queue;                    ///< device command queue (submission)
+    std::unique_ptr<Held> compute;                  ///< the die's clusters (units): a kernel holds its ncluster
+    std::unique_ptr<Held> grant;                    ///< one kernel at a time takes its clusters (no partial holds)
     std::vector<std::unique_ptr<StreamQ>> streams;  ///< by stream id, made on first launch
-    Counter count;                          ///< all streams of the die
+    Counter count;                                  ///< all streams of the die
     std::int32_t res_channels = 0, res_queue = 0, res_compute = 0, res_hbm = 0;
   };
   struct Card {
-    NodeId link_up = 0;       ///< card end of the PCIe link (switch side)
+    NodeId link_up = 0;                           ///< card end of the PCIe link (switch side)
     std::optional<topology::ChannelId> down, up;  ///< the PCIe link's two channels
-    std::unique_ptr<Held> edma;  ///< the card's eDMA channel pool
+    std::unique_ptr<Held> edma;                   ///< the card's eDMA channel pool
     std::vector<Die> dies;
     std::int32_t res_edma = 0, res_link_down = 0, res_link_up = 0;
   };
@@ -298,9 +298,9 @@ class K200 {
   Die& die(DieRef d);
   std::int32_t add_resource(const std::string& name) { return rec_.add_resource(name); }
   /// Records one op as the next op of `ch` (op log row + cause); returns its node.
-  std::int32_t record(Chain& ch, const char* kind_name, std::int32_t resource, std::int32_t tag, Time issue,
-                      Time start, Time end, Bytes bytes = 0, double work = 0.0, std::int32_t holder = -1,
-                      std::int32_t after = -1, Time ready = -1, std::int32_t wait_resource = -1);
+  std::int32_t record(Chain& ch, const char* kind_name, std::int32_t resource, std::int32_t tag, Time issue, Time start,
+                      Time end, Bytes bytes = 0, double work = 0.0, std::int32_t holder = -1, std::int32_t after = -1,
+                      Time ready = -1, std::int32_t wait_resource = -1);
 
   // Primitives.
   sim::Task<void> delay_op(Chain& ch, const char* kind_name, std::int32_t resource, std::int32_t tag, Time t,
@@ -353,7 +353,7 @@ class K200 {
   };
   std::vector<Meter> meters_;
   double meter_busy(const Meter& m) const;
-  Bytes pool_free_ = 0;                   ///< hugepage pool not handed out
+  Bytes pool_free_ = 0;  ///< hugepage pool not handed out
   int open_processes_ = 0;
 
   friend class Workload;

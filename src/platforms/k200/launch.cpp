@@ -85,8 +85,8 @@ K200::StreamQ& K200::stream(Die& d, int id) {
   if (d.streams.size() <= i) d.streams.resize(i + 1);
   if (!d.streams[i]) {
     d.streams[i] = std::make_unique<StreamQ>();
-    d.streams[i]->pending = std::make_unique<sim::Store<KernelSpec>>(
-        system_.sim(), d.compute->name() + ".stream" + std::to_string(id));
+    d.streams[i]->pending =
+        std::make_unique<sim::Store<KernelSpec>>(system_.sim(), d.compute->name() + ".stream" + std::to_string(id));
   }
   return *d.streams[i];
 }

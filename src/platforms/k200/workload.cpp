@@ -58,7 +58,6 @@ struct Runner {
   }
 };
 
-
 }  // namespace
 
 WorkloadResult run_workload(K200& k, const std::vector<Stream>& streams) {
@@ -74,8 +73,8 @@ WorkloadResult run_workload(K200& k, const std::vector<Stream>& streams) {
                        std::to_string(s.iterations));
     for (std::size_t i = 0; i < s.steps.size(); ++i) {
       const Step& st = s.steps[i];
-      const std::string where = "K200 workload: stream '" + s.name + "' step " + std::to_string(i) + " (" +
-                                st.label + ")";
+      const std::string where =
+          "K200 workload: stream '" + s.name + "' step " + std::to_string(i) + " (" + st.label + ")";
       try {
         // Check what can be checked before anything runs: a bad step never half-runs.
         if (st.op == Step::Op::Copy) k.check(st.copy);

@@ -22,10 +22,10 @@ namespace kernbench::platforms::k200 {
 
 struct Step {
   enum class Op { Copy, Launch, Wait } op = Op::Copy;
-  CopySpec copy;       ///< Copy
-  KernelSpec kernel;   ///< Launch
-  DieRef die;          ///< Launch and Wait
-  std::string label;   ///< groups ops in the report (layer name, "h2d", ...)
+  CopySpec copy;      ///< Copy
+  KernelSpec kernel;  ///< Launch
+  DieRef die;         ///< Launch and Wait
+  std::string label;  ///< groups ops in the report (layer name, "h2d", ...)
 };
 
 struct Stream {
@@ -37,8 +37,9 @@ struct Stream {
 struct WorkloadResult {
   RunReport report;
   std::vector<std::vector<Time>> iteration_ends;  ///< per stream, when each iteration finished
-  std::vector<OpTotal> by_label;  ///< work time per step label (kind = the label; waits and overlapped HBM fetches excluded)
-  std::vector<std::string> paths;                 ///< distinct copy paths taken
+  std::vector<OpTotal>
+      by_label;  ///< work time per step label (kind = the label; waits and overlapped HBM fetches excluded)
+  std::vector<std::string> paths;  ///< distinct copy paths taken
   double idle = 0;  ///< of the run's span, instants no label had an op at work (launch and dispatch gaps)
 };
 

@@ -86,11 +86,11 @@ struct VgpuPollConfig {
 };
 
 struct VgpuRpcConfig {
-  VgpuDistribution firmware;                           ///< GSP service time of one RPC
-  sim::Time host_cost = 20 * sim::kMicrosecond;        ///< backend CPU per RPC (marshal TX, parse reply)
-  sim::Bytes tx_bytes = 256;                           ///< TX message moved host -> GSP
-  sim::Bytes reply_bytes = 256;                        ///< reply moved GSP -> host
-  sim::Time batch_entry = 500 * sim::kMicrosecond;     ///< extra firmware time per extra window in a batched RPC
+  VgpuDistribution firmware;                        ///< GSP service time of one RPC
+  sim::Time host_cost = 20 * sim::kMicrosecond;     ///< backend CPU per RPC (marshal TX, parse reply)
+  sim::Bytes tx_bytes = 256;                        ///< TX message moved host -> GSP
+  sim::Bytes reply_bytes = 256;                     ///< reply moved GSP -> host
+  sim::Time batch_entry = 500 * sim::kMicrosecond;  ///< extra firmware time per extra window in a batched RPC
 };
 
 struct VgpuPdeConfig {
@@ -102,16 +102,16 @@ struct VgpuPdeConfig {
 };
 
 struct VgpuLaunchConfig {
-  sim::Time guest_driver = 10 * sim::kMicrosecond;     ///< guest driver work before the doorbell write traps
-  sim::Time qmd_relocation = 60 * sim::kMicrosecond;   ///< QMD relocation / pre-write by the backend
-  sim::Bytes param_shadow = 4 * sim::kKiB;             ///< kernel parameter shadow copy
-  sim::Bytes program_shadow = 64 * sim::kKiB;          ///< program (code) shadow copy
-  sim::Time shadow_cost = 30 * sim::kMicrosecond;      ///< backend CPU per shadow copy
+  sim::Time guest_driver = 10 * sim::kMicrosecond;    ///< guest driver work before the doorbell write traps
+  sim::Time qmd_relocation = 60 * sim::kMicrosecond;  ///< QMD relocation / pre-write by the backend
+  sim::Bytes param_shadow = 4 * sim::kKiB;            ///< kernel parameter shadow copy
+  sim::Bytes program_shadow = 64 * sim::kKiB;         ///< program (code) shadow copy
+  sim::Time shadow_cost = 30 * sim::kMicrosecond;     ///< backend CPU per shadow copy
   int bounce_pages_in = 100;
   int bounce_pages_out = 100;
   sim::Bytes page = 4 * sim::kKiB;
-  sim::Time page_in_cost = 4 * sim::kMicrosecond;      ///< backend CPU per page copied in (map + copy setup)
-  sim::Time page_out_cost = 500 * sim::kNanosecond;    ///< backend CPU per page copied out
+  sim::Time page_in_cost = 4 * sim::kMicrosecond;    ///< backend CPU per page copied in (map + copy setup)
+  sim::Time page_out_cost = 500 * sim::kNanosecond;  ///< backend CPU per page copied out
   sim::Bytes doorbell_bytes = 8;
   sim::Time gr_first_setup = 7'700 * sim::kMicrosecond;  ///< GR channel/context bring-up, first launch of a context
   sim::Time gr_setup = 15 * sim::kMicrosecond;           ///< GPFIFO fetch + channel switch, later launches
@@ -123,30 +123,30 @@ struct VgpuLaunchConfig {
 };
 
 struct VgpuCopyConfig {
-  sim::Bytes window = 2 * sim::kMiB;                 ///< bounce window cap: larger copies are split
-  int windows = 2;                                   ///< bounce windows in flight (pipelining)
-  sim::Time setup = 40 * sim::kMicrosecond;          ///< backend CPU per copy (decode, window pick)
-  sim::Time page_cost = 100 * sim::kNanosecond;      ///< backend CPU per page through a window
-  sim::Time ce_setup = 5 * sim::kMicrosecond;        ///< CE method push + doorbell, per chunk
+  sim::Bytes window = 2 * sim::kMiB;             ///< bounce window cap: larger copies are split
+  int windows = 2;                               ///< bounce windows in flight (pipelining)
+  sim::Time setup = 40 * sim::kMicrosecond;      ///< backend CPU per copy (decode, window pick)
+  sim::Time page_cost = 100 * sim::kNanosecond;  ///< backend CPU per page through a window
+  sim::Time ce_setup = 5 * sim::kMicrosecond;    ///< CE method push + doorbell, per chunk
 };
 
 struct VgpuGuestOpsConfig {
-  int init_rpcs = 5;                                      ///< RPCs of context creation (client, device, ...)
-  sim::Time init_driver = 150 * sim::kMillisecond;        ///< guest driver init (same code as bare metal)
-  int malloc_first_rpcs = 2;                              ///< RPCs of the first cudaMalloc (VA space + memory)
-  int malloc_rpc_every = 8;                               ///< later mallocs forward one RPC every n-th call (pool growth)
-  sim::Time malloc_driver = 15 * sim::kMicrosecond;       ///< guest driver work per malloc
+  int init_rpcs = 5;                                 ///< RPCs of context creation (client, device, ...)
+  sim::Time init_driver = 150 * sim::kMillisecond;   ///< guest driver init (same code as bare metal)
+  int malloc_first_rpcs = 2;                         ///< RPCs of the first cudaMalloc (VA space + memory)
+  int malloc_rpc_every = 8;                          ///< later mallocs forward one RPC every n-th call (pool growth)
+  sim::Time malloc_driver = 15 * sim::kMicrosecond;  ///< guest driver work per malloc
 };
 
 /// The same workload with the forwarding path removed.
 struct VgpuBareConfig {
-  sim::Time init = 150 * sim::kMillisecond;             ///< process start -> device ready
+  sim::Time init = 150 * sim::kMillisecond;  ///< process start -> device ready
   sim::Time malloc_first = 300 * sim::kMicrosecond;
   sim::Time malloc_steady = 15 * sim::kMicrosecond;
-  sim::Time launch = 5 * sim::kMicrosecond;             ///< driver launch path up to the doorbell
-  sim::Time gr_first_setup = 150 * sim::kMicrosecond;   ///< first launch of a context, native
-  sim::Time interrupt = 3 * sim::kMicrosecond;          ///< completion interrupt to the waiting thread
-  sim::Time copy_setup = 8 * sim::kMicrosecond;         ///< driver cost per copy call (pinned)
+  sim::Time launch = 5 * sim::kMicrosecond;            ///< driver launch path up to the doorbell
+  sim::Time gr_first_setup = 150 * sim::kMicrosecond;  ///< first launch of a context, native
+  sim::Time interrupt = 3 * sim::kMicrosecond;         ///< completion interrupt to the waiting thread
+  sim::Time copy_setup = 8 * sim::kMicrosecond;        ///< driver cost per copy call (pinned)
 };
 
 struct VgpuWorkloadConfig {

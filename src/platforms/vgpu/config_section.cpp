@@ -37,8 +37,7 @@ void add_config_section(config::Schema& schema) {
     if (r.get("guests") && v.guests > 1024)
       r.fail("guests", "at most 1024 guests share one GPU in this model, got " + std::to_string(v.guests));
   });
-  vgpu.time("jiffy", &VgpuConfig::jiffy, "host clock granularity of elapsed_ms (at least 1 us)")
-      .min(Bound::Positive);
+  vgpu.time("jiffy", &VgpuConfig::jiffy, "host clock granularity of elapsed_ms (at least 1 us)").min(Bound::Positive);
   vgpu.rule([](const MapReader& r, VgpuConfig& v) {
     // elapsed_ms counts jiffies: a ps jiffy made a 189 ms launch read 1.9e11 and its histogram ask for 48 GiB.
     if (r.get("jiffy") && v.jiffy < sim::kMicrosecond)
@@ -57,10 +56,11 @@ void add_config_section(config::Schema& schema) {
   vgpu_roles.add("ce", &VgpuRoles::ce, "copy engine");
   vgpu_roles.add("gpu_memory", &VgpuRoles::gpu_memory, "GPU memory");
   Section<VgpuPollConfig> vgpu_poll = vgpu.map<VgpuPollConfig>("poll", &VgpuConfig::poll, "the host poller");
-  vgpu_poll.doc("How the host notices GSP replies: tick (a polled worker re-armed one quantum after "
-                "each event: a full quantum per wait), grid (free-running ticks), interrupt.");
-  vgpu_poll.choice("mode", &VgpuPollConfig::mode,
-      "tick, grid or interrupt", vgpu_poll_mode_names(), vgpu_poll_mode_from_string);
+  vgpu_poll.doc(
+      "How the host notices GSP replies: tick (a polled worker re-armed one quantum after "
+      "each event: a full quantum per wait), grid (free-running ticks), interrupt.");
+  vgpu_poll.choice("mode", &VgpuPollConfig::mode, "tick, grid or interrupt", vgpu_poll_mode_names(),
+                   vgpu_poll_mode_from_string);
   vgpu_poll.time("quantum", &VgpuPollConfig::quantum, "poll quantum").min(Bound::Positive);
   vgpu_poll.add("waits_per_round_trip", &VgpuPollConfig::waits_per_round_trip, "poll waits one RPC round trip needs")
       .min(Bound::Positive);
@@ -71,16 +71,16 @@ void add_config_section(config::Schema& schema) {
   vgpu_rpc.doc("One RPC to the GSP (all guests share one FIFO queue).");
   Section<VgpuDistribution> vgpu_dist =
       vgpu_rpc.map<VgpuDistribution>("firmware", &VgpuRpcConfig::firmware, "GSP firmware service time of one RPC");
-  vgpu_dist.doc("A seeded duration distribution: fixed (mean), uniform [min, max], normal (mean, sd) "
-                "clamped into [min, max] (max 0: no upper bound).");
+  vgpu_dist.doc(
+      "A seeded duration distribution: fixed (mean), uniform [min, max], normal (mean, sd) "
+      "clamped into [min, max] (max 0: no upper bound).");
   vgpu_dist.rules({"uniform needs min <= max", "max, when not 0, is >= min"});
-  vgpu_dist.choice("kind", &VgpuDistribution::kind,
-      "fixed, uniform or normal", vgpu_dist_kind_names(), vgpu_dist_kind_from_string);
+  vgpu_dist.choice("kind", &VgpuDistribution::kind, "fixed, uniform or normal", vgpu_dist_kind_names(),
+                   vgpu_dist_kind_from_string);
   vgpu_dist.time("mean", &VgpuDistribution::mean, "mean (fixed: the value)").min(Bound::NonNegative);
   vgpu_dist.time("sd", &VgpuDistribution::sd, "standard deviation (normal)").min(Bound::NonNegative);
   vgpu_dist.time("min", &VgpuDistribution::min, "lower bound (uniform, normal clamp)").min(Bound::NonNegative);
-  vgpu_dist.time("max", &VgpuDistribution::max, "upper bound (uniform; normal clamp, 0: none)")
-      .min(Bound::NonNegative);
+  vgpu_dist.time("max", &VgpuDistribution::max, "upper bound (uniform; normal clamp, 0: none)").min(Bound::NonNegative);
   vgpu_dist.rule([](const MapReader& r, VgpuDistribution& d) {
     if (d.kind == VgpuDistKind::Uniform && d.min > d.max)
       r.fail("max", "uniform needs min <= max (min " + format_time(d.min) + ", max " + format_time(d.max) + ")");
@@ -95,14 +95,13 @@ void add_config_section(config::Schema& schema) {
   Section<VgpuPdeConfig> vgpu_pde = vgpu.map<VgpuPdeConfig>("pde", &VgpuConfig::pde, "PDE forwards of a launch");
   vgpu_pde.doc("PDE_UPDATE forwards of a GR launch.");
   vgpu_pde.add("scratch_accepted", &VgpuPdeConfig::scratch_accepted,
-      "the scratch-window install (once per context) is accepted");
+               "the scratch-window install (once per context) is accepted");
   vgpu_pde.key("guest_windows", Type::Strings, "one entry per guest window attempted per launch: accept or refuse")
       .dflt(VgpuPdeConfig{}.guest_windows);
   vgpu_pde.rule([](const MapReader& m, VgpuPdeConfig& p) {
     const Value* w = m.get("guest_windows");
     if (!w) return;
-    if (w->type != Value::Type::List)
-      m.fail("guest_windows", "expected a list of accept/refuse, got " + describe(*w));
+    if (w->type != Value::Type::List) m.fail("guest_windows", "expected a list of accept/refuse, got " + describe(*w));
     p.guest_windows.clear();
     for (std::size_t i = 0; i < w->items.size(); ++i) {
       const Value& item = w->items[i];
@@ -113,18 +112,15 @@ void add_config_section(config::Schema& schema) {
   });
   vgpu_pde.add("batching", &VgpuPdeConfig::batching, "what-if: all forwards of a launch in one RPC");
   vgpu_pde.add("cache_accepted", &VgpuPdeConfig::cache_accepted,
-      "what-if: accepted guest windows are not forwarded again");
-  Section<VgpuLaunchConfig> vgpu_launch =
-      vgpu.map<VgpuLaunchConfig>("launch", &VgpuConfig::launch, "GR launch costs");
+               "what-if: accepted guest windows are not forwarded again");
+  Section<VgpuLaunchConfig> vgpu_launch = vgpu.map<VgpuLaunchConfig>("launch", &VgpuConfig::launch, "GR launch costs");
   vgpu_launch.doc("The costs of one forwarded GR launch besides the RPCs.");
-  vgpu_launch.time("guest_driver", &VgpuLaunchConfig::guest_driver,
-      "guest driver work before the doorbell write traps")
+  vgpu_launch.time("guest_driver", &VgpuLaunchConfig::guest_driver, "guest driver work before the doorbell write traps")
       .min(Bound::NonNegative);
   vgpu_launch.time("qmd_relocation", &VgpuLaunchConfig::qmd_relocation, "QMD relocation / pre-write")
       .min(Bound::NonNegative);
   vgpu_launch.bytes("param_shadow", &VgpuLaunchConfig::param_shadow, "parameter shadow copy").min(Bound::NonNegative);
-  vgpu_launch.bytes("program_shadow", &VgpuLaunchConfig::program_shadow, "program shadow copy")
-      .min(Bound::NonNegative);
+  vgpu_launch.bytes("program_shadow", &VgpuLaunchConfig::program_shadow, "program shadow copy").min(Bound::NonNegative);
   vgpu_launch.time("shadow_cost", &VgpuLaunchConfig::shadow_cost, "backend CPU per shadow copy")
       .min(Bound::NonNegative);
   vgpu_launch.add("bounce_pages_in", &VgpuLaunchConfig::bounce_pages_in, "pages bounced in per launch")
@@ -132,14 +128,14 @@ void add_config_section(config::Schema& schema) {
   vgpu_launch.add("bounce_pages_out", &VgpuLaunchConfig::bounce_pages_out, "pages bounced out per launch")
       .min(Bound::NonNegative);
   vgpu_launch.bytes("page", &VgpuLaunchConfig::page, "page size").min(Bound::Positive);
-  vgpu_launch.time("page_in_cost", &VgpuLaunchConfig::page_in_cost, "backend CPU per page in")
-      .min(Bound::NonNegative);
+  vgpu_launch.time("page_in_cost", &VgpuLaunchConfig::page_in_cost, "backend CPU per page in").min(Bound::NonNegative);
   vgpu_launch.time("page_out_cost", &VgpuLaunchConfig::page_out_cost, "backend CPU per page out")
       .min(Bound::NonNegative);
   vgpu_launch.bytes("doorbell_bytes", &VgpuLaunchConfig::doorbell_bytes, "doorbell / GPFIFO publish write")
       .min(Bound::Positive);
-  vgpu_launch.time("gr_first_setup", &VgpuLaunchConfig::gr_first_setup,
-      "GR channel/context bring-up on a context's first launch")
+  vgpu_launch
+      .time("gr_first_setup", &VgpuLaunchConfig::gr_first_setup,
+            "GR channel/context bring-up on a context's first launch")
       .min(Bound::NonNegative);
   vgpu_launch.time("gr_setup", &VgpuLaunchConfig::gr_setup, "GPFIFO fetch + channel switch, later launches")
       .min(Bound::NonNegative);
@@ -160,8 +156,8 @@ void add_config_section(config::Schema& schema) {
       m.fail(m.get("completion_poll") ? "completion_poll" : "give_up",
              "completion_poll = " + format_time(l.completion_poll) + " polls up to " + std::to_string(polls) +
                  " times per launch before give_up = " + format_time(l.give_up) + "; at most " +
-                 std::to_string(kMaxPolls) + " (completion_poll >= " +
-                 format_time((l.give_up + kMaxPolls - 1) / kMaxPolls) + " for this give_up)");
+                 std::to_string(kMaxPolls) +
+                 " (completion_poll >= " + format_time((l.give_up + kMaxPolls - 1) / kMaxPolls) + " for this give_up)");
   });
   Section<VgpuCopyConfig> vgpu_copy =
       vgpu.map<VgpuCopyConfig>("copy", &VgpuConfig::copy, "CE copies through bounce windows");
@@ -172,8 +168,7 @@ void add_config_section(config::Schema& schema) {
   vgpu_copy.time("setup", &VgpuCopyConfig::setup, "backend CPU per copy").min(Bound::NonNegative);
   vgpu_copy.time("page_cost", &VgpuCopyConfig::page_cost, "backend CPU per page through a window")
       .min(Bound::NonNegative);
-  vgpu_copy.time("ce_setup", &VgpuCopyConfig::ce_setup, "CE method push + doorbell per chunk")
-      .min(Bound::NonNegative);
+  vgpu_copy.time("ce_setup", &VgpuCopyConfig::ce_setup, "CE method push + doorbell per chunk").min(Bound::NonNegative);
   Section<VgpuGuestOpsConfig> vgpu_ops = vgpu.map<VgpuGuestOpsConfig>("ops", &VgpuConfig::ops, "init and cudaMalloc");
   vgpu_ops.doc("Guest driver operations other than launches and copies.");
   vgpu_ops.add("init_rpcs", &VgpuGuestOpsConfig::init_rpcs, "RPCs of context creation").min(Bound::NonNegative);
@@ -181,8 +176,8 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::NonNegative);
   vgpu_ops.add("malloc_first_rpcs", &VgpuGuestOpsConfig::malloc_first_rpcs, "RPCs of the first cudaMalloc")
       .min(Bound::NonNegative);
-  vgpu_ops.add("malloc_rpc_every", &VgpuGuestOpsConfig::malloc_rpc_every,
-      "later mallocs forward one RPC every n-th call")
+  vgpu_ops
+      .add("malloc_rpc_every", &VgpuGuestOpsConfig::malloc_rpc_every, "later mallocs forward one RPC every n-th call")
       .min(Bound::Positive);
   vgpu_ops.time("malloc_driver", &VgpuGuestOpsConfig::malloc_driver, "guest driver work per malloc")
       .min(Bound::NonNegative);
@@ -211,8 +206,8 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::Positive);
   vgpu_workload.rule([](const MapReader& m, VgpuWorkloadConfig& w) {
     if (w.copy_min > w.copy_max)
-      m.fail("copy_max", "copy_max (" + format_bytes(w.copy_max) + ") is below copy_min (" +
-                             format_bytes(w.copy_min) + ")");
+      m.fail("copy_max",
+             "copy_max (" + format_bytes(w.copy_max) + ") is below copy_min (" + format_bytes(w.copy_min) + ")");
   });
 }
 

@@ -69,8 +69,8 @@ sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Byte
     auto& j = m.job(tag);
     if (j.first_start < 0) j.first_start = start;
     co_await m.move(src, dst, bytes, g, tag, OpKind::kCount, Resource::Fabric);
-    m.ce().release(
-        m.record(ch, OpKind::CeChunk, Resource::Ce, g, tag, issue, start, m.sim().now(), bytes, 0.0, holder, ready, queued));
+    m.ce().release(m.record(ch, OpKind::CeChunk, Resource::Ce, g, tag, issue, start, m.sim().now(), bytes, 0.0, holder,
+                            ready, queued));
     holder = -1;
     ready = -1;
     queued = Resource::kCount;
@@ -84,8 +84,8 @@ sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Byte
     const Bytes page = p.cfg.launch.page;
     co_await m.sim().delay(c.page_cost * ((bytes + page - 1) / page));
     co_await m.move(src, dst, bytes, g, tag, OpKind::kCount, Resource::Fabric);
-    worker.release(
-        m.record(ch, OpKind::Memcpy, Resource::Backend, g, tag, issue, start, m.sim().now(), bytes, 0.0, holder, ready, queued));
+    worker.release(m.record(ch, OpKind::Memcpy, Resource::Backend, g, tag, issue, start, m.sim().now(), bytes, 0.0,
+                            holder, ready, queued));
     holder = -1;
     ready = -1;
     queued = Resource::kCount;
@@ -145,7 +145,8 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
       follow(g, tag);  // the guest waited for the GR job
       r.kernel = job(tag).busy;
     } else {
-      co_await cause_delay(chain(g), c.launch.give_up, g, tag, "give_up", Resource::GuestCpu);  // the driver's own wait gives up too
+      co_await cause_delay(chain(g), c.launch.give_up, g, tag, "give_up",
+                           Resource::GuestCpu);  // the driver's own wait gives up too
       r.timed_out = true;
     }
     r.doorbell_to_completion = sim().now() - d0;
@@ -179,7 +180,7 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     const Time extra = c.rpc.batch_entry * static_cast<Time>(windows.size() - 1);
     co_await rpc(g, tag, extra, &r);
     envelope(OpKind::PdeForward, Resource::Backend, g, tag, f0, f0, sim().now(), 0,
-           static_cast<double>(windows.size()));
+             static_cast<double>(windows.size()));
   } else {
     for (const auto& [w, ok] : windows) {
       const Time t = sim().now();
@@ -240,9 +241,9 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
   }
   r.doorbell_to_completion = sim().now() - d0;
   if (r.timed_out) {
-    r.error = "launch " + std::to_string(r.index) + " of guest " + std::to_string(g) + " (tag " +
-              std::to_string(tag) + "): no completion within the give-up limit of " +
-              std::to_string(c.launch.give_up / sim::kMillisecond) + " ms";
+    r.error = "launch " + std::to_string(r.index) + " of guest " + std::to_string(g) + " (tag " + std::to_string(tag) +
+              "): no completion within the give-up limit of " + std::to_string(c.launch.give_up / sim::kMillisecond) +
+              " ms";
   } else {
     ctx.gr_loaded = true;
     r.kernel = job(tag).busy;

@@ -8,11 +8,11 @@ namespace kernbench::platforms::vgpu {
 
 namespace {
 constexpr const char* kKindNames[] = {
-    "guest_driver", "trap",     "pde_forward",     "rpc",        "poll_wait", "host_cpu",  "qmd_relocation",
-    "shadow_copy",  "bounce_in", "doorbell",       "gr_exec",    "completion_poll", "bounce_out", "msix",
-    "launch",       "ce_copy",  "ce_chunk",        "memcpy",     "malloc",    "init"};
+    "guest_driver", "trap",      "pde_forward", "rpc",     "poll_wait",       "host_cpu",   "qmd_relocation",
+    "shadow_copy",  "bounce_in", "doorbell",    "gr_exec", "completion_poll", "bounce_out", "msix",
+    "launch",       "ce_copy",   "ce_chunk",    "memcpy",  "malloc",          "init"};
 static_assert(std::size(kKindNames) == static_cast<std::size_t>(OpKind::kCount));
-constexpr const char* kResourceNames[] = {"guest_cpu", "trap_channel", "backend", "gsp", "poller",
+constexpr const char* kResourceNames[] = {"guest_cpu", "trap_channel", "backend", "gsp",   "poller",
                                           "gr",        "ce",           "fabric",  "bounce"};
 static_assert(std::size(kResourceNames) == static_cast<std::size_t>(Resource::kCount));
 }  // namespace
@@ -20,9 +20,7 @@ static_assert(std::size(kResourceNames) == static_cast<std::size_t>(Resource::kC
 const char* VgpuModel::kind_name(OpKind k) { return kKindNames[static_cast<int>(k)]; }
 const char* VgpuModel::resource_name(Resource r) { return kResourceNames[static_cast<int>(r)]; }
 std::vector<std::string> VgpuModel::kind_names() { return {std::begin(kKindNames), std::end(kKindNames)}; }
-std::vector<std::string> VgpuModel::resource_names() {
-  return {std::begin(kResourceNames), std::end(kResourceNames)};
-}
+std::vector<std::string> VgpuModel::resource_names() { return {std::begin(kResourceNames), std::end(kResourceNames)}; }
 
 VgpuModel::VgpuModel(topology::System& system, bool bare)
     : system_(system),
@@ -39,15 +37,16 @@ VgpuModel::VgpuModel(topology::System& system, bool bare)
     contexts_[g].cached.assign(p_.cfg.pde.guest_windows.size(), false);
     memcpy_.push_back(std::make_unique<runtime::HeldServer>(system.sim(), "vgpu.backend" + std::to_string(g)));
   }
-  for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k) kinds_[static_cast<std::size_t>(k)] = rec_.kind(kKindNames[k]);
+  for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k)
+    kinds_[static_cast<std::size_t>(k)] = rec_.kind(kKindNames[k]);
   for (const char* r : kResourceNames) rec_.add_resource(r);
   first_node_ = rec_.size();
 }
 
 VgpuModel::Context& VgpuModel::context(int g) {
   if (g < 0 || g >= static_cast<int>(contexts_.size()))
-    throw UsageError("vgpu: guest " + std::to_string(g) + " does not exist (vgpu.guests = " +
-                     std::to_string(contexts_.size()) + ")");
+    throw UsageError("vgpu: guest " + std::to_string(g) +
+                     " does not exist (vgpu.guests = " + std::to_string(contexts_.size()) + ")");
   return contexts_[static_cast<std::size_t>(g)];
 }
 

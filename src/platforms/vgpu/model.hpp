@@ -46,12 +46,12 @@ namespace kernbench::platforms::vgpu {
 
 /// Op kinds of the log (names: VgpuModel::kind_name()).
 enum class OpKind : int {
-  GuestDriver,     ///< guest driver work before it traps
-  Trap,            ///< MMIO write trapped guest -> host backend (through the trap channel)
-  PdeForward,      ///< one PDE_UPDATE forward (work: 1 accepted, 0 refused; batched: windows in the RPC)
-  Rpc,             ///< one GSP RPC as the GSP saw it: issue = TX arrived, start = firmware took it
-  PollWait,        ///< host waiting for its poller to see a GSP message
-  HostCpu,         ///< backend CPU (marshalling, per-page work)
+  GuestDriver,  ///< guest driver work before it traps
+  Trap,         ///< MMIO write trapped guest -> host backend (through the trap channel)
+  PdeForward,   ///< one PDE_UPDATE forward (work: 1 accepted, 0 refused; batched: windows in the RPC)
+  Rpc,          ///< one GSP RPC as the GSP saw it: issue = TX arrived, start = firmware took it
+  PollWait,     ///< host waiting for its poller to see a GSP message
+  HostCpu,      ///< backend CPU (marshalling, per-page work)
   QmdRelocation,
   ShadowCopy,
   BounceIn,
@@ -59,11 +59,11 @@ enum class OpKind : int {
   GrExec,          ///< GR engine: channel/context setup + kernel (issue = doorbell seen)
   CompletionPoll,  ///< doorbell -> completion seen by the backend (or given up)
   BounceOut,
-  Msix,            ///< completion interrupt injected into the guest (bare: native interrupt)
-  Launch,          ///< a whole launch as the host backend served it (start..end = elapsed)
-  CeCopy,          ///< a whole copy call as the guest saw it
-  CeChunk,         ///< one chunk on the copy engine (issue = pushed, start = CE took it)
-  Memcpy,          ///< host memcpy guest memory <-> bounce window
+  Msix,     ///< completion interrupt injected into the guest (bare: native interrupt)
+  Launch,   ///< a whole launch as the host backend served it (start..end = elapsed)
+  CeCopy,   ///< a whole copy call as the guest saw it
+  CeChunk,  ///< one chunk on the copy engine (issue = pushed, start = CE took it)
+  Memcpy,   ///< host memcpy guest memory <-> bounce window
   Malloc,
   Init,
   kCount
@@ -75,25 +75,25 @@ enum class Resource : int { GuestCpu, TrapChannel, Backend, Gsp, Poller, Gr, Ce,
 /// A forwarded GR launch, decomposed.
 struct LaunchResult {
   int guest = 0;
-  int index = 0;             ///< launch number within the guest's context (0: first)
-  std::int32_t tag = 0;      ///< tag of its ops in the log
+  int index = 0;         ///< launch number within the guest's context (0: first)
+  std::int32_t tag = 0;  ///< tag of its ops in the log
   bool first_of_context = false;
   bool timed_out = false;
-  std::string error;         ///< "" unless timed out (names the launch)
-  Time issue = 0;            ///< guest called launch
-  Time start = 0;            ///< host backend received the trapped launch
-  Time end = 0;              ///< host backend done (after copy-out)
-  Time guest_done = 0;       ///< guest saw the completion (after MSI-X)
+  std::string error;            ///< "" unless timed out (names the launch)
+  Time issue = 0;               ///< guest called launch
+  Time start = 0;               ///< host backend received the trapped launch
+  Time end = 0;                 ///< host backend done (after copy-out)
+  Time guest_done = 0;          ///< guest saw the completion (after MSI-X)
   std::int64_t elapsed_ms = 0;  ///< jiffies between start and end (how the host reported it)
   int forwards = 0, accepted = 0, refused = 0, rpcs = 0, poll_waits = 0;
-  Time forwarding = 0;       ///< PDE forwards, first TX to last reply seen
+  Time forwarding = 0;            ///< PDE forwards, first TX to last reply seen
   std::vector<Time> round_trips;  ///< per RPC: host submit -> reply seen
-  Time gsp_wait = 0;         ///< time RPCs queued at the GSP behind other RPCs
-  Time firmware = 0;         ///< firmware service time of the RPCs
-  Time poll_wait = 0;        ///< time spent in poll waits
-  Time copy_in = 0;          ///< QMD relocation + shadow copies + bounce copy-in
+  Time gsp_wait = 0;              ///< time RPCs queued at the GSP behind other RPCs
+  Time firmware = 0;              ///< firmware service time of the RPCs
+  Time poll_wait = 0;             ///< time spent in poll waits
+  Time copy_in = 0;               ///< QMD relocation + shadow copies + bounce copy-in
   Time doorbell_to_completion = 0;
-  Time kernel = 0;           ///< GR engine time (setup + kernel)
+  Time kernel = 0;  ///< GR engine time (setup + kernel)
   Time copy_out = 0;
   Time msix = 0;
   Time host() const { return end - start; }

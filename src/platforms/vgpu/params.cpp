@@ -23,8 +23,7 @@ NodeId role(const topology::System& system, const std::string& role_name, const 
 VgpuParams resolve_params(const topology::System& system) {
   const auto& c = system.config();
   const topology::VgpuConfig* vgpu = config_of(c);
-  if (!vgpu)
-    throw ConfigError(c.source + ": the vGPU model needs a `vgpu:` section (see configs/vgpu.yaml)");
+  if (!vgpu) throw ConfigError(c.source + ": the vGPU model needs a `vgpu:` section (see configs/vgpu.yaml)");
   VgpuParams p;
   p.cfg = *vgpu;
   const auto& r = p.cfg.roles;

@@ -54,7 +54,7 @@ class Poller {
   topology::VgpuPollConfig config_;
   std::vector<std::coroutine_handle<>> waiting_;  // grid mode
   std::vector<std::coroutine_handle<>> waking_;
-  std::coroutine_handle<> idle_;                   // the ticker, parked while nobody waits
+  std::coroutine_handle<> idle_;  // the ticker, parked while nobody waits
   bool started_ = false;
   std::uint64_t ticks_ = 0;
 };

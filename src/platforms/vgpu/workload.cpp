@@ -51,7 +51,8 @@ sim::Process workload(VgpuModel& m, WorkloadResult& w) {
 }  // namespace
 
 LaunchRun run_launches(topology::System& system, int per_guest, int guests, const std::vector<int>& hang, bool bare) {
-  if (per_guest < 1) throw UsageError("vgpu run_launches: launches per guest must be >= 1, got " + std::to_string(per_guest));
+  if (per_guest < 1)
+    throw UsageError("vgpu run_launches: launches per guest must be >= 1, got " + std::to_string(per_guest));
   VgpuModel m(system, bare);
   const int configured = m.params().cfg.guests;
   if (guests == 0) guests = configured;

@@ -31,11 +31,11 @@ LaunchRun run_launches(topology::System& system, int per_guest, int guests = 0, 
 /// sweep H2D and D2H from copy_min to copy_max (x2 steps).
 struct WorkloadResult {
   bool bare = false;
-  Time init = 0;                     ///< P1
-  std::vector<Time> mallocs;         ///< P2: [0] first, the rest steady
-  LaunchResult first;                ///< P3 (guest_latency), P3h (elapsed_ms)
-  std::vector<Time> warm;            ///< P4: guest-visible latency of each warm launch
-  Time burst = 0;                    ///< P10: first push -> sync returns
+  Time init = 0;              ///< P1
+  std::vector<Time> mallocs;  ///< P2: [0] first, the rest steady
+  LaunchResult first;         ///< P3 (guest_latency), P3h (elapsed_ms)
+  std::vector<Time> warm;     ///< P4: guest-visible latency of each warm launch
+  Time burst = 0;             ///< P10: first push -> sync returns
   int burst_launches = 0;
   std::vector<CopyResult> h2d, d2h;  ///< P7/P8 (P5 from the smallest copy)
   Time msix = 0;                     ///< P6: completion interrupt of the first launch

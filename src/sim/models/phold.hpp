@@ -27,10 +27,10 @@ PholdEngine phold_engine_from_name(const std::string& name);
 std::string phold_engine_name(PholdEngine engine);
 
 struct PholdParams {
-  std::uint32_t lps = 1024;            ///< N logical processes
-  std::uint32_t events_per_lp = 1;     ///< E events initially pending per LP
-  std::uint64_t events = 10'000'000;   ///< events to process before stopping
-  Time mean_delay = kMicrosecond;      ///< mean of the exponential delay (a real time scale)
+  std::uint32_t lps = 1024;           ///< N logical processes
+  std::uint32_t events_per_lp = 1;    ///< E events initially pending per LP
+  std::uint64_t events = 10'000'000;  ///< events to process before stopping
+  Time mean_delay = kMicrosecond;     ///< mean of the exponential delay (a real time scale)
 };
 
 struct PholdResult {

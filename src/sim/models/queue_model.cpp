@@ -22,8 +22,7 @@ void check(const QueueParams& p) {
 // per-customer table: arrival -> (queue) -> service start -> departure.
 class QueueModel {
  public:
-  QueueModel(Simulation& sim, const QueueParams& p)
-      : sim_(sim), p_(p), server_(sim, "queue", p.servers) {}
+  QueueModel(Simulation& sim, const QueueParams& p) : sim_(sim), p_(p), server_(sim, "queue", p.servers) {}
 
   QueueResult run() {
     if (p_.record_ops) {
@@ -49,7 +48,9 @@ class QueueModel {
   }
 
  private:
-  Time interarrival() { return static_cast<Time>(sim_.rng().exponential(static_cast<double>(p_.mean_interarrival)) + 0.5); }
+  Time interarrival() {
+    return static_cast<Time>(sim_.rng().exponential(static_cast<double>(p_.mean_interarrival)) + 0.5);
+  }
   Time service() {
     if (p_.service == ServiceDistribution::Deterministic) return p_.mean_service;
     return static_cast<Time>(sim_.rng().exponential(static_cast<double>(p_.mean_service)) + 0.5);

@@ -24,19 +24,19 @@ struct QueueParams {
   Time mean_interarrival = kMicrosecond;  ///< 1 / lambda
   Time mean_service = 500 * kNanosecond;  ///< 1 / mu
   ServiceDistribution service = ServiceDistribution::Exponential;
-  int servers = 1;                        ///< c
-  std::uint64_t customers = 100'000;      ///< arrivals to generate
-  bool record_ops = true;                 ///< one op-log row per customer
+  int servers = 1;                    ///< c
+  std::uint64_t customers = 100'000;  ///< arrivals to generate
+  bool record_ops = true;             ///< one op-log row per customer
 };
 
 struct QueueResult {
   std::uint64_t served = 0;
   Time end_time = 0;
-  double mean_wait_ps = 0.0;      ///< time in queue, averaged over customers
-  double mean_sojourn_ps = 0.0;   ///< time in system
-  double mean_queue_length = 0.0; ///< time-averaged number waiting
-  double utilization = 0.0;       ///< busy fraction of the c servers
-  double rho = 0.0;               ///< offered load lambda / (c mu)
+  double mean_wait_ps = 0.0;       ///< time in queue, averaged over customers
+  double mean_sojourn_ps = 0.0;    ///< time in system
+  double mean_queue_length = 0.0;  ///< time-averaged number waiting
+  double utilization = 0.0;        ///< busy fraction of the c servers
+  double rho = 0.0;                ///< offered load lambda / (c mu)
   /// Closed-form mean wait: M/M/c (Erlang C) or M/D/1 (Pollaczek-Khinchine);
   /// NaN where no closed form exists (M/D/c, c > 1) or the queue is unstable.
   double theory_wait_ps = 0.0;

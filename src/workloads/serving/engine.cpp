@@ -63,7 +63,8 @@ Routing routing_from_string(const std::string& name) {
 
 ServingResult simulate(const std::vector<RequestSpec>& requests, const SchedulerConfig& cfg, IterationCost& cost,
                        const SwapCost& swap, const ClusterSpec& cluster) {
-  if (cfg.max_num_seqs < 1) throw UsageError("serving: max_num_seqs must be >= 1, got " + std::to_string(cfg.max_num_seqs));
+  if (cfg.max_num_seqs < 1)
+    throw UsageError("serving: max_num_seqs must be >= 1, got " + std::to_string(cfg.max_num_seqs));
   if (cfg.max_batched_tokens < 1)
     throw UsageError("serving: max_batched_tokens must be >= 1, got " + std::to_string(cfg.max_batched_tokens));
   if (cfg.block_size < 1) throw UsageError("serving: block_size must be >= 1, got " + std::to_string(cfg.block_size));
@@ -81,8 +82,9 @@ ServingResult simulate(const std::vector<RequestSpec>& requests, const Scheduler
   if (!prefill || !decode)
     throw UsageError("serving: the instances need at least one that prefills and one that decodes");
   if (split && (cfg.policy == Policy::Static || !cluster.system || cluster.kv_bytes_per_token <= 0))
-    throw UsageError("serving: disaggregated prefill and decode need a paged scheduler (vllm, sarathi, orca), the "
-                     "machine and the KV bytes per token");
+    throw UsageError(
+        "serving: disaggregated prefill and decode need a paged scheduler (vllm, sarathi, orca), the "
+        "machine and the KV bytes per token");
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const RequestSpec& q = requests[i];
     const std::string where = "serving: request " + std::to_string(i) + ": ";

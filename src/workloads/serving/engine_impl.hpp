@@ -25,8 +25,8 @@ struct Seq {
 
 struct Prefix {  // a shared prefix's full blocks, cached in one instance
   std::int64_t blocks = 0;
-  int refs = 0;           // sequences using them now
-  bool ready = false;     // its creator has computed them
+  int refs = 0;        // sequences using them now
+  bool ready = false;  // its creator has computed them
   Time last_use = 0;
 };
 
@@ -68,7 +68,13 @@ class Engine {
  public:
   Engine(const std::vector<RequestSpec>& reqs, const SchedulerConfig& cfg, IterationCost& cost, const SwapCost& swap,
          const ClusterSpec& cluster)
-      : reqs(reqs), cfg(cfg), cost(cost), swap(swap), cluster(cluster), on_arrival_(*this), on_end_(*this),
+      : reqs(reqs),
+        cfg(cfg),
+        cost(cost),
+        swap(swap),
+        cluster(cluster),
+        on_arrival_(*this),
+        on_end_(*this),
         on_kv_(*this) {
     if (cluster.system) {
       sim_ = &cluster.system->sim();
@@ -98,7 +104,8 @@ class Engine {
       in.role = specs[k].role;
       in.free = cfg.kv_blocks;
       if (cluster.system)
-        for (NodeId d : specs[k].devices) in.memories.push_back(cluster.system->machine().memory(d, "serving KV cache"));
+        for (NodeId d : specs[k].devices)
+          in.memories.push_back(cluster.system->machine().memory(d, "serving KV cache"));
     }
   }
 
@@ -177,8 +184,9 @@ class Engine {
       throw InternalError("serving: disaggregation needs the machine and equal shard counts");
     pending_kv_[i] = {static_cast<int>(shards), to.index};
     for (std::size_t sh = 0; sh < shards; ++sh) {
-      topology::TransferSpec spec{from.memories[sh], to.memories[sh], per_shard, static_cast<std::uint64_t>(i) << 20, 0,
-                                  -1, static_cast<std::int64_t>(i)};
+      topology::TransferSpec spec{
+          from.memories[sh],           to.memories[sh], per_shard, static_cast<std::uint64_t>(i) << 20, 0, -1,
+          static_cast<std::int64_t>(i)};
       const topology::TransferId id = cluster.system->fabric().start(spec, sim::Target::call(on_kv_));
       kv_of_[id] = i;
       r.kv_bytes += per_shard;

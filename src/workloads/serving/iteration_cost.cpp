@@ -63,8 +63,8 @@ std::pair<std::int64_t, double> cell(const std::vector<double>& a, double v) {
 
 }  // namespace
 
-IterationCost::IterationCost(Simulate simulate, std::int64_t max_tokens, std::int64_t max_seqs,
-                             std::int64_t max_keys, const std::vector<std::vector<double>>& breaks)
+IterationCost::IterationCost(Simulate simulate, std::int64_t max_tokens, std::int64_t max_seqs, std::int64_t max_keys,
+                             const std::vector<std::vector<double>>& breaks)
     : simulate_(std::move(simulate)) {
   if (!simulate_) throw UsageError("serving: the iteration cost needs a hardware model to simulate iterations");
   if (max_tokens < 1 || max_seqs < 1 || max_keys < 1)
@@ -74,7 +74,8 @@ IterationCost::IterationCost(Simulate simulate, std::int64_t max_tokens, std::in
   axes_[1] = key_axis(max_keys);
   axes_[2] = seq_axis(max_seqs);
   axes_[3] = key_axis(max_keys);
-  if (breaks.size() > 4) throw UsageError("serving: breaks for " + std::to_string(breaks.size()) + " axes (there are 4)");
+  if (breaks.size() > 4)
+    throw UsageError("serving: breaks for " + std::to_string(breaks.size()) + " axes (there are 4)");
   for (std::size_t a = 0; a < breaks.size(); ++a) {
     std::vector<double>& ax = axes_[a];
     const double first = ax.front(), last = ax.back();
@@ -87,7 +88,8 @@ IterationCost::IterationCost(Simulate simulate, std::int64_t max_tokens, std::in
     ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
   }
   for (const auto& a : axes_)
-    if (a.size() >= (1U << 16)) throw UsageError("serving: an iteration lattice axis of " + std::to_string(a.size()) + " points");
+    if (a.size() >= (1U << 16))
+      throw UsageError("serving: an iteration lattice axis of " + std::to_string(a.size()) + " points");
 }
 
 double IterationCost::corner(const std::int64_t idx[4]) {

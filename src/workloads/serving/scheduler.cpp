@@ -131,8 +131,10 @@ void Instance::form_paged() {
     if (!e->seqs[static_cast<std::size_t>(i)].running) continue;  // preempted meanwhile
     const Seq& s = e->seqs[static_cast<std::size_t>(i)];
     std::int64_t n = s.tokens - s.computed;
-    if (chunk) n = std::min(n, budget);
-    else if (n > budget && !batch.empty()) continue;
+    if (chunk)
+      n = std::min(n, budget);
+    else if (n > budget && !batch.empty())
+      continue;
     if (cfg.policy == Policy::Orca) {  // blocks reserved at admission
       add(i, n);
       continue;
@@ -161,10 +163,13 @@ void Instance::form_paged() {
     Seq& s = e->seqs[static_cast<std::size_t>(i)];
     attach(i);
     std::int64_t n = s.tokens - s.computed;
-    if (chunk) n = std::min(n, budget);
-    else if (n > budget && !batch.empty()) break;
+    if (chunk)
+      n = std::min(n, budget);
+    else if (n > budget && !batch.empty())
+      break;
     const RequestSpec& q = e->reqs[static_cast<std::size_t>(i)];
-    const std::int64_t hold = cfg.policy == Policy::Orca ? std::max(q.prompt + q.output, s.computed + n) : s.computed + n;
+    const std::int64_t hold =
+        cfg.policy == Policy::Orca ? std::max(q.prompt + q.output, s.computed + n) : s.computed + n;
     if (deficit(i, hold) > 0) break;  // FCFS: the head waits for blocks (its prefix stays attached)
     waiting.pop_front();
     admit(i, n, hold);
@@ -193,15 +198,18 @@ void Instance::start() {
   budget = e->cfg.policy == Policy::Static ? INT64_MAX / 4 : e->cfg.max_batched_tokens;
   preempted_now = 0;
   swap_bytes = 0;
-  if (e->cfg.policy == Policy::Static) form_static();
-  else form_paged();
+  if (e->cfg.policy == Policy::Static)
+    form_static();
+  else
+    form_paged();
   if (batch.empty()) {
     // Nothing to run: idle until something arrives. Work left with an empty
     // batch would wait forever (every request fits the empty cache).
     if (!running.empty() || !waiting.empty() || !swapped.empty())
-      throw InternalError("serving: instance " + std::to_string(index) + ": requests wait but no iteration can be formed (" +
-                          std::to_string(waiting.size()) + " waiting, " + std::to_string(running.size()) +
-                          " running, " + std::to_string(free) + " free blocks)");
+      throw InternalError("serving: instance " + std::to_string(index) +
+                          ": requests wait but no iteration can be formed (" + std::to_string(waiting.size()) +
+                          " waiting, " + std::to_string(running.size()) + " running, " + std::to_string(free) +
+                          " free blocks)");
     return;
   }
   IterationShape shape;
@@ -276,7 +284,8 @@ void Instance::end() {
   if (is_static) {
     bool done = true;
     for (int i : running)
-      done = done && e->res.requests[static_cast<std::size_t>(i)].generated >= e->reqs[static_cast<std::size_t>(i)].output;
+      done =
+          done && e->res.requests[static_cast<std::size_t>(i)].generated >= e->reqs[static_cast<std::size_t>(i)].output;
     if (done) {
       for (int i : running) {
         e->release(*this, i);

@@ -52,8 +52,8 @@ struct SchedulerConfig {
   std::int64_t block_size = 16;            ///< tokens per KV block
   std::int64_t kv_blocks = 0;              ///< blocks the cache holds (> 0)
   Preemption preemption = Preemption::Recompute;
-  std::int64_t block_bytes = 0;            ///< bytes of one block (swap traffic)
-  bool prefix_caching = false;             ///< reuse the full blocks of a cached shared prefix
+  std::int64_t block_bytes = 0;  ///< bytes of one block (swap traffic)
+  bool prefix_caching = false;   ///< reuse the full blocks of a cached shared prefix
 };
 
 enum class Role { Both, Prefill, Decode };
@@ -85,7 +85,7 @@ struct IterationShape {
   std::int64_t prefill_tokens = 0;
   double prefill_keys = 0;  ///< mean keys per prefill query (sum of query-key pairs / prefill tokens)
   std::int64_t decode_seqs = 0;
-  double decode_keys = 0;   ///< mean keys per decoding sequence (cache + its new token)
+  double decode_keys = 0;  ///< mean keys per decoding sequence (cache + its new token)
 };
 
 /// The time of an iteration of any shape: the hardware model's, simulated
@@ -124,15 +124,15 @@ using SwapCost = std::function<double(std::int64_t bytes)>;
 /// What happened to one request.
 struct RequestRecord {
   Time arrival = 0;
-  Time scheduled = -1;    ///< its first iteration's start (-1: never)
+  Time scheduled = -1;  ///< its first iteration's start (-1: never)
   Time first_token = -1;
   Time finish = -1;
   std::int64_t prompt = 0, output = 0;
   std::int64_t generated = 0;
   int preemptions = 0;
-  std::string rejected;   ///< why it was refused (empty: served)
-  int instance = -1;      ///< where it was (prefill) served
-  int decoder = -1;       ///< disaggregated: the decode instance
+  std::string rejected;             ///< why it was refused (empty: served)
+  int instance = -1;                ///< where it was (prefill) served
+  int decoder = -1;                 ///< disaggregated: the decode instance
   Time kv_start = -1, kv_end = -1;  ///< disaggregated: its KV's transfer
   std::int64_t kv_bytes = 0;        ///< of it, summed over the shards
   std::int64_t cached_tokens = 0;   ///< prompt tokens a cached prefix saved
@@ -142,17 +142,17 @@ struct RequestRecord {
 struct IterationRecord {
   Time start = 0, end = 0;
   IterationShape shape;
-  Time swap = 0;              ///< of end - start: the swaps' transfers
+  Time swap = 0;  ///< of end - start: the swaps' transfers
   int instance = 0;
-  int running = 0;            ///< sequences in the cache after it
-  int waiting = 0;            ///< queued (not yet admitted, or preempted)
-  std::int64_t kv_used = 0;   ///< blocks held after it
+  int running = 0;           ///< sequences in the cache after it
+  int waiting = 0;           ///< queued (not yet admitted, or preempted)
+  std::int64_t kv_used = 0;  ///< blocks held after it
 };
 
 struct ServingResult {
   std::vector<RequestRecord> requests;
   std::vector<IterationRecord> iterations;
-  std::int64_t kv_blocks = 0;  ///< per instance
+  std::int64_t kv_blocks = 0;                                            ///< per instance
   std::int64_t blocks_allocated = 0, blocks_freed = 0, blocks_held = 0;  ///< over all instances
   std::int64_t prefix_hit_tokens = 0, prompt_tokens = 0;
   std::uint64_t preemptions = 0, swaps = 0;
