@@ -75,14 +75,18 @@ void read_layout(const MapReader& r, ExplicitGraphConfig& g, const std::unordere
   pk.get_enum("topology", l.package_topology, sip_topology_from_string);
   l.groups = read_grid(r.child("groups"));
   r.get_int("pes_per_group", l.pes_per_group);
-  // Each count is below 2^62 and pes_per_group below 2^31: the product fits in 128 bits.
-  const __int128 total = static_cast<__int128>(l.packages->count()) * l.groups->count() * l.pes_per_group;
-  if (total != static_cast<__int128>(n)) {
-    const auto text = [](__int128 v) {  // the exact product, also past 2^63
+  // Each count is below 2^62, so packages x groups fits in 128 bits; times pes_per_group it may not (found by
+  // fuzz_config), and such a product is reported as past 2^127 rather than overflowing.
+  __int128 total = static_cast<__int128>(l.packages->count()) * l.groups->count();
+  const bool past = __builtin_mul_overflow(total, static_cast<__int128>(l.pes_per_group), &total);
+  if (past || total != static_cast<__int128>(n)) {
+    const auto text = [past](__int128 v) {  // the exact product, also past 2^63
+      if (past) return std::string("more than 2^127");
+      const bool negative = v < 0;
       std::string s;
-      do s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10))), v /= 10;
-      while (v > 0);
-      return s;
+      do s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(negative ? -(v % 10) : v % 10))), v /= 10;
+      while (v != 0);
+      return negative ? "-" + s : s;
     };
     r.fail("pes_per_group", std::to_string(l.packages->w) + "x" + std::to_string(l.packages->h) + " = " +
                                 std::to_string(l.packages->count()) + " packages x " + std::to_string(l.groups->w) +
