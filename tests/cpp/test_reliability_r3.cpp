@@ -95,6 +95,21 @@ TEST_CASE("r3 family 13: hierarchy messages give the exact product", "[reliabili
       Contains("65536x65536 = 4294967296 packages") && !Contains(" 0 packages"));
 }
 
+TEST_CASE("r3 family 1: a hierarchy product past 2^127 is refused and not overflowed", "[reliability][r3]") {
+  // (2^31-1)^4 packages x groups is about 2^124; times 2^31-1 PEs per group it is past 2^127 (a fuzz_config
+  // finding under UBSan: the 128-bit product overflowed).
+  REQUIRE_THROWS_WITH(kernbench::parse_config(two_pes("    packages: {w: 2147483647, h: 2147483647}\n"
+                                                      "    groups: {w: 2147483647, h: 2147483647}\n"
+                                                      "    pes_per_group: 2147483647\n"),
+                                              "o.yaml"),
+                      Contains("o.yaml") && Contains("graph.layout.pes_per_group") && Contains("more than 2^127"));
+  // A negative count prints its sign, not a wrapped magnitude.
+  REQUIRE_THROWS_WITH(
+      kernbench::parse_config(two_pes("    packages: {w: 1, h: 1}\n    groups: {w: 1, h: 1}\n    pes_per_group: -3\n"),
+                              "n.yaml"),
+      Contains("graph.layout") && !Contains("more than 2^127"));
+}
+
 TEST_CASE("r3 family 1: a collective grid whose int product wraps to the ranks is refused", "[reliability][r3][ccl]") {
   System s(program_config(2, 1));  // 16 PEs
   ccl::CollectiveSpec spec;
