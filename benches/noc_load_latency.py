@@ -5,7 +5,7 @@ dimension-order routes), with the packet model at flit granularity:
 
   meshes     mesh-4x4, mesh-8x8 (and cube-4x2, the default machine's cube)
   patterns   uniform, transpose, bitcomplement, neighbour, hotspot
-             (src/topology/traffic.hpp defines each destination mapping)
+             (src/topology/fabric/traffic.hpp defines each destination mapping)
   buffers    "unbounded" (the packet model's infinite queues) or a per-VC
              input buffer size such as "8 flits" (links.<class>.buffer, with
              credit flow control), each with `vcs` virtual channels

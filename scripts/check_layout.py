@@ -6,6 +6,12 @@ Fails (exit 1) when
 * a C++ file under src/ or python/bindings/ includes a header of a layer it
   may not depend on (the table ALLOWED below), or a non-public header of a
   layer it may only use through its public headers (PUBLIC_ONLY), or
+* a file under src/<layer>/ opens a namespace of another layer
+  (`namespace kernbench::<other>`) to declare anything but forward
+  declarations, or writes `using namespace` of another layer at namespace
+  scope: namespaces follow folders (src/runtime/ is
+  kernbench::runtime, src/platforms/k200/ kernbench::platforms::k200,
+  src/workloads/serving/ kernbench::workloads::serving), or
 * a source file (src/**, python/bindings/**, python/**/*.py, benches/**) is
   longer than MAX_LINES lines.
 
@@ -27,20 +33,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # ---- the rules, as data -------------------------------------------------------
-# Layer order, lowest first: sim < config < topology < runtime < ccl <
+# Layer order, lowest first: sim < {config, solver} < topology < runtime < ccl <
 # {kernels, workloads, platforms} < bindings (python/bindings) < python.
 # A layer is src/<layer>/, except sim/models (src/sim/models/: the reference
 # models), a sublayer above sim that only bindings (and tests) may include.
+# src/solver/ holds the generic numerical solvers the models use (the
+# max-min fair share of the flow fabric), apart from any model, as SimGrid
+# keeps its LMM solver in src/kernel/lmm/.
 # ALLOWED[layer] = the other layers its files may include (its own is always
 # allowed).
-_CORE = ("sim", "config", "topology", "runtime", "ccl")
+_CORE = ("sim", "config", "solver", "topology", "runtime", "ccl")
 ALLOWED: dict[str, frozenset[str]] = {
     "sim": frozenset(),
     "sim/models": frozenset({"sim"}),
     "config": frozenset({"sim"}),
-    "topology": frozenset({"sim", "config"}),
-    "runtime": frozenset({"sim", "config", "topology"}),
-    "ccl": frozenset({"sim", "config", "topology", "runtime"}),
+    "solver": frozenset({"sim"}),
+    "topology": frozenset({"sim", "config", "solver"}),
+    "runtime": frozenset({"sim", "config", "solver", "topology"}),
+    "ccl": frozenset({"sim", "config", "solver", "topology", "runtime"}),
     "kernels": frozenset(_CORE),                                  # not workloads, platforms
     "platforms": frozenset(_CORE),                                # not kernels, workloads
     "workloads": frozenset(_CORE + ("kernels", "platforms")),     # kernels, platforms: public headers only
@@ -222,6 +232,71 @@ def resolve(inc: str, including: Path, src: Path) -> Path | None:
     return None
 
 
+# ---- namespaces --------------------------------------------------------------
+_NS_OPEN = re.compile(r"^\s*namespace\s+([A-Za-z_][\w:]*)\s*\{")
+_USING_NS = re.compile(r"^\s*using\s+namespace\s+([A-Za-z_][\w:]*)\s*;")
+_FORWARD = re.compile(r"^\s*(class|struct|enum\s+class|enum\s+struct)\s+\w+(\s*:\s*[\w:]+)?\s*;\s*$")
+
+
+def namespace_of(layer: str) -> str:
+    """The namespace a layer's files declare in: kernbench::<layer> (sim/models: kernbench::sim)."""
+    return "kernbench::" + layer.split("/")[0]
+
+
+def _block_is_forward_only(lines: list[str], start: int) -> bool:
+    """Whether the namespace block opened on lines[start] holds forward declarations only."""
+    depth, body = 0, []
+    for i in range(start, len(lines)):
+        line = lines[i]
+        text = line[line.index("{") + 1:] if i == start else line
+        for ch in text:
+            depth += ch == "{"
+            if ch == "}":
+                if depth == 0:
+                    return all(_FORWARD.match(b) for b in body if b.strip())
+                depth -= 1
+        body.append(text.split("}")[0] if "}" in text else text)
+    return False
+
+
+def check_namespaces(root: Path) -> list[Offence]:
+    """Namespaces follow folders: a file under src/<layer>/ declares in kernbench::<layer>[::...] only (a block of
+    forward declarations of another layer's types excepted), and no file writes `using namespace` of another layer at
+    namespace scope (a using-declaration names what it takes; a function body may do as it likes)."""
+    src = root / "src"
+    offences: list[Offence] = []
+    if not src.is_dir():
+        return offences
+    for f in sorted(src.rglob("*")):
+        if not f.is_file() or f.suffix not in CXX_SUFFIXES:
+            continue
+        layer = layer_of(f.relative_to(src))
+        if layer not in ALLOWED or layer == "api":
+            continue
+        own = namespace_of(layer)
+        lines = strip_comments(f.read_text(encoding="utf-8", errors="replace")).splitlines()
+        depth = 0
+        for i, line in enumerate(lines):
+            m = _NS_OPEN.match(line)
+            if m and depth == 0:
+                ns = m.group(1)
+                if ns.startswith("kernbench::") or ns == "kernbench":
+                    mine = ns == own or ns.startswith(own + "::") or (ns == "kernbench" and layer == "sim")
+                    if not mine and not _block_is_forward_only(lines, i):
+                        offences.append(Offence(_display(f, root), i + 1, "namespace",
+                                                f"src/{layer}/ declares in {ns}; its namespace is {own} "
+                                                f"(namespaces follow folders)"))
+            u = _USING_NS.match(line)
+            if u and depth <= 1:
+                used = u.group(1).removeprefix("kernbench::")
+                if used.split("::")[0] in {ly.split("/")[0] for ly in ALLOWED} - {layer.split("/")[0]}:
+                    offences.append(Offence(_display(f, root), i + 1, "namespace",
+                                            f"'using namespace {u.group(1)}' at namespace scope: name what is taken "
+                                            f"with using-declarations"))
+            depth += line.count("{") - line.count("}")
+    return offences
+
+
 # ---- sizes -------------------------------------------------------------------
 def check_sizes(root: Path, max_lines: int) -> list[Offence]:
     offences: list[Offence] = []
@@ -249,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-lines", type=int, default=MAX_LINES)
     args = ap.parse_args(argv)
     root = args.root.resolve()
-    layer_offences = check_includes(root)
+    layer_offences = check_includes(root) + check_namespaces(root)
     size_offences = check_sizes(root, args.max_lines)
     for o in layer_offences + size_offences:
         print(o)

@@ -7,7 +7,7 @@
 #include "platforms/k200/config_section.hpp"
 #include "platforms/vgpu/config_section.hpp"
 #include "runtime/config_section.hpp"
-#include "topology/config_loader.hpp"
+#include "topology/config/loader.hpp"
 
 namespace kernbench {
 namespace {

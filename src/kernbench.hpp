@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config/yaml_tree.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 
 namespace kernbench {
 

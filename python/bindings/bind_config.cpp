@@ -14,7 +14,7 @@
 
 #include "bindings.hpp"
 #include "kernbench.hpp"
-#include "topology/config_loader.hpp"
+#include "topology/config/loader.hpp"
 
 namespace py = pybind11;
 using namespace kernbench::topology;

@@ -40,7 +40,7 @@ void bind_energy(py::module_& m) {
   m.def(
       "hbm_traffic",
       [](const topology::System& system, const Program& program) {
-        const auto& hbm = topology::pe_config(system.config()).hbm;
+        const auto& hbm = runtime::pe_config(system.config()).hbm;
         py::list out;
         for (const HbmSliceTraffic& t : hbm_traffic(program, system.machine(), hbm)) {
           py::dict d;
@@ -60,7 +60,7 @@ void bind_energy(py::module_& m) {
                            "Reserves address ranges of the HBM slices (hbm_ctrl nodes); CapacityError past "
                            "pe.hbm.capacity, naming the slice, its PE, the item and the bytes.")
       .def(py::init([](const topology::System& s) {
-             return new HbmAllocator(s.machine(), topology::pe_config(s.config()).hbm);
+             return new HbmAllocator(s.machine(), runtime::pe_config(s.config()).hbm);
            }),
            py::arg("system"), py::keep_alive<1, 2>())
       .def(

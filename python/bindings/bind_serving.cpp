@@ -13,7 +13,7 @@ namespace py = pybind11;
 
 namespace kernbench::bindings {
 
-using namespace serving;
+using namespace workloads::serving;
 
 namespace {
 

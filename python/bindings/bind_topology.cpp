@@ -15,10 +15,10 @@
 #include "config/quantity.hpp"
 #include "kernbench.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
-#include "topology/graph_export.hpp"
-#include "topology/maxmin.hpp"
-#include "topology/packet_fabric.hpp"
+#include "topology/config/loader.hpp"
+#include "topology/graph/export.hpp"
+#include "solver/maxmin.hpp"
+#include "topology/fabric/packet/packet_fabric.hpp"
 #include "topology/system.hpp"
 
 namespace py = pybind11;
@@ -333,21 +333,22 @@ void bind_topology(py::module_& m) {
           "Every equal-cost path from src to dst in the tie order (route_info's dict each); fabric.multipath "
           "says how transfers use them.")
       .def_property_readonly(
-          "multipath", [](System& s) { return std::string(to_string(s.fabric().config().multipath)); },
-          "fabric.multipath of this machine: single, ecmp or spread.")
+          "multipath", [](System& s) { return s.fabric().config().multipath; },
+          "fabric.multipath of this machine: the name of its multipath policy (single, ecmp, spread or one "
+          "registered).")
       .def(
           "max_min_rates",
           [](System& s, const std::vector<std::pair<NodeRef, NodeRef>>& paths) {
             Using use(s, false);
             // Exact max-min (progressive filling) allocation of the paths'
             // routes, each channel a resource of bandwidth x connections.
-            MaxMinSolver solver;
-            std::unordered_map<ChannelId, MaxMinSolver::ResourceId> res;
-            std::vector<MaxMinSolver::FlowId> flows;
+            solver::MaxMinSolver solver;
+            std::unordered_map<ChannelId, solver::MaxMinSolver::ResourceId> res;
+            std::vector<solver::MaxMinSolver::FlowId> flows;
             for (const auto& [a, b] : paths) {
               const Route& r = s.fabric().router().route(resolve(s, a), resolve(s, b));
               if (r.channels.empty()) throw UsageError("max_min_rates: a path from a node to itself has no rate");
-              std::vector<MaxMinSolver::ResourceId> uses;
+              std::vector<solver::MaxMinSolver::ResourceId> uses;
               for (ChannelId c : r.channels) {
                 auto it = res.find(c);
                 if (it == res.end()) {

@@ -149,7 +149,7 @@ void bind_vgpu(py::module_& m) {
         d["msix_ps"] = w.msix;
         d["kernel_ps"] = w.kernel;
         d["kernel_cycles"] = w.kernel_cycles;
-        const topology::VgpuConfig* vc = platforms::vgpu::config_of(s.config());
+        const platforms::vgpu::VgpuConfig* vc = platforms::vgpu::config_of(s.config());
         d["repetitions"] = vc ? vc->workload.repetitions : 0;
         d["critical_path"] = critical_path_dict(w.critical);
         return d;

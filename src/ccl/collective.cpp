@@ -7,7 +7,7 @@
 #include "ccl/algorithms.hpp"
 #include "ccl/config_section.hpp"
 #include "ccl/nccl.hpp"
-#include "topology/routing.hpp"
+#include "topology/routing/routing.hpp"
 #include "config/quantity.hpp"
 #include "runtime/config_section.hpp"
 #include "ccl/verify.hpp"
@@ -88,7 +88,7 @@ NcclCollective nccl_kind(Collective c) {
 // narrowest rank-to-next bandwidth over every equal-cost path (NCCL's
 // channels cover every link) and its slowest route latency; the reducing
 // switches linked to every rank.
-TunerFacts tuner_facts(const topology::Machine& m, const topology::PeConfig& pe, const std::vector<NodeId>& pes) {
+TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, const std::vector<NodeId>& pes) {
   TunerFacts f;
   f.ranks = static_cast<int>(pes.size());
   f.channels = pe.ipcq_channels;
@@ -117,9 +117,9 @@ TunerFacts tuner_facts(const topology::Machine& m, const topology::PeConfig& pe,
 }
 
 Prepared prepare(const topology::Machine& m, const topology::Config& config, const CollectiveSpec& spec) {
-  const topology::PeConfig& pe = pe_config(config);
+  const runtime::PeConfig& pe = runtime::pe_config(config);
   Prepared out;
-  out.gpu = pe.target == topology::ExecTarget::Gpu;
+  out.gpu = pe.target == runtime::ExecTarget::Gpu;
   std::vector<NodeId> pes = spec.pes;
   if (pes.empty()) pes = m.pes();
   std::set<NodeId> seen;
@@ -410,7 +410,7 @@ void chain_host_threads(runtime::Program& prog, const std::vector<NodeId>& pes, 
 }
 
 Schedule build(const topology::Machine& m, const topology::Config& config, Prepared& pr, const CollectiveSpec& spec) {
-  const topology::PeConfig& pe = pe_config(config);
+  const runtime::PeConfig& pe = runtime::pe_config(config);
   Schedule s(m, pr.plan.pes, pr.footprint, pr.plan.slices, spec.buffer, pr.what);
   if (pr.gpu) {
     s.set_wire(pr.wire);
@@ -472,7 +472,7 @@ runtime::Program repeat(const Schedule& s, const Prepared& pr, const CollectiveS
 std::vector<TuneRow> tuning_table(const topology::Machine& m, const topology::Config& config,
                                   const CollectiveSpec& spec) {
   std::vector<NodeId> pes = spec.pes.empty() ? m.pes() : spec.pes;
-  return tune(nccl_kind(spec.collective), spec.bytes_per_pe, tuner_facts(m, pe_config(config), pes),
+  return tune(nccl_kind(spec.collective), spec.bytes_per_pe, tuner_facts(m, runtime::pe_config(config), pes),
               nccl_config(config));
 }
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "ccl/nccl.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 
 namespace kernbench::config {
 class Schema;

@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "sim/units.hpp"
-#include "topology/machine.hpp"
+#include "topology/graph/machine.hpp"
 
 namespace kernbench::ccl {
 

@@ -16,7 +16,7 @@
 
 #include "ccl/ccl.hpp"
 #include "runtime/program.hpp"
-#include "topology/machine.hpp"
+#include "topology/graph/machine.hpp"
 
 namespace kernbench::ccl {
 

@@ -102,6 +102,15 @@ class Section {
         .one_of(std::move(names));
   }
 
+  /// A key naming one entry of a registry (a multipath policy): `names` for the docs and the error, `parse` the
+  /// registry's lookup (the name when it is registered).
+  KeyDef& choice(std::string name, std::string S::* m, std::string doc, std::vector<std::string> names,
+                 std::optional<std::string> (*parse)(std::string_view)) {
+    return bind(std::move(name), Type::Enum, std::move(doc), defaults().*m,
+                [m, parse](const MapReader& r, const std::string& n, S& s) { r.get_enum(n, s.*m, parse); })
+        .one_of(std::move(names));
+  }
+
   /// A sub-section read into `proj(s)` when the key is given (a member
   /// pointer, or a function returning the target: the same struct for keys
   /// grouped in YAML but flat in C++).

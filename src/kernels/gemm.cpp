@@ -13,7 +13,7 @@
 #include "runtime/engine_timing.hpp"
 #include "runtime/hbm.hpp"
 #include "sim/errors.hpp"
-#include "topology/routing.hpp"
+#include "topology/routing/routing.hpp"
 
 namespace kernbench::kernels {
 namespace {
@@ -34,7 +34,7 @@ struct ShareRegions {
 std::vector<ShareRegions> place_operands(const topology::System& system, const GemmPlan& plan,
                                          const std::string& what) {
   const Machine& machine = system.machine();
-  runtime::HbmAllocator hbm(machine, pe_config(system.config()).hbm);
+  runtime::HbmAllocator hbm(machine, runtime::pe_config(system.config()).hbm);
   std::vector<ShareRegions> out;
   for (const GemmShare& sh : plan.shares) {
     ShareRegions r;
@@ -124,7 +124,7 @@ PathModel worst(const std::vector<PathModel>& paths) {
 // Everything needed to evaluate one share under one choice of tiles.
 struct Context {
   const GemmSpec& spec;
-  const topology::PeConfig& pe;
+  const runtime::PeConfig& pe;
   Bytes e = 0, ec = 0, acc = 4;
   int macs = 0;
 };
@@ -256,7 +256,7 @@ Bytes gemm_c_elem_bytes(Precision precision) {
 
 GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   const Machine& machine = system.machine();
-  const topology::PeConfig& pe_cfg = pe_config(system.config());
+  const runtime::PeConfig& pe_cfg = runtime::pe_config(system.config());
   GemmPlan plan;
   plan.spec = given;
   GemmSpec& spec = plan.spec;

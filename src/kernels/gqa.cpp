@@ -172,7 +172,7 @@ GqaHbmLayout place_gqa(const topology::System& system, const GqaPlan& plan) {
       for (const KvTile& t : kv_stream(plan, m, pos, p))
         if (t.from_hbm && seen.insert({t.home, t.step, t.j}).second) tiles[t.home].emplace_back(t.step, t.j, t.len);
   }
-  runtime::HbmAllocator hbm(m, pe_config(system.config()).hbm);
+  runtime::HbmAllocator hbm(m, runtime::pe_config(system.config()).hbm);
   GqaHbmLayout out;
   const std::string cache = "KV cache of " + what_text(s) + ", h_kv " + std::to_string(s.h_kv) + " x d " +
                             std::to_string(s.d_head) + " x " + std::to_string(s.elem_bytes) + " B";
@@ -207,7 +207,7 @@ GqaHbmLayout place_gqa(const topology::System& system, const GqaPlan& plan) {
 
 GqaPlan plan_gqa(const topology::System& system, const GqaSpec& given) {
   const Machine& m = system.machine();
-  const topology::PeConfig& pe_cfg = pe_config(system.config());
+  const runtime::PeConfig& pe_cfg = runtime::pe_config(system.config());
   GqaPlan plan;
   plan.spec = given;
   GqaSpec& s = plan.spec;

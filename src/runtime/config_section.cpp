@@ -4,7 +4,7 @@
 
 #include "config/section.hpp"
 
-namespace kernbench::topology {
+namespace kernbench::runtime {
 
 const char* to_string(IpcqCredit c) { return c == IpcqCredit::Fabric ? "fabric" : "instant"; }
 
@@ -26,14 +26,14 @@ std::optional<ExecTarget> exec_target_from_string(std::string_view name) {
 
 std::vector<std::string> exec_target_names() { return {"sip", "gpu"}; }
 
-}  // namespace kernbench::topology
+}  // namespace kernbench::runtime
 
 namespace kernbench::runtime {
 
 using config::Bound;
 using config::Section;
+using runtime::PeConfig;
 using topology::Config;
-using topology::PeConfig;
 
 void add_pe_section(config::Schema& schema) {
   Section<Config> root(schema, schema.root());
@@ -44,7 +44,7 @@ void add_pe_section(config::Schema& schema) {
   pe.choice("target", &PeConfig::target,
             "how workloads run on these PEs: sip (tiles through the PE engines) or gpu (kernels on an SM array, "
             "the gpu: section)",
-            topology::exec_target_names(), topology::exec_target_from_string);
+            runtime::exec_target_names(), runtime::exec_target_from_string);
   pe.frequency("clock", &PeConfig::clock_hz, "engine clock").min(Bound::Positive);
   pe.time("dispatch", &PeConfig::dispatch, "PE_CPU cost of dispatching one command").min(Bound::NonNegative);
   pe.bytes("scratch", &PeConfig::scratch, "per-PE SRAM budget").min(Bound::Positive);
@@ -72,24 +72,23 @@ void add_pe_section(config::Schema& schema) {
   ipcq.choice("credit", &PeConfig::ipcq_credit,
               "fabric: a freed slot's credit travels back to the sender over the reverse route; "
               "instant: it is back at once (no round trip)",
-              topology::ipcq_credit_names(), topology::ipcq_credit_from_string);
+              runtime::ipcq_credit_names(), runtime::ipcq_credit_from_string);
   ipcq.bytes("credit_bytes", &PeConfig::ipcq_credit_bytes,
              "size of one credit message on the fabric (assumed: one 64 B flit)")
       .min(Bound::Positive);
 
-  Section<topology::HbmConfig> hbm =
-      pe.map<topology::HbmConfig>("hbm", &PeConfig::hbm, "the PE's HBM slice: capacity and pseudo-channel layout");
+  Section<runtime::HbmConfig> hbm =
+      pe.map<runtime::HbmConfig>("hbm", &PeConfig::hbm, "the PE's HBM slice: capacity and pseudo-channel layout");
   hbm.doc(
       "Each PE's HBM slice: what fits (CapacityError past it) and how addresses stripe over its "
       "pseudo-channels.");
-  hbm.bytes("capacity", &topology::HbmConfig::capacity, "HBM per PE slice").min(Bound::Positive);
-  hbm.add("pseudo_channels", &topology::HbmConfig::pseudo_channels, "pseudo-channels per slice").min(Bound::Positive);
-  hbm.bytes("stripe", &topology::HbmConfig::stripe, "address interleave unit over the pseudo-channels")
+  hbm.bytes("capacity", &runtime::HbmConfig::capacity, "HBM per PE slice").min(Bound::Positive);
+  hbm.add("pseudo_channels", &runtime::HbmConfig::pseudo_channels, "pseudo-channels per slice").min(Bound::Positive);
+  hbm.bytes("stripe", &runtime::HbmConfig::stripe, "address interleave unit over the pseudo-channels")
       .min(Bound::Positive);
 }
 
 void add_energy_section(config::Schema& schema) {
-  using namespace topology;  // EnergyConfig and its parts
   Section<Config> root(schema, schema.root());
   Section<EnergyConfig> energy = root.map<EnergyConfig>(
       "energy", [](Config& c) -> EnergyConfig& { return c.section<EnergyConfig>(); },

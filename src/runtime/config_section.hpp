@@ -6,7 +6,7 @@
 #include "runtime/energy_config.hpp"
 #include "runtime/hbm_config.hpp"
 #include "runtime/pe_config.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 
 namespace kernbench::config {
 class Schema;
@@ -19,15 +19,11 @@ void add_pe_section(config::Schema& schema);
 /// Adds the root key `energy` and its sections.
 void add_energy_section(config::Schema& schema);
 
-}  // namespace kernbench::runtime
-
-namespace kernbench::topology {
-
 /// The `pe:` section (its defaults when the file has none).
-inline const PeConfig& pe_config(const Config& c) { return c.section<PeConfig>(); }
-inline PeConfig& pe_config(Config& c) { return c.section<PeConfig>(); }
+inline const PeConfig& pe_config(const topology::Config& c) { return c.section<PeConfig>(); }
+inline PeConfig& pe_config(topology::Config& c) { return c.section<PeConfig>(); }
 /// The `energy:` section (its defaults when the file has none).
-inline const EnergyConfig& energy_config(const Config& c) { return c.section<EnergyConfig>(); }
-inline EnergyConfig& energy_config(Config& c) { return c.section<EnergyConfig>(); }
+inline const EnergyConfig& energy_config(const topology::Config& c) { return c.section<EnergyConfig>(); }
+inline EnergyConfig& energy_config(topology::Config& c) { return c.section<EnergyConfig>(); }
 
-}  // namespace kernbench::topology
+}  // namespace kernbench::runtime

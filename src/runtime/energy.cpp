@@ -12,10 +12,10 @@ namespace {
 
 constexpr double kAttojoule = 1e-18;
 
-using topology::EnergyConfig;
+using runtime::EnergyConfig;
 using topology::NodeKind;
 
-topology::EnergyPerByte link_price(const EnergyConfig& e, const std::string& cls) {
+runtime::EnergyPerByte link_price(const EnergyConfig& e, const std::string& cls) {
   if (cls == "pe") return e.links.pe;
   if (cls == "noc") return e.links.noc;
   if (cls == "hbm") return e.links.hbm;
@@ -26,7 +26,7 @@ topology::EnergyPerByte link_price(const EnergyConfig& e, const std::string& cls
   return e.links.other;
 }
 
-topology::EnergyPerFlop gemm_price(const EnergyConfig& e, Precision p) {
+runtime::EnergyPerFlop gemm_price(const EnergyConfig& e, Precision p) {
   switch (p) {
     case Precision::Fp32: return e.compute.gemm_fp32;
     case Precision::Fp16: return e.compute.gemm_fp16;
@@ -38,7 +38,7 @@ topology::EnergyPerFlop gemm_price(const EnergyConfig& e, Precision p) {
   return 0;
 }
 
-topology::Power static_price(const EnergyConfig& e, NodeKind k) {
+runtime::Power static_price(const EnergyConfig& e, NodeKind k) {
   switch (k) {
     case NodeKind::Pe: return e.static_power.pe;
     case NodeKind::Router: return e.static_power.router;

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-namespace kernbench::topology {
+namespace kernbench::runtime {
 
 /// Attojoules (1e-18 J) per byte moved.
 using EnergyPerByte = std::int64_t;
@@ -78,4 +78,4 @@ struct EnergyConfig {
   EnergyStatic static_power;  ///< YAML `static`
 };
 
-}  // namespace kernbench::topology
+}  // namespace kernbench::runtime

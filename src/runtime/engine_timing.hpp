@@ -22,14 +22,14 @@
 
 #include "runtime/pe_config.hpp"
 #include "runtime/program.hpp"
-#include "topology/config.hpp"
-#include "topology/dma.hpp"
+#include "topology/config/config.hpp"
+#include "topology/fabric/dma.hpp"
 
 namespace kernbench::runtime {
 
+using runtime::PeConfig;
 using sim::Bytes;
 using sim::Time;
-using topology::PeConfig;
 using topology::Precision;
 
 /// MACs per cycle of the GEMM engine at `precision` (0: no such mode).
@@ -61,7 +61,7 @@ inline Time dispatch_time(const PeConfig& pe) { return pe.dispatch; }
 
 /// The fabric transfers a DMA-style move (a dma op, a composite's load or
 /// store) makes when `agent` runs it: topology::move_legs, the one DMA path
-/// (topology/dma.hpp) that System::dma takes too.
+/// (topology/fabric/dma.hpp) that System::dma takes too.
 using topology::MoveLegs;
 inline MoveLegs move_legs(NodeId agent, const Move& m, Bytes request) {
   return topology::move_legs(agent, m.src, m.dst, m.bytes, request);

@@ -64,7 +64,7 @@ std::string Executor::Impl::describe(std::uint32_t n) const {
 }
 
 sim::Task<> Executor::Impl::move(Node& nd) {
-  // The one DMA path (topology/dma.hpp), the one System::dma takes: the same
+  // The one DMA path (topology/fabric/dma.hpp), the one System::dma takes: the same
   // legs, the same address for multipath hashing, the same timing.
   const topology::DmaResult r = co_await topology::dma_move(system.fabric(), nd.agent, nd.move.src, nd.move.dst,
                                                             nd.move.bytes, nd.move.address, nd.tag);

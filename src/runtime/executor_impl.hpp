@@ -33,7 +33,7 @@ struct Executor::Impl {
 
   topology::System& system;
   sim::Simulation& sim;
-  const topology::PeConfig& cfg;
+  const runtime::PeConfig& cfg;
   const Program& program;
   std::vector<Node> nodes;
   // Looked up once or more per op: by node id, and hashed -- at thousands of

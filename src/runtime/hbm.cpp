@@ -11,7 +11,7 @@
 
 namespace kernbench::runtime {
 
-HbmAllocator::HbmAllocator(const topology::Machine& machine, const topology::HbmConfig& hbm)
+HbmAllocator::HbmAllocator(const topology::Machine& machine, const runtime::HbmConfig& hbm)
     : machine_(machine), hbm_(hbm) {
   if (hbm_.capacity <= 0 || hbm_.pseudo_channels <= 0 || hbm_.stripe <= 0)
     throw ConfigError("pe.hbm: capacity, pseudo_channels and stripe must be positive");
@@ -57,7 +57,7 @@ HbmRegion HbmAllocator::alloc(NodeId slice, Bytes bytes, const std::string& what
   return regions_.back();
 }
 
-void stripe_bytes(std::uint64_t address, Bytes bytes, const topology::HbmConfig& hbm, std::vector<Bytes>& per_pc) {
+void stripe_bytes(std::uint64_t address, Bytes bytes, const runtime::HbmConfig& hbm, std::vector<Bytes>& per_pc) {
   const auto pcs = static_cast<std::uint64_t>(hbm.pseudo_channels);
   const auto stripe = static_cast<std::uint64_t>(hbm.stripe);
   if (per_pc.size() < pcs) per_pc.resize(pcs, 0);
@@ -84,7 +84,7 @@ void stripe_bytes(std::uint64_t address, Bytes bytes, const topology::HbmConfig&
 }
 
 std::vector<HbmSliceTraffic> hbm_traffic(const Program& program, const topology::Machine& machine,
-                                         const topology::HbmConfig& hbm) {
+                                         const runtime::HbmConfig& hbm) {
   std::map<NodeId, HbmSliceTraffic> by_slice;
   const auto is_hbm = [&](NodeId n) { return machine.node(n).kind == topology::NodeKind::HbmCtrl; };
   const auto slice = [&](NodeId n) -> HbmSliceTraffic& {

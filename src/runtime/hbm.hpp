@@ -22,7 +22,7 @@
 
 #include "runtime/program.hpp"
 #include "runtime/hbm_config.hpp"
-#include "topology/machine.hpp"
+#include "topology/graph/machine.hpp"
 
 namespace kernbench::runtime {
 
@@ -38,7 +38,7 @@ class HbmAllocator {
  public:
   /// Slices are the machine's hbm_ctrl nodes; `hbm` gives their capacity,
   /// pseudo-channels and stripe (pe.hbm of the machine's config).
-  HbmAllocator(const topology::Machine& machine, const topology::HbmConfig& hbm);
+  HbmAllocator(const topology::Machine& machine, const runtime::HbmConfig& hbm);
 
   /// Reserves `bytes` of `slice`, aligned to the stripe; returns the region.
   /// CapacityError (slice, PE, item, asked, capacity, taken, free) when it
@@ -50,18 +50,18 @@ class HbmAllocator {
   Bytes used(NodeId slice) const;
   Bytes free(NodeId slice) const { return hbm_.capacity - used(slice); }
   const std::vector<HbmRegion>& regions() const { return regions_; }
-  const topology::HbmConfig& config() const { return hbm_; }
+  const runtime::HbmConfig& config() const { return hbm_; }
 
  private:
   const topology::Machine& machine_;
-  topology::HbmConfig hbm_;
+  runtime::HbmConfig hbm_;
   std::unordered_map<NodeId, Bytes> next_;  ///< first free address per slice (a bump allocator)
   std::vector<HbmRegion> regions_;
 };
 
 /// Adds the bytes of [address, address + bytes) to `per_pc` (one entry per
 /// pseudo-channel) by striping; O(pseudo-channels), whatever the size.
-void stripe_bytes(std::uint64_t address, Bytes bytes, const topology::HbmConfig& hbm, std::vector<Bytes>& per_pc);
+void stripe_bytes(std::uint64_t address, Bytes bytes, const runtime::HbmConfig& hbm, std::vector<Bytes>& per_pc);
 
 /// Bytes read from and written to each pseudo-channel of one slice.
 struct HbmSliceTraffic {
@@ -74,6 +74,6 @@ struct HbmSliceTraffic {
 /// read or write (dma ops, sends read from a slice, composite loads and
 /// stores -- tile i of a pipeline at address + i x bytes), in slice order.
 std::vector<HbmSliceTraffic> hbm_traffic(const Program& program, const topology::Machine& machine,
-                                         const topology::HbmConfig& hbm);
+                                         const runtime::HbmConfig& hbm);
 
 }  // namespace kernbench::runtime

@@ -10,7 +10,7 @@
 
 #include "sim/units.hpp"
 
-namespace kernbench::topology {
+namespace kernbench::runtime {
 
 struct HbmConfig {
   sim::Bytes capacity = sim::kGiB;  ///< per PE slice
@@ -18,4 +18,4 @@ struct HbmConfig {
   sim::Bytes stripe = 256;          ///< address interleave unit over the pseudo-channels
 };
 
-}  // namespace kernbench::topology
+}  // namespace kernbench::runtime

@@ -57,7 +57,7 @@ void Executor::Impl::credit_arrived(std::uint64_t transfer) {
 }
 
 void Executor::Impl::return_credit(std::uint32_t recv_node, Message& m) {
-  if (cfg.ipcq_credit == topology::IpcqCredit::Instant) {
+  if (cfg.ipcq_credit == runtime::IpcqCredit::Instant) {
     m.queue->credits.release();
     return;
   }

@@ -13,7 +13,7 @@
 #include "runtime/hbm_config.hpp"
 #include "sim/units.hpp"
 
-namespace kernbench::topology {
+namespace kernbench::runtime {
 
 using sim::Bytes;
 using sim::Time;
@@ -66,4 +66,4 @@ struct PeConfig {
   HbmConfig hbm;  ///< the PE's HBM slice: capacity, pseudo-channels (`pe.hbm`)
 };
 
-}  // namespace kernbench::topology
+}  // namespace kernbench::runtime

@@ -17,7 +17,7 @@
 namespace kernbench::runtime {
 
 struct PeEngines {
-  PeEngines(sim::Simulation& sim, const std::string& pe, const topology::PeConfig& c)
+  PeEngines(sim::Simulation& sim, const std::string& pe, const runtime::PeConfig& c)
       : cpu(sim, pe + ".pe_cpu", 1),
         dma(sim, pe + ".dma", c.dma_channels),
         gemm(sim, pe + ".gemm", 1),

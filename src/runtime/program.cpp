@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "sim/errors.hpp"
-#include "topology/fabric.hpp"
+#include "topology/fabric/fabric.hpp"
 
 namespace kernbench::runtime {
 

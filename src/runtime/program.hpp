@@ -63,8 +63,8 @@
 #include <string>
 #include <vector>
 
-#include "topology/config.hpp"
-#include "topology/machine.hpp"
+#include "topology/config/config.hpp"
+#include "topology/graph/machine.hpp"
 
 namespace kernbench::runtime {
 

@@ -65,7 +65,7 @@ void Executor::Impl::check_program() const {
                        ", not a memory (a PE's scratch, an HBM controller, a memory)");
     // (A composite's own scratch is checked for all its resident tiles at once.
     // A GPU's SMs stream what passes through them: no budget to stage in.)
-    if (n.kind == NodeKind::Pe && cfg.target != topology::ExecTarget::Gpu && mv.bytes > cfg.scratch &&
+    if (n.kind == NodeKind::Pe && cfg.target != runtime::ExecTarget::Gpu && mv.bytes > cfg.scratch &&
         !(composite && end == ops[i].agent))
       throw CapacityError(what(i) + " on " + m.node(ops[i].agent).name + ": " + leg + " " + bytes_text(mv.bytes) +
                           " in the scratch of " + n.name +
@@ -157,7 +157,7 @@ void Executor::Impl::check_program() const {
       case OpKind::Recv: {
         check_agent(i, op.peer, "sender");
         // (A GPU's IPCQ slots are NCCL's buffers, in HBM.)
-        if (cfg.target != topology::ExecTarget::Gpu && slots_bytes > cfg.scratch)
+        if (cfg.target != runtime::ExecTarget::Gpu && slots_bytes > cfg.scratch)
           throw CapacityError(what(i) + " on " + m.node(op.agent).name + ": the IPCQ slots from " +
                               m.node(op.peer).name + " (ipcq_slots " + std::to_string(cfg.ipcq_slots) + " x " +
                               bytes_text(cfg.ipcq_slot) + " = " + bytes_text(slots_bytes) +

@@ -1,5 +1,5 @@
 // switch_reduce.cpp -- in-network reduction (NVLink SHARP-like) on a switch
-// node that declares `reduction: {bandwidth: ...}` (topology/config.hpp).
+// node that declares `reduction: {bandwidth: ...}` (topology/config/config.hpp).
 //
 // One switch_reduce op is one chunk of an all-reduce done by the switch:
 //   gather     every member buffer sends the chunk to the switch, all at

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "sim/simulation.hpp"
-#include "topology/dma.hpp"
-#include "topology/fabric.hpp"
-#include "topology/machine.hpp"
-#include "topology/traffic.hpp"
+#include "topology/fabric/dma.hpp"
+#include "topology/fabric/fabric.hpp"
+#include "topology/graph/machine.hpp"
+#include "topology/fabric/traffic.hpp"
 
 namespace kernbench::topology {
 

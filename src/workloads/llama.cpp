@@ -12,11 +12,18 @@
 #include "kernels/gqa.hpp"
 #include "sim/errors.hpp"
 #include "sim/shares.hpp"
-#include "topology/fabric.hpp"
+#include "topology/fabric/fabric.hpp"
 
 namespace kernbench::workloads {
-using namespace kernbench::kernels;  // the kernel models this workload is built from
 namespace {
+
+// The kernel models this workload is built from.
+using kernels::gemm_program;
+using kernels::GemmPlan;
+using kernels::GemmSpec;
+using kernels::gqa_program;
+using kernels::GqaPhase;
+using kernels::GqaSpec;
 
 using runtime::Bytes;
 using runtime::Move;

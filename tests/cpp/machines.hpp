@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "runtime/config_section.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 
 namespace kernbench::testing {
 
 using namespace kernbench::topology;
+using namespace kernbench::runtime;  // the pe:, energy: and pe.hbm sections
 using sim::Bandwidth;
 using sim::kNanosecond;
 

@@ -12,7 +12,7 @@
 #include "machines.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
-#include "topology/graph_export.hpp"
+#include "topology/graph/export.hpp"
 #include "topology/system.hpp"
 #include "workloads/llama.hpp"
 

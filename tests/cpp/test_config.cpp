@@ -15,9 +15,10 @@
 #include "platforms/vgpu/config_section.hpp"
 #include "runtime/config_section.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
+#include "topology/config/loader.hpp"
 
 using namespace kernbench::topology;
+using namespace kernbench::runtime;  // the pe:, energy: and pe.hbm sections
 using Catch::Contains;
 using kernbench::ConfigError;
 namespace fs = std::filesystem;
@@ -741,7 +742,7 @@ TEST_CASE("the higher layers' sections travel typed in the Config, read back by 
   REQUIRE(k200::config_of(c) != nullptr);
   CHECK(k200::config_of(c)->edma.channels_per_card == 4);
   CHECK(k200::config_of(c)->edma.channels_per_die == 2);
-  CHECK(k200::config_of(c)->driver.page == K200DriverConfig{}.page);
+  CHECK(k200::config_of(c)->driver.page == k200::K200DriverConfig{}.page);
   REQUIRE(vgpu::config_of(c) != nullptr);
   CHECK(vgpu::config_of(c)->guests == 3);
 

@@ -14,7 +14,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/hbm.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
+#include "topology/config/loader.hpp"
 
 using namespace kernbench::testing;
 using namespace kernbench::runtime;
@@ -174,7 +174,7 @@ pe:
                                            "energy.yaml");
   CHECK(energy_config(c).links.ucie == 2'000'000);
   CHECK(energy_config(c).links.pcie == 40'000'000);
-  CHECK(energy_config(c).links.noc == kernbench::topology::EnergyLinks{}.noc);  // untouched keys keep their defaults
+  CHECK(energy_config(c).links.noc == kernbench::runtime::EnergyLinks{}.noc);  // untouched keys keep their defaults
   CHECK(energy_config(c).memory.hbm == 31'200'000);
   CHECK(energy_config(c).compute.gemm_fp16 == 750'000);
   CHECK(energy_config(c).compute.gemm_int8 == 115'000);
@@ -200,7 +200,7 @@ pe:
 }
 
 TEST_CASE("hbm: striping matches a byte-by-byte count and costs O(pseudo-channels)", "[hbm]") {
-  kernbench::topology::HbmConfig h;
+  kernbench::runtime::HbmConfig h;
   h.pseudo_channels = 2;
   h.stripe = 256;
   std::vector<Bytes> pc;

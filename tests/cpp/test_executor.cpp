@@ -7,7 +7,7 @@
 #include "machines.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
-#include "topology/dma.hpp"
+#include "topology/fabric/dma.hpp"
 
 using namespace kernbench::testing;
 using namespace kernbench::runtime;
@@ -221,7 +221,7 @@ TEST_CASE("program building checks its inputs", "[executor]") {
 
 TEST_CASE("the engines charge what engine_timing computes (the plans' estimates use the same)", "[executor]") {
   Fixture f;
-  const kernbench::topology::PeConfig& cfg = pe_config(f.system.config());
+  const kernbench::runtime::PeConfig& cfg = pe_config(f.system.config());
   Program p("timing");
   const double flops = gemm_flops(100, 70, 33);  // not a whole number of cycles
   const OpId g = p.gemm(f.pe(0), flops, Precision::Fp16);

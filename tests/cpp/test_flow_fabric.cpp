@@ -11,9 +11,9 @@
 #include "sim/errors.hpp"
 #include "sim/process.hpp"
 #include "sim/simulation.hpp"
-#include "topology/fabric.hpp"
-#include "topology/flow_fabric.hpp"
-#include "topology/machine.hpp"
+#include "topology/fabric/fabric.hpp"
+#include "topology/fabric/flow/flow_fabric.hpp"
+#include "topology/graph/machine.hpp"
 
 using namespace kernbench::topology;
 using kernbench::UsageError;

@@ -182,8 +182,8 @@ TEST_CASE("with one slot, each credit's trip back over the reverse route adds ex
   REQUIRE(credit > 500 * kNanosecond);  // it does cross the long link
   const auto instant = run(IpcqCredit::Instant), fabric = run(IpcqCredit::Fabric);
   CHECK(fabric - instant == 3 * credit);
-  CHECK(kernbench::topology::PeConfig{}.ipcq_credit == IpcqCredit::Fabric);  // the default pays the round trip
-  CHECK(kernbench::topology::PeConfig{}.ipcq_credit_bytes == 64);
+  CHECK(kernbench::runtime::PeConfig{}.ipcq_credit == IpcqCredit::Fabric);  // the default pays the round trip
+  CHECK(kernbench::runtime::PeConfig{}.ipcq_credit_bytes == 64);
 
   // With enough slots for the whole message no credit is waited for: both modes agree.
   const auto wide = [](IpcqCredit mode) {

@@ -8,7 +8,7 @@
 #include "platforms/k200/k200.hpp"
 #include "platforms/k200/workload.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
+#include "topology/config/loader.hpp"
 
 using namespace kernbench;
 using namespace kernbench::platforms::k200;

@@ -3,7 +3,7 @@
 
 #include "machines.hpp"
 #include "sim/errors.hpp"
-#include "topology/machine.hpp"
+#include "topology/graph/machine.hpp"
 
 using namespace kernbench::testing;
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "sim/errors.hpp"
-#include "topology/maxmin.hpp"
+#include "solver/maxmin.hpp"
 
 using kernbench::UsageError;
-using kernbench::topology::MaxMinSolver;
+using kernbench::solver::MaxMinSolver;
 using FlowId = MaxMinSolver::FlowId;
 using ResourceId = MaxMinSolver::ResourceId;
 

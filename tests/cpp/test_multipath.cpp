@@ -1,16 +1,19 @@
 // test_multipath.cpp -- equal-cost paths: the tie order, single / ecmp /
-// spread on both fabric models, pinned routes and their config errors.
+// spread on both fabric models, policies registered by name, pinned routes
+// and their config errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "kernbench.hpp"
 #include "sim/errors.hpp"
 #include "sim/simulation.hpp"
-#include "topology/fabric.hpp"
+#include "topology/fabric/fabric.hpp"
+#include "topology/routing/multipath.hpp"
 
 using namespace kernbench;
 using namespace kernbench::topology;
@@ -150,7 +153,7 @@ TEST_CASE("spread: an uncontended transfer takes the time of its largest stripe 
     // 4x the rate of one path: the stream part is a quarter of single's.
     sim::Simulation s3;
     FabricConfig single = c.fabric;
-    single.multipath = Multipath::Single;
+    single.multipath = "single";
     auto f3 = make_fabric(s3, m, single);
     const TransferId sid = f3->start(t);
     s3.run();
@@ -205,7 +208,7 @@ TEST_CASE("ecmp hashes flows over 4 identical switches within 15 %, on both mode
 
 TEST_CASE("single keeps one path per pair: the first of the tie order", "[multipath]") {
   const Config c = parse(box());
-  REQUIRE(c.fabric.multipath == Multipath::Single);  // the default
+  REQUIRE(c.fabric.multipath == "single");  // the default
   const Machine m(c);
   sim::Simulation sim;
   auto f = make_fabric(sim, m, c.fabric);
@@ -269,4 +272,91 @@ TEST_CASE("a named path out of range is a usage error", "[multipath]") {
   t.bytes = 64;
   t.path = 4;
   REQUIRE_THROWS_WITH(f->start(t), Catch::Contains("path 4 out of range (the pair has 4 equal-cost paths)"));
+}
+
+namespace {
+
+// A policy of the test's own: every transfer whole on the last path of the tie order.
+std::int32_t last_path(const MultipathRequest& req, std::span<Bytes>) {
+  return static_cast<std::int32_t>(req.paths.size() - 1);
+}
+// A policy that cuts badly: all bytes on one stripe (not a split).
+std::int32_t one_stripe(const MultipathRequest& req, std::span<Bytes> share) {
+  share[0] = req.bytes;
+  return -1;
+}
+// Half on the first path, half on the second (the odd byte on the first).
+std::int32_t halves(const MultipathRequest& req, std::span<Bytes> share) {
+  share[1] = req.bytes / 2;
+  share[0] = req.bytes - share[1];
+  return -1;
+}
+
+void register_test_policies() {
+  static const bool once = [] {
+    register_multipath_policy("test-last", "the last path", last_path);
+    register_multipath_policy("test-one-stripe", "a bad split", one_stripe);
+    register_multipath_policy("test-halves", "two halves", halves);
+    return true;
+  }();
+  (void)once;
+}
+
+}  // namespace
+
+TEST_CASE("a registered multipath policy is named by fabric.multipath and obeyed", "[multipath][policy]") {
+  register_test_policies();
+  const auto names = multipath_policy_names();
+  REQUIRE(names.size() >= 6);
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + 3) ==
+        std::vector<std::string>{"single", "ecmp", "spread"});
+  CHECK(std::find(names.begin(), names.end(), "test-last") != names.end());
+  REQUIRE_THROWS_WITH(register_multipath_policy("ecmp", "again", last_path), Catch::Contains("'ecmp' is registered"));
+  REQUIRE_THROWS_WITH(register_multipath_policy("", "no name", last_path), Catch::Contains("the name is empty"));
+  REQUIRE_THROWS_WITH(register_multipath_policy("test-null", "none", nullptr), Catch::Contains("no split function"));
+
+  // The config key takes the new name; the transfer goes whole over sw3, the last of the tie order.
+  const Config c = parse(box({1, 1, 1, 1}, "", "  multipath: test-last\n"));
+  REQUIRE(c.fabric.multipath == "test-last");
+  const Machine m(c);
+  sim::Simulation sim;
+  auto f = make_fabric(sim, m, c.fabric);
+  TransferSpec t;
+  t.src = m.at("gpu0");
+  t.dst = m.at("gpu1");
+  t.bytes = 256 * 1024;
+  const TransferId id = f->start(t);
+  sim.run();
+  CHECK(f->record(id).path == 3);
+  CHECK(bytes_per_switch(m, *f) == std::vector<double>{0, 0, 0, 256.0 * 1024});
+
+  // Two halves: two stripes on sw0 and sw1, bytes conserved.
+  FabricConfig two = c.fabric;
+  two.multipath = "test-halves";
+  sim::Simulation s2;
+  auto f2 = make_fabric(s2, m, two);
+  t.bytes = 1001;
+  const TransferId id2 = f2->start(t);
+  s2.run();
+  CHECK(f2->record(id2).stripes == 2);
+  CHECK(bytes_per_switch(m, *f2) == std::vector<double>{501, 500, 0, 0});
+}
+
+TEST_CASE("a multipath policy that is unknown or cuts badly is an error naming it", "[multipath][policy]") {
+  register_test_policies();
+  const Config c = parse(box());
+  const Machine m(c);
+  FabricConfig bad = c.fabric;
+  bad.multipath = "spray";  // set in C++, past the loader
+  sim::Simulation sim;
+  REQUIRE_THROWS_WITH(make_fabric(sim, m, bad), Catch::Contains("fabric.multipath: no policy named 'spray'") &&
+                                                    Catch::Contains("single, ecmp, spread"));
+  bad.multipath = "test-one-stripe";
+  auto f = make_fabric(sim, m, bad);
+  TransferSpec t;
+  t.src = m.at("gpu0");
+  t.dst = m.at("gpu1");
+  t.bytes = 4096;
+  REQUIRE_THROWS_WITH(f->start(t), Catch::Contains("policy 'test-one-stripe' cut a transfer of 4096 B"));
+  CHECK(f->records().empty());  // nothing was started
 }

@@ -10,7 +10,7 @@
 #include "kernbench.hpp"
 #include "machines.hpp"
 #include "sim/errors.hpp"
-#include "topology/packet_fabric.hpp"
+#include "topology/fabric/packet/packet_fabric.hpp"
 
 using namespace kernbench::testing;
 using Catch::Contains;

@@ -6,7 +6,7 @@
 
 #include "machines.hpp"
 #include "sim/process.hpp"
-#include "topology/packet_fabric.hpp"
+#include "topology/fabric/packet/packet_fabric.hpp"
 
 using namespace kernbench::testing;
 using kernbench::sim::kKiB;

@@ -13,7 +13,7 @@
 #include "kernels/gemm.hpp"
 #include "machines.hpp"
 #include "sim/errors.hpp"
-#include "topology/routing.hpp"
+#include "topology/routing/routing.hpp"
 #include "topology/system.hpp"
 
 using namespace kernbench::testing;

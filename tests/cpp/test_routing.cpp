@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "machines.hpp"
-#include "topology/routing.hpp"
+#include "topology/routing/routing.hpp"
 
 using namespace kernbench::testing;
 

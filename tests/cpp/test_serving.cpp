@@ -8,7 +8,7 @@
 #include "sim/errors.hpp"
 #include "workloads/serving/serving.hpp"
 
-using namespace kernbench::serving;
+using namespace kernbench::workloads::serving;
 
 namespace {
 

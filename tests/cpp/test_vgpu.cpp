@@ -13,7 +13,7 @@
 #include "kernbench.hpp"
 #include "platforms/vgpu/workload.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
+#include "topology/config/loader.hpp"
 
 using namespace kernbench;
 using namespace kernbench::platforms::vgpu;

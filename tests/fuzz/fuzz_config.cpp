@@ -12,8 +12,8 @@
 #include "ccl/ccl.hpp"
 #include "kernbench.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
-#include "topology/machine.hpp"
+#include "topology/config/loader.hpp"
+#include "topology/graph/machine.hpp"
 #include "topology/system.hpp"
 
 namespace {

@@ -14,7 +14,7 @@
 #include "runtime/config_section.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 
 using namespace kernbench;
 using namespace kernbench::runtime;

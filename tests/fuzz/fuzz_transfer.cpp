@@ -16,7 +16,7 @@
 #include <new>
 
 #include "sim/errors.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 #include "topology/system.hpp"
 
 using namespace kernbench;

@@ -56,7 +56,7 @@ def test_ignores_comments_system_includes_and_if0(tmp_path):
         '   #include "kernels/gemm.hpp" */',
         "#include <runtime/executor.hpp>",
         "#if 0",
-        '#include "topology/machine.hpp"',
+        '#include "topology/graph/machine.hpp"',
         "#endif",
         'const char* s = "/* not a comment";',
         '#include "sim/b.hpp"  // fine: own layer',
@@ -111,13 +111,13 @@ def test_the_side_by_side_layers_and_the_models_sublayer(tmp_path):
     layer = sorted(line for line in out if ": layer: " in line)
     assert layer == [
         'src/kernels/gemm.cpp:2: layer: kernels may not include workloads ("workloads/llama.hpp"); '
-        "kernels may include: ccl, config, runtime, sim, topology",
+        "kernels may include: ccl, config, runtime, sim, solver, topology",
         'src/platforms/k200/k200.cpp:3: layer: platforms may not include kernels ("kernels/gemm.hpp"); '
-        "platforms may include: ccl, config, runtime, sim, topology",
+        "platforms may include: ccl, config, runtime, sim, solver, topology",
         'src/platforms/k200/k200.cpp:4: layer: platforms may not include workloads ("workloads/llama.hpp"); '
-        "platforms may include: ccl, config, runtime, sim, topology",
+        "platforms may include: ccl, config, runtime, sim, solver, topology",
         'src/runtime/program.cpp:2: layer: runtime may not include sim/models ("sim/models/phold.hpp"); '
-        "runtime may include: config, sim, topology",
+        "runtime may include: config, sim, solver, topology",
         'src/workloads/llama.cpp:4: layer: workloads may include only the public headers of kernels, '
         'not "kernels/detail/tiles.hpp"',
     ], out
@@ -133,3 +133,35 @@ def test_missing_layers_are_fine_but_an_unknown_one_is_not(tmp_path):
     proc = run_check(tmp_path)
     assert proc.returncode == 1
     assert "src/misc/b.hpp:1: layer: src/misc/ is not in the layer table of scripts/check_layout.py" in proc.stdout
+
+
+def test_namespaces_follow_folders(tmp_path):
+    """A file under src/<layer>/ that declares in another layer's namespace, or writes `using namespace` of another
+    layer at namespace scope, is an offence naming the file, line and both namespaces; a block of forward
+    declarations, a sub-namespace of the file's own layer, a `using namespace` inside a function and the solver layer
+    (below topology) are fine."""
+    write(tmp_path, "src/runtime/pe_config.hpp",
+          "#pragma once\nnamespace kernbench::topology {\nstruct PeConfig {};\n}  // namespace kernbench::topology\n")
+    write(tmp_path, "src/platforms/k200/section.hpp",
+          "#pragma once\nnamespace kernbench::config {\nclass Schema;\nstruct Key;\n}  // namespace kernbench::config\n"
+          "namespace kernbench::platforms::k200 {\nvoid add(config::Schema&);\n}\n")
+    write(tmp_path, "src/platforms/k200/section.cpp",
+          "namespace kernbench::platforms::k200 {\nusing namespace topology;\nvoid f() {}\n}\n")
+    write(tmp_path, "src/workloads/serving/engine.cpp",
+          "namespace kernbench::serving {\nvoid g() {}\n}\n"
+          "namespace kernbench::workloads::serving {\nvoid h() {\n  using namespace kernbench::kernels;\n}\n}\n")
+    write(tmp_path, "src/solver/maxmin.hpp", '#pragma once\n#include "sim/errors.hpp"\nnamespace kernbench::solver {}\n')
+    write(tmp_path, "src/sim/errors.hpp", "#pragma once\nnamespace kernbench {\nstruct UsageError {};\n}\n")
+    write(tmp_path, "src/topology/fabric/flow.cpp", '#include "solver/maxmin.hpp"\nnamespace kernbench::topology {}\n')
+    proc = run_check(tmp_path)
+    assert proc.returncode == 1
+    lines = sorted(line for line in proc.stdout.splitlines() if ": namespace: " in line)
+    assert lines == [
+        "src/platforms/k200/section.cpp:2: namespace: 'using namespace topology' at namespace scope: name what is "
+        "taken with using-declarations",
+        "src/runtime/pe_config.hpp:2: namespace: src/runtime/ declares in kernbench::topology; its namespace is "
+        "kernbench::runtime (namespaces follow folders)",
+        "src/workloads/serving/engine.cpp:1: namespace: src/workloads/ declares in kernbench::serving; its namespace "
+        "is kernbench::workloads (namespaces follow folders)",
+    ], proc.stdout
+    assert ": layer: " not in proc.stdout  # topology may include solver

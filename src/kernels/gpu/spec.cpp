@@ -8,7 +8,7 @@
 #include "runtime/config_section.hpp"
 #include "runtime/engine_timing.hpp"
 #include "sim/errors.hpp"
-#include "topology/fabric.hpp"
+#include "topology/fabric/fabric.hpp"
 
 namespace kernbench::kernels::gpu {
 
@@ -43,7 +43,7 @@ GpuSpec gpu_spec(topology::System& system, NodeId agent) {
   s.agent = agent;
   s.memory = m.memory(agent, "a GPU kernel on " + s.name);
   s.sms = s.cfg.sms;
-  s.pe = &topology::pe_config(c);
+  s.pe = &runtime::pe_config(c);
   s.clock_hz = static_cast<double>(s.pe->clock_hz);
   s.sustained_hz = s.clock_hz * s.cfg.sustained_clock_ratio;
   s.memory_capacity = s.pe->hbm.capacity;

@@ -11,7 +11,7 @@
 
 #include "kernels/gpu/config.hpp"
 #include "runtime/pe_config.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 #include "topology/system.hpp"
 
 namespace kernbench::kernels::gpu {
@@ -36,7 +36,7 @@ struct GpuSpec {
   double sustained_hz = 0.0;   ///< clock_hz x gpu.sustained_clock_ratio
   sim::Bandwidth memory_bw{};  ///< the route's bottleneck to its memory (all lanes)
   Bytes memory_capacity = 0;   ///< pe.hbm.capacity
-  const topology::PeConfig* pe = nullptr;
+  const runtime::PeConfig* pe = nullptr;
   GpuConfig cfg;
 
   /// MACs per cycle of the whole GPU at `p` (pe.gemm); a ConfigError naming

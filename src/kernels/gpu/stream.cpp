@@ -2,7 +2,7 @@
 #include "kernels/gpu/stream.hpp"
 
 #include "sim/errors.hpp"
-#include "topology/fabric.hpp"
+#include "topology/fabric/fabric.hpp"
 
 namespace kernbench::kernels::gpu {
 

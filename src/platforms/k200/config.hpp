@@ -14,7 +14,7 @@
 
 #include "sim/units.hpp"
 
-namespace kernbench::topology {
+namespace kernbench::platforms::k200 {
 
 /// The host link of each card: its raw rate and the framing the model
 /// derives the payload bandwidth from (see K200::pcie_payload_bytes_per_s).
@@ -127,4 +127,4 @@ struct K200Config {
   K200ComputeConfig compute;
 };
 
-}  // namespace kernbench::topology
+}  // namespace kernbench::platforms::k200

@@ -15,7 +15,6 @@
 namespace kernbench::platforms::k200 {
 namespace {
 
-using namespace topology;  // the K200*Config structs
 using config::Bound;
 using config::format_bytes;
 using config::format_time;

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "platforms/k200/config.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 
 namespace kernbench::config {
 class Schema;
@@ -15,6 +15,6 @@ namespace kernbench::platforms::k200 {
 void add_config_section(config::Schema& schema);
 
 /// The `k200:` section of a loaded config, or nullptr when it has none.
-inline const topology::K200Config* config_of(const topology::Config& c) { return c.find<topology::K200Config>(); }
+inline const K200Config* config_of(const topology::Config& c) { return c.find<K200Config>(); }
 
 }  // namespace kernbench::platforms::k200

@@ -43,7 +43,7 @@
 
 #include "platforms/k200/k200.hpp"
 #include "sim/errors.hpp"
-#include "topology/config_loader.hpp"
+#include "topology/config/loader.hpp"
 
 namespace kernbench::platforms::k200 {
 

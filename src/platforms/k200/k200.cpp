@@ -56,7 +56,7 @@ double RunReport::gflops() const {
 
 K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
   const topology::Config& c = system.config();
-  const topology::K200Config* k200 = config_of(c);
+  const K200Config* k200 = config_of(c);
   if (!k200) throw ConfigError(c.source + ": k200: section missing: the K200 model needs it (see configs/k200.yaml)");
   if (!c.graph) throw ConfigError(c.source + ": the K200 model runs on an explicit graph (graph:), not a system");
   cfg_ = *k200;

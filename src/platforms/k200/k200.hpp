@@ -42,7 +42,7 @@
 #include "sim/server.hpp"
 #include "sim/store.hpp"
 #include "sim/trigger.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 #include "topology/system.hpp"
 
 namespace kernbench::platforms::k200 {
@@ -171,7 +171,7 @@ class K200 {
   K200(const K200&) = delete;
   K200& operator=(const K200&) = delete;
 
-  const topology::K200Config& config() const { return cfg_; }
+  const K200Config& config() const { return cfg_; }
   topology::System& system() { return system_; }
   int cards() const { return static_cast<int>(cards_.size()); }
   int dies_per_card(int card) const;
@@ -339,7 +339,7 @@ class K200 {
   int ncluster_of(const KernelSpec& k) const;
 
   topology::System& system_;
-  topology::K200Config cfg_;
+  K200Config cfg_;
   NodeId host_dram_ = 0;
   std::vector<Card> cards_;
   runtime::Recorder rec_;

@@ -18,7 +18,7 @@
 
 #include "sim/units.hpp"
 
-namespace kernbench::topology {
+namespace kernbench::platforms::vgpu {
 
 /// How the host notices a message from the GSP (and a completion).
 ///   tick      -- a polled worker re-armed one quantum after each event it
@@ -172,4 +172,4 @@ struct VgpuConfig {
   VgpuWorkloadConfig workload;
 };
 
-}  // namespace kernbench::topology
+}  // namespace kernbench::platforms::vgpu

@@ -10,7 +10,6 @@
 
 namespace kernbench::platforms::vgpu {
 
-using namespace topology;  // the Vgpu*Config structs
 using config::Bound;
 using config::describe;
 using config::format_bytes;

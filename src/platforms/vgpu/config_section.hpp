@@ -3,7 +3,7 @@
 #pragma once
 
 #include "platforms/vgpu/config.hpp"
-#include "topology/config.hpp"
+#include "topology/config/config.hpp"
 
 namespace kernbench::config {
 class Schema;
@@ -15,6 +15,6 @@ namespace kernbench::platforms::vgpu {
 void add_config_section(config::Schema& schema);
 
 /// The `vgpu:` section of a loaded config, or nullptr when it has none.
-inline const topology::VgpuConfig* config_of(const topology::Config& c) { return c.find<topology::VgpuConfig>(); }
+inline const VgpuConfig* config_of(const topology::Config& c) { return c.find<VgpuConfig>(); }
 
 }  // namespace kernbench::platforms::vgpu

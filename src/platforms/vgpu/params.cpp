@@ -22,7 +22,7 @@ NodeId role(const topology::System& system, const std::string& role_name, const 
 
 VgpuParams resolve_params(const topology::System& system) {
   const auto& c = system.config();
-  const topology::VgpuConfig* vgpu = config_of(c);
+  const VgpuConfig* vgpu = config_of(c);
   if (!vgpu) throw ConfigError(c.source + ": the vGPU model needs a `vgpu:` section (see configs/vgpu.yaml)");
   VgpuParams p;
   p.cfg = *vgpu;
@@ -38,8 +38,8 @@ VgpuParams resolve_params(const topology::System& system) {
   return p;
 }
 
-Time draw(const topology::VgpuDistribution& d, sim::Rng& rng) {
-  using topology::VgpuDistKind;
+Time draw(const VgpuDistribution& d, sim::Rng& rng) {
+  using VgpuDistKind;
   switch (d.kind) {
     case VgpuDistKind::Fixed: return d.mean;
     case VgpuDistKind::Uniform:

@@ -20,7 +20,7 @@ using sim::Time;
 using topology::NodeId;
 
 struct VgpuParams {
-  topology::VgpuConfig cfg;
+  VgpuConfig cfg;
   NodeId guest = 0;
   NodeId guest_memory = 0;
   NodeId host = 0;
@@ -35,7 +35,7 @@ struct VgpuParams {
 VgpuParams resolve_params(const topology::System& system);
 
 /// One sample of `d` (>= 0), drawn from `rng`.
-Time draw(const topology::VgpuDistribution& d, sim::Rng& rng);
+Time draw(const VgpuDistribution& d, sim::Rng& rng);
 
 /// Host jiffies between two times: floor(end / jiffy) - floor(start / jiffy),
 /// which is how a HZ=1000 kernel reports elapsed_ms.

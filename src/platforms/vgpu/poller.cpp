@@ -3,9 +3,9 @@
 
 namespace kernbench::platforms::vgpu {
 
-using topology::VgpuPollMode;
+using VgpuPollMode;
 
-Poller::Poller(sim::Simulation& sim, const topology::VgpuPollConfig& config) : sim_(sim), config_(config) {}
+Poller::Poller(sim::Simulation& sim, const VgpuPollConfig& config) : sim_(sim), config_(config) {}
 
 sim::Time Poller::next_tick(sim::Time t) const {
   const sim::Time q = config_.quantum, phase = config_.phase;

@@ -26,7 +26,7 @@ namespace kernbench::platforms::vgpu {
 
 class Poller {
  public:
-  Poller(sim::Simulation& sim, const topology::VgpuPollConfig& config);
+  Poller(sim::Simulation& sim, const VgpuPollConfig& config);
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
 
@@ -44,14 +44,14 @@ class Poller {
   /// Grid mode: the first tick at or after `t`.
   sim::Time next_tick(sim::Time t) const;
   std::uint64_t ticks() const { return ticks_; }
-  const topology::VgpuPollConfig& config() const { return config_; }
+  const VgpuPollConfig& config() const { return config_; }
 
  private:
   void enqueue(std::coroutine_handle<> h);
   sim::Process ticker();
 
   sim::Simulation& sim_;
-  topology::VgpuPollConfig config_;
+  VgpuPollConfig config_;
   std::vector<std::coroutine_handle<>> waiting_;  // grid mode
   std::vector<std::coroutine_handle<>> waking_;
   std::coroutine_handle<> idle_;  // the ticker, parked while nobody waits

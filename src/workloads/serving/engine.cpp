@@ -31,7 +31,7 @@
 
 #include "workloads/serving/engine_impl.hpp"
 
-namespace kernbench::serving {
+namespace kernbench::workloads::serving {
 
 const char* to_string(Policy p) {
   switch (p) {
@@ -101,4 +101,4 @@ ServingResult simulate(const std::vector<RequestSpec>& requests, const Scheduler
   return e.run();
 }
 
-}  // namespace kernbench::serving
+}  // namespace kernbench::workloads::serving

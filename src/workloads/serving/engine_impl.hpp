@@ -11,7 +11,7 @@
 #include "sim/simulation.hpp"
 #include "workloads/serving/serving.hpp"
 
-namespace kernbench::serving::detail {
+namespace kernbench::workloads::serving::detail {
 
 struct Seq {
   std::int64_t tokens = 0;    // prompt + generated
@@ -246,4 +246,4 @@ class Engine {
   sim::MemberHandler<Engine, &Engine::kv_arrived> on_kv_;
 };
 
-}  // namespace kernbench::serving::detail
+}  // namespace kernbench::workloads::serving::detail

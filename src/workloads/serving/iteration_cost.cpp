@@ -6,7 +6,7 @@
 #include "sim/errors.hpp"
 #include "workloads/serving/serving.hpp"
 
-namespace kernbench::serving {
+namespace kernbench::workloads::serving {
 
 namespace {
 
@@ -141,4 +141,4 @@ Time IterationCost::operator()(const IterationShape& s) {
   return static_cast<Time>(std::llround(std::max(0.0, t)));
 }
 
-}  // namespace kernbench::serving
+}  // namespace kernbench::workloads::serving

@@ -3,7 +3,7 @@
 // does); the iteration it forms, priced, and the progress applied at its end.
 #include "workloads/serving/engine_impl.hpp"
 
-namespace kernbench::serving::detail {
+namespace kernbench::workloads::serving::detail {
 
 // ---- the cache -------------------------------------------------------------------------------------------
 std::int64_t Instance::available() const {
@@ -302,4 +302,4 @@ void Instance::end() {
   start();
 }
 
-}  // namespace kernbench::serving::detail
+}  // namespace kernbench::workloads::serving::detail

@@ -21,7 +21,7 @@
 #include "sim/units.hpp"
 #include "topology/system.hpp"
 
-namespace kernbench::serving {
+namespace kernbench::workloads::serving {
 
 using sim::Time;
 using topology::NodeId;
@@ -164,4 +164,4 @@ struct ServingResult {
 ServingResult simulate(const std::vector<RequestSpec>& requests, const SchedulerConfig& cfg, IterationCost& cost,
                        const SwapCost& swap = {}, const ClusterSpec& cluster = {});
 
-}  // namespace kernbench::serving
+}  // namespace kernbench::workloads::serving

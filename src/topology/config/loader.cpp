@@ -1,0 +1,35 @@
+// loader.cpp -- YAML tree -> Config: the file is read into a tree
+// (config/yaml_tree.hpp), the overrides applied, and the root map read
+// against the schema (config/reader.hpp), every owner's section by its own
+// bindings and hooks.
+#include "topology/config/loader.hpp"
+
+#include "config/reader.hpp"
+
+namespace kernbench::topology {
+namespace {
+
+Config load(const config::Schema& schema, const config::Loader& l, config::Value root) {
+  l.apply_overrides(root);
+  const config::MapReader top(l, root, "", schema.root());
+  Config c;
+  c.source = l.source();
+  top.read(c);
+  return c;
+}
+
+}  // namespace
+
+Config load_config(const config::Schema& schema, const std::string& path, const std::vector<Override>& overrides,
+                   const std::vector<std::string>& include_dirs) {
+  config::Loader l(path, overrides, include_dirs);
+  return load(schema, l, l.load_root_file(path));
+}
+
+Config parse_config(const config::Schema& schema, const std::string& yaml_text, const std::string& source,
+                    const std::vector<Override>& overrides, const std::vector<std::string>& include_dirs) {
+  config::Loader l(source, overrides, include_dirs);
+  return load(schema, l, l.load_text(yaml_text, source));
+}
+
+}  // namespace kernbench::topology
