@@ -23,7 +23,7 @@ namespace kernbench::bindings {
 void bind_gpu(py::module_& m) {
   m.def(
       "exec_target",
-      [](const System& s) { return std::string(topology::to_string(runtime::pe_config(s.config()).target)); },
+      [](const System& s) { return std::string(runtime::to_string(runtime::pe_config(s.config()).target)); },
       py::arg("system"), "The machine's execution target, pe.target: 'sip' or 'gpu'.");
   m.def(
       "gpu_spec",

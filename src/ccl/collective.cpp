@@ -181,7 +181,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   if (!out.gpu && !auto_protocol)
     throw UsageError("collective: protocol=" + spec.protocol +
                      " is for GPU machines (pe.target: gpu); this machine is " +
-                     std::string(topology::to_string(pe.target)) + " (use protocol=auto)");
+                     std::string(runtime::to_string(pe.target)) + " (use protocol=auto)");
   if (!out.gpu && (spec.channels > 0 || spec.calls > 1 || spec.host_threads > 0))
     throw UsageError("collective: channels, calls and host_threads are for GPU machines (pe.target: gpu)");
   std::string name = spec.algorithm;

@@ -20,6 +20,7 @@ using config::format_bytes;
 using config::format_time;
 using config::MapReader;
 using config::Section;
+using topology::Config;
 
 // 0 or 1 (or the values in `allowed`): the driver's knobs are module parameters.
 void knob(const MapReader& r, std::string_view name, int value, std::initializer_list<int> allowed) {

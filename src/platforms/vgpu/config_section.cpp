@@ -18,6 +18,7 @@ using config::MapReader;
 using config::Section;
 using config::Type;
 using config::Value;
+using topology::Config;
 
 void add_config_section(config::Schema& schema) {
   Section<Config> root(schema, schema.root());

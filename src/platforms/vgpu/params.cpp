@@ -39,7 +39,6 @@ VgpuParams resolve_params(const topology::System& system) {
 }
 
 Time draw(const VgpuDistribution& d, sim::Rng& rng) {
-  using VgpuDistKind;
   switch (d.kind) {
     case VgpuDistKind::Fixed: return d.mean;
     case VgpuDistKind::Uniform:

@@ -3,8 +3,6 @@
 
 namespace kernbench::platforms::vgpu {
 
-using VgpuPollMode;
-
 Poller::Poller(sim::Simulation& sim, const VgpuPollConfig& config) : sim_(sim), config_(config) {}
 
 sim::Time Poller::next_tick(sim::Time t) const {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "config/text.hpp"
 #include "sim/errors.hpp"
 #include "topology/fabric/flow/flow_fabric.hpp"
 #include "topology/fabric/packet/packet_fabric.hpp"
