@@ -1,4 +1,4 @@
-"""Fuzz the sweep checkpoint reader of ``--resume`` (issue 31): ``kernbench.sweep_checkpoint.Checkpoint.read``.
+"""Fuzz the sweep checkpoint reader of ``--resume`` (issue 31): ``kernbench.sweeps.checkpoint.Checkpoint.read``.
 
 Generated checkpoints -- good and wrong headers, records with fields missing, mistyped, repeated or nested deep,
 random JSON values, huge numbers and NaN, lines cut short, blank lines, CRLF, garbage bytes, other encodings,
@@ -25,8 +25,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from fuzz_support import encoded, fuzz, json_values, outcome  # noqa: E402
 from kernbench._core import ConfigError  # noqa: E402
-from kernbench.sweep_checkpoint import (CHECKPOINT_FORMAT, CHECKPOINT_VERSION, MAX_DEPTH, RECORD_FIELDS,  # noqa: E402
-                                        STATUSES, Checkpoint)
+from kernbench.sweeps.checkpoint import (CHECKPOINT_FORMAT, CHECKPOINT_VERSION, MAX_DEPTH, RECORD_FIELDS,  # noqa: E402
+                                         STATUSES, Checkpoint)
 
 IDENTITY = {"target": "r3-nan-metric", "seed": 1, "config_hash": None, "sets": ["bench.bad=none"]}
 HEADER = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "identity": IDENTITY}

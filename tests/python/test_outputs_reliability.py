@@ -309,7 +309,7 @@ def test_interrupt_while_waiting_keeps_every_finished_point():
     """Results that finished before the interrupt was handled reach on_done (so the checkpoint has them)."""
     import concurrent.futures as cf
 
-    from kernbench.sweep_executors import _run_futures
+    from kernbench.sweeps.executors import _run_futures
 
     got = []
 

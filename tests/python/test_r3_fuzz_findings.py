@@ -20,7 +20,7 @@ import kernbench
 from kernbench import calibrate as cal
 from kernbench._core import ConfigError
 from kernbench.calibrate import report
-from kernbench.sweep_checkpoint import Checkpoint
+from kernbench.sweeps.checkpoint import Checkpoint
 
 FUZZ = Path(__file__).resolve().parents[1] / "bad_inputs" / "fuzz_r3"
 SYNTH = Path(__file__).resolve().parents[1] / "calibrate" / "synthetic.py"

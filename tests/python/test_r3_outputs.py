@@ -194,14 +194,14 @@ def test_a_scheduler_nobody_runs_fails_fast_naming_the_address(plugins, tmp_path
 
 def test_the_scheduler_timeout_is_documented_and_checked(monkeypatch):
     """The connect timeout is 5 s by default, KERNBENCH_SCHEDULER_TIMEOUT overrides it, a bad value is refused."""
-    from kernbench import sweep_executors
+    from kernbench.sweeps import executors
 
-    assert sweep_executors.scheduler_timeout() == sweep_executors.SCHEDULER_TIMEOUT_S == 5.0
+    assert executors.scheduler_timeout() == executors.SCHEDULER_TIMEOUT_S == 5.0
     monkeypatch.setenv("KERNBENCH_SCHEDULER_TIMEOUT", "0.5")
-    assert sweep_executors.scheduler_timeout() == 0.5
+    assert executors.scheduler_timeout() == 0.5
     monkeypatch.setenv("KERNBENCH_SCHEDULER_TIMEOUT", "soon")
     with pytest.raises(UsageError, match="KERNBENCH_SCHEDULER_TIMEOUT='soon'"):
-        sweep_executors.scheduler_timeout()
+        executors.scheduler_timeout()
 
 
 # ---- family 7: output paths checked together ---------------------------------------------------------------

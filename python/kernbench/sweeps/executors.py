@@ -1,15 +1,15 @@
 """Where a sweep's points run: serially, on local processes, on Dask, or on any Executor.
 
-``_dispatch(executor, run, tasks, on_done, workers)`` calls ``run(task)`` for
+``dispatch(executor, run, tasks, on_done, workers)`` calls ``run(task)`` for
 every task on the chosen executor and ``on_done(result)`` in this process as each
 result arrives (in completion order). ``run`` must be a module-level function, so
 that process and Dask workers can import it; it must never raise for a task's own
 failure. An exception while waiting (Ctrl-C, SIGTERM) cancels the tasks not yet started, waits for the
 running ones and hands every finished result to ``on_done`` before it propagates, so no finished point
 is lost (on a terminal Ctrl-C reaches the workers too; their cut points are not results). These functions know
-nothing of benches or points (``kernbench.sweeps`` gives them its ``_run_task``).
+nothing of benches or points (``kernbench.sweeps.core`` gives them its ``_run_task``).
 
-Workers never outlive their owner (the process that called ``_dispatch``): each process worker watches
+Workers never outlive their owner (the process that called ``dispatch``): each process worker watches
 the owner (``os.pidfd_open``, else polling its pid) from a thread and ends itself at once when the owner
 is gone, and a write guard (``atomic_output.set_write_guard``) refuses every file write after that, so a
 SIGKILLed sweep leaves no worker (nor, once they are gone, its forkserver and resource tracker) and no
@@ -192,7 +192,8 @@ def _run_dask(run, tasks, on_done, client):
         raise
 
 
-def _dispatch(executor, run, tasks, on_done, workers):
+def dispatch(executor, run, tasks, on_done, workers):
+    """``run(task)`` for every task on ``executor``, ``on_done(result)`` here as each arrives (see the module doc)."""
     if not tasks:
         return
     if isinstance(executor, str):

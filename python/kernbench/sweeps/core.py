@@ -1,55 +1,6 @@
-"""Parameter sweeps: a grid of config and bench values, on one core, all cores or a Dask cluster.
-
-    import kernbench
-    df = kernbench.sweep("noc-load-latency",
-                         grid={"system.routers.w": [2, 4], "bench.packet_flits": [1, 4]},
-                         executor="process", checkpoint="out/noc-sweep/checkpoint.jsonl")
-
-or with a function of one point::
-
-    def latency(point):
-        system = point.load_system()          # the config with this point's overrides
-        system.dma("read", "sip0.cube0.pe0", "sip0.cube1.hbm_ctrl.pe3", point.bench["bytes"])
-        system.run()
-        return {"latency_ns": float(system.dma_df()["latency_ps"][0]) / 1e3}
-
-    df = kernbench.sweep(latency, grid={"fabric.model": ["packet", "flow"], "bench.bytes": [4096, 65536]})
-
-Grid keys are config YAML paths (``system.sips.w``) or ``bench.<param>``;
-every value is checked before anything runs, with the config loader's own
-messages (a bad value names its path). The result is a pandas DataFrame,
-one row per result row of each point (a function returning one dict gives
-one row per point): ``point``, the grid values, the metrics, ``status``
-("ok", "partial": the bench reported failures beside results, "failed"),
-``error`` and ``wall_s``. A failing point is recorded and never stops the
-others. Points are independent runs with the same seed, so every executor
-gives the same numbers.
-
-Executors: ``"serial"``; ``"process"`` (default; ``workers`` processes,
-default all cores); ``"dask"`` (a LocalCluster of ``workers`` processes);
-a ``dask.distributed.Client`` or a scheduler address (``"tcp://host:8786"``);
-or any ``concurrent.futures.Executor``.
-
-Checkpoints: with ``checkpoint=PATH`` (or ``out=DIR``: DIR/checkpoint.jsonl)
-each finished point is appended to a JSON-lines file as it arrives (one
-write of one line, flushed and synced); ``resume=True`` reads it back and
-runs only the points it lacks (``retry_failed=True`` also re-runs failed
-ones). A line cut short by a crash is dropped.
-
-Grid columns are numbers: an axis whose values are quantities with a unit
-(``"32 GB/s"``, ``"2 ns"``) becomes the column ``"KEY [UNIT]"`` holding
-the numbers (``links.pe.bandwidth [GB/s]``: 32), in the unit written
-when every value uses one, else in the dimension's base unit (B, B/s, ps,
-Hz); sweep.json's ``grid_columns`` maps each renamed key to its column.
-``plot=(X, Y)`` draws Y against X (a grid key or column, and a metric) into
-``out`` as a PNG, one line per combination of the other grid columns.
-
-This module is the public API (``sweep``, ``Point``) and what one point runs
-(``_run_task``); its parts live beside it and their names stay importable from
-here: the grid and its ``KEY [UNIT]`` columns in ``kernbench.sweep_grid``, the
-executors in ``kernbench.sweep_executors``, the checkpoint file in
-``kernbench.sweep_checkpoint`` and the ``--plot`` figure in ``kernbench.sweep_plot``.
-"""
+"""The core of ``kernbench.sweeps``: ``sweep`` and ``Point`` (the package exports both; see its doc), and what
+one point runs in any process (``_run_task``, the entry point the executors call: process and Dask workers
+import it by its module path, ``kernbench.sweeps.core``)."""
 
 from __future__ import annotations
 
@@ -64,18 +15,17 @@ from typing import Any, Iterable, Mapping, Sequence
 import contextlib
 
 from kernbench import atomic_output as kio
-from kernbench import sweep_executors, sweepjson
+from kernbench import sweepjson
 from kernbench._core import ConfigError, UsageError
 from kernbench.overrides import BENCH_PREFIX, apply_bench_overrides, check_params
 from kernbench.progress import progress_bar
 from kernbench.runner import check_seed, interrupt_reason, run_bench
-from kernbench.sweep_checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, Checkpoint  # noqa: F401
-from kernbench.sweep_executors import executor_name
-from kernbench.sweep_grid import (STATUS_COLUMNS, expand_grid, grid_columns, parse_grid, plain,  # noqa: F401
-                                  point_key, value_text)
-from kernbench.sweep_plot import plot_name, plot_sweep
+from kernbench.sweeps import executors
+from kernbench.sweeps.checkpoint import Checkpoint
+from kernbench.sweeps.grid import expand_grid, grid_columns, plain, point_key, value_text
+from kernbench.sweeps.plot import plot_name, plot_sweep
 
-__all__ = ["Point", "sweep", "parse_grid", "progress_bar", "expand_grid"]  # progress_bar: kernbench.progress
+__all__ = ["Point", "sweep"]
 
 
 # ---- a point, run in any process -------------------------------------------------------
@@ -165,8 +115,8 @@ def _run_task(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dispatch(executor, tasks, on_done, workers):
-    """Run the points' tasks on ``executor`` (see kernbench.sweep_executors), ``on_done`` for each record."""
-    return sweep_executors._dispatch(executor, _run_task, tasks, on_done, workers)
+    """Run the points' tasks on ``executor`` (see kernbench.sweeps.executors), ``on_done`` for each record."""
+    return executors.dispatch(executor, _run_task, tasks, on_done, workers)
 
 
 # ---- the sweep ----------------------------------------------------------------------------
@@ -213,7 +163,7 @@ def sweep(
 ):
     """Run ``target`` (a bench, by name or ``Bench``, or a function of a Point) at every point of ``grid``.
 
-    Returns a pandas DataFrame (see the module doc for its columns).
+    Returns a pandas DataFrame (see the doc of ``kernbench.sweeps`` for its columns).
 
     ``sets``: overrides fixed for every point (config paths and ``bench.``
     parameters). ``out``: write sweep.json, sweep.csv and the checkpoint
@@ -249,7 +199,7 @@ def sweep(
         raise UsageError(f"unknown executor {executor!r} (known: serial, process, dask, a scheduler address "
                          "like tcp://host:8786, a dask Client or a concurrent.futures Executor)")
     if isinstance(executor, str) and "://" in executor:  # fail fast: no scheduler there is an error now, not in 30 s
-        sweep_executors.check_scheduler(executor)
+        executors.check_scheduler(executor)
     points = expand_grid(grid)
     if plot is not None:
         if out is None:
@@ -394,7 +344,7 @@ def sweep(
                                    config_overrides=dict(fixed_config))
             doc.update({"grid": {k: [plain(v) for v in vals] for k, vals in grid.items()}
                         if isinstance(grid, Mapping) else {"points": plain(points)},
-                        "points": len(points), "executor": executor_name(executor)})
+                        "points": len(points), "executor": executors.executor_name(executor)})
             doc["results"] = plain(rows)
             doc["failures"] = plain(failures)
             doc["wall_s"] = df.attrs["wall_s"]

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from kernbench import atomic_output as kio
 from kernbench._core import ConfigError
-from kernbench.sweep_grid import STATUS_COLUMNS
+from kernbench.sweeps.grid import STATUS_COLUMNS
 
 
 def plot_sweep(df, x: str, y: str, path: str | os.PathLike[str], *, grid_keys: Sequence[str] = (),
