@@ -132,7 +132,26 @@ def split_assignment(text: str) -> tuple[str, str]:
     return key, value.strip()
 
 
-def _parse_number(text: str) -> int | float:
+#: The words of a true and a false flag (``--set``, a calibration call's bool parameter), any case.
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def parse_bool(value: Any) -> bool:
+    """The one reader of a flag given as text: 1/true/yes/on or 0/false/no/off (any case); ValueError
+    ``expected true or false, got ...`` otherwise. A bool is itself."""
+    if isinstance(value, bool):
+        return value
+    low = str(value).lower()
+    if low in TRUE_WORDS:
+        return True
+    if low in FALSE_WORDS:
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def parse_number(text: str) -> int | float:
+    """The one reader of a number given as text: an int when it is one (exactly, any size), else a finite
+    float; ValueError ``expected a (finite) number, got ...`` otherwise."""
     try:
         return int(text)
     except ValueError:
@@ -153,14 +172,9 @@ def coerce(value: str, default: Any) -> Any:
     must stay positive: ``bench.events=-5`` is refused here, not deep in a run.
     """
     if isinstance(default, bool):
-        low = value.lower()
-        if low in ("1", "true", "yes", "on"):
-            return True
-        if low in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"expected true or false, got {value!r}")
+        return parse_bool(value)
     if isinstance(default, int):
-        x = _parse_number(value)
+        x = parse_number(value)
         if isinstance(x, float):
             if not x.is_integer():
                 raise ValueError(f"expected an integer, got {value!r}")
@@ -174,7 +188,7 @@ def coerce(value: str, default: Any) -> Any:
         return x
     if isinstance(default, float):
         try:
-            x = float(_parse_number(value))
+            x = float(parse_number(value))
         except OverflowError:  # an integer too large for a double (e.g. 400 digits)
             raise ValueError(f"expected a finite number, got {value!r}") from None
         if not math.isfinite(x) or abs(x) > 1e300:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kernbench.units import UNITS
 from kernbench.workloads.graph import WorkloadError
 
 __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "ServingError", "SHAREGPT"]
@@ -199,7 +200,8 @@ def read_trace(path: str | Path) -> Trace:
                  np.array(gid, dtype=np.int64) if shared else None, np.array(glen, dtype=np.int64) if shared else None)
 
 
-_UNITS = {"ms": 1.0, "s": 1e3, "us": 1e-3}
+#: The SLO units, ms per unit, from the one unit table (kernbench.units, the C++ one).
+_UNITS = {u: UNITS[u][1] / UNITS["ms"][1] for u in ("ms", "s", "us")}
 
 
 def parse_slo(text: str | dict | None) -> dict[str, float]:

@@ -11,28 +11,54 @@
 Binary prefixes (KiB, MiB, GiB) are powers of 1024; decimal ones (KB,
 MB, GB, and every rate prefix: GB/s = 1e9 B/s) powers of 1000, as in the
 machine configs (docs/config-reference.md).
+
+There is one unit table, the C++ one (src/config/quantity.*): the time, size and bandwidth units of ``UNITS``
+are read from it at import (their names from ``_core.config_schema()``, their factors from
+``_core.parse_time/parse_bytes/parse_bandwidth``), and ``parse_size`` is ``_core.parse_bytes``. Python adds
+only what the bindings do not cover (``PYTHON_ONLY``): sizes past GiB (TB, TiB) and the frequencies (Hz,
+kHz, KHz, MHz, GHz), for which _core has no parser.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
+from kernbench import _core
+
 __all__ = ["KiB", "MiB", "GiB", "size", "gbps", "ns", "parse_quantity", "split_quantity", "to_base", "parse_size",
-           "UNITS"]
+           "UNITS", "PYTHON_ONLY"]
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 _BINARY = (("GiB", GiB), ("MiB", MiB), ("KiB", KiB))
 
-#: unit -> (dimension's base unit, factor to it). Base units: B, B/s, ps, Hz.
-UNITS: dict[str, tuple[str, float]] = {
-    "B": ("B", 1), "KB": ("B", 1e3), "MB": ("B", 1e6), "GB": ("B", 1e9), "TB": ("B", 1e12),
-    "KiB": ("B", KiB), "MiB": ("B", MiB), "GiB": ("B", GiB), "TiB": ("B", 1 << 40),
-    "B/s": ("B/s", 1), "KB/s": ("B/s", 1e3), "MB/s": ("B/s", 1e6), "GB/s": ("B/s", 1e9), "TB/s": ("B/s", 1e12),
-    "KiB/s": ("B/s", KiB), "MiB/s": ("B/s", MiB), "GiB/s": ("B/s", GiB),
-    "ps": ("ps", 1), "ns": ("ps", 1e3), "us": ("ps", 1e6), "ms": ("ps", 1e9), "s": ("ps", 1e12),
+#: The C++ table's kinds: schema name -> (base unit, parser of "<number> <unit>" into base units).
+_CORE_KINDS = {"bytes": ("B", _core.parse_bytes), "bandwidth": ("B/s", _core.parse_bandwidth),
+               "time": ("ps", _core.parse_time)}
+
+#: Units the bindings do not parse, unit -> (base unit, factor): sizes past the C++ table's GiB, and the
+#: frequencies (the C++ table has Hz, kHz, MHz, GHz but no binding parses them; KHz is Python's alias).
+PYTHON_ONLY: dict[str, tuple[str, float]] = {
+    "TB": ("B", 1e12), "TiB": ("B", 1 << 40),
     "Hz": ("Hz", 1), "kHz": ("Hz", 1e3), "KHz": ("Hz", 1e3), "MHz": ("Hz", 1e6), "GHz": ("Hz", 1e9),
 }
+
+
+def _core_units() -> dict[str, tuple[str, float]]:
+    """unit -> (base, factor) of the C++ table's sizes, bandwidths and times. A factor is what the C++ parser
+    makes of 8 of the unit, over 8 (exact: a bit rate is 1/8 of its byte rate)."""
+    names = json.loads(_core.config_schema())["units"]
+    out: dict[str, tuple[str, float]] = {}
+    for kind, (base, parse) in _CORE_KINDS.items():
+        for unit in names[kind]:
+            eight = int(parse(f"8 {unit}", ""))
+            out[unit] = (base, eight // 8 if eight % 8 == 0 else eight / 8)
+    return out
+
+
+#: unit -> (dimension's base unit, factor to it). Base units: B, B/s, ps, Hz.
+UNITS: dict[str, tuple[str, float]] = {**_core_units(), **PYTHON_ONLY}
 
 _QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z][A-Za-z/]*)\s*$")
 
@@ -87,9 +113,20 @@ def to_base(value: float, unit: str) -> tuple[float, str]:
 
 
 def parse_size(text: str) -> int:
-    """'4KiB', '16 MiB', '100 B' -> bytes (the inverse of ``size``); a bad text names itself."""
-    q = parse_quantity(text)
-    if q is None or UNITS[q[1]][0] != "B":
-        raise ValueError(f"{text!r}: expected a size such as '4 KiB' or '16MiB'")
-    value, base = to_base(*q)
-    return int(round(value))
+    """'4KiB', '16 MiB', '100 B' -> bytes (the inverse of ``size``); a bad text names itself.
+
+    ``_core.parse_bytes`` reads it (the config's rule: exact decimals, a whole number of bytes, at most
+    2**63 - 1); only the Python-only sizes (TB, TiB) are read here. ValueError, never the ConfigError of _core.
+    """
+    q = split_quantity(text)
+    if q is not None and PYTHON_ONLY.get(q[1], ("",))[0] == "B":
+        value, _ = to_base(float(q[0]), q[1])
+        return int(round(value))
+    try:
+        return int(_core.parse_bytes(text, "")) if isinstance(text, str) else _not_a_size(text, "")
+    except _core.ConfigError as e:
+        return _not_a_size(text, f" ({e})")
+
+
+def _not_a_size(text, why: str) -> int:
+    raise ValueError(f"{text!r}: expected a size such as '4 KiB' or '16MiB'{why}")

@@ -79,3 +79,43 @@ def test_the_modules_that_format_sizes_use_it():
     for mod in (config, references, show, vgpu):
         assert "units" in mod.__dict__ or any(getattr(mod, f, None) in (units.size, units.gbps, units.ns)
                                               for f in ("_size", "_gbps", "_ns"))
+
+
+def test_the_unit_table_is_the_cpp_one():
+    """units.UNITS holds every time, size and bandwidth unit of the C++ table (the schema's lists, bit rates
+    included) with the factor _core.parse_* gives it; only PYTHON_ONLY (TB, TiB, frequencies) is Python's."""
+    import json
+
+    from kernbench import _core
+
+    names = json.loads(_core.config_schema())["units"]
+    for kind, parse in (("time", _core.parse_time), ("bytes", _core.parse_bytes),
+                        ("bandwidth", _core.parse_bandwidth)):
+        for u in names[kind]:
+            assert units.UNITS[u][1] * 1000 == parse(f"1000 {u}")
+    assert set(units.UNITS) - {u for k in ("time", "bytes", "bandwidth") for u in names[k]} == set(units.PYTHON_ONLY)
+    assert units.to_base(25.0, "Gb/s") == (25 * 125e6, "B/s")
+
+
+def test_parse_size_is_the_config_parser():
+    """parse_size reads what _core.parse_bytes reads (exact decimals), refuses a fraction of a byte as a
+    ValueError naming the text, and still reads the Python-only TB and TiB."""
+    assert units.parse_size("0.1 KB") == 100 and units.parse_size(".5 KiB") == 512
+    with pytest.raises(ValueError, match=r"'0.5 B': expected a size .*not a whole number of bytes"):
+        units.parse_size("0.5 B")
+    assert units.parse_size("2 TiB") == 2 << 40 and units.parse_size("1 TB") == 10**12
+
+
+def test_one_flag_and_number_reader():
+    """overrides.parse_bool is the one reader of flags (1/true/yes/on, 0/false/no/off, any case) for --set and
+    calibration parameters; parse_number reads ints exactly and refuses non-finite floats."""
+    from kernbench.calibrate import registry
+    from kernbench.overrides import coerce, parse_bool, parse_number
+
+    assert [parse_bool(w) for w in ("YES", "on", "1", True, "False", "off", "0")] == [True] * 4 + [False] * 3
+    with pytest.raises(ValueError, match="expected true or false, got 'maybe'"):
+        parse_bool("maybe")
+    assert coerce("on", False) is True and registry.parse_bool is parse_bool
+    assert parse_number("12345678901234567890") == 12345678901234567890 and parse_number("1e3") == 1000.0
+    with pytest.raises(ValueError, match="finite"):
+        parse_number("inf")

@@ -40,7 +40,8 @@ from kernbench.units import UNITS as _BASE_UNITS, split_quantity
 
 __all__ = ["Row", "Dataset", "load_data", "unit_factor", "convert", "parse_tolerance", "schema_key", "UNITS"]
 
-#: unit -> (dimension, factor to the dimension's base): kernbench.units plus rates of work and counts.
+#: unit -> (dimension, factor to the dimension's base): kernbench.units (the C++ table's times, sizes and
+#: bandwidths, bit rates included, and its Python-only sizes and frequencies) plus rates of work and counts.
 UNITS: dict[str, tuple[str, float]] = dict(_BASE_UNITS)
 UNITS.update({
     "FLOPS": ("FLOP/s", 1), "KFLOPS": ("FLOP/s", 1e3), "MFLOPS": ("FLOP/s", 1e6), "GFLOPS": ("FLOP/s", 1e9),
@@ -50,8 +51,6 @@ UNITS.update({
     "launches/s": ("1/s", 1), "ops/s": ("1/s", 1),
     "tokens/s": ("1/s", 1), "token/s": ("1/s", 1), "tok/s": ("1/s", 1), "requests/s": ("1/s", 1),
     "1": ("1", 1), "count": ("1", 1), "x": ("1", 1), "ratio": ("1", 1), "%": ("1", 0.01), "cycles": ("1", 1),
-    "b/s": ("B/s", 1 / 8), "Kb/s": ("B/s", 1e3 / 8), "Mb/s": ("B/s", 1e6 / 8), "Gb/s": ("B/s", 1e9 / 8),
-    "Tb/s": ("B/s", 1e12 / 8), "Gbps": ("B/s", 1e9 / 8),
 })
 
 ROW_KEYS = ("id", "group", "call", "function", "params", "set", "metric", "value", "unit", "source",

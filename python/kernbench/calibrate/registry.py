@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from kernbench._core import ConfigError
+from kernbench.overrides import parse_bool
+from kernbench.units import UNITS, parse_size, split_quantity
 
 __all__ = ["CalibrationError", "Context", "Measurement", "Registry", "REGISTRY", "measurement", "load_functions",
            "raised_at"]
@@ -110,24 +112,15 @@ def _convert(value: Any, p: inspect.Parameter, name: str) -> Any:
         raise ValueError(f"parameter {name}={value!r}: not a finite number")
     try:
         if ann is bool:
-            if isinstance(value, bool):
-                return value
-            low = str(value).lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(f"expected true or false, got {value!r}")
+            return parse_bool(value)
         if ann is int:
             if isinstance(value, bool):
                 raise ValueError(f"expected an integer, got {value!r}")
             if isinstance(value, int):
                 return value
-            from kernbench.units import parse_quantity, to_base
-
-            q = parse_quantity(str(value))  # a size such as 64 MiB
-            if q is not None and to_base(*q)[1] == "B":
-                return int(round(to_base(*q)[0]))
+            q = split_quantity(str(value))  # a size such as 64 MiB: read by the config's parser
+            if q is not None and UNITS.get(q[1], ("",))[0] == "B":
+                return parse_size(str(value))
             x = float(value)
             if not x.is_integer():
                 raise ValueError(f"expected an integer, got {value!r}")
