@@ -28,6 +28,7 @@ from kernbench.k200_lowering import conv_step as _conv
 from kernbench.k200_lowering import copy_step as _copy
 from kernbench.k200_lowering import elementwise_step as _add
 from kernbench.k200_lowering import fc_step as _fc
+from kernbench.trace import not_traceable, op_trace
 from kernbench.units import GiB, MiB
 from kernbench.units import KiB as KIB
 
@@ -138,14 +139,40 @@ class Result:
             raw=dict(d),
         )
 
-    def chrome_trace(self, path: str | Path, label: str = "K200") -> dict[str, Any]:
-        """Write the run's ops as a Chrome/Perfetto trace (kernbench.trace, the writer of every model's
-        traces): one track per resource (lanes for overlaps), times from the run's start, and the run's
-        exact critical path as a process of its own."""
-        from kernbench import atomic_output as kio
-        from kernbench.trace import k200_trace
+    def to_trace(self, label: str | None = None) -> dict[str, Any]:
+        """The run's ops as Trace Event JSON (kernbench.trace's op-log writer): one process (``label``,
+        default "K200"), one track per resource (lanes for overlaps), times from the run's start, and the
+        run's exact critical path as a process of its own."""
+        return self._trace(label or "K200")
 
-        trace = k200_trace(self, label)
+    def _trace(self, label: str) -> dict[str, Any]:
+        raw = self.raw
+        if "resource_names" not in raw:
+            raise not_traceable(self)
+        log = raw.get("log")
+        if log is None:
+            raise UsageError("this run recorded too many ops to trace (more than 200000); trace a smaller run")
+        names = raw["resource_names"]
+        n = len(log["kind"])
+        res = [int(r) for r in log["resource"]]
+        t0 = int(raw["start_ps"])
+
+        def event(i):
+            return log["kind"][i], names[res[i]], {
+                "op": int(log["op"][i]), "kind": log["kind"][i], "bytes": int(log["bytes"][i]),
+                "tag": int(log["tag"][i]), "issue_ps": int(log["issue_ps"][i]),
+                "issue_us": (int(log["issue_ps"][i]) - t0) / 1e6}
+
+        return op_trace(n, start=[int(x) for x in log["start_ps"]], end=[int(x) for x in log["end_ps"]],
+                        process=[0] * n, track=[(r, names[r]) for r in res], units={}, event=event,
+                        process_names={0: label}, t0=t0, critical=raw.get("critical_path"), match="op",
+                        other={"panel": label, "makespan_ps": int(raw["elapsed_ps"]), "source": "k200"})
+
+    def chrome_trace(self, path: str | Path, label: str = "K200") -> dict[str, Any]:
+        """Write the run's ops as a Chrome/Perfetto trace (``to_trace``) atomically; returns the trace."""
+        from kernbench import atomic_output as kio
+
+        trace = self._trace(label)
         kio.write_json(Path(path), trace)
         return trace
 

@@ -28,8 +28,11 @@ from typing import Any, Iterable, Sequence, Union
 from kernbench import _core
 from kernbench import atomic_output as kio
 from kernbench.args import NODE, SIZE, Deps, Nodes, Text, check, checked
+from kernbench.trace import op_trace
 
 Node = Union[int, str]
+#: The order of a run's engine tracks in a trace (a GPU: its host launches, its SMs); other engines after them.
+ENGINE_ORDER = ("pe_cpu", "dma", "gemm", "vector", "ipcq", "ipcq_rx", "launch", "sm")
 
 
 def default_buffer(system) -> str:
@@ -390,12 +393,53 @@ class RunResult:
         df["utilization"] = df["busy_ps"] / (span * df["capacity"])
         return df
 
+    def to_trace(self, label: str | None = None) -> dict:
+        """The Trace Event JSON of the run (kernbench.trace's op-log writer, as every model's): one process
+        per agent (PE), one track per engine unit in ``ENGINE_ORDER``, a "control" track for ops that hold
+        no engine, one event per op-log row, and the critical path."""
+        core = self._core
+        log = core.log()
+        eng = core.engines()
+        kinds = core.kind_names
+        tags = core.tags
+        names = core.log_names
+        n = len(log["op"])
+        res = [int(x) for x in log["resource"]]
+        agents = [int(x) for x in log["agent"]]
+
+        def track_of(r: int):
+            if r < 0:
+                return None
+            kind = str(eng["engine"][r])
+            return (ENGINE_ORDER.index(kind) if kind in ENGINE_ORDER else len(ENGINE_ORDER), kind)
+
+        track = [track_of(r) for r in res]
+        units: dict = {}
+        for r in set(res):
+            if r >= 0:
+                t = track_of(r)
+                units[t] = max(units.get(t, 1), int(eng["capacity"][r]))
+
+        def event(i):
+            kind_name = kinds[int(log["kind"][i])]
+            t = int(log["tag"][i])
+            return names[i] or kind_name, kind_name, {
+                "op": int(log["op"][i]), "kind": kind_name, "tag": tags[t] if 0 <= t < len(tags) else "",
+                "bytes": int(log["bytes"][i]), "work": float(log["work"][i]), "issue_ps": int(log["issue_ps"][i])}
+
+        critical = _core.critical_path(core) if isinstance(core, _core.RunResult) and int(core.makespan_ps) > 0 \
+            else None
+        return op_trace(n, start=[int(x) for x in log["start_ps"]], end=[int(x) for x in log["end_ps"]],
+                        process=agents, track=track, units=units, event=event,
+                        process_names={a: self.system.node_name(a) for a in set(agents)}, critical=critical,
+                        control_order=len(ENGINE_ORDER) + 1,
+                        other={"panel": label, "program": core.program, "makespan_ps": int(core.makespan_ps),
+                               "source": "program"})
+
     def chrome_trace(self) -> dict:
         """The Trace Event format (kernbench.trace, the one writer of every model's traces): one process
         per PE, one track per engine unit, one event per op-log row, and the critical path."""
-        from kernbench.trace import chrome_trace
-
-        return chrome_trace(self)
+        return self.to_trace(None)
 
     def to_chrome_trace(self, path: str | Path) -> Path:
         """Write the Chrome/Perfetto trace (JSON, atomically)."""

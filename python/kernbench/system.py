@@ -18,8 +18,11 @@ from typing import Any, Iterable, Mapping
 from kernbench import _core
 from kernbench._core import ConfigError
 from kernbench.args import I32, NODE, Ints, Optional, Real, Text, Whole, checked
+from kernbench.trace import interval_trace
 
 DEFAULT_CONFIG = "topology.yaml"
+#: The four parts of a transfer's (a DMA op's) latency, in the records and in a trace's ``args``.
+LATENCY_PARTS = ("overhead_ps", "transmission_ps", "drain_ps", "queuing_ps")
 
 
 def config_dirs() -> list[Path]:
@@ -259,6 +262,50 @@ class System:
             if len(p) != 2:
                 raise _core.UsageError(f"System.max_min_rates: paths[{i}] must be a (src, dst) pair, got {p!r}")
         return self._core.max_min_rates([tuple(p) for p in paths])
+
+    # ---- traces ---------------------------------------------------------------
+    def to_trace(self, label: str | None = None) -> dict[str, Any]:
+        """The Trace Event JSON of the DMA ops this System ran (one process per issuer, one track per
+        concurrent op, the four-part latency breakdown in ``args``), or without any of its transfers (one
+        process per source, one track per concurrent transfer; a spread transfer drawn once, as its parent).
+        ValueError when it ran neither."""
+        d = self.dma_ops()
+        if len(d["issue_ps"]):
+            return self._dma_trace(d, label)
+        return self._transfer_trace(self.transfers(), label)
+
+    def _dma_trace(self, d, label: str | None) -> dict[str, Any]:
+        start = [int(x) for x in d["issue_ps"]]
+        end = [int(x) for x in d["end_ps"]]
+        parts = [p for p in LATENCY_PARTS if p in d]
+
+        def event(i):
+            kind = str(d["kind"][i]) if "kind" in d else "dma"
+            args = {"memory": self.node_name(int(d["memory"][i])), "bytes": int(d["bytes"][i]),
+                    "issue_ps": start[i], "end_ps": end[i]}
+            args.update({p: int(d[p][i]) for p in parts})
+            return f"{kind} {args['memory']}", kind, args
+
+        return interval_trace(self, label, "dma", [int(x) for x in d["issuer"]], start, end, "dma", event)
+
+    def _transfer_trace(self, t, label: str | None) -> dict[str, Any]:
+        if len(t["issue_ps"]) == 0:
+            raise ValueError("this System ran no DMA ops and no transfers: nothing to trace")
+        start = [int(x) for x in t["issue_ps"]]
+        end = [int(x) for x in t["end_ps"]]
+
+        def event(i):
+            dst = self.node_name(int(t["dst"][i]))
+            args = {"dst": dst, "bytes": int(t["bytes"][i]), "hops": int(t["hops"][i]), "issue_ps": start[i],
+                    "end_ps": end[i]}
+            args.update({p: int(t[p][i]) for p in LATENCY_PARTS})
+            return f"-> {dst}", "transfer", args
+
+        if "parent" in t:  # the stripes of a spread transfer are drawn as their parent, once
+            keep = [i for i in range(len(start)) if int(t["parent"][i]) < 0]
+            t = {k: [v[i] for i in keep] for k, v in t.items()}
+            start, end = [start[i] for i in keep], [end[i] for i in keep]
+        return interval_trace(self, label, "transfers", [int(x) for x in t["src"]], start, end, "transfers", event)
 
     # ---- pandas views ---------------------------------------------------------
     def _names(self, ids) -> list[str]:

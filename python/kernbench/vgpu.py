@@ -22,6 +22,7 @@ import numpy as np
 
 from kernbench import _core, units
 from kernbench.system import System
+from kernbench.trace import op_trace
 
 CONFIG = "vgpu.yaml"
 MS = 1e9  # ps per ms
@@ -65,11 +66,11 @@ def launches(
 ) -> dict[str, Any]:
     """Run ``n`` synchronised launches per guest (all guests start at t=0).
 
-    Returns the C++ result: ``launches`` (dicts, times in ps), GSP queue
-    statistics and ``ops`` (the op log as columns with kind/resource names).
+    Returns the C++ result as a ``Run`` (a dict, with ``to_trace``): ``launches`` (dicts, times in ps),
+    GSP queue statistics and ``ops`` (the op log as columns with kind/resource names, an ``OpLog``).
     """
     system = load(set, seed, config)
-    return _core.vgpu_launches(system._core, n, guests, list(hang), bare)
+    return Run(_core.vgpu_launches(system._core, n, guests, list(hang), bare))
 
 
 def ops_table(ops: Mapping[str, Any]):
@@ -254,15 +255,62 @@ def critical_path(run: Mapping[str, Any], label: str = "vGPU"):
     return from_raw(run["critical_path"], program=label)
 
 
+def trace_of(run: Mapping[str, Any], label: str = "vGPU") -> dict[str, Any]:
+    """The Trace Event JSON of a vGPU run (the dict of :func:`launches`; or its ``"ops"`` alone, then
+    without the critical path), through kernbench.trace's op-log writer: one process per guest, one track
+    per resource, and the run's exact critical path."""
+    ops = run["ops"] if "ops" in run else run
+    kinds = list(ops["kind_names"])
+    res_names = list(ops["resource_names"])
+    n = len(ops["op"])
+    res = [int(r) for r in ops["resource"]]
+    start = [int(x) for x in ops["start"]]
+
+    def event(i):
+        return kinds[int(ops["kind"][i])], res_names[res[i]], {
+            "op": int(ops["op"][i]), "kind": kinds[int(ops["kind"][i])], "tag": int(ops["tag"][i]),
+            "issue_ps": int(ops["issue"][i]), "queued_us": (start[i] - int(ops["issue"][i])) / 1e6,
+            "bytes": int(ops["bytes"][i]), "work": float(ops["work"][i])}
+
+    guests = [int(g) for g in ops["agent"]]
+    end = [int(x) for x in ops["end"]]
+    return op_trace(n, start=start, end=end, process=guests, track=[(r, res_names[r]) for r in res], units={},
+                    event=event, process_names={g: f"guest {g}" for g in set(guests)},
+                    critical=run.get("critical_path") if "ops" in run else None, match="op",
+                    other={"panel": label, "makespan_ps": (max(end) - min(int(x) for x in ops["issue"])) if n else 0,
+                           "source": "vgpu"})
+
+
+class OpLog(dict):
+    """A run's op log (``run["ops"]``: columns with kind/resource names), a dict that traces itself."""
+
+    def to_trace(self, label: str | None = None) -> dict[str, Any]:
+        """The op log as Trace Event JSON (:func:`trace_of`; no critical path)."""
+        return trace_of(self, label or "vGPU")
+
+
+class Run(dict):
+    """What :func:`launches` returns: the C++ result dict (its keys as they are), its ``"ops"`` an
+    ``OpLog``, and ``to_trace``."""
+
+    def __init__(self, *args: Any, **kw: Any):
+        super().__init__(*args, **kw)
+        if isinstance(self.get("ops"), dict) and not isinstance(self["ops"], OpLog):
+            self["ops"] = OpLog(self["ops"])
+
+    def to_trace(self, label: str | None = None) -> dict[str, Any]:
+        """The run as Trace Event JSON (:func:`trace_of`, with the run's critical path)."""
+        return trace_of(self, label or "vGPU")
+
+
 def chrome_trace(run: Mapping[str, Any], path: Any, label: str = "vGPU") -> dict[str, int]:
     """Write a vGPU run (the dict of :func:`launches`, or its ``"ops"``) as a Chrome / Perfetto trace
-    through kernbench.trace (one process per guest, one track per resource, extra tracks where ops
-    overlap, and the run's exact critical path); returns {"events", "tracks"} (events: op-log rows)."""
+    (:func:`trace_of`: one process per guest, one track per resource, extra tracks where ops overlap, and
+    the run's exact critical path); returns {"events", "tracks"} (events: op-log rows)."""
     from pathlib import Path
 
     from kernbench import atomic_output as kio
-    from kernbench.trace import vgpu_trace
 
-    trace = vgpu_trace(run, label)
+    trace = trace_of(run, label)
     kio.write_json(Path(path), trace)
     return {"events": trace["otherData"]["events"], "tracks": trace["otherData"]["tracks"]}
