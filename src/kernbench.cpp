@@ -4,12 +4,19 @@
 #include "ccl/config_section.hpp"
 #include "config/schema.hpp"
 #include "kernels/gpu/config_section.hpp"
-#include "platforms/k200/config_section.hpp"
-#include "platforms/vgpu/config_section.hpp"
 #include "runtime/config_section.hpp"
 #include "topology/config/loader.hpp"
 
 namespace kernbench {
+
+// Every platform of platforms.def registers its section with add_config_section (in its folder).
+#define KERNBENCH_PLATFORM(folder)                 \
+  namespace platforms::folder {                    \
+  void add_config_section(config::Schema& schema); \
+  }
+#include "platforms/platforms.def"
+#undef KERNBENCH_PLATFORM
+
 namespace {
 
 config::Schema make_schema() {
@@ -21,11 +28,16 @@ config::Schema make_schema() {
   runtime::add_energy_section(s);
   kernels::gpu::add_config_section(s);
   ccl::add_config_section(s);
-  platforms::vgpu::add_config_section(s);
-  platforms::k200::add_config_section(s);
+  // The platforms, each under the root key named as its folder (platforms.def).
+  std::vector<std::string> order = {"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "nccl"};
+#define KERNBENCH_PLATFORM(folder)          \
+  platforms::folder::add_config_section(s); \
+  order.emplace_back(#folder);
+#include "platforms/platforms.def"
+#undef KERNBENCH_PLATFORM
+  order.emplace_back("energy");
   // The order they are listed in (messages, `kernbench schema`, docs/config-reference.md).
-  s.root().list_keys(
-      {"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "nccl", "vgpu", "k200", "energy"});
+  s.root().list_keys(std::move(order));
   return s;
 }
 

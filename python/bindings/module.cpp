@@ -10,6 +10,13 @@
 
 namespace py = pybind11;
 
+// Every platform of platforms.def binds itself with bind_<folder> (src/platforms/<folder>/bindings/).
+namespace kernbench::bindings {
+#define KERNBENCH_PLATFORM(folder) void bind_##folder(pybind11::module_& m);
+#include "platforms/platforms.def"
+#undef KERNBENCH_PLATFORM
+}  // namespace kernbench::bindings
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kernbench C++ core: the discrete-event engine and the models built on it.";
 
@@ -33,11 +40,12 @@ PYBIND11_MODULE(_core, m) {
   kernbench::bindings::bind_gpu(m);
   kernbench::bindings::bind_gqa(m);
   kernbench::bindings::bind_config(m);
-  kernbench::bindings::bind_k200(m);
   kernbench::bindings::bind_ccl(m);
-  kernbench::bindings::bind_vgpu(m);
   kernbench::bindings::bind_llama(m);
   kernbench::bindings::bind_energy(m);
   kernbench::bindings::bind_critical_path(m);
   kernbench::bindings::bind_serving(m);
+#define KERNBENCH_PLATFORM(folder) kernbench::bindings::bind_##folder(m);
+#include "platforms/platforms.def"
+#undef KERNBENCH_PLATFORM
 }

@@ -2,7 +2,7 @@
 //
 // A collective is a Program of IPCQ sends and recvs (plus HBM loads and
 // stores when the buffers live in HBM) built by one algorithm from the
-// registry (algorithms.hpp). `run_collective` builds it, runs it on the
+// registry (algorithms/algorithm.hpp). `run_collective` builds it, runs it on the
 // System and, unless switched off, checks it symbolically while it runs:
 // every slice of every rank's buffer carries the set of ranks whose data
 // it holds; a reducing recv adds the sender's set (a rank added twice is an

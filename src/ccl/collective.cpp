@@ -4,7 +4,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
+#include "ccl/logical/ring.hpp"
 #include "ccl/config_section.hpp"
 #include "ccl/nccl.hpp"
 #include "topology/routing/routing.hpp"

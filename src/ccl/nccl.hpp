@@ -1,7 +1,7 @@
 // nccl.hpp -- collectives as NCCL runs them, on a GPU machine (pe.target: gpu).
 //
 // The schedule of a collective (which rank sends which slices to whom) is
-// the same registry algorithm as everywhere (algorithms.hpp); on a GPU
+// the same registry algorithm as everywhere (algorithms/algorithm.hpp); on a GPU
 // machine it is lowered the way NCCL executes it (docs/ccl.md, "On a GPU
 // machine"):
 //   call       each rank's collective kernel is launched from the host

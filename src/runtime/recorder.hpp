@@ -8,9 +8,9 @@
 //   after   the op of the same thread of control that ended last before it
 //           became ready (a Chain's last op; a join's last child; the
 //           completion that released a blocking wait);
-//   holder  who handed it the resource it queued for: a HeldServer (a
-//           sim::Server that remembers who released the unit each waiter
-//           gets, as the executor's PE engines do);
+//   holder  who handed it the resource it queued for: a sim::Server
+//           acquired with acquire_handed and released with release(by)
+//           remembers it, as for the executor's PE engines;
 //   parts   its work by label ("engine:<kind>" unless the model splits it).
 // The cause of a node is checked as it is recorded (its ready time is its
 // dependency's end, its times are ordered): a model that loses time between
@@ -53,46 +53,6 @@ struct CauseGraph {
 /// op's `after`). Forks copy it; a Join gives back the last child's.
 struct Chain {
   std::int32_t last = -1;
-};
-
-/// A sim::Server that records hand-overs: a release that finds waiters
-/// queues the releasing node; the waiter, once granted, takes it (FIFO:
-/// hand-overs and grants pair up in order, as in the executor).
-class HeldServer {
- public:
-  HeldServer(sim::Simulation& sim, std::string name, int capacity = 1) : server_(sim, std::move(name), capacity) {}
-  sim::Server& server() { return server_; }
-  const sim::Server& server() const { return server_; }
-  const std::string& name() const { return server_.name(); }
-
-  /// `co_await acquire(holder)`: holds a unit; after a wait, `holder` names
-  /// the node that handed it over (untouched when it did not wait).
-  auto acquire(std::int32_t& holder) {
-    struct Awaiter {
-      HeldServer& s;
-      std::int32_t& holder;
-      decltype(std::declval<sim::Server&>().acquire()) inner;
-      bool waited = false;
-      bool await_ready() { return inner.await_ready(); }
-      void await_suspend(std::coroutine_handle<> h) {
-        waited = true;
-        inner.await_suspend(h);
-      }
-      void await_resume() {
-        if (waited) holder = s.handoff_.pop_front();
-      }
-    };
-    return Awaiter{*this, holder, server_.acquire()};
-  }
-  /// Returns a unit, released by node `node` (the op that ends the hold).
-  void release(std::int32_t node) {
-    if (server_.queue_length() > 0) handoff_.push_back(node);
-    server_.release();
-  }
-
- private:
-  sim::Server server_;
-  sim::RingQueue<std::int32_t> handoff_;
 };
 
 class Recorder {

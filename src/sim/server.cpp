@@ -29,14 +29,14 @@ int Server::check_port(int port) const {
   return port;
 }
 
-void Server::enqueue(Target target, std::uint64_t arg, int port) {
+void Server::enqueue(Target target, std::uint64_t arg, int port, std::int32_t* holder) {
   account();
-  queue(static_cast<std::size_t>(port)).push_back(Waiter{target, arg, sim_.now()});
+  queue(static_cast<std::size_t>(port)).push_back(Waiter{target, arg, sim_.now(), holder});
   ++waiting_;
   stats_.max_queue = std::max(stats_.max_queue, waiting_);
 }
 
-void Server::release() {
+void Server::release(std::int32_t by) {
   if (in_use_ <= 0) throw UsageError("server '" + name_ + "': release() without a unit held");
   account();
   if (waiting_ == 0) {
@@ -64,6 +64,7 @@ void Server::release() {
   if (wait > 0) ++stats_.waited;
   stats_.total_wait += wait;
   stats_.max_wait = std::max(stats_.max_wait, wait);
+  if (w.holder) *w.holder = by;
   // The unit changes hands without being freed; the waiter runs at the
   // current time, from the event loop.
   sim_.schedule(0, w.target, w.arg);

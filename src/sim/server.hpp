@@ -6,7 +6,9 @@
 // nobody can barge in between. Waiters are served FIFO, or round-robin over
 // request ports (one port per requester class, e.g. per input of a router).
 // Busy time, queue length and wait time are integrated as the run goes, so
-// queuing delay is measured, never assumed.
+// queuing delay is measured, never assumed. A waiter may also ask who
+// handed its unit over (acquire_handed): the releasing side names itself in
+// release(by), and the critical-path walks follow that hand-over.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +55,20 @@ class Server {
     return Awaiter{*this, check_port(port)};
   }
 
+  /// Awaitable like acquire(), that also says who handed the unit over: after a wait, `holder` is the `by` of the
+  /// release() that granted it (untouched when the unit was free at once).
+  auto acquire_handed(std::int32_t& holder, int port = 0) {
+    struct Awaiter {
+      Server& server;
+      int port;
+      std::int32_t& holder;
+      bool await_ready() { return server.try_acquire(); }
+      void await_suspend(std::coroutine_handle<> h) { server.enqueue(Target::resume(h), 0, port, &holder); }
+      void await_resume() const noexcept {}
+    };
+    return Awaiter{*this, check_port(port), holder};
+  }
+
   /// Callback form: returns true if a unit was free and is now held by the
   /// caller; otherwise queues the request and `handler.on_event(arg)` fires
   /// (at the release time) once the unit has been handed over.
@@ -71,8 +87,9 @@ class Server {
     return true;
   }
 
-  /// Returns a unit; the next waiter (if any) gets it at the current time.
-  void release();
+  /// Returns a unit; the next waiter (if any) gets it at the current time. `by` names the releaser (an op, a run
+  /// graph node) to a waiter that asked with acquire_handed.
+  void release(std::int32_t by = -1);
 
   const std::string& name() const { return name_; }
   int capacity() const { return capacity_; }
@@ -94,10 +111,11 @@ class Server {
     Target target;
     std::uint64_t arg;
     Time since;
+    std::int32_t* holder;  ///< acquire_handed's: told who released the unit it gets
   };
 
   int check_port(int port) const;
-  void enqueue(Target target, std::uint64_t arg, int port);
+  void enqueue(Target target, std::uint64_t arg, int port, std::int32_t* holder = nullptr);
   void account() {
     const Time now = sim_.now();
     const auto dt = static_cast<double>(now - last_change_);

@@ -6,7 +6,7 @@
 // explicit twin; a missing shape is an error naming what is missing.
 #include <catch2/catch.hpp>
 
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
 #include "ccl/ccl.hpp"
 #include "kernels/gemm.hpp"
 #include "machines.hpp"

@@ -3,7 +3,8 @@
 // halving-doubling / ring crossover, buffers, errors.
 #include <catch2/catch.hpp>
 
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
+#include "ccl/logical/ring.hpp"
 #include "ccl/ccl.hpp"
 #include "ccl/verify.hpp"
 #include "machines.hpp"

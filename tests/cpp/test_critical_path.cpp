@@ -410,18 +410,18 @@ TEST_CASE("recorder: a chain, a hand-over and a fork/join, walked exactly", "[cr
   kernbench::sim::Simulation sim(1);
   Recorder rec(sim);
   const auto res = rec.add_resource("engine");
-  HeldServer engine(sim, "engine");
+  kernbench::sim::Server engine(sim, "engine");
   Chain a, b;
   // a: op x [0, 10) holds the engine; b asks at 0, gets it at 10 (handed over by x), runs [10, 15).
   auto x = [&]() -> kernbench::sim::Task<void> {
     std::int32_t h = -1;
-    co_await engine.acquire(h);
+    co_await engine.acquire_handed(h);
     co_await sim.delay(10);
     engine.release(rec.step(a, {rec.kind("x"), res, -1, 0, 0, 0, 10}));
   };
   auto y = [&]() -> kernbench::sim::Task<void> {
     std::int32_t h = -1;
-    co_await engine.acquire(h);
+    co_await engine.acquire_handed(h);
     const Time t0 = sim.now();
     co_await sim.delay(5);
     Recorder::Op op{rec.kind("y"), res, -1, 0, 0, t0, sim.now()};

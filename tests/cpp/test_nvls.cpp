@@ -5,7 +5,7 @@
 // caught), and the errors naming what is missing.
 #include <catch2/catch.hpp>
 
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
 #include "ccl/ccl.hpp"
 #include "ccl/verify.hpp"
 #include "kernbench.hpp"

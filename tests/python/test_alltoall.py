@@ -1,4 +1,4 @@
-"""alltoall (src/ccl/pairwise.cpp): NCCL's grouped send/recv on the GPU presets, the same pattern on any other
+"""alltoall (src/ccl/algorithms/pairwise.cpp): NCCL's grouped send/recv on the GPU presets, the same pattern on any other
 machine; every block lands where it belongs (the symbolic check tracks which slice of which rank each cell
 holds), bytes are conserved, and the torch.distributed and Program fronts reach it."""
 

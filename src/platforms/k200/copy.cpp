@@ -132,47 +132,64 @@ struct Pipe {
 /// whichever ended last.
 void also_after(const runtime::Recorder& rec, Chain& ch, std::int32_t node) { ch.last = rec.later(ch.last, node); }
 
-}  // namespace
-
-sim::Task<void> K200::bounce_pipeline(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
-  const auto& drv = cfg_.driver;
-  sim::Simulation& sim = system_.sim();
-  const int buffers = dir == Direction::H2D ? drv.bounce_h2d_buffers : drv.bounce_d2h_buffers;
+/// The one bounce pipeline (pageable copies, same-card peer, staged cross-card): `bytes` in chunks of `chunk`
+/// through `buffers` host buffers. `fillers` first-stage coroutines claim chunks in order and run
+/// `fill_one(stage, c)` on each once a buffer is free; one second-stage coroutine takes the filled chunks in order
+/// and runs `drain_one(stage, c)`, then frees the buffer. The stages fork from `ch` and join into it; each op of a
+/// stage also follows the hand-over it waited for.
+template <typename Fill, typename Drain>
+sim::Task<void> run_bounce(sim::Simulation& sim, const runtime::Recorder& rec, Chain& ch, Bytes bytes, Bytes chunk,
+                           int buffers, int fillers, const char* fill_name, const char* drain_name, Fill fill_one,
+                           Drain drain_one) {
   Pipe pipe(sim, buffers);
-  const Bytes chunk = drv.bounce_buffer;
   const Bytes chunks = (bytes + chunk - 1) / chunk;
-  // First stage: the memcpy (H2D) or the eDMA (D2H); D2H mode 2 runs two.
   auto fill = [&](Chain& st) -> sim::Task<void> {
     for (;;) {
       if (pipe.next >= bytes) co_return;
       const Bytes c = std::min(chunk, bytes - pipe.next);
       pipe.next += c;
-      also_after(rec_, st, co_await pipe.free.get());
-      if (dir == Direction::H2D)
-        co_await memcpy_host(st, dir, c, tag);
-      else
-        co_await edma(st, d, dir, c, tag);
+      also_after(rec, st, co_await pipe.free.get());
+      co_await fill_one(st, c);
       co_await pipe.ready.put({c, st.last});
     }
   };
   auto drain = [&](Chain& st) -> sim::Task<void> {
     for (Bytes i = 0; i < chunks; ++i) {
       const auto [c, filled] = co_await pipe.ready.get();
-      also_after(rec_, st, filled);
-      if (dir == Direction::H2D)
-        co_await edma(st, d, dir, c, tag);
-      else
-        co_await memcpy_host(st, dir, c, tag);
+      also_after(rec, st, filled);
+      co_await drain_one(st, c);
       co_await pipe.free.put(st.last);
     }
   };
   sim::Join j(sim);
-  const int fillers = dir == Direction::D2H && drv.kl1_bounce_d2h == 2 ? 2 : 1;
   Chain stages[3] = {ch, ch, ch};  // the stages fork from the caller's chain
-  for (int f = 0; f < fillers; ++f) j.spawn("k200.bounce_fill", fill(stages[f + 1]), &stages[f + 1].last);
-  j.spawn("k200.bounce_drain", drain(stages[0]), &stages[0].last);
+  for (int f = 0; f < fillers; ++f) j.spawn(fill_name, fill(stages[f + 1]), &stages[f + 1].last);
+  j.spawn(drain_name, drain(stages[0]), &stages[0].last);
   co_await j.wait();
   ch.last = j.last();
+}
+
+}  // namespace
+
+sim::Task<void> K200::bounce_pipeline(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
+  const auto& drv = cfg_.driver;
+  const int buffers = dir == Direction::H2D ? drv.bounce_h2d_buffers : drv.bounce_d2h_buffers;
+  // First stage: the memcpy (H2D) or the eDMA (D2H); D2H mode 2 runs two.
+  const int fillers = dir == Direction::D2H && drv.kl1_bounce_d2h == 2 ? 2 : 1;
+  co_await run_bounce(
+      system_.sim(), rec_, ch, bytes, drv.bounce_buffer, buffers, fillers, "k200.bounce_fill", "k200.bounce_drain",
+      [&](Chain& st, Bytes c) -> sim::Task<void> {
+        if (dir == Direction::H2D)
+          co_await memcpy_host(st, dir, c, tag);
+        else
+          co_await edma(st, d, dir, c, tag);
+      },
+      [&](Chain& st, Bytes c) -> sim::Task<void> {
+        if (dir == Direction::H2D)
+          co_await edma(st, d, dir, c, tag);
+        else
+          co_await memcpy_host(st, dir, c, tag);
+      });
 }
 
 sim::Task<void> K200::pin_path(Chain& ch, DieRef d, Direction dir, Bytes bytes, std::int32_t tag) {
@@ -208,67 +225,29 @@ sim::Task<void> K200::peer_same_card(Chain& ch, DieRef src, DieRef dst, Bytes by
   }
   if (path) *path = "peer through a host bounce buffer";
   co_await delay_op(ch, "call", res_driver_, tag, drv.call_overhead);
-  Pipe pipe(sim, drv.p2p_buffers);
-  const Bytes chunk = drv.p2p_chunk;
-  const Bytes chunks = (bytes + chunk - 1) / chunk;
-  auto fill = [&](Chain& st) -> sim::Task<void> {
-    for (Bytes done = 0; done < bytes;) {
-      const Bytes c = std::min(chunk, bytes - done);
-      done += c;
-      also_after(rec_, st, co_await pipe.free.get());
-      co_await edma(st, src, Direction::D2H, c, tag);
-      co_await pipe.ready.put({c, st.last});
-    }
-  };
-  auto drain = [&](Chain& st) -> sim::Task<void> {
-    for (Bytes i = 0; i < chunks; ++i) {
-      const auto [c, filled] = co_await pipe.ready.get();
-      also_after(rec_, st, filled);
-      co_await delay_op(st, "handoff", res_driver_, tag, drv.p2p_handoff);
-      co_await edma(st, dst, Direction::H2D, c, tag);
-      co_await pipe.free.put(st.last);
-    }
-  };
-  sim::Join j(sim);
-  Chain stages[2] = {ch, ch};  // the stages fork from the caller's chain
-  j.spawn("k200.peer_d2h", fill(stages[0]), &stages[0].last);
-  j.spawn("k200.peer_h2d", drain(stages[1]), &stages[1].last);
-  co_await j.wait();
-  ch.last = j.last();
+  co_await run_bounce(
+      sim, rec_, ch, bytes, drv.p2p_chunk, drv.p2p_buffers, 1, "k200.peer_d2h", "k200.peer_h2d",
+      [&](Chain& st, Bytes c) -> sim::Task<void> { co_await edma(st, src, Direction::D2H, c, tag); },
+      [&](Chain& st, Bytes c) -> sim::Task<void> {
+        co_await delay_op(st, "handoff", res_driver_, tag, drv.p2p_handoff);
+        co_await edma(st, dst, Direction::H2D, c, tag);
+      });
 }
 
 sim::Task<void> K200::cross_card_staged(Chain& ch, DieRef src, DieRef dst, Bytes bytes, std::int32_t tag) {
   const auto& drv = cfg_.driver;
   sim::Simulation& sim = system_.sim();
-  Pipe pipe(sim, drv.p2p_buffers);
-  const Bytes chunk = drv.hugepage;
-  const Bytes chunks = (bytes + chunk - 1) / chunk;
   // Two user calls per chunk, each a pinned copy of one segment.
-  auto fill = [&](Chain& st) -> sim::Task<void> {
-    for (Bytes done = 0; done < bytes;) {
-      const Bytes c = std::min(chunk, bytes - done);
-      done += c;
-      also_after(rec_, st, co_await pipe.free.get());
-      co_await delay_op(st, "call", res_driver_, tag, drv.call_overhead);
-      co_await pinned_segment(st, src, Direction::D2H, c, tag);
-      co_await pipe.ready.put({c, st.last});
-    }
-  };
-  auto drain = [&](Chain& st) -> sim::Task<void> {
-    for (Bytes i = 0; i < chunks; ++i) {
-      const auto [c, filled] = co_await pipe.ready.get();
-      also_after(rec_, st, filled);
-      co_await delay_op(st, "call", res_driver_, tag, drv.call_overhead);
-      co_await pinned_segment(st, dst, Direction::H2D, c, tag);
-      co_await pipe.free.put(st.last);
-    }
-  };
-  sim::Join j(sim);
-  Chain stages[2] = {ch, ch};  // the stages fork from the caller's chain
-  j.spawn("k200.staged_d2h", fill(stages[0]), &stages[0].last);
-  j.spawn("k200.staged_h2d", drain(stages[1]), &stages[1].last);
-  co_await j.wait();
-  ch.last = j.last();
+  co_await run_bounce(
+      sim, rec_, ch, bytes, drv.hugepage, drv.p2p_buffers, 1, "k200.staged_d2h", "k200.staged_h2d",
+      [&](Chain& st, Bytes c) -> sim::Task<void> {
+        co_await delay_op(st, "call", res_driver_, tag, drv.call_overhead);
+        co_await pinned_segment(st, src, Direction::D2H, c, tag);
+      },
+      [&](Chain& st, Bytes c) -> sim::Task<void> {
+        co_await delay_op(st, "call", res_driver_, tag, drv.call_overhead);
+        co_await pinned_segment(st, dst, Direction::H2D, c, tag);
+      });
 }
 
 sim::Task<void> K200::d2d(Chain& ch, DieRef ref, Bytes bytes, std::int32_t tag) {

@@ -84,9 +84,9 @@ K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
       throw ConfigError(c.source + ": graph.nodes: cards must be numbered 0, 1, ...: card" +
                         std::to_string(expect_card - 1) + " is missing");
     Card card;
-    card.edma = std::make_unique<Held>(sim, "card" + std::to_string(ci) + ".edma", cfg_.edma.channels_per_card);
+    card.edma = std::make_unique<sim::Server>(sim, "card" + std::to_string(ci) + ".edma", cfg_.edma.channels_per_card);
     card.res_edma = add_resource(card.edma->name());
-    meters_.push_back({card.edma->name(), &card.edma->server(), 0});
+    meters_.push_back({card.edma->name(), card.edma.get(), 0});
     int expect_die = 0;
     for (auto& [di, node] : dies) {
       if (di != expect_die++)
@@ -97,17 +97,17 @@ K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
       d.node = node;
       const std::string base = "card" + std::to_string(ci) + ".die" + std::to_string(di);
       d.hbm = need(base + ".hbm");
-      d.channels = std::make_unique<Held>(sim, base + ".edma_channels", cfg_.edma.channels_per_die);
-      d.queue = std::make_unique<Held>(sim, base + ".queue");
-      d.compute = std::make_unique<Held>(sim, base + ".clusters", cfg_.compute.clusters);
-      d.grant = std::make_unique<Held>(sim, base + ".cluster_grant");
+      d.channels = std::make_unique<sim::Server>(sim, base + ".edma_channels", cfg_.edma.channels_per_die);
+      d.queue = std::make_unique<sim::Server>(sim, base + ".queue");
+      d.compute = std::make_unique<sim::Server>(sim, base + ".clusters", cfg_.compute.clusters);
+      d.grant = std::make_unique<sim::Server>(sim, base + ".cluster_grant");
       d.res_channels = add_resource(d.channels->name());
       d.res_queue = add_resource(d.queue->name());
       d.res_compute = add_resource(d.compute->name());
       d.res_hbm = add_resource(base + ".hbm");
-      meters_.push_back({d.channels->name(), &d.channels->server(), 0});
-      meters_.push_back({d.queue->name(), &d.queue->server(), 0});
-      meters_.push_back({d.compute->name(), &d.compute->server(), 0});
+      meters_.push_back({d.channels->name(), d.channels.get(), 0});
+      meters_.push_back({d.queue->name(), d.queue.get(), 0});
+      meters_.push_back({d.compute->name(), d.compute.get(), 0});
       if (const auto ch = m.channel_between(d.node, d.hbm)) meters_.push_back({base + ".hbm_read", nullptr, *ch});
       card.dies.push_back(std::move(d));
     }
@@ -148,9 +148,9 @@ K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
       throw ConfigError(c.source + ": graph.edges: card" + std::to_string(ci) + " has no " + cfg_.pcie.link_class +
                         " link (k200.pcie.link_class)");
 
-  copy_threads_ = std::make_unique<Held>(sim, "host.copy_threads", cfg_.host.copy_threads);
+  copy_threads_ = std::make_unique<sim::Server>(sim, "host.copy_threads", cfg_.host.copy_threads);
   res_host_copy_ = add_resource(copy_threads_->name());
-  meters_.push_back({copy_threads_->name(), &copy_threads_->server(), 0});
+  meters_.push_back({copy_threads_->name(), copy_threads_.get(), 0});
   res_driver_ = add_resource("host.driver");
   pool_free_ = cfg_.driver.hugepage_pool;
 }
@@ -231,9 +231,9 @@ sim::Task<void> K200::edma(Chain& ch, DieRef ref, Direction dir, Bytes bytes, st
   Card& card = cards_[static_cast<std::size_t>(ref.card)];
   const Time asked = sim.now();
   std::int32_t holder = -1;  // who handed over the channel it waited for last
-  co_await d.channels->acquire(holder);
+  co_await d.channels->acquire_handed(holder);
   const Time got_channel = sim.now();
-  co_await card.edma->acquire(holder);
+  co_await card.edma->acquire_handed(holder);
   const Time t0 = sim.now();
   const std::int32_t queued = t0 > got_channel ? card.res_edma : d.res_channels;  // what it waited for last
   Time setup = cfg_.driver.edma_setup + (dir == Direction::H2D ? cfg_.pcie.read_latency : 0);
@@ -261,7 +261,7 @@ sim::Task<void> K200::memcpy_host(Chain& ch, Direction dir, Bytes bytes, std::in
   sim::Simulation& sim = system_.sim();
   const Time asked = sim.now();
   std::int32_t holder = -1;
-  co_await copy_threads_->acquire(holder);
+  co_await copy_threads_->acquire_handed(holder);
   const Time t0 = sim.now();
   const sim::Bandwidth bw = dir == Direction::H2D ? cfg_.host.copy_from_user : cfg_.host.copy_to_user;
   co_await sim.delay(sim::transfer_time(bytes, bw));

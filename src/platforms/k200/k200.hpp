@@ -51,7 +51,6 @@ using runtime::Chain;
 using sim::Bytes;
 using sim::Time;
 using topology::NodeId;
-using Held = runtime::HeldServer;
 
 /// A die of a card ("PD"): card index and die index within the card.
 struct DieRef {
@@ -279,10 +278,10 @@ class K200 {
     DieRef ref;
     NodeId node = 0;
     NodeId hbm = 0;
-    std::unique_ptr<Held> channels;                 ///< eDMA channels this die may hold
-    std::unique_ptr<Held> queue;                    ///< device command queue (submission)
-    std::unique_ptr<Held> compute;                  ///< the die's clusters (units): a kernel holds its ncluster
-    std::unique_ptr<Held> grant;                    ///< one kernel at a time takes its clusters (no partial holds)
+    std::unique_ptr<sim::Server> channels;          ///< eDMA channels this die may hold
+    std::unique_ptr<sim::Server> queue;             ///< device command queue (submission)
+    std::unique_ptr<sim::Server> compute;           ///< the die's clusters (units): a kernel holds its ncluster
+    std::unique_ptr<sim::Server> grant;             ///< one kernel at a time takes its clusters (no partial holds)
     std::vector<std::unique_ptr<StreamQ>> streams;  ///< by stream id, made on first launch
     Counter count;                                  ///< all streams of the die
     std::int32_t res_channels = 0, res_queue = 0, res_compute = 0, res_hbm = 0;
@@ -290,7 +289,7 @@ class K200 {
   struct Card {
     NodeId link_up = 0;                           ///< card end of the PCIe link (switch side)
     std::optional<topology::ChannelId> down, up;  ///< the PCIe link's two channels
-    std::unique_ptr<Held> edma;                   ///< the card's eDMA channel pool
+    std::unique_ptr<sim::Server> edma;            ///< the card's eDMA channel pool
     std::vector<Die> dies;
     std::int32_t res_edma = 0, res_link_down = 0, res_link_up = 0;
   };
@@ -343,7 +342,7 @@ class K200 {
   NodeId host_dram_ = 0;
   std::vector<Card> cards_;
   runtime::Recorder rec_;
-  std::unique_ptr<Held> copy_threads_;
+  std::unique_ptr<sim::Server> copy_threads_;
   std::int32_t res_host_copy_ = 0, res_driver_ = 0;
   /// What utilization is measured on: a Server (busy units) or a link channel (busy lane time).
   struct Meter {

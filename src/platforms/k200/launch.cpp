@@ -116,7 +116,7 @@ sim::Task<void> K200::launch_task(Chain& ch, int thread, DieRef ref, KernelSpec 
   prep.log_row = false;
   rec_.step(ch, prep);
   std::int32_t holder = -1;
-  co_await d.queue->acquire(holder);
+  co_await d.queue->acquire_handed(holder);
   const Time s = sim.now();
   if (cfg_.launch.queue_submit > 0) co_await sim.delay(cfg_.launch.queue_submit);
   const std::int32_t node =
@@ -151,8 +151,8 @@ sim::Process K200::device_loop(Die& d, StreamQ& q) {
     // Then it takes the kernel's clusters, all at once.
     const Time asked = sim.now();
     std::int32_t holder = -1;
-    co_await d.grant->acquire(holder);
-    for (int c = 0; c < nc; ++c) co_await d.compute->acquire(holder);
+    co_await d.grant->acquire_handed(holder);
+    for (int c = 0; c < nc; ++c) co_await d.compute->acquire_handed(holder);
     d.grant->release(holder);  // the next kernel's turn came when these clusters were handed over
     const Time t0 = sim.now();
     if (cfg_.launch.dispatch_per_cluster > 0) co_await sim.delay(nc * cfg_.launch.dispatch_per_cluster);

@@ -32,7 +32,7 @@ namespace {
 sim::Process gr_job(VgpuModel& m, int g, std::int32_t tag, Time setup, Time kernel, runtime::Chain ch) {
   const Time issue = m.sim().now();
   std::int32_t holder = -1;
-  co_await m.gr().acquire(holder);
+  co_await m.gr().acquire_handed(holder);
   const Time start = m.sim().now();
   co_await m.sim().delay(setup + kernel);
   const std::int32_t node = m.record(ch, OpKind::GrExec, Resource::Gr, g, tag, issue, start, m.sim().now(), 0,
@@ -63,7 +63,7 @@ sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Byte
       ready = -1;
     }
     const Time issue = m.sim().now();
-    co_await m.ce().acquire(holder);
+    co_await m.ce().acquire_handed(holder);
     const Time start = m.sim().now();
     if (start > issue) queued = Resource::kCount;  // it queued for the CE last
     auto& j = m.job(tag);
@@ -78,7 +78,7 @@ sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Byte
   auto memcpy_leg = [&](NodeId src, NodeId dst) -> sim::Task<void> {
     auto& worker = m.backend(g);
     const Time issue = m.sim().now();
-    co_await worker.acquire(holder);
+    co_await worker.acquire_handed(holder);
     const Time start = m.sim().now();
     if (start > issue) queued = Resource::kCount;  // it queued for the worker last
     const Bytes page = p.cfg.launch.page;
@@ -97,7 +97,7 @@ sim::Process copy_chunk(VgpuModel& m, int g, std::int32_t tag, CopyDir dir, Byte
       co_await ce_leg(p.gpu_memory, p.guest_memory);
   } else {
     const Time asked = m.sim().now();
-    co_await m.windows().acquire(holder);
+    co_await m.windows().acquire_handed(holder);
     if (m.sim().now() > asked) queued = Resource::Bounce;
     if (h2d) {
       co_await memcpy_leg(p.guest_memory, p.bounce);

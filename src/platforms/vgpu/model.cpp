@@ -35,7 +35,7 @@ VgpuModel::VgpuModel(topology::System& system, bool bare)
   contexts_.resize(static_cast<std::size_t>(p_.cfg.guests));
   for (std::size_t g = 0; g < contexts_.size(); ++g) {
     contexts_[g].cached.assign(p_.cfg.pde.guest_windows.size(), false);
-    memcpy_.push_back(std::make_unique<runtime::HeldServer>(system.sim(), "vgpu.backend" + std::to_string(g)));
+    memcpy_.push_back(std::make_unique<sim::Server>(system.sim(), "vgpu.backend" + std::to_string(g)));
   }
   for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k)
     kinds_[static_cast<std::size_t>(k)] = rec_.kind(kKindNames[k]);
@@ -50,7 +50,7 @@ VgpuModel::Context& VgpuModel::context(int g) {
   return contexts_[static_cast<std::size_t>(g)];
 }
 
-runtime::HeldServer& VgpuModel::backend(int g) {
+sim::Server& VgpuModel::backend(int g) {
   context(g);
   return *memcpy_[static_cast<std::size_t>(g)];
 }
@@ -161,7 +161,7 @@ sim::Task<Time> VgpuModel::rpc(int g, std::int32_t tag, Time extra_firmware, Lau
   // The GSP serves one RPC at a time for every guest: the queue is measured.
   const Time arrived = sim().now();
   std::int32_t holder = -1;
-  co_await gsp_.acquire(holder);
+  co_await gsp_.acquire_handed(holder);
   const Time taken = sim().now();
   const Time service = draw(c.rpc.firmware, sim().rng()) + extra_firmware;
   co_await sim().delay(service);

@@ -175,10 +175,10 @@ class VgpuModel {
   bool bare() const { return bare_; }
   topology::System& system() { return system_; }
   sim::Simulation& sim() { return system_.sim(); }
-  runtime::HeldServer& gsp() { return gsp_; }
-  runtime::HeldServer& gr() { return gr_; }
-  runtime::HeldServer& ce() { return ce_; }
-  runtime::HeldServer& windows() { return windows_; }
+  sim::Server& gsp() { return gsp_; }
+  sim::Server& gr() { return gr_; }
+  sim::Server& ce() { return ce_; }
+  sim::Server& windows() { return windows_; }
   Poller& poller() { return poller_; }
 
   /// Per guest context state.
@@ -193,7 +193,7 @@ class VgpuModel {
   Context& context(int g);
   /// Guest g's backend worker (one per guest: it serialises the host-side
   /// work of that guest's copies).
-  runtime::HeldServer& backend(int g);
+  sim::Server& backend(int g);
 
   /// A job handed to an engine: when it completed and who waits for it.
   struct Job {
@@ -229,13 +229,13 @@ class VgpuModel {
   VgpuParams p_;
   bool bare_;
   runtime::Recorder rec_;
-  runtime::HeldServer gsp_;
-  runtime::HeldServer gr_;
-  runtime::HeldServer ce_;
-  runtime::HeldServer windows_;
+  sim::Server gsp_;
+  sim::Server gr_;
+  sim::Server ce_;
+  sim::Server windows_;
   Poller poller_;
   std::vector<Context> contexts_;
-  std::vector<std::unique_ptr<runtime::HeldServer>> memcpy_;
+  std::vector<std::unique_ptr<sim::Server>> memcpy_;
   std::vector<Job> jobs_;
   std::array<runtime::Recorder::Kind, static_cast<int>(OpKind::kCount)> kinds_{};
   std::size_t first_node_ = 0;

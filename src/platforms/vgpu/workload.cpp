@@ -76,7 +76,7 @@ LaunchRun run_launches(topology::System& system, int per_guest, int guests, cons
   for (auto& v : out)
     for (auto& r : v) run.launches.push_back(std::move(r));
   run.poll_ticks = m.poller().ticks();
-  run.gsp = m.gsp().server().stats();
+  run.gsp = m.gsp().stats();
   run.critical = m.critical_path(bare ? "vGPU launches (bare)" : "vGPU launches", start);
   return run;
 }

@@ -278,20 +278,29 @@ void node_keys(Section<NodeParams> n, bool flit_aware) {
   n.rule(check_clock);
 }
 
-void link_keys(Section<LinkParams> l) {
-  l.doc("A link class: per-direction bandwidth per connection, wire latency, parallel connections.");
-  l.add("bandwidth", &LinkParams::bandwidth, "bandwidth per direction per connection").req().min(Bound::Positive);
-  l.time("latency", &LinkParams::latency, "wire latency").req().min(Bound::NonNegative);
-  l.add("connections", &LinkParams::connections, "parallel lanes, each its own server (at most 1024)")
+// The keys of one link, declared once for a link class (links.<class>) and an explicit graph's edge
+// (graph.edges[]); read_link reads them into a LinkParams in both.
+template <typename S>
+void declare_link_keys(Section<S>& s) {
+  const LinkParams lp{};
+  s.key("bandwidth", Type::Bandwidth, "bandwidth per direction per connection").req().min(Bound::Positive);
+  s.key("latency", Type::Time, "wire latency").req().min(Bound::NonNegative);
+  s.key("connections", Type::Int, "parallel lanes, each its own server (at most 1024)")
+      .dflt(lp.connections)
       .min(Bound::Positive);
-  l.rule(check_connections);
-  l.key("buffer", Type::String,
+  s.key("buffer", Type::String,
         "packet model: input buffer per VC at the downstream node: unbounded, \"N flits\" or a size (whole flits); "
         "chunks advance only with credits")
       .dflt("unbounded");
-  l.add("vcs", &LinkParams::vcs, "virtual channels (each its own buffer and credits; a transfer uses id mod vcs)")
+  s.key("vcs", Type::Int, "virtual channels (each its own buffer and credits; a transfer uses id mod vcs)")
+      .dflt(lp.vcs)
       .min(Bound::Positive);
-  l.rule(read_buffer);
+}
+
+void link_keys(Section<LinkParams> l) {
+  l.doc("A link class: per-direction bandwidth per connection, wire latency, parallel connections.");
+  declare_link_keys(l);
+  l.rule([](const MapReader& r, LinkParams& p) { read_link(r, p); });
 }
 
 // The YAML node of a dotted key ("graph.edges[3].connections"), or its nearest parent's (for the file and line).
@@ -454,7 +463,6 @@ void add_config_sections(config::Schema& schema) {
   for (const char* k : {"pe", "noc", "hbm", "ucie_port", "ucie", "pcie_port", "pcie"}) links.key_def(k).req();
 
   // ---- graph: an explicit node/edge graph, read by read_graph ----
-  const LinkParams lp{};
   Section<ExplicitGraphConfig> graph =
       root.section<ExplicitGraphConfig>("graph", Type::Map, "an explicit graph (instead of system)");
   root.rule([](const MapReader& top, Config& c) {
@@ -528,14 +536,7 @@ void add_config_sections(config::Schema& schema) {
   ge.key("a", Type::String, "name of one end").req();
   ge.key("b", Type::String, "name of the other end").req();
   ge.key("class", Type::String, "link class, for reports").dflt(ExplicitEdge{}.link_class);
-  ge.key("bandwidth", Type::Bandwidth, "bandwidth per direction per connection").req().min(Bound::Positive);
-  ge.key("latency", Type::Time, "wire latency").req().min(Bound::NonNegative);
-  ge.key("connections", Type::Int, "parallel lanes, each its own server (at most 1024)")
-      .dflt(lp.connections)
-      .min(Bound::Positive);
-  ge.key("buffer", Type::String, "packet model: input buffer per VC at the downstream end (see links.<class>.buffer)")
-      .dflt("unbounded");
-  ge.key("vcs", Type::Int, "virtual channels").dflt(lp.vcs).min(Bound::Positive);
+  declare_link_keys(ge);  // read by read_graph's read_link
 
   // The machine's real size, from the config alone: `validate` refuses what
   // could never be built, naming the key that brings the most lanes.

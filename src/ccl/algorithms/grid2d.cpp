@@ -1,10 +1,10 @@
-// grid2d.cpp -- the 2-D composition, and the two algorithms made of it:
-// torus2d and mesh2d are one implementation, apart in one flag.
+// grid2d.cpp -- torus2d and mesh2d, the two algorithms of the grid
+// (logical/grid.hpp): one implementation, apart in one flag.
 //
 // Reduce-scatter along every row (each rank ends with 1/w of the buffer),
 // then along every column on that part (1/(w h)); all-gather in the
 // reverse order. Rows and columns run as rings (torus2d: wraparound links)
-// or as lines (mesh2d: none; line.cpp).
+// or as lines (mesh2d: none; logical/line.hpp).
 //
 // With a w x h grid the row rings move (w-1)/w of the buffer per rank and
 // the column rings (h-1)/(wh) more, in 2(w-1) + 2(h-1) steps instead of a
@@ -12,60 +12,10 @@
 #include <string>
 #include <utility>
 
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
+#include "ccl/logical/grid.hpp"
 
 namespace kernbench::ccl {
-
-namespace {
-
-std::vector<int> row(const Group& g, int y) {
-  return {g.ranks.begin() + static_cast<std::ptrdiff_t>(y) * g.w,
-          g.ranks.begin() + static_cast<std::ptrdiff_t>(y + 1) * g.w};
-}
-
-std::vector<int> column(const Group& g, int x) {
-  std::vector<int> c;
-  for (int y = 0; y < g.h; ++y) c.push_back(g.ranks[static_cast<std::size_t>(y * g.w + x)]);
-  return c;
-}
-
-Slices owned_1d(Slices r, int n, int i, bool wrap) { return wrap ? ring_owned(r, n, i) : block(r, n, i); }
-
-void rs_1d(Schedule& s, const std::vector<int>& ranks, Slices r, bool wrap) {
-  if (wrap)
-    ring_reduce_scatter(s, ranks, r);
-  else
-    line_reduce_scatter(s, ranks, r);
-}
-
-void ag_1d(Schedule& s, const std::vector<int>& ranks, Slices r, bool wrap) {
-  if (wrap)
-    ring_all_gather(s, ranks, r);
-  else
-    line_all_gather(s, ranks, r);
-}
-
-}  // namespace
-
-std::vector<std::pair<int, Slices>> grid_owned(const Group& g, Slices r, bool wrap) {
-  std::vector<std::pair<int, Slices>> out;
-  for (int y = 0; y < g.h; ++y)
-    for (int x = 0; x < g.w; ++x)
-      out.push_back(
-          {g.ranks[static_cast<std::size_t>(y * g.w + x)], owned_1d(owned_1d(r, g.w, x, wrap), g.h, y, wrap)});
-  return out;
-}
-
-void grid_reduce_scatter(Schedule& s, const Group& g, Slices r, bool wrap) {
-  for (int y = 0; y < g.h; ++y) rs_1d(s, row(g, y), r, wrap);
-  for (int x = 0; x < g.w; ++x) rs_1d(s, column(g, x), owned_1d(r, g.w, x, wrap), wrap);
-}
-
-void grid_all_gather(Schedule& s, const Group& g, Slices r, bool wrap) {
-  for (int x = 0; x < g.w; ++x) ag_1d(s, column(g, x), owned_1d(r, g.w, x, wrap), wrap);
-  for (int y = 0; y < g.h; ++y) ag_1d(s, row(g, y), r, wrap);
-}
-
 namespace {
 
 // Both algorithms, `Wrap` picking rings (torus2d) or lines (mesh2d); a

@@ -1,12 +1,15 @@
-// algorithms.hpp -- the registry of collective algorithms and the shared
-// pieces they are made of (ring and line reduce-scatter / all-gather,
-// pipelined chains, the 2-D composition).
+// algorithm.hpp -- what a collective algorithm is, and the registry of them.
 //
-// Each algorithm lives in its own file and describes itself with an
-// `Algorithm`: how finely it cuts the buffer, its all-reduce, and -- where
-// the pieces allow -- reduce-scatter, all-gather and broadcast.
+// Each algorithm lives in its own file of src/ccl/algorithms/ and describes
+// itself with an `Algorithm`: how finely it cuts the buffer, its all-reduce,
+// and -- where the pieces allow -- reduce-scatter, all-gather, broadcast and
+// all-to-all. Algorithms are written over the logical topologies of
+// src/ccl/logical/ (ring, line and chain, grid, tree, group hierarchy,
+// switch star), which turn ranks and slices into a Schedule's transfers;
+// docs/contributing.md walks through adding one.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -74,50 +77,18 @@ inline Slices alltoall_recv_block(const Plan& p, int peer) {
 /// collective at all is a UsageError naming it.
 Algorithm complete(Algorithm a);
 
-/// Every algorithm, in a fixed order (each passed through complete()).
-const std::vector<Algorithm>& registry();
+/// Every algorithm: the built-ins in a fixed order, then the registered ones (each passed through complete()).
+const std::deque<Algorithm>& registry();
+/// Adds an algorithm (passed through complete()); a name already taken is a UsageError. Every entry point that
+/// takes an algorithm name (ccl.all_reduce, Program collectives, kernbench.ccl.algorithms()) sees it from then on.
+/// Not thread-safe: register before running collectives.
+const Algorithm& register_algorithm(Algorithm a);
 /// The algorithm called `name`; UsageError listing the known names otherwise.
 const Algorithm& find_algorithm(const std::string& name);
 
-// ---- the algorithms (one file each) ------------------------------------------
-Algorithm ring_algorithm();
-Algorithm bidir_ring_algorithm();
-Algorithm torus2d_algorithm();
-Algorithm mesh2d_algorithm();
-Algorithm halving_doubling_algorithm();
-Algorithm double_binary_tree_algorithm();
-Algorithm lrab_algorithm();
-Algorithm nvls_algorithm();
-Algorithm pairwise_algorithm();
-
-// ---- shared pieces ------------------------------------------------------------
-/// Ring reduce-scatter of `r` over `ring` (ranks in ring order) in n - 1
-/// steps: afterwards ring[i] holds block (i + 1) % n of r, reduced.
-void ring_reduce_scatter(Schedule& s, const std::vector<int>& ring, Slices r);
-/// Ring all-gather: ring[i] starts with block (i + 1) % n, ends with all of r.
-void ring_all_gather(Schedule& s, const std::vector<int>& ring, Slices r);
-/// The block ring[i] owns after ring_reduce_scatter.
-inline Slices ring_owned(Slices r, int n, int i) { return block(r, n, (i + 1) % n); }
-
-/// Line (no wraparound) reduce-scatter: block b is reduced from both ends
-/// towards line[b]; afterwards line[i] holds block i.
-void line_reduce_scatter(Schedule& s, const std::vector<int>& line, Slices r);
-/// Line all-gather: line[b] sends block b both ways along the line.
-void line_all_gather(Schedule& s, const std::vector<int>& line, Slices r);
-
-/// 2-D dimension by dimension over `g` (a g.w x g.h grid, row-major):
-/// reduce-scatter along rows, then along columns; `wrap` picks rings
-/// (torus) or lines (mesh). Owned slices per grid position after it:
-std::vector<std::pair<int, Slices>> grid_owned(const Group& g, Slices r, bool wrap);
-void grid_reduce_scatter(Schedule& s, const Group& g, Slices r, bool wrap);
-void grid_all_gather(Schedule& s, const Group& g, Slices r, bool wrap);
-
-/// Reduces `r` along `chain` into its last rank, in `pieces` pipelined parts.
-void chain_reduce(Schedule& s, const std::vector<int>& chain, Slices r, int pieces);
-/// Copies `r` from chain[0] along the chain to its end, pipelined.
-void chain_broadcast(Schedule& s, const std::vector<int>& chain, Slices r, int pieces);
-
-/// The world's ranks 0..n-1 (a helper for 1-D algorithms).
-std::vector<int> iota_ranks(int n);
+// ---- the built-in algorithms (one file each, one line each in algorithms.def) ----
+#define KERNBENCH_ALGORITHM(factory) Algorithm factory##_algorithm();
+#include "ccl/algorithms/algorithms.def"
+#undef KERNBENCH_ALGORITHM
 
 }  // namespace kernbench::ccl

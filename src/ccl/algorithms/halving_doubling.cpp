@@ -6,7 +6,7 @@
 // latencies instead of the ring's 2(p-1): it wins on small messages; the
 // partners are far apart on a ring or mesh, so long messages contend and
 // the ring wins there. Needs a power-of-two number of ranks.
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
 
 #include <algorithm>
 

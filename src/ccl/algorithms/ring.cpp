@@ -5,32 +5,11 @@
 // (i + 1) mod p summed over every rank; the all-gather passes the finished
 // blocks on around the ring. Each step moves n/p bytes per rank, so on a
 // ring of uncontended links it costs 2(p-1)(alpha + n/(p beta)).
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
+#include "ccl/logical/line.hpp"
+#include "ccl/logical/ring.hpp"
 
 namespace kernbench::ccl {
-
-std::vector<int> iota_ranks(int n) {
-  std::vector<int> v(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  return v;
-}
-
-void ring_reduce_scatter(Schedule& s, const std::vector<int>& ring, Slices r) {
-  const int n = static_cast<int>(ring.size());
-  for (int t = 0; t + 1 < n; ++t)
-    for (int i = 0; i < n; ++i)
-      s.transfer(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)],
-                 block(r, n, ((i - t) % n + n) % n), Combine::Reduce);
-}
-
-void ring_all_gather(Schedule& s, const std::vector<int>& ring, Slices r) {
-  const int n = static_cast<int>(ring.size());
-  for (int t = 0; t + 1 < n; ++t)
-    for (int i = 0; i < n; ++i)
-      s.transfer(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)],
-                 block(r, n, ((i + 1 - t) % n + n) % n), Combine::Copy);
-}
-
 namespace {
 
 std::vector<std::pair<int, Slices>> owned(const Plan& p) {
@@ -76,22 +55,6 @@ Algorithm ring_algorithm() {
     broadcast(s, p);
   };
   return a;
-}
-
-// ---- pipelined chains (used by rings' broadcast, LRAB) -----------------------
-
-void chain_reduce(Schedule& s, const std::vector<int>& chain, Slices r, int pieces) {
-  const int k = std::max(1, std::min(pieces, r.hi - r.lo));
-  for (int piece = 0; piece < k; ++piece)
-    for (std::size_t i = 0; i + 1 < chain.size(); ++i)
-      s.transfer(chain[i], chain[i + 1], block(r, k, piece), Combine::Reduce);
-}
-
-void chain_broadcast(Schedule& s, const std::vector<int>& chain, Slices r, int pieces) {
-  const int k = std::max(1, std::min(pieces, r.hi - r.lo));
-  for (int piece = 0; piece < k; ++piece)
-    for (std::size_t i = 0; i + 1 < chain.size(); ++i)
-      s.transfer(chain[i], chain[i + 1], block(r, k, piece), Combine::Copy);
 }
 
 }  // namespace kernbench::ccl

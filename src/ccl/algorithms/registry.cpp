@@ -1,7 +1,10 @@
-// registry.cpp -- the algorithms by name.
-#include "ccl/algorithms.hpp"
+// registry.cpp -- the algorithms by name: the built-ins, then those added
+// with register_algorithm.
+#include "ccl/algorithms/algorithm.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <utility>
 
 #include "sim/errors.hpp"
 
@@ -25,19 +28,29 @@ Algorithm complete(Algorithm a) {
   return a;
 }
 
-const std::vector<Algorithm>& registry() {
-  static const std::vector<Algorithm> all = {
-      complete(ring_algorithm()),
-      complete(bidir_ring_algorithm()),
-      complete(torus2d_algorithm()),
-      complete(mesh2d_algorithm()),
-      complete(halving_doubling_algorithm()),
-      complete(double_binary_tree_algorithm()),
-      complete(lrab_algorithm()),
-      complete(nvls_algorithm()),
-      complete(pairwise_algorithm()),
+namespace {
+
+// The registry: the built-ins first, in a fixed order, then registered ones. A deque, so that references handed out
+// by find_algorithm stay valid while it grows.
+std::deque<Algorithm>& algorithms_store() {
+  static std::deque<Algorithm> all = {
+#define KERNBENCH_ALGORITHM(factory) complete(factory##_algorithm()),
+#include "ccl/algorithms/algorithms.def"
+#undef KERNBENCH_ALGORITHM
   };
   return all;
+}
+
+}  // namespace
+
+const std::deque<Algorithm>& registry() { return algorithms_store(); }
+
+const Algorithm& register_algorithm(Algorithm a) {
+  Algorithm done = complete(std::move(a));
+  for (const Algorithm& b : algorithms_store())
+    if (b.name == done.name) throw UsageError("collective algorithm '" + done.name + "' is registered already");
+  algorithms_store().push_back(std::move(done));
+  return algorithms_store().back();
 }
 
 const Algorithm& find_algorithm(const std::string& name) {

@@ -4,7 +4,8 @@
 // half counter-clockwise, so both directions of every link carry data: on
 // full-duplex links the bandwidth term halves against the one-way ring,
 // for the same 2(p-1) step latencies.
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
+#include "ccl/logical/ring.hpp"
 
 #include <algorithm>
 

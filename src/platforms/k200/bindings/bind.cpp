@@ -1,4 +1,4 @@
-// bind_k200.cpp -- the Kunlun K200 model from Python (kernbench.k200 wraps these).
+// bind.cpp -- the K200 platform's bindings: the Kunlun K200 model from Python (kernbench.k200 wraps these).
 //
 // Each call attaches a fresh K200 model to the given System (its engines
 // start idle, its hugepage pool full), runs to completion from the System's

@@ -1,12 +1,14 @@
-// line.cpp -- reduce-scatter and all-gather along a line: no wraparound
-// link (mesh2d's rows and columns, grid2d.cpp).
+// line.cpp -- the line's reduce-scatter and all-gather, and pipelined
+// chains (line.hpp).
 //
 // A line of n ranks reduces block b from both ends towards rank b (partial
 // sums flow inwards along the line), so every hop is between neighbours and
 // no message has to cross the line to close a ring. The link next to an
 // end carries n - 1 blocks each way, like a ring's n - 1 steps, but the
 // blocks near the middle wait for partials from both sides.
-#include "ccl/algorithms.hpp"
+#include "ccl/logical/line.hpp"
+
+#include <algorithm>
 
 namespace kernbench::ccl {
 
@@ -41,6 +43,20 @@ void line_all_gather(Schedule& s, const std::vector<int>& line, Slices r) {
         s.transfer(line[static_cast<std::size_t>(b - d + 1)], line[static_cast<std::size_t>(b - d)], blk,
                    Combine::Copy);
     }
+}
+
+void chain_reduce(Schedule& s, const std::vector<int>& chain, Slices r, int pieces) {
+  const int k = std::max(1, std::min(pieces, r.hi - r.lo));
+  for (int piece = 0; piece < k; ++piece)
+    for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+      s.transfer(chain[i], chain[i + 1], block(r, k, piece), Combine::Reduce);
+}
+
+void chain_broadcast(Schedule& s, const std::vector<int>& chain, Slices r, int pieces) {
+  const int k = std::max(1, std::min(pieces, r.hi - r.lo));
+  for (int piece = 0; piece < k; ++piece)
+    for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+      s.transfer(chain[i], chain[i + 1], block(r, k, piece), Combine::Copy);
 }
 
 }  // namespace kernbench::ccl

@@ -1,4 +1,4 @@
-// bind_vgpu.cpp -- the virtualised-GPU forwarding path from Python.
+// bind.cpp -- the vGPU platform's bindings: the virtualised-GPU forwarding path from Python.
 //
 // vgpu_launches() and vgpu_workload() run the C++ model on a System loaded
 // from a config with a `vgpu:` section (GIL released) and return plain

@@ -8,7 +8,7 @@
 // together is what the ranks' IPCQ engines and the fabric allow, so on a
 // switch every pair streams concurrently and on a mesh the routes contend.
 // A rank's own block is copied locally (in HBM: a load and a store).
-#include "ccl/algorithms.hpp"
+#include "ccl/algorithms/algorithm.hpp"
 #include "sim/errors.hpp"
 
 namespace kernbench::ccl {
