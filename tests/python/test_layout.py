@@ -165,3 +165,21 @@ def test_namespaces_follow_folders(tmp_path):
         "is kernbench::workloads (namespaces follow folders)",
     ], proc.stdout
     assert ": layer: " not in proc.stdout  # topology may include solver
+
+
+def test_a_platforms_bindings_are_the_bindings_layer(tmp_path):
+    """src/platforms/<p>/bindings/ counts as the bindings layer: it may include workloads and kernels (a platform
+    may not), declares in kernbench::bindings and may write a using-directive of what it binds, while the same
+    lines in the platform's own files are offences."""
+    write(tmp_path, "src/workloads/llama.hpp", "#pragma once\n")
+    write(tmp_path, "src/platforms/k200/k200.hpp", "#pragma once\nnamespace kernbench::platforms::k200 {}\n")
+    write(tmp_path, "src/platforms/k200/bindings/bind.cpp",
+          '#include "platforms/k200/k200.hpp"\n#include "workloads/llama.hpp"\n'
+          "using namespace kernbench::platforms::k200;\nnamespace kernbench::bindings {\nvoid bind_k200() {}\n}\n")
+    assert run_check(tmp_path).returncode == 0
+    write(tmp_path, "src/platforms/k200/k200.cpp",
+          '#include "workloads/llama.hpp"\nnamespace kernbench::bindings {\nvoid f() {}\n}\n')
+    out = run_check(tmp_path).stdout
+    assert 'src/platforms/k200/k200.cpp:1: layer: platforms may not include workloads ("workloads/llama.hpp")' in out
+    assert "src/platforms/k200/k200.cpp:2: namespace: src/platforms/ declares in kernbench::bindings" in out
+    assert "bindings/bind.cpp" not in out
