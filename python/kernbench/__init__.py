@@ -39,6 +39,27 @@ from kernbench import critical_path  # kernbench.critical_path.summarize(result)
 from kernbench import energy  # kernbench.energy.summarize(result)
 from kernbench.version import __version__
 
+# The public modules, loaded on first use: `import kernbench` then `kernbench.ccl.all_reduce(...)` works as the docs
+# write it, without importing every model (and numpy-heavy module) up front.
+PUBLIC_MODULES = frozenset({
+    "calibrate", "ccl", "config", "critical_path", "diff", "energy", "goldens", "gqa", "io", "k200", "llama", "nccl",
+    "program", "references", "registry", "runner", "serving", "serving_load", "sweepjson", "sweeps", "system", "trace",
+    "units", "validation", "vgpu", "workloads",
+})
+
+
+def __getattr__(name: str):
+    """``kernbench.<module>`` for a public module not imported yet: imported now (PEP 562)."""
+    if name in PUBLIC_MODULES:
+        import importlib
+        return importlib.import_module(f"kernbench.{name}")
+    raise AttributeError(f"module 'kernbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The package's names, the public modules included."""
+    return sorted(set(globals()) | PUBLIC_MODULES)
+
 __all__ = [
     "MICROSECOND",
     "MILLISECOND",

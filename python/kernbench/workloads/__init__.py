@@ -29,8 +29,16 @@ _LAZY = {"from_torch": "kernbench.workloads.torch_import", "from_onnx": "kernben
          "from_execution_trace": "kernbench.workloads.exec_trace", "import_model": "kernbench.workloads.models"}
 
 
+# The submodules users reach as attributes (``kernbench.workloads.estimate.inference(...)``), imported on first use.
+SUBMODULES = frozenset({"catalog", "estimate", "exec_trace", "graph", "handbuilt", "lower", "memory", "models",
+                        "plan", "sharding", "step", "targets", "training"})
+
+
 def __getattr__(name):
+    """A lazily imported importer function or submodule (PEP 562)."""
+    import importlib
     if name in _LAZY:
-        import importlib
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in SUBMODULES:
+        return importlib.import_module(f"kernbench.workloads.{name}")
     raise AttributeError(f"module 'kernbench.workloads' has no attribute {name!r}")
