@@ -89,7 +89,7 @@ fi
 # not isolated, so the CMake cache in build/ keeps pointing at live paths
 # and scripts/test.sh can rebuild the Catch2 binary in the same tree.
 "$PYTHON" -m pip install -q --disable-pip-version-check \
-  "scikit-build-core>=0.10" "pybind11>=2.10" "numpy>=1.22" "matplotlib>=3.5" "pandas>=1.4" \
+  "scikit-build-core>=0.10" "pybind11>=2.10" "numpy>=1.22" "matplotlib>=3.5" "pandas>=1.4" "scipy>=1.8" "networkx>=2.6" \
   "pytest>=7" "simpy>=4,<5" "hypothesis>=6" \
   "tqdm>=4.60" "cloudpickle>=2" "dask[distributed]>=2023.1" "jsonschema>=4" "pyyaml>=6" \
   "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" "mkdocs>=1.5" "clang-format==19.1.7"

@@ -113,8 +113,9 @@ _SIDE = {"e": (0.6, 0.0), "w": (-0.6, 0.0), "n": (0.0, -0.6), "s": (0.0, 0.6)}
 _OFFSET = {"pe": (-0.22, 0.22), "hbm_ctrl": (0.22, 0.22), "pcie_ep": (0.0, -0.9)}
 
 
-def _positions(system, summary) -> dict[int, tuple[float, float]]:
-    """Routers on their grid (cube within SIP within the SIP grid); other nodes beside their neighbours."""
+def node_positions(system, summary) -> dict[int, tuple[float, float]]:
+    """Where ``draw`` puts each node: on a generated machine routers on their grid (cube within SIP within the SIP
+    grid) and other nodes beside their neighbours; an explicit graph by a graph layout (``graph_layout``)."""
     import numpy as np
 
     nodes = system.nodes()
@@ -136,7 +137,7 @@ def _positions(system, summary) -> dict[int, tuple[float, float]]:
             y = (sip // s["w"]) * sip_h + (cube // c["w"]) * cube_h + int(nodes["row"][i])
             pos[i] = (x, y)
     else:
-        return _layered(n, nbrs)
+        return graph_layout(n, nbrs)
     for _ in range(3):  # nodes next to placed ones (PEs, then HBM controllers behind them, ...)
         for i in range(n):
             if i in pos:
@@ -153,33 +154,76 @@ def _positions(system, summary) -> dict[int, tuple[float, float]]:
     return pos
 
 
-def _bfs(start: int, nbrs: dict[int, list[int]]) -> dict[int, int]:
-    depth = {start: 0}
-    frontier = [start]
-    while frontier:
-        nxt = []
-        for u in frontier:
-            for v in nbrs[u]:
-                if v not in depth:
-                    depth[v] = depth[u] + 1
-                    nxt.append(v)
-        frontier = nxt
-    return depth
-
-
-def _layered(n: int, nbrs: dict[int, list[int]]) -> dict[int, tuple[float, float]]:
-    """Explicit graphs: rows by hop distance from the graph's centre (a circle past 400 nodes)."""
+def graph_layout(n: int, nbrs: dict[int, list[int]]) -> dict[int, tuple[float, float]]:
+    """Explicit graphs: networkx's Kamada-Kawai layout (deterministic, no random start), so that a ring is drawn
+    as a ring, its wraparound edge visible, and up to 64 nodes (a box, whose nodes are labelled) no node is left on
+    an edge it does not join (``clear_edges``). Past 100 nodes the quicker Fruchterman-Reingold layout (seeded),
+    past 400 a circle."""
     if n > 400:
         return {i: (10 * math.cos(2 * math.pi * i / n), 10 * math.sin(2 * math.pi * i / n)) for i in range(n)}
-    centre = min(range(n), key=lambda i: (max(_bfs(i, nbrs).values()), -len(nbrs[i]), i)) if n else 0
-    depth = _bfs(centre, nbrs) if n else {}
-    rows: dict[int, list[int]] = {}
-    for i in range(n):
-        rows.setdefault(depth.get(i, max(depth.values(), default=0) + 1), []).append(i)
-    pos = {}
-    for d, members in rows.items():
-        for k, i in enumerate(members):
-            pos[i] = (k - (len(members) - 1) / 2, float(d))
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from((a, b) for a, bs in nbrs.items() for b in bs)
+    if n <= 2:
+        return {i: (float(i), 0.0) for i in range(n)}
+    placed = nx.kamada_kawai_layout(g) if n <= 100 else nx.spring_layout(g, seed=0)
+    pos = {int(i): (float(x), float(y)) for i, (x, y) in placed.items()}
+    if n > 64:
+        return pos
+    return clear_edges(pos, sorted({tuple(sorted((a, b))) for a, bs in nbrs.items() for b in bs if a != b}))
+
+
+def clear_edges(pos: dict[int, tuple[float, float]], edges: list[tuple[int, int]],
+                gap: float = 0.03, rounds: int = 50) -> dict[int, tuple[float, float]]:
+    """Moves every node that lies within ``gap`` (of the drawing's size) of an edge it does not join off that edge,
+    until none does (or ``rounds`` passes): a force layout may put a node on a line between two others in a dense
+    graph (an NVSwitch box), which then hides the edge and the node. A node is moved perpendicular to the edge, to
+    the nearest of a few spots on either side that clears every edge; deterministic."""
+    pos = dict(pos)
+    xs = [p[0] for p in pos.values()]
+    ys = [p[1] for p in pos.values()]
+    size = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
+    limit = gap * size
+
+    def near(v: int, p: tuple[float, float], a: int, b: int) -> float | None:
+        """The foot of p on edge a-b when p lies within the limit of its inside, else None."""
+        (ax, ay), (bx, by) = pos[a], pos[b]
+        dx, dy = bx - ax, by - ay
+        length2 = dx * dx + dy * dy
+        if v in (a, b) or length2 == 0:
+            return None
+        t = ((p[0] - ax) * dx + (p[1] - ay) * dy) / length2
+        if not 0.0 < t < 1.0:
+            return None
+        cx, cy = ax + t * dx, ay + t * dy
+        return (cx, cy) if math.hypot(p[0] - cx, p[1] - cy) < limit else None
+
+    def clashes(v: int, p: tuple[float, float]) -> int:
+        return sum(near(v, p, a, b) is not None for a, b in edges)
+
+    for _ in range(rounds):
+        moved = False
+        for v in sorted(pos):
+            for a, b in edges:
+                foot = near(v, pos[v], a, b)
+                if foot is None:
+                    continue
+                (ax, ay), (bx, by) = pos[a], pos[b]
+                px, py = pos[v]
+                side = (px - foot[0], py - foot[1])
+                if math.hypot(*side) == 0:
+                    side = (-(by - ay), bx - ax)
+                norm = math.hypot(*side)
+                ux, uy = side[0] / norm, side[1] / norm
+                spots = [(foot[0] + sgn * k * limit * ux, foot[1] + sgn * k * limit * uy)
+                         for k in (1.5, 2.5, 4.0, 6.0) for sgn in (1, -1)]
+                pos[v] = min(spots, key=lambda q: (clashes(v, q), math.hypot(q[0] - px, q[1] - py)))
+                moved = True
+                break
+        if not moved:
+            break
     return pos
 
 
@@ -197,7 +241,7 @@ def draw(config=None, sets: Iterable[str] = (), png: str | Path = "machine.png")
     sets = list(sets)
     path, system = _load(config, sets)
     summary = validate(path, sets)
-    pos = _positions(system, summary)
+    pos = node_positions(system, summary)
     nodes = system.nodes()
     ch = system.channels()
     fig, ax = plt.subplots(figsize=(12, 9))
@@ -233,8 +277,8 @@ def draw(config=None, sets: Iterable[str] = (), png: str | Path = "machine.png")
         ax.set_xlabel("router column (grid units: cube, then SIP, offsets added)")
         ax.set_ylabel("router row (grid units)")
     else:
-        ax.set_xlabel("position within its row (arbitrary units)")
-        ax.set_ylabel("hops from the graph's centre")
+        ax.set_xlabel("graph layout (networkx; arbitrary units)")
+        ax.set_aspect("equal")
     title = summary.get("name") or Path(str(path)).name
     ax.set_title(f"{title}: {len(nodes['name'])} nodes, {len(seen)} links ({system.fabric_model} fabric)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)

@@ -145,7 +145,7 @@ def test_progress_bars_only_on_a_terminal(cli, tmp_path):
 
 
 def test_show_an_explicit_graph(cli, tmp_path):
-    """An explicit graph: node and link counts, the edge classes, a picture laid out by hops."""
+    """An explicit graph: node and link counts, the edge classes, a picture laid out by a graph layout (tests/python/test_show_layout.py checks no edge hides)."""
     cfg = tmp_path / "g.yaml"
     cfg.write_text(
         "graph:\n"
