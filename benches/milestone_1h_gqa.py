@@ -118,6 +118,28 @@ def _plt():
     return plt
 
 
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_DASHES = ("-", "--", "-.", ":")
+
+
+def plot_groups(series: dict, log: bool) -> tuple[list[tuple[str, tuple, tuple]], list]:
+    """The lines to draw for {case: (xs, ys)}: cases whose series are identical are one line labelled together
+    ("case 1 = case 3"; one would hide the other). On a log axis a zero or negative point is left out, and the cases
+    that had one are returned, for the panel to say so instead of drawing them at an arbitrary floor."""
+    drawn: dict[tuple, list] = {}
+    for c, (xs, ys) in series.items():
+        drawn.setdefault((tuple(xs), tuple(ys)), []).append(c)
+    lines, zeros = [], []
+    for (xs, ys), same in drawn.items():
+        if log:
+            if any(y <= 0 for y in ys):
+                zeros.extend(same)
+            kept = [(x, y) for x, y in zip(xs, ys) if y > 0]
+            xs, ys = tuple(x for x, _ in kept), tuple(y for _, y in kept)
+        lines.append(("case " + " = case ".join(str(c) for c in same), xs, ys))
+    return lines, sorted(zeros)
+
+
 def _figures(ctx, phase, rows):
     plt = _plt()
     xlabel = "T_q = S_kv (tokens)" if phase == "prefill" else "S_kv (tokens)"
@@ -128,12 +150,16 @@ def _figures(ctx, phase, rows):
         return [_xkey(r) for r in pts], [key(r) for r in pts]
 
     def panel(ax, key, ylabel, log=True):
-        for c in cases:
-            xs, ys = series(c, key)
-            ax.plot(xs, ys, marker="o", label=f"case {c}")
+        lines, zeros = plot_groups({c: series(c, key) for c in cases}, log)
+        for k, (label, xs, ys) in enumerate(lines):
+            ax.plot(xs, ys, marker=_MARKERS[k % len(_MARKERS)], ls=_DASHES[k % len(_DASHES)], ms=6 - k % 3,
+                    label=label)
         ax.set_xscale("log", base=2)
         if log:
             ax.set_yscale("log")
+        if zeros:
+            ax.text(0.02, 0.02, "0 (not drawn on the log axis): case " + ", ".join(str(c) for c in sorted(zeros)),
+                    transform=ax.transAxes, fontsize=7, va="bottom")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
@@ -145,9 +171,9 @@ def _figures(ctx, phase, rows):
     ctx.save_figure(fig, f"{phase}_latency.png")
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-    panel(axes[0], lambda r: max(r["dma_bytes"], 1) / 2**20, "DMA bytes (MiB)")
-    panel(axes[1], lambda r: max(r["ipcq_bytes"], 1) / 2**20, "IPCQ bytes (MiB)")
-    panel(axes[2], lambda r: max(r.get("link_bytes_ucie", 0), 1) / 2**20, "UCIe link bytes (MiB)")
+    panel(axes[0], lambda r: r["dma_bytes"] / 2**20, "DMA bytes (MiB)")
+    panel(axes[1], lambda r: r["ipcq_bytes"] / 2**20, "IPCQ bytes (MiB)")
+    panel(axes[2], lambda r: r.get("link_bytes_ucie", 0) / 2**20, "UCIe link bytes (MiB)")
     fig.suptitle(f"GQA {phase}: traffic")
     ctx.save_figure(fig, f"{phase}_traffic.png")
 
