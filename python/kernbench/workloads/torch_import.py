@@ -513,6 +513,26 @@ def _trace_ops(module, args, kwargs, fuse_modules) -> tuple[list[Op], list[Tenso
 
 
 # ---- the entry point -----------------------------------------------------------------------------------------
+def _no_kv_cache(module, kw: dict) -> str:
+    """Turns a transformers model's KV cache off for the trace (``kw["use_cache"] = False``) when its config asks
+    for one and the caller did not choose: the cache is state returned beside the logits, not an op, and
+    ``torch.export`` refuses its ``DynamicCache`` output. Returns what was done, for the graph's meta ("" when
+    nothing)."""
+    config = getattr(module, "config", None)
+    if "use_cache" in kw or not getattr(config, "use_cache", False):
+        return ""
+    import inspect
+    try:
+        accepts = "use_cache" in inspect.signature(module.forward).parameters or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        accepts = False
+    if not accepts:
+        return ""
+    kw["use_cache"] = False
+    return "turned off for the trace (the model's config.use_cache is true; the KV cache is not an op)"
+
+
 def from_torch(module, example_inputs: Sequence[Any] | Any = (), *, kwargs: Mapping[str, Any] | None = None,
                name: str | None = None, dtype=None, repeat: str | bool = "auto",
                fuse_modules: bool = True) -> WorkloadGraph:
@@ -524,8 +544,12 @@ def from_torch(module, example_inputs: Sequence[Any] | Any = (), *, kwargs: Mapp
     or ``"bf16"``; the module is cast in place, as ``Module.to`` does).
     ``repeat``: ``"auto"`` finds the layer stack (``find_repeated_blocks``),
     a module path names it, ``False`` traces everything. The module is put
-    in eval mode (dropout is then free). Raises WorkloadError naming the op
-    and module path of an ATen op the table lacks.
+    in eval mode (dropout is then free). A transformers model is traced as
+    built: its KV cache, which it returns by default (``config.use_cache``;
+    ``torch.export`` cannot return a ``DynamicCache``), is turned off for the
+    trace unless ``kwargs`` sets ``use_cache``, and the graph's meta says so
+    (``meta["use_cache"]``). Raises WorkloadError naming the op and module
+    path of an ATen op the table lacks.
     """
     torch = _torch()
     t0 = time.perf_counter()
@@ -543,6 +567,7 @@ def from_torch(module, example_inputs: Sequence[Any] | Any = (), *, kwargs: Mapp
         (tuple(example_inputs) if isinstance(example_inputs, list) else (example_inputs,))
     args = _to_device(args, device, dtype)
     kw = _to_device(dict(kwargs or {}), device, dtype)
+    cache_note = _no_kv_cache(module, kw)
 
     rep = None
     if repeat == "auto":
@@ -575,5 +600,7 @@ def from_torch(module, example_inputs: Sequence[Any] | Any = (), *, kwargs: Mapp
     read = {p.name for op in ops for p in op.params}
     meta = {"module": f"{type(module).__module__}.{type(module).__qualname__}", "torch": torch.__version__,
             "repeat": note, "buffers": sorted(read & buffers), "trace_s": round(time.perf_counter() - t0, 3)}
+    if cache_note:
+        meta["use_cache"] = cache_note
     return WorkloadGraph(name or type(module).__name__, ops, source="torch", inputs=inputs, blocks=blocks,
                          meta=meta)

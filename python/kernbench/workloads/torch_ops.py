@@ -373,6 +373,8 @@ def classify(c: Call) -> tuple[str, int, dict] | None:
     if op == "gelu":
         per = 8 if c.kwargs.get("approximate", c.arg(1, default="none")) == "tanh" else 5
         return "elementwise", numel(c.out) * per, _elementwise_attrs(c)
-    if op.rstrip("_") in ELEMENTWISE_FLOPS:
-        return "elementwise", numel(c.out) * ELEMENTWISE_FLOPS[op.rstrip("_")], _elementwise_attrs(c)
+    # An in-place op (add_) counts as its out-of-place one; a dunder (__and__) keeps its underscores.
+    base = op[:-1] if op.endswith("_") and not op.endswith("__") else op
+    if base in ELEMENTWISE_FLOPS:
+        return "elementwise", numel(c.out) * ELEMENTWISE_FLOPS[base], _elementwise_attrs(c)
     raise KeyError(op)
