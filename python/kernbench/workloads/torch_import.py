@@ -516,18 +516,8 @@ def _trace_ops(module, args, kwargs, fuse_modules) -> tuple[list[Op], list[Tenso
 def _no_kv_cache(module, kw: dict) -> str:
     """Turns a transformers model's KV cache off for the trace (``kw["use_cache"] = False``) when its config asks
     for one and the caller did not choose: the cache is state returned beside the logits, not an op, and
-    ``torch.export`` refuses its ``DynamicCache`` output. Returns what was done, for the graph's meta ("" when
-    nothing)."""
-    config = getattr(module, "config", None)
-    if "use_cache" in kw or not getattr(config, "use_cache", False):
-        return ""
-    import inspect
-    try:
-        accepts = "use_cache" in inspect.signature(module.forward).parameters or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(module.forward).parameters.values())
-    except (TypeError, ValueError):
-        accepts = False
-    if not accepts:
+    ``torch.export`` refuses its ``DynamicCache``. Returns what was done, for the graph's meta ("" if nothing)."""
+    if "use_cache" in kw or not getattr(getattr(module, "config", None), "use_cache", False):
         return ""
     kw["use_cache"] = False
     return "turned off for the trace (the model's config.use_cache is true; the KV cache is not an op)"
@@ -544,12 +534,10 @@ def from_torch(module, example_inputs: Sequence[Any] | Any = (), *, kwargs: Mapp
     or ``"bf16"``; the module is cast in place, as ``Module.to`` does).
     ``repeat``: ``"auto"`` finds the layer stack (``find_repeated_blocks``),
     a module path names it, ``False`` traces everything. The module is put
-    in eval mode (dropout is then free). A transformers model is traced as
-    built: its KV cache, which it returns by default (``config.use_cache``;
-    ``torch.export`` cannot return a ``DynamicCache``), is turned off for the
-    trace unless ``kwargs`` sets ``use_cache``, and the graph's meta says so
-    (``meta["use_cache"]``). Raises WorkloadError naming the op and module
-    path of an ATen op the table lacks.
+    in eval mode (dropout is then free). A transformers model's KV cache
+    (``config.use_cache``) is turned off for the trace unless ``kwargs`` sets
+    ``use_cache``, and ``meta["use_cache"]`` says so. Raises WorkloadError
+    naming the op and module path of an ATen op the table lacks.
     """
     torch = _torch()
     t0 = time.perf_counter()
