@@ -300,6 +300,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
         for r in res["rows"]:
             print(row_line(r))
+        for m in res.get("misfit", []):
+            print(f"MISFIT: {m['text']}")
     for path in written.values():
         print(f"wrote {path}")
     if args.check:

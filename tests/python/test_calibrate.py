@@ -363,3 +363,27 @@ def test_tokens_per_second_is_a_unit(tmp_path):
     assert [r["unit"] for r in res["rows"]] == ["tokens/s"] * 3
     assert [r["unit_as_given"] for r in res["rows"]] == ["tokens/s", "tok/s", "tokens/s"]
     assert all(abs(r["error"]) < 1e-12 and r["within"] for r in res["rows"])
+
+
+def test_a_missing_size_term_is_named_as_a_misfit(tmp_path, capsys):
+    """Data with a quadratic size term the linear model lacks: the fit still pins both parameters, but the errors
+    follow n, and the result, the report and the CLI name the misfit (parameter n, the model's structure); the
+    same data without the missing term shows none."""
+    ns = (10, 30, 100, 300, 1000, 3000)
+    def rows(c):
+        return [f"  - {{id: q-{n}, group: g, call: test.linear n={n}, value: {TRUE_A_NS * n / 1000 + TRUE_B_US + c * n * n!r}, "
+                f"unit: us}}\n" for n in ns]
+    bad = _write(tmp_path, rows(2e-6), "bad.yaml")
+    res = cal.calibrate(bad, FREE_AB)
+    assert all(f["identifiable"] for f in res["free"])
+    assert len(res["misfit"]) == 1
+    m = res["misfit"][0]
+    assert m["function"] == "test.linear" and m["parameter"] == "n" and m["shape"] in ("trend", "bow", "wave")
+    assert m["errors"][1] - m["errors"][0] >= 0.02 and "structure cannot fit" in m["text"]
+    out = cal.write_outputs(res, tmp_path / "out", plots=False)
+    report = Path(out["report"]).read_text()
+    assert "## Misfit" in report and "errors" in report and " n " in report
+    assert main(["calibrate", "--data", str(bad), "--free", FREE_AB[0], "--free", FREE_AB[1], "--out", str(tmp_path / "o2"),
+                 "--no-plots"]) == 0
+    assert "MISFIT: test.linear" in capsys.readouterr().out
+    assert cal.calibrate(_write(tmp_path, rows(0.0), "good.yaml"), FREE_AB)["misfit"] == []

@@ -22,6 +22,7 @@ import numpy as np
 
 from kernbench.calibrate.data import Dataset, Row, load_data
 from kernbench.calibrate.fit import Evaluator, Free, current_value, fit, folds, identifiability, parse_free
+from kernbench.calibrate.misfit import residual_trends
 from kernbench.calibrate.registry import (REGISTRY, CalibrationError, Context, Measurement, Registry,
                                           load_functions, measurement)
 from kernbench.calibrate.report import read_overlay, write_outputs
@@ -183,6 +184,8 @@ def calibrate(data: str | Path | Dataset, free: Sequence[str | Free] = (), fit_o
             "identifiable": f.path not in info["unidentifiable"],
             "why": info["unidentifiable"].get(f.path, ""),
         })
+    result["misfit"] = residual_trends(rows, {r.id: r.params for r in ds.rows},
+                                       {r.id: r.function for r in ds.rows}) if params else []
     result["correlation"] = info["correlation"]
     result["unidentifiable"] = dict(info["unidentifiable"])
     result["fit"] = ({"cost": fr.cost, "nfev": fr.nfev, "message": fr.message} if fr is not None else None)

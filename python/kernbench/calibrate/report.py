@@ -296,6 +296,13 @@ def report_markdown(result: Mapping[str, Any], figures: list[str]) -> str:
             for p, why in result["unidentifiable"].items():
                 lines.append(f"- `{p}`: {why}")
             lines.append("")
+    if not check and result.get("misfit"):
+        lines += ["## Misfit: errors that follow a call parameter", "",
+                  "The fit pins its parameters down, but its errors are not noise: they line up with a call "
+                  "parameter, so the model's structure cannot fit the data.", ""]
+        for m in result["misfit"]:
+            lines.append(f"- {m['text']}.")
+        lines.append("")
     lines += ["## Rows", "",
               "Error = model / measured - 1. A fitted row was in the fit; a predicted row never was. "
               "Cross-validated error: a fitted row's error when refitted without its held-out set "
