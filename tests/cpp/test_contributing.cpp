@@ -65,7 +65,8 @@ TEST_CASE("contributing.md: the example algorithm registers, runs and verifies",
   CHECK(a.name == "reverse_ring");
   CHECK(&find_algorithm("reverse_ring") == &a);
   const auto listed = algorithms();
-  const auto it = std::find_if(listed.begin(), listed.end(), [](const AlgorithmInfo& i) { return i.name == "reverse_ring"; });
+  const auto it =
+      std::find_if(listed.begin(), listed.end(), [](const AlgorithmInfo& i) { return i.name == "reverse_ring"; });
   REQUIRE(it != listed.end());
   CHECK(it->collectives == std::vector<std::string>{"all_reduce"});
   // A second registration under the same name is refused.
