@@ -21,6 +21,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from scipy.stats import spearmanr
 
 MIN_ROWS = 4
 MIN_VALUES = 3
@@ -38,16 +39,6 @@ def _number(v: Any) -> float | None:
     except ValueError:
         return None
     return x if math.isfinite(x) else None
-
-
-def _ranks(v: np.ndarray) -> np.ndarray:
-    order = np.argsort(v, kind="stable")
-    ranks = np.empty(len(v))
-    ranks[order] = np.arange(len(v))
-    for value in np.unique(v):  # ties share their mean rank
-        same = v == value
-        ranks[same] = ranks[same].mean()
-    return ranks
 
 
 def adjusted_r2(x: np.ndarray, e: np.ndarray, degree: int) -> float:
@@ -98,7 +89,7 @@ def residual_trends(rows: Sequence[Mapping[str, Any]], params: Mapping[str, Mapp
             log = bool(x.min() > 0 and x.max() / x.min() >= 10)
             xs = np.log(x) if log else x
             axis = f"log {name}" if log else name
-            rho = float(np.corrcoef(_ranks(xs), _ranks(e))[0, 1])
+            rho = float(spearmanr(xs, e).statistic)
             entry = {"function": fn, "parameter": name, "rows": len(pts), "log_axis": log,
                      "errors": [float(e.min()), float(e.max())]}
             lo = f"{100 * e[x == x.min()].mean():+.1f} %"  # the mean error of the rows at each end

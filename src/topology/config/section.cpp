@@ -122,8 +122,7 @@ void read_link(const MapReader& r, LinkParams& p) {
   r.get_time("latency", p.latency);
   r.get_int("connections", p.connections);
   check_connections(r, p);
-  r.get_int("vcs", p.vcs);
-  if (p.vcs < 1) r.fail("vcs", "expected an integer >= 1, got " + std::to_string(p.vcs));
+  r.get_int("vcs", p.vcs);  // its bound (>= 1) is the key's, checked by get_int
   read_buffer(r, p);
 }
 
