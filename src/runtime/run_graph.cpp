@@ -26,13 +26,7 @@ std::string bytes_text(Bytes b) { return config::format_bytes(b, config::ByteUni
 
 // Nodes that own no engines: they cannot dispatch ops.
 bool owns_no_engines(NodeKind k) {
-  return k == NodeKind::Router || k == NodeKind::Switch || k == NodeKind::Ucie || k == NodeKind::PcieEp ||
-         k == NodeKind::HbmCtrl || k == NodeKind::Memory;
-}
-
-// Nodes that only forward: they hold no memory a dma could read or write.
-bool forwards_only(NodeKind k) {
-  return k == NodeKind::Router || k == NodeKind::Switch || k == NodeKind::Ucie || k == NodeKind::PcieEp;
+  return topology::forwards_only(k) || k == NodeKind::HbmCtrl || k == NodeKind::Memory;
 }
 
 }  // namespace
@@ -60,7 +54,7 @@ void Executor::Impl::check_program() const {
     if (end >= m.num_nodes())
       throw UsageError(what(i) + ": " + leg + " node id " + std::to_string(end) + " out of range");
     const topology::NodeInfo& n = m.node(end);
-    if (forwards_only(n.kind))
+    if (topology::forwards_only(n.kind))
       throw UsageError(what(i) + ": " + leg + " " + n.name + " is a " + topology::to_string(n.kind) +
                        ", not a memory (a PE's scratch, an HBM controller, a memory)");
     // (A composite's own scratch is checked for all its resident tiles at once.

@@ -21,15 +21,12 @@ sim::Process run_dma(System& system, std::vector<DmaOp>& ops, std::size_t i) {
 }  // namespace
 
 void check_dma_nodes(const Machine& m, NodeId issuer, NodeId memory, const std::string& what) {
-  const auto forwarding = [](NodeKind k) {
-    return k == NodeKind::Router || k == NodeKind::Switch || k == NodeKind::Ucie || k == NodeKind::PcieEp;
-  };
   const NodeInfo& i = m.node(issuer);
-  if (forwarding(i.kind) || i.kind == NodeKind::HbmCtrl || i.kind == NodeKind::Memory)
+  if (forwards_only(i.kind) || i.kind == NodeKind::HbmCtrl || i.kind == NodeKind::Memory)
     throw TopologyError(what + ": the issuer " + i.name + " is a " + to_string(i.kind) +
                         ", which has no DMA engine (issue from a PE or another agent)");
   const NodeInfo& mem = m.node(memory);
-  if (forwarding(mem.kind))
+  if (forwards_only(mem.kind))
     throw TopologyError(what + ": the memory " + mem.name + " is a " + to_string(mem.kind) +
                         ", which holds no memory (read or write an HBM controller, a memory or a PE)");
 }

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::array kNodeKinds = {NodeKind::Pe,     NodeKind::Router, NodeKind::HbmCtrl, NodeKind::Ucie,
                                    NodeKind::PcieEp, NodeKind::Host,   NodeKind::Cpu,     NodeKind::Memory,
-                                   NodeKind::Switch, NodeKind::Engine, NodeKind::Gsp,     NodeKind::Other};
+                                   NodeKind::Switch, NodeKind::Engine, NodeKind::Gsp,     NodeKind::Nic, NodeKind::Other};
 constexpr std::array kSipTopologies = {SipTopology::Ring, SipTopology::Torus, SipTopology::Mesh};
 constexpr std::array kFabricModels = {FabricModel::Packet, FabricModel::Flow};
 
@@ -48,6 +48,7 @@ const char* to_string(NodeKind kind) {
     case NodeKind::Switch: return "switch";
     case NodeKind::Engine: return "engine";
     case NodeKind::Gsp: return "gsp";
+    case NodeKind::Nic: return "nic";
     case NodeKind::Other: return "other";
   }
   return "?";

@@ -29,7 +29,14 @@ using sim::Time;
 
 /// What a node is. The generated machine uses the first five; explicit
 /// graphs (K200 host, vGPU path) may use any.
-enum class NodeKind { Pe, Router, HbmCtrl, Ucie, PcieEp, Host, Cpu, Memory, Switch, Engine, Gsp, Other };
+enum class NodeKind { Pe, Router, HbmCtrl, Ucie, PcieEp, Host, Cpu, Memory, Switch, Engine, Gsp, Nic, Other };
+
+/// Nodes that only forward traffic: they hold no memory a dma could read or
+/// write and own no engine (routers, switches, UCIe and PCIe endpoints, NICs).
+constexpr bool forwards_only(NodeKind k) {
+  return k == NodeKind::Router || k == NodeKind::Switch || k == NodeKind::Ucie || k == NodeKind::PcieEp ||
+         k == NodeKind::Nic;
+}
 
 /// Processing cost of a node, paid by every chunk that passes (a pipeline
 /// delay, not a throughput limit), and whether it forwards chunk by chunk
