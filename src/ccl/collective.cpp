@@ -71,7 +71,8 @@ struct Prepared {
   int base_slices = 1;  // what the algorithm's pattern needs per channel
   Wire wire;
   Time predicted = 0;
-  Bytes footprint = 0;  // bytes of each rank's buffers (alltoall: send and receive)
+  Bytes footprint = 0;                 // bytes of each rank's buffers (alltoall: send and receive)
+  std::shared_ptr<const Boxes> boxes;  // the ranks' boxes (one: a single-node machine)
 };
 
 NcclCollective nccl_kind(Collective c) {
@@ -89,20 +90,38 @@ NcclCollective nccl_kind(Collective c) {
 // narrowest rank-to-next bandwidth over every equal-cost path (NCCL's
 // channels cover every link) and its slowest route latency; the reducing
 // switches linked to every rank.
-TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, const std::vector<NodeId>& pes) {
+TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, const std::vector<NodeId>& pes,
+                       const Boxes& boxes) {
   TunerFacts f;
   f.ranks = static_cast<int>(pes.size());
   f.channels = pe.ipcq_channels;
   topology::Router router(m);
-  double narrowest = -1;
-  for (std::size_t i = 0; i < pes.size(); ++i) {
-    const NodeId a = pes[i], b = pes[(i + 1) % pes.size()];
+  const auto rate_and_latency = [&](NodeId a, NodeId b, Time& latency) {
     double bw = 0;
     for (const topology::Route& r : router.paths(a, b)) {
       bw += static_cast<double>(topology::path_rate(r));
-      f.route_latency = std::max(f.route_latency, r.wire_latency + r.node_overhead);
+      latency = std::max(latency, r.wire_latency + r.node_overhead);
     }
+    return bw;
+  };
+  double narrowest = -1;
+  for (std::size_t i = 0; i < pes.size(); ++i) {
+    const std::size_t j = (i + 1) % pes.size();
+    // Across boxes the ring's hop is priced by the boxes' NIC rate (below).
+    if (boxes.multi() && boxes.box[i] != boxes.box[j]) continue;
+    const double bw = rate_and_latency(pes[i], pes[j], f.route_latency);
     narrowest = narrowest < 0 ? bw : std::min(narrowest, bw);
+  }
+  if (boxes.multi()) {
+    f.nodes = boxes.count();
+    f.ppn = boxes.smallest();
+    f.inter_bandwidth = *std::min_element(boxes.egress.begin(), boxes.egress.end());
+    for (int b = 0; b < f.nodes; ++b) {
+      Time latency = 0;
+      rate_and_latency(pes[static_cast<std::size_t>(boxes.at(b, 0))],
+                       pes[static_cast<std::size_t>(boxes.at((b + 1) % f.nodes, 0))], latency);
+      f.inter_latency = std::max(f.inter_latency, latency);
+    }
   }
   f.ring_bandwidth = std::max(0.0, narrowest);
   for (NodeId id = 0; id < m.num_nodes(); ++id) {
@@ -135,6 +154,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   }
   const int n = static_cast<int>(pes.size());
   if (n < 2) throw UsageError("collective: needs at least 2 ranks, got " + std::to_string(n));
+  out.boxes = std::make_shared<const Boxes>(boxes_of(m, pes));
   if (spec.bytes_per_pe <= 0)
     throw UsageError("collective: bytes per PE must be positive, got " + std::to_string(spec.bytes_per_pe));
   topology::check_transfer_size(spec.bytes_per_pe, "collective buffer");
@@ -200,7 +220,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     }
   } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
-    const TunerFacts facts = tuner_facts(m, pe, pes);
+    const TunerFacts facts = tuner_facts(m, pe, pes, *out.boxes);
     // The tuner knows ring, tree and nvls; another registry algorithm runs
     // with the protocol the ring would get.
     const std::string tuned = name == "auto" ? "" : name == "double_binary_tree" ? "tree" : name;
@@ -272,6 +292,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   }
   p.pieces = spec.pieces;
   p.root = spec.root;
+  if (out.gpu && out.boxes->multi()) p.boxes = out.boxes;
   if (alltoall) p.peer_channels = out.channels;
   p.inter = spec.inter;
   if (p.inter.empty()) p.inter = topology::to_string(m.hierarchy().package_topology);
@@ -351,6 +372,8 @@ Bytes largest_transfer(const Schedule& s) {
 Plan channel_plan(const Prepared& pr, int c) {
   Plan p = pr.plan;
   if (pr.channels > 1) p.range = block(Slices{0, p.slices}, pr.channels, c);
+  p.channel = c;
+  p.channels = pr.channels;
   return p;
 }
 
@@ -414,8 +437,14 @@ Schedule build(const topology::Machine& m, const topology::Config& config, Prepa
   const runtime::PeConfig& pe = runtime::pe_config(config);
   Schedule s(m, pr.plan.pes, pr.footprint, pr.plan.slices, spec.buffer, pr.what);
   if (pr.gpu) {
+    const NcclConfig& nc = nccl_config(config);
     s.set_wire(pr.wire);
-    s.set_entry(kernels(s, pr, spec, nccl_config(config)));
+    if (pr.plan.multi_node())
+      s.set_boxes(pr.plan.boxes, nc.pxn,
+                  pr.protocol == Protocol::LL      ? nc.net_ll_step
+                  : pr.protocol == Protocol::LL128 ? nc.net_ll128_step
+                                                   : nc.net_simple_step);
+    s.set_entry(kernels(s, pr, spec, nc));
     emit(s, pr, spec);
     return s;
   }
@@ -473,8 +502,8 @@ runtime::Program repeat(const Schedule& s, const Prepared& pr, const CollectiveS
 std::vector<TuneRow> tuning_table(const topology::Machine& m, const topology::Config& config,
                                   const CollectiveSpec& spec) {
   std::vector<NodeId> pes = spec.pes.empty() ? m.pes() : spec.pes;
-  return tune(nccl_kind(spec.collective), spec.bytes_per_pe, tuner_facts(m, runtime::pe_config(config), pes),
-              nccl_config(config));
+  return tune(nccl_kind(spec.collective), spec.bytes_per_pe,
+              tuner_facts(m, runtime::pe_config(config), pes, boxes_of(m, pes)), nccl_config(config));
 }
 
 runtime::Program build_collective(const topology::Machine& machine, const topology::Config& config,

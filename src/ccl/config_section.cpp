@@ -55,6 +55,20 @@ void add_config_section(config::Schema& schema) {
   t.time("ll128_step", &NcclTunerConstants::ll128_step, "tuner: latency per step, LL128").min(Bound::NonNegative);
   t.time("simple_step", &NcclTunerConstants::simple_step, "tuner: latency per step, Simple").min(Bound::NonNegative);
   t.time("nvls", &NcclTunerConstants::nvls, "tuner: NVLS latency per call").min(Bound::NonNegative);
+  t.time("net_ll_step", &NcclTunerConstants::net_ll_step, "tuner: latency per network step of a ring, LL")
+      .min(Bound::NonNegative);
+  t.time("net_ll128_step", &NcclTunerConstants::net_ll128_step, "tuner: latency per network step of a ring, LL128")
+      .min(Bound::NonNegative);
+  t.time("net_simple_step", &NcclTunerConstants::net_simple_step, "tuner: latency per network step of a ring, Simple")
+      .min(Bound::NonNegative);
+  t.time("net_tree_ll_step", &NcclTunerConstants::net_tree_ll_step, "tuner: latency per network step of a tree, LL")
+      .min(Bound::NonNegative);
+  t.time("net_tree_ll128_step", &NcclTunerConstants::net_tree_ll128_step,
+         "tuner: latency per network step of a tree, LL128")
+      .min(Bound::NonNegative);
+  t.time("net_tree_simple_step", &NcclTunerConstants::net_tree_simple_step,
+         "tuner: latency per network step of a tree, Simple")
+      .min(Bound::NonNegative);
   s.add("max_steps_per_transfer", &NcclConfig::max_steps_per_transfer,
         "most steps one transfer is simulated as (fidelity: longer transfers move in larger steps)")
       .min(Bound::Positive);
@@ -63,6 +77,14 @@ void add_config_section(config::Schema& schema) {
   s.bytes("p2p_ll_threshold", &NcclConfig::p2p_ll_threshold,
           "p2p: LL while a peer's bytes are at most channels x this (NCCL_P2P_LL_THRESHOLD)")
       .min(Bound::NonNegative);
+  s.time("net_ll_step", &NcclConfig::net_ll_step, "latency of a step sent to another box (through NICs), LL")
+      .min(Bound::NonNegative);
+  s.time("net_ll128_step", &NcclConfig::net_ll128_step, "latency of a step sent to another box, LL128")
+      .min(Bound::NonNegative);
+  s.time("net_simple_step", &NcclConfig::net_simple_step, "latency of a step sent to another box, Simple")
+      .min(Bound::NonNegative);
+  s.add("pxn", &NcclConfig::pxn,
+        "PXN: a send to another box relays through the sender's peer on the receiver's rail (NCCL_PXN_DISABLE=0)");
   s.rule([](const MapReader& r, NcclConfig& c) {
     if (c.link_efficiency > 1.0)
       r.fail("link_efficiency", "a fraction, at most 1, got " + std::to_string(c.link_efficiency));

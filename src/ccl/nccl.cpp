@@ -59,6 +59,14 @@ Time step_of(Protocol p, const NcclTunerConstants& c) {
   return p == Protocol::LL ? c.ll_step : p == Protocol::LL128 ? c.ll128_step : c.simple_step;
 }
 
+Time net_step_of(Protocol p, const NcclTunerConstants& c, bool tree) {
+  if (tree)
+    return p == Protocol::LL      ? c.net_tree_ll_step
+           : p == Protocol::LL128 ? c.net_tree_ll128_step
+                                  : c.net_tree_simple_step;
+  return p == Protocol::LL ? c.net_ll_step : p == Protocol::LL128 ? c.net_ll128_step : c.net_simple_step;
+}
+
 }  // namespace
 
 std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, const NcclConfig& cfg) {
@@ -81,19 +89,42 @@ std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, co
     r.time = latency + static_cast<Time>(std::ceil(static_cast<double>(bytes) / bandwidth * 1e12));
     rows.push_back(r);
   };
+  const bool multi = f.nodes > 1;
+  // Over several boxes the buffer's bottleneck is the narrower of a rank's
+  // intra-box ring link and its box's NIC rate (every channel crosses each
+  // box once, through its own rail), as NCCL's bwIntra / bwInter.
+  const double bus = multi ? std::min(link, f.inter_bandwidth * cfg.link_efficiency) : link;
+  const int ppn = multi ? std::max(1, f.ppn) : n;
+  int log_nodes = 0;
+  while ((1 << (log_nodes + 1)) <= f.nodes) ++log_nodes;
   for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     const double fmt = protocol_format(p, cfg.buffsize).efficiency;
     const Time step = step_of(p, cfg.tuner) + f.route_latency;
-    add("ring", p, base_of(p, cfg.tuner) + static_cast<Time>(ring_steps) * step, link * fmt / ring_share);
+    const Time net = net_step_of(p, cfg.tuner, false) + f.inter_latency;
+    // NCCL: (nsteps - nInterSteps) intra-box steps and nInterSteps network steps.
+    const int inter_steps = multi ? (c == NcclCollective::AllReduce ? 2 : 1) * (f.nodes - 1) : 0;
+    add("ring", p,
+        base_of(p, cfg.tuner) + static_cast<Time>(ring_steps - inter_steps) * step +
+            static_cast<Time>(inter_steps) * net,
+        bus * fmt / ring_share);
     if (c == NcclCollective::AllReduce) {
-      // Tree, as NCCL prices it inside one box: its intra-node tree is a
-      // chain, 2 (n - 1) steps up and down, at half the bus bandwidth (each
-      // rank sends about the buffer twice over the two trees). So inside a
-      // box it never beats the ring, as in NCCL (src/graph/tuning.cc).
-      add("tree", p, base_of(p, cfg.tuner) + static_cast<Time>(2 * (n - 1)) * step, link * fmt / 2.0);
+      if (!multi) {
+        // Tree, as NCCL prices it inside one box: its intra-node tree is a
+        // chain, 2 (n - 1) steps up and down, at half the bus bandwidth (each
+        // rank sends about the buffer twice over the two trees). So inside a
+        // box it never beats the ring, as in NCCL (src/graph/tuning.cc).
+        add("tree", p, base_of(p, cfg.tuner) + static_cast<Time>(2 * (n - 1)) * step, link * fmt / 2.0);
+      } else {
+        // Across boxes: 2 ((ppn - 1) chain steps + log2(boxes) tree steps),
+        // at 0.92 of the bus bandwidth, halved (NCCL's tree refinements).
+        const Time tree_net = net_step_of(p, cfg.tuner, true) + f.inter_latency;
+        add("tree", p,
+            base_of(p, cfg.tuner) + 2 * (static_cast<Time>(ppn - 1) * step + static_cast<Time>(log_nodes) * tree_net),
+            bus * fmt * 0.92 / 2.0);
+      }
     }
   }
-  if (c == NcclCollective::AllReduce && f.nvls) {
+  if (c == NcclCollective::AllReduce && f.nvls && !multi) {
     // Each rank sends its buffer to the switches once and receives the sum
     // once (link), issues 2/n of it as multimem operations (issue), and the
     // switches reduce n contributions of every byte (switch).

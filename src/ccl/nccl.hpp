@@ -79,6 +79,13 @@ struct NcclTunerConstants {
   Time ll128_step = 1900 * sim::kNanosecond;
   Time simple_step = 3400 * sim::kNanosecond;
   Time nvls = 25 * sim::kMicrosecond;
+  /// Over the network (hwLat NET): a ring step, and a tree step, per protocol.
+  Time net_ll_step = 2700 * sim::kNanosecond;
+  Time net_ll128_step = 4 * sim::kMicrosecond;
+  Time net_simple_step = 14 * sim::kMicrosecond;
+  Time net_tree_ll_step = 5 * sim::kMicrosecond;
+  Time net_tree_ll128_step = 8500 * sim::kNanosecond;
+  Time net_tree_simple_step = 14 * sim::kMicrosecond;
 };
 
 /// The `nccl:` section: the mechanism parameters of NCCL on a GPU machine.
@@ -118,6 +125,17 @@ struct NcclConfig {
   Bytes p2p_chunk = 512 * sim::kKiB;
   /// p2p: LL while a peer's bytes are at most channels x this (NCCL_P2P_LL_THRESHOLD).
   Bytes p2p_ll_threshold = 16 * sim::kKiB;
+  /// A step sent from one box to another (through the NICs): its latency
+  /// (the proxy thread posts it to the NIC and polls the completion) instead
+  /// of the intra-box step's. Defaults: NCCL's tuner constants for the
+  /// network (hwLat NET, Ring).
+  Time net_ll_step = 2700 * sim::kNanosecond;
+  Time net_ll128_step = 4 * sim::kMicrosecond;
+  Time net_simple_step = 14 * sim::kMicrosecond;
+  /// PXN (NCCL_PXN_DISABLE=0, NCCL's default since 2.12): a send to another
+  /// box goes first to the sender's peer on the receiver's rail, which sends
+  /// it through its own NIC.
+  bool pxn = true;
 };
 
 /// What kind of collective is asked (the busbw-style step count differs).
@@ -131,6 +149,11 @@ struct TunerFacts {
   bool nvls = false;          ///< a reducing switch is linked to every rank
   double nvls_switch = 0;     ///< the reducing switches' summed reduction bandwidth, B/s
   int channels = 1;           ///< most channels (pe.ipcq.channels)
+  /// Boxes (logical/boxes.hpp) the ranks span, and the ranks of the smallest.
+  int nodes = 1;
+  int ppn = 0;
+  double inter_bandwidth = 0;  ///< B/s out of the narrowest box through its NICs
+  Time inter_latency = 0;      ///< wire + node latency from a box to the next on one rail (the slowest)
 };
 
 /// One row of the tuning table.

@@ -113,18 +113,44 @@ void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
   collect(src, s, false, deps);
   const bool hbm = buffer_ == Buffer::Hbm;
   const bool gpu = wire_.step_latency >= 0;
+  const bool across =
+      boxes_ && boxes_->box[static_cast<std::size_t>(src)] != boxes_->box[static_cast<std::size_t>(dst)];
+  const int via = across ? relay_of(src, dst) : -1;
   // On the wire: the payload over the protocol's and the link's efficiency.
   const Bytes wire =
       wire_.efficiency >= 1.0 ? n : static_cast<Bytes>(std::ceil(static_cast<double>(n) / wire_.efficiency));
-  const OpId snd = program_.send(from, to_pe, wire, key, deps, "send " + label, tag_,
-                                 hbm ? std::optional<NodeId>(hbm_[static_cast<std::size_t>(src)]) : std::nullopt);
+  const int channel = channel_ >= 0 ? channel_
+                      : wire_.channels > 1
+                          ? static_cast<int>(static_cast<std::int64_t>(s.lo) * wire_.channels / slices_)
+                          : -1;  // the channel whose part of the buffer these slices are (collective.cpp: block())
+  const auto on_channel = [&](OpId op, Time latency) {
+    if (gpu) program_.set_latency(op, latency);
+    if (wire_.segment > 0) program_.set_segment(op, wire_.segment);
+    if (channel >= 0) program_.set_channel(op, channel);
+  };
+  const std::optional<NodeId> src_hbm = hbm ? std::optional<NodeId>(hbm_[static_cast<std::size_t>(src)]) : std::nullopt;
+  OpId snd = 0;
+  NodeId sender = from;  // the node the receiver takes the data from
+  if (via >= 0) {
+    // PXN: over the box's fabric into the peer's proxy buffer, then on
+    // through the peer's NIC; the peer's own buffer is not touched.
+    const NodeId relay = pe(via);
+    const std::int64_t hop = next_key_++;
+    const std::string through = " via r" + std::to_string(via);
+    snd = program_.send(from, relay, wire, hop, deps, "send " + label + through, tag_, src_hbm);
+    on_channel(snd, wire_.step_latency);
+    const OpId land = program_.recv(relay, from, hop, {}, "relay " + label, tag_, runtime::RecvMode::Consume);
+    if (gpu) program_.set_latency(land, 0);
+    const OpId on = program_.send(relay, to_pe, wire, key, {land}, "send " + label + " from r" + std::to_string(via),
+                                  tag_, std::nullopt);
+    on_channel(on, net_step_latency_);
+    sender = relay;
+    ++relayed_;
+  } else {
+    snd = program_.send(from, to_pe, wire, key, deps, "send " + label, tag_, src_hbm);
+    on_channel(snd, across ? net_step_latency_ : wire_.step_latency);
+  }
   program_.set_slices(snd, s);
-  if (gpu) program_.set_latency(snd, wire_.step_latency);
-  if (wire_.segment > 0) program_.set_segment(snd, wire_.segment);
-  if (channel_ >= 0)
-    program_.set_channel(snd, channel_);
-  else if (wire_.channels > 1)  // the channel whose part of the buffer these slices are (collective.cpp: block())
-    program_.set_channel(snd, static_cast<int>(static_cast<std::int64_t>(s.lo) * wire_.channels / slices_));
   add_reader(src, s, snd);
 
   deps.clear();
@@ -135,7 +161,7 @@ void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
     if (gpu) program_.set_latency(load, 0);
     deps.assign(1, load);
   }
-  const OpId rcv = program_.recv(to_pe, from, key, deps, "recv " + label, tag_,
+  const OpId rcv = program_.recv(to_pe, sender, key, deps, "recv " + label, tag_,
                                  combine == Combine::Reduce ? runtime::RecvMode::Reduce : runtime::RecvMode::Consume);
   program_.set_slices(rcv, to);
   if (gpu) program_.set_latency(rcv, 0);
@@ -148,6 +174,15 @@ void Schedule::step(int src, Slices s, int dst, Slices to, Combine combine) {
   set_writer(dst, to, last);
   moves_[snd] = Move{src, s, combine, snd, false};
   moves_[rcv] = Move{dst, to, combine, snd, true};
+}
+
+int Schedule::relay_of(int src, int dst) const {
+  if (!pxn_) return -1;
+  const Boxes& b = *boxes_;
+  const int rail = b.local[static_cast<std::size_t>(dst)];
+  const std::vector<int>& mine = b.ranks[static_cast<std::size_t>(b.box[static_cast<std::size_t>(src)])];
+  if (rail >= static_cast<int>(mine.size()) || mine[static_cast<std::size_t>(rail)] == src) return -1;
+  return mine[static_cast<std::size_t>(rail)];
 }
 
 void Schedule::local_copy(int rank, Slices from, Slices to) {

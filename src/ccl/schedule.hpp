@@ -10,11 +10,13 @@
 // check (verify.hpp) then proves the pattern computes the collective.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ccl/ccl.hpp"
+#include "ccl/logical/boxes.hpp"
 #include "runtime/program.hpp"
 #include "topology/graph/machine.hpp"
 
@@ -92,6 +94,20 @@ class Schedule {
   /// >= 0: sends added from now on use this channel's queue (Op::channel)
   /// instead of the one their slices fall in; -1: back to that.
   void set_channel(int channel) { channel_ = channel; }
+  /// The ranks' boxes (logical/boxes.hpp): a send from one box to another
+  /// pays `net_step_latency` (NCCL's NET step: the proxy posts it to the NIC
+  /// and polls its completion) instead of the wire's step latency, and with
+  /// `pxn` it is relayed as NCCL's PXN does: first over the box's own fabric
+  /// to the sender's peer at the receiver's local index (the GPU on the
+  /// receiver's rail), which sends it on through its own NIC. The relay
+  /// writes nothing of the peer's buffer. Set before the first transfer.
+  void set_boxes(std::shared_ptr<const Boxes> boxes, bool pxn, Time net_step_latency) {
+    boxes_ = std::move(boxes);
+    pxn_ = pxn;
+    net_step_latency_ = net_step_latency;
+  }
+  /// Sends relayed so far (PXN).
+  std::int64_t relayed() const { return relayed_; }
   /// In-network reduction on switch `sw` (a node that declares `reduction:`):
   /// every rank of `ranks` sends slices `s` to the switch, which reduces
   /// them and multicasts the sum back; afterwards each of them holds the
@@ -171,6 +187,12 @@ class Schedule {
   std::vector<OpId> entry_;
   int channel_ = -1;
   std::int64_t next_key_ = 0;
+  std::shared_ptr<const Boxes> boxes_;
+  bool pxn_ = false;
+  Time net_step_latency_ = 0;
+  std::int64_t relayed_ = 0;
+  /// The rank a send from src to dst is relayed through (PXN), or -1.
+  int relay_of(int src, int dst) const;
   std::vector<Cell> cells_;
   std::unordered_map<std::size_t, std::vector<OpId>> extra_readers_;  // cells with more than 3 readers
   std::unordered_map<OpId, Move> moves_;

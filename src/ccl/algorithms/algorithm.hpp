@@ -10,9 +10,11 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "ccl/logical/boxes.hpp"
 #include "ccl/schedule.hpp"
 
 namespace kernbench::ccl {
@@ -32,6 +34,13 @@ struct Plan {
   Slices all() const { return range.hi >= 0 ? range : Slices{0, slices}; }
   /// alltoall: channels each pair of ranks uses (NCCL's p2p channels per peer).
   int peer_channels = 1;
+  /// The NCCL channel this plan runs (0 .. channels - 1) and how many run.
+  int channel = 0;
+  int channels = 1;
+  /// The ranks' boxes (logical/boxes.hpp); null: one box. NCCL's multi-node
+  /// forms of ring and tree run when the ranks span several.
+  std::shared_ptr<const Boxes> boxes;
+  bool multi_node() const { return boxes && boxes->multi(); }
 };
 
 struct Algorithm {

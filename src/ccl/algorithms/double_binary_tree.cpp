@@ -6,6 +6,14 @@
 // about the same in total. Each half is cut into pieces that stream up the
 // tree (children's partials reduced into the parent) and back down
 // (copies), pipelined: ~2 log2(p) latencies plus the bandwidth term.
+//
+// Over several boxes (logical/boxes.hpp) the tree is NCCL's: inside a box a
+// chain, across boxes the double binary tree over the boxes. Channel c runs
+// tree c mod 2 with each box's head at local rank (c / 2) (its NIC's rail):
+// a piece is reduced along the box's chain into the head, up the tree of
+// heads, back down it, and along the chain again. The latency is then
+// 2 ((ranks per box - 1) intra-box steps + log2(boxes) network steps), as
+// NCCL prices it (src/graph/tuning.cc).
 #include "ccl/algorithms/algorithm.hpp"
 #include "ccl/logical/tree.hpp"
 
@@ -26,6 +34,39 @@ void run_trees(Schedule& s, const Plan& p, const std::pair<Tree, Tree>& ab, bool
   }
 }
 
+// The chain of box b for a head at local rank h: h + 1, h + 2, ..., ending at h.
+std::vector<int> chain_to_head(const Boxes& boxes, int b, int h) {
+  const int g = static_cast<int>(boxes.ranks[static_cast<std::size_t>(b)].size());
+  std::vector<int> chain;
+  for (int k = 1; k <= g; ++k) chain.push_back(boxes.at(b, h + k));
+  return chain;
+}
+
+void multi_node_all_reduce(Schedule& s, const Plan& p) {
+  const Boxes& boxes = *p.boxes;
+  const int nb = boxes.count();
+  const std::pair<Tree, Tree> ab = double_trees(nb);
+  const Tree& t = p.channel % 2 == 0 ? ab.first : ab.second;
+  const int head = p.channel / 2;
+  std::vector<std::vector<int>> chains;
+  std::vector<int> heads;
+  for (int b = 0; b < nb; ++b) {
+    chains.push_back(chain_to_head(boxes, b, head));
+    heads.push_back(chains.back().back());
+  }
+  const Slices all = p.all();
+  const int k = std::max(1, std::min(p.pieces, all.hi - all.lo));
+  for (int piece = 0; piece < k; ++piece) {
+    const Slices part = block(all, k, piece);
+    for (const std::vector<int>& c : chains)
+      for (std::size_t j = 0; j + 1 < c.size(); ++j) s.transfer(c[j], c[j + 1], part, Combine::Reduce);
+    tree_reduce_up(s, t, heads, t.root, part);
+    tree_copy_down(s, t, heads, t.root, part);
+    for (const std::vector<int>& c : chains)
+      for (std::size_t j = c.size() - 1; j > 0; --j) s.transfer(c[j], c[j - 1], part, Combine::Copy);
+  }
+}
+
 }  // namespace
 
 Algorithm double_binary_tree_algorithm() {
@@ -36,7 +77,10 @@ Algorithm double_binary_tree_algorithm() {
   a.check = [](const Plan&) {};
   a.all_reduce = [](Schedule& s, const Plan& p) {
     s.phase("reduce-broadcast");
-    run_trees(s, p, double_trees(p.world.size()), true, true);
+    if (p.multi_node())
+      multi_node_all_reduce(s, p);
+    else
+      run_trees(s, p, double_trees(p.world.size()), true, true);
   };
   a.broadcast = [](Schedule& s, const Plan& p) {
     s.phase("broadcast");

@@ -5,6 +5,13 @@
 // (i + 1) mod p summed over every rank; the all-gather passes the finished
 // blocks on around the ring. Each step moves n/p bytes per rank, so on a
 // ring of uncontended links it costs 2(p-1)(alpha + n/(p beta)).
+//
+// Over several boxes (logical/boxes.hpp) the ring is NCCL's: box after box,
+// each box's ranks rotated by the channel, so channel c enters every box at
+// its local rank c and leaves it from local rank c - 1. The channels cross
+// between boxes on different rails, and each box's NICs carry their share:
+// the inter-box hop is the ring's bottleneck at the boxes' NIC rate
+// (with PXN the leaving send relays through local rank c, on the entry's rail).
 #include "ccl/algorithms/algorithm.hpp"
 #include "ccl/logical/line.hpp"
 #include "ccl/logical/ring.hpp"
@@ -12,10 +19,22 @@
 namespace kernbench::ccl {
 namespace {
 
+// The ring of this plan's channel: the world's order, or NCCL's box after box.
+std::vector<int> ring_order(const Plan& p) {
+  if (!p.multi_node()) return p.world.ranks;
+  std::vector<int> out;
+  out.reserve(p.world.ranks.size());
+  for (int b = 0; b < p.boxes->count(); ++b)
+    for (std::size_t k = 0; k < p.boxes->ranks[static_cast<std::size_t>(b)].size(); ++k)
+      out.push_back(p.world.ranks[static_cast<std::size_t>(p.boxes->at(b, p.channel + static_cast<int>(k)))]);
+  return out;
+}
+
 std::vector<std::pair<int, Slices>> owned(const Plan& p) {
+  const std::vector<int> ring = ring_order(p);
   std::vector<std::pair<int, Slices>> out;
   for (int i = 0; i < p.world.size(); ++i)
-    out.push_back({p.world.ranks[static_cast<std::size_t>(i)], ring_owned(p.all(), p.world.size(), i)});
+    out.push_back({ring[static_cast<std::size_t>(i)], ring_owned(p.all(), p.world.size(), i)});
   return out;
 }
 
@@ -37,17 +56,18 @@ Algorithm ring_algorithm() {
   a.check = [](const Plan&) {};
   a.reduce_scatter = [](Schedule& s, const Plan& p) {
     s.phase("reduce-scatter");
-    ring_reduce_scatter(s, p.world.ranks, p.all());
+    ring_reduce_scatter(s, ring_order(p), p.all());
   };
   a.all_gather = [](Schedule& s, const Plan& p) {
     s.phase("all-gather");
-    ring_all_gather(s, p.world.ranks, p.all());
+    ring_all_gather(s, ring_order(p), p.all());
   };
   a.all_reduce = [](Schedule& s, const Plan& p) {
+    const std::vector<int> ring = ring_order(p);
     s.phase("reduce-scatter");
-    ring_reduce_scatter(s, p.world.ranks, p.all());
+    ring_reduce_scatter(s, ring, p.all());
     s.phase("all-gather");
-    ring_all_gather(s, p.world.ranks, p.all());
+    ring_all_gather(s, ring, p.all());
   };
   a.owned = owned;
   a.broadcast = [](Schedule& s, const Plan& p) {

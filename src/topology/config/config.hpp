@@ -60,6 +60,11 @@ struct NodeParams {
     int cycles() const { return route + vc_alloc + switch_alloc; }
   } pipeline;
   std::int64_t clock_hz = 0;  ///< the pipeline's clock (required when it has cycles)
+  /// Carries traffic between other nodes (explicit graphs, `transit:`).
+  /// false: routes avoid the node unless it is an end of the transfer or no
+  /// other path exists (a GPU does not forward between its NVLink and PCIe
+  /// ports; software relays, NCCL's PXN, are the collective's choice).
+  bool transit = true;
 };
 
 /// The pipeline's delay per hop: ceil(cycles x 1e12 / clock_hz) ps (0

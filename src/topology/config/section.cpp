@@ -171,6 +171,7 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
     m.get_enum("kind", n.kind, node_kind_from_string);
     m.get_time("overhead", n.params.overhead);
     m.get_bool("flit_aware", n.params.flit_aware);
+    m.get_bool("transit", n.params.transit);
     if (m.get("reduction")) {
       if (n.kind != NodeKind::Switch)
         m.fail("reduction",
@@ -478,6 +479,10 @@ void add_config_sections(config::Schema& schema) {
   gn.key("overhead", Type::Time, "processing delay paid by every chunk passing the node").req().min(Bound::NonNegative);
   gn.key("flit_aware", Type::Bool, "forwards chunk by chunk (cut-through); false: store-and-forward")
       .dflt(ExplicitNode{}.params.flit_aware);
+  gn.key("transit", Type::Bool,
+         "carries traffic between other nodes; false: routes pass through it only when no other path exists "
+         "(a GPU between its NVLink and PCIe ports)")
+      .dflt(ExplicitNode{}.params.transit);
   Section<NodeParams::Pipeline> gp = gn.section<NodeParams::Pipeline>(
       "pipeline", Type::Map, "router pipeline in cycles per hop (see nodes.router.pipeline)");
   gp.doc("A router pipeline in cycles per hop (see nodes.router.pipeline).");

@@ -33,7 +33,7 @@ Time hop_weight(const LinkParams& link, const NodeParams& to) {
   // 2^21 nodes) overflows inside Dijkstra: a hop this slow is refused by the
   // fabric's time check anyway, whichever path it ends up on.
   const auto part = [](Time t) { return std::clamp<Time>(t, 0, kMaxHopWeight); };
-  return std::min(part(link.latency) + part(to.overhead) + 1, kMaxHopWeight);
+  return std::min(part(link.latency) + part(to.overhead) + 1, kMaxHopWeight) + (to.transit ? 0 : kMaxHopWeight);
 }
 
 LaneCount count_lanes(const Config& config) {

@@ -84,8 +84,12 @@ std::string lanes_over_limit(const LaneCount& n);
 
 /// The routing weight of a hop (ps): wire latency plus the next node's
 /// overhead, plus one ps so that, between equal-latency paths, the one with
-/// fewer hops wins; at most kMaxHopWeight (2^40 ps, about 1.1 s), so path
-/// sums cannot overflow.
+/// fewer hops wins; at most kMaxHopWeight (2^40 ps, about 1.1 s). A hop
+/// into a node that is not a transit node (NodeParams::transit) adds
+/// kMaxHopWeight more: every path to that node pays it once, so its own
+/// shortest paths are unchanged, while a path through it pays it again and
+/// loses to any path around it. At most 2^41 per hop over at most 2^21 nodes:
+/// path sums cannot overflow.
 inline constexpr Time kMaxHopWeight = Time{1} << 40;
 Time hop_weight(const LinkParams& link, const NodeParams& to);
 
