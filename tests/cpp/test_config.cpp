@@ -417,7 +417,7 @@ TEST_CASE("enums and booleans are checked against their names", "[config]") {
                       Contains("test.yaml: fabric.model: expected one of packet, flow, got \"packets\""));
   REQUIRE_THROWS_WITH(parse(with(kGraph, "kind: engine", "kind: gpu")),
                       Contains("test.yaml: graph.nodes[3].kind: expected one of pe, router, hbm_ctrl, ucie, pcie_ep, "
-                               "host, cpu, memory, switch, engine, gsp, other, got \"gpu\""));
+                               "host, cpu, memory, switch, engine, gsp, nic, other, got \"gpu\""));
   REQUIRE_THROWS_WITH(parse(with(kSystem, "flit_aware: false", "flit_aware: maybe")),
                       Contains("test.yaml: nodes.pcie_ep.flit_aware: expected true or false, got \"maybe\""));
 }
@@ -648,7 +648,7 @@ TEST_CASE("the schema JSON describes every section and key", "[config]") {
   const auto& edge = keys["graph"]["keys"]["edges"];
   CHECK(edge["type"] == "list");
   CHECK(edge["items"]["keys"]["class"]["default"] == "link");
-  CHECK(keys["graph"]["keys"]["nodes"]["items"]["keys"]["kind"]["values"].size() == 12);
+  CHECK(keys["graph"]["keys"]["nodes"]["items"]["keys"]["kind"]["values"].size() == 13);
   CHECK(keys["include"]["items"]["type"] == "string");
 
   // The defaults it advertises are the structs' defaults.
