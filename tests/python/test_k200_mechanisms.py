@@ -162,3 +162,17 @@ def test_c3_solo_minus_dual_is_the_d2d_completion_minus_the_peer_copy(wake):
     peer = k200.copy(k200.load_system(set=sets), "peer", "h2d", x, peer=(0, 1)).elapsed_s
     diff_ms = solo[0]["latency_ms"] - rows[0]["latency_ms"]
     assert diff_ms == pytest.approx((d2d - peer) * 1e3, abs=2 * 2e-3)
+
+
+@pytest.mark.parametrize("key,values", [("k200.compute.elementwise_rate", "fitted, hbm"),
+                                        ("k200.compute.conv", "im2col, implicit"), ("k200.d2d.wake", "low, high")])
+def test_a_bad_alternative_names_the_key_and_its_values(key, values):
+    """An unknown value for one of the assumed-alternative knobs is a ConfigError naming the key and the values
+    it takes, never a silent default."""
+    from kernbench._core import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        k200.load_system(set={key: "sometimes"})
+    msg = str(e.value)
+    assert key.split(".")[-1] in msg and "sometimes" in msg
+    assert all(v in msg for v in values.split(", "))
