@@ -1,7 +1,8 @@
-"""vgpu-launch: the first two launches of a fresh guest context, decomposed.
+"""vgpu-launch: the first ``launches`` launches of a fresh guest context, each decomposed.
 
 The forwarded GR launch of shared/reference/vgpu-forwarding.md on
-configs/vgpu.yaml: the component table of the first two launches (PDE
+configs/vgpu.yaml: the component table of each of the first ``launches``
+launches of one guest context (default 2; ``--set bench.launches=N``: PDE
 forwards, accepted/refused, per-forward round trip, copy-in,
 doorbell -> completion, copy-out, elapsed_ms) beside the measured figures
 of the first launch with the model/measured ratio, for both readings of
@@ -23,14 +24,18 @@ from kernbench import _core, units, vgpu
 
 @bench(
     name="vgpu-launch",
-    description="vGPU: first two launches decomposed beside the measured 189 ms launch; elapsed_ms spread over seeds",
-    params={"runs": 100, "repetitions": 20},
+    description="vGPU: the first launches of a guest context decomposed beside the measured 189 ms launch; "
+                "elapsed_ms spread over seeds",
+    params={"runs": 100, "repetitions": 20, "launches": 2},
     config="vgpu.yaml",
     smoke={"bench.runs": 5, "bench.repetitions": 2},
     golden={"key": ["study", "split", "launch", "component", "seed"], "metrics": ["model"]},
 )
 def vgpu_launch(ctx):
     runs = int(ctx.params["runs"])
+    n_launches = int(ctx.params["launches"])
+    if n_launches < 1:
+        raise ValueError(f"bench.launches: the launches of one guest context must be >= 1, got {n_launches}")
     config = ctx.config
     base = dict(ctx.config_overrides)
     results, failures = ctx.results, ctx.failures
@@ -39,14 +44,14 @@ def vgpu_launch(ctx):
     _core.vgpu_workload(vgpu.load(base, ctx.seed, config)._core, True)
     for split, sets in vgpu.SPLITS.items():
         try:
-            run = vgpu.launches(2, set={**base, **sets}, seed=ctx.seed, config=config)
+            run = vgpu.launches(n_launches, set={**base, **sets}, seed=ctx.seed, config=config)
             for i, launch in enumerate(run["launches"]):
                 measured = vgpu.MEASURED if i == 0 else None
                 rows = vgpu.decomposition(launch, measured)
                 tables[(split, i)] = rows
                 for row in rows:
                     results.append({"study": "decomposition", "split": split, "launch": i, **row})
-            ctx.critical_path(vgpu.critical_path(run, f"vGPU {split}"), f"{split}: 2 launches")
+            ctx.critical_path(vgpu.critical_path(run, f"vGPU {split}"), f"{split}: {n_launches} launches")
             ctx.write_csv(f"ops_{split[0]}.csv", vgpu.ops_table(run["ops"]).to_dict("records"))
             vgpu.chrome_trace(run, ctx.out / f"trace_{split[0]}.json")
             ctx.files.append(f"trace_{split[0]}.json")

@@ -674,18 +674,28 @@ TEST_CASE("K200 workloads: streams on two cards scale linearly, on one die they 
   CHECK(sys.sim().now() == 0);
 }
 
-TEST_CASE("K200 D2D completion is sleep-polled; page pinning refuses absurd sizes", "[k200]") {
+TEST_CASE("K200 D2D completion is usleep_range-polled at the low or high end; page pinning refuses absurd sizes",
+          "[k200]") {
   topology::System sys(k200_config());
   K200 k(sys);
   CopySpec s;
   s.kind = CopyKind::D2D;
-  s.bytes = 4 * sim::kMiB;  // 4 MiB at 62 GiB/s = 63 us: seen at the sleep that ends at 10+20+40 = 70 us
+  s.bytes = 4 * sim::kMiB;  // 4 MiB at 62 GiB/s = 63 us: seen at the 7th usleep_range(10, 1000) wake, 70 us
   CHECK(k.copy(s).elapsed() == 70 * sim::kMicrosecond);
   s.bytes = 64 * sim::kKiB;  // ~1 us of copying, still a 10 us sleep
   CHECK(k.copy(s).elapsed() == 10 * sim::kMicrosecond);
-  // Large D2D approaches the configured bandwidth (the sleep caps at 1 ms).
+  // Large D2D approaches the configured bandwidth (at the low end a wake every 10 us).
+  s.bytes = 64 * sim::kMiB;
+  CHECK(k.copy(s).gib_per_s() == Approx(62).epsilon(0.01));
   s.bytes = sim::kGiB;
-  CHECK(k.copy(s).gib_per_s() == Approx(62).epsilon(0.05));
+  CHECK(k.copy(s).gib_per_s() == Approx(62).epsilon(0.01));
+  // At the high end every sleep lasts the range's 1 ms: a 4 MiB copy is seen at 1 ms, 64 MiB (1.008 ms) at 2.
+  topology::System high_sys(k200_config({{"k200.d2d.wake", "high"}}));
+  K200 high(high_sys);
+  s.bytes = 4 * sim::kMiB;
+  CHECK(high.copy(s).elapsed() == sim::kMillisecond);
+  s.bytes = 64 * sim::kMiB;
+  CHECK(high.copy(s).elapsed() == 2 * sim::kMillisecond);
   topology::System pin_sys(k200_config({{"k200.driver.kl1_pageable_pin", "1"}}));
   K200 pin(pin_sys);
   CopySpec p;

@@ -10,11 +10,49 @@
 // comments say where each value comes from.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sim/units.hpp"
 
 namespace kernbench::platforms::k200 {
+
+/// How an elementwise kernel's bytes stream (K200ComputeConfig::elementwise_rate): `fitted` -- at the rate the
+/// single-kernel waits fit, at every size (capped by the die's HBM link); `hbm` -- the fitted rate up to
+/// elementwise_reference_elements, every byte beyond at the die's HBM link rate (the datasheet peak).
+enum class ElementwiseRate { Fitted, Hbm };
+inline const char* to_string(ElementwiseRate r) { return r == ElementwiseRate::Fitted ? "fitted" : "hbm"; }
+inline std::optional<ElementwiseRate> elementwise_rate_from_string(std::string_view s) {
+  if (s == "fitted") return ElementwiseRate::Fitted;
+  if (s == "hbm") return ElementwiseRate::Hbm;
+  return std::nullopt;
+}
+inline std::vector<std::string> elementwise_rate_names() { return {"fitted", "hbm"}; }
+
+/// How a conv reaches its GEMM (K200ComputeConfig::conv): `im2col` materialises the lowered matrix through HBM
+/// at lowering_bandwidth first; `implicit` lowers inside the GEMM's panel fetch (no copy).
+enum class ConvLowering { Im2col, Implicit };
+inline const char* to_string(ConvLowering c) { return c == ConvLowering::Im2col ? "im2col" : "implicit"; }
+inline std::optional<ConvLowering> conv_lowering_from_string(std::string_view s) {
+  if (s == "im2col") return ConvLowering::Im2col;
+  if (s == "implicit") return ConvLowering::Implicit;
+  return std::nullopt;
+}
+inline std::vector<std::string> conv_lowering_names() { return {"im2col", "implicit"}; }
+
+/// Where in its [sleep_min, sleep_max] range a D2D completion's usleep_range-style sleep wakes (K200D2dConfig):
+/// `low` -- at sleep_min (another timer expires in the range and the hrtimer code runs this one with it);
+/// `high` -- at sleep_max (nothing else expires: the hard expiry, an idle CPU).
+enum class D2dWake { Low, High };
+inline const char* to_string(D2dWake w) { return w == D2dWake::Low ? "low" : "high"; }
+inline std::optional<D2dWake> d2d_wake_from_string(std::string_view s) {
+  if (s == "low") return D2dWake::Low;
+  if (s == "high") return D2dWake::High;
+  return std::nullopt;
+}
+inline std::vector<std::string> d2d_wake_names() { return {"low", "high"}; }
 
 /// The host link of each card: its raw rate and the framing the model
 /// derives the payload bandwidth from (see K200::pcie_payload_bytes_per_s).
@@ -77,7 +115,8 @@ struct K200EdmaConfig {
 struct K200D2dConfig {
   sim::Bandwidth bandwidth{66'000'000'000};
   sim::Time sleep_min = 10 * sim::kMicrosecond;  ///< first sleep of the completion sleep-poll
-  sim::Time sleep_max = sim::kMillisecond;       ///< the sleep doubles up to this
+  sim::Time sleep_max = sim::kMillisecond;       ///< last sleep of the range
+  D2dWake wake = D2dWake::Low;                   ///< where in [sleep_min, sleep_max] each sleep wakes
 };
 
 /// Kernel launch and device dispatch.
@@ -101,6 +140,9 @@ struct K200ComputeConfig {
   int elementwise_operands = 3;                         ///< tensors an elementwise kernel streams (a + b -> c: 3)
   sim::Bandwidth elementwise_bandwidth{4'000'000'000};  ///< per cluster: operand bytes streamed per second
   sim::Bandwidth elementwise_serial_bandwidth{0};       ///< the part that does not spread over clusters (0: none)
+  ElementwiseRate elementwise_rate = ElementwiseRate::Fitted;  ///< how large kernels stream (see ElementwiseRate)
+  int elementwise_reference_elements = 5120;                   ///< hbm: the fitted rate up to this many elements
+  ConvLowering conv = ConvLowering::Im2col;                    ///< how a conv reaches its GEMM
   sim::Bandwidth lowering_bandwidth{0};         ///< conv -> GEMM lowering (im2col): bytes read + written per second
   sim::Bytes gemm_block_bytes = sim::kKiB;      ///< output block per cluster: a side of this many bytes of elements
   int core_tile_m = 16;                         ///< a core's micro-tile: rows of C

@@ -144,9 +144,14 @@ void add_config_section(config::Schema& schema) {
   Section<K200D2dConfig> k200_d2d = k200.map<K200D2dConfig>("d2d", &K200Config::d2d, "device-to-device copies");
   k200_d2d.doc("Device-to-device copies inside one die.");
   k200_d2d.add("bandwidth", &K200D2dConfig::bandwidth, "copy bandwidth").min(Bound::Positive);
-  k200_d2d.time("sleep_min", &K200D2dConfig::sleep_min, "first sleep of the completion sleep-poll")
+  k200_d2d.time("sleep_min", &K200D2dConfig::sleep_min, "first of the completion sleep's range (usleep_range min)")
       .min(Bound::Positive);
-  k200_d2d.time("sleep_max", &K200D2dConfig::sleep_max, "longest sleep (it doubles up to this)").min(Bound::Positive);
+  k200_d2d.time("sleep_max", &K200D2dConfig::sleep_max, "last of the sleep's range (usleep_range max)")
+      .min(Bound::Positive);
+  k200_d2d.choice("wake", &K200D2dConfig::wake,
+                  "where each completion sleep wakes in [sleep_min, sleep_max]: low (another timer expires in "
+                  "the range) or high (the hard expiry, nothing else expires)",
+                  d2d_wake_names(), d2d_wake_from_string);
   k200_d2d.rule([](const MapReader& d, K200D2dConfig& c) {
     if (c.sleep_max < c.sleep_min)
       d.fail("sleep_max",
@@ -192,6 +197,19 @@ void add_config_section(config::Schema& schema) {
       .min(Bound::Positive);
   k200_compute.add("elementwise_serial_bandwidth", &K200ComputeConfig::elementwise_serial_bandwidth,
                    "elementwise kernels: bytes per second of the part that does not spread over clusters (0: none)");
+  k200_compute.choice("elementwise_rate", &K200ComputeConfig::elementwise_rate,
+                      "fitted: elementwise kernels stream at the fitted rates at every size (capped by the die's "
+                      "HBM link); hbm: the fitted rates up to elementwise_reference_elements, the rest at the HBM "
+                      "link's rate",
+                      elementwise_rate_names(), elementwise_rate_from_string);
+  k200_compute
+      .add("elementwise_reference_elements", &K200ComputeConfig::elementwise_reference_elements,
+           "elementwise_rate hbm: elements streamed at the fitted rates (the largest measured kernel)")
+      .min(Bound::Positive);
+  k200_compute.choice("conv", &K200ComputeConfig::conv,
+                      "how a conv reaches its GEMM: im2col (the lowered matrix materialised through HBM at "
+                      "lowering_bandwidth) or implicit (no copy: the GEMM's panel fetch gathers the input)",
+                      conv_lowering_names(), conv_lowering_from_string);
   k200_compute.add("lowering_bandwidth", &K200ComputeConfig::lowering_bandwidth,
                    "conv kernels: the im2col lowering's bytes (input read + matrix written) per second (0: free)");
   k200_compute

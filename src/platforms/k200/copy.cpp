@@ -26,7 +26,8 @@
 //   cross-card staged: pinned D2H into a host buffer, pinned H2D out of it,
 //       per hugepage chunk, double-buffered.
 //   D2D: inside one die at k200.d2d.bandwidth, completion sleep-polled
-//       (sleep_min doubling up to sleep_max).
+//       (usleep_range(sleep_min, sleep_max) between checks, waking at the
+//       range's low or high end: k200.d2d.wake).
 #include <algorithm>
 
 #include "platforms/k200/k200.hpp"
@@ -255,12 +256,12 @@ sim::Task<void> K200::d2d(Chain& ch, DieRef ref, Bytes bytes, std::int32_t tag) 
   Die& d = die(ref);
   const Time t0 = sim.now();
   const Time done = t0 + sim::transfer_time(bytes, cfg_.d2d.bandwidth);
-  // Sleep-poll: sleep_min, then each sleep twice the last, up to sleep_max.
-  Time check = t0, sleep = cfg_.d2d.sleep_min;
-  do {
-    check += sleep;
-    sleep = std::min(2 * sleep, cfg_.d2d.sleep_max);
-  } while (check < done);
+  // Sleep-poll: check, then usleep_range(sleep_min, sleep_max) until done. The hrtimer of a
+  // usleep_range sleep may fire anywhere in the range (soft expiry min, hard expiry max, the range
+  // being its slack): `wake` says where (low: at min, high: at max). The first check comes after
+  // the first sleep (the copy was just started).
+  const Time sleep = cfg_.d2d.wake == D2dWake::Low ? cfg_.d2d.sleep_min : cfg_.d2d.sleep_max;
+  const Time check = t0 + std::max<Time>(1, (done - t0 + sleep - 1) / sleep) * sleep;
   co_await sim.delay(check - t0);
   record(ch, "d2d", d.res_hbm, tag, t0, t0, done, bytes);
   record(ch, "sleep_poll", res_driver_, tag, done, done, check);

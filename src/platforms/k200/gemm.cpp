@@ -36,6 +36,8 @@
 // pass first reads that many input elements and writes the m x k matrix A
 // (HBM to HBM through the fabric), at lowering_bandwidth (bytes read +
 // written per second); a 1x1 stride-1 conv needs none (its input is A).
+// With compute.conv = implicit no conv pays that copy (an implicit-GEMM
+// conv gathers its input in the panel fetch, whose bytes are A's anyway).
 //
 // INT8 (and BF16) have no GEMM kernel on KL1: asking is a UsageError.
 #include <algorithm>
@@ -143,7 +145,8 @@ sim::Task<void> K200::hbm_pass(Chain& ch, Die& d, Bytes read, Bytes write, Time 
 sim::Task<void> K200::run_gemm(Chain& ch, Die& d, const KernelSpec& k) {
   sim::Simulation& sim = system_.sim();
   const GemmPlan p = plan_gemm(k);
-  if (k.kind == KernelSpec::Kind::Conv && k.lowered_from > 0 && cfg_.compute.lowering_bandwidth.bytes_per_s > 0) {
+  if (k.kind == KernelSpec::Kind::Conv && k.lowered_from > 0 && cfg_.compute.conv == ConvLowering::Im2col &&
+      cfg_.compute.lowering_bandwidth.bytes_per_s > 0) {
     // im2col: the input in, the lowered matrix out, both through the die's HBM link.
     const Bytes e = topology::element_bytes(k.precision);
     const Bytes in = k.lowered_from * e, out = k.m * k.k * e;

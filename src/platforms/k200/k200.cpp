@@ -108,7 +108,11 @@ K200::K200(topology::System& system) : system_(system), rec_(system.sim()) {
       meters_.push_back({d.channels->name(), d.channels.get(), 0});
       meters_.push_back({d.queue->name(), d.queue.get(), 0});
       meters_.push_back({d.compute->name(), d.compute.get(), 0});
-      if (const auto ch = m.channel_between(d.node, d.hbm)) meters_.push_back({base + ".hbm_read", nullptr, *ch});
+      if (const auto ch = m.channel_between(d.node, d.hbm)) {
+        meters_.push_back({base + ".hbm_read", nullptr, *ch});
+        const auto& link = m.channel(*ch).link;
+        d.hbm_bandwidth.bytes_per_s = link.bandwidth.bytes_per_s * link.connections;
+      }
       card.dies.push_back(std::move(d));
     }
     cards_.push_back(std::move(card));

@@ -278,10 +278,11 @@ class K200 {
     DieRef ref;
     NodeId node = 0;
     NodeId hbm = 0;
-    std::unique_ptr<sim::Server> channels;          ///< eDMA channels this die may hold
-    std::unique_ptr<sim::Server> queue;             ///< device command queue (submission)
-    std::unique_ptr<sim::Server> compute;           ///< the die's clusters (units): a kernel holds its ncluster
-    std::unique_ptr<sim::Server> grant;             ///< one kernel at a time takes its clusters (no partial holds)
+    sim::Bandwidth hbm_bandwidth{0};        ///< the die <-> HBM link's rate (graph edge): elementwise streaming's bound
+    std::unique_ptr<sim::Server> channels;  ///< eDMA channels this die may hold
+    std::unique_ptr<sim::Server> queue;     ///< device command queue (submission)
+    std::unique_ptr<sim::Server> compute;   ///< the die's clusters (units): a kernel holds its ncluster
+    std::unique_ptr<sim::Server> grant;     ///< one kernel at a time takes its clusters (no partial holds)
     std::vector<std::unique_ptr<StreamQ>> streams;  ///< by stream id, made on first launch
     Counter count;                                  ///< all streams of the die
     std::int32_t res_channels = 0, res_queue = 0, res_compute = 0, res_hbm = 0;
@@ -327,7 +328,7 @@ class K200 {
   sim::Task<void> wait_on(Chain& ch, Counter& c, std::int32_t res, std::int32_t tag);
   void ensure_device(Die& d, int id);
   sim::Process device_loop(Die& d, StreamQ& q);
-  Time kernel_time(const KernelSpec& k) const;
+  Time kernel_time(const KernelSpec& k, const Die& d) const;
   sim::Task<void> run_kernel(Chain& ch, Die& d, const KernelSpec& k);
   sim::Task<void> run_gemm(Chain& ch, Die& d, const KernelSpec& k);
   sim::Task<void> hbm_move(Chain& ch, Die& d, Bytes bytes, bool to_die, std::int32_t tag);

@@ -14,7 +14,8 @@
 //           (elementwise_operands tensors of elements x element size) over
 //           ncluster x elementwise_bandwidth, plus all of them over
 //           elementwise_serial_bandwidth, the part that does not spread over
-//           clusters; GEMM and conv: gemm.cpp); kernels of different streams
+//           clusters, bounded by the die's HBM link (kernel_time); GEMM and
+//           conv: gemm.cpp); kernels of different streams
 //           run side by side on disjoint clusters;
 //   wait:   the calling thread blocks until every kernel launched to its
 //           stream (stream_wait_task) or to the whole die (wait_task, as
@@ -41,16 +42,33 @@ int K200::ncluster_of(const KernelSpec& k) const {
   return nc;
 }
 
-Time K200::kernel_time(const KernelSpec& k) const {
+// An elementwise kernel streams its operands: bytes = elements x element size x elementwise_operands.
+// ncluster enters through the cluster part: each of the nc clusters streams its share of the bytes at
+// elementwise_bandwidth, in series with the die-level part (all the bytes at elementwise_serial_bandwidth),
+// so the die's streaming rate is 1 / (1 / (nc x bw) + 1 / serial): 3.35 / 9.07 / 12.7 GB/s at nc 1 / 4 / 8
+// with the fitted values. The die's HBM link (the graph's die <-> hbm edge, 256 GB/s, datasheet) bounds
+// it: a kernel never streams faster. elementwise_rate hbm: the fitted rates up to
+// elementwise_reference_elements, every byte beyond at the HBM link's rate.
+Time K200::kernel_time(const KernelSpec& k, const Die& d) const {
   const auto& c = cfg_.compute;
   const int nc = ncluster_of(k);
   const Bytes per_element = topology::element_bytes(k.precision) * c.elementwise_operands;
-  const Bytes per_cluster = (k.elements + nc - 1) / nc * per_element;  // each cluster streams its share
-  Time t = sim::transfer_time(per_cluster, c.elementwise_bandwidth);
-  if (c.elementwise_serial_bandwidth.bytes_per_s > 0)
-    t = sim::add_time(t, sim::transfer_time(k.elements * per_element, c.elementwise_serial_bandwidth),
-                      "K200 elementwise kernel");
-  return t;
+  const auto fitted = [&](std::int64_t n) {
+    const Bytes per_cluster = (n + nc - 1) / nc * per_element;  // each cluster streams its share
+    Time t = sim::transfer_time(per_cluster, c.elementwise_bandwidth);
+    if (c.elementwise_serial_bandwidth.bytes_per_s > 0)
+      t = sim::add_time(t, sim::transfer_time(n * per_element, c.elementwise_serial_bandwidth),
+                        "K200 elementwise kernel");
+    return t;
+  };
+  const bool hbm = d.hbm_bandwidth.bytes_per_s > 0;
+  if (c.elementwise_rate == ElementwiseRate::Hbm && hbm) {
+    const std::int64_t n0 = std::min<std::int64_t>(k.elements, c.elementwise_reference_elements);
+    return sim::add_time(fitted(n0), sim::transfer_time((k.elements - n0) * per_element, d.hbm_bandwidth),
+                         "K200 elementwise kernel");
+  }
+  const Time t = fitted(k.elements);
+  return hbm ? std::max(t, sim::transfer_time(k.elements * per_element, d.hbm_bandwidth)) : t;
 }
 
 namespace {
@@ -172,7 +190,7 @@ sim::Task<void> K200::run_kernel(Chain& ch, Die& d, const KernelSpec& k) {
     co_return;
   }
   const Time t0 = sim.now();
-  co_await sim.delay(kernel_time(k));
+  co_await sim.delay(kernel_time(k, d));
   record(ch, "kernel", d.res_compute, k.tag, t0, t0, sim.now(), 0, static_cast<double>(k.elements));
 }
 

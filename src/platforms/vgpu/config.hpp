@@ -46,6 +46,19 @@ inline std::optional<VgpuPollMode> vgpu_poll_mode_from_string(std::string_view s
 }
 inline std::vector<std::string> vgpu_poll_mode_names() { return {"tick", "grid", "interrupt"}; }
 
+/// How the backend learns that a GR launch completed (VgpuLaunchConfig::completion):
+///   poller    -- the completion reaches the host as a GSP message, noticed by the
+///                backend's poller like an RPC reply (tick: one quantum after the job ends)
+///   poll_loop -- the backend reads the completion itself every completion_poll
+enum class VgpuCompletion { Poller, PollLoop };
+inline const char* to_string(VgpuCompletion c) { return c == VgpuCompletion::Poller ? "poller" : "poll_loop"; }
+inline std::optional<VgpuCompletion> vgpu_completion_from_string(std::string_view s) {
+  if (s == "poller") return VgpuCompletion::Poller;
+  if (s == "poll_loop") return VgpuCompletion::PollLoop;
+  return std::nullopt;
+}
+inline std::vector<std::string> vgpu_completion_names() { return {"poller", "poll_loop"}; }
+
 inline const char* to_string(VgpuDistKind k) {
   return k == VgpuDistKind::Fixed ? "fixed" : k == VgpuDistKind::Uniform ? "uniform" : "normal";
 }
@@ -117,7 +130,8 @@ struct VgpuLaunchConfig {
   sim::Time gr_setup = 15 * sim::kMicrosecond;           ///< GPFIFO fetch + channel switch, later launches
   sim::Time kernel = 10 * sim::kMicrosecond;             ///< the launched kernel's execution on GR
   int kernel_cycles = 14'000;                            ///< clock64 cycles the kernel reports (P12)
-  sim::Time completion_poll = 10 * sim::kMicrosecond;    ///< backend completion-poll interval
+  VgpuCompletion completion = VgpuCompletion::Poller;    ///< how the backend sees a GR completion
+  sim::Time completion_poll = 10 * sim::kMicrosecond;    ///< poll_loop: backend completion-poll interval
   sim::Time give_up = 5'000 * sim::kMillisecond;         ///< completion poll gives up after this
   sim::Time msix = 30 * sim::kMicrosecond;               ///< MSI-X injection into the guest
 };

@@ -142,7 +142,13 @@ void add_config_section(config::Schema& schema) {
   vgpu_launch.time("kernel", &VgpuLaunchConfig::kernel, "the kernel's execution on GR").min(Bound::NonNegative);
   vgpu_launch.add("kernel_cycles", &VgpuLaunchConfig::kernel_cycles, "clock64 cycles the kernel reports (P12)")
       .min(Bound::NonNegative);
-  vgpu_launch.time("completion_poll", &VgpuLaunchConfig::completion_poll, "backend completion-poll interval")
+  vgpu_launch.choice("completion", &VgpuLaunchConfig::completion,
+                     "how the backend sees a GR completion: poller (a GSP message, seen by the poll.mode "
+                     "poller like an RPC reply) or poll_loop (the backend reads it every completion_poll)",
+                     vgpu_completion_names(), vgpu_completion_from_string);
+  vgpu_launch
+      .time("completion_poll", &VgpuLaunchConfig::completion_poll,
+            "poll_loop completions and CE copies: backend completion-poll interval")
       .min(Bound::Positive);
   vgpu_launch.time("give_up", &VgpuLaunchConfig::give_up, "completion poll gives up (timeout) after")
       .min(Bound::Positive);

@@ -12,7 +12,8 @@
 //               copy-in of the guest's pages
 //   doorbell -> completion  GPFIFO publish, GR engine (context bring-up on
 //               a context's first launch + the kernel), the backend's
-//               completion poll (gives up after launch.give_up)
+//               completion seen by the poller (launch.completion poller) or
+//               a completion poll (poll_loop); gives up after launch.give_up
 //   copy-out    bounce copy-out
 // elapsed_ms (the host's figure) spans trap received .. copy-out done, in
 // jiffies. MSI-X injection then tells the guest.
@@ -223,12 +224,29 @@ sim::Task<LaunchResult> VgpuModel::launch(int g, bool complete, bool notify) {
     sim().spawn("vgpu.gr_job", gr_job(*this, g, tag, r.first_of_context ? c.launch.gr_first_setup : c.launch.gr_setup,
                                       c.launch.kernel, chain(g)));
   const Time limit = d0 + c.launch.give_up;
-  while (job(tag).done < 0) {
-    if (sim().now() >= limit) {
+  if (c.launch.completion == VgpuCompletion::Poller) {
+    // The GR completion reaches the host as a GSP message: the backend notices it
+    // when its poller next looks, as it does an RPC reply (tick: one quantum after
+    // the job ends; grid: the next tick; interrupt: the interrupt latency).
+    if (complete) {
+      co_await wait_job(tag);
+      const Time w0 = sim().now();
+      co_await poller_.observe();
+      r.completion_wait = sim().now() - w0;
+      r.timed_out = sim().now() > limit;
+    } else {
+      co_await sim().delay(std::max<Time>(0, limit - sim().now()));
       r.timed_out = true;
-      break;
     }
-    co_await sim().delay(std::min(c.launch.completion_poll, limit - sim().now()));
+  } else {
+    while (job(tag).done < 0) {
+      if (sim().now() >= limit) {
+        r.timed_out = true;
+        break;
+      }
+      co_await sim().delay(std::min(c.launch.completion_poll, limit - sim().now()));
+    }
+    if (!r.timed_out) r.completion_wait = sim().now() - job(tag).done;
   }
   {
     // The poll that saw the completion follows the GR job (its cause starts

@@ -93,7 +93,8 @@ struct LaunchResult {
   Time poll_wait = 0;             ///< time spent in poll waits
   Time copy_in = 0;               ///< QMD relocation + shadow copies + bounce copy-in
   Time doorbell_to_completion = 0;
-  Time kernel = 0;  ///< GR engine time (setup + kernel)
+  Time kernel = 0;           ///< GR engine time (setup + kernel)
+  Time completion_wait = 0;  ///< GR job done -> the backend saw it (the poller's wait, or the poll loop's)
   Time copy_out = 0;
   Time msix = 0;
   Time host() const { return end - start; }

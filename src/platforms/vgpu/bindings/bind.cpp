@@ -51,6 +51,7 @@ py::dict launch_dict(const LaunchResult& r) {
   d["poll_wait_ps"] = r.poll_wait;
   d["copy_in_ps"] = r.copy_in;
   d["doorbell_to_completion_ps"] = r.doorbell_to_completion;
+  d["completion_wait_ps"] = r.completion_wait;
   d["kernel_ps"] = r.kernel;
   d["copy_out_ps"] = r.copy_out;
   d["msix_ps"] = r.msix;
