@@ -358,11 +358,13 @@ def pes_of(system) -> list[str]:
 
 def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ranks: int | None = None,
                algorithm: str | None = None, type_: str = "float", sets: dict | None = None, seed: int = 1,
-               threads: int = 0, on_error: Callable[[int, Exception], None] | None = None) -> list[dict[str, Any]]:
+               threads: int = 0, on_error: Callable[[int, Exception], None] | None = None,
+               calls: int = REPEATS) -> list[dict[str, Any]]:
     """Model one collective per size on ``config``'s first ``ranks`` PEs: the nccl-tests row of each.
 
-    The buffer lives in HBM. On a GPU machine the collective runs as NCCL runs it, ``REPEATS`` calls back to
-    back, their kernels launched by ``threads`` host threads (nccl-tests ``-t``; 0: one per rank), and the
+    The buffer lives in HBM. On a GPU machine the collective runs as NCCL runs it, ``calls`` calls back to
+    back (default ``REPEATS``; the time is then per call in steady state; 1: one call, launch included), their
+    kernels launched by ``threads`` host threads (nccl-tests ``-t``; 0: one per rank), and the
     row says which algorithm and protocol the size got. A size that cannot be modelled calls
     ``on_error(size, exc)`` (default: raise) and gives no row."""
     from kernbench import ccl
@@ -388,7 +390,7 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
         try:
             kw: dict[str, Any] = {"pes": pes, "verify": "off", "buffer": "hbm"}
             if gpu:
-                kw.update(calls=REPEATS, host_threads=threads)
+                kw.update(calls=calls, host_threads=threads)
             r = ccl.collective(system, name, int(size), algorithm=alg, **kw)
         except Exception as e:  # one size failing never sinks the others
             if on_error is None:

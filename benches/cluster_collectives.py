@@ -1,0 +1,153 @@
+"""cluster-collectives: nccl-tests tables of a cluster of GPU boxes, at a list of node counts.
+
+On a ``cluster:`` machine (default configs/machines/dgx-h100-cluster.yaml, DGX H100 boxes on a
+rail-optimised NDR fat-tree; docs/cluster.md), for each node count of ``nodes`` (``--set
+cluster.nodes=N`` each), it models all-reduce, all-gather, reduce-scatter and all-to-all over every GPU of
+the machine, sizes ``min_bytes`` to ``max_bytes`` by ``factor``, and prints the tables nccl-tests prints:
+size, count, type, time (us), algbw, busbw (busbw = algbw x nccl-tests' factor, kernbench.nccl.BUSBW).
+
+The collectives run as NCCL runs them over several boxes (src/ccl, docs/ccl.md "Across boxes"): ``algorithm``
+``auto`` takes NCCL's tuner's choice per size (ring or tree across the boxes, each row names it), the ring
+box after box on its channels' rails, the tree a chain in each box and a double binary tree over the boxes,
+sends to another box relayed through the peer on the receiver's rail (PXN, ``nccl.pxn``). One call per row
+(``calls``), its launch included. Beside every all-to-all row it prints the fabric's bound for that traffic
+(kernbench.cluster.alltoall_bound: the slowest of the NIC and uplink cuts, inter-node bytes only) and the
+model's per-GPU rate against it.
+
+Every row also gives the wall time of its simulation and the process's peak memory so far. A collective or
+size the model cannot run is a row of ``failures`` with the reason.
+
+Outputs: sweep.json, nccl.csv (every row), nccl_tables.txt (nccl-tests' layout, one table per node count and
+collective; ``kernbench compare-nccl`` reads it back), busbw.png.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+
+from kernbench import bench, nccl
+from kernbench.overrides import Param
+
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
+
+
+def _peak_mb() -> float:
+    """Peak resident memory of this process so far, MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+@bench(
+    name="cluster-collectives",
+    description="nccl-tests tables (time, algbw, busbw) of all-reduce/all-gather/reduce-scatter/all-to-all on a "
+                "cluster of GPU boxes at several node counts, with the fabric's all-to-all bound",
+    params={"nodes": Param([2, 4], min=1), "collectives": Param(list(COLLECTIVES), choices=COLLECTIVES),
+            "min_bytes": Param(1 << 20, min=1), "max_bytes": Param(64 << 20, min=1), "factor": Param(8, min=2),
+            "type": Param("float", choices=sorted(nccl.TYPE_BYTES)),
+            "algorithm": Param("auto", choices=["auto", "ring", "double_binary_tree", "tree"]),
+            "calls": Param(1, min=1, max=16)},
+    config="machines/dgx-h100-cluster.yaml",
+    smoke={"bench.nodes": [2], "bench.max_bytes": 1 << 20},
+    outputs={"nccl.csv": "every row: nodes, collective, size, count, type, time_us, algbw, busbw, wall_s",
+             "nccl_tables.txt": "one table per node count and collective in nccl-tests' layout",
+             "busbw.png": "busbw against size per collective and node count"},
+    primary=["busbw", "time_us"],
+    checks=lambda p: (f"min_bytes {p['min_bytes']} > max_bytes {p['max_bytes']}"
+                      if p["min_bytes"] > p["max_bytes"] else None),
+)
+def cluster_collectives(ctx):
+    from kernbench import cluster as kcluster
+    from kernbench.system import System
+
+    p = ctx.params
+    sizes = []
+    s = int(p["min_bytes"])
+    while s <= p["max_bytes"]:
+        sizes.append(s)
+        s *= int(p["factor"])
+    config = str(ctx.config)
+    tables = []
+    for nodes in p["nodes"]:
+        sets = {**dict(ctx.config_overrides), "cluster.nodes": int(nodes)}
+        try:
+            info = System.load(config, set=sets, seed=ctx.seed).cluster()
+        except Exception as e:  # a node count the fabric cannot hold: recorded, the others still run
+            ctx.failures.append({"name": f"{nodes} nodes", "nodes": nodes, "error": f"{type(e).__name__}: {e}"})
+            ctx.log(f"{nodes} nodes FAILED: {type(e).__name__}: {e}")
+            continue
+        gpus = info["nodes"] * info["gpus_per_node"]
+        if gpus < 2:
+            ctx.failures.append({"name": f"{nodes} nodes", "nodes": nodes,
+                                 "error": f"{gpus} GPU: a collective needs 2 or more"})
+            continue
+        for coll in p["collectives"]:
+            alg = p["algorithm"] if coll == "all_reduce" else "auto"
+
+            def failed(size, e, coll=coll, nodes=nodes):
+                ctx.failures.append({"name": f"{nodes} nodes {coll} {size} B", "nodes": nodes, "collective": coll,
+                                     "size": size, "error": f"{type(e).__name__}: {e}"})
+                ctx.log(f"  {nodes} nodes {coll} {size} B FAILED: {type(e).__name__}: {e}")
+
+            rows = []
+            for size in sizes:
+                t0 = time.perf_counter()
+                got = nccl.model_rows(config, coll, [size], algorithm=alg, type_=p["type"], sets=sets,
+                                      seed=ctx.seed, calls=int(p["calls"]), on_error=failed)
+                wall = time.perf_counter() - t0
+                for r in got:
+                    lb = r.pop("link_bytes")
+                    r.update({f"bytes_{k}": v for k, v in sorted(lb.items())})
+                    r.update(nodes=int(nodes), gpus=gpus, wall_s=wall, peak_mb=_peak_mb())
+                    if coll == "alltoall" and info["nodes"] > 1:
+                        b = kcluster.alltoall_bound(info, size // gpus)
+                        model_rate = size * (gpus - info["gpus_per_node"]) / gpus / (r["time_us"] * 1e-6)
+                        r.update(bound_us=b["time_s"] * 1e6, bound_per_gpu_GBps=b["per_gpu_Bps"] / 1e9,
+                                 bound_cut=b["bottleneck"], per_gpu_GBps=model_rate / 1e9,
+                                 vs_bound=model_rate / b["per_gpu_Bps"])
+                    rows.append(r)
+                    ctx.results.append(r)
+            title = f"{coll}_perf (kernbench model: {alg}, {nodes} nodes x {info['gpus_per_node']} GPUs " \
+                    f"on {Path(config).stem})"
+            table = nccl.format_table(rows, title=title, ranks=gpus)
+            tables.append(table)
+            ctx.log(table.rstrip())
+            for r in rows:
+                line = f"  {r['size']:>12} B  {r['algorithm']}/{r['protocol']}  sim {r['wall_s']:.2f} s wall, " \
+                       f"peak {r['peak_mb']:.0f} MiB"
+                if "bound_us" in r:
+                    line += (f"; fabric bound {r['bound_us']:.1f} us ({r['bound_cut']} cut, "
+                             f"{r['bound_per_gpu_GBps']:.1f} GB/s per GPU inter-node), model "
+                             f"{r['per_gpu_GBps']:.1f} GB/s = {r['vs_bound']:.3f} of it")
+                ctx.log(line)
+    from kernbench.atomic_output import atomic_write_bytes  # the one atomic writer
+
+    atomic_write_bytes(ctx.out / "nccl_tables.txt", "\n".join(tables).encode())
+    ctx.files.append("nccl_tables.txt")
+    ctx.write_csv("nccl.csv", ctx.results)
+    _figure(ctx)
+    return {"results": ctx.results, "failures": ctx.failures}
+
+
+def _figure(ctx) -> None:
+    """busbw against size, one panel per collective, one line per node count."""
+    if not ctx.results:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colls = [c for c in COLLECTIVES if any(r["collective"] == c for r in ctx.results)]
+    fig, axes = plt.subplots(1, len(colls), figsize=(4.2 * len(colls), 3.6), squeeze=False)
+    for ax, coll in zip(axes[0], colls):
+        for nodes in sorted({r["nodes"] for r in ctx.results}):
+            rows = [r for r in ctx.results if r["collective"] == coll and r["nodes"] == nodes]
+            ax.plot([r["size"] for r in rows], [r["busbw"] for r in rows], marker="o", label=f"{nodes} nodes")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("size (B)")
+        ax.set_ylabel("busbw (GB/s)")
+        ax.set_title(coll)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    ctx.save_figure(fig, "busbw.png")
