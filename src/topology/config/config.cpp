@@ -14,7 +14,8 @@ namespace {
 
 constexpr std::array kNodeKinds = {NodeKind::Pe,     NodeKind::Router, NodeKind::HbmCtrl, NodeKind::Ucie,
                                    NodeKind::PcieEp, NodeKind::Host,   NodeKind::Cpu,     NodeKind::Memory,
-                                   NodeKind::Switch, NodeKind::Engine, NodeKind::Gsp,     NodeKind::Nic, NodeKind::Other};
+                                   NodeKind::Switch, NodeKind::Engine, NodeKind::Gsp,     NodeKind::Nic,
+                                   NodeKind::Other};
 constexpr std::array kSipTopologies = {SipTopology::Ring, SipTopology::Torus, SipTopology::Mesh};
 constexpr std::array kFabricModels = {FabricModel::Packet, FabricModel::Flow};
 
