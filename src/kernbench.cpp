@@ -23,13 +23,14 @@ config::Schema make_schema() {
   config::Schema s;
   // The order the root's sections are read in: an error in an earlier one
   // is the one reported.
-  topology::add_config_sections(s);  // include, system, nodes, links, graph, fabric
+  topology::add_config_sections(s);  // include, cluster, system, nodes, links, graph, fabric
   runtime::add_pe_section(s);
   runtime::add_energy_section(s);
   kernels::gpu::add_config_section(s);
   ccl::add_config_section(s);
   // The platforms, each under the root key named as its folder (platforms.def).
-  std::vector<std::string> order = {"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "nccl"};
+  std::vector<std::string> order = {"include", "system", "nodes", "links", "graph",
+                                    "cluster", "fabric", "pe",    "gpu",   "nccl"};
 #define KERNBENCH_PLATFORM(folder)          \
   platforms::folder::add_config_section(s); \
   order.emplace_back(#folder);

@@ -55,6 +55,7 @@ py::dict summary(const Config& c) {
     d["total_pes"] = static_cast<long long>(s.sips.count()) * s.cubes.count() * s.pes_per_cube;
   } else {
     d["kind"] = "graph";
+    if (c.cluster) d["cluster"] = cluster_dict(c, false);
     d["nodes"] = c.graph->nodes.size();
     d["edges"] = c.graph->edges.size();
   }

@@ -241,6 +241,11 @@ void bind_topology(py::module_& m) {
                                auto* p = dynamic_cast<PacketFabric*>(&s.fabric());
                                return p ? p->chunk_hops() : 0;
                              })
+      .def(
+          "cluster", [](const System& s) { return cluster_dict(s.config(), true); },
+          "A cluster config's generated structure (docs/cluster.md): nodes, GPUs and NICs per node, the NIC, leaves, "
+          "spines and cores with their links and capacities, NIC names and leaves, rank -> GPU and node; None "
+          "for other configs.")
       .def("node_id", [](const System& s, const std::string& name) { return s.machine().at(name); })
       .def("node_name",
            [](const System& s, const NodeRef& id) { return s.machine().node(resolve(s, id, "node_name")).name; })

@@ -16,6 +16,10 @@
 
 namespace kernbench::bindings {
 
+/// A cluster config's generated structure (bind_cluster.cpp; None for other configs); `full`: with every
+/// switch, NIC and rank, else the counts only.
+pybind11::object cluster_dict(const topology::Config& c, bool full);
+
 /// Lets Ctrl-C reach a long run: every 2^18 events (a few ms) the run loop
 /// takes the GIL, asks Python whether a signal arrived, and if so abandons
 /// the run with the KeyboardInterrupt Python raised.

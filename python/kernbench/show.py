@@ -83,6 +83,12 @@ def summary_text(info: dict[str, Any]) -> str:
                      f"each cube {r['w']}x{r['h']} routers and {s['pes_per_cube']} PEs; {s['total_pes']} PEs in all")
     else:
         lines.append(f"  explicit graph: {s['nodes']} nodes, {s['edges']} edges")
+    if s.get("cluster"):
+        c = s["cluster"]
+        k = c["counts"]
+        lines.append(f"  cluster: {c['nodes']} x {c['box']} ({c['gpus']} GPUs), {c['nics_per_node']} x {c['nic']['name']} "
+                     f"per node; {c['kind']} {c['tiers']} tiers, radix {c['radix']}, leaf {c['leaf_down']} down / "
+                     f"{c['leaf_up']} up; {k['leaves']} leaves, {k['spines']} spines, {k['cores']} cores")
     f = s["fabric"]
     extra = f", chunk {f['chunk']} B, flit {f['flit']} B" if f["model"] == "packet" else ""
     lines.append(f"  fabric: {f['model']} model{extra}")
@@ -136,6 +142,8 @@ def node_positions(system, summary) -> dict[int, tuple[float, float]]:
             x = (sip % s["w"]) * sip_w + (cube % c["w"]) * cube_w + int(nodes["col"][i])
             y = (sip // s["w"]) * sip_h + (cube // c["w"]) * cube_h + int(nodes["row"][i])
             pos[i] = (x, y)
+    elif summary.get("cluster"):
+        return cluster_layout(nodes)
     else:
         return graph_layout(n, nbrs)
     for _ in range(3):  # nodes next to placed ones (PEs, then HBM controllers behind them, ...)
@@ -151,6 +159,33 @@ def node_positions(system, summary) -> dict[int, tuple[float, float]]:
             name = str(nodes["name"][i])
             dx, dy = _SIDE.get(name.rsplit("_", 1)[-1], (0.0, 0.0)) if kind == "ucie" else _OFFSET.get(kind, (0.3, 0.3))
             pos[i] = (x + dx, y + dy)
+    return pos
+
+
+def cluster_layout(nodes) -> dict[int, tuple[float, float]]:
+    """Clusters (any size, linear time): one row per tier -- cores, spines, leaves, NICs -- each row spread over
+    the same width, and every box's own nodes in a column under its node's NICs, by kind."""
+    names = [str(x) for x in nodes["name"]]
+    kinds = [str(x) for x in nodes["kind"]]
+    rows: dict[str, list[int]] = {"core": [], "spine": [], "leaf": [], "nic": []}
+    boxes: dict[int, list[int]] = {}
+    for i, name in enumerate(names):
+        head = name.split(".", 1)[0]
+        if kinds[i] == "nic":
+            rows["nic"].append(i)
+        elif "." in name and head[1:].isdigit():
+            boxes.setdefault(int(head[1:]), []).append(i)
+        else:
+            rows[next((r for r in ("core", "spine", "leaf") if name.startswith(r)), "leaf")].append(i)
+    width = float(max(len(boxes), 1))
+    pos: dict[int, tuple[float, float]] = {}
+    for y, row in enumerate(("core", "spine", "leaf", "nic")):
+        for k, i in enumerate(rows[row]):
+            pos[i] = ((k + 0.5) * width / len(rows[row]), 2.0 * y)
+    order = sorted({k for k in kinds})
+    for b, members in boxes.items():
+        for k, i in enumerate(members):
+            pos[i] = (b + 0.5 + 0.3 * (order.index(kinds[i]) % 3 - 1), 8.0 + k * 4.0 / max(len(members), 1))
     return pos
 
 

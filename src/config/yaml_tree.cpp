@@ -116,6 +116,8 @@ void for_each_include(const Loader& l, const Value& includes, F&& f) {
 
 }  // namespace
 
+void merge_values(Value& base, Value&& top) { merge(base, std::move(top)); }
+
 Value* Value::find(std::string_view key) {
   for (auto& e : entries)
     if (e.key == key) return &e.value;
@@ -382,6 +384,45 @@ Value Loader::load_include(const fs::path& dir, const Value& item, const std::st
   if (std::string err = read_file(name, text); !err.empty())
     fail(item.where, path, in_quotes(item.text) + " (" + name + "): " + err);
   return load_text(text, name);
+}
+
+Value Loader::load_named_file(const Value& item, const std::string& path) {
+  if (item.type != Value::Type::Scalar || trim(item.text).empty())
+    fail(item.where, path, "expected a file name or a preset name, got " + describe(item));
+  const std::string text(trim(item.text));
+  const std::string& from = item.where.file >= 0 ? files_[static_cast<std::size_t>(item.where.file)] : source_;
+  const fs::path dir = fs::path(from).parent_path();
+  const bool bare = text.find('/') == std::string::npos && !(text.size() > 5 && text.ends_with(".yaml"));
+  std::vector<fs::path> candidates;
+  if (bare) {
+    candidates.push_back(dir / (text + ".yaml"));
+    for (const std::string& d : include_dirs_) {
+      if (d.empty()) continue;
+      candidates.push_back(fs::path(d) / "machines" / (text + ".yaml"));
+      candidates.push_back(fs::path(d) / (text + ".yaml"));
+    }
+  } else {
+    candidates.push_back(dir / text);
+  }
+  fs::path chosen = candidates.front();
+  std::error_code ec;
+  for (const fs::path& c : candidates)
+    if (fs::is_regular_file(c, ec)) {
+      chosen = c;
+      break;
+    }
+  if (bare && !fs::is_regular_file(chosen, ec)) {
+    std::vector<std::string> tried;
+    for (const fs::path& c : candidates) tried.push_back(c.lexically_normal().string());
+    fail(item.where, path, "no file for the preset " + in_quotes(text) + " (looked for " + join(tried, ", ") + ")");
+  }
+  Value named = item;
+  named.text = chosen.lexically_normal().string();
+  // The top-level file stays on the stack: its roots are kept and naming it is a cycle.
+  stack_.push_back({fs::weakly_canonical(source_, ec).string(), source_});
+  Value v = load_include(fs::path(), named, path);
+  stack_.pop_back();
+  return v;
 }
 
 void Loader::apply_override(Value& root, int index) const {

@@ -78,6 +78,9 @@ struct Entry {
   Value value;
 };
 
+/// Deep merge: maps merge key by key (top's keys win, base's order is kept); anything else is replaced by top.
+void merge_values(Value& base, Value&& top);
+
 /// "got ..." in messages: "nothing (null)", "\"text\"", "a map", "a list".
 std::string describe(const Value& v);
 /// "a.b" (or "b" at the top level) and "a[3]".
@@ -103,6 +106,11 @@ class Loader {
   Value load_text(const std::string& text, const std::string& name);
   /// Applies the overrides, in order, to the merged tree.
   void apply_overrides(Value& root) const;
+  /// The file a key names (`cluster.box`), its includes merged in, resolved and confined as an include is:
+  /// relative to the folder of the file the key was written in (the top-level file's for a --set). A bare
+  /// name (no '/', not ending in .yaml) is a preset: <folder>/<name>.yaml, else machines/<name>.yaml or
+  /// <name>.yaml under each include dir, the first that exists.
+  Value load_named_file(const Value& item, const std::string& path);
 
  private:
   friend struct YamlCopy;

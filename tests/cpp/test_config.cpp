@@ -249,8 +249,9 @@ TEST_CASE("missing required keys name the key", "[config]") {
   REQUIRE_THROWS_WITH(
       parse(with(kSystem, "{w: 2, h: 2, topology: torus}", "{w: 2, topology: torus}")),
       Contains("test.yaml: system.sips.h: required key is missing") && Contains("or system.sips.count"));
-  REQUIRE_THROWS_WITH(parse("fabric: {model: flow}\n"), Contains("test.yaml: (top level): missing system or graph"));
-  REQUIRE_THROWS_WITH(parse(""), Contains("test.yaml: (top level): missing system or graph"));
+  REQUIRE_THROWS_WITH(parse("fabric: {model: flow}\n"),
+                      Contains("test.yaml: (top level): missing system, graph or cluster"));
+  REQUIRE_THROWS_WITH(parse(""), Contains("test.yaml: (top level): missing system, graph or cluster"));
   REQUIRE_THROWS_WITH(parse(kSystem.substr(0, kSystem.find("links:"))),
                       Contains("test.yaml: links: required key is missing: a system config needs links"));
   REQUIRE_THROWS_WITH(parse(with(kGraph, "{name: rc, kind: switch,", "{name: rc,")),
@@ -724,9 +725,10 @@ TEST_CASE("sections are read in the order they always were and listed in the sch
                       Contains("test.yaml: vgpu: the vgpu path runs on an explicit graph, not a system"));
   REQUIRE_THROWS_WITH(parse(kSystem + "k200: {}\n"),
                       Contains("test.yaml: k200: the K200 host is an explicit graph: give graph, not system"));
-  REQUIRE_THROWS_WITH(parse(kSystem + "fabrik: {}\n"),
-                      Contains("known keys of the top level: include, system, nodes, links, graph, fabric, pe, gpu, "
-                               "nccl, vgpu, k200, energy"));
+  REQUIRE_THROWS_WITH(
+      parse(kSystem + "fabrik: {}\n"),
+      Contains("known keys of the top level: include, system, nodes, links, graph, cluster, fabric, pe, gpu, "
+               "nccl, vgpu, k200, energy"));
 }
 
 TEST_CASE("the higher layers' sections travel typed in the Config, read back by their owners", "[config]") {

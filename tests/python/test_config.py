@@ -120,7 +120,7 @@ def test_schema_describes_sections_and_keys():
     """The schema JSON lists every section with typed, documented keys and the structs' defaults."""
     s = schema()
     assert set(s["units"]) == {"time", "bytes", "bandwidth", "frequency", "energy/byte", "energy/op", "power"}
-    assert set(s["keys"]) == {"include", "system", "nodes", "links", "graph", "fabric", "pe", "gpu", "nccl", "k200",
+    assert set(s["keys"]) == {"include", "system", "nodes", "links", "graph", "cluster", "fabric", "pe", "gpu", "nccl", "k200",
                               "vgpu", "energy"}
     bw = s["keys"]["links"]["keys"]["pcie"]["keys"]["bandwidth"]
     assert bw["type"] == "bandwidth" and bw["required"] is True and "Gb/s" in bw["units"]

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -220,11 +221,15 @@ struct FabricConfig {
 /// sweeps' up-front check) and the packet fabric both apply it.
 std::string packet_buffer_fault(const BufferSize& buffer, const FabricConfig& fabric);
 
+struct ClusterInfo;  // topology/config/cluster.hpp
+
 /// A whole configuration file (after includes and overrides).
 struct Config {
   std::string source;  ///< file it came from (for messages)
   std::optional<SystemConfig> system;
   std::optional<ExplicitGraphConfig> graph;
+  /// What a `cluster:` section generated (the graph above is its expansion; docs/cluster.md).
+  std::shared_ptr<const ClusterInfo> cluster;
   FabricConfig fabric;
   /// The sections of higher layers, by type: pe and energy (runtime), k200
   /// and vgpu (platforms). Their owners' accessors read them.

@@ -5,15 +5,19 @@
 #include "topology/config/loader.hpp"
 
 #include "config/reader.hpp"
+#include "topology/config/cluster.hpp"
 
 namespace kernbench::topology {
 namespace {
 
-Config load(const config::Schema& schema, const config::Loader& l, config::Value root) {
+Config load(const config::Schema& schema, config::Loader& l, config::Value root) {
   l.apply_overrides(root);
+  ClusterInfo cluster;
+  const bool is_cluster = expand_cluster(schema, l, root, cluster);  // cluster: -> graph: (cluster.hpp)
   const config::MapReader top(l, root, "", schema.root());
   Config c;
   c.source = l.source();
+  if (is_cluster) c.cluster = std::make_shared<const ClusterInfo>(std::move(cluster));
   top.read(c);
   return c;
 }

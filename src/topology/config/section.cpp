@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/section.hpp"
+#include "topology/config/cluster.hpp"
 #include "topology/config/explicit_graph_detail.hpp"
 #include "topology/config/loader.hpp"
 #include "topology/graph/machine.hpp"
@@ -358,7 +359,8 @@ void check_packet_buffers(const MapReader& top, const Config& c) {
 void add_config_sections(config::Schema& schema) {
   Section<Config> root(schema, schema.root());
   root.doc("A kernbench machine configuration.");
-  root.rules({"exactly one of system and graph", "nodes and links are required with system, refused with graph",
+  root.rules({"exactly one of system, graph and cluster (cluster is expanded into a graph first)",
+              "nodes and links are required with system, refused with graph",
               "included files are merged first (maps deep-merged, this file's keys win); cycles are errors",
               "--set PATH=VALUE overrides apply after includes; numeric path components index lists",
               "at most 2^24 lanes (links x connections, both directions) in one machine"});
@@ -368,8 +370,8 @@ void add_config_sections(config::Schema& schema) {
     if (sys && graph) top.fail_key("graph", "give either system or graph, not both");
     if (!sys && !graph)
       top.loader().fail(top.value().where, "",
-                        "missing system or graph: a config describes either a generated machine (system) or an "
-                        "explicit graph (graph)");
+                        "missing system, graph or cluster: a config describes a generated machine (system), an "
+                        "explicit graph (graph) or a cluster of boxes (cluster)");
     for (const char* k : {"nodes", "links"}) {
       if (sys && !top.get(k))
         top.loader().fail(top.value().where, k,
@@ -384,6 +386,8 @@ void add_config_sections(config::Schema& schema) {
   root.key("include", Type::Strings,
            "file or list of files merged under this one, relative to its folder; confined to its folder tree, the "
            "packaged configs and --include-dir folders");
+
+  add_cluster_section(schema, schema.root());  // read before the root, by expand_cluster (loader.cpp)
 
   // ---- system: the SIP -> CUBE -> PE generator, with nodes and links ----
   const SystemConfig sys_defaults{};
