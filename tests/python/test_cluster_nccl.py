@@ -1,0 +1,146 @@
+"""NCCL across the boxes of a cluster (docs/ccl.md, "Across boxes"): the ring against its alpha-beta closed form
+with the boxes' NICs as the bottleneck, the tree's log2 latency, the tuner's choice, all-to-all bytes through the
+NICs, gpu.nccl on a cluster machine, and the cluster-collectives bench."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import kernbench
+from kernbench import ccl
+from kernbench.calibrate import REGISTRY
+
+# Two GPUs on one switch, no latency anywhere and NCCL's fixed costs at zero: what is left of a collective's time is
+# its bytes over the links, and the pipeline's node overheads.
+BOX2 = """
+graph:
+  nodes:
+    - {name: gpu0, kind: pe, overhead: 0 ns, memory: hbm0, transit: false}
+    - {name: gpu1, kind: pe, overhead: 0 ns, memory: hbm1, transit: false}
+    - {name: hbm0, kind: memory, overhead: 0 ns}
+    - {name: hbm1, kind: memory, overhead: 0 ns}
+    - {name: nvsw, kind: switch, overhead: 0 ns}
+  edges:
+    - {a: gpu0, b: hbm0, class: hbm, bandwidth: 10000 GB/s, latency: 0 ns}
+    - {a: gpu1, b: hbm1, class: hbm, bandwidth: 10000 GB/s, latency: 0 ns}
+    - {a: gpu0, b: nvsw, class: nvlink, bandwidth: 400 GB/s, latency: 0 ns}
+    - {a: gpu1, b: nvsw, class: nvlink, bandwidth: 400 GB/s, latency: 0 ns}
+pe:
+  target: gpu
+  clock: 1 GHz
+  vector_bytes_per_cycle: 1048576   # reductions far faster than the links
+  ipcq: {channels: 4, slots: 8, slot: 512 KiB, credit: instant}   # no credit messages among the bytes counted
+fabric: {model: flow, multipath: spread}
+nccl: {call_host: 0 ns, ll_base: 0 ns, ll128_base: 0 ns, simple_base: 0 ns, ll_step: 0 ns, ll128_step: 0 ns,
+       simple_step: 0 ns, net_ll_step: 0 ns, net_ll128_step: 0 ns, net_simple_step: 0 ns, link_efficiency: 1}
+"""
+
+CLUSTER = """
+cluster:
+  nodes: 16
+  box: box2.yaml
+  nic: cx7-ndr-400
+  fabric: {kind: rail-optimized, tiers: 2, radix: 64, oversubscription: 1, link_latency: 0 ns, switch_overhead: 0 ns}
+"""
+
+
+@pytest.fixture
+def cluster_path(tmp_path):
+    (tmp_path / "box2.yaml").write_text(BOX2)
+    path = tmp_path / "c.yaml"
+    path.write_text(CLUSTER)
+    return path
+
+
+def test_ring_across_16_nodes_is_the_alpha_beta_closed_form_with_the_nics_as_bottleneck(cluster_path):
+    """A 1 GiB ring all-reduce over 16 boxes of 2 GPUs: 2(n-1) steps of the crossing route's latency plus
+    2(n-1)/n of the buffer over the box's NIC rate (2 x 50 GB/s), within 1 % (one step per transfer, so the
+    pipeline's per-step costs do not add)."""
+    system = kernbench.System.load(cluster_path, set={"nccl.max_steps_per_transfer": 1})
+    n = len(system.pes())
+    assert n == 32
+    size = 1 << 30
+    r = ccl.all_reduce(system, size, algorithm="ring", buffer="hbm", protocol="simple")
+    assert r.verified
+    info = system.cluster()
+    beta = info["nics_per_node"] * info["nic"]["line_rate_Bps"]
+    route = system.route_info("n0.gpu0", "n1.gpu0")
+    alpha = (route["wire_latency_ps"] + route["node_overhead_ps"]) * 1e-12
+    closed = 2 * (n - 1) * alpha + 2 * (n - 1) / n * size / beta
+    assert r.latency_ps * 1e-12 == pytest.approx(closed, rel=0.01)
+    # PXN keeps every crossing on its rail: no byte on a spine (16 nodes: one group, no spines at all), and the
+    # bytes through the NICs are the ring's: each crossing of a box's boundary on two ib links.
+    assert r.link_bytes["ib"] == 2 * 16 * (2 * (n - 1) * size // n)
+
+
+def test_tree_latency_grows_as_log2_of_the_nodes_and_the_rings_linearly(cluster_path):
+    """A 64 B all-reduce: each doubling of the boxes adds the same time to the tree (one more level of the tree
+    over the boxes) and doubles what it adds to the ring (twice the network steps)."""
+    tree, ring = {}, {}
+    for nodes in (4, 8, 16, 32):
+        system = kernbench.System.load(cluster_path, set={"cluster.nodes": nodes})
+        t = ccl.all_reduce(system, 64, algorithm="double_binary_tree", buffer="hbm", protocol="simple")
+        assert t.verified
+        tree[nodes] = t.latency_ps
+        ring[nodes] = ccl.all_reduce(system.twin(), 64, algorithm="ring", buffer="hbm", protocol="simple").latency_ps
+    d = [tree[2 * k] - tree[k] for k in (4, 8, 16)]
+    assert d[0] > 0
+    assert d[1] == pytest.approx(d[0], rel=0.05) and d[2] == pytest.approx(d[0], rel=0.05)
+    assert ring[32] - ring[16] == pytest.approx(2 * (ring[16] - ring[8]), rel=0.05)
+
+
+def test_tuner_across_boxes_picks_the_tree_for_small_buffers_and_the_ring_for_large():
+    """On 16 DGX H100 boxes (128 GPUs) NCCL's tuner prices the tree with log2(16) network steps: it wins small
+    all-reduces, and the ring (the NICs' full rate) wins large ones."""
+    system = kernbench.System.load("machines/dgx-h100-cluster.yaml", set={"cluster.nodes": 16})
+    rows = kernbench._core.nccl_tune(system._core, "all_reduce", 64 << 10)
+    best = min(rows, key=lambda r: r["time_ps"])
+    assert best["algorithm"] == "tree"
+    rows = kernbench._core.nccl_tune(system._core, "all_reduce", 4 << 30)
+    assert min(rows, key=lambda r: r["time_ps"])["algorithm"] == "ring"
+    assert not any(r["algorithm"] == "nvls" for r in rows)  # NVLS prices one box only
+
+
+def test_alltoall_across_boxes_moves_each_remote_block_through_two_nics(cluster_path):
+    """A uniform all-to-all over 4 boxes of 2: each rank's block for each of the 6 ranks in other boxes crosses
+    a NIC on each side (two ib links, on its rail by PXN); the box's own block stays on NVLink."""
+    system = kernbench.System.load(cluster_path, set={"cluster.nodes": 4})
+    n = 8
+    size = n * (1 << 20)
+    r = ccl.collective(system, "alltoall", size, algorithm="auto", buffer="hbm", protocol="simple")
+    assert r.verified
+    assert r.link_bytes["ib"] == 2 * n * (n - 2) * (size // n)
+    assert r.link_bytes.get("spine", 0) == 0
+
+
+def test_gpu_nccl_runs_on_a_cluster_up_to_its_gpus():
+    """gpu.nccl on a 2-node DGX H100 cluster: all 16 GPUs, and more are refused naming the machine's count."""
+    fn = REGISTRY.get("gpu.nccl")
+
+    class Ctx:
+        def load(self):
+            return kernbench.System.load("machines/dgx-h100-cluster.yaml", set={"cluster.nodes": 2})
+
+    got = fn.fn(Ctx(), collective="all_reduce", bytes=1 << 20, ranks=16)
+    assert got["busbw"] == pytest.approx(got["algbw"] * 2 * 15 / 16)
+    a2a = fn.fn(Ctx(), collective="alltoall", bytes=1 << 20, ranks=16)
+    assert a2a["time"] > 0
+    with pytest.raises(kernbench._core.UsageError, match="ranks = 17: the machine has 16 GPUs"):
+        fn.fn(Ctx(), ranks=17)
+
+
+def test_cluster_collectives_bench_smoke(tmp_path):
+    """The bench's smoke run: one table per collective at 2 nodes, no failure, and each all-to-all row beside the
+    fabric's bound, which the model does not beat."""
+    from kernbench.runner import run_bench
+
+    out = tmp_path / "out"
+    run_bench("cluster-collectives", out=out, sets=["bench.nodes=2", "bench.max_bytes=1048576"], quiet=True)
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert sweep["failures"] == []
+    rows = sweep["results"]
+    assert {r["collective"] for r in rows} == {"all_reduce", "all_gather", "reduce_scatter", "alltoall"}
+    a2a = [r for r in rows if r["collective"] == "alltoall"]
+    assert a2a and all(0 < r["vs_bound"] <= 1.0 for r in a2a)
