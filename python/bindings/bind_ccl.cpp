@@ -69,6 +69,7 @@ void bind_ccl(py::module_& m) {
       .def_readonly("phases", &CollectiveResult::phases)
       .def_readonly("phase_windows", &CollectiveResult::phase_windows)
       .def_readonly("link_bytes", &CollectiveResult::link_bytes)
+      .def_readonly("received", &CollectiveResult::received)
       .def_readonly("op_counts", &CollectiveResult::op_counts)
       .def_property_readonly("algorithm_bandwidth", &CollectiveResult::algorithm_bandwidth,
                              "bytes per PE / latency, in B/s")
@@ -83,9 +84,10 @@ void bind_ccl(py::module_& m) {
          const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer, const py::object& grid_w,
          const py::object& grid_h, const std::string& inter, const py::object& pieces, const py::object& root,
          const std::string& verify, const std::string& protocol, const py::object& channels, const py::object& calls,
-         const py::object& host_threads) {
-        const CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
-                                              pieces, root, verify, protocol, channels, calls, host_threads);
+         const py::object& host_threads, const std::vector<Bytes>& counts) {
+        CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
+                                        pieces, root, verify, protocol, channels, calls, host_threads);
+        spec.counts = counts;
         Using use(system);
         return use.run([&] { return std::make_shared<CollectiveResult>(run_collective(system, spec)); });
       },
@@ -93,8 +95,10 @@ void bind_ccl(py::module_& m) {
       py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0, py::arg("grid_h") = 0,
       py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0, py::arg("verify") = "auto",
       py::arg("protocol") = "auto", py::arg("channels") = 0, py::arg("calls") = 1, py::arg("host_threads") = 0,
+      py::arg("counts") = std::vector<Bytes>{},
       "Build, run and (verify=auto|on|off) symbolically check one collective (GPU machines: the NCCL model, "
-      "with protocol, channels, calls back to back and host_threads).");
+      "with protocol, channels, calls back to back and host_threads; alltoall: counts, the bytes rank i sends "
+      "rank j at [i * ranks + j], the delivered bytes checked instead).");
   m.def(
       "collective_program",
       [](const topology::System& system, const std::string& collective, const std::string& algorithm,

@@ -213,6 +213,7 @@ class CollectiveResult:
     phases: list[str]
     phase_windows: dict[str, tuple[int, int]]
     link_bytes: dict[str, int]
+    received: list[int]
     op_counts: dict[str, int]
     model: str
     protocol: str
@@ -228,7 +229,7 @@ class CollectiveResult:
 def run_collective(system: System, collective: str, algorithm: str, bytes_per_pe: int, pes: list[int | str] = ...,
                    buffer: str = "sram", grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4,
                    root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
-                   calls: int = 1, host_threads: int = 0) -> CollectiveResult: ...
+                   calls: int = 1, host_threads: int = 0, counts: list[int] = ...) -> CollectiveResult: ...
 def collective_program(system: System, collective: str, algorithm: str, bytes_per_pe: int,
                        pes: list[int | str] = ..., buffer: str = "sram", grid_w: int = 0, grid_h: int = 0,
                        inter: str = "", pieces: int = 4, root: int = 0, protocol: str = "auto",

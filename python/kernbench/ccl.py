@@ -79,6 +79,7 @@ class CollectiveResult:
     step_bytes: int = 0           # payload of one step (0: whole transfers)
     calls: int = 1
     predicted_ps: int = 0         # nccl: the tuner's time for the choice
+    received: list[int] = field(default_factory=list)  # alltoall with counts: bytes delivered to each rank
 
     @property
     def latency_us(self) -> float:
@@ -127,7 +128,8 @@ _PES = Optional(Nodes())  # None: every PE; [] is refused by the core, naming it
 def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring", buffer: str | None = None,
                pes: Sequence[int | str] | None = None, grid: tuple[int, int] | None = None, inter: str | None = None,
                pieces: int = 4, root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
-               calls: int = 1, host_threads: int = 0) -> CollectiveResult:
+               calls: int = 1, host_threads: int = 0,
+               counts: Sequence[Sequence[int]] | None = None) -> CollectiveResult:
     """Run one collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``, ``alltoall``) on
     ``system``. ``alltoall`` takes ``algorithm="pairwise"`` (or ``auto``): each rank's buffer is one block per
     rank, block j going to rank j, out of place (a receive buffer of the same size beside it).
@@ -145,6 +147,10 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     ``ll128``, ``simple``) its protocol; ``channels`` (0: NCCL's count for the size); ``calls`` back to back
     on one stream (latency: the steady-state time per call, as nccl-tests reports it); ``host_threads``
     launching the ranks' kernels (0: one per rank; nccl-tests ``-t 1 -g 4`` is 1).
+
+    ``counts`` (alltoall only; NCCL's grouped sends of uneven sizes, an MoE dispatch): ``counts[i][j]`` is the bytes
+    rank i sends rank j (the diagonal stays local); ``bytes_per_pe`` is then only the nominal size. No symbolic check
+    runs: the bytes the run delivered to each rank (``received``) are checked against the column sums.
     """
     from kernbench.program import RunResult
     from kernbench.program import default_buffer as _default_buffer
@@ -157,15 +163,23 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
         gw, gh = (I64(v, "ccl.collective", f"grid[{i}]") for i, v in enumerate(grid))
     else:
         gw, gh = 0, 0
+    flat: list[int] = []
+    if counts is not None:
+        rows = [list(r) for r in counts]
+        if any(len(r) != len(rows) for r in rows):
+            raise _core.UsageError(f"collective: counts must be a square matrix (one row per rank), got rows of "
+                                   f"{sorted({len(r) for r in rows})} for {len(rows)} rows")
+        flat = [I64(v, "ccl.collective", f"counts[{i}][{j}]") for i, r in enumerate(rows) for j, v in enumerate(r)]
     core = _core.run_collective(_core_system(system), what, algorithm, bytes_per_pe, pes, buffer or _default_buffer(system), gw, gh,
                                 inter or "", pieces, root,
-                                verify, protocol, channels, calls, host_threads)
+                                verify, protocol, channels, calls, host_threads, flat)
     return CollectiveResult(
         algorithm=core.algorithm, collective=core.collective, ranks=core.ranks, bytes_per_pe=core.bytes_per_pe,
         latency_ps=core.latency_ps, verified=core.verified, slices=core.slices, phases=list(core.phases),
         phase_windows={k: tuple(v) for k, v in core.phase_windows.items()}, link_bytes=dict(core.link_bytes),
         op_counts=dict(core.op_counts), run=RunResult(core.run, system), model=core.model, protocol=core.protocol,
-        channels=core.channels, step_bytes=core.step_bytes, calls=core.calls, predicted_ps=core.predicted_ps)
+        channels=core.channels, step_bytes=core.step_bytes, calls=core.calls, predicted_ps=core.predicted_ps,
+        received=list(core.received))
 
 
 @checked("ccl.all_reduce", pes=_PES)

@@ -60,7 +60,10 @@ struct CollectiveSpec {
   /// the ranks are split evenly, a thread launches its ranks one after
   /// another); 0: one per rank.
   int host_threads = 0;
-  Bytes bytes_per_pe = 0;   ///< each rank's buffer
+  Bytes bytes_per_pe = 0;  ///< each rank's buffer
+  /// alltoall only: bytes rank i sends rank j at [i x ranks + j] (empty: a
+  /// block of bytes_per_pe / ranks for every pair). The diagonal stays local.
+  std::vector<Bytes> counts;
   std::vector<NodeId> pes;  ///< the ranks, in rank order (empty: every PE of the machine)
   Buffer buffer = Buffer::Sram;
   int grid_w = 0, grid_h = 0;  ///< rank grid of 2-D algorithms (0: the most square factorisation)
@@ -90,6 +93,9 @@ struct CollectiveResult {
   std::vector<std::string> phases;  ///< in order of first start
   std::map<std::string, std::pair<Time, Time>> phase_windows;  ///< [first start, last end] per phase
   std::map<std::string, Bytes> link_bytes;                     ///< payload bytes per link class (all directions)
+  /// alltoall with counts: the bytes the run delivered to each rank (its
+  /// receives that completed), checked against the counts' column sums.
+  std::vector<Bytes> received;
   std::map<std::string, std::uint64_t> op_counts;
   runtime::RunResult run;
   /// bytes_per_pe / latency (the "algorithm bandwidth"), B/s.

@@ -73,6 +73,7 @@ struct Prepared {
   Time predicted = 0;
   Bytes footprint = 0;                 // bytes of each rank's buffers (alltoall: send and receive)
   std::shared_ptr<const Boxes> boxes;  // the ranks' boxes (one: a single-node machine)
+  Bytes largest_pair = 0;              // alltoall: the most bytes one rank sends one peer
 };
 
 NcclCollective nccl_kind(Collective c) {
@@ -123,6 +124,8 @@ TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, 
       f.inter_latency = std::max(f.inter_latency, latency);
     }
   }
+  // One rank per box: no intra-box hop, the boxes' NIC rate is the ring's.
+  if (narrowest < 0 && boxes.multi()) narrowest = f.inter_bandwidth;
   f.ring_bandwidth = std::max(0.0, narrowest);
   for (NodeId id = 0; id < m.num_nodes(); ++id) {
     const topology::NodeInfo& n = m.node(id);
@@ -161,6 +164,32 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   const bool alltoall = spec.collective == Collective::AllToAll;
   // alltoall is out of place: a send and a receive buffer per rank.
   out.footprint = alltoall ? 2 * spec.bytes_per_pe : spec.bytes_per_pe;
+  out.largest_pair = spec.bytes_per_pe / n;
+  if (!spec.counts.empty()) {
+    if (!alltoall)
+      throw UsageError(std::string("collective: counts (bytes per pair of ranks) are for alltoall, not ") +
+                       to_string(spec.collective));
+    if (spec.counts.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(n))
+      throw UsageError("collective: counts has " + std::to_string(spec.counts.size()) + " entries; " +
+                       std::to_string(n) + " ranks need " + std::to_string(n) + " x " + std::to_string(n) +
+                       " (row i: the bytes rank i sends each rank)");
+    std::vector<Bytes> sent(static_cast<std::size_t>(n), 0), got(static_cast<std::size_t>(n), 0);
+    out.largest_pair = 0;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const Bytes b = spec.counts[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + j];
+        if (b < 0)
+          throw UsageError("collective: counts[" + std::to_string(i) + "][" + std::to_string(j) +
+                           "] = " + std::to_string(b) + " is negative");
+        topology::check_transfer_size(b, "alltoall count");
+        sent[static_cast<std::size_t>(i)] += b;
+        got[static_cast<std::size_t>(j)] += b;
+        if (i != j) out.largest_pair = std::max(out.largest_pair, b);
+      }
+    out.footprint = 0;
+    for (int i = 0; i < n; ++i)
+      out.footprint = std::max(out.footprint, sent[static_cast<std::size_t>(i)] + got[static_cast<std::size_t>(i)]);
+  }
   if (spec.buffer == Buffer::Sram && out.footprint > pe.scratch)
     throw CapacityError("collective: buffer=sram needs " +
                         config::format_bytes(out.footprint, config::ByteUnits::UpToMiB) +
@@ -213,8 +242,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     // channels and protocol (the tuner does not price them).
     if (name == "auto") name = "pairwise";
     if (out.gpu) {
-      p2p =
-          p2p_choice(spec.bytes_per_pe / n, n, pe.ipcq_channels, nccl_config(config), auto_protocol ? nullptr : &asked);
+      p2p = p2p_choice(out.largest_pair, n, pe.ipcq_channels, nccl_config(config), auto_protocol ? nullptr : &asked);
       out.protocol = p2p.protocol;
       out.channels = spec.channels > 0 ? spec.channels : p2p.channels;
     }
@@ -377,8 +405,27 @@ Plan channel_plan(const Prepared& pr, int c) {
   return p;
 }
 
+// alltoall with per-pair counts: pairwise, as NCCL's grouped sends, each
+// pair's bytes split over the pair's channels; blocks outside the cells.
+void emit_counts(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
+  const int n = pr.plan.world.size();
+  const int channels = std::max(1, pr.plan.peer_channels);
+  s.phase("alltoall");
+  for (int r = 1; r < n; ++r)
+    for (int i = 0; i < n; ++i) {
+      const int j = (i + r) % n;
+      const Bytes b = spec.counts[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + j];
+      for (int c = 0; c < channels; ++c)
+        s.transfer_bytes(i, j, b * (c + 1) / channels - b * c / channels, channels > 1 ? c : -1);
+    }
+}
+
 void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
   const Algorithm& a = *pr.algorithm;
+  if (!spec.counts.empty()) {
+    emit_counts(s, pr, spec);
+    return;
+  }
   if (spec.collective == Collective::AllToAll) {  // one pattern over every pair's channels
     a.all_to_all(s, pr.plan);
     return;
@@ -523,7 +570,7 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
 
   // Back-to-back calls are checked as one (each copy is the same schedule).
   const bool check =
-      spec.calls == 1 &&
+      spec.calls == 1 && spec.counts.empty() &&
       (spec.verify == Verify::On ||
        (spec.verify == Verify::Auto && SymbolicCheck::state_bits(n, p.slices) <= (std::uint64_t{1} << 28)));
   if (spec.verify == Verify::On && spec.calls > 1)
@@ -570,6 +617,21 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
         for (int i = 0; i < n; ++i) sym->expect_copy(j, alltoall_recv_block(p, i), i, alltoall_send_block(p, j));
     } else {
       for (int r = 0; r < n; ++r) sym->expect_complete(r, p.all());
+    }
+  }
+  if (!spec.counts.empty()) {
+    // What the run delivered to each rank against what the counts send it.
+    res.received.assign(static_cast<std::size_t>(n), 0);
+    for (const Schedule::Delivery& d : s.deliveries())
+      if (res.run.ops[d.recv].done()) res.received[static_cast<std::size_t>(d.rank)] += d.bytes * spec.calls;
+    for (int j = 0; j < n; ++j) {
+      Bytes want = 0;
+      for (int i = 0; i < n; ++i)
+        if (i != j) want += spec.counts[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + j];
+      if (res.received[static_cast<std::size_t>(j)] != want * spec.calls)
+        throw VerificationError(pr.what + ": rank " + std::to_string(j) + " received " +
+                                std::to_string(res.received[static_cast<std::size_t>(j)]) + " B, the counts send it " +
+                                std::to_string(want * spec.calls) + " B");
     }
   }
   res.algorithm = pr.algorithm->name;

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -88,6 +89,19 @@ class Schedule {
   /// The same from slices `from` of `src` into slices `to` of `dst` (as many;
   /// an out-of-place collective such as alltoall).
   void transfer(int src, Slices from, int dst, Slices to, Combine combine);
+  /// `src` sends `n` bytes to `dst` outside the buffer's cells (alltoall with
+  /// per-pair counts: the blocks are disjoint and depend on nothing but the
+  /// ranks' entries), in steps of at most wire().step, on `channel` (-1:
+  /// none); each step's receive is listed in deliveries(). No symbolic check
+  /// sees them: the run's delivered bytes are the check.
+  void transfer_bytes(int src, int dst, Bytes n, int channel);
+  /// A receive of transfer_bytes: its op, its rank and its payload.
+  struct Delivery {
+    OpId recv = 0;
+    int rank = -1;
+    Bytes bytes = 0;
+  };
+  const std::vector<Delivery>& deliveries() const { return delivered_; }
   /// `rank` copies its own slices `from` into its slices `to` (an HBM load
   /// and store, or one vector pass over the scratch).
   void local_copy(int rank, Slices from, Slices to);
@@ -155,7 +169,12 @@ class Schedule {
   }
   void collect(int rank, Slices s, bool with_readers, std::vector<OpId>& deps);
   void step(int src, Slices from, int dst, Slices to, Combine combine);  // one send/recv pair
-  void copy_step(int rank, Slices from, Slices to);                      // one local copy
+  // The ops of one step: the send (relayed through a peer under PXN), the
+  // receive (after an HBM load to add to, when reducing) and the last op
+  // (the HBM store, or the receive).
+  std::tuple<OpId, OpId, OpId> pair(int src, int dst, Bytes n, Combine combine, const std::vector<OpId>& deps,
+                                    std::vector<OpId> dst_deps, const std::string& label, int channel);
+  void copy_step(int rank, Slices from, Slices to);  // one local copy
   /// Calls f(from part, to part) for each step of whole slices, each at most
   /// wire().step bytes (a larger slice alone; no step size: all of it once).
   template <typename F>
@@ -191,6 +210,7 @@ class Schedule {
   bool pxn_ = false;
   Time net_step_latency_ = 0;
   std::int64_t relayed_ = 0;
+  std::vector<Delivery> delivered_;
   /// The rank a send from src to dst is relayed through (PXN), or -1.
   int relay_of(int src, int dst) const;
   std::vector<Cell> cells_;

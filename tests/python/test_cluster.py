@@ -46,6 +46,18 @@ def channel_bytes(system, predicate):
     return sum(int(b) for s, d, b in zip(ch["src"], ch["dst"], ch["bytes"]) if predicate(names[int(s)], names[int(d)]))
 
 
+@pytest.mark.parametrize("preset", ["dgx-h100-cluster", "dgx-a100-cluster"])
+def test_cluster_presets_validate_and_load(preset):
+    """Both cluster presets validate (strict schema) and load by their packaged names: their GPUs are the boxes'
+    GPUs, 8 per node, in rank order, and every NIC is a nic node."""
+    assert validate(kernbench.system.config_path(f"machines/{preset}.yaml")) is not None
+    system = kernbench.System.load(f"machines/{preset}.yaml", set={"cluster.nodes": 3})
+    assert system.pes()[:9] == [f"n0.gpu{j}" for j in range(8)] + ["n1.gpu0"] and len(system.pes()) == 24
+    kinds = dict(zip(system.nodes()["name"], system.nodes()["kind"]))
+    assert sorted(n for n, k in kinds.items() if k == "nic") == sorted(f"n{i}.nic{j}" for i in range(3)
+                                                                        for j in range(8))
+
+
 def test_every_node_count_to_200_validates():
     """Every nodes from 1 to 200 loads and passes the explicit-graph checks, with the GPU count nodes x 8."""
     for n in range(1, 201):

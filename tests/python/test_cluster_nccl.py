@@ -144,3 +144,24 @@ def test_cluster_collectives_bench_smoke(tmp_path):
     assert {r["collective"] for r in rows} == {"all_reduce", "all_gather", "reduce_scatter", "alltoall"}
     a2a = [r for r in rows if r["collective"] == "alltoall"]
     assert a2a and all(0 < r["vs_bound"] <= 1.0 for r in a2a)
+
+
+def test_alltoall_with_uneven_counts_delivers_each_rank_exactly_what_is_sent_to_it(cluster_path):
+    """An all-to-all of uneven per-destination counts over 3 boxes of 2 (an MoE dispatch): every rank receives
+    exactly the column sum of the counts (the diagonal stays local), and the bytes through the NICs are the
+    cross-box counts twice (a NIC on each side)."""
+    system = kernbench.System.load(cluster_path, set={"cluster.nodes": 3})
+    n = 6
+    counts = [[(i * 7 + j * 13) % 5 * 65536 + 4096 * (j + 1) for j in range(n)] for i in range(n)]
+    counts[2][5] = 0  # a pair with nothing to send
+    r = ccl.collective(system, "alltoall", max(sum(row) for row in counts), algorithm="auto", buffer="hbm",
+                       protocol="simple", counts=counts)
+    assert r.received == [sum(counts[i][j] for i in range(n) if i != j) for j in range(n)]
+    cross = sum(counts[i][j] for i in range(n) for j in range(n) if i // 2 != j // 2)
+    assert r.link_bytes["ib"] == 2 * cross
+    with pytest.raises(kernbench._core.UsageError, match="counts has 4 entries; 6 ranks need 6 x 6"):
+        ccl.collective(system, "alltoall", 1 << 20, algorithm="auto", counts=[[1, 2], [3, 4]])
+    with pytest.raises(kernbench._core.UsageError, match=r"counts\[0\]\[1\] = -1 is negative"):
+        ccl.collective(system, "alltoall", 1 << 20, algorithm="auto", counts=[[0, -1] + [0] * 4] + [[0] * 6] * 5)
+    with pytest.raises(kernbench._core.UsageError, match="counts .* are for alltoall, not all_reduce"):
+        ccl.collective(system, "all_reduce", 1 << 20, algorithm="auto", counts=[[0] * 6] * 6)

@@ -14,6 +14,7 @@ from kernbench.system import System
 MACHINES = Path(__file__).resolve().parents[2] / "configs" / "machines"
 PRESETS = ["h100-8x-nvswitch", "h200-8x-nvswitch", "a100-8x-nvswitch", "l40s-8x-pcie"]
 SHARED = ["nvidia-gpu"]  # included by every preset: the GPU target's mechanism parameters, not a machine
+CLUSTERS = ["dgx-h100-cluster", "dgx-a100-cluster"]  # boxes of these presets on a fabric: tests/python/test_cluster.py
 GPUS = [f"gpu{i}" for i in range(8)]
 
 
@@ -38,7 +39,7 @@ def _links_per_switch(doc: dict, gpu: str, cls: str = "nvlink") -> dict[str, int
 def test_presets_are_all_here():
     """The presets and their shared mechanism file exist, and no other file hides in the folder untested."""
     assert sorted(p.stem for p in MACHINES.glob("*.yaml") if not p.name.endswith(".measured.yaml")) == \
-        sorted(PRESETS + SHARED)
+        sorted(PRESETS + SHARED + CLUSTERS)
 
 
 @pytest.mark.parametrize("name", PRESETS)
