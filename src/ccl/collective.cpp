@@ -8,6 +8,7 @@
 #include "ccl/logical/ring.hpp"
 #include "ccl/config_section.hpp"
 #include "ccl/nccl.hpp"
+#include "ccl/nccl_lowering.hpp"
 #include "topology/routing/routing.hpp"
 #include "config/quantity.hpp"
 #include "runtime/config_section.hpp"
@@ -76,69 +77,6 @@ struct Prepared {
   Bytes largest_pair = 0;              // alltoall: the most bytes one rank sends one peer
 };
 
-NcclCollective nccl_kind(Collective c) {
-  switch (c) {
-    case Collective::AllReduce: return NcclCollective::AllReduce;
-    case Collective::ReduceScatter: return NcclCollective::ReduceScatter;
-    case Collective::AllGather: return NcclCollective::AllGather;
-    case Collective::Broadcast: return NcclCollective::Broadcast;
-    case Collective::AllToAll: return NcclCollective::AllToAll;
-  }
-  return NcclCollective::AllReduce;
-}
-
-// What the tuner reads about these ranks on this machine: the ring's
-// narrowest rank-to-next bandwidth over every equal-cost path (NCCL's
-// channels cover every link) and its slowest route latency; the reducing
-// switches linked to every rank.
-TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, const std::vector<NodeId>& pes,
-                       const Boxes& boxes) {
-  TunerFacts f;
-  f.ranks = static_cast<int>(pes.size());
-  f.channels = pe.ipcq_channels;
-  topology::Router router(m);
-  const auto rate_and_latency = [&](NodeId a, NodeId b, Time& latency) {
-    double bw = 0;
-    for (const topology::Route& r : router.paths(a, b)) {
-      bw += static_cast<double>(topology::path_rate(r));
-      latency = std::max(latency, r.wire_latency + r.node_overhead);
-    }
-    return bw;
-  };
-  double narrowest = -1;
-  for (std::size_t i = 0; i < pes.size(); ++i) {
-    const std::size_t j = (i + 1) % pes.size();
-    // Across boxes the ring's hop is priced by the boxes' NIC rate (below).
-    if (boxes.multi() && boxes.box[i] != boxes.box[j]) continue;
-    const double bw = rate_and_latency(pes[i], pes[j], f.route_latency);
-    narrowest = narrowest < 0 ? bw : std::min(narrowest, bw);
-  }
-  if (boxes.multi()) {
-    f.nodes = boxes.count();
-    f.ppn = boxes.smallest();
-    f.inter_bandwidth = *std::min_element(boxes.egress.begin(), boxes.egress.end());
-    for (int b = 0; b < f.nodes; ++b) {
-      Time latency = 0;
-      rate_and_latency(pes[static_cast<std::size_t>(boxes.at(b, 0))],
-                       pes[static_cast<std::size_t>(boxes.at((b + 1) % f.nodes, 0))], latency);
-      f.inter_latency = std::max(f.inter_latency, latency);
-    }
-  }
-  // One rank per box: no intra-box hop, the boxes' NIC rate is the ring's.
-  if (narrowest < 0 && boxes.multi()) narrowest = f.inter_bandwidth;
-  f.ring_bandwidth = std::max(0.0, narrowest);
-  for (NodeId id = 0; id < m.num_nodes(); ++id) {
-    const topology::NodeInfo& n = m.node(id);
-    if (n.kind != topology::NodeKind::Switch || n.params.reduction.bytes_per_s <= 0) continue;
-    bool all = true;
-    for (NodeId pe_id : pes) all = all && m.channel_between(pe_id, id).has_value();
-    if (!all) continue;
-    f.nvls = true;
-    f.nvls_switch += static_cast<double>(n.params.reduction.bytes_per_s);
-  }
-  return f;
-}
-
 Prepared prepare(const topology::Machine& m, const topology::Config& config, const CollectiveSpec& spec) {
   const runtime::PeConfig& pe = runtime::pe_config(config);
   Prepared out;
@@ -169,26 +107,9 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     if (!alltoall)
       throw UsageError(std::string("collective: counts (bytes per pair of ranks) are for alltoall, not ") +
                        to_string(spec.collective));
-    if (spec.counts.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(n))
-      throw UsageError("collective: counts has " + std::to_string(spec.counts.size()) + " entries; " +
-                       std::to_string(n) + " ranks need " + std::to_string(n) + " x " + std::to_string(n) +
-                       " (row i: the bytes rank i sends each rank)");
-    std::vector<Bytes> sent(static_cast<std::size_t>(n), 0), got(static_cast<std::size_t>(n), 0);
-    out.largest_pair = 0;
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        const Bytes b = spec.counts[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + j];
-        if (b < 0)
-          throw UsageError("collective: counts[" + std::to_string(i) + "][" + std::to_string(j) +
-                           "] = " + std::to_string(b) + " is negative");
-        topology::check_transfer_size(b, "alltoall count");
-        sent[static_cast<std::size_t>(i)] += b;
-        got[static_cast<std::size_t>(j)] += b;
-        if (i != j) out.largest_pair = std::max(out.largest_pair, b);
-      }
-    out.footprint = 0;
-    for (int i = 0; i < n; ++i)
-      out.footprint = std::max(out.footprint, sent[static_cast<std::size_t>(i)] + got[static_cast<std::size_t>(i)]);
+    const PairCounts pc = check_counts(spec.counts, n);
+    out.footprint = pc.footprint;
+    out.largest_pair = pc.largest;
   }
   if (spec.buffer == Buffer::Sram && out.footprint > pe.scratch)
     throw CapacityError("collective: buffer=sram needs " +
@@ -462,24 +383,6 @@ std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec&
   return entry;
 }
 
-// Host threads: the ranks are split evenly over `threads` (0: one each); a
-// thread issues its ranks' launches one after another, call after call.
-void chain_host_threads(runtime::Program& prog, const std::vector<NodeId>& pes, int threads) {
-  const int n = static_cast<int>(pes.size());
-  if (threads <= 0 || threads >= n) return;
-  std::unordered_map<NodeId, int> thread_of;
-  for (int r = 0; r < n; ++r) thread_of[pes[static_cast<std::size_t>(r)]] = r * threads / n;
-  std::vector<std::optional<OpId>> last(static_cast<std::size_t>(threads));
-  for (OpId op = 0; op < prog.size(); ++op) {
-    if (prog.op(op).kind != runtime::OpKind::Launch) continue;
-    const auto it = thread_of.find(prog.op(op).agent);
-    if (it == thread_of.end()) continue;
-    auto& prev = last[static_cast<std::size_t>(it->second)];
-    if (prev && prog.op(*prev).agent != prog.op(op).agent) prog.depend(op, *prev);
-    prev = op;
-  }
-}
-
 Schedule build(const topology::Machine& m, const topology::Config& config, Prepared& pr, const CollectiveSpec& spec) {
   const runtime::PeConfig& pe = runtime::pe_config(config);
   Schedule s(m, pr.plan.pes, pr.footprint, pr.plan.slices, spec.buffer, pr.what);
@@ -619,21 +522,7 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
       for (int r = 0; r < n; ++r) sym->expect_complete(r, p.all());
     }
   }
-  if (!spec.counts.empty()) {
-    // What the run delivered to each rank against what the counts send it.
-    res.received.assign(static_cast<std::size_t>(n), 0);
-    for (const Schedule::Delivery& d : s.deliveries())
-      if (res.run.ops[d.recv].done()) res.received[static_cast<std::size_t>(d.rank)] += d.bytes * spec.calls;
-    for (int j = 0; j < n; ++j) {
-      Bytes want = 0;
-      for (int i = 0; i < n; ++i)
-        if (i != j) want += spec.counts[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + j];
-      if (res.received[static_cast<std::size_t>(j)] != want * spec.calls)
-        throw VerificationError(pr.what + ": rank " + std::to_string(j) + " received " +
-                                std::to_string(res.received[static_cast<std::size_t>(j)]) + " B, the counts send it " +
-                                std::to_string(want * spec.calls) + " B");
-    }
-  }
+  if (!spec.counts.empty()) res.received = delivered(s.deliveries(), res.run, spec.counts, n, spec.calls, pr.what);
   res.algorithm = pr.algorithm->name;
   res.collective = spec.collective;
   res.ranks = n;
