@@ -334,7 +334,8 @@ TEST_CASE("config: includes stay in the folders they may read, and nothing refus
       load("link.yaml"),
       Contains("\"link.yaml\" (" + fs::canonical(secret).string() + ") is outside") && !Contains("SECRET"));
   // Allowed folders: the tree itself, and include_dirs; then a parse error may quote the file.
-  REQUIRE_THROWS_WITH(load("parts/base.yaml"), Contains("top.yaml: (top level): missing system, graph or cluster"));  // read
+  REQUIRE_THROWS_WITH(load("parts/base.yaml"),
+                      Contains("top.yaml: (top level): missing system, graph or cluster"));  // read
   REQUIRE_THROWS_WITH(load(secret, {outside.path.string()}), Contains(secret + ": invalid YAML"));
   REQUIRE_THROWS_WITH(load("/dev/zero", {"/dev"}), Contains("not a regular file"));
 }
