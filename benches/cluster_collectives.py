@@ -53,19 +53,14 @@ def _peak_mb() -> float:
              "nccl_tables.txt": "one table per node count and collective in nccl-tests' layout",
              "busbw.png": "busbw against size per collective and node count"},
     primary=["busbw", "time_us"],
-    checks=lambda p: (f"min_bytes {p['min_bytes']} > max_bytes {p['max_bytes']}"
-                      if p["min_bytes"] > p["max_bytes"] else None),
+    checks=nccl.size_checks,
 )
 def cluster_collectives(ctx):
     from kernbench import cluster as kcluster
     from kernbench.system import System
 
     p = ctx.params
-    sizes = []
-    s = int(p["min_bytes"])
-    while s <= p["max_bytes"]:
-        sizes.append(s)
-        s *= int(p["factor"])
+    sizes = nccl.sweep_sizes(p["min_bytes"], p["max_bytes"], p["factor"])
     config = str(ctx.config)
     tables = []
     for nodes in p["nodes"]:

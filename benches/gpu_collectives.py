@@ -59,16 +59,11 @@ COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "allto
              "nccl_tables.txt": "one table per collective in nccl-tests' layout",
              "busbw.png": "busbw against size per collective"},
     primary=["busbw", "time_us"],
-    checks=lambda p: (f"min_bytes {p['min_bytes']} > max_bytes {p['max_bytes']}"
-                      if p["min_bytes"] > p["max_bytes"] else None),
+    checks=nccl.size_checks,
 )
 def gpu_collectives(ctx):
     p = ctx.params
-    sizes = []
-    s = int(p["min_bytes"])
-    while s <= p["max_bytes"]:
-        sizes.append(s)
-        s *= int(p["factor"])
+    sizes = nccl.sweep_sizes(p["min_bytes"], p["max_bytes"], p["factor"])
     config = str(ctx.config)
     n_pes = len(ctx.load_system().pes())  # more ranks than the machine has PEs: refused before any row runs
     machine_range("ranks", p["ranks"], 2, n_pes, ctx.machine_label(), f"{n_pes} PEs")

@@ -351,6 +351,20 @@ def check_algorithm(collective: str, algorithm: str | None, what: str = "algorit
     raise UsageError(f"{what} {str(algorithm)[:60]!r}: unknown algorithm (known for {name}: {', '.join(ok)})")
 
 
+def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
+    """nccl-tests' sizes: ``min_bytes`` times ``factor`` while at most ``max_bytes`` (-b, -e, -f)."""
+    sizes, s = [], int(min_bytes)
+    while s <= max_bytes:
+        sizes.append(s)
+        s *= int(factor)
+    return sizes
+
+
+def size_checks(p) -> str | None:
+    """A bench's size parameters in order, or what is wrong with them."""
+    return f"min_bytes {p['min_bytes']} > max_bytes {p['max_bytes']}" if p["min_bytes"] > p["max_bytes"] else None
+
+
 def pes_of(system) -> list[str]:
     """The machine's compute nodes by name, in rank order (System.pes())."""
     return list(system.pes())
