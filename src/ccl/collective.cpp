@@ -72,9 +72,8 @@ struct Prepared {
   int base_slices = 1;  // what the algorithm's pattern needs per channel
   Wire wire;
   Time predicted = 0;
-  Bytes footprint = 0;                 // bytes of each rank's buffers (alltoall: send and receive)
-  std::shared_ptr<const Boxes> boxes;  // the ranks' boxes (one: a single-node machine)
-  Bytes largest_pair = 0;              // alltoall: the most bytes one rank sends one peer
+  Bytes footprint = 0;     // bytes of each rank's buffers (alltoall: send and receive)
+  Bytes largest_pair = 0;  // alltoall: the most bytes one rank sends one peer
 };
 
 Prepared prepare(const topology::Machine& m, const topology::Config& config, const CollectiveSpec& spec) {
@@ -95,7 +94,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   }
   const int n = static_cast<int>(pes.size());
   if (n < 2) throw UsageError("collective: needs at least 2 ranks, got " + std::to_string(n));
-  out.boxes = std::make_shared<const Boxes>(boxes_of(m, pes));
+  // The ranks' boxes: only a GPU machine runs NCCL's multi-node forms, so only there is the graph searched.
+  const std::shared_ptr<const Boxes> boxes = out.gpu ? std::make_shared<const Boxes>(boxes_of(m, pes)) : nullptr;
   if (spec.bytes_per_pe <= 0)
     throw UsageError("collective: bytes per PE must be positive, got " + std::to_string(spec.bytes_per_pe));
   topology::check_transfer_size(spec.bytes_per_pe, "collective buffer");
@@ -169,7 +169,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     }
   } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
-    const TunerFacts facts = tuner_facts(m, pe, pes, *out.boxes);
+    const TunerFacts facts = tuner_facts(m, pe, pes, *boxes);
     // The tuner knows ring, tree and nvls; another registry algorithm runs
     // with the protocol the ring would get.
     const std::string tuned = name == "auto" ? "" : name == "double_binary_tree" ? "tree" : name;
@@ -241,7 +241,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   }
   p.pieces = spec.pieces;
   p.root = spec.root;
-  if (out.gpu && out.boxes->multi()) p.boxes = out.boxes;
+  if (boxes && boxes->multi()) p.boxes = boxes;
   if (alltoall) p.peer_channels = out.channels;
   p.inter = spec.inter;
   if (p.inter.empty()) p.inter = topology::to_string(m.hierarchy().package_topology);

@@ -142,10 +142,7 @@ void Schedule::transfer_bytes(int src, int dst, Bytes n, int channel) {
     label += ' ';
     label += std::to_string(part);
     label += " B";
-    const auto [snd, rcv, last] = pair(src, dst, part, Combine::Copy, deps, dst_deps, label, channel);
-    (void)snd;
-    (void)last;
-    delivered_.push_back({rcv, dst, part});
+    delivered_.push_back({std::get<1>(pair(src, dst, part, Combine::Copy, deps, dst_deps, label, channel)), dst, part});
   }
 }
 

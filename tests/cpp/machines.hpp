@@ -74,4 +74,19 @@ inline Config chain_config(const std::vector<NodeParams>& nodes, const std::vect
   return c;
 }
 
+/// The PEs of `c` as NCCL's GPUs with nothing but the links to wait on:
+/// `channels` NCCL channels of 8 slots of 512 KiB, reductions far faster than
+/// any link, instant slot credits.
+inline void nccl_gpus(Config& c, int channels) {
+  PeConfig& pe = pe_config(c);
+  pe.target = ExecTarget::Gpu;
+  pe.ipcq_channels = channels;
+  pe.ipcq_slots = 8;
+  pe.ipcq_slot = 512 * sim::kKiB;
+  pe.ipcq_bank_hop = 0;
+  pe.vector_bytes_per_cycle = 1 << 20;
+  pe.clock_hz = 1'000'000'000;
+  pe.ipcq_credit = IpcqCredit::Instant;
+}
+
 }  // namespace kernbench::testing

@@ -41,15 +41,7 @@ Config gpu_star(int n, double gbps, double reduce_gbps = 0) {
   }
   c.graph = g;
   c.fabric.model = FabricModel::Flow;
-  PeConfig& pe = pe_config(c);
-  pe.target = kernbench::runtime::ExecTarget::Gpu;
-  pe.ipcq_channels = 4;
-  pe.ipcq_slots = 8;
-  pe.ipcq_slot = 512 * kKiB;
-  pe.ipcq_bank_hop = 0;
-  pe.vector_bytes_per_cycle = 1 << 20;  // reductions far faster than the links
-  pe.clock_hz = 1'000'000'000;
-  pe.ipcq_credit = kernbench::runtime::IpcqCredit::Instant;
+  nccl_gpus(c, 4);
   return c;
 }
 

@@ -54,15 +54,7 @@ Config cluster(int boxes, int g, double nvl, double nic, kernbench::sim::Time ho
   }
   c.graph = gr;
   c.fabric.model = FabricModel::Flow;
-  PeConfig& pe = pe_config(c);
-  pe.target = kernbench::runtime::ExecTarget::Gpu;
-  pe.ipcq_channels = 2 * g;
-  pe.ipcq_slots = 8;
-  pe.ipcq_slot = 512 * kKiB;
-  pe.ipcq_bank_hop = 0;
-  pe.vector_bytes_per_cycle = 1 << 20;
-  pe.clock_hz = 1'000'000'000;
-  pe.ipcq_credit = kernbench::runtime::IpcqCredit::Instant;
+  nccl_gpus(c, 2 * g);
   return c;
 }
 
