@@ -49,7 +49,7 @@ SERIES = [
             "metrics": {"gib_per_s": "rel=1e-9", "path": "exact", "bound": "exact"}},
 )
 def k200_bandwidth(ctx):
-    from kernbench import k200
+    from kernbench import k200, k200_reference
 
     p = ctx.params
     if p["min_bytes"] <= 0 or p["max_bytes"] < p["min_bytes"] or p["step"] < 2:
@@ -62,7 +62,7 @@ def k200_bandwidth(ctx):
     while s <= p["max_bytes"]:
         sizes.append(s)
         s *= int(p["step"])
-    for ref in k200.SIZES + tuple(k200.REFERENCE_P2P):
+    for ref in k200.SIZES + tuple(k200_reference.p2p_table()):
         if p["min_bytes"] <= ref <= p["max_bytes"] and ref not in sizes:
             sizes.append(ref)
     sizes.sort()
@@ -94,12 +94,11 @@ def k200_bandwidth(ctx):
     ctx.write_csv("bandwidth.csv", results)
     ctx.write_csv("compare.csv", compare)
     try:
-        launch = k200.launch_table(config, set=ctx.config_overrides, seed=ctx.seed)
+        launch = k200_reference.launch_table(config, set=ctx.config_overrides, seed=ctx.seed)
     except Exception as e:  # the copy sweep stands on its own
         launch = []
         failures.append({"name": "launch table", "error": f"{type(e).__name__}: {e}"})
-    ctx.write_csv("launch.csv", [{**r, "measured_range_us": "-".join(map(str, r["measured_range_us"]))}
-                                 for r in launch])
+    ctx.write_csv("launch.csv", [{**r, "fitted_on": ", ".join(r["fitted_on"])} for r in launch])
     _plot(ctx, results)
     if not ctx.default_machine:  # the measurements are of the card configs/k200.yaml models
         ctx.log(f"model on {ctx.machine_label('k200.yaml')}; 'measured' is the card k200.yaml was fitted to "
@@ -121,7 +120,7 @@ def _knobs(knobs):
 
 def _compare(ctx, config, results):
     """Model vs measured for every reference point (reusing sweep points where they exist)."""
-    from kernbench import k200
+    from kernbench import k200, k200_reference
 
     by = {(r["series"], r["direction"], r["bytes"]): r["gib_per_s"] for r in results}
     series_of = {"pinned": "pinned", "pageable pipeline on": "pageable", "pageable pipeline off": "pageable, bounce_pipe=0",
@@ -135,17 +134,18 @@ def _compare(ctx, config, results):
             by[key] = k200.copy(system, kind, "h2d" if direction == "d2d" else direction, nbytes).gib_per_s
         return by[key]
 
-    for row, (kind, knobs, h2d, d2h) in k200.REFERENCE_COPY.items():
-        for direction, ref in (("h2d", h2d), ("d2h", d2h)):
-            for nbytes, measured in zip(k200.SIZES, ref):
-                m = model(series_of[row], kind, direction, knobs, nbytes)
-                rows.append(_row(row, direction, nbytes, measured, m, (row, direction, nbytes) in k200.FITTED_COPY))
-    for nbytes, measured in k200.REFERENCE_P2P.items():
+    for row, (kind, knobs, figs) in k200_reference.copy_table().items():
+        for direction in ("h2d", "d2h"):
+            for (d, nbytes), f in figs.items():
+                if d == direction:
+                    m = model(series_of[row], kind, direction, knobs, nbytes)
+                    rows.append(_row(row, direction, nbytes, f.value, m, f.fitted))
+    for nbytes, f in k200_reference.p2p_table().items():
         m = model("peer (same card)", "peer", "d2d", {}, nbytes)
-        rows.append(_row("same-card P2P", "d2d", nbytes, measured, m, nbytes in k200.FITTED_P2P))
-    for direction, measured in k200.REFERENCE_PIN.items():
-        m = model("pageable, pageable_pin=1", "pageable", direction, {"k200.driver.kl1_pageable_pin": 1}, 64 << 20)
-        rows.append(_row("page pinning (per-page eDMA)", direction, 64 << 20, measured, m, direction in k200.FITTED_PIN))
+        rows.append(_row("same-card P2P", "d2d", nbytes, f.value, m, f.fitted))
+    for direction, f in k200_reference.pin_table().items():
+        m = model("pageable, pageable_pin=1", "pageable", direction, dict(f.set), 64 << 20)
+        rows.append(_row("page pinning (per-page eDMA)", direction, 64 << 20, f.value, m, f.fitted))
     return rows
 
 
@@ -167,8 +167,7 @@ def _table(rows):
 def _launch_table(rows):
     lines = [f"  {'launch figure':<44} {'measured':>11} {'model':>8} {'ratio':>6}  point"]
     for r in rows:
-        lo, hi = r["measured_range_us"]
-        measured = f"{lo:.2f}-{hi:.2f}" if lo != hi else f"{lo:.2f}"
+        measured = f"{r['measured_us']:.2f}"
         lines.append(f"  {r['row']:<44} {measured:>11} {r['model_us']:8.2f} {r['ratio']:6.3f}  {r['fitted']}"
                      f"{'' if r['within'] else '  (outside ' + format(r['tolerance'], '.0%') + ')'}")
     return "\n".join(lines)
@@ -179,7 +178,7 @@ def _plot(ctx, results):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from kernbench import k200
+    from kernbench import k200, k200_reference
 
     fig, axes = plt.subplots(1, 3, figsize=(18, 5.5), sharey=True)
     panels = {"h2d": axes[0], "d2h": axes[1], "d2d": axes[2]}
@@ -188,10 +187,11 @@ def _plot(ctx, results):
         pts = sorted((r["bytes"], r["gib_per_s"]) for r in results if r["series"] == name and r["direction"] == direction)
         ax = panels[direction]
         ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=name)
-    for row, (kind, knobs, h2d, d2h) in k200.REFERENCE_COPY.items():
-        for direction, ref in (("h2d", h2d), ("d2h", d2h)):
-            panels[direction].scatter(k200.SIZES, ref, marker="x", color="black", zorder=3)
-    axes[2].scatter(list(k200.REFERENCE_P2P), list(k200.REFERENCE_P2P.values()), marker="x", color="black",
+    for row, (kind, knobs, figs) in k200_reference.copy_table().items():
+        for (direction, nbytes), f in figs.items():
+            panels[direction].scatter([nbytes], [f.value], marker="x", color="black", zorder=3)
+    p2p = k200_reference.p2p_table()
+    axes[2].scatter(list(p2p), [f.value for f in p2p.values()], marker="x", color="black",
                     zorder=3, label="measured (ref)")
     for direction, ax in panels.items():
         ax.set_xscale("log", base=2)

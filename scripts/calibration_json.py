@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """calibration_json.py -- what the validation report reads of a calibration: each fitted row's cross-validated
-error and the parameters fitted on it, from the result.json of one or more `kernbench calibrate` runs.
+error, from the result.json of one or more `kernbench calibrate` runs, and the values the runs produced. Which
+parameters were fitted on which rows is not written here: the config declares it beside each fitted value
+(kernbench.provenance), and tests/python/test_provenance.py checks that the two agree.
 
     scripts/calibration_json.py OUT TARGET.json RUN [RUN ...] --about TEXT [--merge]
 
@@ -31,8 +33,7 @@ def main() -> None:
     for name, r in runs.items():
         for x in r["rows"]:
             if x["role"] == "fitted":
-                rows[x["id"]] = {"run": name, "fitted_on": [f["path"] for f in r["free"] if x["id"] in f["fitted_on"]],
-                                 "error": x["error"], "cv_error": x["cv_error"], "cv_fold": x["cv_fold"]}
+                rows[x["id"]] = {"run": name, "error": x["error"], "cv_error": x["cv_error"], "cv_fold": x["cv_fold"]}
     for rid, row in rows.items():
         if row["cv_error"] is not None:
             continue

@@ -39,6 +39,24 @@ py::dict grid(const GridSize& g) {
   return d;
 }
 
+// Each value that declared its provenance (config/provenance.hpp): path -> record.
+py::dict provenance_dict(const Config& c) {
+  py::dict out;
+  for (const config::ProvenanceEntry& e : c.provenance) {
+    py::dict r;
+    r["value"] = e.value;
+    r["kind"] = config::to_string(e.record.kind);
+    r["source"] = e.record.text;
+    r["data"] = e.record.data;
+    r["rows"] = e.record.rows;
+    r["note"] = e.record.note;
+    r["file"] = e.file;
+    r["line"] = e.record.where.line;
+    out[py::str(e.path)] = r;
+  }
+  return out;
+}
+
 py::dict summary(const Config& c) {
   py::dict d;
   d["source"] = c.source;
@@ -66,6 +84,7 @@ py::dict summary(const Config& c) {
   f["request"] = c.fabric.request;
   f["stripe"] = c.fabric.stripe;
   d["fabric"] = f;
+  d["provenance"] = provenance_dict(c);
   return d;
 }
 

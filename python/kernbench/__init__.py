@@ -42,7 +42,8 @@ from kernbench.version import __version__
 # The public modules, loaded on first use: `import kernbench` then `kernbench.ccl.all_reduce(...)` works as the docs
 # write it, without importing every model (and numpy-heavy module) up front.
 PUBLIC_MODULES = frozenset({
-    "calibrate", "ccl", "config", "critical_path", "diff", "energy", "goldens", "gqa", "io", "k200", "llama", "nccl",
+    "calibrate", "ccl", "config", "critical_path", "diff", "energy", "goldens", "gqa", "io", "k200", "k200_reference",
+    "llama", "nccl", "provenance",
     "program", "references", "registry", "runner", "serving", "serving_load", "sweepjson", "sweeps", "system", "trace",
     "units", "validation", "vgpu", "workloads",
 })

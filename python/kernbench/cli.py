@@ -3,7 +3,7 @@
     kernbench list [--bench-path DIR]...
     kernbench describe NAME|INDEX [--bench-path DIR]... [--json]
     kernbench validate FILE [--set PATH=VALUE]... [--include-dir DIR]...
-    kernbench schema [--markdown]
+    kernbench schema [--markdown] | kernbench schema --config FILE [--set PATH=VALUE]... [--json]
     kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
                   [--trace FILE [--trace-panel LABEL]] [--smoke] [--bench-path DIR]...
     kernbench sweep --bench NAME --grid KEY=V1,V2 ... [--executor serial|process|dask]
@@ -40,7 +40,7 @@ import os
 import signal
 import sys
 
-from kernbench._core import ConfigError, KernbenchError
+from kernbench._core import ConfigError, KernbenchError, UsageError
 from kernbench.config import describe, validate
 from kernbench.registry import list_benches
 from kernbench.runner import DEFAULT_SEED, Terminated, check_seed, run_bench
@@ -89,6 +89,13 @@ def _parser() -> argparse.ArgumentParser:
 
     sc = sub.add_parser("schema", help="print the machine-config schema (JSON, or the Markdown reference)")
     sc.add_argument("--markdown", action="store_true", help="the reference as Markdown (docs/config-reference.md)")
+    sc.add_argument("--config", default=None, metavar="FILE",
+                    help="instead: the provenance of FILE's values (datasheet, fitted on which rows, or assumed), "
+                         "with its includes and --set applied; --json for JSON")
+    sc.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE",
+                    help="override a value of --config (its provenance becomes none)")
+    sc.add_argument("--json", action="store_true", help="with --config: the records as JSON")
+    include_dir(sc)
 
     r = sub.add_parser("run", help="run one bench")
     r.add_argument("--bench", required=True, help="bench name or index (see `kernbench list`)")
@@ -302,6 +309,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             print(row_line(r))
         for m in res.get("misfit", []):
             print(f"MISFIT: {m['text']}")
+        from kernbench.calibrate.roles import summary_lines
+
+        if res.get("determined") == "exactly":
+            print(f"EXACTLY DETERMINED: {len(res['free'])} free parameters on {len(res['fitted_rows'])} rows: the "
+                  "fitted rows are reproduced whatever the model's structure; only the predicted rows test it")
+        for line in summary_lines(res["summary"]):
+            print(line)
     for path in written.values():
         print(f"wrote {path}")
     if args.check:
@@ -368,6 +382,23 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_schema(args: argparse.Namespace) -> int:
     from kernbench.config import reference_markdown, schema
 
+    if args.config is not None:
+        from dataclasses import asdict
+
+        from kernbench import provenance
+        from kernbench.calibrate import load_data
+
+        records = provenance.read(args.config, args.sets)
+        if args.json:
+            print(json.dumps({p: asdict(r) for p, r in records.items()}, indent=2))
+        else:
+            print(provenance.table(records))
+        problems = provenance.check_rows(records, load_data)
+        for line in problems:
+            print(f"provenance: {line}", file=sys.stderr)
+        return 1 if problems else 0
+    if args.sets:
+        raise UsageError("schema: --set applies to --config FILE only")
     if args.markdown:
         sys.stdout.write(reference_markdown())
     else:

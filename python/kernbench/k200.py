@@ -8,10 +8,10 @@
     k200.run_case(k200.load_case("c4_mlp.yaml"))  # an end-to-end case with its what-ifs
 
 The C++ model (src/platforms/k200/) does the work; each call attaches a
-fresh model to the System and runs from its current time. REFERENCE holds
-the measured figures (shared/reference/k200-measured.md) and which of them
-configs/k200.yaml was fitted to, so benches and tests report fitted and
-predicted points separately.
+fresh model to the System and runs from its current time. The measured
+figures (shared/reference/k200-measured.md) are in configs/k200.measured.yaml
+only; kernbench.k200_reference reads them with what configs/k200.yaml was
+fitted on, so benches and tests report fitted and predicted points apart.
 """
 
 from __future__ import annotations
@@ -34,81 +34,10 @@ from kernbench.units import KiB as KIB
 
 COPY_KINDS = ("pinned", "pageable", "stock", "peer", "peer_cross_card", "cross_card_staged", "d2d")
 
-# ---- the reference (GiB/s, H2D / D2H; sizes 1 MiB, 64 MiB, 256 MiB, 1 GiB) ----
+# The copy sizes of the reference's copy tables (1 MiB, 64 MiB, 256 MiB, 1 GiB). The measured figures
+# themselves live in configs/k200.measured.yaml only; kernbench.k200_reference reads them, with what
+# configs/k200.yaml was fitted on (its declared provenance).
 SIZES = (MiB, 64 * MiB, 256 * MiB, GiB)
-REFERENCE_COPY = {
-    # row: (kind, knob overrides, h2d, d2h)
-    "pinned": ("pinned", {}, (11.8, 12.5, 12.5, 5.6), (12.0, 12.9, 12.9, 5.0)),
-    "pageable pipeline on": ("pageable", {}, (5.03, 9.95, 10.11, 10.16), (5.59, 7.70, 7.85, 7.83)),
-    "pageable pipeline off": ("pageable", {"k200.driver.kl1_bounce_pipe": 0},
-                              (5.03, 5.53, 5.53, 5.58), (5.41, 4.92, 4.91, 4.92)),
-    "stock driver pageable": ("stock", {}, (3.90, 4.27, 4.27, 4.28), (4.36, 4.38, 4.40, 4.40)),
-}
-REFERENCE_P2P = {MiB: 5.95, 4 * MiB: 9.24, 16 * MiB: 10.73, 64 * MiB: 11.20, 256 * MiB: 11.31, 512 * MiB: 11.32}
-REFERENCE_PIN = {"h2d": 0.44, "d2h": 0.69}  # page pinning, per-page eDMA
-# (row, direction, size) points configs/k200.yaml was fitted to; the rest are predictions.
-FITTED_COPY = {
-    ("pinned", "d2h", MiB), ("pinned", "d2h", 64 * MiB),
-    ("pageable pipeline on", "h2d", 64 * MiB), ("pageable pipeline on", "d2h", 64 * MiB),
-    ("pageable pipeline off", "h2d", MiB),
-    ("stock driver pageable", "h2d", 64 * MiB), ("stock driver pageable", "d2h", 64 * MiB),
-}
-FITTED_P2P = {64 * MiB}
-FITTED_PIN = {"d2h"}
-REFERENCE_GEMM = {  # GFLOPS, M = N = K
-    "fp32": {512: 2500, 1024: 5800, 2048: 7800, 4096: 4500, 8192: 4500},
-    "fp16": {512: 3300, 1024: 13000, 2048: 20100, 4096: 22600, 8192: 18200},
-}
-FITTED_GEMM = {("fp32", 2048), ("fp16", 2048), ("fp32", 4096)}
-REFERENCE_LAUNCH = {"launch_1thread_us": (2.05, 2.46), "launch_4threads_us": (2.19, 2.61), "per_kernel_us": 19.3,
-                    "dispatch_1thread_us": 26.0, "dispatch_4threads_us": 25.0}
-# The vendor launch test: 10 kernels of 5120 elements, then a wait; it ran at
-# ncluster 4 (the reference's waits are at 1 and 4, and at 1 one kernel alone
-# takes 29.6 us, more than the loop's 19.3 per kernel).
-VENDOR_KERNEL = {"elements": 5120, "ncluster": 4}
-# "dispatch" = the synchronous round trip (launch one kernel, wait for it) per
-# host thread, a stream each. Untraceable in the reference: approximate, 15 %.
-REFERENCE_DISPATCH = {1: 26.0, 4: 25.0}  # threads -> us
-DISPATCH_TOLERANCE = 0.15
-REFERENCE_WAIT = {(128, 1): 11.7, (128, 4): 14.0, (5120, 1): 29.6, (5120, 4): 20.6}
-# All four single-kernel waits are fitted (dispatch_base, dispatch_per_cluster,
-# elementwise_bandwidth, elementwise_serial_bandwidth); the vendor
-# loop's per-kernel figure and the dispatch round trips are predicted.
-FITTED_WAIT = {(128, 1), (128, 4), (5120, 1), (5120, 4)}
-FITTED_LAUNCH = {"launch_1thread_us", "launch_4threads_us"}  # host_prep + queue_submit, queue_submit
-# C4 (the MLP tower; "Measured end to end: C4" of the reference): samples/s by
-# (case-file variant, batch). configs/k200.yaml fits one parameter on all 12
-# points (k200.compute.operand_scan_bandwidth); the rest of the tower's cost
-# comes from parameters fitted elsewhere.
-REFERENCE_C4 = {
-    ("baseline", 32): 12486, ("fp16", 32): 22477, ("pinned", 32): 12759, ("fp16 pinned", 32): 22845,
-    ("baseline", 64): 22096, ("fp16", 64): 40908, ("pinned", 64): 22947, ("fp16 pinned", 64): 42163,
-    ("baseline", 128): 36314, ("fp16", 128): 70260, ("pinned", 128): 38415, ("fp16 pinned", 128): 74267,
-}
-FITTED_C4 = set(REFERENCE_C4)
-C4_TOLERANCE = 0.15  # one parameter fitted on 12 points: each within 15 %
-# Which configs/k200.yaml parameter each fitted figure pins (its comment there
-# says the same): the "fitted on" column of the validation report.
-FITTED_ON = {
-    ("copy", "pinned", "d2h", MiB): "k200.driver.map_per_page",
-    ("copy", "pinned", "d2h", 64 * MiB): "k200.driver.segment_overhead",
-    ("copy", "pageable pipeline on", "h2d", 64 * MiB): "k200.host.copy_from_user",
-    ("copy", "pageable pipeline on", "d2h", 64 * MiB): "k200.host.copy_to_user",
-    ("copy", "pageable pipeline off", "h2d", MiB): "k200.driver.pageable_call_overhead",
-    ("copy", "stock driver pageable", "h2d", 64 * MiB): "k200.pcie.read_latency",
-    ("copy", "stock driver pageable", "d2h", 64 * MiB): "k200.driver.stock_bounce",
-    ("p2p", 64 * MiB): "k200.driver.p2p_handoff",
-    ("pin", "d2h"): "k200.driver.pin_per_page",
-    ("d2d", GiB): "k200.d2d.bandwidth",
-    ("gemm", "fp32", 2048): "k200.compute.fp32_efficiency",
-    ("gemm", "fp16", 2048): "k200.compute.fp16_efficiency",
-    ("gemm", "fp32", 4096): "k200.compute.spill_penalty",
-    ("launch", "launch_1thread_us"): "k200.launch.host_prep",
-    ("launch", "launch_4threads_us"): "k200.launch.queue_submit",
-    ("wait",): "k200.launch.dispatch_base, dispatch_per_cluster, k200.compute.elementwise_bandwidth, "
-               "elementwise_serial_bandwidth (4 waits, 4 unknowns)",
-    ("c4",): "k200.compute.operand_scan_bandwidth, operand_scan_element_rate (all 12 points)",
-}
 
 
 @dataclass
@@ -237,7 +166,7 @@ def copies(system, specs: Iterable[Mapping[str, Any]]) -> Result:
 def launch(system, threads: int = 1, kernels: int = 10, loops: int = 100, elements: int = 5120,
            ncluster: int = 0, die=(0, 0)) -> dict[str, Any]:
     """The vendor launch test (each thread on its own stream, waiting for its stream); returns launch_us, wait_us,
-    per_kernel_us, single_us and the report. The reference's test used elements=5120, ncluster=4 (VENDOR_KERNEL)."""
+    per_kernel_us, single_us and the report. The reference's test: the launch rows of configs/k200.measured.yaml."""
     d = dict(_core.k200_launch_test(_core_system(system), threads, kernels, loops, elements, ncluster, tuple(die)))
     d["result"] = Result.from_dict(d)
     return d
@@ -250,40 +179,6 @@ def dispatch(system, threads: int = 1, commands: int = 100, elements: int = 5120
     d = dict(_core.k200_dispatch_test(_core_system(system), threads, commands, elements, ncluster, tuple(die)))
     d["result"] = Result.from_dict(d)
     return d
-
-
-def launch_table(config: str | Path = "k200.yaml", *, set: Mapping[str, Any] | None = None,
-                 seed: int = 1) -> list[dict[str, Any]]:
-    """Model vs measured for every launch, wait and dispatch figure of the reference, each marked fitted or
-    predicted (a fresh system per figure)."""
-    def fresh():
-        return load_system(config, set=set, seed=seed)
-
-    rows = []
-
-    def row(name, measured, model, fitted, tolerance):
-        lo, hi = measured if isinstance(measured, tuple) else (measured, measured)
-        mid = (lo + hi) / 2
-        rows.append({"row": name, "measured_us": mid, "measured_range_us": [lo, hi], "model_us": round(model, 4),
-                     "ratio": round(model / mid, 4), "within": bool(lo * (1 - tolerance) <= model <= hi * (1 + tolerance)),
-                     "tolerance": tolerance, "fitted": "fitted" if fitted else "predicted"})
-
-    v = VENDOR_KERNEL
-    for threads in (1, 4):
-        lt = launch(fresh(), threads=threads, kernels=10, loops=100, **v)
-        key = f"launch_{threads}thread{'s' if threads > 1 else ''}_us"
-        row(f"launch, {threads} thread{'s' if threads > 1 else ''}", REFERENCE_LAUNCH[key], lt["launch_us"],
-            key in FITTED_LAUNCH, 0.0)
-        if threads == 1:
-            row("vendor loop, per kernel", REFERENCE_LAUNCH["per_kernel_us"], lt["per_kernel_us"], False, 0.05)
-    for (n, nc), measured in REFERENCE_WAIT.items():
-        w = launch(fresh(), threads=1, kernels=1, loops=1, elements=n, ncluster=nc)
-        row(f"single-kernel wait, {n} elements nc {nc}", measured, w["wait_us"], (n, nc) in FITTED_WAIT, 0.05)
-    for threads, measured in REFERENCE_DISPATCH.items():
-        d = dispatch(fresh(), threads=threads, commands=100, **v)
-        row(f"dispatch (sync round trip), {threads} thread{'s' if threads > 1 else ''}", measured,
-            d["round_trip_us"], False, DISPATCH_TOLERANCE)
-    return rows
 
 
 def gemm(system, m: int, n: int, k: int, precision: str = "fp32", *, ncluster: int = 0, die=(0, 0)) -> Result:

@@ -1,12 +1,13 @@
 """Every measured reference figure of the project, in one list.
 
-The figures themselves live where the models that use them live (the K200
-tables in ``kernbench.k200``, the vGPU first launch in ``kernbench.vgpu``,
-the KernBench magnitudes in ``kernbench.pe_dma`` and ``kernbench.ccl``); this module only
-gathers them, so the validation report (``kernbench run --bench
-validation``) and its test can check that none is left out. Nothing is
-re-typed here; the only figures written here are those no table held: the
-GQA op counts and the K200 figures of the reference's prose (K200_PROSE).
+The figures themselves live in one place each (the K200 measurements in
+configs/k200.measured.yaml, read by ``kernbench.k200_reference`` with what
+configs/k200.yaml declares fitted on them; the vGPU first launch in
+``kernbench.vgpu``; the KernBench magnitudes in ``kernbench.pe_dma`` and
+``kernbench.ccl``); this module only gathers them, so the validation report
+(``kernbench run --bench validation``) and its test can check that none is
+left out. Nothing is re-typed here; the only figures written here are those
+no table held: the GQA op counts.
 
 Each ``Reference`` says what was measured, in which unit, whether the
 model was fitted to it (``fitted``), predicts it (``predicted``) or only
@@ -43,27 +44,6 @@ TOLERANCE = {"fitted": 0.05, "predicted": 0.20, "magnitude": None}
 #: for its decode study (1 output write, 189 IPCQ copies); kernbench-model.md.
 GQA_PREFILL_COUNTS = {"dma_out": 64, "ipcq_ops": 896}
 GQA_DECODE_COUNTS = {"dma_out": 1, "ipcq_ops": 189}
-
-#: K200 figures k200-measured.md states in its prose, outside the tables that
-#: kernbench.k200 holds: the K sweep of the GEMM at M = N = 2048 ("K 128-2048
-#: FP32 ~7300, FP16 ~17500 ... ~4400 by 8192, FP16 ... ~14700 at 8192"), the
-#: P2P debug stub ("~2.5 through a user-space fallback"), and D2D on one die
-#: ("~62 GB/s for >= 64 MB"; configs/k200.yaml sets the D2D rate to it).
-#: (group, quantity, value, unit, status, probe)
-K200_PROSE = [
-    ("K200 GEMM", "fp32 M=N=2048, K=128", 7300.0, "GFLOPS", "predicted", ("gemm_mnk", 2048, 2048, 128, "fp32", 0)),
-    ("K200 GEMM", "fp32 M=N=2048, K=512", 7300.0, "GFLOPS", "predicted", ("gemm_mnk", 2048, 2048, 512, "fp32", 0)),
-    ("K200 GEMM", "fp32 M=N=2048, K=8192", 4400.0, "GFLOPS", "predicted", ("gemm_mnk", 2048, 2048, 8192, "fp32", 0)),
-    ("K200 GEMM", "fp16 M=N=2048, K=128", 17500.0, "GFLOPS", "predicted", ("gemm_mnk", 2048, 2048, 128, "fp16", 4)),
-    ("K200 GEMM", "fp16 M=N=2048, K=512", 17500.0, "GFLOPS", "predicted", ("gemm_mnk", 2048, 2048, 512, "fp16", 4)),
-    ("K200 GEMM", "fp16 M=N=2048, K=8192", 14700.0, "GFLOPS", "predicted",
-     ("gemm_mnk", 2048, 2048, 8192, "fp16", 4)),
-    ("K200 copy bandwidth", "same-card P2P, p2p_stub=1, 64 MiB", 2.5, "GiB/s", "predicted",
-     ("copy", "peer", "h2d", 64 << 20, {"k200.driver.kl1_p2p_stub": 1})),
-    ("K200 copy bandwidth", "d2d one die 64 MiB", 62.0, "GiB/s", "predicted", ("copy", "d2d", "h2d", 64 << 20, {})),
-    ("K200 copy bandwidth", "d2d one die 1 GiB", 62.0, "GiB/s", "fitted", ("copy", "d2d", "h2d", 1 << 30, {})),
-]
-
 
 @dataclass(frozen=True)
 class Reference:
@@ -104,86 +84,67 @@ class Reference:
         return float(v)
 
 
-def _fitted_on(k200, fitted: bool, key: tuple) -> str:
-    """The parameter(s) fitted to a figure (k200.FITTED_ON); a fitted figure without an entry is an error."""
-    if not fitted:
-        return ""
-    if key not in k200.FITTED_ON:
-        raise KeyError(f"kernbench.k200.FITTED_ON has no entry for the fitted figure {key!r}: add one")
-    return k200.FITTED_ON[key]
+def _k200_ref(group: str, quantity: str, f, probe: tuple, note: str = "") -> Reference:
+    """A K200 row of configs/k200.measured.yaml as a Reference: its value, status and tolerance, and the
+    parameters configs/k200.yaml declares fitted on it."""
+    return Reference("k200", group, quantity, f.value, f.unit, f.status, probe, note=note or f.source,
+                     tol=f.tolerance, fitted_on=", ".join(f.fitted_on), calibration_id=f.id)
 
 
 def k200_references() -> list[Reference]:
-    """Every figure of the K200 tables (kernbench.k200 REFERENCE_* / FITTED_*)."""
-    from kernbench import k200
+    """Every figure of configs/k200.measured.yaml (kernbench.k200_reference), fitted or predicted as
+    configs/k200.yaml's provenance says."""
+    from kernbench import k200_reference as ref
 
     out: list[Reference] = []
     g = "K200 copy bandwidth"
-    for row, (kind, knobs, h2d, d2h) in k200.REFERENCE_COPY.items():
-        for direction, ref in (("h2d", h2d), ("d2h", d2h)):
-            for nbytes, measured in zip(k200.SIZES, ref):
-                fitted = (row, direction, nbytes) in k200.FITTED_COPY
-                out.append(Reference("k200", g, f"{row} {direction} {_size(nbytes)}", measured, "GiB/s",
-                                     "fitted" if fitted else "predicted", ("copy", kind, direction, nbytes, knobs),
-                                     fitted_on=_fitted_on(k200, fitted, ("copy", row, direction, nbytes))))
-    for nbytes, measured in k200.REFERENCE_P2P.items():
-        out.append(Reference("k200", g, f"same-card P2P {_size(nbytes)}", measured, "GiB/s",
-                             "fitted" if nbytes in k200.FITTED_P2P else "predicted",
-                             ("copy", "peer", "h2d", nbytes, {}),
-                             fitted_on=_fitted_on(k200, nbytes in k200.FITTED_P2P, ("p2p", nbytes))))
-    for direction, measured in k200.REFERENCE_PIN.items():
-        out.append(Reference("k200", g, f"page pinning (per-page eDMA) {direction} 64 MiB", measured, "GiB/s",
-                             "fitted" if direction in k200.FITTED_PIN else "predicted",
-                             ("copy", "pageable", direction, 64 << 20, {"k200.driver.kl1_pageable_pin": 1}),
-                             fitted_on=_fitted_on(k200, direction in k200.FITTED_PIN, ("pin", direction))))
+    for row, (kind, knobs, figs) in ref.copy_table().items():
+        for direction in ("h2d", "d2h"):
+            for (d, nbytes), f in figs.items():
+                if d == direction:
+                    out.append(_k200_ref(g, f"{row} {direction} {_size(nbytes)}", f,
+                                         ("copy", kind, direction, nbytes, knobs)))
+    for nbytes, f in ref.p2p_table().items():
+        out.append(_k200_ref(g, f"same-card P2P {_size(nbytes)}", f, ("copy", "peer", "h2d", nbytes, {})))
+    for direction, f in ref.pin_table().items():
+        out.append(_k200_ref(g, f"page pinning (per-page eDMA) {direction} 64 MiB", f,
+                             ("copy", "pageable", direction, 64 << 20, dict(f.set))))
+    for f in ref.by_group("copy-p2p-stub"):
+        nbytes = _parse(f.params["bytes"])
+        out.append(_k200_ref(g, f"same-card P2P, p2p_stub=1, {_size(nbytes)}", f,
+                             ("copy", "peer", "h2d", nbytes, dict(f.set))))
+    for f in ref.by_group("copy-d2d"):
+        nbytes = _parse(f.params["bytes"])
+        out.append(_k200_ref(g, f"d2d one die {_size(nbytes)}", f, ("copy", "d2d", "h2d", nbytes, {})))
     g = "K200 GEMM"
-    for prec, table in k200.REFERENCE_GEMM.items():
-        # FP16 is best (and was measured) at ncluster 4; FP32 at the default (k200-measured.md).
-        nc = 4 if prec == "fp16" else 0
-        for n, measured in table.items():
-            fitted = (prec, n) in k200.FITTED_GEMM
-            out.append(Reference("k200", g, f"{prec} M=N=K={n}", measured, "GFLOPS",
-                                 "fitted" if fitted else "predicted", ("gemm", n, prec, nc),
-                                 fitted_on=_fitted_on(k200, fitted, ("gemm", prec, n)),
-                                 calibration_id=f"gemm-{prec}-{n}"))
+    for prec, table in ref.gemm_table().items():
+        for n, f in table.items():
+            out.append(_k200_ref(g, f"{prec} M=N=K={n}", f, ("gemm", n, prec, int(f.params["ncluster"]))))
+    for f in ref.k_sweep():
+        m, n, k, prec, nc = (int(f.params["m"]), int(f.params["n"]), int(f.params["k"]), str(f.params["precision"]),
+                             int(f.params["ncluster"]))
+        out.append(_k200_ref(g, f"{prec} M=N={m}, K={k}", f, ("gemm_mnk", m, n, k, prec, nc)))
     g = "K200 launch"
-    lr = k200.REFERENCE_LAUNCH
-    # The launch figures are per kernel of the vendor test (10 kernels, one
-    # wait, loops; kernel size and ncluster as kernbench.k200 states them);
-    # configs/k200.yaml fits launch to them.
-    fitted_launch = k200.FITTED_LAUNCH
-    for threads, key in ((1, "launch_1thread_us"), (4, "launch_4threads_us")):
-        out.append(Reference("k200", g, f"launch per kernel, {threads} thread{'s' if threads > 1 else ''}",
-                             tuple(lr[key]), "us", "fitted" if key in fitted_launch else "predicted",
-                             ("launch", threads, "launch_us"),
-                             fitted_on=_fitted_on(k200, key in fitted_launch, ("launch", key))))
-    out.append(Reference("k200", g, "loop time per kernel, 1 thread", lr["per_kernel_us"], "us",
-                         "fitted" if "per_kernel_us" in fitted_launch else "predicted", ("launch", 1, "per_kernel_us")))
-    # "dispatch": the synchronous round trip (launch one kernel, wait for it) per
-    # host thread; untraceable in the reference, approximate (15 %).
-    for threads, measured in k200.REFERENCE_DISPATCH.items():
-        out.append(Reference("k200", g, f"dispatch (sync launch + wait), {threads} thread{'s' if threads > 1 else ''}",
-                             measured, "us", "predicted", ("dispatch", threads),
-                             note="no traceable measurement (the reference: approximate, 15 %)",
-                             tol=k200.DISPATCH_TOLERANCE))
-    for (elements, nc), measured in k200.REFERENCE_WAIT.items():
-        out.append(Reference("k200", g, f"single-kernel wait, {elements} elements, ncluster {nc}", measured, "us",
-                             "fitted" if (elements, nc) in k200.FITTED_WAIT else "predicted",
-                             ("wait", elements, nc),
-                             fitted_on=_fitted_on(k200, (elements, nc) in k200.FITTED_WAIT, ("wait",))))
+    for (threads, metric), f in ref.launch_rows().items():
+        plural = "s" if threads > 1 else ""
+        quantity = (f"launch per kernel, {threads} thread{plural}" if metric == "launch"
+                    else f"loop time per kernel, {threads} thread{plural}")
+        out.append(_k200_ref(g, quantity, f, ("launch", threads, f"{metric}_us")))
+    for threads, f in ref.dispatch_table().items():
+        out.append(_k200_ref(g, f"dispatch (sync launch + wait), {threads} thread{'s' if threads > 1 else ''}", f,
+                             ("dispatch", threads)))
+    for (elements, nc), f in ref.wait_table().items():
+        out.append(_k200_ref(g, f"single-kernel wait, {elements} elements, ncluster {nc}", f, ("wait", elements, nc)))
     g = "K200 end to end (C4)"
-    for (variant, batch), measured in k200.REFERENCE_C4.items():
-        fitted = (variant, batch) in k200.FITTED_C4
-        out.append(Reference("k200", g, f"C4 {variant}, batch {batch}", float(measured), "samples/s",
-                             "fitted" if fitted else "predicted", ("case", "c4_mlp.yaml", variant, batch),
-                             note="target after calibration: 15 % (the scan's two limits, fitted on these 12 points)",
-                             tol=k200.C4_TOLERANCE, fitted_on=_fitted_on(k200, fitted, ("c4",)),
-                             calibration_id=f"c4-b{batch}-{variant.replace(' ', '-')}"))
-    for group, quantity, value, unit, status, probe in K200_PROSE:
-        on = _fitted_on(k200, status == "fitted", ("d2d", probe[3])) if probe[1] == "d2d" else ""
-        out.append(Reference("k200", group, quantity, value, unit, status, probe,
-                             note="stated approximately (~) in the reference's prose", fitted_on=on))
+    for (variant, batch), f in ref.c4_table().items():
+        out.append(_k200_ref(g, f"C4 {variant}, batch {batch}", f, ("case", str(f.params["case"]), variant, batch)))
     return out
+
+
+def _parse(b) -> int:
+    from kernbench.units import parse_size
+
+    return int(b) if isinstance(b, int) else parse_size(str(b))
 
 
 #: vgpu.MEASURED key -> (quantity, status, unit, note). The window

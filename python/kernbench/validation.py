@@ -10,7 +10,7 @@ module; it can also be used directly::
 Each row: source, group, quantity, unit, status (fitted | predicted |
 magnitude | closed form), reference (the figure; a range's midpoint),
 reference_text (as the source states it), model, error ((model - ref) /
-ref), tolerance (relative; None for magnitudes), verdict (ok | outside |
+ref), tolerance (relative; None for magnitudes), verdict (ok | known miss | outside |
 magnitude | error). A range passes when the model lands inside it, a bound
 when the model is below it; their error is still taken against the
 midpoint (the bound) so every row has one.
@@ -38,17 +38,22 @@ QUICK_MACHINE = {"system.sips.w": 2, "system.sips.h": 1, "system.cubes.w": 2, "s
 
 def cross_validated_errors(refs: Iterable[Reference] | None = None) -> dict[str, float | None]:
     """Reference key -> the cross-validated error of its fit (configs/k200.calibration.json, written by
-    scripts/calibrate_k200.sh): the error when the figure's fold was left out of the fit. Only fitted
-    figures that `kernbench calibrate` fits have one; a missing file or row is an error, not a blank."""
+    scripts/calibrate_k200.sh): the error when the figure's fold was left out of the fit. Only the figures
+    configs/k200.yaml declares fitted by that script have one (the others were solved by hand, one parameter
+    per figure: exactly determined, nothing to leave out); a missing file or row is an error, not a blank."""
     import json
 
+    from kernbench import k200_reference, provenance
     from kernbench.system import config_path
 
     path = config_path("k200.calibration.json")
     rows = json.loads(path.read_text())["rows"]
+    records = provenance.read(k200_reference.CONFIG)
+    script = {p: r for p, r in records.items() if r.source == "scripts/calibrate_k200.sh"}
+    by_script = set(provenance.fitted_on(script, k200_reference.dataset()))
     out: dict[str, float | None] = {}
     for ref in refs if refs is not None else all_references():
-        if ref.status != "fitted" or not ref.calibration_id:
+        if ref.status != "fitted" or ref.calibration_id not in by_script:
             continue
         if ref.calibration_id not in rows:
             raise LookupError(f"{path}: no row {ref.calibration_id!r} for the fitted figure {ref.key!r}: "
@@ -94,19 +99,19 @@ class _Probes:
         return k200.gemm(k200.load_system(seed=self.seed), m, n, k, precision, ncluster=ncluster).gflops
 
     def _launch(self, threads, field):
-        from kernbench import k200
+        from kernbench import k200, k200_reference
 
-        vendor = dict(k200.VENDOR_KERNEL)  # the vendor test's kernel
+        vendor = k200_reference.vendor_kernel()  # the vendor test's kernel
         d = self._once(("launch", threads), lambda: k200.launch(
             k200.load_system(seed=self.seed), threads=threads, kernels=10, loops=self.launch_loops, **vendor))
         return d[field]
 
     def _dispatch(self, threads):
-        from kernbench import k200
+        from kernbench import k200, k200_reference
 
         # The synchronous round trip, per command and thread.
         return k200.dispatch(k200.load_system(seed=self.seed), threads=threads, commands=self.launch_loops,
-                             **dict(k200.VENDOR_KERNEL))["round_trip_us"]
+                             **k200_reference.vendor_kernel())["round_trip_us"]
 
     def _wait(self, elements, ncluster):
         from kernbench import k200
@@ -372,7 +377,7 @@ def case_prediction_rows(*, seed: int = 1, failures: list | None = None) -> list
     """Every end-to-end K200 case (C1-C5), every variant and batch, as a prediction: what the model says
     and what bounds it. Figures measured here (C4's) are reference rows too; the others are held back
     to judge the model, so these rows have no reference and no verdict."""
-    from kernbench import k200
+    from kernbench import k200, k200_reference
 
     rows = []
     for path in k200.case_files():
@@ -384,7 +389,7 @@ def case_prediction_rows(*, seed: int = 1, failures: list | None = None) -> list
             failures.append({"name": f"case {path.name}", "error": f"{type(e).__name__}: {e}"})
             continue
         for r in results:
-            measured = r["case"] == "C4" and (r["variant"], r["batch"]) in k200.REFERENCE_C4
+            measured = r["case"] == "C4" and (r["variant"], r["batch"]) in k200_reference.c4_table()
             rows.append({"source": "k200", "group": "K200 end to end (predictions)",
                          "quantity": f"{r['case']} {r['variant']}, batch {r['batch']}", "unit": "samples/s",
                          "status": "predicted", "reference": None,
@@ -417,9 +422,10 @@ def summary(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             continue
         # Mean and worst over point figures: a range's or a bound's midpoint is no target.
         errs = [abs(r["error"]) for r in sub if r["error"] is not None and r.get("check", "point") == "point"]
-        judged = [r for r in sub if r["verdict"] in ("ok", "outside")]
+        judged = [r for r in sub if r["verdict"] in ("ok", "known miss", "outside")]
         out.append({"status": status, "points": len(sub),
                     "ok": sum(r["verdict"] == "ok" for r in judged) if judged else None,
+                    "known_misses": sum(r["verdict"] == "known miss" for r in judged),
                     "judged": len(judged), "errors": sum(r["verdict"] == "error" for r in sub),
                     "mean_abs_error": sum(errs) / len(errs) if errs else None,
                     "worst_abs_error": max(errs) if errs else None})
@@ -437,6 +443,8 @@ def report_markdown(rows: list[Mapping[str, Any]], *, title: str = "Validation r
               "|---|---|---|---|---|"]
     for s in summary(rows):
         ok = f"{s['ok']} / {s['judged']}" if s["judged"] else "n/a (ratios only)"
+        if s["known_misses"]:
+            ok += f" ({s['known_misses']} known misses: within a widened tolerance of their own only)"
         mean = f"{100 * s['mean_abs_error']:.1f} %" if s["mean_abs_error"] is not None else "--"
         worst = f"{100 * s['worst_abs_error']:.1f} %" if s["worst_abs_error"] is not None else "--"
         lines.append(f"| {s['status']} | {s['points']} | {ok} | {mean} | {worst} |")

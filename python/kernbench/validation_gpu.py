@@ -1,6 +1,6 @@
 """The GPU target's rows of the validation report (kernbench.validation): the H100 rows it is calibrated on,
-fitted, each with what it was fitted on and its cross-validated error (configs/gpu.calibration.json, written
-by scripts/calibrate_gpu.sh), and the other NVIDIA presets' predictions from their datasheets, apart.
+fitted, each with what it was fitted on (declared beside the fitted values: kernbench.provenance) and its
+cross-validated error (configs/gpu.calibration.json, written by scripts/calibrate_gpu.sh), and the other NVIDIA presets' predictions from their datasheets, apart.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ GPU_PROBES = (
 
 
 def gpu_calibration() -> dict[str, Any]:
-    """configs/gpu.calibration.json (written by scripts/calibrate_gpu.sh): per fitted row what it was fitted on
-    and its leave-one-group-out cross-validated error."""
+    """configs/gpu.calibration.json (written by scripts/calibrate_gpu.sh and calibrate_nccl.sh): per fitted row
+    its leave-one-group-out cross-validated error."""
     import json
 
     from kernbench.system import config_path
@@ -57,11 +57,11 @@ def gpu_rows(*, failures: list | None = None) -> list[dict[str, Any]]:
         failures.append({"name": "gpu calibration rows", "error": f"{type(e).__name__}: {e}"})
         return rows
     for r in result["rows"]:
+        # fitted or predicted, and on which parameters: what the preset declares beside its values (provenance)
         c = cal.get(r["id"])
         rows.append(make_row(source="gpu", group=f"GPU target, H100 SXM ({r['group']})", quantity=r["id"],
-                             unit=r["unit"], status="fitted" if c else "predicted", value=r["measured"],
-                             model=r["model"], tolerance=r["tolerance"],
-                             fitted_on=", ".join(c["fitted_on"]) if c else "",
+                             unit=r["unit"], status=r["role"], value=r["measured"],
+                             model=r["model"], tolerance=r["tolerance"], fitted_on=", ".join(r["fitted_on"]),
                              cv_error=c["cv_error"] if c else None, error_text=r.get("failure") or "",
                              note=f"call: {r['call']}" if "call" in r else ""))
     for name in GPU_PREDICTED:

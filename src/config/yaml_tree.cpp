@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "config/provenance.hpp"
 #include "config/text.hpp"
 
 namespace kernbench::config {
@@ -219,6 +220,7 @@ struct YamlCopy {
             v.entries.push_back({key, kw, to_value(kv.second, file, kw.line, child_path(path, key))});
           }
           open.pop_back();
+          unwrap_provenance(l, v, path);  // {value: V, fitted: ...} -> V carrying its record
           break;
         }
       }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,7 @@ struct Where {
 };
 
 struct Entry;
+struct Provenance;  // config/provenance.hpp
 
 /// Our copy of a YAML node.
 struct Value {
@@ -67,6 +69,10 @@ struct Value {
   std::vector<Entry> entries;  ///< Map, in file order
   std::vector<Value> items;    ///< List
   Where where;
+  /// What the value rests on, when its file declared it beside the value ({value: V, fitted: ...}:
+  /// config/provenance.hpp); it travels with the value through merges and is dropped when a file or a
+  /// --set replaces the value.
+  std::shared_ptr<const Provenance> provenance;
 
   Value* find(std::string_view key);
   const Value* find(std::string_view key) const { return const_cast<Value*>(this)->find(key); }
@@ -96,6 +102,8 @@ class Loader {
       : source_(std::move(source)), overrides_(overrides), include_dirs_(std::move(include_dirs)) {}
 
   const std::string& source() const { return source_; }
+  /// The file a Where::file indexes.
+  const std::string& file_name(int index) const { return files_.at(static_cast<std::size_t>(index)); }
 
   /// Throws the ConfigError "<file>: <path> [(set by --set ...)]: <msg> [(line n)]".
   [[noreturn]] void fail(const Where& w, const std::string& path, const std::string& msg) const;

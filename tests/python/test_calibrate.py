@@ -117,13 +117,9 @@ def test_k200_fits_fp32_efficiency_near_the_packaged_value(tmp_path):
     """The real K200 model: fp32_efficiency fitted on the 2048^3 FP32 GEMM lands near configs/k200.yaml's own value
     (fitted there on the same figure); the other GEMMs are predictions; the overlay round-trips through the C++
     config loader too."""
-    from kernbench import k200
+    from kernbench import k200, provenance
 
-    import yaml
-
-    from kernbench.system import config_path
-
-    packaged = float(yaml.safe_load(config_path("k200.yaml").read_text())["k200"]["compute"]["fp32_efficiency"])
+    packaged = float(provenance.read("k200.yaml")["k200.compute.fp32_efficiency"].value)
 
     res = cal.calibrate(K200_GEMM, ["k200.compute.fp32_efficiency=30..90", "k200.compute.fc_overhead=0.1 us..5 us"],
                         fit_on=["gemm-fp32-2048"])

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import kernbench
-from kernbench import k200
+from kernbench import k200, k200_reference
 
 MiB = 1 << 20
 
@@ -26,12 +26,12 @@ def test_info_derives_the_pcie_rates(system):
     assert i["peak_fp16_flops_per_s"] == pytest.approx(57.6e12)
 
 
-@pytest.mark.parametrize("row", list(k200.REFERENCE_COPY))
+@pytest.mark.parametrize("row", list(k200_reference.COPY_GROUPS.values()))
 @pytest.mark.parametrize("direction", ["h2d", "d2h"])
 def test_copy_rows_at_256_mib_within_5_percent(row, direction):
     """Every copy row of the reference at 256 MiB, from a fresh system with the row's knobs."""
-    kind, knobs, h2d, d2h = k200.REFERENCE_COPY[row]
-    measured = (h2d if direction == "h2d" else d2h)[2]
+    kind, knobs, figs = k200_reference.copy_table()[row]
+    measured = figs[(direction, 256 * MiB)].value
     r = k200.copy(k200.load_system(set=knobs), kind, direction, 256 * MiB)
     assert r.gib_per_s == pytest.approx(measured, rel=0.05)
     assert r.bytes == 256 * MiB and r.path and r.bound
@@ -40,7 +40,7 @@ def test_copy_rows_at_256_mib_within_5_percent(row, direction):
 def test_p2p_within_5_percent_and_breakdown_has_the_ops(system):
     """Same-card P2P at 64 MiB; the breakdown names the protocol's ops."""
     r = k200.copy(system, "peer", bytes=64 * MiB, die=(0, 0), peer=(0, 1))
-    assert r.gib_per_s == pytest.approx(k200.REFERENCE_P2P[64 * MiB], rel=0.05)
+    assert r.gib_per_s == pytest.approx(k200_reference.p2p_table()[64 * MiB].value, rel=0.05)
     kinds = {o["kind"]: o["count"] for o in r.ops}
     assert kinds["edma"] == 2 * 64  # one D2H and one H2D per 1 MiB chunk
     assert kinds["handoff"] == 64 and kinds["poll"] == 128
@@ -106,16 +106,18 @@ def test_launch_figures(system):
 def test_launch_wait_and_dispatch_rows():
     """Every launch row of the reference: fitted rows reproduced, the vendor loop predicted within 5 %, the
     untraceable "dispatch ~26 / ~25 us" predicted within the reference's 15 % (no parameter fitted on it)."""
-    rows = {r["row"]: r for r in k200.launch_table()}
-    assert len(rows) == 2 + 1 + len(k200.REFERENCE_WAIT) + len(k200.REFERENCE_DISPATCH)
+    rows = {r["row"]: r for r in k200_reference.launch_table()}
+    assert len(rows) == 2 + 1 + len(k200_reference.wait_table()) + len(k200_reference.dispatch_table())
     assert all(r["within"] for r in rows.values()), [r for r in rows.values() if not r["within"]]
     assert 2.05 <= rows["launch, 1 thread"]["model_us"] <= 2.46
     assert 2.19 <= rows["launch, 4 threads"]["model_us"] <= 2.61
-    loop = rows["vendor loop, per kernel"]
+    assert rows["launch, 1 thread"]["fitted"] == rows["launch, 4 threads"]["fitted"] == "fitted"
+    loop = rows["vendor loop, per kernel, 1 thread"]
     assert loop["fitted"] == "predicted" and loop["model_us"] == pytest.approx(19.3, rel=0.05)
-    for threads, measured in k200.REFERENCE_DISPATCH.items():
+    for threads, f in k200_reference.dispatch_table().items():
         d = rows[f"dispatch (sync round trip), {threads} thread{'s' if threads > 1 else ''}"]
-        assert d["fitted"] == "predicted" and d["model_us"] == pytest.approx(measured, rel=k200.DISPATCH_TOLERANCE)
+        assert f.tolerance == pytest.approx(0.15)  # the reference calls them approximate
+        assert d["fitted"] == "predicted" and d["model_us"] == pytest.approx(f.value, rel=f.tolerance)
     # One thread: the round trip is launch + the single-kernel wait of the vendor kernel, nothing else.
     wait = rows["single-kernel wait, 5120 elements nc 4"]["model_us"]
     assert rows["dispatch (sync round trip), 1 thread"]["model_us"] == pytest.approx(

@@ -57,7 +57,9 @@ def rows():
 def test_known_miss_is_pinned(rows, key):
     """A known miss stays where it is: outside its tolerance, at its pinned error."""
     r = rows[key]
-    assert r["verdict"] == "outside", f"{key}: now within tolerance ({r['error']:+.2%}): move it out of KNOWN_MISSES"
+    # outside its status' bar: "outside", or "known miss" where the data file widens its own tolerance
+    assert r["verdict"] in ("outside", "known miss"), \
+        f"{key}: now within its bar ({r['error']:+.2%}): move it out of KNOWN_MISSES"
     assert r["error"] == pytest.approx(KNOWN_MISSES[key], abs=PIN), f"{key}: error moved to {r['error']:+.2%}"
 
 
@@ -73,7 +75,9 @@ def test_fixed_miss_stays_fixed(rows, key):
 def test_c4_after_calibration(rows, variant, batch):
     """C4 after the fit: within the 15 % target, at its pinned error."""
     r = rows[f"K200 end to end (C4): C4 {variant}, batch {batch}"]
-    assert r["status"] == "fitted" and "operand_scan_bandwidth" in r["fitted_on"]
+    # the rows each scan limit binds on: FP16's element rate, FP32's bytes (configs/k200.yaml's provenance)
+    pinned = "operand_scan_element_rate" if "fp16" in variant else "operand_scan_bandwidth"
+    assert r["status"] == "fitted" and r["fitted_on"] == f"k200.compute.{pinned}"
     assert abs(r["error"]) <= 0.15
     assert r["error"] == pytest.approx(C4_PINNED[(variant, batch)], abs=PIN)
 
@@ -105,13 +109,13 @@ def test_c4_leave_one_batch_out_within_20_percent():
 def test_calibration_file_matches_the_config():
     """configs/k200.calibration.json's values are the ones configs/k200.yaml carries (rerun the script when
     either moves): the fitted numbers in the YAML come out of `kernbench calibrate`, not by hand."""
-    import yaml
+    from kernbench import provenance
 
     doc = json.loads(config_path("k200.calibration.json").read_text())
-    compute = yaml.safe_load(config_path("k200.yaml").read_text())["k200"]["compute"]
+    records = provenance.read("k200.yaml")  # the values as the config sets them, each with its provenance
     for path, value in doc["values"].items():
-        key = path.rsplit(".", 1)[1]
-        got, want = str(compute[key]), value
+        assert records[path].kind == "fitted" and records[path].source == "scripts/calibrate_k200.sh", path
+        got, want = records[path].value, value
         num = lambda t: float(str(t).split()[0])  # noqa: E731
         assert num(got) == pytest.approx(num(want), rel=2e-3), f"{path}: k200.yaml {got}, calibration {want}"
 
@@ -132,7 +136,7 @@ def test_every_measured_row_within_its_tolerance_on_the_packaged_config():
     from kernbench import calibrate
 
     res = calibrate.check(config_path("k200.yaml"), config_path("k200.measured.yaml"))
-    assert len(res["rows"]) == 77
+    assert len(res["rows"]) == 80
     assert res["ok"], f"outside their tolerance: {res['outside']}"
     known = {r["id"]: r["error"] for r in res["rows"] if r["id"] in
              ("page-pin-h2d", "gemm-fp16-8192", "gemm-k128-fp16", "gemm-k8192-fp16")}

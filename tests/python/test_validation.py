@@ -20,23 +20,29 @@ def smoke_run(tmp_path_factory):
 
 
 def test_reference_list_is_built_from_the_tables():
-    """One Reference per figure of each table: nothing dropped, nothing re-typed, keys unique."""
+    """One Reference per row of configs/k200.measured.yaml and per figure of the other tables: nothing
+    dropped, nothing re-typed (each K200 value is the data file's), keys unique; fitted exactly where
+    configs/k200.yaml's provenance says."""
+    from kernbench import provenance
+    from kernbench.calibrate import load_data
+    from kernbench.system import config_path
+
     refs = references.all_references()
     by = {}
     for r in refs:
         by.setdefault(r.group, []).append(r)
-    n_copy = sum(len(h) + len(d) for _, _, h, d in k200.REFERENCE_COPY.values())
-    prose = {g: sum(1 for x in references.K200_PROSE if x[0] == g) for g in ("K200 copy bandwidth", "K200 GEMM")}
-    assert len(by["K200 copy bandwidth"]) == (n_copy + len(k200.REFERENCE_P2P) + len(k200.REFERENCE_PIN)
-                                              + prose["K200 copy bandwidth"])
-    assert len(by["K200 GEMM"]) == sum(len(t) for t in k200.REFERENCE_GEMM.values()) + prose["K200 GEMM"]
-    n_dispatch = len(getattr(k200, "REFERENCE_DISPATCH", {1: 0, 4: 0}))
-    n_launch = len([k for k in k200.REFERENCE_LAUNCH if not k.startswith("dispatch")])
-    assert len(by["K200 launch"]) == n_launch + n_dispatch + len(k200.REFERENCE_WAIT)
+    ds = load_data(config_path("k200.measured.yaml"))
+    k200_refs = [r for r in refs if r.source == "k200"]
+    assert sorted(r.calibration_id for r in k200_refs) == sorted(row.id for row in ds.rows)
+    rows = ds.by_id()
+    for r in k200_refs:
+        assert r.value == rows[r.calibration_id].value and r.unit == rows[r.calibration_id].unit
+    fitted = provenance.fitted_on(provenance.read("k200.yaml"), ds)
+    assert {r.calibration_id for r in k200_refs if r.status == "fitted"} == set(fitted)
+    gemm_fitted = [r for r in by["K200 GEMM"] if r.status == "fitted" and r.probe[0] == "gemm"]
+    assert {(r.probe[2], r.probe[1]) for r in gemm_fitted} == {("fp32", 2048), ("fp16", 2048), ("fp32", 4096)}
     assert len(by["vGPU first launch"]) == len(vgpu.MEASURED)
     assert len({r.key for r in refs}) == len(refs)
-    fitted = [r for r in by["K200 GEMM"] if r.status == "fitted" and r.probe[0] == "gemm"]
-    assert {(r.probe[2], r.probe[1]) for r in fitted} == k200.FITTED_GEMM
     assert all(r.status == "magnitude" for r in refs if r.source == "kernbench")
     assert {r.source for r in refs} == {"k200", "vgpu", "kernbench"}
 
@@ -61,12 +67,17 @@ def test_report_lists_every_reference(smoke_run):
 
 
 def test_fitted_points_are_reproduced(smoke_run):
-    """Every point a config was fitted to is within its 5 % (or inside its measured range)."""
+    """Every point a config was fitted to is within its tolerance (or inside its measured range); those within
+    a tolerance of their own wider than the 5 % fitted bar are reported as known misses, and they are exactly
+    these three H100 rows (fitted within their campaign's 10 %)."""
     _, sweep = smoke_run
     fitted = [r for r in sweep["results"] if r["status"] == "fitted"]
     assert len(fitted) >= 20
-    bad = [(r["quantity"], r["error"]) for r in fitted if r["verdict"] != "ok"]
+    bad = [(r["quantity"], r["error"]) for r in fitted if r["verdict"] not in ("ok", "known miss")]
     assert bad == []
+    known = {r["quantity"] for r in fitted if r["verdict"] == "known miss"}
+    assert known == {"nccl-nvls8-1048576", "nccl-nvls8-16777216", "gemm-bf16-6144-cublas"}
+    assert all(abs(r["error"]) > 0.05 for r in fitted if r["verdict"] == "known miss")
 
 
 def test_closed_forms_hold(smoke_run):

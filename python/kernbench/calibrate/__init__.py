@@ -26,6 +26,7 @@ from kernbench.calibrate.misfit import residual_trends
 from kernbench.calibrate.registry import (REGISTRY, CalibrationError, Context, Measurement, Registry,
                                           load_functions, measurement)
 from kernbench.calibrate.report import read_overlay, write_outputs
+from kernbench.calibrate.roles import judge, provenance_fits
 # The built-in measurement functions register into REGISTRY as they are imported (the registry imports none).
 from kernbench.calibrate import functions as _functions, gpu_functions as _gpu_functions  # noqa: F401
 
@@ -189,6 +190,13 @@ def calibrate(data: str | Path | Dataset, free: Sequence[str | Free] = (), fit_o
     result["correlation"] = info["correlation"]
     result["unidentifiable"] = dict(info["unidentifiable"])
     result["fit"] = ({"cost": fr.cost, "nfev": fr.nfev, "message": fr.message} if fr is not None else None)
+    depends: dict[str, list[str]] = {}
+    for f in params:
+        for rid in info["depends"].get(f.path, []):
+            depends.setdefault(rid, []).append(f.path)
+    result["summary"] = judge(rows, {rid: depends.get(rid, []) for rid in fitted}, DEFAULT_TOLERANCE)
+    # as many free parameters as rows fitted on: the fit reproduces its rows whatever the model's structure
+    result["determined"] = (None if not params else "exactly" if len(params) >= len(fit_rows) else "over")
     result["rows"] = rows
     result["folds"] = fold_out
     result["fitted_rows"] = sorted(fitted, key=[r.id for r in ds.rows].index)
@@ -227,12 +235,16 @@ def check(overlay: str | Path, data: str | Path | Dataset, *, config: Any = None
     cfg = config if config is not None else meta.get("config")
     ev = Evaluator([], config=cfg, sets=values, seed=int(seed if seed is not None else meta.get("seed", 1)),
                    registry=reg)
-    fitted = set(meta.get("fitted_rows", []))
+    # The rows the config was fitted on: those its values declare beside them (kernbench.provenance), and
+    # those an overlay written by `kernbench calibrate` names in its metadata.
+    declared = provenance_fits(overlay, cfg, ds)
+    fitted = set(meta.get("fitted_rows", [])) | set(declared)
     # a row whose function raises is recorded (within: false, its error text in `failure`), not fatal
     rows = evaluate_rows(ev, ds.rows, {}, fitted, tolerance, keep_going=True)
+    summary = judge(rows, declared, DEFAULT_TOLERANCE)
     bad = [r for r in rows if not r["within"]]
     return {"kind": "check", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "overlay": str(overlay), "data": ds.path, "config": None if cfg is None else str(cfg), "values": values,
             "command": command, "rows": rows, "outside": [r["id"] for r in bad],
-            "failed": [r["id"] for r in rows if r["failure"] is not None], "ok": not bad,
+            "failed": [r["id"] for r in rows if r["failure"] is not None], "ok": not bad, "summary": summary,
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -253,6 +253,8 @@ def read_overlay(path: str | Path) -> dict[str, Any]:
 
     def walk(node: Any, prefix: str) -> None:
         for k, v in node.items():
+            if isinstance(v, dict) and "value" in v and any(p in v for p in ("datasheet", "fitted", "assumed")):
+                v = v["value"]  # a value with its provenance beside it (kernbench.provenance): the value is set
             if isinstance(v, dict):
                 walk(v, f"{prefix}{k}.")
             elif isinstance(v, list):

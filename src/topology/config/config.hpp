@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/provenance.hpp"
 #include "config/sections.hpp"
 #include "sim/units.hpp"
 
@@ -231,6 +232,8 @@ struct Config {
   /// What a `cluster:` section generated (the graph above is its expansion; docs/cluster.md).
   std::shared_ptr<const ClusterInfo> cluster;
   FabricConfig fabric;
+  /// Every value whose file declared its provenance beside it (config/provenance.hpp), in tree order.
+  std::vector<config::ProvenanceEntry> provenance;
   /// The sections of higher layers, by type: pe and energy (runtime), k200
   /// and vgpu (platforms). Their owners' accessors read them.
   config::Sections sections;

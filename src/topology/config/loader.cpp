@@ -4,6 +4,7 @@
 // bindings and hooks.
 #include "topology/config/loader.hpp"
 
+#include "config/provenance.hpp"
 #include "config/reader.hpp"
 #include "topology/config/cluster.hpp"
 
@@ -19,6 +20,7 @@ Config load(const config::Schema& schema, config::Loader& l, config::Value root)
   c.source = l.source();
   if (is_cluster) c.cluster = std::make_shared<const ClusterInfo>(std::move(cluster));
   top.read(c);
+  c.provenance = config::collect_provenance(l, root);
   return c;
 }
 
