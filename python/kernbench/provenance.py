@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kernbench._core import ConfigError
 
-__all__ = ["KINDS", "Record", "read", "fitted_on", "check_rows", "table"]
+__all__ = ["KINDS", "Record", "read", "plain", "fitted_on", "check_rows", "table"]
 
 KINDS = ("datasheet", "fitted", "assumed")
 
@@ -74,6 +74,18 @@ def read(config: Any, sets: Mapping[str, Any] | Iterable[str] | None = None, *,
     return {path: Record(path=path, value=r["value"], kind=r["kind"], source=r["source"], data=r["data"],
                          rows=tuple(r["rows"]), note=r["note"], file=r["file"], line=int(r["line"]))
             for path, r in summary["provenance"].items()}
+
+
+def plain(node: Any) -> Any:
+    """A YAML tree (as PyYAML reads a config) with each ``{value: V, datasheet|fitted|assumed: ...}`` replaced by
+    V: the values as the loader types them, for code that reads a config file itself."""
+    if isinstance(node, dict):
+        if "value" in node and any(k in node for k in KINDS):
+            return plain(node["value"])
+        return {k: plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [plain(v) for v in node]
+    return node
 
 
 def _same_file(a: Path, b: Path) -> bool:

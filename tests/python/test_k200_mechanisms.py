@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernbench import k200
+from kernbench import k200, provenance
 from kernbench.units import parse_quantity, to_base
 
 ROOT = Path(__file__).resolve().parents[2]
-CFG = yaml.safe_load((ROOT / "configs" / "k200.yaml").read_text())
+CFG = provenance.plain(yaml.safe_load((ROOT / "configs" / "k200.yaml").read_text()))  # values, records set aside
 K = CFG["k200"]
 KiB = 1 << 10
 MiB = 1 << 20

@@ -156,10 +156,9 @@ def config_lookup(config: Any, path: str) -> Any:
     node = load(Path(config_path(config)))
     for part in path.split("."):
         node = node[int(part)] if isinstance(node, list) else node[part]
-    # {value: V, fitted: ...}: a value with its provenance beside it (kernbench.provenance)
-    if isinstance(node, dict) and "value" in node and any(k in node for k in ("datasheet", "fitted", "assumed")):
-        node = node["value"]
-    return node
+    from kernbench.provenance import plain
+
+    return plain(node)  # {value: V, fitted: ...}: the value, its provenance set aside
 
 
 def _merge(a: Any, b: Any) -> Any:
