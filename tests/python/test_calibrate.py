@@ -233,9 +233,9 @@ def test_cli_exit_codes(tmp_path, linear_data, capsys):
     assert f"{bad_data}:2: row 'q'" in err
 
 
-@pytest.mark.parametrize("name", ["../../configs/k200.measured.yaml", "vgpu.yaml", "fabric.yaml"])
+@pytest.mark.parametrize("name", ["../../configs/k200.measured.yaml", "../../configs/vgpu.measured.yaml", "fabric.yaml"])
 def test_shipped_data_files_evaluate(name):
-    """The K200 (configs/k200.measured.yaml), vGPU and fabric data files of docs/calibrate.md run through the
+    """The K200 and vGPU (configs/*.measured.yaml) and fabric data files of docs/calibrate.md run through the
     built-in functions."""
     res = cal.calibrate(HERE / name)
     assert res["rows"] and all(r["model"] > 0 and r["role"] == "predicted" for r in res["rows"])

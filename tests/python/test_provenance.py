@@ -210,3 +210,17 @@ def test_a_fit_with_as_many_parameters_as_rows_is_exactly_determined(tmp_path, c
     assert main(["calibrate", "--data", str(data((10, 1000))), "--cv-by", "none", "--no-plots",
                  "--out", str(tmp_path / "o")] + [a for f in free for a in ("--free", f)]) == 0
     assert "EXACTLY DETERMINED: 2 free parameters on 2 rows" in capsys.readouterr().out
+
+
+def test_vgpu_fitted_values_name_their_rows_and_measured_reads_the_data_file():
+    """configs/vgpu.yaml's three hand-fitted values name their rows of configs/vgpu.measured.yaml, the check judges
+    exactly those as fitted, and vgpu.MEASURED's figures are the data file's."""
+    from kernbench import vgpu
+
+    res = check(config_path("vgpu.yaml"), config_path("vgpu.measured.yaml"))
+    assert {r["id"] for r in res["rows"] if r["role"] == "fitted"} == {"round-trip", "doorbell", "spread-min",
+                                                                        "spread-max"}
+    assert res["ok"] and set(res["summary"]["exactly_determined"]) == {"round-trip", "doorbell"}
+    rows = {r.id: r.value for r in load_data(config_path("vgpu.measured.yaml")).rows}
+    assert vgpu.MEASURED["round_trip_ms"] == rows["round-trip"] and vgpu.MEASURED["forwards"] == rows["forwards"]
+    assert vgpu.MEASURED["spread_ms"] == (rows["spread-min"], rows["spread-max"])

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernbench import vgpu
+from kernbench import provenance, vgpu
 from kernbench.units import parse_quantity, to_base
 
 ROOT = Path(__file__).resolve().parents[2]
-L = yaml.safe_load((ROOT / "configs" / "vgpu.yaml").read_text())["vgpu"]["launch"]
+VGPU = provenance.plain(yaml.safe_load((ROOT / "configs" / "vgpu.yaml").read_text()))["vgpu"]  # values only
+L = VGPU["launch"]
 
 
 def ps(text) -> int:
@@ -77,7 +78,7 @@ def test_poll_loop_completion_is_the_old_reading():
 def test_interrupt_mode_sees_the_completion_after_the_interrupt_latency():
     """poll.mode interrupt: the completion is seen interrupt_latency after the GR job, on every launch."""
     run = vgpu.launches(2, set={"vgpu.poll.mode": "interrupt"})
-    lat = ps(yaml.safe_load((ROOT / "configs" / "vgpu.yaml").read_text())["vgpu"]["poll"]["interrupt_latency"])
+    lat = ps(VGPU["poll"]["interrupt_latency"])
     assert [x["completion_wait_ps"] for x in run["launches"]] == [lat, lat]
 
 
