@@ -192,7 +192,7 @@ bool expand_cluster(const config::Schema& schema, config::Loader& loader, Value&
   Value* cv = root.find("cluster");
   if (!cv) return false;
   for (const Entry& e : root.entries)
-    for (const char* k : {"system", "graph", "nodes", "links"})
+    for (const char* k : {"system", "graph", "nodes"})  // links: gives classes of the generated graph
       if (e.key == k)
         loader.fail(e.key_where, k,
                     std::string("give either cluster or ") + k + ", not both: cluster generates the machine's graph");
@@ -237,13 +237,19 @@ bool expand_cluster(const config::Schema& schema, config::Loader& loader, Value&
   // Each GPU's PCIe neighbour (its PCIe switch), where its NIC attaches; the GPU itself without a pcie edge.
   std::vector<std::string> attach(gpus);
   std::vector<std::string> host_latency(gpus.size(), config::format_time(nic.host_latency));
+  // A pcie edge's latency is its own or its class's (links.pcie: the cluster file's, else the box's).
+  const std::string* class_latency = nullptr;
+  for (const Value* top : {static_cast<const Value*>(&box), static_cast<const Value*>(&root)})
+    if (const Value* lk = top->find("links"); lk && lk->find("pcie"))
+      if (const std::string* lat = text_of(*lk->find("pcie"), "latency")) class_latency = lat;
   for (const Value& e : bedges->items) {
     const std::string *a = text_of(e, "a"), *b = text_of(e, "b"), *cls = text_of(e, "class");
     if (!a || !b || !cls || *cls != "pcie") continue;
     for (int j = 0; j < g; ++j)
       if (attach[j] == gpus[j] && (*a == gpus[j] || *b == gpus[j])) {
         attach[j] = *a == gpus[j] ? *b : *a;
-        if (const std::string* lat = text_of(e, "latency")) host_latency[j] = *lat;
+        if (const std::string* lat = text_of(e, "latency"); lat || class_latency)
+          host_latency[j] = lat ? *lat : *class_latency;
       }
   }
 
