@@ -213,7 +213,19 @@ graph:
   std::ofstream(f) << "cluster: {nodes: 2, box: box.yaml, fabric: {kind: fat-tree, radix: 4}}\n";
   const Config c = kernbench::load_config(f.string());
   const Config s = kernbench::load_config(f.string(), {{"links.nvlink.bandwidth", "50 GB/s"}});
+  const Config p = kernbench::load_config(f.string(), {{"links.pcie.bandwidth", "1 GB/s"}});
+  // The generated links are not the box's classes: they keep the NIC catalog's figures System.cluster() reports.
+  REQUIRE_THROWS_WITH(kernbench::load_config(f.string(), {{"links.ib.bandwidth", "1 GB/s"}}),
+                      Contains("links.ib (set by --set links.ib.bandwidth=1 GB/s): no edge of class \"ib\" in "
+                               "the box's graph.edges (box.yaml; the generated NIC and ib links take cluster.nic") &&
+                          Contains("its classes: nvlink, pcie"));
   fs::remove_all(root);
+  for (std::size_t i = 0; i < c.graph->edges.size(); ++i) {
+    const ExplicitEdge& e = c.graph->edges[i];
+    if (e.link_class != "pcie") continue;
+    const bool nic = e.a.find("nic") != std::string::npos;  // n<k>.nic<j>: a generated NIC's host link
+    CHECK(p.graph->edges[i].link.bandwidth.bytes_per_s == (nic ? e.link.bandwidth.bytes_per_s : 1'000'000'000));
+  }
   int nvlinks = 0;
   bool nic_latency = false;
   for (std::size_t i = 0; i < c.graph->edges.size(); ++i) {

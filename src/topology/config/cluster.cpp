@@ -14,6 +14,7 @@
 #include "config/section.hpp"
 #include "config/yaml_tree.hpp"
 #include "topology/config/config.hpp"
+#include "topology/config/explicit_graph_detail.hpp"
 
 namespace kernbench::topology {
 namespace {
@@ -212,6 +213,19 @@ bool expand_cluster(const config::Schema& schema, config::Loader& loader, Value&
     loader.fail(cv->find("box")->where, "cluster.box",
                 in_quotes(cc.box) + " is not a box: a cluster's box is an explicit graph (graph:), " +
                     (box.find("system") ? "it gives system:" : "it gives no graph:"));
+  // Link classes: the cluster file's (and --set's) over the box's, into the box's edges here, so every box has
+  // them and the generated NIC and ib links keep the catalog's figures System.cluster() reports.
+  if (const auto at =
+          std::find_if(root.entries.begin(), root.entries.end(), [](const Entry& e) { return e.key == "links"; });
+      at != root.entries.end()) {
+    Value* bl = box.find("links");
+    if (!bl) bl = &box.entries.emplace_back(Entry{"links", at->key_where, Value{}}).value;
+    config::merge_values(*bl, std::move(at->value));
+    root.entries.erase(at);
+  }
+  detail::apply_link_classes(
+      schema, loader, box,
+      "the box's graph.edges (" + cc.box + "; the generated NIC and ib links take cluster.nic and cluster.fabric)");
   Value graph = std::move(*box.find("graph"));
   box.entries.erase(
       std::find_if(box.entries.begin(), box.entries.end(), [](const Entry& e) { return e.key == "graph"; }));
@@ -237,19 +251,13 @@ bool expand_cluster(const config::Schema& schema, config::Loader& loader, Value&
   // Each GPU's PCIe neighbour (its PCIe switch), where its NIC attaches; the GPU itself without a pcie edge.
   std::vector<std::string> attach(gpus);
   std::vector<std::string> host_latency(gpus.size(), config::format_time(nic.host_latency));
-  // A pcie edge's latency is its own or its class's (links.pcie: the cluster file's, else the box's).
-  const std::string* class_latency = nullptr;
-  for (const Value* top : {static_cast<const Value*>(&box), static_cast<const Value*>(&root)})
-    if (const Value* lk = top->find("links"); lk && lk->find("pcie"))
-      if (const std::string* lat = text_of(*lk->find("pcie"), "latency")) class_latency = lat;
   for (const Value& e : bedges->items) {
     const std::string *a = text_of(e, "a"), *b = text_of(e, "b"), *cls = text_of(e, "class");
     if (!a || !b || !cls || *cls != "pcie") continue;
     for (int j = 0; j < g; ++j)
       if (attach[j] == gpus[j] && (*a == gpus[j] || *b == gpus[j])) {
         attach[j] = *a == gpus[j] ? *b : *a;
-        if (const std::string* lat = text_of(e, "latency"); lat || class_latency)
-          host_latency[j] = lat ? *lat : *class_latency;
+        if (const std::string* lat = text_of(e, "latency")) host_latency[j] = *lat;
       }
   }
 

@@ -27,6 +27,8 @@ void read_link(const config::MapReader& r, LinkParams& p);
 /// An explicit graph's `links:` (root: its tree, overrides applied, a cluster expanded): checks each class
 /// (its keys; an edge of the graph names it), merges its values into the edges of the class (an edge's own
 /// value wins, a --set of the class wins over it) and takes links: out of the tree. Nothing for a system.
-void apply_link_classes(const config::Schema& schema, const config::Loader& l, config::Value& root);
+/// `edges_name` names the edges in messages (a cluster's: its box's).
+void apply_link_classes(const config::Schema& schema, const config::Loader& l, config::Value& root,
+                        const std::string& edges_name = "graph.edges");
 
 }  // namespace kernbench::topology::detail

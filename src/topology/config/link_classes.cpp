@@ -66,7 +66,8 @@ void read_link(const MapReader& r, LinkParams& p) {
   read_buffer(r, p);
 }
 
-void apply_link_classes(const config::Schema& schema, const config::Loader& l, Value& root) {
+void apply_link_classes(const config::Schema& schema, const config::Loader& l, Value& root,
+                        const std::string& edges_name) {
   if (root.type != Value::Type::Map || root.find("system") || !root.find("graph")) return;  // the root's rules say
   const auto at =
       std::find_if(root.entries.begin(), root.entries.end(), [](const Entry& e) { return e.key == "links"; });
@@ -98,8 +99,8 @@ void apply_link_classes(const config::Schema& schema, const config::Loader& l, V
     read_link(m, p);  // typed and bounded here, so a bad value is named links.<class>.<key>
     if (std::find(classes.begin(), classes.end(), c.key) == classes.end())
       l.fail(c.key_where, path,
-             "no edge of class " + in_quotes(c.key) + " in graph.edges (its classes: " +
-                 (classes.empty() ? std::string("none") : join(classes, ", ")) + ")");
+             "no edge of class " + in_quotes(c.key) + " in " + edges_name +
+                 " (its classes: " + (classes.empty() ? std::string("none") : join(classes, ", ")) + ")");
   }
   if (!edges || edges->type != Value::Type::List) return;  // graph.edges' own reader reports it
 
