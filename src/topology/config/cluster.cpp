@@ -193,7 +193,7 @@ bool expand_cluster(const config::Schema& schema, config::Loader& loader, Value&
   Value* cv = root.find("cluster");
   if (!cv) return false;
   for (const Entry& e : root.entries)
-    for (const char* k : {"system", "graph", "nodes"})  // links: gives classes of the generated graph
+    for (const char* k : {"system", "graph", "nodes"})  // links: gives classes of the box's edges (below)
       if (e.key == k)
         loader.fail(e.key_where, k,
                     std::string("give either cluster or ") + k + ", not both: cluster generates the machine's graph");
