@@ -47,10 +47,22 @@ const QuantityKind* quantity_kind(Type t) {
 
 std::string bound_text(Bound b) { return b == Bound::Positive ? " > 0" : b == Bound::NonNegative ? " >= 0" : ""; }
 
-const KeyDef* SectionDef::find(std::string_view name) const {
+// A key named <...> (links.<class>) is a placeholder: it stands for names an owner reads itself, so it matches
+// no key of a file (find) and is no key to suggest (names); the schema JSON lists it.
+namespace {
+
+bool is_placeholder(std::string_view name) { return !name.empty() && name.front() == '<'; }
+
+const KeyDef* lookup(const std::vector<KeyDef>& keys, std::string_view name) {
   for (const auto& k : keys)
     if (k.name == name) return &k;
   return nullptr;
+}
+
+}  // namespace
+
+const KeyDef* SectionDef::find(std::string_view name) const {
+  return is_placeholder(name) ? nullptr : lookup(keys, name);
 }
 
 std::vector<const KeyDef*> SectionDef::listed() const {
@@ -58,21 +70,22 @@ std::vector<const KeyDef*> SectionDef::listed() const {
   if (listing.empty()) {
     for (const auto& k : keys) out.push_back(&k);
   } else {
-    for (const auto& name : listing) out.push_back(find(name));
+    for (const auto& name : listing) out.push_back(lookup(keys, name));
   }
   return out;
 }
 
 std::vector<std::string> SectionDef::names() const {
   std::vector<std::string> out;
-  for (const KeyDef* k : listed()) out.push_back(k->name);
+  for (const KeyDef* k : listed())
+    if (!is_placeholder(k->name)) out.push_back(k->name);
   return out;
 }
 
 void SectionDef::list_keys(std::vector<std::string> order) {
   bool ok = order.size() == keys.size();
   for (std::size_t i = 0; ok && i < order.size(); ++i)
-    ok = find(order[i]) && std::count(order.begin(), order.end(), order[i]) == 1;
+    ok = lookup(keys, order[i]) && std::count(order.begin(), order.end(), order[i]) == 1;
   if (!ok) throw InternalError("config schema: list_keys needs every key of the section exactly once");
   listing = std::move(order);
 }

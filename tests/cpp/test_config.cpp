@@ -258,13 +258,15 @@ TEST_CASE("missing required keys name the key", "[config]") {
                       Contains("test.yaml: graph.nodes[1].kind: required key is missing"));
 }
 
-TEST_CASE("system and graph exclude each other; nodes and links need system", "[config]") {
+TEST_CASE("system and graph exclude each other; nodes needs system, a graph's links name its edges' classes",
+          "[config]") {
   REQUIRE_THROWS_WITH(parse(kSystem + kGraph.substr(0, kGraph.find("fabric:"))),
                       Contains("test.yaml: graph: give either system or graph, not both"));
   REQUIRE_THROWS_WITH(parse(kGraph + "nodes:\n  pe: {overhead: 1 ns}\n"),
                       Contains("test.yaml: nodes: nodes belongs to a system config") && Contains("graph.nodes"));
-  REQUIRE_THROWS_WITH(parse(kGraph + "links: {}\n"),
-                      Contains("test.yaml: links: links belongs to a system config") && Contains("graph.edges"));
+  REQUIRE_THROWS_WITH(
+      parse(kGraph + "links:\n  pe: {latency: 1 ns}\n"),
+      Contains("test.yaml: links.pe: no edge of class \"pe\" in graph.edges (its classes: pcie, link)"));
 }
 
 TEST_CASE("duplicate YAML keys and invalid YAML are refused with a line", "[config]") {

@@ -109,7 +109,11 @@ def _schema_keys() -> dict[str, Any]:
 
 
 def schema_key(path: str) -> dict[str, Any] | None:
-    """The schema entry of a config path (``k200.compute.fc_overhead``; list items by index), or None."""
+    """The schema entry of a config path (``k200.compute.fc_overhead``; list items by index), or None.
+
+    A placeholder key of the schema (``<class>`` in ``links.<class>.bandwidth``) stands for any name the
+    section does not list: ``links.nvlink.bandwidth`` is found (the loader checks the class itself).
+    """
     node: dict[str, Any] = {"keys": _schema_keys()}
     for part in path.split("."):
         if node.get("type") == "list" and isinstance(node.get("items"), dict):
@@ -118,8 +122,12 @@ def schema_key(path: str) -> dict[str, Any] | None:
             node = node["items"]
             continue
         keys = node.get("keys")
-        if not isinstance(keys, dict) or part not in keys:
+        if not isinstance(keys, dict) or not part:
             return None
+        if part not in keys or part.startswith("<"):
+            part = next((k for k in keys if k.startswith("<") and k.endswith(">")), None)
+            if part is None:
+                return None
         node = keys[part]
     return node
 

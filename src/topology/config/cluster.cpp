@@ -14,6 +14,7 @@
 #include "config/section.hpp"
 #include "config/yaml_tree.hpp"
 #include "topology/config/config.hpp"
+#include "topology/config/explicit_graph_detail.hpp"
 
 namespace kernbench::topology {
 namespace {
@@ -192,7 +193,7 @@ bool expand_cluster(const config::Schema& schema, config::Loader& loader, Value&
   Value* cv = root.find("cluster");
   if (!cv) return false;
   for (const Entry& e : root.entries)
-    for (const char* k : {"system", "graph", "nodes", "links"})
+    for (const char* k : {"system", "graph", "nodes"})  // links: gives classes of the box's edges (below)
       if (e.key == k)
         loader.fail(e.key_where, k,
                     std::string("give either cluster or ") + k + ", not both: cluster generates the machine's graph");
@@ -212,6 +213,19 @@ bool expand_cluster(const config::Schema& schema, config::Loader& loader, Value&
     loader.fail(cv->find("box")->where, "cluster.box",
                 in_quotes(cc.box) + " is not a box: a cluster's box is an explicit graph (graph:), " +
                     (box.find("system") ? "it gives system:" : "it gives no graph:"));
+  // Link classes: the cluster file's (and --set's) over the box's, into the box's edges here, so every box has
+  // them and the generated NIC and ib links keep the catalog's figures System.cluster() reports.
+  if (const auto at =
+          std::find_if(root.entries.begin(), root.entries.end(), [](const Entry& e) { return e.key == "links"; });
+      at != root.entries.end()) {
+    Value* bl = box.find("links");
+    if (!bl) bl = &box.entries.emplace_back(Entry{"links", at->key_where, Value{}}).value;
+    config::merge_values(*bl, std::move(at->value));
+    root.entries.erase(at);
+  }
+  detail::apply_link_classes(
+      schema, loader, box,
+      "the box's graph.edges (" + cc.box + "; the generated NIC and ib links take cluster.nic and cluster.fabric)");
   Value graph = std::move(*box.find("graph"));
   box.entries.erase(
       std::find_if(box.entries.begin(), box.entries.end(), [](const Entry& e) { return e.key == "graph"; }));

@@ -1,5 +1,6 @@
 // loader.cpp -- YAML tree -> Config: the file is read into a tree
-// (config/yaml_tree.hpp), the overrides applied, and the root map read
+// (config/yaml_tree.hpp), the overrides applied, a cluster expanded, an
+// explicit graph's link classes merged into its edges, and the root map read
 // against the schema (config/reader.hpp), every owner's section by its own
 // bindings and hooks.
 #include "topology/config/loader.hpp"
@@ -7,6 +8,7 @@
 #include "config/provenance.hpp"
 #include "config/reader.hpp"
 #include "topology/config/cluster.hpp"
+#include "topology/config/explicit_graph_detail.hpp"
 
 namespace kernbench::topology {
 namespace {
@@ -15,6 +17,7 @@ Config load(const config::Schema& schema, config::Loader& l, config::Value root)
   l.apply_overrides(root);
   ClusterInfo cluster;
   const bool is_cluster = expand_cluster(schema, l, root, cluster);  // cluster: -> graph: (cluster.hpp)
+  detail::apply_link_classes(schema, l, root);                       // a graph's links.<class> into its edges
   const config::MapReader top(l, root, "", schema.root());
   Config c;
   c.source = l.source();

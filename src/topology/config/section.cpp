@@ -29,6 +29,7 @@ using config::in_quotes;
 using config::is_digit;
 using config::item_path;
 using config::join;
+using config::KeyDef;
 using config::MapReader;
 using config::Section;
 using config::suggestion;
@@ -97,34 +98,6 @@ void read_pcie_attach(const MapReader& r, SystemConfig& s) {
                          ", columns c0..c" + std::to_string(s.routers.w - 1) + ")");
   s.pcie_attach.row = row;
   s.pcie_attach.col = col;
-}
-
-void check_connections(const MapReader& r, const LinkParams& p) {
-  if (p.connections > kMaxConnections)
-    r.fail("connections", "at most " + std::to_string(kMaxConnections) + " parallel lanes per link (the limit: " +
-                              "each lane is a server with its own queue), got " + std::to_string(p.connections));
-}
-
-// links.<class>.buffer and .vcs (the packet model's finite buffers).
-void read_buffer(const MapReader& r, LinkParams& p) {
-  std::string text;
-  if (r.get_string("buffer", text)) {
-    std::string error;
-    const std::optional<BufferSize> b = parse_buffer_size(trim(text), error);
-    if (!b) r.fail("buffer", error);
-    p.buffer = *b;
-  }
-  if (p.vcs > kMaxVcs)
-    r.fail("vcs", "at most " + std::to_string(kMaxVcs) + " virtual channels per link, got " + std::to_string(p.vcs));
-}
-
-void read_link(const MapReader& r, LinkParams& p) {
-  r.get_bandwidth("bandwidth", p.bandwidth);
-  r.get_time("latency", p.latency);
-  r.get_int("connections", p.connections);
-  check_connections(r, p);
-  r.get_int("vcs", p.vcs);  // its bound (>= 1) is the key's, checked by get_int
-  read_buffer(r, p);
 }
 
 void read_system(const MapReader& top, Config& c) {
@@ -206,7 +179,7 @@ ExplicitGraphConfig read_graph(const MapReader& top) {
     }
     if (ends[0] == ends[1]) m.fail("b", "self-loop: both ends are " + in_quotes(e.a));
     m.get_string("class", e.link_class);
-    read_link(m, e.link);
+    detail::read_link(m, e.link);
     adjacent[ends[0]].push_back(ends[1]);
     adjacent[ends[1]].push_back(ends[0]);
     g.edges.push_back(std::move(e));
@@ -280,12 +253,15 @@ void node_keys(Section<NodeParams> n, bool flit_aware) {
 }
 
 // The keys of one link, declared once for a link class (links.<class>) and an explicit graph's edge
-// (graph.edges[]); read_link reads them into a LinkParams in both.
+// (graph.edges[]); detail::read_link reads them into a LinkParams in all. An explicit graph's class
+// (`required` false) may leave any key to its edges.
 template <typename S>
-void declare_link_keys(Section<S>& s) {
+void declare_link_keys(Section<S>& s, bool required = true) {
   const LinkParams lp{};
-  s.key("bandwidth", Type::Bandwidth, "bandwidth per direction per connection").req().min(Bound::Positive);
-  s.key("latency", Type::Time, "wire latency").req().min(Bound::NonNegative);
+  KeyDef& bw = s.key("bandwidth", Type::Bandwidth, "bandwidth per direction per connection").min(Bound::Positive);
+  if (required) bw.req();
+  KeyDef& lat = s.key("latency", Type::Time, "wire latency").min(Bound::NonNegative);
+  if (required) lat.req();
   s.key("connections", Type::Int, "parallel lanes, each its own server (at most 1024)")
       .dflt(lp.connections)
       .min(Bound::Positive);
@@ -301,7 +277,7 @@ void declare_link_keys(Section<S>& s) {
 void link_keys(Section<LinkParams> l) {
   l.doc("A link class: per-direction bandwidth per connection, wire latency, parallel connections.");
   declare_link_keys(l);
-  l.rule([](const MapReader& r, LinkParams& p) { read_link(r, p); });
+  l.rule([](const MapReader& r, LinkParams& p) { detail::read_link(r, p); });
 }
 
 // The YAML node of a dotted key ("graph.edges[3].connections"), or its nearest parent's (for the file and line).
@@ -360,7 +336,8 @@ void add_config_sections(config::Schema& schema) {
   Section<Config> root(schema, schema.root());
   root.doc("A kernbench machine configuration.");
   root.rules({"exactly one of system, graph and cluster (cluster is expanded into a graph first)",
-              "nodes and links are required with system, refused with graph",
+              "nodes and links are required with system; nodes is refused with graph, where links gives the "
+              "classes of its edges (links.<class>)",
               "included files are merged first (maps deep-merged, this file's keys win); cycles are errors",
               "--set PATH=VALUE overrides apply after includes; numeric path components index lists",
               "at most 2^24 lanes (links x connections, both directions) in one machine"});
@@ -372,16 +349,14 @@ void add_config_sections(config::Schema& schema) {
       top.loader().fail(top.value().where, "",
                         "missing system, graph or cluster: a config describes a generated machine (system), an "
                         "explicit graph (graph) or a cluster of boxes (cluster)");
-    for (const char* k : {"nodes", "links"}) {
+    for (const char* k : {"nodes", "links"})
       if (sys && !top.get(k))
         top.loader().fail(top.value().where, k,
                           std::string("required key is missing: a system config needs ") + k + " (" +
                               join(top.section().find(k)->section->names(), ", ") + ")");
-      if (!sys && top.get(k))
-        top.fail_key(
-            k, std::string(k) + " belongs to a system config; a graph config gives " +
-                   (std::string(k) == "nodes" ? "node parameters in graph.nodes" : "link parameters in graph.edges"));
-    }
+    // A graph's links: is merged into its edges before this reader (detail::apply_link_classes).
+    if (!sys && top.get("nodes"))
+      top.fail_key("nodes", "nodes belongs to a system config; a graph config gives node parameters in graph.nodes");
   });
   root.key("include", Type::Strings,
            "file or list of files merged under this one, relative to its folder; confined to its folder tree, the "
@@ -453,9 +428,16 @@ void add_config_sections(config::Schema& schema) {
             sys_defaults.nodes.pcie_ep.flit_aware);
   for (const char* k : {"pe", "router", "hbm_ctrl", "ucie", "pcie_ep"}) nodes.key_def(k).req();
 
-  Section<SystemConfig::Links> links =
-      root.section<SystemConfig::Links>("links", Type::Map, "link classes (with system)");
-  links.doc("Link classes of the generated machine (system configs only).");
+  Section<SystemConfig::Links> links = root.section<SystemConfig::Links>(
+      "links", Type::Map, "link classes: the generated machine's (system) or an explicit graph's (graph)");
+  links.doc(
+      "Link classes. A system config gives the generator's seven classes, each with its bandwidth and latency; "
+      "an explicit graph may give any class its edges name (graph.edges[].class), its values stated once for "
+      "every edge of the class.");
+  links.rules({"with system: pe, noc, hbm, ucie_port, ucie, pcie_port and pcie, each required, no other class",
+               "with graph: any class an edge names; an edge's own value wins over the file's links.<class> value",
+               "a --set of links.<class>.<key> overrides every edge of the class, also those stating their own "
+               "value"});
   using Links = SystemConfig::Links;
   link_keys(links.map<LinkParams>("pe", &Links::pe, "PE <-> its router"));
   link_keys(links.map<LinkParams>("noc", &Links::noc, "router <-> router inside a cube"));
@@ -465,6 +447,12 @@ void add_config_sections(config::Schema& schema) {
   link_keys(links.map<LinkParams>("pcie_port", &Links::pcie_port, "attach router <-> the SIP's PCIe endpoint"));
   link_keys(links.map<LinkParams>("pcie", &Links::pcie, "PCIe endpoint <-> the neighbour SIP's endpoint"));
   for (const char* k : {"pe", "noc", "hbm", "ucie_port", "ucie", "pcie_port", "pcie"}) links.key_def(k).req();
+  // A placeholder (config/schema.cpp): no file key matches it; detail::apply_link_classes reads graph classes.
+  Section<LinkParams> any = links.section<LinkParams>(
+      "<class>", Type::Map, "graph configs: a class of graph.edges, values for every edge of that class");
+  any.doc("One link class of an explicit graph: any key left out here is given by each edge of the class.");
+  declare_link_keys(any, false);
+  for (KeyDef& k : any.def().keys) k.no_default();  // a key a class leaves out is its edges' (or their default)
 
   // ---- graph: an explicit node/edge graph, read by read_graph ----
   Section<ExplicitGraphConfig> graph =
@@ -545,6 +533,8 @@ void add_config_sections(config::Schema& schema) {
   ge.key("b", Type::String, "name of the other end").req();
   ge.key("class", Type::String, "link class, for reports").dflt(ExplicitEdge{}.link_class);
   declare_link_keys(ge);  // read by read_graph's read_link
+  for (const char* k : {"bandwidth", "latency"})
+    ge.key_def(k).doc += std::string(" (or its class's, links.<class>.") + k + ")";
 
   // The machine's real size, from the config alone: `validate` refuses what
   // could never be built, naming the key that brings the most lanes.
