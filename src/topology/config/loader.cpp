@@ -17,13 +17,15 @@ Config load(const config::Schema& schema, config::Loader& l, config::Value root)
   l.apply_overrides(root);
   ClusterInfo cluster;
   const bool is_cluster = expand_cluster(schema, l, root, cluster);  // cluster: -> graph: (cluster.hpp)
-  detail::apply_link_classes(schema, l, root);                       // a graph's links.<class> into its edges
+  // Before a graph's links.<class> values are copied into its edges: a class's provenance is listed once.
+  std::vector<config::ProvenanceEntry> provenance = config::collect_provenance(l, root);
+  detail::apply_link_classes(schema, l, root);  // a graph's links.<class> into its edges
   const config::MapReader top(l, root, "", schema.root());
   Config c;
   c.source = l.source();
   if (is_cluster) c.cluster = std::make_shared<const ClusterInfo>(std::move(cluster));
   top.read(c);
-  c.provenance = config::collect_provenance(l, root);
+  c.provenance = std::move(provenance);
   return c;
 }
 
