@@ -76,9 +76,9 @@ def test_the_slow_link_is_the_channel_named(tmp_path):
 
 def test_slot_wait_is_blamed_on_the_receivers_engine(tmp_path):
     """A send into a receiver that reduces more slowly than the link delivers (128 B/cycle at 1 GHz against
-    200 GB/s) waits for slot credits; the wait is blamed on what held the slots -- the receiver's vector engine and
-    the credit's way back -- so wait:resource:ipcq_slots and wait:dependency are gone from the path and the vector
-    engine bounds it."""
+    200 GB/s) waits for slot credits; the wait is blamed on what held the slots -- the receiver's vector engine,
+    read off the recv's timeline one credit flight earlier -- so wait:resource:ipcq_slots and wait:dependency are
+    gone from the path and the vector engine is most of it."""
     s = ring_system(tmp_path)
     prog = s.program("slots")
     snd = prog.send("gpu0", "gpu1", 1 << 20, key=1, name="send")
