@@ -129,6 +129,8 @@ def critical_path_events(cp: dict, events: list[dict[str, Any]], pid: int, track
         args = {"node": s["node"], "op": s["op"], "kind": s["kind"], "engine": s["engine"], "via": s["via"],
                 "holder": s["holder_name"], "waited_ps": s["waited_ps"], "issue_ps": s["start_ps"], "start_ps": s["start_ps"],
                 "end_ps": s["end_ps"], "parts_ps": dict(s["parts"])}
+        if s.get("channels"):  # its link time by channel: {"link:ring": {"gpu0->gpu1": ps}}
+            args["channels_ps"] = {k: dict(v) for k, v in s["channels"].items()}
         out.append({"name": s["name"] or s["op_kind"], "cat": "critical:" + s["kind"], "ph": "X",
                     "ts": us(s["start_ps"] - t0), "dur": us(s["duration_ps"]), "pid": pid, "tid": tid, "args": args})
         if i > 0 and s["via"] != "op":  # an arrow from the cause to the step it let start

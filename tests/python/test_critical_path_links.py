@@ -139,6 +139,8 @@ def test_trace_has_a_utilisation_counter_per_ring_channel(tmp_path):
     tracks = {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"}
     assert all(e["pid"] == pid for e in trace["traceEvents"] if e["ph"] == "C")
     assert trace["otherData"]["link_tracks"] == len(tracks) == len(links["name"])
+    steps = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"].startswith("critical:")]
+    assert any("gpu" in ch for e in steps for ch in e["args"].get("channels_ps", {}).get("link:ring", {}))
     for i in ring:
         track = f"ring {links['name'][i]}"
         assert track in tracks
