@@ -273,6 +273,33 @@ void bind_runtime(py::module_& m) {
           },
           "Per PE engine: busy unit-time, grants, queueing wait (the op log's `resource` indexes rows).")
       .def(
+          "links",
+          [](const RunResult& r) {
+            py::dict d;
+            std::vector<std::string> names, classes;
+            std::vector<int> lanes;
+            std::vector<std::int64_t> bandwidth, bytes;
+            std::vector<std::vector<Time>> busy;
+            for (const LinkUse& u : r.links) {
+              names.push_back(u.name);
+              classes.push_back(u.link_class);
+              lanes.push_back(u.lanes);
+              bandwidth.push_back(u.bandwidth);
+              bytes.push_back(u.bytes);
+              busy.push_back(u.busy);
+            }
+            d["bin_ps"] = r.link_bin;
+            d["name"] = names;
+            d["link_class"] = classes;
+            d["lanes"] = lanes;
+            d["bandwidth_Bps"] = bandwidth;
+            d["bytes"] = bytes;
+            d["busy_ps"] = busy;
+            return d;
+          },
+          "Per channel busy during the run (packet fabric; empty on the flow fabric): name, link_class, lanes, "
+          "bandwidth_Bps (per lane), bytes, busy_ps (lane-ps per bin of bin_ps from start_ps).")
+      .def(
           "window", [](const RunResult& r, const py::object& tag) { return r.window(tag_index(r, tag)); },
           py::arg("tag"), "(first start, last end) in ps of the ops and stages with this tag (name or id).")
       .def(

@@ -30,6 +30,7 @@ inline pybind11::dict critical_path_dict(const runtime::CriticalPath& cp) {
     d["holder_name"] = s.holder_name;
     d["waited_ps"] = s.waited;
     d["parts"] = s.parts;
+    d["channels"] = s.channels;
     steps.append(d);
   }
   py::dict out;
@@ -40,6 +41,7 @@ inline pybind11::dict critical_path_dict(const runtime::CriticalPath& cp) {
   out["makespan_ps"] = cp.end - cp.start;
   out["steps"] = steps;
   out["share_ps"] = cp.share;
+  out["channels_ps"] = cp.channels;
   return out;
 }
 

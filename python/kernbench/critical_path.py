@@ -5,6 +5,7 @@
     cp.length_ps == res.makespan_ps       # always: the steps tile [start, end]
     cp.steps                              # list of dicts, in time order
     cp.share                              # {"engine:gemm": 0.61, "link:noc": 0.2, ...} (fractions)
+    cp.busiest_channel("link:ring")       # "gpu1->gpu2": the channel with the most of that link time
     print(cp.summary())                   # a text table
     kernbench.critical_path.summarize(res)  # the sweep.json dict (docs/sweep-json.md)
 
@@ -49,6 +50,15 @@ class CriticalPath:
         self.makespan_ps: int = int(raw["makespan_ps"])
         self.steps: list[dict[str, Any]] = list(raw["steps"])
         self.share_ps: dict[str, int] = {k: int(v) for k, v in raw["share_ps"].items()}
+        # link:<class> time on the path by channel ("gpu0->gpu1"); steps carry theirs as step["channels"]
+        self.channels_ps: dict[str, dict[str, int]] = {
+            label: {ch: int(t) for ch, t in chans.items()} for label, chans in raw.get("channels_ps", {}).items()}
+
+    def busiest_channel(self, label: str) -> str:
+        """The channel of link label ``label`` ("link:ring") with the most time on the path ("" if none; ties:
+        the first name)."""
+        chans = self.channels_ps.get(label, {})
+        return min(chans, key=lambda ch: (-chans[ch], ch)) if chans else ""
 
     @property
     def length(self) -> int:
@@ -84,7 +94,12 @@ class CriticalPath:
                  f"(= makespan), {len(self.steps)} steps"]
         lines.append(f"  {'share':>7}  {'ns':>12}  label")
         for label, frac in list(self.share.items())[:top]:
-            lines.append(f"  {frac:7.1%}  {self.share_ps[label] / 1e3:12,.1f}  {label}")
+            busiest = self.busiest_channel(label)
+            where = ""
+            if busiest:
+                on = self.channels_ps[label][busiest]
+                where = f"  (busiest channel {busiest}: {on / max(self.share_ps[label], 1):.0%} of it)"
+            lines.append(f"  {frac:7.1%}  {self.share_ps[label] / 1e3:12,.1f}  {label}{where}")
         if len(self.share_ps) > top:
             rest = sum(sorted(self.share_ps.values(), reverse=True)[top:])
             lines.append(f"  {rest / max(self.length_ps, 1):7.1%}  {rest / 1e3:12,.1f}  ({len(self.share_ps) - top} more)")

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence, Union
 from kernbench import _core
 from kernbench import atomic_output as kio
 from kernbench.args import NODE, SIZE, Deps, Nodes, Text, check, checked
-from kernbench.trace import op_trace
+from kernbench.trace import link_counter_events, op_trace
 
 Node = Union[int, str]
 #: The order of a run's engine tracks in a trace (a GPU: its host launches, its SMs); other engines after them.
@@ -429,12 +429,20 @@ class RunResult:
 
         critical = _core.critical_path(core) if isinstance(core, _core.RunResult) and int(core.makespan_ps) > 0 \
             else None
-        return op_trace(n, start=[int(x) for x in log["start_ps"]], end=[int(x) for x in log["end_ps"]],
-                        process=agents, track=track, units=units, event=event,
-                        process_names={a: self.system.node_name(a) for a in set(agents)}, critical=critical,
-                        control_order=len(ENGINE_ORDER) + 1,
-                        other={"panel": label, "program": core.program, "makespan_ps": int(core.makespan_ps),
-                               "source": "program"})
+        trace = op_trace(n, start=[int(x) for x in log["start_ps"]], end=[int(x) for x in log["end_ps"]],
+                         process=agents, track=track, units=units, event=event,
+                         process_names={a: self.system.node_name(a) for a in set(agents)}, critical=critical,
+                         control_order=len(ENGINE_ORDER) + 1,
+                         other={"panel": label, "program": core.program, "makespan_ps": int(core.makespan_ps),
+                                "source": "program"})
+        # Link tracks: per channel its utilisation over the run (packet fabric), a process after the others.
+        links = core.links()
+        pid = 1 + max((e["pid"] for e in trace["traceEvents"] if "pid" in e), default=0)
+        counters = link_counter_events(links, int(core.start_ps), int(core.end_ps), pid)
+        trace["traceEvents"] += counters
+        trace["otherData"]["link_tracks"] = len(set(e["name"] for e in counters if e["ph"] == "C"))
+        trace["otherData"]["link_bin_ps"] = int(links["bin_ps"])
+        return trace
 
     def chrome_trace(self) -> dict:
         """The Trace Event format (kernbench.trace, the one writer of every model's traces): one process

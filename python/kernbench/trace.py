@@ -14,6 +14,8 @@ type has a ``to_trace(label=None) -> dict`` (``program.RunResult``, ``k200.Resul
   ("dma", "dma #1", ...), so overlapping ops never share a track; rows that hold none (alloc, free, barrier,
   the composite's envelope) go to a "control" track. The run's exact critical path, when given, is a process
   of its own.
+- ``link_counter_events``: a Program run's link tracks: per channel (one direction of a link) its utilisation
+  over time as a Perfetto counter track ("ph": "C"), from the fabric's busy time per bin (``RunResult.links()``).
 - ``interval_trace``: a System's records (DMA ops, or without any its transfers): one process per issuer
   (source) with one track per concurrent interval.
 
@@ -28,8 +30,8 @@ from typing import Any
 
 from kernbench import atomic_output as kio
 
-__all__ = ["lanes", "us", "op_trace", "critical_path_events", "interval_trace", "not_traceable", "chrome_trace",
-           "write_trace"]
+__all__ = ["lanes", "us", "op_trace", "critical_path_events", "link_counter_events", "interval_trace",
+           "not_traceable", "chrome_trace", "write_trace"]
 
 
 def lanes(starts, ends, n_units: int) -> list[int]:
@@ -127,6 +129,8 @@ def critical_path_events(cp: dict, events: list[dict[str, Any]], pid: int, track
         args = {"node": s["node"], "op": s["op"], "kind": s["kind"], "engine": s["engine"], "via": s["via"],
                 "holder": s["holder_name"], "waited_ps": s["waited_ps"], "issue_ps": s["start_ps"], "start_ps": s["start_ps"],
                 "end_ps": s["end_ps"], "parts_ps": dict(s["parts"])}
+        if s.get("channels"):  # its link time by channel: {"link:ring": {"gpu0->gpu1": ps}}
+            args["channels_ps"] = {k: dict(v) for k, v in s["channels"].items()}
         out.append({"name": s["name"] or s["op_kind"], "cat": "critical:" + s["kind"], "ph": "X",
                     "ts": us(s["start_ps"] - t0), "dur": us(s["duration_ps"]), "pid": pid, "tid": tid, "args": args})
         if i > 0 and s["via"] != "op":  # an arrow from the cause to the step it let start
@@ -135,6 +139,39 @@ def critical_path_events(cp: dict, events: list[dict[str, Any]], pid: int, track
                         "ts": us(prev["start_ps"] - t0)})
             out.append({"name": s["via"], "cat": "critical", "ph": "f", "bp": "e", "id": i, "pid": pid,
                         "tid": tid, "ts": us(s["start_ps"] - t0)})
+    return out
+
+
+def link_counter_events(links: dict, start_ps: int, end_ps: int, pid: int, t0: int = 0) -> list[dict[str, Any]]:
+    """The link tracks of a run as a process of its own ("links"): one counter track per channel that was busy,
+    named ``"<class> <from>-><to>"``, whose value is its utilisation (busy lane-time over the bin's length times
+    its lanes, 0..1) per bin of ``links["bin_ps"]`` from ``start_ps`` (``RunResult.links()``). A value is written
+    where it changes, and 0 at the run's end, so the counter integrates (value x time x lanes) to the channel's
+    busy time: its bytes / lane bandwidth, up to the ps rounding of each chunk."""
+    names = list(links.get("name", ()))
+    width = int(links.get("bin_ps", 0))
+    if not names or width <= 0:
+        return []
+    out: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "links"}},
+        {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": -2}}]
+    order = sorted(range(len(names)), key=lambda i: (links["link_class"][i], names[i]))
+    for i in order:
+        track = f"{links['link_class'][i]} {names[i]}"
+        lanes = max(int(links["lanes"][i]), 1)
+        last = None
+        for b, busy in enumerate(links["busy_ps"][i]):
+            a = start_ps + b * width
+            if a >= end_ps:
+                break
+            span = min(end_ps, a + width) - a  # the last bin may end with the run
+            value = int(busy) / (span * lanes)
+            if value != last:
+                out.append({"name": track, "ph": "C", "ts": us(a - t0), "pid": pid,
+                            "args": {"utilization": value}})
+                last = value
+        if last:
+            out.append({"name": track, "ph": "C", "ts": us(end_ps - t0), "pid": pid, "args": {"utilization": 0.0}})
     return out
 
 

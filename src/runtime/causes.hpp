@@ -44,10 +44,12 @@ struct NodeCause {
   std::int32_t wait_resource = -1;  ///< the resource it queued for, when not `resource` (-1: `resource`)
 };
 
-/// A piece of a node's work time with a label id (RunResult::cause_labels).
+/// A piece of a node's work time with a label id (RunResult::cause_labels)
+/// and, on a link, its channel.
 struct CausePart {
   std::int32_t label = 0;
   Time time = 0;
+  std::int32_t channel = -1;  ///< a part on a link: the channel (RunResult::cause_channels); -1: none
 };
 
 /// Splits `total` ps in proportion to `weights` (which sum to `weight_sum`

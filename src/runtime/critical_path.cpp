@@ -17,6 +17,16 @@ const char* to_string(StepKind kind) {
   return "?";
 }
 
+std::string CriticalPath::busiest_channel(const std::string& label) const {
+  auto it = channels.find(label);
+  if (it == channels.end()) return "";
+  std::string best;
+  Time most = 0;
+  for (const auto& [name, t] : it->second)
+    if (t > most) best = name, most = t;
+  return best;
+}
+
 Time CriticalPath::length() const {
   Time sum = 0;
   for (const CriticalStep& s : steps) sum += s.duration();
@@ -25,27 +35,51 @@ Time CriticalPath::length() const {
 
 namespace {
 
-// The parts of a node's work [start, end), cut at t (pro rata; the largest
-// part takes the rounding remainder, so they still sum exactly).
-std::map<std::string, Time> work_parts(const CauseGraph& r, const NodeCause& c, Time t, const std::string& engine) {
-  std::map<std::string, Time> out;
+// The parts of a node's work [start, end), cut at t (pro rata by label; the
+// largest part takes the rounding remainder, so they still sum exactly),
+// and the link parts by channel (each label's cut share split over its
+// channels the same way).
+struct Cut {
+  std::map<std::string, Time> parts;
+  std::map<std::string, std::map<std::string, Time>> channels;
+};
+
+Cut work_parts(const CauseGraph& r, const NodeCause& c, Time t, const std::string& engine) {
+  Cut out;
+  std::map<std::string, Time>& parts = out.parts;
+  std::map<std::string, std::map<std::int32_t, Time>> by_channel;  // link labels only
   const Time whole = c.end - c.start, cut = t - c.start;
   for (std::uint32_t p = c.parts_begin; p < c.parts_end; ++p) {
     const CausePart& part = (*r.parts)[p];
-    if (part.time > 0) out[r.labels->at(static_cast<std::size_t>(part.label))] += part.time;
+    if (part.time <= 0) continue;
+    const std::string& label = r.labels->at(static_cast<std::size_t>(part.label));
+    parts[label] += part.time;
+    if (part.channel >= 0 && r.channels && label.rfind("link:", 0) == 0) by_channel[label][part.channel] += part.time;
   }
-  if (out.empty()) {
-    out["engine:" + engine] = cut;
+  if (parts.empty()) {
+    parts["engine:" + engine] = cut;
     return out;
   }
-  if (cut == whole) return out;
   std::vector<double> weights;
-  for (const auto& [label, time] : out) weights.push_back(static_cast<double>(time));
   std::vector<Time> shares;
-  apportion(cut, weights, static_cast<double>(whole), shares);  // the parts sum to whole
-  std::size_t i = 0;
-  for (auto& [label, time] : out) time = shares[i++];
-  for (auto it = out.begin(); it != out.end();) it = it->second > 0 ? std::next(it) : out.erase(it);
+  if (cut != whole) {
+    for (const auto& [label, time] : parts) weights.push_back(static_cast<double>(time));
+    apportion(cut, weights, static_cast<double>(whole), shares);  // the parts sum to whole
+    std::size_t i = 0;
+    for (auto& [label, time] : parts) time = shares[i++];
+  }
+  for (auto& [label, chans] : by_channel) {
+    Time total = 0;
+    weights.clear();
+    for (const auto& [ch, time] : chans) total += time, weights.push_back(static_cast<double>(time));
+    apportion(parts[label], weights, static_cast<double>(total), shares);
+    std::size_t i = 0;
+    for (const auto& [ch, time] : chans) {
+      const Time share = shares[i++];
+      if (share > 0) out.channels[label][r.channels->at(static_cast<std::size_t>(ch))] += share;
+    }
+  }
+  for (auto it = parts.begin(); it != parts.end();) it = it->second > 0 ? std::next(it) : parts.erase(it);
   return out;
 }
 
@@ -55,8 +89,8 @@ CriticalPath critical_path(const RunResult& r) {
   std::vector<std::string> engines;
   engines.reserve(r.engines.size());
   for (const EngineUse& e : r.engines) engines.emplace_back(to_string(e.engine));
-  return critical_path(
-      CauseGraph{r.program, r.start, r.end, &r.causes, &r.cause_parts, &r.cause_labels, &engines, 0, r.causes.size()});
+  return critical_path(CauseGraph{r.program, r.start, r.end, &r.causes, &r.cause_parts, &r.cause_labels, &engines, 0,
+                                  r.causes.size(), &r.cause_channels});
 }
 
 CriticalPath critical_path(const CauseGraph& r) {
@@ -119,7 +153,9 @@ CriticalPath critical_path(const CauseGraph& r) {
     const std::string engine = engine_of(c);
     if (t > c.start) {  // its work, cut at t
       emit(StepKind::Op, cur, engine, c.start, t);
-      back.back().parts = work_parts(r, c, t, engine);
+      Cut cut = work_parts(r, c, t, engine);
+      back.back().parts = std::move(cut.parts);
+      back.back().channels = std::move(cut.channels);
       t = c.start;
     }
     if (t > c.dispatch_end) {  // it queued for its engine (recv: for its data)
@@ -160,6 +196,8 @@ CriticalPath critical_path(const CauseGraph& r) {
     fail("the walk stops at " + std::to_string(t) + " ps, not at the run's start " + std::to_string(r.start) + " ps");
   for (CriticalStep& s : back) {
     for (const auto& [label, time] : s.parts) path.share[label] += time;
+    for (const auto& [label, chans] : s.channels)
+      for (const auto& [name, time] : chans) path.channels[label][name] += time;
     const NodeCause& c = causes[static_cast<std::size_t>(s.node)];
     s.op = c.kind_name.empty() ? (c.program_op >= 0 ? c.program_op : c.composite) : c.log_row;
     s.name = c.name;

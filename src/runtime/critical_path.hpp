@@ -28,6 +28,14 @@
 // time between link classes (per hop unloaded service time) and between
 // link time and queuing (the fabric's measured queuing fraction), and the
 // split of a step cut at the cursor (pro rata).
+//
+// Inside a send and a recv the waits are cut by what they waited for
+// (blame.cpp): a slot wait by what held the slot (its segment in flight:
+// link:<class>; the receiver not posted yet: wait:dependency; the receiver
+// busy: its engine; the credit on its way back: link:<class>), a wait for a
+// later segment by the segment in flight (link:<class>) or the send's slot
+// wait for it. Link time names its channel: CriticalStep::channels and
+// CriticalPath::channels ("gpu0->gpu1"), so the busiest one can be read off.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +57,8 @@ struct CriticalStep {
   Time start = 0;
   Time end = 0;
   std::map<std::string, Time> parts;  ///< time by share label; sums to end - start
+  /// Its link:<class> parts by channel ("gpu0->gpu1"): label -> channel -> ps.
+  std::map<std::string, std::map<std::string, Time>> channels;
   /// How the path reached this step from the previous one: "start" (the
   /// first step), "op" (the same node's earlier piece), "dependency" (the
   /// previous node was its last dependency), "resource:<engine>" (the
@@ -71,7 +81,11 @@ struct CriticalPath {
   Time end = 0;                       ///< the run's end (makespan = end - start)
   std::vector<CriticalStep> steps;    ///< in time order, tiling [start, end]
   std::map<std::string, Time> share;  ///< time on the path by label (engine:*, link:*, wait:*)
-  Time length() const;                ///< sum of the step durations (== end - start)
+  /// The link:<class> time on the path by channel: label -> channel -> ps.
+  std::map<std::string, std::map<std::string, Time>> channels;
+  /// The channel of link label `label` with the most time on the path ("" if none; ties: the first name).
+  std::string busiest_channel(const std::string& label) const;
+  Time length() const;  ///< sum of the step durations (== end - start)
 };
 
 struct CauseGraph;

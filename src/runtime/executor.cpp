@@ -158,6 +158,25 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
   finish(n, resource);
 }
 
+void Executor::Impl::collect_links(const std::vector<Bytes>& before) {
+  const std::vector<sim::BusyHistogram>* busy = system.fabric().busy();
+  if (!busy) return;
+  const topology::Machine& m = system.machine();
+  Time width = 0;
+  for (const sim::BusyHistogram& h : *busy)
+    if (!h.bins().empty()) width = std::max(width, h.width());
+  result.link_bin = width;
+  const std::vector<Bytes> after = topology::channel_bytes(system.fabric());
+  for (topology::ChannelId ch = 0; ch < busy->size(); ++ch) {
+    sim::BusyHistogram h = (*busy)[ch];
+    if (h.bins().empty()) continue;
+    h.coarsen_to(width);  // one bin width for every channel
+    const topology::ChannelInfo& c = m.channel(ch);
+    result.links.push_back(LinkUse{m.node(c.from).name + "->" + m.node(c.to).name, c.link_class, c.link.connections,
+                                   c.link.bandwidth.bytes_per_s, after[ch] - before[ch], h.bins()});
+  }
+}
+
 void Executor::Impl::finish(std::uint32_t n, int resource) {
   Node& nd = nodes[n];
   const Time now = sim.now();
@@ -207,6 +226,15 @@ RunResult Executor::run(const Program& program, Observer* observer) {
   x.result.program = program.name();
   x.result.tags = program.tags();
   x.result.start = system_.sim().now();
+  // Link tracks: the fabric's busy time per channel over this run, stopped
+  // however the run ends.
+  topology::Fabric& fabric = system_.fabric();
+  struct Recording {
+    topology::Fabric& f;
+    ~Recording() { f.record_busy(-1); }
+  } recording{fabric};
+  fabric.record_busy(x.result.start);
+  const std::vector<Bytes> bytes_before = topology::channel_bytes(fabric);
   x.build();
   for (std::uint32_t n = 0; n < x.nodes.size(); ++n)
     if (x.nodes[n].waiting == 0) x.spawn(n);
@@ -222,6 +250,7 @@ RunResult Executor::run(const Program& program, Observer* observer) {
   if (x.remaining > 0) x.report_deadlock();
   x.check_unreceived();  // a send nobody received finished, but the program is wrong
   x.export_causes();
+  x.collect_links(bytes_before);
   x.result.end = x.result.start;
   x.result.ops.resize(program.size());
   for (std::uint32_t i = 0; i < program.size(); ++i) {

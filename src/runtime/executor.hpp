@@ -61,6 +61,18 @@ struct EngineUse {
   Time total_wait = 0;  ///< queueing for the engine, summed over grants
 };
 
+/// One channel (one direction of a link) during a run, for the trace's link
+/// tracks: its lanes' busy time per bin of RunResult::link_bin ps from the
+/// run's start (the packet fabric's holds, exact ps; sim::BusyHistogram).
+struct LinkUse {
+  std::string name;            ///< "gpu0->gpu1"
+  std::string link_class;      ///< "ring"
+  int lanes = 1;               ///< parallel connections (each a lane of `bandwidth`)
+  std::int64_t bandwidth = 0;  ///< bytes/s of one lane
+  Bytes bytes = 0;             ///< payload bytes that crossed it during the run
+  std::vector<Time> busy;      ///< lane-ps busy per bin
+};
+
 struct RunResult {
   std::string program;
   Time start = 0;  ///< when run() began
@@ -77,6 +89,9 @@ struct RunResult {
   std::vector<NodeCause> causes;                   ///< per run-graph node (program ops first, by id)
   std::vector<CausePart> cause_parts;              ///< NodeCause::parts_* index this
   std::vector<std::string> cause_labels;           ///< "engine:gemm", "link:noc", "wait:resource:noc", ...
+  std::vector<std::string> cause_channels;         ///< CausePart::channel names this ("gpu0->gpu1")
+  Time link_bin = 0;                               ///< width of the LinkUse bins (ps); 0: no link tracks
+  std::vector<LinkUse> links;                      ///< channels that were busy (packet fabric only)
 
   /// [first start, last end] of the ops and stages tagged `tag`.
   std::pair<Time, Time> window(std::int32_t tag) const;

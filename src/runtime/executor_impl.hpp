@@ -3,6 +3,7 @@
 //   run_graph.cpp        check_program(), build(): program ops and composite stages -> nodes
 //   executor.cpp         the run loop: run_node(), finish(), DMA moves
 //   ipcq.cpp             send(), recv(), segment_arrived(), credits: the IPCQ
+//   blame.cpp            what the waits inside sends and recvs waited for
 //   switch_reduce.cpp    switch_reduce(): in-network reduction on a switch
 //   deadlock_report.cpp  report_deadlock(): why the stuck ops are stuck
 //   cause_export.cpp     export_causes(): NodeCause records for the critical path
@@ -72,10 +73,19 @@ struct Executor::Impl {
   sim::MemberHandler<Impl, &Impl::segment_arrived> on_segment{*this};
   /// A recv freed a slot of `m`: release it at once (pe.ipcq.credit:
   /// instant) or send the credit back over the fabric (fabric).
-  void return_credit(std::uint32_t recv_node, Message& m);
+  void return_credit(std::uint32_t recv_node, Message& m, std::uint32_t life);
   void credit_arrived(std::uint64_t transfer);
   sim::MemberHandler<Impl, &Impl::credit_arrived> on_credit{*this};
-  std::vector<SlotQueue*> credit_queue;  // fabric transfer id -> the queue its credit returns to
+  std::vector<SlotQueue*> credit_queue;    // fabric transfer id -> the queue its credit returns to
+  std::vector<std::uint32_t> credit_life;  // ... and the slot life it ends
+  std::vector<SlotLife> lives;             // every segment's slot life (Message::life0 + k)
+
+  // ---- blame.cpp ----
+  void blame(Node& nd, Blame::Kind kind, std::int32_t what, Time t);
+  /// `w` waited over [a, b) for the slot of `life` (-1: unknown) to come back; returns b - a.
+  Time blame_slot(Node& w, std::int32_t life, Time a, Time b);
+  /// `w` (a recv) waited over [a, b) for the segment of `life`, which arrived at b.
+  void blame_segment(Node& w, std::uint32_t life, Time a, Time b);
   sim::Task<> send(std::uint32_t n, PeEngines& e);
   sim::Task<> recv(std::uint32_t n);
 
@@ -106,6 +116,8 @@ struct Executor::Impl {
   sim::Task<> move(Node& nd);
   void log_wait(const Node& nd, const char* kind, Time from, Time to, int resource);
   void finish(std::uint32_t n, int resource);
+  /// After the run: the fabric's busy histograms as RunResult::links.
+  void collect_links(const std::vector<Bytes>& before);
   /// "gemm 3: compute tile 0" for a composite's stage, the op's name otherwise.
   std::string full_name(const Node& nd) const {
     return nd.composite >= 0 ? nodes[static_cast<std::size_t>(nd.composite)].name + ": " + nd.name : nd.name;
@@ -125,9 +137,17 @@ struct Executor::Impl {
   // ---- cause_export.cpp ----
   void export_causes();
   std::int32_t label(const std::string& text);
-  void split_fabric(const Node& nd, std::vector<std::pair<std::int32_t, double>>& w);
+  struct Weight {
+    std::int32_t label = 0, channel = -1;  // channel: a RunResult::cause_channels id
+    double weight = 0.0;
+  };
+  std::int32_t channel_id(topology::ChannelId ch);
+  void route_weights(NodeId src, NodeId dst, Bytes bytes, double q, std::vector<Weight>& w);
+  void split_fabric(const Node& nd, std::vector<Weight>& w);
+  void put_weighted(Time total, const std::vector<Weight>& w);
+  Time put_blame(const Node& nd, Time limit);
   std::map<std::string, std::int32_t> label_ids;
-  std::vector<std::int32_t> link_label, queued_label;  // per channel
+  std::vector<std::int32_t> link_label, queued_label, channel_name;  // per channel
 };
 
 }  // namespace kernbench::runtime

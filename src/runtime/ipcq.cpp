@@ -43,6 +43,7 @@ Bytes segment_bytes(Bytes total, Bytes slot, std::uint32_t k, std::uint32_t segm
 
 void Executor::Impl::segment_arrived(std::uint64_t transfer) {
   Message& m = messages[transfer_message[transfer]];
+  lives[m.life0 + m.arrived].arrive = sim.now();  // segments of a message arrive in order
   ++m.arrived;
   const topology::TransferRecord& r = system.fabric().record(transfer);
   nodes[m.send].fabric_latency += r.latency();
@@ -53,12 +54,16 @@ void Executor::Impl::segment_arrived(std::uint64_t transfer) {
 
 void Executor::Impl::credit_arrived(std::uint64_t transfer) {
   // The slot freed at the receiver is usable by the sender from now on.
-  std::exchange(credit_queue[transfer], nullptr)->credits.release();
+  const std::uint32_t life = credit_life[transfer];
+  lives[life].back = sim.now();
+  std::exchange(credit_queue[transfer], nullptr)->credits.release(static_cast<std::int32_t>(life));
 }
 
-void Executor::Impl::return_credit(std::uint32_t recv_node, Message& m) {
+void Executor::Impl::return_credit(std::uint32_t recv_node, Message& m, std::uint32_t life) {
+  lives[life].freed = sim.now();
   if (cfg.ipcq_credit == runtime::IpcqCredit::Instant) {
-    m.queue->credits.release();
+    lives[life].back = sim.now();
+    m.queue->credits.release(static_cast<std::int32_t>(life));
     return;
   }
   // The credit goes back from the receiving PE to where the segments came
@@ -73,8 +78,12 @@ void Executor::Impl::return_credit(std::uint32_t recv_node, Message& m) {
                                     static_cast<std::int32_t>(nodes[recv_node].agent),
                                     static_cast<std::int64_t>(recv_node)};
   const topology::TransferId id = system.fabric().start(spec, sim::Target::call(on_credit));
-  if (id >= credit_queue.size()) credit_queue.resize(std::max<std::size_t>(id + 1, 2 * credit_queue.size()), nullptr);
+  if (id >= credit_queue.size()) {
+    credit_queue.resize(std::max<std::size_t>(id + 1, 2 * credit_queue.size()), nullptr);
+    credit_life.resize(credit_queue.size());
+  }
   credit_queue[id] = m.queue;
+  credit_life[id] = life;
 }
 
 sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
@@ -97,14 +106,22 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
   first.bytes = bytes;
   first.slot = slot;
   first.queue = &q;
+  first.life0 = static_cast<std::uint32_t>(lives.size());
+  lives.resize(lives.size() + segments, SlotLife{.message = mi});
   topology::Fabric& fabric = system.fabric();
   for (std::uint32_t k = 0; k < segments; ++k) {
+    const std::uint32_t life = messages[mi].life0 + k;
     if (!q.credits.try_acquire()) {  // back-pressure: every slot there is taken
       const Time t0 = sim.now();
-      co_await q.credits.acquire();
+      std::int32_t freed_by = -1;  // the slot life whose credit came back
+      co_await q.credits.acquire_handed(freed_by);
       log_wait(nd, "slot_wait", t0, sim.now(), -1);
       nodes[n].slot_wait += sim.now() - t0;
+      lives[life].wait_from = t0;
+      lives[life].credit = freed_by;
+      blame_slot(nodes[n], freed_by, t0, sim.now());
     }
+    lives[life].inject = sim.now();
     topology::TransferSpec spec{nd.move.src,
                                 dst,
                                 segment_bytes(bytes, slot, k, segments),
@@ -132,27 +149,34 @@ sim::Task<> Executor::Impl::recv(std::uint32_t n) {
       const Time t0 = sim.now();
       messages[mi].want = k;
       co_await sim::Park{messages[mi].receiver};
-      if (k == 0)
+      if (k == 0) {
         nodes[n].engine_holder = static_cast<std::int32_t>(messages[mi].send);  // waited for its data
-      else
+      } else {
         nodes[n].data_wait += sim.now() - t0;
+        blame_segment(nodes[n], messages[mi].life0 + k, t0, sim.now());
+      }
     }
     if (k == 0) nodes[n].start = sim.now();  // the first segment is here
     const Bytes b = segment_bytes(messages[mi].bytes, messages[mi].slot, k, messages[mi].segments);
+    const std::uint32_t life = messages[mi].life0 + k;
     if (mode == RecvMode::Consume) {
       std::int32_t unused = -1;
       co_await e.acquire(Engine::IpcqRx, unused);
+      lives[life].take = sim.now();
       co_await sim.delay(scratch_read_time(cfg, b));
       e.release(Engine::IpcqRx, n);
     } else if (mode == RecvMode::Reduce) {
       std::int32_t unused = -1;
       co_await e.acquire(Engine::Vector, unused);
+      lives[life].take = sim.now();
       co_await sim.delay(reduce_slot_time(cfg, b, nodes[n].name));
       e.release(Engine::Vector, n);
+    } else {
+      lives[life].take = sim.now();
     }
     Message& m = messages[mi];
     ++m.taken;
-    return_credit(n, m);
+    return_credit(n, m, life);
     if (k + 1 == m.segments) break;
   }
 }

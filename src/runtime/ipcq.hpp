@@ -5,6 +5,8 @@
 // slot credit per slot-sized segment and starts its transfer (it blocks
 // while every slot is taken); a recv takes the segments in order, pays each
 // slot read (or a reduction into its buffer), then gives the credit back.
+// Each segment's slot life (SlotLife) is kept for the critical path: a wait
+// for a slot or for a segment is blamed on what held it (blame.cpp).
 #pragma once
 
 #include <coroutine>
@@ -23,6 +25,16 @@ struct SlotQueue {
   sim::Server credits;
 };
 
+// One segment's use of a slot, for the critical path (blame.cpp): when it
+// entered the fabric, arrived, was taken and freed by the recv, and when its
+// credit was usable by the sender again. The phases tile [inject, back).
+struct SlotLife {
+  Time inject = -1, arrive = -1, take = -1, freed = -1, back = -1;
+  Time wait_from = -1;        // the sender waited for a credit from here until inject (-1: no wait)
+  std::int32_t credit = -1;   // the slot life whose returned credit it then took
+  std::uint32_t message = 0;  // its message (Executor::Impl::messages)
+};
+
 // One send/recv pair in flight, matched by (dst, src, key).
 struct Message {
   std::uint32_t send = kNone;  // run-graph node of the send (kNone: not started)
@@ -35,6 +47,7 @@ struct Message {
   SlotQueue* queue = nullptr;
   std::coroutine_handle<> receiver;  // the recv, waiting for segment `want`
   std::uint32_t want = 0;
+  std::uint32_t life0 = 0;         // segment k's slot life is life0 + k (Executor::Impl::lives)
   std::coroutine_handle<> sender;  // the send, waiting for the last arrival
   static constexpr std::uint32_t kNone = 0xffffffffU;
 };

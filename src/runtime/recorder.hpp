@@ -47,6 +47,7 @@ struct CauseGraph {
   const std::vector<std::string>* labels = nullptr;     ///< CausePart::label indexes this
   const std::vector<std::string>* resources = nullptr;  ///< NodeCause::resource names this
   std::size_t first = 0, last = 0;
+  const std::vector<std::string>* channels = nullptr;  ///< CausePart::channel names this (nullptr: none)
 };
 
 /// The thread of control an op runs in: the last op it recorded (the next

@@ -15,6 +15,16 @@
 
 namespace kernbench::runtime {
 
+// A piece of a wait inside a send or a recv, by what it waited for
+// (blame.cpp): a label, or the route of a send (`what`: its node) that a
+// segment (Route) or a slot's credit (Credit) was crossing.
+struct Blame {
+  enum Kind : std::uint8_t { Label, Route, Credit };
+  Kind kind = Label;
+  std::int32_t what = -1;  // Label: a RunResult::cause_labels id; Route, Credit: the send's node
+  Time time = 0;
+};
+
 // A node of the run graph: a program op, a composite's dispatch, or a stage.
 struct Node {
   OpKind kind = OpKind::Barrier;
@@ -46,6 +56,7 @@ struct Node {
   Time fabric_latency = 0, fabric_queued = 0;  // summed over its transfers
   Time slot_wait = 0;                          // sends: blocked on full IPCQ slots
   Time data_wait = 0;                          // recvs: parked for later segments
+  std::vector<Blame> blame;                    // slot_wait / data_wait by what they waited for (blame.cpp)
   // switch_reduce: its member group, the fabric legs still in flight, and
   // the process parked until they have all arrived.
   std::uint32_t group = 0;

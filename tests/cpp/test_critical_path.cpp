@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "ccl/ccl.hpp"
@@ -233,6 +234,57 @@ TEST_CASE("a recv waits for its send: a dependency wait on the sender", "[critic
   for (const auto& [label, t] : cp.share)
     if (label.rfind("link:", 0) == 0) links += t;
   CHECK(links > 0);
+}
+
+namespace {
+
+// A node's work parts by label (the cause records the path is walked from).
+std::map<std::string, Time> parts_of(const RunResult& r, OpId op) {
+  std::map<std::string, Time> out;
+  const NodeCause& c = r.causes.at(op);
+  for (std::uint32_t p = c.parts_begin; p < c.parts_end; ++p)
+    out[r.cause_labels.at(static_cast<std::size_t>(r.cause_parts[p].label))] += r.cause_parts[p].time;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a slot wait is blamed on what held the slot, never left as a slot wait", "[critical-path][blame]") {
+  Fixture f;  // 2 slots of 4 KiB
+  SECTION("a receiver that reduces: its vector engine, and the credits' way back") {
+    Program p("reduce");
+    const OpId s = p.send(f.pe(0), f.pe(1), 64 * kKiB, 1, {}, "send");
+    const OpId v = p.recv(f.pe(1), f.pe(0), 1, {}, "recv", 0, RecvMode::Reduce);
+    const RunResult r = Executor(f.system).run(p);
+    const CriticalPath cp = checked(r);
+    const auto parts = parts_of(r, s);
+    CHECK(parts.count("wait:resource:ipcq_slots") == 0);
+    CHECK(parts.count("engine:vector") == 1);
+    Time sum = 0;
+    for (const auto& [label, t] : parts) sum += t;
+    CHECK(sum == r.causes.at(s).end - r.causes.at(s).start);
+    CHECK(parts_of(r, v).count("wait:dependency") == 0);  // its later segments were in flight or held back
+    // Link time names its channels, and they add up to the label.
+    for (const auto& [label, chans] : cp.channels) {
+      Time t = 0;
+      for (const auto& [name, ps] : chans) t += ps;
+      CHECK(t == cp.share.at(label));
+    }
+  }
+  SECTION("a receiver not posted yet: its dependency") {
+    Program p("late");
+    const OpId s = p.send(f.pe(0), f.pe(1), 64 * kKiB, 1, {}, "send");
+    const OpId g = p.gemm(f.pe(1), kCycle * 2000, Precision::Fp16, {}, "before the recv");
+    p.recv(f.pe(1), f.pe(0), 1, {g}, "recv");
+    const RunResult r = Executor(f.system).run(p);
+    checked(r);
+    const auto parts = parts_of(r, s);
+    CHECK(parts.count("wait:resource:ipcq_slots") == 0);
+    // The sender filled both slots at once and waited about the GEMM's 2 us for the recv to be posted.
+    REQUIRE(parts.count("wait:dependency") == 1);
+    CHECK(parts.at("wait:dependency") > 1800 * kNanosecond);
+    CHECK(parts.at("wait:dependency") < 2100 * kNanosecond);
+  }
 }
 
 TEST_CASE("a tile pipeline: stages on the path, steps tile the makespan", "[critical-path]") {

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/busy_histogram.hpp"
 #include "sim/event.hpp"
 #include "sim/simulation.hpp"
 #include "topology/config/config.hpp"
@@ -135,6 +136,14 @@ class Fabric {
 
   /// Totals per channel so far.
   virtual ChannelStats channel_stats(ChannelId channel) const = 0;
+
+  /// Link tracks: from `origin` on, keep per channel how long its lanes were
+  /// busy, per time bin (sim::BusyHistogram); a negative origin stops and
+  /// drops them. Only a model with lanes records (the packet model; the
+  /// flow model has none: busy() stays nullptr).
+  virtual void record_busy(Time origin) { (void)origin; }
+  /// The histograms by channel while recording, else nullptr.
+  virtual const std::vector<sim::BusyHistogram>* busy() const { return nullptr; }
 
   /// Throws UsageError if the whole transfer -- its payload through every
   /// hop plus every latency and overhead, from `start` -- would pass the

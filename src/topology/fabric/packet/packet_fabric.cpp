@@ -167,6 +167,8 @@ void PacketFabric::granted(std::uint64_t arg) {
   lane.busy += lane.busy_until - lane.hold_since;
   lane.hold_since = now;
   lane.busy_until = hold_end;
+  if (recording_) [[unlikely]]
+    busy_[hop.channel].add(now, hold_end);
   lane.release_seq = sim_.reserve_seq();
   lane.handover = false;
   if (lane.head != kNone) sim_.schedule_reserved(hold_end, lane.release_seq, on_release_, pack(ch.lane, lane.head));
@@ -253,6 +255,12 @@ ChannelStats PacketFabric::channel_stats(ChannelId channel) const {
     s.busy_time += static_cast<double>(l.busy + l.busy_until - l.hold_since);  // holds are booked when granted
   }
   return s;
+}
+
+void PacketFabric::record_busy(Time origin) {
+  recording_ = origin >= 0;
+  busy_.clear();
+  if (recording_) busy_.assign(machine_.num_channels(), sim::BusyHistogram(origin));
 }
 
 PacketFabric::LaneStats PacketFabric::lane_stats(LaneId id) const {

@@ -92,6 +92,8 @@ class PacketFabric final : public Fabric {
 
   TransferId start_path(const TransferSpec& spec, sim::Target on_done) override;
   ChannelStats channel_stats(ChannelId channel) const override;
+  void record_busy(Time origin) override;
+  const std::vector<sim::BusyHistogram>* busy() const override { return recording_ ? &busy_ : nullptr; }
   const char* model_name() const override { return "packet"; }
 
   /// What one lane has done so far (busy time up to now, queue statistics).
@@ -282,6 +284,8 @@ class PacketFabric final : public Fabric {
   std::uint64_t credit_waiters_ = 0;   // chunks waiting for credits, all VCs
 
   sim::HugeVector<Lane> lanes_;
+  bool recording_ = false;                // record_busy(): every hold goes into its channel's histogram
+  std::vector<sim::BusyHistogram> busy_;  // by channel
   sim::SlotPool<Chunk> chunks_;
   sim::SlotPool<Transfer> transfers_;
   std::uint64_t chunk_hops_ = 0;
