@@ -80,6 +80,8 @@ CLAIMS = {
     ("README.md", "# Pollaczek-Khinchine: 4.05 us"): lambda ns: _close(ns["r"]["theory_wait_ps"] / 1e6, "4.05")
     and abs(ns["r"]["mean_wait_ps"] / ns["r"]["theory_wait_ps"] - 1) < 0.05,
     ("docs/workloads.md", "# 68,976,648,192 parameters"): lambda ns: ns["spec"].params == 68_976_648_192,
+    ("docs/critical-path.md", "# always"): lambda ns: ns["cp"].length_ps == ns["res"].makespan_ps > 0
+    and set(ns["kernbench"].critical_path.summarize(ns["res"])) >= {"length_ps", "makespan_ps", "share"},
 }
 
 _NAMESPACES: dict[str, dict] = {}
@@ -182,7 +184,7 @@ def check_kernbench(argv: list[str], workdir, where: str) -> str:
                 check_command(form)
             except Exception as e:
                 raise AssertionError(f"{where}: kernbench {' '.join(form)}: {type(e).__name__}: {e}") from e
-            if form and form[0] in RUNS:
+            if form and form[0] in RUNS and "--bench-path" not in form:  # a plugin folder is the reader's own
                 key = tuple(form)
                 if key not in _RAN:  # the same command on several pages runs once
                     out = io.StringIO()
@@ -209,12 +211,41 @@ def check_shell(b: ds.Block, workdir) -> dict[int, str]:
     return ran
 
 
+# Shell blocks whose comment after a command prints that command's output, and the command is cheap (a second):
+# (page, the comment's start). The command runs at the page's size; only the wall time may differ.
+OUTPUT_CLAIMS = {("docs/gpu-target.md", "# inference llama3_70b dp=1 tp=8 pp=1 b=8 prompt=32:")}
+
+
+def check_output_claim(b: ds.Block, start: str, workdir) -> None:
+    from kernbench.cli import main
+
+    lines = b.code.split("\n")
+    k = next(i for i, ln in enumerate(lines) if ln.startswith(start))
+    cmd = [(line, argv) for line, argv in ds.commands(b) if line - b.line - 1 < k][-1][1]
+    out = io.StringIO()
+    with contextlib.chdir(workdir), contextlib.redirect_stdout(out):
+        assert main([*cmd[1:], "--out", "out/claim"]) == 0, b.where
+    claim = re.sub(r"\([\d.]+ s wall\)", "(... s wall)", lines[k][2:])
+    assert _matches(["..." + claim], out.getvalue().split("\n")) is None, \
+        f"{b.where}: the page says {lines[k]!r}; the run printed:\n{out.getvalue()}"
+
+
 @pytest.mark.parametrize("b", by_lang("bash", "sh", "console"), ids=lambda b: b.where)
 def test_shell_blocks(b, workdir):
     """Each `kernbench` command of a shell block parses and names real benches, keys, values and configs; the cheap
-    ones run and exit 0; each repository script it calls exists."""
+    ones run and exit 0; each repository script it calls exists; an output its comment claims (OUTPUT_CLAIMS) is
+    what the command prints."""
     assert ds.commands(b), f"{b.where}: a shell block without a command"
     check_shell(b, workdir)
+    for page, start in OUTPUT_CLAIMS:
+        if page == b.page and start in b.code:
+            check_output_claim(b, start, workdir)
+
+
+def test_every_output_claim_names_a_block():
+    """Each claim of OUTPUT_CLAIMS is in exactly one shell block of its page."""
+    for page, start in OUTPUT_CLAIMS:
+        assert sum(start in b.code for b in by_lang("bash") if b.page == page) == 1, (page, start)
 
 
 def _matches(doc: list[str], real: list[str]) -> str | None:
@@ -239,7 +270,7 @@ def test_transcripts(b, workdir):
     and the lines the page prints are its real output."""
     ran = check_shell(b, workdir)
     cmds = ds.commands(b)
-    if len(cmds) == 1 and cmds[0][1][1] in RUNS:
+    if len(cmds) == 1 and cmds[0][1][0] == "kernbench" and cmds[0][1][1] in RUNS:
         printed, cont = [], False
         for ln in b.code.split("\n"):
             if not (ln.startswith("$ ") or cont):
@@ -279,7 +310,7 @@ def check_config_yaml(b: ds.Block, workdir) -> str:
     tree = yaml.safe_load(b.code)
     assert isinstance(tree, dict) and tree, f"{b.where}: not a YAML mapping"
     errors = []
-    for how, text in (("whole", b.code), ("on topology.yaml", "include: topology.yaml\n" + b.code)):
+    for how, text in (("whole", b.code), ("on topology.yaml", "include: configs/topology.yaml\n" + b.code)):
         path = workdir / f"snippet-{b.line}.yaml"
         path.write_text(text)
         try:
