@@ -18,12 +18,12 @@ from kernbench._core import ConfigError, UsageError
 
 
 def _parse(argv: list[str]):
-    from kernbench.cli import _parser
+    from kernbench.cli import parser
 
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            return _parser().parse_args(argv)
+            return parser().parse_args(argv)
     except SystemExit:
         raise UsageError(f"kernbench {' '.join(argv)}: {err.getvalue().strip() or 'not a valid command'}") from None
 
@@ -50,7 +50,7 @@ def _bench_sets(b, sets: list[str], smoke: bool) -> dict[str, str]:
 
 def _run(a) -> str:
     from kernbench.registry import get_bench
-    from kernbench.runner import _smoke_shaping, check_seed
+    from kernbench.runner import check_seed, smoke_shaping
     from kernbench.system import config_path
 
     b = get_bench(a.bench)
@@ -58,7 +58,7 @@ def _run(a) -> str:
     config = _bench_sets(b, a.sets, a.smoke)
     if b.uses_config:
         path = config_path(a.config if a.config is not None else b.config)
-        _smoke_shaping(b, path, config)  # drops the smoke size's system.* keys on an explicit graph, as run does
+        smoke_shaping(b, path, config)  # drops the smoke size's system.* keys on an explicit graph, as run does
         _load(str(path), config)
     elif a.config is not None:
         raise ConfigError(f"--config {a.config}: bench {b.name!r} models no machine config")
