@@ -38,7 +38,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 ROOT = ds.ROOT
 BLOCKS = ds.all_blocks()
-CHECKED = ("python", "bash", "sh", "console", "text", "yaml", "csv", "toml", "cmake", "cpp")
+CHECKED = ("python", "bash", "sh", "console", "text", "yaml", "csv", "toml", "cmake", "cpp")  # text: shown as is
 RUNS = {"list", "describe", "validate", "schema", "show"}  # cheap verbs: run, not only checked
 MAX_SKIPS = 6
 
@@ -337,8 +337,11 @@ def test_yaml_and_csv_blocks(b, workdir):
     if b.lang == "csv" or "rows" in yaml.safe_load(b.code):
         path = workdir / f"data-{b.line}.{b.lang}"
         path.write_text(b.code)
-        assert len(load_data(path).rows) == sum(1 for ln in b.code.split("\n")[1:] if ln.strip()) \
-            if b.lang == "csv" else len(yaml.safe_load(b.code)["rows"]), b.where
+        if b.lang == "csv":
+            expected = sum(1 for ln in b.code.split("\n")[1:] if ln.strip() and not ln.startswith("#"))
+        else:
+            expected = len(yaml.safe_load(b.code)["rows"])
+        assert len(load_data(path).rows) == expected, b.where
     else:
         how = check_config_yaml(b, workdir)
         assert how != "schema keys" or b.page in YAML_FRAGMENTS, f"{b.where}: does not load ({how} only)"
