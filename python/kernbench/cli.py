@@ -53,7 +53,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"kernbench: error: {_one_line(message)} (see `{self.prog} --help`)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kernbench", description="Discrete-event simulation of accelerator hardware.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -520,7 +520,7 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     # SIGTERM stops a run like Ctrl-C does (finished work written, an `interrupted` failure), exit 143.
     previous = None
     try:

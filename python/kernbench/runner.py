@@ -243,7 +243,7 @@ def is_generated(config: Path | str | None, overrides: Mapping[str, Any] | None 
     return summary["kind"] == "system"
 
 
-def _smoke_shaping(b: Bench, config: Path, config_overrides: dict[str, str]) -> list[str]:
+def smoke_shaping(b: Bench, config: Path, config_overrides: dict[str, str]) -> list[str]:
     """The smoke size's ``system.*`` keys (they shape the default, generated machine) left in
     ``config_overrides`` with the smoke's own values, when ``config`` is an explicit graph: they are
     dropped from it (in place) and returned. A ``system.*`` value the user set otherwise stays, and is an
@@ -339,7 +339,7 @@ def run_bench(
 
         config = config_path(config if config is not None else b.config)
         # --smoke on an explicit graph: the smoke size's system.* keys shape only the default machine
-        ignored = _smoke_shaping(b, config, config_overrides)
+        ignored = smoke_shaping(b, config, config_overrides)
         System.load(config, set=config_overrides)
     # Every output path checked before anything runs (a bad one would only fail at the end).
     kio.check_output_dir(out if out is not None else Path("out") / b.name, "--out")
