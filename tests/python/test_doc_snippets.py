@@ -55,8 +55,8 @@ def workdir(tmp_path_factory):
     d = tmp_path_factory.mktemp("snippets")
     for name in ("configs", "tests"):
         os.symlink(ROOT / name, d / name)
-    data = [b for b in BLOCKS if b.page == "docs/calibrate.md" and b.lang == "yaml"]
-    assert len(data) == 1, "docs/calibrate.md: expected one measured-data yaml block"
+    data = [b for b in BLOCKS if b.page == "docs/calibrate.md" and b.lang == "yaml" and "\nrows:" in "\n" + b.code]
+    assert len(data) == 1, "docs/calibrate.md: expected one measured-data yaml block (a `rows:` list)"
     (d / "measured.yaml").write_text(data[0].code)
     shutil.copy(ROOT / "tests" / "nccl" / "h100_all_reduce_perf.txt", d / "ar.txt")
     from kernbench.cli import main
