@@ -7,7 +7,8 @@ the default, fewer points, for a default too slow for CI), else at its default s
 (the benches that check invariants check them). A bench fails the check when its sweep.json lists a
 ``failures`` entry, when it exits non-zero, or when it writes no sweep.json. The exit status is 1 when
 any bench failed, each failure named on stderr (``check-benches: NAME: failure 'point': error text``);
-one line per bench on stdout gives its size, rows, failures and wall time.
+one line per bench on stdout gives its size, rows, failures, wall time and CPU time (user + system of the
+bench's processes: on a busy machine the wall time is inflated, the CPU time much less).
 
 Usage: scripts/check_benches.py [--out DIR] [--bench NAME]... [--python EXE]
   --out DIR      the output root (default build/check-benches)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -35,6 +37,12 @@ def _benches(python: str) -> list[tuple[str, bool]]:
     return [(n, bool(f)) for n, f in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
+def _children_cpu() -> float:
+    """User + system seconds of the finished child processes (and their waited-for children) so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -45,9 +53,9 @@ def check(name: str, full: bool, out: Path, python: str) -> tuple[list[str], str
     cmd = [python, "-m", "kernbench", "run", "--bench", name, "--out", str(out), "--quiet", "--verify"]
     if full:
         cmd.append("--full-check")
-    start = time.monotonic()
+    start, cpu0 = time.monotonic(), _children_cpu()
     done = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.monotonic() - start
+    wall, cpu = time.monotonic() - start, _children_cpu() - cpu0
     problems = []
     sweep_path = out / "sweep.json"
     rows = "?"
@@ -64,7 +72,7 @@ def check(name: str, full: bool, out: Path, python: str) -> tuple[list[str], str
         tail = _one_line(done.stderr.strip().splitlines()[-1]) if done.stderr.strip() else "no stderr"
         problems.append(f"`{' '.join(cmd[1:])}` exited {done.returncode}: {tail}")
     verdict = "ok" if not problems else f"{len(problems)} problem(s)"
-    return problems, f"{name:<22} {size:<10} {rows:>5} rows  {wall:7.1f} s  {verdict}"
+    return problems, f"{name:<22} {size:<10} {rows:>5} rows  {wall:7.1f} s wall {cpu:7.1f} s cpu  {verdict}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             failed.append(name)
     total = time.monotonic() - start
-    print(f"check-benches: {len(chosen)} benches in {total:.1f} s, "
+    print(f"check-benches: {len(chosen)} benches in {total:.1f} s wall, "
           + (f"{len(failed)} failed: {', '.join(failed)}" if failed else "none failed"), flush=True)
     return 1 if failed else 0
 
