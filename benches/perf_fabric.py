@@ -37,9 +37,6 @@ from kernbench.overrides import Param
     uses_config=True,
     # Rates (events/s, ...) are wall-clock and no goldens; what was simulated is.
     smoke={"bench.pe_counts": [128], "bench.chunks": [64, 1024], "bench.window_ns": 500},
-    # CI (scripts/check_benches.py): both machines (128 and 512 PEs) and the smallest and largest chunk of the
-    # default, a 4x shorter traffic window
-    full_check={"bench.chunks": [64, 4096], "bench.window_ns": 5000.0},
     golden={"key": ["study", "model", "pes", "chunk_bytes", "busy_sips"],
             "metrics": ["events", "transfers", "chunk_hops", "mean_latency_ns", "simulated_us"]},
 )

@@ -45,8 +45,7 @@ def test_every_full_check_keeps_every_categorical_value_of_the_default(b):
 def test_the_benches_too_slow_for_ci_declare_a_full_check():
     """Exactly the benches whose default size runs for minutes on CI's 2 cores (timed for issue 30 item 6) declare a
     full-check size; the benches CI ran at default size before (milestone-1h-ccl, llama-layer, serving) do not."""
-    slow = {"perf-ccl-scale", "perf-phold", "noc-load-latency", "milestone-1h-gemm", "model-step", "gpu-collectives",
-            "perf-fabric", "vgpu-whatif"}
+    slow = {"perf-ccl-scale", "perf-phold", "noc-load-latency", "milestone-1h-gemm", "model-step"}
     have = {b.name for b in kernbench.list_benches() if b.full_check is not None}
     assert have == slow
 
