@@ -71,6 +71,9 @@ TIMELINE_STEPS = 12  # pipeline tiles drawn per timeline panel
     uses_config=True,
     smoke={"bench.square": [256], "bench.pe_counts": [1, 8], "bench.precisions": ["fp16"],
            "bench.skinny": ["32x64x32"], "bench.llm_tokens": [1], "bench.llm_pes": [8], "bench.timeline": "none"},
+    # CI (scripts/check_benches.py): every case, precision and PE count of the default (the skinny shape, its
+    # pinned and fast-engine runs, the timeline), only the smaller squares and token counts
+    full_check={"bench.square": [256, 1024], "bench.llm_tokens": [1, 128]},
     golden={"key": "name", "metrics": ["steps_total", "hbm_bytes", "limit", "makespan_ns", "window_ns",
                                        "critical_window_ns", "efficiency", "limit_efficiency"]},
 )

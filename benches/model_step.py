@@ -90,6 +90,10 @@ def _fit_plan(ctx, system, dp: int, tp: int, pp: int, what: str) -> tuple[int, i
     smoke={"bench.source": "hand", "bench.batch": 1, "bench.prompt": 64, "bench.decode_steps": 4, "bench.kv_samples": 2, "bench.layers": 2,
            "bench.train_seq": 32, "bench.train_layers": 2, "bench.microbatches": 2, "bench.train_dp": 1,
            "bench.train_head": False},
+    # CI (scripts/check_benches.py): the default's model, source (the imported model), plan, sharding and
+    # recompute, every layer at inference, fewer decode steps, a 2-layer training step at sequence 64
+    full_check={"bench.decode_steps": 16, "bench.kv_samples": 3, "bench.prompt": 128, "bench.train_layers": 2,
+                "bench.train_seq": 64},
     golden={"key": ["mode"],
             # time_ms: the request (TTFT + decode) or the training step; gemm_flops: the prefill pass's or the
             # step's (forward + backward)

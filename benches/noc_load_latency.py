@@ -74,7 +74,8 @@ def _buffer_check(v):
     description="NoC latency and accepted throughput vs offered load (flits/node/cycle) by pattern and buffer "
                 "setting, saturation vs the channel-load bound, and tree saturation",
     params={
-        "meshes": ["mesh-4x4", "mesh-8x8"],  # checked per mesh: an unknown one fails its points only
+        # checked per mesh: an unknown one fails its points only; a size, not a code path (full_check)
+        "meshes": Param(["mesh-4x4", "mesh-8x8"], size=True),
         # The target study; bitcomplement, neighbour and hotspot run with --set bench.patterns=...
         "patterns": Param(["uniform", "transpose"], choices=PATTERNS),
         "buffers": Param(["unbounded", "4 flits", "16 flits"], check=_buffer_check),
@@ -97,6 +98,10 @@ def _buffer_check(v):
     smoke={"bench.meshes": ["mesh-4x4"], "bench.patterns": ["uniform", "transpose"],
            "bench.buffers": ["unbounded", "8 flits"], "bench.vcs": [2], "bench.loads": [0.3, 0.8, 1.3],
            "bench.window_cycles": 3000, "bench.warmup_cycles": 800, "bench.tree_loads": [0.0, 0.2]},
+    # CI (scripts/check_benches.py): every pattern, buffer setting and study of the default, on the 4x4 mesh
+    # only, with one VC and several, three loads (below, near and past saturation) and shorter windows
+    full_check={"bench.meshes": ["mesh-4x4"], "bench.vcs": [1, 2], "bench.loads": [0.25, 0.75, 1.3],
+                "bench.window_cycles": 3000, "bench.warmup_cycles": 800, "bench.tree_loads": [0.0, 0.2]},
     golden={"key": ["study", "mesh", "pattern", "buffer", "vcs", "load_fraction"],
             "metrics": ["packets", "offered_flits", "injected_flits", "accepted_flits", "mean_latency_cycles",
                         "p99_latency_cycles", "bound_flits"]},

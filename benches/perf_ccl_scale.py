@@ -49,12 +49,16 @@ from kernbench.critical_path import CriticalPath
 @bench(
     name="perf-ccl-scale",
     description="simulation cost of a hierarchical all-reduce (1 MiB/PE) on 1..64 SIPs, packet vs flow",
-    params={"sips": Param(["1x1", "2x2", "4x4", "8x8"], check=shape_check(2), allowed="WxH SIPs, positive integers"),
+    params={"sips": Param(["1x1", "2x2", "4x4", "8x8"], check=shape_check(2), size=True,
+                          allowed="WxH SIPs, positive integers"),
             "models": Param(["flow", "packet", "packet-unbounded"], choices=["flow", "packet", "packet-unbounded"]),
             "bytes": 1 << 20,
             "slot": "256 KiB", "packet_max_pes": 8192, "target_s": 60.0, "phold_events": 2_000_000},
     uses_config=True,
     smoke={"bench.sips": ["1x1", "2x1"], "bench.bytes": 65536, "bench.phold_events": 20000},
+    # CI (scripts/check_benches.py): every fabric model of the default on 1 and 2 SIPs, 256 KiB per PE (one
+    # slot), so each model still gets two points for its events^b fit
+    full_check={"bench.sips": ["1x1", "2x1"], "bench.bytes": 262144, "bench.phold_events": 100_000},
     golden={"key": "name", "metrics": {"latency_us": "rel=1e-9", "pes": "exact", "events": "exact", "ops": "exact",
                                        "peak_pending": "exact"}},
 )

@@ -28,12 +28,14 @@ TARGET_VS_SIMPY = 7.0
     params={
         "events": 10_000_000,          # events per C++ engine per population
         "simpy_events": 300_000,       # SimPy is ~20x slower: fewer events, scaled to a rate
-        "populations": Param(["1024x1", "1024x16", "16384x16"], check=shape_check(2),
+        "populations": Param(["1024x1", "1024x16", "16384x16"], check=shape_check(2), size=True,
                              allowed="NxE: N LPs x E events per LP, positive integers"),  # N LPs x E events per LP
         "mean_delay_ns": 1000.0,       # a real time scale: 1 us mean delay
     },
     # Only the deterministic outputs are goldens (the event trace, memory per pending event), not rates.
     smoke={"bench.events": 20000, "bench.simpy_events": 2000, "bench.populations": ["64x1", "64x4"]},
+    # CI (scripts/check_benches.py): every population and engine of the default, 20x fewer events
+    full_check={"bench.events": 500_000, "bench.simpy_events": 15_000},
     golden={"key": "population", "metrics": ["trace_hash", "pending", "bare_bytes_per_pending",
                                              "callbacks_bytes_per_pending", "coroutines_bytes_per_pending"]},
 )

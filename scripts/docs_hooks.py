@@ -48,6 +48,10 @@ def bench_markdown() -> str:
         if b.smoke is not None:
             out.append("Smoke size (`--smoke`, goldens): " + ", ".join(f"`{k}={_value(v)}`" for k, v in b.smoke.items()) + ".")
             out.append("")
+        if b.full_check is not None:
+            out.append("Full-check size (`--full-check`, what CI's check of every bench runs): "
+                       + ", ".join(f"`{k}={_value(v)}`" for k, v in b.full_check.items()) + ".")
+            out.append("")
         if b.golden is not None:
             metrics = b.golden.get("metrics", [])
             names = list(metrics) if not isinstance(metrics, dict) else list(metrics.keys())

@@ -1,4 +1,5 @@
-"""What a bench is, for ``kernbench describe BENCH``: description, parameters, smoke size, outputs, config.
+"""What a bench is, for ``kernbench describe BENCH``: description, parameters, smoke and full-check sizes,
+outputs, config.
 
     from kernbench import bench_info, get_bench
     info = bench_info.info(get_bench("pe-dma-perf"))   # a dict (``--json``)
@@ -94,6 +95,7 @@ def info(b: Bench) -> dict[str, Any]:
                        if k in getattr(b, "param_specs", {}) and b.param_specs[k].describe_allowed() else {})}
                    for k, v in b.params.items()],
         "smoke": dict(b.smoke) if b.smoke is not None else None,
+        "full_check": dict(b.full_check) if getattr(b, "full_check", None) is not None else None,
         "golden": dict(b.golden) if b.golden is not None else None,
         "primary": list(b.primary),
         "outputs": {**ALWAYS, **outputs, "critical_path.csv": "critical paths of the runs (when they offer any)"},
@@ -127,6 +129,11 @@ def text(d: dict[str, Any]) -> str:
         lines += [f"  {k}={_value(v)}" for k, v in d["smoke"].items()]
     else:
         lines.append("smoke settings: none (no --smoke size, no golden)")
+    if d.get("full_check") is not None:
+        lines.append("full-check settings (--full-check; what CI's check of every bench runs):")
+        lines += [f"  {k}={_value(v)}" for k, v in d["full_check"].items()]
+    else:
+        lines.append("full-check settings: none (CI's check of every bench runs the default size)")
     if d["primary"]:
         lines.append("headline metrics (kernbench diff lists them first): " + ", ".join(d["primary"]))
     lines.append("")

@@ -5,7 +5,7 @@
     kernbench validate FILE [--set PATH=VALUE]... [--include-dir DIR]...
     kernbench schema [--markdown] | kernbench schema --config FILE [--set PATH=VALUE]... [--json]
     kernbench run --bench NAME|INDEX [--out DIR] [--set KEY=VALUE]... [--seed N] [--config FILE]
-                  [--trace FILE [--trace-panel LABEL]] [--smoke] [--bench-path DIR]...
+                  [--trace FILE [--trace-panel LABEL]] [--smoke | --full-check] [--bench-path DIR]...
     kernbench sweep --bench NAME --grid KEY=V1,V2 ... [--executor serial|process|dask]
                     [--scheduler ADDR] [--workers N] [--resume] [--out DIR] [--smoke] [--plot X Y]
                     [--bench-path DIR]...
@@ -116,8 +116,12 @@ def parser() -> argparse.ArgumentParser:
                    help="write a Chrome/Perfetto trace (one track per engine) of one panel to FILE")
     r.add_argument("--trace-panel", default=None, metavar="LABEL",
                    help="which panel to trace (default: the first the bench offers)")
-    r.add_argument("--smoke", action="store_true",
-                   help="the bench's smoke size (its golden-regression size; --set applies on top)")
+    size = r.add_mutually_exclusive_group()
+    size.add_argument("--smoke", action="store_true",
+                      help="the bench's smoke size (its golden-regression size; --set applies on top)")
+    size.add_argument("--full-check", dest="full_check", action="store_true",
+                      help="the bench's full-check size (what CI runs: every code path of the default, fewer "
+                           "points; the default size when it declares none; --set applies on top)")
     bench_path(r)
     include_dir(r)
 
@@ -413,6 +417,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from kernbench.registry import get_bench
 
         sets = smoke_sets(get_bench(args.bench)) + sets
+    elif args.full_check:
+        from kernbench.full_check import full_check_sets
+        from kernbench.registry import get_bench
+
+        sets = full_check_sets(get_bench(args.bench)) + sets
     sweep = run_bench(
         args.bench,
         out=args.out,

@@ -32,7 +32,8 @@ class Param:
     item of a list). ``choices``: the allowed values (of each item). ``check``: ``fn(value) -> None``
     for each value (each item of a list); return a text or raise ValueError to refuse it. ``allowed``:
     words for the error message (default: from the bounds and choices). ``help``: one line for
-    ``kernbench describe``.
+    ``kernbench describe``. ``size``: its values are sizes, not code paths, though they are strings or
+    choices (``"8x8"`` SIPs): a full-check size may take fewer of them (kernbench.full_check).
     """
 
     default: Any
@@ -42,6 +43,7 @@ class Param:
     check: Callable[[Any], Any] | None = None
     allowed: str = ""
     help: str = ""
+    size: bool = False
 
     def describe_allowed(self) -> str:
         if self.allowed:

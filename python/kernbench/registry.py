@@ -15,6 +15,11 @@ compare::
            smoke={"bench.events": 20000, "system.sips.w": 1},          # --set values, a few seconds
            golden={"key": "population", "metrics": ["trace_hash", "pending"]})
 
+A bench whose default size is too slow for CI's run of every bench (scripts/check_benches.py) declares a
+full-check size, ``full_check={...}`` (``--set`` values, like ``smoke=``; ``kernbench run --full-check``):
+fewer or smaller points that take every code path the default takes (kernbench.full_check; the registry
+refuses one that drops a categorical value of the default).
+
 Discovery imports every module of the package whose name does not start
 with ``_``; a module that registers no bench fails the audit (a forgotten
 decorator would otherwise make a bench silently vanish).
@@ -50,6 +55,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from kernbench._core import ConfigError
+from kernbench.full_check import check_declaration
 from kernbench.overrides import Param, check_params
 
 BENCH_PACKAGE = "kernbench.benches"
@@ -73,6 +79,7 @@ class Bench:
     uses_config: bool = False
     smoke: Mapping[str, Any] | None = None
     golden: Mapping[str, Any] | None = None
+    full_check: Mapping[str, Any] | None = None  # the CI size when the default is too slow (--full-check)
     config: str | None = None  # the machine config it runs when --config is not given (None: topology.yaml)
     outputs: Mapping[str, str] | None = None  # files it writes beside sweep.json -> what they hold (describe)
     primary: tuple[str, ...] = ()  # its headline metrics (kernbench diff lists them first)
@@ -102,6 +109,7 @@ def bench(
     outputs: Mapping[str, str] | Any = None,
     primary: str | Any = None,
     checks: Callable[[Mapping[str, Any]], Any] | None = None,
+    full_check: Mapping[str, Any] | None = None,
 ):
     """Register ``fn`` as the bench ``name``.
 
@@ -119,6 +127,9 @@ def bench(
     writes beside sweep.json, ``{name: what it holds}`` (or a list of names;
     ``kernbench describe`` shows them, read from the source when not given).
     ``primary``: its headline metric (or metrics), listed first by ``kernbench diff``.
+    ``full_check``: ``--set`` values of the size CI checks it at when its default is too slow
+    (``kernbench run --full-check``): fewer or smaller points, every code path of the default
+    (kernbench.full_check; one that drops a categorical value is refused here).
 
     A parameter may be declared as ``kernbench.Param(default, min=, max=, choices=, check=)``
     instead of a bare default; ``checks``: ``fn(params) -> None`` over all the parameters (return
@@ -141,6 +152,11 @@ def bench(
         check_params(name, defaults, specs, checks)
     except ConfigError as e:
         raise BenchAuditError(f"bench {name!r}: its default parameters fail its own checks: {e}") from None
+    if full_check is not None:
+        try:
+            check_declaration(name, defaults, specs, full_check, lambda p: check_params(name, p, specs, checks))
+        except ConfigError as e:
+            raise BenchAuditError(f"bench {name!r}: {e}") from None
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         existing = _BENCHES.get(name)
@@ -160,6 +176,7 @@ def bench(
             config=config,
             smoke=MappingProxyType(dict(smoke)) if smoke is not None else None,
             golden=MappingProxyType(dict(golden)) if golden is not None else None,
+            full_check=MappingProxyType(dict(full_check)) if full_check is not None else None,
             outputs=MappingProxyType(dict(outputs)) if outputs is not None else None,
             primary=primaries,
             source=str(getattr(sys.modules.get(fn.__module__), "__file__", "") or ""),

@@ -56,6 +56,28 @@ def test_fsdp_gathers_and_scatters_the_parameters_as_full_shard_does(h100, dp, M
     assert {"all_gather", "reduce_scatter"} <= kinds and "grad_all_reduce" not in kinds
 
 
+@pytest.mark.parametrize("sharding", ["none", "fsdp"])
+def test_a_tensor_parallel_rank_exchanges_its_share_of_the_weights(h100, sharding):
+    """At tp 2 a rank holds half of each row- or column-parallel weight and of the embedding, and all of each
+    replicated one (the norms): the data-parallel exchange of the step carries, over the tp ranks, 2 B x (matmul
+    weights + embedding + tp x the rest) --
+    with FSDP too, whose first gather of a layer is counted before the layer is lowered (model-step once counted
+    every weight whole on every tp rank: 8x the Adam work and all-reduce bytes at tp 8)."""
+    g, tp, M = graph(), 2, 2
+    seen: dict[str, bool] = {}
+    for op in g.ops:
+        for p in op.params:
+            seen.setdefault(p.name, op.kind == "embedding" or (op.kind == "matmul" and bool(op.attrs.get("weight"))))
+    split = sum(p.spec.numel for op in g.ops for p in op.params if seen.pop(p.name, None))
+    rest = params(g) - split
+    X = 2 * (split + tp * rest)
+    tr = estimate.training_step(g, h100.twin(), ParallelPlan(dp=2, tp=tp, microbatches=M, sharding=sharding),
+                                reuse=False)
+    assert split > 0 and rest > 0
+    assert tr.dp_bytes == ({"all_reduce": X} if sharding == "none" else {"all_gather": 2 * M * X,
+                                                                         "reduce_scatter": M * X})
+
+
 def test_zero_reduce_scatters_then_gathers_the_updated_weights(h100):
     """zero1 reduce-scatters the accumulated gradients once per step and zero2 once per microbatch; both then
     all-gather the updated weights once: zero1's bytes are an all-reduce's (a reduce-scatter plus an all-gather)."""

@@ -97,7 +97,9 @@ class DataParallel:
         for i, op in enumerate(L.g.ops):
             if op.params:
                 self.units.setdefault(unit_of[i], []).append(i)
-        self.elems = {u: param_elems(ops) for u, ops in self.units.items()}  # per tensor-parallel rank
+        # per tensor-parallel rank, counted when first needed: by then the unit's ops are lowered (their
+        # tensor-parallel rules known), except for FSDP's first gather of a unit (the rules it will get)
+        self._param_elems, self._elems = param_elems, {}
         self.stage_of = {u: stages[ops[0]] for u, ops in self.units.items()}
         self.streams: dict[tuple[int, int], _Stream] = {}       # (s, t) -> the dp group's stream
         self.gathers: dict[tuple, tuple[list[int], list]] = {}   # (s, t, mb, pass, unit) -> (gates, handle)
@@ -108,6 +110,12 @@ class DataParallel:
         self.reduce_at: dict[tuple, int] = {}                    # (unit, t, mb) -> its reduction's stream place
         self.backward_order: list[str] = []                      # units as the last microbatch's backward ends them
         self.bytes: dict[str, int] = {}                          # per kind: bytes per rank the collectives carry
+
+    def elems(self, unit: str) -> int:
+        """Parameter elements of ``unit`` one tensor-parallel rank holds (counted once, on first use)."""
+        if unit not in self._elems:
+            self._elems[unit] = self._param_elems(self.units[unit])
+        return self._elems[unit]
 
     @property
     def sharded(self) -> bool:
@@ -157,7 +165,7 @@ class DataParallel:
     def _gather(self, key: tuple) -> None:
         s, t, mb, pass_, unit = key
         place = self.stream(s, t).reserve()
-        self.gathers[key] = self._collective("all_gather", s, t, place, 2 * self.elems[unit], [],
+        self.gathers[key] = self._collective("all_gather", s, t, place, 2 * self.elems(unit), [],
                                              f"{unit} weights all-gather", pass_, mb)
         if unit == ROOT:
             return
@@ -207,7 +215,7 @@ class DataParallel:
         s = self.stage_of[unit]
         deps = [h for r in range(self.plan.dp) for h in self.wgrads.get((r, unit, t, mb), [])]
         name = f"{unit} grad " + ("all-reduce" if what == "all_reduce" else "reduce-scatter")
-        return self._collective(what, s, t, self.reduce_at[(unit, t, mb)], 2 * self.elems[unit], deps, name,
+        return self._collective(what, s, t, self.reduce_at[(unit, t, mb)], 2 * self.elems(unit), deps, name,
                                 "backward", mb)[1]
 
     def finish(self, adam) -> None:
@@ -220,7 +228,7 @@ class DataParallel:
         for unit in order:
             s = self.stage_of[unit]
             for t in range(plan.tp):
-                elems = self.elems[unit]
+                elems = self.elems(unit)
                 if not self.active:
                     ready = self.wgrads.get((0, unit, t, last), [])
                 elif self.mode in ("none", "zero1"):
@@ -232,5 +240,5 @@ class DataParallel:
                 updated.append((unit, s, t, [h for d in done for h in d]))
         if self.active and self.mode in ("zero1", "zero2"):  # the updated weights gathered, on the same stream
             for unit, s, t, deps in updated:
-                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems[unit], deps,
+                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(unit), deps,
                                  f"{unit} weights all-gather", "optimizer", last)

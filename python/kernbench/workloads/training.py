@@ -149,11 +149,21 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
 
 
 def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
-    """Parameter elements one rank holds of these ops (each name once; tp-split where the op is sharded)."""
+    """Parameter elements one rank holds of these ops (each name once; tp-split where the op is sharded).
+
+    A lowered op's rule is the one Lowerer.matmul gave it; an op not lowered yet (FSDP gathers a unit before its
+    first forward) gets the rule the lowering will give it: the plan's, else a weight matmul is row- or
+    column-parallel when tp > 1 -- both split its weight over the tp ranks."""
     seen: dict[str, int] = {}
     for i in ops:
         op = L.g.ops[i]
-        rule = L.rule.get(L.leader_of.get(i, i), ("replicated", 1))[0]
+        lead = L.leader_of.get(i, i)
+        if lead in L.rule:
+            rule = L.rule[lead][0]
+        elif op.kind == "matmul" and op.attrs.get("weight"):
+            rule = L.plan.rule_for(op.name) or ("column" if tp > 1 else "replicated")
+        else:
+            rule = "replicated"
         split = tp if (rule in ("column", "row") or op.kind == "embedding") else 1
         for p in op.params:
             seen.setdefault(p.name, -(-p.spec.numel // split))
