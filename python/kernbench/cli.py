@@ -303,23 +303,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                             tolerance=tol, max_nfev=args.max_nfev, command=command)
     written = cal.write_outputs(res, out, plots=not args.no_plots) if out is not None else {}
     if not args.quiet:
-        for f in res.get("free", []):
-            flag = "" if f["identifiable"] else f"  NOT IDENTIFIABLE: {f['why']}"
-            print(f"{f['path']} = {f['value']}  (start {f['start'] or '?'}, bounds {f['bounds'][0]}..{f['bounds'][1]}, "
-                  f"fitted on {len(f['fitted_on'])} rows){flag}")
-        from kernbench.calibrate.report import row_line
+        from kernbench.calibrate.roles import result_lines
 
-        for r in res["rows"]:
-            print(row_line(r))
-        for m in res.get("misfit", []):
-            print(f"MISFIT: {m['text']}")
-        from kernbench.calibrate.roles import summary_lines
-
-        if res.get("determined") == "exactly":
-            print(f"EXACTLY DETERMINED: {len(res['free'])} free parameters on {len(res['fitted_rows'])} rows: the "
-                  "fitted rows are reproduced whatever the model's structure; only the predicted rows test it")
-        for line in summary_lines(res["summary"]):
-            print(line)
+        print("\n".join(result_lines(res)))
     for path in written.values():
         print(f"wrote {path}")
     if args.check:

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from kernbench._core import ConfigError
 
-__all__ = ["provenance_fits", "components", "judge", "summary_lines"]
+__all__ = ["provenance_fits", "components", "judge", "summary_lines", "result_lines"]
 
 
 def provenance_fits(overlay: Any, config: Any, dataset: Any) -> dict[str, list[str]]:
@@ -106,3 +106,21 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
                      f"as rows: their error is not evidence of the model): "
                      f"{', '.join(summary['exactly_determined'])}")
     return lines
+
+
+def result_lines(res: Mapping[str, Any]) -> list[str]:
+    """What `kernbench calibrate` prints of a fit or a check: each free parameter, each row, the misfits, the
+    exact determination and the summary."""
+    from kernbench.calibrate.report import row_line
+
+    lines = []
+    for f in res.get("free", []):
+        flag = "" if f["identifiable"] else f"  NOT IDENTIFIABLE: {f['why']}"
+        lines.append(f"{f['path']} = {f['value']}  (start {f['start'] or '?'}, bounds {f['bounds'][0]}.."
+                     f"{f['bounds'][1]}, fitted on {len(f['fitted_on'])} rows){flag}")
+    lines += [row_line(r) for r in res["rows"]]
+    lines += [f"MISFIT: {m['text']}" for m in res.get("misfit", [])]
+    if res.get("determined") == "exactly":
+        lines.append(f"EXACTLY DETERMINED: {len(res['free'])} free parameters on {len(res['fitted_rows'])} rows: "
+                     "the fitted rows are reproduced whatever the model's structure; only the predicted rows test it")
+    return lines + summary_lines(res["summary"])
