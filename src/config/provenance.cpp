@@ -46,8 +46,9 @@ void read_fitted(const Loader& l, const Value& v, const std::string& path, Prove
   }
   for (const char* need : {"data", "rows", "by"})
     if (!v.find(need))
-      l.fail(v.where, path, std::string("a fitted record needs `") + need + "` (data, rows and by: which rows of " +
-                                "which file, fitted by which command)");
+      l.fail(v.where, path,
+             std::string("a fitted record needs `") + need + "` (data, rows and by: which rows of " +
+                 "which file, fitted by which command)");
 }
 
 void collect(const Loader& l, const Value& v, const std::string& path, std::vector<ProvenanceEntry>& out) {
@@ -108,8 +109,8 @@ void unwrap_provenance(const Loader& l, Value& v, const std::string& path) {
       p->kind = Provenance::Kind::Fitted;
       read_fitted(l, e.value, at, *p);
     } else {
-      l.fail(e.key_where, at, std::string("unknown key beside a value's provenance (known: value, ") +
-                                  kProvenanceKeys + ")");
+      l.fail(e.key_where, at,
+             std::string("unknown key beside a value's provenance (known: value, ") + kProvenanceKeys + ")");
     }
   }
   Value inner = *value;

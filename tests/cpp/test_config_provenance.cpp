@@ -59,7 +59,7 @@ TEST_CASE("a value with its provenance beside it reads as the value, and the rec
   const Config c = parse(kBase);
   const auto& pe = c.section<kernbench::runtime::PeConfig>();
   CHECK(pe.clock_hz == 1'830'000'000);
-  CHECK(pe.dispatch == 250'000);           // ps
+  CHECK(pe.dispatch == 250'000);  // ps
   CHECK(pe.scratch == (std::int64_t{4} << 20));
   REQUIRE(c.provenance.size() == 3);
   const auto* clock = find(c, "pe.clock");
@@ -91,8 +91,8 @@ TEST_CASE("a --set replaces the value and its provenance", "[config][provenance]
 TEST_CASE("an including file inherits values with their provenance; setting one again drops it",
           "[config][provenance]") {
   static int counter = 0;
-  const fs::path dir = fs::temp_directory_path() / ("kernbench_prov_" + std::to_string(::getpid()) + "_" +
-                                                    std::to_string(counter++));
+  const fs::path dir =
+      fs::temp_directory_path() / ("kernbench_prov_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   fs::create_directories(dir);
   std::ofstream(dir / "base.yaml") << kBase;
   std::ofstream(dir / "top.yaml") << "include: base.yaml\npe:\n  dispatch: 100 ns\n"
@@ -110,8 +110,7 @@ TEST_CASE("an including file inherits values with their provenance; setting one 
   fs::remove_all(dir);
 }
 
-TEST_CASE("malformed provenance records are refused, naming the file, the path and the line",
-          "[config][provenance]") {
+TEST_CASE("malformed provenance records are refused, naming the file, the path and the line", "[config][provenance]") {
   const std::string two = with(kBase, R"(clock: {value: 1830 MHz, datasheet: "a datasheet, table 3"})",
                                R"(clock: {value: 1830 MHz, datasheet: "x", assumed: "y"})");
   REQUIRE_THROWS_WITH(parse(two), Contains("test.yaml: pe.clock.assumed: a value has one provenance: datasheet "
@@ -131,12 +130,12 @@ TEST_CASE("malformed provenance records are refused, naming the file, the path a
                       Contains("pe.scratch.fitted.rows: expected at least one row id or group name"));
   REQUIRE_THROWS_WITH(parse(with(kBase, "by: ", "with: ")),
                       Contains("pe.scratch.fitted.with: unknown key in a fitted record (known: data, rows, by)"));
-  REQUIRE_THROWS_WITH(parse(with(kBase, "fitted: {data: m.measured.yaml, rows: [row-1, group-b], by: \"kernbench "
-                                        "calibrate --free pe.scratch=1..8\"}",
+  REQUIRE_THROWS_WITH(parse(with(kBase,
+                                 "fitted: {data: m.measured.yaml, rows: [row-1, group-b], by: \"kernbench "
+                                 "calibrate --free pe.scratch=1..8\"}",
                                  "fitted: m.measured.yaml")),
                       Contains("pe.scratch.fitted: expected a map {data: FILE, rows: [ROW or GROUP, ...], by: "
                                "COMMAND}"));
   // The typed reader still checks the unwrapped value.
-  REQUIRE_THROWS_WITH(parse(with(kBase, "{value: 1830 MHz,", "{value: 1830,")),
-                      Contains("test.yaml: pe.clock"));
+  REQUIRE_THROWS_WITH(parse(with(kBase, "{value: 1830 MHz,", "{value: 1830,")), Contains("test.yaml: pe.clock"));
 }
