@@ -29,12 +29,15 @@ import re
 import shutil
 import tomllib
 
+import matplotlib
 import pytest
 import yaml
 
 import doc_snippets as ds
 
-os.environ.setdefault("MPLBACKEND", "Agg")
+# Headless plots in this process only: MPLBACKEND in os.environ would reach the notebook kernels that
+# test_notebooks.py starts later in the session, and a kernel on Agg draws no inline figure.
+matplotlib.use("Agg")
 
 ROOT = ds.ROOT
 BLOCKS = ds.all_blocks()
