@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 __all__ = ["DATA", "CONFIG", "COPY_GROUPS", "Figure", "dataset", "figures", "by_group", "copy_table", "p2p_table",
-           "pin_table", "gemm_table", "k_sweep", "wait_table", "launch_rows", "vendor_kernel", "dispatch_table", "c4_table",
+           "nbytes", "pin_table", "gemm_table", "k_sweep", "wait_table", "launch_rows", "vendor_kernel", "dispatch_table", "c4_table",
            "launch_table"]
 
 DATA = "k200.measured.yaml"
@@ -84,7 +84,8 @@ def by_group(*groups: str) -> list[Figure]:
     return [f for f in figs if f.group in groups]
 
 
-def _bytes(f: Figure) -> int:
+def nbytes(f: Figure) -> int:
+    """A copy row's size in bytes (its call gives it as text: `bytes=64MiB`)."""
     from kernbench.units import parse_size
 
     b = f.params["bytes"]
@@ -97,13 +98,13 @@ def copy_table() -> dict[str, tuple[str, dict[str, str], dict[tuple[str, int], F
     for group, name in COPY_GROUPS.items():
         rows = by_group(group)
         out[name] = (str(rows[0].params["kind"]), dict(rows[0].set),
-                     {(str(f.params["direction"]), _bytes(f)): f for f in rows})
+                     {(str(f.params["direction"]), nbytes(f)): f for f in rows})
     return out
 
 
 def p2p_table() -> dict[int, Figure]:
     """Same-card peer copies (the production knobs): {bytes: Figure}."""
-    return {_bytes(f): f for f in by_group("copy-p2p")}
+    return {nbytes(f): f for f in by_group("copy-p2p")}
 
 
 def pin_table() -> dict[str, Figure]:

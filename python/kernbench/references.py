@@ -110,11 +110,11 @@ def k200_references() -> list[Reference]:
         out.append(_k200_ref(g, f"page pinning (per-page eDMA) {direction} 64 MiB", f,
                              ("copy", "pageable", direction, 64 << 20, dict(f.set))))
     for f in ref.by_group("copy-p2p-stub"):
-        nbytes = _parse(f.params["bytes"])
+        nbytes = ref.nbytes(f)
         out.append(_k200_ref(g, f"same-card P2P, p2p_stub=1, {_size(nbytes)}", f,
                              ("copy", "peer", "h2d", nbytes, dict(f.set))))
     for f in ref.by_group("copy-d2d"):
-        nbytes = _parse(f.params["bytes"])
+        nbytes = ref.nbytes(f)
         out.append(_k200_ref(g, f"d2d one die {_size(nbytes)}", f, ("copy", "d2d", "h2d", nbytes, {})))
     g = "K200 GEMM"
     for prec, table in ref.gemm_table().items():
@@ -139,12 +139,6 @@ def k200_references() -> list[Reference]:
     for (variant, batch), f in ref.c4_table().items():
         out.append(_k200_ref(g, f"C4 {variant}, batch {batch}", f, ("case", str(f.params["case"]), variant, batch)))
     return out
-
-
-def _parse(b) -> int:
-    from kernbench.units import parse_size
-
-    return int(b) if isinstance(b, int) else parse_size(str(b))
 
 
 #: vgpu.MEASURED key -> (quantity, status, unit, note). The window

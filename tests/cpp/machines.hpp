@@ -1,5 +1,6 @@
 // machines.hpp -- small machine configs built in C++ for the topology tests
-// (no YAML, so these tests do not depend on the loader).
+// (no YAML, so these tests do not depend on the loader), and the one YAML text
+// the loader tests share (kOnePeSystemYaml).
 #pragma once
 
 #include <string>
@@ -14,6 +15,29 @@ using namespace kernbench::topology;
 using namespace kernbench::runtime;  // the pe:, energy: and pe.hbm sections
 using sim::Bandwidth;
 using sim::kNanosecond;
+
+/// The smallest generated machine as YAML text (one PE; every overhead 1 ns, every link 1 GB/s and 1 ns), for
+/// loader tests that add or override a section of their own.
+inline const std::string kOnePeSystemYaml = R"(system:
+  sips: {w: 1, h: 1, topology: ring}
+  cubes: {w: 1, h: 1}
+  routers: {w: 1, h: 1}
+  pes_per_cube: 1
+nodes:
+  pe: {overhead: 1 ns}
+  router: {overhead: 1 ns}
+  hbm_ctrl: {overhead: 1 ns}
+  ucie: {overhead: 1 ns}
+  pcie_ep: {overhead: 1 ns}
+links:
+  pe: {bandwidth: 1 GB/s, latency: 1 ns}
+  noc: {bandwidth: 1 GB/s, latency: 1 ns}
+  hbm: {bandwidth: 1 GB/s, latency: 1 ns}
+  ucie_port: {bandwidth: 1 GB/s, latency: 1 ns}
+  ucie: {bandwidth: 1 GB/s, latency: 1 ns}
+  pcie_port: {bandwidth: 1 GB/s, latency: 1 ns}
+  pcie: {bandwidth: 1 GB/s, latency: 1 ns}
+)";
 
 inline LinkParams link(double gbps, Time latency, int connections = 1) {
   return LinkParams{Bandwidth::gb_per_s(gbps), latency, connections};

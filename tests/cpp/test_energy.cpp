@@ -143,26 +143,7 @@ TEST_CASE("energy: a GEMM's energy by op kind sums to its dynamic energy; labels
 }
 
 TEST_CASE("energy: the YAML section parses its units exactly and refuses bad ones", "[energy]") {
-  const std::string base = R"(system:
-  sips: {w: 1, h: 1, topology: ring}
-  cubes: {w: 1, h: 1}
-  routers: {w: 1, h: 1}
-  pes_per_cube: 1
-nodes:
-  pe: {overhead: 1 ns}
-  router: {overhead: 1 ns}
-  hbm_ctrl: {overhead: 1 ns}
-  ucie: {overhead: 1 ns}
-  pcie_ep: {overhead: 1 ns}
-links:
-  pe: {bandwidth: 1 GB/s, latency: 1 ns}
-  noc: {bandwidth: 1 GB/s, latency: 1 ns}
-  hbm: {bandwidth: 1 GB/s, latency: 1 ns}
-  ucie_port: {bandwidth: 1 GB/s, latency: 1 ns}
-  ucie: {bandwidth: 1 GB/s, latency: 1 ns}
-  pcie_port: {bandwidth: 1 GB/s, latency: 1 ns}
-  pcie: {bandwidth: 1 GB/s, latency: 1 ns}
-)";
+  const std::string base = kernbench::testing::kOnePeSystemYaml;
   const Config c = kernbench::parse_config(base + R"(energy:
   links: {ucie: 0.25 pJ/bit, pcie: 40 pJ/B}
   memory: {hbm: 3.9 pJ/bit}

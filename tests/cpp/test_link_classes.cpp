@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernbench.hpp"
+#include "machines.hpp"
 #include "sim/errors.hpp"
 #include "topology/config/loader.hpp"
 
@@ -148,26 +149,7 @@ TEST_CASE("links.<class>: errors name the file and the YAML path", "[config][lin
 }
 
 TEST_CASE("links on a system config: the generator's seven classes, no other (unchanged)", "[config][links]") {
-  const std::string sys = R"(system:
-  sips: {w: 1, h: 1, topology: ring}
-  cubes: {w: 1, h: 1}
-  routers: {w: 1, h: 1}
-  pes_per_cube: 1
-nodes:
-  pe: {overhead: 1 ns}
-  router: {overhead: 1 ns}
-  hbm_ctrl: {overhead: 1 ns}
-  ucie: {overhead: 1 ns}
-  pcie_ep: {overhead: 1 ns}
-links:
-  pe: {bandwidth: 1 GB/s, latency: 1 ns}
-  noc: {bandwidth: 1 GB/s, latency: 1 ns}
-  hbm: {bandwidth: 1 GB/s, latency: 1 ns}
-  ucie_port: {bandwidth: 1 GB/s, latency: 1 ns}
-  ucie: {bandwidth: 1 GB/s, latency: 1 ns}
-  pcie_port: {bandwidth: 1 GB/s, latency: 1 ns}
-  pcie: {bandwidth: 1 GB/s, latency: 1 ns}
-)";
+  const std::string sys = kernbench::testing::kOnePeSystemYaml;
   CHECK(parse(sys, {{"links.pcie.bandwidth", "3 GB/s"}}).system->links.pcie.bandwidth.bytes_per_s == 3'000'000'000);
   REQUIRE_THROWS_WITH(
       parse(sys, {{"links.nvlink.bandwidth", "3 GB/s"}}),
