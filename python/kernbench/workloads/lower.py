@@ -47,7 +47,7 @@ from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, forward_pass,  # noqa: F401
                                          part_of, stage_ranges)
 from kernbench.workloads.plan import ParallelPlan
-from kernbench.workloads.training import lower_training
+from kernbench.workloads.training import lower_training, model_chunks
 
 __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges", "MAX_LOWERED_OPS"]
 
@@ -64,7 +64,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     """Place ``graph`` on ``system`` by ``plan`` and append it to ``program`` (a new one when None).
 
     ``phase``: ``inference`` (forward only: every microbatch through the pipeline stages) or ``train``
-    (forward, backward, gradient all-reduce over dp and the optimizer, 1F1B over the stages; see
+    (forward, backward, gradient all-reduce over dp and the optimizer, (interleaved) 1F1B over the stages; see
     kernbench.workloads.training). ``precision`` overrides every op's compute type (default: the op's
     dtype). The graph is one microbatch: ``plan.microbatches`` of them run. Each op becomes the kernel the
     machine's target gives it (kernbench.workloads.targets, by ``pe.target``); ``launch`` (``host`` or
@@ -82,10 +82,13 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     prog = program if program is not None else Program(system, graph.name)
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)
-    stages = stage_ranges(graph, plan.pp)
     if phase == "train":
-        lower_training(L, stages, optimizer=optimizer, mirror=mirror_replicas)
+        lower_training(L, model_chunks(graph, plan), optimizer=optimizer, mirror=mirror_replicas)
         return L.out
+    if plan.interleave > 1:
+        raise WorkloadError(f"lower: {graph.name}: interleave = {plan.interleave} is a training step's pipeline "
+                            "schedule (phase 'train'); an inference pass runs each stage's layers once: interleave 1")
+    stages = stage_ranges(graph, plan.pp)
     for rep in range(plan.dp):
         for mb in range(plan.microbatches):
             forward_pass(L, rep, mb, stages)

@@ -533,14 +533,15 @@ class Lowerer:
 
 
 def forward_pass(L: Lowerer, rep: int, mb: int, stages: Sequence[int], only_stage: int | None = None,
-                 memo: dict | None = None, extra: Callable[[int], list | None] | None = None) -> dict:
-    """The forward ops of one microbatch on replica ``rep`` (all stages, or ``only_stage``); returns the
-    memo of per-op handles and states (shared across calls of one microbatch). ``extra(i)``: rank-indexed
-    handles op ``i`` waits for besides its inputs (or None)."""
+                 memo: dict | None = None, extra: Callable[[int], list | None] | None = None,
+                 ops: Sequence[int] | None = None) -> dict:
+    """The forward ops of one microbatch on replica ``rep`` (all stages, or ``only_stage``; all ops, or the
+    graph-ordered ``ops``: one model chunk); returns the memo of per-op handles and states (shared across calls
+    of one microbatch). ``extra(i)``: rank-indexed handles op ``i`` waits for besides its inputs (or None)."""
     g = L.g
     memo = memo if memo is not None else {"done": {}, "state": {}, "xfer": {}}
     done, state, xfer = memo["done"], memo["state"], memo["xfer"]
-    for i, op in enumerate(g.ops):
+    for i in (range(len(g.ops)) if ops is None else ops):
         s = stages[i]
         if only_stage is not None and s != only_stage:
             continue

@@ -89,7 +89,10 @@ class ParallelPlan:
     (``sp``: norms and residuals split over the tp ranks by tokens, reduce-scatter/all-gather instead of
     all-reduce), pipeline ``microbatches``, an explicit PE list (``pes``, else the machine's rank order),
     per-op rule overrides (``rules``: name -> column/row/replicated), the collectives' algorithm, and for a
-    training step the data-parallel ``sharding`` (SHARDINGS) and activation ``recompute`` (RECOMPUTES)."""
+    training step the data-parallel ``sharding`` (SHARDINGS), activation ``recompute`` (RECOMPUTES) and the
+    pipeline's ``interleave``: 1 is plain 1F1B; v > 1 is Megatron-LM's interleaved 1F1B (virtual pipeline), the
+    layers cut into pp x v model chunks, rank s holding chunks s, s + pp, ... (kernbench.workloads.training).
+    Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan."""
 
     dp: int = 1
     tp: int = 1
@@ -101,17 +104,25 @@ class ParallelPlan:
     algorithm: str = "ring"
     sharding: str = "none"
     recompute: str = "none"
+    interleave: int = 1
 
     def __post_init__(self):
-        for name in ("dp", "tp", "pp", "microbatches"):
+        for name in ("dp", "tp", "pp", "microbatches", "interleave"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise WorkloadError(f"plan: {name} must be an integer >= 1, got {v!r}")
-            limit = MAX_MICROBATCHES if name == "microbatches" else MAX_DEGREE
+            limit = MAX_MICROBATCHES if name in ("microbatches", "interleave") else MAX_DEGREE
             if v > limit:
-                raise WorkloadError(f"plan: {name} = {v}: over the limit of {limit} (each "
-                                    f"{'microbatch' if name == 'microbatches' else 'rank'} is lowered and simulated "
-                                    "op by op)")
+                each = {"microbatches": "microbatch", "interleave": "model chunk"}.get(name, "rank")
+                raise WorkloadError(f"plan: {name} = {v}: over the limit of {limit} (each {each} is lowered and "
+                                    "simulated op by op)")
+        if self.interleave > 1 and self.pp == 1:
+            raise WorkloadError(f"plan: interleave = {self.interleave} interleaves the model chunks of a pipeline: "
+                                "it needs pp > 1 (pp = 1)")
+        if self.interleave > 1 and self.microbatches % self.pp:
+            raise WorkloadError(f"plan: interleave = {self.interleave} (Megatron-LM's interleaved 1F1B) runs the "
+                                f"microbatches in groups of pp: microbatches = {self.microbatches} is not a multiple "
+                                f"of pp = {self.pp}")
         if self.sp and self.tp == 1:
             raise WorkloadError("plan: sp (sequence parallelism) splits over the tensor-parallel ranks: it needs tp > 1")
         if self.sharding not in SHARDINGS:
@@ -124,6 +135,11 @@ class ParallelPlan:
         if self.pes is not None:
             object.__setattr__(self, "pes", tuple(self.pes))
         object.__setattr__(self, "rules", dict(self.rules))
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks of the pipeline: pp x interleave (chunk c on stage c % pp)."""
+        return self.pp * self.interleave
 
     @property
     def size(self) -> int:

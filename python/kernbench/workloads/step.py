@@ -14,9 +14,16 @@ counts, the bytes exchanged -- grows by the same amount per layer. The step is s
 increments of the makespan are equal to the picosecond the schedule is periodic there, and every figure is
 extrapolated from ``c + 2`` to the real count. When they are not (the fill of a deep pipeline, a step
 whose host launches fall behind late), the window moves up by a layer, and after three windows the whole
-step is simulated. Every collective of the simulated layers runs on the fabric, with the contention of
-everything else in flight; no figure is scaled by a factor. ``reuse=False`` simulates every layer.
-``TrainingEstimate.reuse`` says which was done and how many program ops each simulation had.
+step is simulated. An interleaved pipeline (``ParallelPlan.interleave`` = v > 1) is cut the same way per
+model chunk: ``c``, ``c + 1``, ``c + 2`` layers in each of its pp x v equal chunks. Every collective of the
+simulated layers runs on the fabric, with the contention of everything else in flight; no figure is scaled
+by a factor. ``reuse=False`` simulates every layer. ``TrainingEstimate.reuse`` says which was done and how
+many program ops each simulation had.
+
+Bubble. ``bubble`` is the simulated share of the pipeline span the stages idle (their mean), beside
+``bubble_analytic`` = (pp - 1) / (v M + pp - 1), the same share on equal stages with free communication;
+``bubble_ratio`` and ``bubble_ratio_analytic`` = (pp - 1) / (v M) are the same bubble as Megatron-LM states it,
+bubble time over ideal time (v = 1 for plain 1F1B).
 
 Identical data-parallel replicas (``mirror_replicas=True``, off by default). Replica r > 0 appends no compute
 of its own: its k-th compute step on a rank is replica 0's k-th on the same rank (Lowerer.mirror_replicas),
@@ -38,6 +45,7 @@ from kernbench.workloads.graph import Block, WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.lowerer import stage_layers
 from kernbench.workloads.plan import ParallelPlan
+from kernbench.workloads.training import model_chunks
 
 __all__ = ["TrainingEstimate", "training_step", "with_layers", "COMPUTE"]
 
@@ -62,8 +70,12 @@ class TrainingEstimate:
     optimizer_ms: float
     grad_allreduce_ms: float
     gemm_flops: dict[str, float]   # forward / backward (backward == 2 x forward, exactly) / recompute
-    bubble: float                  # simulated: mean over stages of the idle share of the pipeline span
-    bubble_analytic: float         # (pp - 1) / (M + pp - 1)
+    #: The pipeline bubble as a share of the span: the span is first compute start to last compute end over all
+    #: stages; a stage's idle share is 1 - (its compute time, a union of its forward/backward/recompute spans) /
+    #: span. ``bubble`` is the simulated mean of the stages' idle shares; ``bubble_analytic`` the same share on
+    #: equal stages with free communication: (pp - 1) / (v M + pp - 1), v = plan.interleave (1F1B: v = 1).
+    bubble: float
+    bubble_analytic: float
     plan: ParallelPlan
     counts: dict[str, int]
     wall_s: float
@@ -76,9 +88,14 @@ class TrainingEstimate:
     tokens: int = 0            # tokens per optimizer step, all replicas: dp x microbatches x the graph's tokens
     model_flops: float = 0.0   # the model's FLOPs per step without recompute: 3 x the forward's (graph op FLOPs)
     dp_bytes: dict[str, int] = field(default_factory=dict)  # data-parallel collectives: buffer bytes per rank
-    #: layers (of the main block), mode ("full" or "extrapolated"), simulated (layers per stage of each run),
-    #: ops (program ops of each run)
+    #: layers (of the main block), mode ("full" or "extrapolated"), simulated (layers per stage of each run,
+    #: per model chunk with interleave > 1), ops (program ops of each run)
     reuse: dict[str, Any] = field(default_factory=dict)
+    #: The same bubble as Megatron-LM states it: bubble time / ideal time. ``bubble_ratio`` is simulated: the
+    #: stages' idle time over their compute time, summed over the stages (= bubble / (1 - bubble));
+    #: ``bubble_ratio_analytic`` is (pp - 1) / (v M) (Narayanan et al. 2021; 1F1B: v = 1).
+    bubble_ratio: float = 0.0
+    bubble_ratio_analytic: float = 0.0
 
     @property
     def gpus(self) -> int:
@@ -95,6 +112,7 @@ class TrainingEstimate:
 
     def row(self) -> dict[str, Any]:
         return {"dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "microbatches": self.plan.microbatches,
+                "interleave": self.plan.interleave,
                 "sharding": self.plan.sharding, "recompute": self.plan.recompute,
                 **{f"part_{k}_ms": v for k, v in sorted(self.parts.items())},
                 "step_ms": self.step_ms, "forward_ms": self.forward_ms, "backward_ms": self.backward_ms,
@@ -103,7 +121,8 @@ class TrainingEstimate:
                 "gemm_flops_backward": self.gemm_flops.get("backward", 0.0),
                 "gemm_flops_recompute": self.gemm_flops.get("recompute", 0.0),
                 "tokens_per_gpu_s": self.tokens_per_gpu_s, "bubble": self.bubble,
-                "bubble_analytic": self.bubble_analytic, "ops_simulated": sum(self.reuse.get("ops", [])),
+                "bubble_analytic": self.bubble_analytic, "bubble_ratio": self.bubble_ratio,
+                "bubble_ratio_analytic": self.bubble_ratio_analytic, "ops_simulated": sum(self.reuse.get("ops", [])),
                 "wall_s": self.wall_s}
 
 
@@ -171,21 +190,24 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
                   optimizer: str = "adam", reuse: bool = True, mirror_replicas: bool = False) -> TrainingEstimate:
     """One training step of ``graph`` (one microbatch's forward) at ``plan``: forward, backward (with the plan's
     recompute), the data-parallel exchange of the plan's sharding overlapping the backward, Adam, 1F1B over pp
-    stages (kernbench.workloads.training, .sharding). ``reuse``: simulate a few layers per stage and extend the
-    periodic schedule (the module doc), else every layer. ``mirror_replicas``: replicas past the first reuse its
+    stages (interleaved over pp x v model chunks when plan.interleave = v > 1; kernbench.workloads.training,
+    .sharding). ``reuse``: simulate a few layers per stage (per chunk) and extend the periodic schedule (the
+    module doc), else every layer. ``mirror_replicas``: replicas past the first reuse its
     compute and append only their collectives and transfers (an approximation: the module doc). Runs on
     ``system`` (advances its clock)."""
     plan = plan or ParallelPlan()
     w0 = time.perf_counter()
     plan.place(system)
+    model_chunks(graph, plan)  # interleave: the layers must cut into pp x v equal chunks (a clear error first)
     b = _main_block(graph)
-    full = stage_layers(b.count, plan.pp) if b is not None and b.count >= plan.pp else None
+    # layers per stage, or per model chunk when interleaved (the reuse keeps the chunks equal)
+    full = stage_layers(b.count, plan.chunks) if b is not None and b.count >= plan.chunks else None
     q = lo = None
     info: dict[str, Any] = {"layers": b.count if b else 0, "mode": "full", "simulated": [], "ops": []}
     if reuse and full is not None and min(full) > 4:
         sims: dict[int, tuple[dict, Lowered]] = {}
 
-        def at(c):  # the step with c layers on the smallest stage, each stage keeping its difference
+        def at(c):  # the step with c layers on the smallest stage (chunk), each keeping its difference
             if c not in sims:
                 counts = [n - (min(full) - c) for n in full]
                 sims[c] = _measure(with_layers(graph, counts), system, plan, precision, optimizer, mirror_replicas)
@@ -210,21 +232,24 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
         q, lo = _measure(graph, system, plan, precision, optimizer, mirror_replicas)
         info["simulated"].append(full or [])
         info["ops"].append(int(q["ops"]))
-    pp, M = plan.pp, plan.microbatches
+    pp, M, vM = plan.pp, plan.microbatches, plan.interleave * plan.microbatches
     span = max(q["span"], 1.0)
     idle = [1.0 - q.get(f"busy.{s}", 0.0) / span for s in range(pp)]
+    bubble = sum(idle) / len(idle) if pp > 1 else 0.0
     tokens = plan.dp * M * int(graph.meta.get("tokens", 0) or _tokens(graph))
     fwd_flops = sum(op.flops for op in graph.ops)
     return TrainingEstimate(
         step_ms=q["step"] / 1e9, forward_ms=q["forward"] / 1e9, backward_ms=q["backward"] / 1e9,
         optimizer_ms=q["optimizer"] / 1e9, grad_allreduce_ms=q["grad_all_reduce"] / 1e9,
         gemm_flops={k[6:]: v for k, v in q.items() if k.startswith("flops.")},
-        bubble=sum(idle) / len(idle) if pp > 1 else 0.0, bubble_analytic=(pp - 1) / (M + pp - 1), plan=plan,
+        bubble=bubble, bubble_analytic=(pp - 1) / (vM + pp - 1), plan=plan,
         counts={k[6:]: int(round(v)) for k, v in q.items() if k.startswith("count.")},
         wall_s=time.perf_counter() - w0, lowered=lo,
         parts={k[5:]: v / 1e9 for k, v in q.items() if k.startswith("part.")},
         tokens=tokens, model_flops=3.0 * fwd_flops * M * plan.dp,
-        dp_bytes={k[6:]: int(round(v)) for k, v in q.items() if k.startswith("bytes.")}, reuse=info)
+        dp_bytes={k[6:]: int(round(x)) for k, x in q.items() if k.startswith("bytes.")}, reuse=info,
+        bubble_ratio=bubble / (1.0 - bubble) if bubble < 1.0 else float("inf"),
+        bubble_ratio_analytic=(pp - 1) / vM)
 
 
 def _tokens(graph: WorkloadGraph) -> int:

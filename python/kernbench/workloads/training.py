@@ -35,6 +35,19 @@ Pipeline (pp > 1): 1F1B per stage -- stage s runs ``min(pp - s - 1, M)``
 warm-up forwards, then alternates one forward and one backward, then the
 remaining backwards; activations go forward and gradients back by DMA between
 the stages' PEs.
+
+Interleaved 1F1B (``ParallelPlan.interleave`` = v > 1; Megatron-LM's virtual
+pipeline, Narayanan et al. 2021, ``forward_backward_pipelining_with_interleaving``
+in megatron/core/pipeline_parallel/schedules.py): the main block's layers are
+cut into pp x v equal model chunks (``model_chunks``), stage s holding chunks
+s, s + pp, s + 2 pp, ...; a microbatch's forward runs chunk 0, 1, ..., pp v - 1
+(crossing the stages v times, each crossing the same stage-to-stage DMA), its
+backward the reverse. Each stage runs ``interleaved_1f1b``'s order: the
+microbatches in groups of pp, ``(pp - s - 1) x 2 + (v - 1) x pp`` warm-up
+forwards (at most v M), then one forward and one backward alternately, then the
+remaining backwards. The pipeline's idle time falls from (pp - 1) (t_f + t_b)
+to (pp - 1) (t_f + t_b) / v (t_f, t_b: a stage's forward and backward of one
+microbatch), at the price of v times the stage-to-stage transfers.
 """
 
 from __future__ import annotations
@@ -42,10 +55,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
-from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass
+from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass, stage_ranges
 from kernbench.workloads.sharding import ROOT, DataParallel
 
-__all__ = ["lower_training", "one_f_one_b", "ADAM_BYTES_PER_PARAM"]
+__all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
+           "ADAM_BYTES_PER_PARAM"]
 
 #: Adam with mixed precision (assumed): 16-bit weight + 16-bit grad + fp32 master, m, v.
 ADAM_BYTES_PER_PARAM = 2 + 2 + 4 + 4 + 4
@@ -62,6 +76,70 @@ def one_f_one_b(pp: int, microbatches: int) -> list[list[tuple[str, int]]]:
         order += [("B", j) for j in range(microbatches - warm, microbatches)]
         out.append(order)
     return out
+
+
+def warmup_forwards(pp: int, v: int, microbatches: int, stage: int) -> int:
+    """Warm-up forwards of stage ``stage``, before its steady state (a forward then a backward, repeated):
+    1F1B's ``min(pp - s - 1, M)``, and with v > 1 model chunks Megatron-LM's
+    ``min((pp - s - 1) x 2 + (v - 1) x pp, v M)``."""
+    if v == 1:
+        return min(pp - stage - 1, microbatches)
+    return min((pp - stage - 1) * 2 + (v - 1) * pp, v * microbatches)
+
+
+def interleaved_1f1b(pp: int, v: int, microbatches: int) -> list[list[tuple[str, int, int]]]:
+    """Megatron-LM's interleaved 1F1B order of every stage: a list of ("F"|"B", microbatch, chunk), where chunk
+    is the stage's own model chunk 0..v-1 (the model's chunk ``chunk x pp + stage``). The k-th forward of a stage
+    runs chunk ``(k // pp) % v`` of microbatch ``(k // (pp v)) pp + k % pp``, its k-th backward chunk
+    ``v - 1 - (k // pp) % v`` of the same microbatch; warm-up forwards (``warmup_forwards``), then one forward
+    and one backward alternately, then the remaining backwards. v = 1 is ``one_f_one_b`` exactly (as Megatron
+    runs its non-interleaved schedule then)."""
+    for name, x in (("pp", pp), ("interleave", v), ("microbatches", microbatches)):
+        if isinstance(x, bool) or not isinstance(x, int) or x < 1:
+            raise WorkloadError(f"interleaved_1f1b: {name} must be an integer >= 1, got {x!r}")
+    if v == 1:
+        return [[(what, j, 0) for what, j in order] for order in one_f_one_b(pp, microbatches)]
+    if pp == 1:
+        raise WorkloadError(f"interleaved_1f1b: interleave = {v} needs pp > 1 (pp = 1)")
+    if microbatches % pp:
+        raise WorkloadError(f"interleaved_1f1b: interleave = {v} runs the microbatches in groups of pp: "
+                            f"microbatches = {microbatches} is not a multiple of pp = {pp}")
+    total = v * microbatches
+
+    def item(what: str, k: int) -> tuple[str, int, int]:
+        chunk = (k // pp) % v
+        return what, (k // (pp * v)) * pp + k % pp, chunk if what == "F" else v - 1 - chunk
+
+    out = []
+    for s in range(pp):
+        warm = warmup_forwards(pp, v, microbatches, s)
+        order = [item("F", k) for k in range(warm)]
+        for k in range(total - warm):
+            order += [item("F", warm + k), item("B", k)]
+        order += [item("B", k) for k in range(total - warm, total)]
+        out.append(order)
+    return out
+
+
+def model_chunks(graph, plan) -> list[int]:
+    """Per op its model chunk (``plan.chunks`` = pp x interleave of them; chunk c runs on stage c % pp): the main
+    block's layers cut into equal contiguous chunks, ops before it in chunk 0, after it in the last. Interleave 1:
+    the pipeline stage (``stage_ranges``, uneven stages allowed). Interleave v > 1 needs the layers to divide into
+    the pp x v chunks."""
+    if plan.interleave == 1:
+        return stage_ranges(graph, plan.pp)
+    n = plan.chunks
+    what = f"interleave = {plan.interleave} x pp = {plan.pp} = {n} model chunks"
+    if not graph.blocks:
+        raise WorkloadError(f"{graph.name}: {what} split repeated layers, and the graph declares no blocks")
+    b = max(graph.blocks, key=lambda x: x.size * x.count)
+    counts = graph.meta.get("stage_layers")
+    if counts is None and b.count % n:
+        raise WorkloadError(f"{graph.name}: {what}: the {b.count} layers of block {b.prefix!r} do not divide into "
+                            f"{n} equal chunks")
+    if counts is not None and (len(counts) != n or len(set(counts)) != 1):
+        raise WorkloadError(f"{graph.name}: meta stage_layers {list(counts)}: {what} need {n} equal chunks")
+    return stage_ranges(graph, n)
 
 
 def _layer_of(graph) -> list[str]:
@@ -170,36 +248,39 @@ def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
     return sum(seen.values())
 
 
-def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam", mirror: bool = False) -> None:
-    """Append one training step to ``L``'s program. ``mirror``: the dp replicas are identical, so replica
-    r > 0 reuses replica 0's compute (Lowerer.mirror_replicas) and appends only its collectives and transfers."""
+def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam", mirror: bool = False) -> None:
+    """Append one training step to ``L``'s program. ``chunks``: per op its model chunk (``model_chunks``; with
+    interleave 1 its pipeline stage). ``mirror``: the dp replicas are identical, so replica r > 0 reuses replica
+    0's compute (Lowerer.mirror_replicas) and appends only its collectives and transfers."""
     if optimizer != "adam":
         raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
     g, plan = L.g, L.plan
-    pp, M = plan.pp, plan.microbatches
+    pp, M, C = plan.pp, plan.microbatches, plan.chunks
+    stages = [c % pp for c in chunks]
     layer = _layer_of(g)
     if plan.recompute == "selective" and not any(op.kind == "attention" for op in g.ops):
         raise WorkloadError(f"{g.name}: recompute='selective' recomputes the attention core, and the graph has no "
                             "attention op (its attention is not one fused op); use 'full' or 'none'")
-    order = one_f_one_b(pp, M)
+    order = interleaved_1f1b(pp, plan.interleave, M)
     if mirror and plan.dp > 1:
         L.mirror_replicas()
     memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
     bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
     bx = {}
-    stage_ops = [[i for i in range(len(g.ops)) if stages[i] == s] for s in range(pp)]
+    chunk_ops = [[i for i in range(len(g.ops)) if chunks[i] == c] for c in range(C)]
     dp = DataParallel(L, stages, layer, lambda ops: _param_bytes_per_rank(L, ops, plan.tp))
-    unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, stage) -> its ops there, in graph order
+    unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, chunk) -> its ops there, in graph order
     for i, u in enumerate(layer):
-        unit_ops.setdefault((u, stages[i]), []).append(i)
+        unit_ops.setdefault((u, chunks[i]), []).append(i)
 
-    def forward(rep, s, j):
+    def forward(rep, c, j):
+        s = c % pp
         need = (lambda i: dp.need(rep, s, j, "forward", layer[i]) if g.ops[i].params else None)
-        forward_pass(L, rep, j, stages, only_stage=s, memo=memos[(rep, j)], extra=need)
+        forward_pass(L, rep, j, stages, memo=memos[(rep, j)], extra=need, ops=chunk_ops[c])
 
-    def recompute(rep, s, j, unit, need):
+    def recompute(rep, chunk, j, unit, need):
         """Megatron's full recompute: the unit's forward again, from its checkpointed input, before its backward."""
-        memo = memos[(rep, j)]
+        memo, s = memos[(rep, j)], chunk % pp
         done, group, redone = memo["done"], L.out.placement.group(rep, s), {}
 
         def dep_of(d):
@@ -207,26 +288,26 @@ def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam"
 
         L.recomputing = True
         try:
-            for i in unit_ops[(unit, s)]:
+            for i in unit_ops[(unit, chunk)]:
                 redone[i], _ = L.forward(i, group, dep_of, memo["state"], s, j,
                                          extra=need if g.ops[i].params else None)
         finally:
             L.recomputing = False
         done.update(redone)  # the backward reads the recomputed activations
 
-    def backward(rep, s, j):
-        memo, bd = memos[(rep, j)], bdone[(rep, j)]
+    def backward(rep, chunk, j):
+        memo, bd, s = memos[(rep, j)], bdone[(rep, j)], chunk % pp
         group = L.out.placement.group(rep, s)
         tp = len(group)
         need: dict[str, list[list]] = {}
         grads: dict[str, list[list]] = {}
-        last_of = {u: ops[0] for (u, st), ops in unit_ops.items() if st == s}  # where a unit's backward ends
-        for i in reversed(stage_ops[s]):
+        last_of = {u: ops[0] for (u, ch), ops in unit_ops.items() if ch == chunk}  # where a unit's backward ends
+        for i in reversed(chunk_ops[chunk]):
             unit = layer[i]
             if unit not in need:  # the unit's backward begins: its weights (FSDP), its recompute
                 need[unit] = dp.need(rep, s, j, "backward", unit)
                 if plan.recompute == "full" and unit != ROOT:
-                    recompute(rep, s, j, unit, need[unit])
+                    recompute(rep, chunk, j, unit, need[unit])
             deps = [list(memo["done"][i][t]) for t in range(tp)]
             if g.ops[i].params:
                 deps = [d + x for d, x in zip(deps, need[unit])]
@@ -264,28 +345,30 @@ def lower_training(L: Lowerer, stages: Sequence[int], *, optimizer: str = "adam"
             if i == last_of[unit] and unit in grads:
                 dp.gradients_done(rep, s, j, unit, grads[unit])
 
-    # Append the items in an order that respects both the stages' 1F1B order and the data dependences.
+    # Append the items in an order that respects both the stages' (interleaved) 1F1B order and the data
+    # dependences: a chunk's forward after the chunk before it, its backward after the chunk after it.
     nxt = {(r, s): 0 for r in range(plan.dp) for s in range(pp)}
     appended = set()
-    total = plan.dp * pp * 2 * M
+    total = plan.dp * C * 2 * M
     while len(appended) < total:
         progressed = False
         for rep in range(plan.dp):
             for s in range(pp):
                 while nxt[(rep, s)] < len(order[s]):
-                    what, j = order[s][nxt[(rep, s)]]
-                    need = (rep, s - 1, "F", j) if what == "F" and s > 0 else \
-                        (rep, s + 1, "B", j) if what == "B" and s < pp - 1 else None
+                    what, j, local = order[s][nxt[(rep, s)]]
+                    c = local * pp + s
+                    need = (rep, c - 1, "F", j) if what == "F" and c > 0 else \
+                        (rep, c + 1, "B", j) if what == "B" and c < C - 1 else None
                     if need is not None and need not in appended:
                         break
                     if what == "F":
-                        forward(rep, s, j)
+                        forward(rep, c, j)
                     else:
-                        backward(rep, s, j)
-                    appended.add((rep, s, what, j))
+                        backward(rep, c, j)
+                    appended.add((rep, c, what, j))
                     nxt[(rep, s)] += 1
                     progressed = True
-        if not progressed:  # cannot happen for a 1F1B order; a clear error rather than a hang
+        if not progressed:  # cannot happen for a (interleaved) 1F1B order; a clear error rather than a hang
             raise WorkloadError(f"{g.name}: the 1F1B schedule could not be ordered")
 
     def adam(pe, elems, name, deps, s):
