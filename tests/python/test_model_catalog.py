@@ -12,7 +12,9 @@ from kernbench.workloads import MODELS, ModelSpec, WorkloadError, get_model, han
 
 #: Published totals (model cards and papers): parameters, embeddings included.
 PUBLISHED = {"llama2-7b": 6.74e9, "llama2-13b": 13.0e9, "llama2-70b": 69.0e9, "mpt-7b": 6.7e9, "gpt3-175b": 175e9,
-             "llama3-8b": 8.03e9, "llama3-70b": 70.6e9, "megatron-22b": 22e9, "gpt2": 124e6}
+             "llama3-8b": 8.03e9, "llama3-70b": 70.6e9, "megatron-22b": 22e9, "gpt2": 124e6,
+             # Korthikanti et al. 2022, Table 1 (the 1T as Narayanan et al. 2021, Table 1)
+             "turing-530b": 530e9, "megatron-1t": 1.0e12}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -98,7 +100,7 @@ def test_imported_without_torch_names_the_extra(monkeypatch):
         MODELS["llama2-7b"].imported(1, 8, layers=1)
 
 
-@pytest.mark.parametrize("name", ["llama2-7b", "mpt-7b", "megatron-22b"])
+@pytest.mark.parametrize("name", ["llama2-7b", "mpt-7b", "megatron-22b", "megatron-1t"])
 def test_imported_layer_agrees_with_the_hand_built_one(name):
     """One imported layer (transformers' model from the same numbers, meta device) and the hand-built layer:
     the same GEMM FLOPs (within 1 %), attention ops and parameters (the imported graph also reads the rotary

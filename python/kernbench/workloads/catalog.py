@@ -202,6 +202,12 @@ MODELS: dict[str, ModelSpec] = _Catalog((s.name, s) for s in [
     _megatron("megatron-22b", 6144, 48, 64, "Korthikanti et al. 2022 (arXiv:2205.05198), Table 1: 22B"),
     # the same Table 1 (GPT-3 of Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1)
     _megatron("gpt3-175b", 12288, 96, 96, "Korthikanti et al. 2022 (arXiv:2205.05198), Table 1: 175B (GPT-3)"),
+    # the same Table 1: 530B (MT-NLG, Smith et al. 2022), 1T (as Narayanan et al. 2021, "Efficient Large-Scale
+    # Language Model Training on GPU Clusters Using Megatron-LM", Table 1: hidden 25600, 128 layers, 160 heads)
+    _megatron("turing-530b", 20480, 105, 128, "Korthikanti et al. 2022 (arXiv:2205.05198), Table 1: 530B "
+              "(Megatron-Turing NLG)"),
+    _megatron("megatron-1t", 25600, 128, 160, "Korthikanti et al. 2022 (arXiv:2205.05198), Table 1: 1T; "
+              "Narayanan et al. 2021 (arXiv:2104.04473), Table 1"),
     # https://huggingface.co/openai-community/gpt2/blob/main/config.json (models.GPT2): fp32 weights, 1024
     # positions, gelu_new (the importer counts its tanh form as 8 FLOPs per element, the hand graph 5)
     ModelSpec("gpt2", "gpt", 768, 12, 12, 12, 64, 3072, 50257, "layer", "gelu", "learned", dtype="fp32",

@@ -34,9 +34,10 @@ from typing import Any, Callable
 from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 
 __all__ = ["LLAMA3_8B", "LLAMA3_70B", "LLAMA2_7B", "LLAMA2_13B", "LLAMA2_70B", "MPT_7B", "MPT_13B", "MEGATRON_22B",
-           "GPT3_175B", "GPT2", "BERT_BASE", "RESNET50", "TORCH_BUILDERS", "MODELS", "ATTENTION", "llama3_8b",
-           "llama3_70b", "llama2_7b", "llama2_13b", "llama2_70b", "mpt_7b", "mpt_13b", "megatron_22b", "gpt3_175b",
-           "gpt2", "bert_base", "resnet50", "build", "import_model"]
+           "GPT3_175B", "TURING_530B", "MEGATRON_1T", "GPT2", "BERT_BASE", "RESNET50", "TORCH_BUILDERS", "MODELS",
+           "ATTENTION", "llama3_8b", "llama3_70b", "llama2_7b", "llama2_13b", "llama2_70b", "mpt_7b", "mpt_13b",
+           "megatron_22b", "gpt3_175b", "turing_530b", "megatron_1t", "gpt2", "bert_base", "resnet50", "build",
+           "import_model"]
 
 #: meta-llama/Meta-Llama-3-8B, config.json (https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json).
 LLAMA3_8B: dict[str, Any] = {
@@ -93,6 +94,11 @@ MEGATRON_22B: dict[str, Any] = {
 #: GPT-3 175B: the same Table 1 (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: hidden
 #: 12288, 96 layers, 96 heads, context 2048), vocabulary 51200 as Megatron's.
 GPT3_175B: dict[str, Any] = {**MEGATRON_22B, "n_embd": 12288, "n_layer": 96, "n_head": 96, "n_inner": 4 * 12288}
+#: Megatron-Turing NLG 530B: the same Table 1 (hidden 20480, 105 layers, 128 heads, FFN 81920, sequence 2048).
+TURING_530B: dict[str, Any] = {**MEGATRON_22B, "n_embd": 20480, "n_layer": 105, "n_head": 128, "n_inner": 4 * 20480}
+#: Megatron's 1T GPT: the same Table 1 and Narayanan et al. 2021 (arXiv:2104.04473), Table 1 (hidden 25600, 128
+#: layers, 160 heads, FFN 102400, sequence 2048).
+MEGATRON_1T: dict[str, Any] = {**MEGATRON_22B, "n_embd": 25600, "n_layer": 128, "n_head": 160, "n_inner": 4 * 25600}
 #: openai-community/gpt2 (gpt2), config.json (https://huggingface.co/openai-community/gpt2/blob/main/config.json).
 #: The published weights are fp32.
 GPT2: dict[str, Any] = {
@@ -236,6 +242,18 @@ def gpt3_175b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtyp
     return _gpt(GPT3_175B, batch, seq, layers, dtype)
 
 
+def turing_530b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``GPT2LMHeadModel`` with Megatron-Turing NLG 530B's configuration (105 layers, 2048 positions, bf16), and
+    ``(input_ids,)``."""
+    return _gpt(TURING_530B, batch, seq, layers, dtype)
+
+
+def megatron_1t(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``GPT2LMHeadModel`` with Megatron's 1T GPT configuration (128 layers, 2048 positions, bf16), and
+    ``(input_ids,)``."""
+    return _gpt(MEGATRON_1T, batch, seq, layers, dtype)
+
+
 @functools.cache
 def _mpt_sdpa_class():
     """``MptAttention`` with its eager matmul-softmax-matmul replaced by ``scaled_dot_product_attention`` taking the
@@ -319,7 +337,8 @@ def resnet50(batch: int = 1, seq: int = 224, *, layers: int | None = None, dtype
 TORCH_BUILDERS: dict[str, Callable] = {
     "llama3-8b": llama3_8b, "llama3-70b": llama3_70b, "llama2-7b": llama2_7b, "llama2-13b": llama2_13b,
     "llama2-70b": llama2_70b, "mpt-7b": mpt_7b, "mpt-13b": mpt_13b, "megatron-22b": megatron_22b,
-    "gpt3-175b": gpt3_175b, "gpt2": gpt2, "bert-base": bert_base, "resnet50": resnet50}
+    "gpt3-175b": gpt3_175b, "turing-530b": turing_530b, "megatron-1t": megatron_1t, "gpt2": gpt2,
+    "bert-base": bert_base, "resnet50": resnet50}
 #: The name this table had before the catalog (kept for callers of ``models.MODELS``).
 MODELS = TORCH_BUILDERS
 
