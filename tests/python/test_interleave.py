@@ -169,3 +169,19 @@ def test_reuse_extends_an_interleaved_step_exactly():
     assert fast.reuse["mode"] == "extrapolated" and fast.reuse["simulated"][0] == [2, 2, 2, 2]
     assert fast.step_ms == pytest.approx(full.step_ms, rel=1e-9)
     assert fast.bubble == pytest.approx(full.bubble, abs=1e-3)
+
+
+def test_model_training_passes_interleave_to_the_plan():
+    """model.training's ``interleave`` reaches the plan: gpt2 (12 layers) at pp 2, m 2 runs 4 chunks at
+    interleave 2 (a different step from plain 1F1B's, the same tokens per step), and an m that is not a multiple
+    of pp is refused by name."""
+    from kernbench.calibrate import REGISTRY, Context
+
+    fn = REGISTRY.get("model.training").fn
+    ctx = Context(config=H100, sets={})
+    plain = fn(ctx, model="gpt2", pp=2, seq=128, grad_accum=2)
+    inter = fn(ctx, model="gpt2", pp=2, seq=128, grad_accum=2, interleave=2)
+    assert inter["step"] != plain["step"]
+    assert inter["tokens_per_gpu"] * inter["step"] == pytest.approx(plain["tokens_per_gpu"] * plain["step"])
+    with pytest.raises(WorkloadError, match="microbatches = 3 is not a multiple of pp = 2"):
+        fn(ctx, model="gpt2", pp=2, seq=128, grad_accum=3, interleave=2)
