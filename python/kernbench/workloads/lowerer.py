@@ -111,6 +111,7 @@ class Lowered:
     rules: dict[str, tuple[str, int]] = field(default_factory=dict)  # matmul name -> (tp rule, ops in its GEMM)
     launches: dict[int, str] = field(default_factory=dict)  # GPU target: host-side launch op -> its GPU
     dp_bytes: dict[str, int] = field(default_factory=dict)  # training: data-parallel collectives' bytes per rank
+    dp_params: dict[int, int] = field(default_factory=dict)  # training: per stage, a tp rank's parameters
 
     def run(self):
         return self.program.run()

@@ -5,6 +5,15 @@ exchange is a *layer*: a block instance (``model.layers.3``), and the ops outsid
 final norm, LM head) as one more unit, the root. Every collective runs over the ``dp`` ranks that hold the
 same tensor-parallel shard (replica r's rank t of the stage), on the machine's fabric.
 
+A unit is exchanged per pipeline stage: with pp > 1 the root's ops sit on two stages (the embedding on the
+first, the final norm and LM head on the last), and each stage gathers, reduce-scatters and updates only the
+parameters of the ops it holds, on its own dp group and stream (Megatron-LM's and FSDP's per-stage modules).
+The parameters of the stages add up to the model's, each name counted once per stage. A tied LM head (the
+embedding table read by the head) is then held on both the first and the last stage, and exchanged and
+updated on each, as Megatron-LM keeps the word embeddings on both; the all-reduce Megatron-LM adds between
+the two copies' gradients (its embedding group) is not modelled. With pp = 1 the tied table is one
+parameter of the one root unit, as before.
+
 ``none``
     Gradients stay whole on every replica. A layer's 16-bit gradients are all-reduced once its last
     microbatch's weight gradients are done (overlapping the backward of the layers before it), then Adam
@@ -93,29 +102,37 @@ class DataParallel:
         self.L, self.plan = L, L.plan
         self.mode = L.plan.sharding
         self.active = L.plan.dp > 1
-        self.units: dict[str, list[int]] = {}
+        # a unit's parameterised ops per pipeline stage: (unit, stage) -> op ids; the root spans two stages at pp > 1
+        self.units: dict[tuple[str, int], list[int]] = {}
         for i, op in enumerate(L.g.ops):
             if op.params:
-                self.units.setdefault(unit_of[i], []).append(i)
+                self.units.setdefault((unit_of[i], stages[i]), []).append(i)
         # per tensor-parallel rank, counted when first needed: by then the unit's ops are lowered (their
         # tensor-parallel rules known), except for FSDP's first gather of a unit (the rules it will get)
         self._param_elems, self._elems = param_elems, {}
-        self.stage_of = {u: stages[ops[0]] for u, ops in self.units.items()}
         self.streams: dict[tuple[int, int], _Stream] = {}       # (s, t) -> the dp group's stream
         self.gathers: dict[tuple, tuple[list[int], list]] = {}   # (s, t, mb, pass, unit) -> (gates, handle)
         self.order: dict[tuple[int, int], list[tuple]] = {}      # (s, t) -> gather keys in issue order
         self.place_of: dict[tuple, int] = {}                     # gather key -> its index in that order
         self.started: dict[tuple, list] = {}                     # (key, rep) -> rank's chain when it began using it
-        self.wgrads: dict[tuple, list] = {}                      # (rep, unit, t, mb) -> backward handles
-        self.reduce_at: dict[tuple, int] = {}                    # (unit, t, mb) -> its reduction's stream place
-        self.backward_order: list[str] = []                      # units as the last microbatch's backward ends them
+        self.wgrads: dict[tuple, list] = {}                      # (rep, (unit, s), t, mb) -> backward handles
+        self.reduce_at: dict[tuple, int] = {}                    # ((unit, s), t, mb) -> its reduction's place
+        self.backward_order: list[tuple] = []                    # (unit, s) as the last microbatch's backward ends
         self.bytes: dict[str, int] = {}                          # per kind: bytes per rank the collectives carry
 
-    def elems(self, unit: str) -> int:
-        """Parameter elements of ``unit`` one tensor-parallel rank holds (counted once, on first use)."""
-        if unit not in self._elems:
-            self._elems[unit] = self._param_elems(self.units[unit])
-        return self._elems[unit]
+    def elems(self, key: tuple[str, int]) -> int:
+        """Parameter elements one tensor-parallel rank of stage ``s`` holds of unit ``u``, ``key`` = (u, s)
+        (counted once, on first use)."""
+        if key not in self._elems:
+            self._elems[key] = self._param_elems(self.units[key])
+        return self._elems[key]
+
+    def stage_params(self) -> dict[int, int]:
+        """Per pipeline stage: the parameter elements one tensor-parallel rank holds, before dp sharding."""
+        out: dict[int, int] = {}
+        for key in self.units:
+            out[key[1]] = out.get(key[1], 0) + self.elems(key)
+        return out
 
     @property
     def sharded(self) -> bool:
@@ -147,7 +164,7 @@ class DataParallel:
         """Per tensor-parallel rank of replica ``rep``'s stage ``s``: what a use of ``unit``'s weights in
         ``pass_`` (forward, or backward and its recompute) of microbatch ``mb`` waits for. Only FSDP waits."""
         tp = self.plan.tp
-        if self.mode != "fsdp" or not self.active or unit not in self.units:
+        if self.mode != "fsdp" or not self.active or (unit, s) not in self.units:
             return [[] for _ in range(tp)]
         out = []
         for t in range(tp):
@@ -165,7 +182,7 @@ class DataParallel:
     def _gather(self, key: tuple) -> None:
         s, t, mb, pass_, unit = key
         place = self.stream(s, t).reserve()
-        self.gathers[key] = self._collective("all_gather", s, t, place, 2 * self.elems(unit), [],
+        self.gathers[key] = self._collective("all_gather", s, t, place, 2 * self.elems((unit, s)), [],
                                              f"{unit} weights all-gather", pass_, mb)
         if unit == ROOT:
             return
@@ -197,48 +214,50 @@ class DataParallel:
         microbatch's once every replica's are in, the others reduce the last one's in finish()."""
         last = mb == self.plan.microbatches - 1
         per_mb = self.mode in ("fsdp", "zero2")
+        key = (unit, s)
         for t, hs in enumerate(handles):
-            self.wgrads.setdefault((rep, unit, t, mb), []).extend(hs)
+            self.wgrads.setdefault((rep, key, t, mb), []).extend(hs)
         if not self.active:
             return
         for t in range(self.plan.tp):
             if rep == 0 and (per_mb or last):
-                self.reduce_at[(unit, t, mb)] = self.stream(s, t).reserve()
+                self.reduce_at[(key, t, mb)] = self.stream(s, t).reserve()
         if rep == 0 and last:
-            self.backward_order.append(unit)
-        if not per_mb or any((r, unit, 0, mb) not in self.wgrads for r in range(self.plan.dp)):
+            self.backward_order.append(key)
+        if not per_mb or any((r, key, 0, mb) not in self.wgrads for r in range(self.plan.dp)):
             return
         for t in range(self.plan.tp):
-            self.wgrads[("rs", unit, t, mb)] = self._reduce("reduce_scatter", unit, t, mb)
+            self.wgrads[("rs", key, t, mb)] = self._reduce("reduce_scatter", key, t, mb)
 
-    def _reduce(self, what: str, unit: str, t: int, mb: int) -> list:
-        s = self.stage_of[unit]
-        deps = [h for r in range(self.plan.dp) for h in self.wgrads.get((r, unit, t, mb), [])]
+    def _reduce(self, what: str, key: tuple[str, int], t: int, mb: int) -> list:
+        unit, s = key
+        deps = [h for r in range(self.plan.dp) for h in self.wgrads.get((r, key, t, mb), [])]
         name = f"{unit} grad " + ("all-reduce" if what == "all_reduce" else "reduce-scatter")
-        return self._collective(what, s, t, self.reduce_at[(unit, t, mb)], 2 * self.elems(unit), deps, name,
+        return self._collective(what, s, t, self.reduce_at[(key, t, mb)], 2 * self.elems(key), deps, name,
                                 "backward", mb)[1]
 
     def finish(self, adam) -> None:
-        """The last reductions and the optimizer, per unit (in the order the backward finished them) and
-        tensor-parallel rank: ``adam(pe, elements, name, deps, stage)`` lowers Adam over a rank's parameters."""
+        """The last reductions and the optimizer, per unit and stage (in the order the backward finished them)
+        and tensor-parallel rank: ``adam(pe, elements, name, deps, stage)`` lowers Adam over a rank's parameters."""
         plan, last = self.plan, self.plan.microbatches - 1
         dp = plan.dp
-        order = self.backward_order + [u for u in self.units if u not in self.backward_order]
+        order = self.backward_order + [k for k in self.units if k not in self.backward_order]
         updated = []
-        for unit in order:
-            s = self.stage_of[unit]
+        for key in order:
+            unit, s = key
             for t in range(plan.tp):
-                elems = self.elems(unit)
+                elems = self.elems(key)
                 if not self.active:
-                    ready = self.wgrads.get((0, unit, t, last), [])
+                    ready = self.wgrads.get((0, key, t, last), [])
                 elif self.mode in ("none", "zero1"):
-                    ready = self._reduce("all_reduce" if self.mode == "none" else "reduce_scatter", unit, t, last)
+                    ready = self._reduce("all_reduce" if self.mode == "none" else "reduce_scatter", key, t, last)
                 else:
-                    ready = self.wgrads[("rs", unit, t, last)]
+                    ready = self.wgrads[("rs", key, t, last)]
                 shard = -(-elems // dp) if self.sharded else elems
                 done = [adam(pe, shard, f"{unit} adam", ready, s) for pe in self.group(s, t)]
-                updated.append((unit, s, t, [h for d in done for h in d]))
+                updated.append((key, t, [h for d in done for h in d]))
         if self.active and self.mode in ("zero1", "zero2"):  # the updated weights gathered, on the same stream
-            for unit, s, t, deps in updated:
-                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(unit), deps,
+            for key, t, deps in updated:
+                unit, s = key
+                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(key), deps,
                                  f"{unit} weights all-gather", "optimizer", last)

@@ -382,3 +382,4 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     # updated weights' all-gather (kernbench.workloads.sharding).
     dp.finish(adam)
     L.out.dp_bytes = dict(dp.bytes)
+    L.out.dp_params = dp.stage_params()
