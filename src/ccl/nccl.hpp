@@ -19,6 +19,11 @@
 //              protocol's latency (`nccl.<proto>_step`: the flag write and
 //              poll, Op::latency, no engine held) and moves its wire bytes
 //              = payload / (format efficiency x nccl.link_efficiency);
+//   network    a step sent to another box is the proxy's (NCCL's net
+//              transport: a host thread posts it to the NIC and polls its
+//              completion): it holds no IPCQ unit of the GPU while it
+//              crosses the network (Op::proxy), only its slot credits; the
+//              GPU's channels go on with their NVLink steps meanwhile;
 //   buffers    data lives in HBM: a reducing step loads the local part,
 //              adds the arriving one, stores the sum; only a step's worth is
 //              ever on chip, so no collective needs pe.scratch for a slice;

@@ -179,11 +179,13 @@ std::tuple<OpId, OpId, OpId> Schedule::pair(int src, int dst, Bytes n, Combine c
     const OpId on = program_.send(relay, to_pe, wire, key, {land}, "send " + label + " from r" + std::to_string(via),
                                   tag_, std::nullopt);
     on_channel(on, net_step_latency_);
+    if (gpu) program_.set_proxy(on);
     sender = relay;
     ++relayed_;
   } else {
     snd = program_.send(from, to_pe, wire, key, deps, "send " + label, tag_, src_hbm);
     on_channel(snd, across ? net_step_latency_ : wire_.step_latency);
+    if (gpu && across) program_.set_proxy(snd);
   }
   if (hbm && combine == Combine::Reduce) {  // the local slices come up from HBM to be added to
     const OpId load = program_.dma(to_pe, runtime::Move{hbm_[static_cast<std::size_t>(dst)], to_pe, n}, dst_deps,

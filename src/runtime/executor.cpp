@@ -113,7 +113,7 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
     }
     case OpKind::Send:
       co_await send(n, e);
-      resource = e.resource[static_cast<int>(Engine::Ipcq)];
+      resource = nodes[n].proxy ? -1 : e.resource[static_cast<int>(Engine::Ipcq)];
       break;
     case OpKind::Gemm:
     case OpKind::Vector:

@@ -87,7 +87,7 @@ void Executor::Impl::return_credit(std::uint32_t recv_node, Message& m, std::uin
 }
 
 sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
-  co_await e.acquire(Engine::Ipcq, nodes[n].engine_holder);
+  if (!nodes[n].proxy) co_await e.acquire(Engine::Ipcq, nodes[n].engine_holder);
   Node& nd = nodes[n];
   nd.start = sim.now();
   if (observer) observer->on_start(static_cast<OpId>(nd.program_op));
@@ -135,7 +135,7 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
     transfer_message[id] = mi;
   }
   if (messages[mi].arrived < segments) co_await sim::Park{messages[mi].sender};
-  e.release(Engine::Ipcq, n);
+  if (!nodes[n].proxy) e.release(Engine::Ipcq, n);
 }
 
 sim::Task<> Executor::Impl::recv(std::uint32_t n) {

@@ -158,6 +158,12 @@ void Program::set_channel(OpId op, int channel) {
   ops_[op].channel = static_cast<std::uint16_t>(channel);
 }
 
+void Program::set_proxy(OpId op) {
+  if (op >= ops_.size() || ops_[op].kind != OpKind::Send)
+    throw UsageError(name_ + ": set_proxy: op " + std::to_string(op) + " is not a send");
+  ops_[op].proxy = true;
+}
+
 void Program::set_slices(OpId op, Slices slices) {
   if (op >= ops_.size() ||
       (ops_[op].kind != OpKind::Send && ops_[op].kind != OpKind::Recv && ops_[op].kind != OpKind::SwitchReduce))

@@ -169,6 +169,11 @@ struct Op {
   /// Send: which of the pair's queues it uses (a GPU collective's channel:
   /// each channel has its own pe.ipcq.slots slots, NCCL's per-channel FIFO).
   std::uint16_t channel = 0;
+  /// Send: driven by the host's proxy thread (NCCL's network transport: the
+  /// proxy posts each step to the NIC and polls its completion), so it holds
+  /// no unit of the GPU's IPCQ engine while its bytes cross the network;
+  /// only its queue's slot credits bound what it has in flight.
+  bool proxy = false;
 };
 
 class Program {
@@ -193,6 +198,8 @@ class Program {
   void set_segment(OpId op, Bytes segment);
   /// A send's queue among its pair's (Op::channel).
   void set_channel(OpId op, int channel);
+  /// Marks a send as driven by the host's proxy thread (Op::proxy).
+  void set_proxy(OpId op);
   /// Marks a send, recv or switch_reduce as carrying `slices` of a collective's buffer.
   void set_slices(OpId op, Slices slices);
   OpId barrier(NodeId agent, std::vector<OpId> deps, std::string name = {});

@@ -212,6 +212,7 @@ void Executor::Impl::build() {
     if (op.latency >= 0) nd.dispatch = false, nd.latency = op.latency;
     nd.segment = op.segment;
     nd.channel = op.channel;
+    nd.proxy = op.proxy;
     nd.name = op.name;
     if (op.kind == OpKind::SwitchReduce) {
       nd.group = op.pipeline;

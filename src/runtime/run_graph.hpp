@@ -42,6 +42,7 @@ struct Node {
   Time latency = 0;           // no dispatch: a protocol latency before the work (Op::latency)
   Bytes segment = 0;          // send: IPCQ segment bytes (0: pe.ipcq.slot)
   std::uint16_t channel = 0;  // send: which of the pair's queues
+  bool proxy = false;         // send: driven by the host proxy, holds no IPCQ unit (Op::proxy)
   bool logged = true;         // gets an op-log row of its own
   std::int64_t program_op = -1;
   std::int64_t composite = -1;  // stages: the composite op they belong to

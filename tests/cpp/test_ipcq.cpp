@@ -199,3 +199,45 @@ TEST_CASE("with one slot, each credit's trip back over the reverse route adds ex
   };
   CHECK(wide(IpcqCredit::Fabric) == wide(IpcqCredit::Instant));
 }
+
+TEST_CASE("a proxy send holds no IPCQ unit: a send queued behind it starts at once", "[ipcq]") {
+  // One IPCQ unit on pe0. Two sends of 64 KiB from pe0 issued together: as
+  // plain sends the second waits for the unit until the first has arrived;
+  // with the first marked proxy (NCCL's network transport, driven by the
+  // host's proxy thread) both start together and, sharing nothing but the
+  // sender's links, the proxy send costs pe0's engine nothing.
+  for (const bool proxy : {false, true}) {
+    Config c = ipcq_config();
+    pe_config(c).ipcq_channels = 1;
+    Fixture f(std::move(c));
+    Program p("proxy");
+    const OpId a = p.send(f.pe(0), f.pe(1), 64 * kKiB, 1, {}, "a");
+    if (proxy) p.set_proxy(a);
+    const OpId b = p.send(f.pe(0), f.pe(5, 1), 64 * kKiB, 2, {}, "b");
+    p.set_latency(a, 0);  // no PE_CPU dispatch (a GPU's collective steps): both are ready at 0
+    p.set_latency(b, 0);
+    p.recv(f.pe(1), f.pe(0), 1, {}, "ra", 0, RecvMode::NoConsume);
+    p.recv(f.pe(5, 1), f.pe(0), 2, {}, "rb", 0, RecvMode::NoConsume);
+    const RunResult res = Executor(f.system).run(p);
+    INFO("proxy " << proxy);
+    if (proxy) {
+      CHECK(res.ops[b].start == res.ops[a].start);
+    } else {
+      CHECK(res.ops[b].start >= res.ops[a].end);
+    }
+    double ipcq_busy = 0;
+    for (const EngineUse& u : res.engines)
+      if (u.pe == f.pe(0) && u.engine == Engine::Ipcq) ipcq_busy = u.busy;
+    // The unit is busy for b alone when a is a proxy send, for both otherwise.
+    const double b_time = static_cast<double>(res.ops[b].end - res.ops[b].start);
+    const double a_time = static_cast<double>(res.ops[a].end - res.ops[a].start);
+    CHECK(ipcq_busy == Approx(proxy ? b_time : a_time + b_time));
+  }
+}
+
+TEST_CASE("set_proxy is refused on an op that is not a send", "[ipcq]") {
+  Fixture f;
+  Program p("proxy");
+  const OpId r = p.recv(f.pe(1), f.pe(0), 1, {}, "r");
+  CHECK_THROWS_WITH(p.set_proxy(r), Catch::Contains("set_proxy: op 0 is not a send"));
+}
