@@ -28,7 +28,8 @@ REP, SHARD, SEQ = "replicated", "sharded", "seq"  # activation states over a tp 
 _REQUIRED = {"matmul": ("m", "n", "k"), "conv": ("gemm_m", "gemm_n", "gemm_k", "kernel"),
              "attention": ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"),
              "elementwise": ("elements",), "norm": ("elements",), "softmax": ("elements",), "reduce": ("elements",),
-             "embedding": ("rows", "dim", "tokens"), "view": (), "copy": ("bytes",)}
+             "embedding": ("rows", "dim", "tokens"), "view": (), "copy": ("bytes",),
+             "moe": ("hidden", "experts", "top_k", "ffn", "tokens", "counts")}
 
 
 def part_of(name: str, graph: WorkloadGraph | None = None) -> str:
@@ -111,6 +112,7 @@ class Lowered:
     rules: dict[str, tuple[str, int]] = field(default_factory=dict)  # matmul name -> (tp rule, ops in its GEMM)
     launches: dict[int, str] = field(default_factory=dict)  # GPU target: host-side launch op -> its GPU
     dp_bytes: dict[str, int] = field(default_factory=dict)  # training: data-parallel collectives' bytes per rank
+    moe: list[dict] = field(default_factory=list)  # MoE ops' routing, transfers and expert tokens (moe_lower)
 
     def run(self):
         return self.program.run()
@@ -405,6 +407,8 @@ class Lowerer:
         res = deps
         if kind == "view":
             return deps, sin
+        if kind == "moe":  # spans the replicas of an EP group: kernbench.workloads.moe_lower, not one group
+            raise self.err(i, "an MoE op is lowered over its EP group by moe_lower.moe_forward_pass")
         if kind == "matmul":
             return self.matmul(i, group, deps, sin, stage, mb, first)
         elif kind == "conv":
