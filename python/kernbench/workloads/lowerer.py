@@ -117,6 +117,17 @@ class Lowered:
     def run(self):
         return self.program.run()
 
+    def critical_spans(self, res) -> list[str]:
+        """The names of the spans (graph ops, collectives, MoE experts) the run's critical path runs through, in
+        path order, each once."""
+        owner = {o: s.name for s in self.spans for o in range(s.first, s.end)}
+        out: list[str] = []
+        for st in res.critical_path().steps:
+            name = owner.get(int(st.get("op", -1)))
+            if name is not None and name not in out:
+                out.append(name)
+        return out
+
     def intervals(self, res, select: Callable[[Span], bool]) -> float:
         """Active time (ps) of the union of the selected spans' op intervals (a GPU kernel's host-side launch
         is not activity of the machine: it overlaps the kernels before it)."""

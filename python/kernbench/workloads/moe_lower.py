@@ -123,12 +123,13 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
                 for e in range(j * per, (j + 1) * per):
                     r = ep * sent[e]  # every source of the group sends expert e the same share
                     ran[e] = r
-                    if r:
+                    if r:  # one span per expert, named model.layers.3.mlp.experts.5 (Lowered.critical_spans)
+                        first = len(L.prog)
                         h = L.gemm(pes[j], r, 2 * F, H, as_op(f"{op.name}.{e}.gate_up"), h, "forward")
                         h = L.vector(pes[j], r * F, F, e_bytes, 2, 1, 1, f"{op.name}.{e}.act", h)
                         h = L.gemm(pes[j], r, H, F, as_op(f"{op.name}.{e}.down"), h, "forward")
+                        L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.{e}")
                 done.append(h)
-            L.span(i, "moe", first, stage, "forward", mb)
             first = len(L.prog)
             back: list[list] = [[] for _ in range(ep)]
             comb_ops = [[-1] * ep for _ in range(ep)]
