@@ -42,6 +42,22 @@ def test_catalog_parameter_counts():
     assert get_model("llama3-8b").active_params == get_model("llama3-8b").params
 
 
+@pytest.mark.parametrize("name", ["mixtral-8x7b", "deepseek-moe-16b"])
+def test_moe_prefill_flops_are_twice_the_active_parameters_per_token(name):
+    """An MoE prefill's GEMMs (the linears and the experts' three GEMMs per routed token) do 2 x the active
+    non-embedding parameters FLOPs per token (dropless); the LM head adds 2 x vocab x hidden."""
+    spec = get_model(name)
+    seq = 512
+    body = spec.graph(1, seq, head=False)
+    H, F = spec.hidden, spec.expert_ffn
+    experts = sum(sum(op.attrs["counts"]) * 6 * H * F for op in body.ops if op.kind == "moe")
+    gemm = body.by_kind()["matmul"]["flops"] + experts
+    assert gemm == pytest.approx(2 * (spec.active_params - spec.embedding_params) * seq, rel=0.01)
+    full = spec.graph(1, seq)
+    assert full.by_kind()["matmul"]["flops"] - body.by_kind()["matmul"]["flops"] == 2 * spec.vocab * H * seq
+    assert full.by_kind()["attention"]["ops"] == spec.layers
+
+
 def test_routing_counts_are_exact_and_seeded(tmp_path):
     """Every distribution gives whole counts summing to tokens x top_k, none over tokens; the same seed gives the
     same counts; a hot expert gets factor x the others' share; a count file is read as given."""
