@@ -102,9 +102,10 @@ class ParallelPlan:
     all-reduce), pipeline ``microbatches``, an explicit PE list (``pes``, else the machine's rank order),
     per-op rule overrides (``rules``: name -> column/row/replicated), the collectives' algorithm, and for a
     training step the data-parallel ``sharding`` (SHARDINGS), activation ``recompute`` (RECOMPUTES) and the
-    pipeline's ``interleave``; ``ep``: expert parallelism (MoE layers), carved out of dp (module doc). ``interleave``: 1 is plain 1F1B; v > 1 is Megatron-LM's interleaved 1F1B (virtual pipeline), the
+    pipeline's ``interleave``: 1 is plain 1F1B; v > 1 is Megatron-LM's interleaved 1F1B (virtual pipeline), the
     layers cut into pp x v model chunks, rank s holding chunks s, s + pp, ... (kernbench.workloads.training).
-    Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan."""
+    Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan. ``ep``: expert
+    parallelism for MoE layers, carved out of dp (it must divide dp; the module doc gives the rank order)."""
 
     dp: int = 1
     tp: int = 1
