@@ -27,7 +27,7 @@ def test_parameter_counts_match_the_published_totals(name):
     assert spec.weight_bytes() == spec.params * W.DTYPE_BYTES[spec.dtype]
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", sorted(n for n in MODELS if not MODELS[n].experts))  # MoE: tests/python/test_moe.py
 def test_prefill_gemm_flops_are_twice_the_parameters_per_token(name):
     """A hand-built prefill: its GEMMs do 2 x (non-embedding parameters) FLOPs per token (the LM head adds
     2 x vocab x hidden), one attention per layer, and its graph reads exactly the spec's parameters."""
@@ -89,7 +89,10 @@ def test_catalog_is_exported_and_every_entry_has_a_torch_builder():
     builder for every catalog name."""
     assert {"MODELS", "ModelSpec", "get_model"} <= set(W.__all__)
     assert W.MODELS is MODELS and models.MODELS is models.TORCH_BUILDERS
-    assert set(MODELS) <= set(models.TORCH_BUILDERS)
+    # the MoE entries are hand-built only (no transformers builder yet: tests/python/test_moe.py covers them)
+    hand_only = {n for n in MODELS if MODELS[n].experts}
+    assert hand_only == {"mixtral-8x7b", "deepseek-moe-16b"}
+    assert set(MODELS) - hand_only <= set(models.TORCH_BUILDERS)
     assert all(spec.source for spec in MODELS.values())
 
 

@@ -63,6 +63,13 @@ class ModelSpec:
     bias: bool = False
     tied: bool = False
     max_positions: int = 2048
+    experts: int = 0                 # routed experts per MoE layer (0: a dense model)
+    top_k: int = 0
+    expert_ffn: int = 0              # each expert's inner width (ffn is the dense layers')
+    shared_experts: int = 0          # always-applied experts (one SwiGLU MLP of shared_experts x expert_ffn)
+    dense_layers: int = 0            # the first layers keep the dense MLP
+    moe_module: str = "mlp"
+    expert_linears: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
 
     def __post_init__(self):
         if self.family not in ("llama", "gpt", "mpt") or self.norm not in ("rms", "layer") \
@@ -72,6 +79,9 @@ class ModelSpec:
                                 f"positions {self.positions!r} or dtype {self.dtype!r} unknown")
         if self.heads % self.kv_heads:
             raise WorkloadError(f"{self.name}: {self.heads} heads are not a multiple of {self.kv_heads} KV heads")
+        if self.experts and not (1 <= self.top_k <= self.experts and self.expert_ffn >= 1 and self.mlp == "swiglu"):
+            raise WorkloadError(f"{self.name}: {self.experts} experts need 1 <= top_k ({self.top_k}) <= experts, "
+                                f"expert_ffn ({self.expert_ffn}) >= 1 and a SwiGLU MLP ({self.mlp})")
 
     # ---- graphs -----------------------------------------------------------------------------------------
     @property
@@ -80,14 +90,32 @@ class ModelSpec:
         return {"hidden": self.hidden, "heads": self.heads, "kv_heads": self.kv_heads, "head_dim": self.head_dim,
                 "intermediate": self.ffn, "vocab": self.vocab, "layers": self.layers, "family": self.family,
                 "norm": self.norm, "mlp": self.mlp, "positions": self.positions, "bias": self.bias,
-                "tied": self.tied, "max_positions": self.max_positions}
+                "tied": self.tied, "max_positions": self.max_positions, **self.moe_dims}
+
+    @property
+    def moe_dims(self) -> dict:
+        """The MoE keys of ``dims`` (handbuilt's module doc; empty for a dense model)."""
+        if not self.experts:
+            return {}
+        return {"experts": self.experts, "top_k": self.top_k, "expert_ffn": self.expert_ffn,
+                "shared_experts": self.shared_experts, "dense_layers": self.dense_layers,
+                "moe_module": self.moe_module, "expert_linears": tuple(self.expert_linears)}
 
     def graph(self, batch: int = 1, seq: int = 128, kv_len: int | None = None, *, layers: int | None = None,
-              dtype: str | None = None, embed: bool = True, head: bool = True) -> WorkloadGraph:
+              dtype: str | None = None, embed: bool = True, head: bool = True, routing: dict | None = None,
+              capacity_factor: float | None = None) -> WorkloadGraph:
         """The hand-built graph: ``layers`` layers (default all), batch x seq new tokens attending ``kv_len`` keys
-        (default seq: a prefill); ``embed``/``head``: the embeddings and the final norm + LM head."""
+        (default seq: a prefill); ``embed``/``head``: the embeddings and the final norm + LM head. An MoE model
+        also takes ``routing`` (``skew``, ``hot``, ``counts``, ``seed``: kernbench.workloads.moe) and
+        ``capacity_factor`` (None: dropless)."""
         from kernbench.workloads.handbuilt import decoder_graph
-        g = decoder_graph(batch, seq, kv_len, dims=self.dims, layers=layers, dtype=dtype or self.dtype,
+        dims = self.dims
+        if routing is not None or capacity_factor is not None:
+            if not self.experts:
+                raise WorkloadError(f"{self.name}: routing and capacity_factor are MoE inputs; the model has no "
+                                    "experts")
+            dims.update(routing=dict(routing or {}), capacity_factor=capacity_factor)
+        g = decoder_graph(batch, seq, kv_len, dims=dims, layers=layers, dtype=dtype or self.dtype,
                           embed=embed, head=head, name=self.name)
         g.meta["model"] = self.name
         return g
@@ -119,11 +147,21 @@ class ModelSpec:
 
     @property
     def layer_params(self) -> int:
-        """One decoder layer: attention, MLP and the two norms (biases where the model has them)."""
+        """One dense decoder layer: attention, MLP and the two norms (biases where the model has them)."""
+        mlp = (3 if self.mlp == "swiglu" else 2) * self.hidden * self.ffn + (self.ffn + self.hidden if self.bias else 0)
+        return self.attention_params + mlp + 2 * self.norm_params
+
+    @property
+    def attention_params(self) -> int:
         H, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
-        attn = H * (q + 2 * kv) + q * H + (q + 2 * kv + H if self.bias else 0)
-        mlp = (3 if self.mlp == "swiglu" else 2) * H * self.ffn + (self.ffn + H if self.bias else 0)
-        return attn + mlp + 2 * self.norm_params
+        return H * (q + 2 * kv) + q * H + (q + 2 * kv + H if self.bias else 0)
+
+    def moe_layer_params(self, experts: int) -> int:
+        """One MoE layer counting ``experts`` routed experts (all of them: its parameters; top_k: the active
+        ones): attention, the router, the experts, the shared experts and the two norms."""
+        H = self.hidden
+        return self.attention_params + H * self.experts + 3 * H * self.expert_ffn * (experts + self.shared_experts) \
+            + 2 * self.norm_params
 
     @property
     def norm_params(self) -> int:
@@ -132,7 +170,19 @@ class ModelSpec:
     @property
     def params(self) -> int:
         """Parameters: the layers, the final norm and the embeddings (a tied LM head once)."""
-        return self.layers * self.layer_params + self.norm_params + self.embedding_params
+        return self._params(self.experts)
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token runs through: an MoE layer's top_k routed experts only (= params when dense)."""
+        return self._params(self.top_k)
+
+    def _params(self, experts: int) -> int:
+        if not self.experts:
+            return self.layers * self.layer_params + self.norm_params + self.embedding_params
+        dense = min(self.dense_layers, self.layers)
+        return dense * self.layer_params + (self.layers - dense) * self.moe_layer_params(experts) \
+            + self.norm_params + self.embedding_params
 
     def weight_bytes(self, dtype: str | None = None) -> int:
         """Bytes of the parameters stored in ``dtype`` (default the spec's)."""
@@ -212,6 +262,21 @@ MODELS: dict[str, ModelSpec] = _Catalog((s.name, s) for s in [
     # positions, gelu_new (the importer counts its tanh form as 8 FLOPs per element, the hand graph 5)
     ModelSpec("gpt2", "gpt", 768, 12, 12, 12, 64, 3072, 50257, "layer", "gelu", "learned", dtype="fp32",
               source="openai-community/gpt2 config.json", bias=True, tied=True, max_positions=1024),
+    # Mixture of experts. https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json: hidden 4096,
+    # 32 layers, 32 heads (8 KV), intermediate 14336 per expert, vocab 32000, num_local_experts 8,
+    # num_experts_per_tok 2, max_position_embeddings 32768, sliding_window null; HF modules block_sparse_moe.gate
+    # and block_sparse_moe.experts.{e}.w1 (gate), w3 (up), w2 (down)
+    ModelSpec("mixtral-8x7b", "llama", 4096, 32, 32, 8, 128, 14336, 32000, "rms", "swiglu", "rotary",
+              source="mistralai/Mixtral-8x7B-v0.1 config.json", max_positions=32768, experts=8, top_k=2,
+              expert_ffn=14336, moe_module="block_sparse_moe", expert_linears=("w1", "w3", "w2")),
+    # https://huggingface.co/deepseek-ai/deepseek-moe-16b-base/blob/main/config.json: hidden 2048, 28 layers,
+    # 16 heads (16 KV), intermediate 10944 (the dense first layer: first_k_dense_replace 1), moe_intermediate_size
+    # 1408, n_routed_experts 64, n_shared_experts 2, num_experts_per_tok 6, vocab 102400, max_position_embeddings
+    # 4096, untied; HF modules mlp.gate, mlp.experts.{e}.{gate,up,down}_proj, mlp.shared_experts (one MLP of
+    # 2 x 1408)
+    ModelSpec("deepseek-moe-16b", "llama", 2048, 28, 16, 16, 128, 10944, 102400, "rms", "swiglu", "rotary",
+              source="deepseek-ai/deepseek-moe-16b-base config.json", max_positions=4096, experts=64, top_k=6,
+              expert_ffn=1408, shared_experts=2, dense_layers=1),
 ])
 
 

@@ -59,9 +59,10 @@ DTYPE_BYTES: dict[str, int] = {
 #: (layer/RMS/batch norm), ``softmax``, ``reduce`` (sum/mean/max over axes),
 #: ``embedding`` (a gather from a table), ``view`` (reshape/transpose/slice that
 #: moves no data: free), ``copy`` (a data movement that materialises a new
-#: layout: contiguous, cat, transpose that copies).
+#: layout: contiguous, cat, transpose that copies), ``moe`` (the routed experts of an MoE layer; attrs hidden,
+#: experts, top_k, ffn, tokens, counts: kernbench.workloads.moe, lowered by kernbench.workloads.moe_lower).
 KINDS: tuple[str, ...] = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "reduce", "embedding",
-                          "view", "copy")
+                          "view", "copy", "moe")
 
 #: Attrs that are a dimension of the op's work: a whole number >= 1 where present (a zero or negative dimension
 #: would lower to nothing, a fraction would be truncated).

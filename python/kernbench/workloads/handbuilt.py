@@ -19,6 +19,17 @@ LayerNorm), ``tied`` (the LM head reads the embedding table) and
 no ops (ALiBi's bias is marked on the attention op: ``attrs["alibi"]``);
 learned positions are a second embedding and an add. ``llama_graph`` is
 ``decoder_graph`` with LLaMA's defaults.
+
+Mixture of experts: ``dims["experts"]`` (E > 0) makes each layer's MLP an MoE layer (``moe_mlp``): the
+router ``{mlp}.gate`` (a linear hidden -> E) and ``{mlp}.topk``, the routed experts as one ``moe`` op
+``{mlp}.experts`` (attrs: hidden, experts, top_k, ffn, tokens and the per-expert ``counts`` of
+kernbench.workloads.moe, ``capacity``/``capacity_factor`` and the ``dropped`` tokens; params: every expert's
+three SwiGLU weights) and, with ``shared_experts`` = n, one always-applied SwiGLU MLP
+``{mlp}.shared_experts`` of width ``n x expert_ffn``. Further keys: ``top_k``, ``expert_ffn`` (each expert's
+inner width), ``dense_layers`` (the first layers keep the dense MLP of ``intermediate``; the graph then has no
+repeated block), ``capacity_factor``, ``routing`` (``skew``, ``hot``, ``counts``, ``seed``: the arguments
+of ``moe.routing_counts``), ``moe_module`` (the MLP's module name, Mixtral's ``block_sparse_moe``) and
+``expert_linears`` (the experts' gate, up and down names, Mixtral's ``w1, w3, w2``).
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from kernbench.workloads.graph import Block, Op, ParamRef, TensorSpec, WorkloadError, WorkloadGraph, whole
+from kernbench.workloads.moe import capacity, routing_counts
 
 __all__ = ["llama_graph", "decoder_graph", "resnet50_graph", "LLAMA3_8B", "LLAMA3_70B"]
 
@@ -144,58 +156,112 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
             residual(N["root"] + ".add", [te, pe])
     else:  # the hidden states come in: a free view gives the first layer (and the chain of layers) its input
         add(N["root"] + ".inputs_embeds", "view", "aten.view.default", inputs=[act], outputs=[act])
+    moe_module = dims.get("moe_module", N["mlp"])
+
+    def moe_mlp(m, x):
+        """The MoE MLP ``m`` reading op ``x``: the router (a linear hidden -> experts, then top-k), the routed
+        experts as one ``moe`` op (kernbench.workloads.moe_lower lowers it: dispatch, expert GEMMs, combine) and
+        the shared experts (one SwiGLU MLP of ``shared_experts x expert_ffn``, DeepSeek-MoE's layout)."""
+        E = whole(dims["experts"], f"{name}: dims['experts']", 1)
+        K = whole(dims.get("top_k", 2), f"{name}: dims['top_k']", 1)
+        Fe = whole(dims.get("expert_ffn", I), f"{name}: dims['expert_ffn']", 1)
+        shared = whole(dims.get("shared_experts", 0), f"{name}: dims['shared_experts']", 0)
+        rt = dict(dims.get("routing") or {})
+        if set(rt) - {"skew", "hot", "counts", "seed"}:
+            raise WorkloadError(f"{name}: dims['routing'] keys {sorted(set(rt) - {'skew', 'hot', 'counts', 'seed'})}"
+                                ": expected skew, hot, counts, seed")
+        counts = routing_counts(T, E, K, where=f"{name}: {m}", **rt)
+        cf = dims.get("capacity_factor")
+        cap = capacity(T, E, K, cf)
+        kept = sum(counts) if cap is None else sum(min(c, cap) for c in counts)
+        gate = linear(f"{m}.gate", act, H, E, x)  # the router
+        topk = add(f"{m}.topk", "softmax", "aten.topk.default", inputs=[TensorSpec((batch, seq, E), dtype)],
+                   outputs=[TensorSpec((batch, seq, K), "int64")], flops=5 * T * E,
+                   attrs={"elements": T * E, "operands": 1}, deps=[gate])
+        lin = dims.get("expert_linears", ("gate_proj", "up_proj", "down_proj"))
+        params = [ParamRef(f"{m}.experts.{e}.{nm}.weight", TensorSpec(shape, dtype)) for e in range(E)
+                  for nm, shape in zip(lin, ((Fe, H), (Fe, H), (H, Fe)))]
+        moe = add(f"{m}.experts", "moe", "kernbench.moe", inputs=[act], outputs=[act], params=params,
+                  flops=kept * (6 * H * Fe + 5 * Fe), deps=[x, topk],
+                  attrs={"hidden": H, "experts": E, "top_k": K, "ffn": Fe, "tokens": T, "counts": counts,
+                         "capacity": cap or 0, "capacity_factor": cf, "dropped": T * K - kept,
+                         "linears": list(lin)})
+        if not shared:
+            return [moe]
+        S, sm = shared * Fe, f"{m}.shared_experts"
+        mid = TensorSpec((batch, seq, S), dtype)
+        gt = linear(f"{sm}.gate_proj", act, H, S, x)
+        up = linear(f"{sm}.up_proj", act, H, S, x)
+        si = add(f"{sm}.act_fn", "elementwise", "aten.silu.default", inputs=[mid], outputs=[mid], flops=4 * T * S,
+                 attrs={"elements": T * S, "operands": 1}, deps=[gt])
+        hm = add(f"{sm}.mul", "elementwise", "aten.mul.Tensor", inputs=[mid, mid], outputs=[mid], flops=T * S,
+                 attrs={"elements": T * S, "operands": 2}, deps=[si, up])
+        return [moe, linear(f"{sm}.down_proj", mid, S, H, hm)]
+
+    def layer(p, x_in, moe_layer):
+        """One decoder layer named ``p`` reading op ``x_in``: attention, then the MLP (or the MoE layer)."""
+        dep0 = [x_in]
+        a, m = f"{p}.{N['attn']}", f"{p}.{N['mlp']}"
+        n1 = norm(f"{p}.{N['ln1']}", x_in)
+        if N["qkv"]:  # one fused projection (GPT-2's c_attn, MPT's Wqkv)
+            qkv = linear(f"{a}.{N['qkv']}", act, H, (nh + 2 * kv) * hd, n1)
+            qkv_deps = [add(f"{a}.view", "view", "aten.view.default",
+                            inputs=[TensorSpec((batch, seq, (nh + 2 * kv) * hd), dtype)],
+                            outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[qkv])]
+        else:
+            q = linear(f"{a}.q_proj", act, H, nh * hd, n1)
+            k = linear(f"{a}.k_proj", act, H, kv * hd, n1)
+            v = linear(f"{a}.v_proj", act, H, kv * hd, n1)
+            qv = add(f"{a}.view", "view", "aten.view.default", inputs=[TensorSpec((batch, seq, nh * hd), dtype)],
+                     outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[q])
+            qkv_deps = [qv, k, v]
+        parts = attention if attention is not None else [(batch, seq, kv_len, seq > 1)]
+        if any(min(b, q, k) < 1 or q > k for b, q, k, _ in parts):
+            raise WorkloadError(f"{name}: attention entries {parts}: each needs batch, q_len, kv_len >= 1 and "
+                                "q_len <= kv_len")
+        ats = []
+        for j, (ab, aq, akv, causal) in enumerate(parts):
+            at_attrs = {"batch": ab, "heads": nh, "kv_heads": kv, "q_len": aq, "kv_len": akv, "head_dim": hd,
+                        "causal": bool(causal)}
+            if positions == "alibi":  # a per-head linear bias on the scores, added inside the attention kernel
+                at_attrs["alibi"] = True
+            ats.append(add(f"{a}.sdpa" + (f".{j}" if len(parts) > 1 else ""), "attention",
+                           "aten.scaled_dot_product_attention.default",
+                           inputs=[TensorSpec((ab, nh, aq, hd), dtype)], outputs=[TensorSpec((ab, nh, aq, hd), dtype)],
+                           flops=4 * ab * nh * aq * akv * hd, attrs=at_attrs, deps=qkv_deps))
+        o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, ats)
+        r1 = residual(f"{p}.{N['add1']}", [o] + dep0)
+        n2 = norm(f"{p}.{N['ln2']}", r1)
+        if moe_layer:
+            out = moe_mlp(f"{p}.{moe_module}", n2)
+            return residual(f"{p}.{N['add2']}", out + [r1])
+        mid = TensorSpec((batch, seq, I), dtype)
+        if mlp_kind == "swiglu":
+            gt = linear(f"{m}.gate_proj", act, H, I, n2)
+            up = linear(f"{m}.{N['up']}", act, H, I, n2)
+            si = add(f"{m}.{N['act']}", "elementwise", "aten.silu.default", inputs=[mid], outputs=[mid],
+                     flops=4 * T * I, attrs={"elements": T * I, "operands": 1}, deps=[gt])
+            hidden = add(f"{m}.mul", "elementwise", "aten.mul.Tensor", inputs=[mid, mid], outputs=[mid], flops=T * I,
+                         attrs={"elements": T * I, "operands": 2}, deps=[si, up])
+        else:  # GELU (erf form: 5 FLOPs per element, the importer's count)
+            up = linear(f"{m}.{N['up']}", act, H, I, n2)
+            hidden = add(f"{m}.{N['act']}", "elementwise", "aten.gelu.default", inputs=[mid], outputs=[mid],
+                         flops=5 * T * I, attrs={"elements": T * I, "operands": 1}, deps=[up])
+        dn = linear(f"{m}.{N['down']}", mid, I, H, hidden)
+        return residual(f"{p}.{N['add2']}", [dn, r1])
     first = len(ops)
-    p = N["layers"] + ".0"
-    a, m = f"{p}.{N['attn']}", f"{p}.{N['mlp']}"
-    x_in = first - 1  # the block's input: the op just before it (graph.Block / repeat_block)
-    dep0 = [x_in]
-    n1 = norm(f"{p}.{N['ln1']}", x_in)
-    if N["qkv"]:  # one fused projection (GPT-2's c_attn, MPT's Wqkv)
-        qkv = linear(f"{a}.{N['qkv']}", act, H, (nh + 2 * kv) * hd, n1)
-        qkv_deps = [add(f"{a}.view", "view", "aten.view.default",
-                        inputs=[TensorSpec((batch, seq, (nh + 2 * kv) * hd), dtype)],
-                        outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[qkv])]
+    experts = int(dims.get("experts", 0) or 0)
+    D = min(L, whole(dims.get("dense_layers", 0), f"{name}: dims['dense_layers']", 0)) if experts else L
+    if D and D < L:  # DeepSeek-MoE's dense first layer(s): every layer stamped out, no repeated block
+        x = first - 1
+        for li in range(L):
+            x = layer(f"{N['layers']}.{li}", x, li >= D)
+        blocks = []
     else:
-        q = linear(f"{a}.q_proj", act, H, nh * hd, n1)
-        k = linear(f"{a}.k_proj", act, H, kv * hd, n1)
-        v = linear(f"{a}.v_proj", act, H, kv * hd, n1)
-        qv = add(f"{a}.view", "view", "aten.view.default", inputs=[TensorSpec((batch, seq, nh * hd), dtype)],
-                 outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[q])
-        qkv_deps = [qv, k, v]
-    parts = attention if attention is not None else [(batch, seq, kv_len, seq > 1)]
-    if any(min(b, q, k) < 1 or q > k for b, q, k, _ in parts):
-        raise WorkloadError(f"{name}: attention entries {parts}: each needs batch, q_len, kv_len >= 1 and "
-                            "q_len <= kv_len")
-    ats = []
-    for j, (ab, aq, akv, causal) in enumerate(parts):
-        at_attrs = {"batch": ab, "heads": nh, "kv_heads": kv, "q_len": aq, "kv_len": akv, "head_dim": hd,
-                    "causal": bool(causal)}
-        if positions == "alibi":  # a per-head linear bias on the scores, added inside the attention kernel
-            at_attrs["alibi"] = True
-        ats.append(add(f"{a}.sdpa" + (f".{j}" if len(parts) > 1 else ""), "attention",
-                       "aten.scaled_dot_product_attention.default",
-                       inputs=[TensorSpec((ab, nh, aq, hd), dtype)], outputs=[TensorSpec((ab, nh, aq, hd), dtype)],
-                       flops=4 * ab * nh * aq * akv * hd, attrs=at_attrs, deps=qkv_deps))
-    o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, ats)
-    r1 = residual(f"{p}.{N['add1']}", [o] + dep0)
-    n2 = norm(f"{p}.{N['ln2']}", r1)
-    mid = TensorSpec((batch, seq, I), dtype)
-    if mlp_kind == "swiglu":
-        gt = linear(f"{m}.gate_proj", act, H, I, n2)
-        up = linear(f"{m}.{N['up']}", act, H, I, n2)
-        si = add(f"{m}.{N['act']}", "elementwise", "aten.silu.default", inputs=[mid], outputs=[mid],
-                 flops=4 * T * I, attrs={"elements": T * I, "operands": 1}, deps=[gt])
-        hidden = add(f"{m}.mul", "elementwise", "aten.mul.Tensor", inputs=[mid, mid], outputs=[mid], flops=T * I,
-                     attrs={"elements": T * I, "operands": 2}, deps=[si, up])
-    else:  # GELU (erf form: 5 FLOPs per element, the importer's count)
-        up = linear(f"{m}.{N['up']}", act, H, I, n2)
-        hidden = add(f"{m}.{N['act']}", "elementwise", "aten.gelu.default", inputs=[mid], outputs=[mid],
-                     flops=5 * T * I, attrs={"elements": T * I, "operands": 1}, deps=[up])
-    dn = linear(f"{m}.{N['down']}", mid, I, H, hidden)
-    residual(f"{p}.{N['add2']}", [dn, r1])
-    block = ops[first:]
-    ops.extend(WorkloadGraph.repeat_block(block, N["layers"], L, offset=first))
-    blocks = [Block(N["layers"], first, first + len(block), L)]
+        layer(N["layers"] + ".0", first - 1, experts > 0 and D == 0)
+        block = ops[first:]
+        ops.extend(WorkloadGraph.repeat_block(block, N["layers"], L, offset=first))
+        blocks = [Block(N["layers"], first, first + len(block), L)]
     if head:
         fn = norm(N["final"], len(ops) - 1, rows=head_tokens)
         linear("lm_head", act, H, V, fn, weight=table if tied else None, with_bias=False, rows=head_tokens)

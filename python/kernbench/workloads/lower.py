@@ -30,6 +30,11 @@ it (docs/model-estimates.md has the full table):
   buffered, the scratch claimed around it.
 * ``view`` -> nothing (free); ``copy`` -> a DMA of its bytes from the PE's
   HBM slice to its scratch and back.
+* ``moe`` (an MoE layer's routed experts) -> over each expert-parallel group
+  (``plan.ep`` replicas): the dispatch transfers, each EP rank's expert GEMMs
+  sized by the tokens its experts receive, the combine transfers
+  (kernbench.workloads.moe_lower). Inference only so far: a training step of
+  a graph with MoE layers is refused.
 
 An op that has no lowering (a kind outside these, a convolution that is not
 2-D, dilated or transposed, an attention whose heads the plan cannot split)
@@ -46,6 +51,7 @@ from kernbench.program import Program
 from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, forward_pass,  # noqa: F401
                                          part_of, stage_ranges)
+from kernbench.workloads.moe_lower import check_ep, moe_forward_pass, moe_ops
 from kernbench.workloads.plan import ParallelPlan
 from kernbench.workloads.training import lower_training, model_chunks
 
@@ -79,6 +85,10 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
         raise WorkloadError(f"lower: {graph.name}: {len(graph.ops)} ops x microbatches {plan.microbatches} x dp "
                             f"{plan.dp}{' x 3 (train)' if phase == 'train' else ''} = {work} op instances: over the "
                             f"limit of {MAX_LOWERED_OPS} (lower fewer microbatches or layers)")
+    check_ep(graph, plan)
+    if phase == "train" and moe_ops(graph):
+        raise WorkloadError(f"lower: {graph.name}: a training step of MoE layers is not lowered yet (the experts' "
+                            "backward and the reverse all-to-alls): phase 'inference' lowers them")
     prog = program if program is not None else Program(system, graph.name)
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)
@@ -89,6 +99,10 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
         raise WorkloadError(f"lower: {graph.name}: interleave = {plan.interleave} is a training step's pipeline "
                             "schedule (phase 'train'); an inference pass runs each stage's layers once: interleave 1")
     stages = stage_ranges(graph, plan.pp)
+    if moe_ops(graph):  # an MoE op spans the replicas of an EP group: op-major within each microbatch
+        for mb in range(plan.microbatches):
+            moe_forward_pass(L, mb, stages)
+        return L.out
     for rep in range(plan.dp):
         for mb in range(plan.microbatches):
             forward_pass(L, rep, mb, stages)

@@ -28,7 +28,8 @@ REP, SHARD, SEQ = "replicated", "sharded", "seq"  # activation states over a tp 
 _REQUIRED = {"matmul": ("m", "n", "k"), "conv": ("gemm_m", "gemm_n", "gemm_k", "kernel"),
              "attention": ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"),
              "elementwise": ("elements",), "norm": ("elements",), "softmax": ("elements",), "reduce": ("elements",),
-             "embedding": ("rows", "dim", "tokens"), "view": (), "copy": ("bytes",)}
+             "embedding": ("rows", "dim", "tokens"), "view": (), "copy": ("bytes",),
+             "moe": ("hidden", "experts", "top_k", "ffn", "tokens", "counts")}
 
 
 def part_of(name: str, graph: WorkloadGraph | None = None) -> str:
@@ -112,9 +113,21 @@ class Lowered:
     launches: dict[int, str] = field(default_factory=dict)  # GPU target: host-side launch op -> its GPU
     dp_bytes: dict[str, int] = field(default_factory=dict)  # training: data-parallel collectives' bytes per rank
     dp_params: dict[int, int] = field(default_factory=dict)  # training: per stage, a tp rank's parameters
+    moe: list[dict] = field(default_factory=list)  # MoE ops' routing, transfers and expert tokens (moe_lower)
 
     def run(self):
         return self.program.run()
+
+    def critical_spans(self, res) -> list[str]:
+        """The names of the spans (graph ops, collectives, MoE experts) the run's critical path runs through, in
+        path order, each once."""
+        owner = {o: s.name for s in self.spans for o in range(s.first, s.end)}
+        out: list[str] = []
+        for st in res.critical_path().steps:
+            name = owner.get(int(st.get("op", -1)))
+            if name is not None and name not in out:
+                out.append(name)
+        return out
 
     def intervals(self, res, select: Callable[[Span], bool]) -> float:
         """Active time (ps) of the union of the selected spans' op intervals (a GPU kernel's host-side launch
@@ -406,6 +419,8 @@ class Lowerer:
         res = deps
         if kind == "view":
             return deps, sin
+        if kind == "moe":  # spans the replicas of an EP group: kernbench.workloads.moe_lower, not one group
+            raise self.err(i, "an MoE op is lowered over its EP group by moe_lower.moe_forward_pass")
         if kind == "matmul":
             return self.matmul(i, group, deps, sin, stage, mb, first)
         elif kind == "conv":

@@ -10,6 +10,13 @@ consecutive PEs (one cube when ``tp`` is at most the PEs of a cube), a
 pipeline stage's group follows the previous stage's, and replicas follow
 each other. PEs past ``dp x pp x tp`` idle.
 
+Expert parallelism (``ep``, for a graph with MoE layers: kernbench.workloads.moe) is carved out of data
+parallelism: ``ep`` divides ``dp`` and the GPUs stay ``dp x pp x tp``. An EP group is ``ep`` consecutive
+data-parallel replicas of the same stage and tensor-parallel rank: replicas ``g*ep .. g*ep + ep - 1`` of stage
+s, rank t (``Placement.ep_group(g, s, t)``); EP rank j is replica ``g*ep + j`` and holds experts
+``j*E/ep .. (j+1)*E/ep - 1``. The replicas of a group run different tokens through the same experts, so
+their attention and dense weights are still plain data-parallel copies.
+
 Tensor parallelism follows Megatron-LM. Every activation is either
 *replicated* (every rank of the group holds all of it) or *sharded* (each rank
 holds 1/tp of its feature or head dimension). The rule for a matmul with a
@@ -78,6 +85,11 @@ class Placement:
     def group(self, replica: int = 0, stage: int = 0) -> tuple[str, ...]:
         return self.groups[replica][stage]
 
+    def ep_group(self, g: int, stage: int = 0, t: int = 0) -> tuple[str, ...]:
+        """EP group ``g`` of ``stage`` at tensor-parallel rank ``t``: the PEs of replicas g*ep .. g*ep + ep - 1."""
+        ep = self.plan.ep
+        return tuple(self.groups[g * ep + j][stage][t] for j in range(ep))
+
     @property
     def pes(self) -> list[str]:
         return [pe for rep in self.groups for st in rep for pe in st]
@@ -92,7 +104,8 @@ class ParallelPlan:
     training step the data-parallel ``sharding`` (SHARDINGS), activation ``recompute`` (RECOMPUTES) and the
     pipeline's ``interleave``: 1 is plain 1F1B; v > 1 is Megatron-LM's interleaved 1F1B (virtual pipeline), the
     layers cut into pp x v model chunks, rank s holding chunks s, s + pp, ... (kernbench.workloads.training).
-    Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan."""
+    Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan. ``ep``: expert
+    parallelism for MoE layers, carved out of dp (it must divide dp; the module doc gives the rank order)."""
 
     dp: int = 1
     tp: int = 1
@@ -105,9 +118,10 @@ class ParallelPlan:
     sharding: str = "none"
     recompute: str = "none"
     interleave: int = 1
+    ep: int = 1
 
     def __post_init__(self):
-        for name in ("dp", "tp", "pp", "microbatches", "interleave"):
+        for name in ("dp", "tp", "pp", "microbatches", "interleave", "ep"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise WorkloadError(f"plan: {name} must be an integer >= 1, got {v!r}")
@@ -116,6 +130,9 @@ class ParallelPlan:
                 each = {"microbatches": "microbatch", "interleave": "model chunk"}.get(name, "rank")
                 raise WorkloadError(f"plan: {name} = {v}: over the limit of {limit} (each {each} is lowered and "
                                     "simulated op by op)")
+        if self.dp % self.ep:
+            raise WorkloadError(f"plan: ep = {self.ep} (expert parallelism, carved out of data parallelism) must "
+                                f"divide dp = {self.dp}")
         if self.interleave > 1 and self.pp == 1:
             raise WorkloadError(f"plan: interleave = {self.interleave} interleaves the model chunks of a pipeline: "
                                 "it needs pp > 1 (pp = 1)")
