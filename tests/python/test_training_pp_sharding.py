@@ -26,15 +26,6 @@ def graph(layers=4, dims=SMALL, **kw):
     return handbuilt.llama_graph(2, 256, dims=dims, layers=layers, **kw)
 
 
-def params(g) -> int:
-    """Parameter elements of the graph, each named tensor once."""
-    seen = {}
-    for op in g.ops:
-        for p in op.params:
-            seen.setdefault(p.name, p.spec.numel)
-    return sum(seen.values())
-
-
 def units_per_stage(g, plan) -> dict[tuple[str, int], int]:
     """(unit, stage) -> its parameter elements (each name once per stage): the layers, and the root per stage."""
     stages = [c % plan.pp for c in model_chunks(g, plan)]
@@ -65,7 +56,7 @@ def test_fsdp_bytes_at_pp_2_are_the_parameters_gathered_and_scattered(h100, dp, 
     g = graph()
     tr = estimate.training_step(g, h100.twin(), ParallelPlan(pp=2, dp=dp, microbatches=M, interleave=v,
                                                              sharding="fsdp"), reuse=False)
-    P = 2 * params(g)
+    P = 2 * g.param_count
     assert tr.dp_bytes == {"all_gather": 2 * M * P, "reduce_scatter": M * P}
     received = sum(tr.dp_bytes.values()) * (dp - 1) / dp
     assert received == pytest.approx(P * 3 * M * (dp - 1) / dp)
@@ -78,7 +69,7 @@ def test_every_sharding_exchanges_the_root_once_per_stage_at_pp_2(h100):
     step or per microbatch and one gather of the updated weights (zero1, zero2) -- the root's split between the
     stages, not exchanged twice."""
     g, M = graph(), 2
-    P = 2 * params(g)
+    P = 2 * g.param_count
     want = {"none": {"all_reduce": P}, "zero1": {"reduce_scatter": P, "all_gather": P},
             "zero2": {"reduce_scatter": M * P, "all_gather": P}}
     for sharding, bytes_ in want.items():
@@ -99,7 +90,7 @@ def test_pp_2_dp_2_runs_and_its_stages_hold_the_models_parameters(h100, sharding
     per = units_per_stage(g, plan)
     stage = {s: sum(n for (u, t), n in per.items() if t == s) for s in range(2)}
     assert tr.lowered.dp_params == stage
-    assert sum(tr.lowered.dp_params.values()) == params(g)
+    assert sum(tr.lowered.dp_params.values()) == g.param_count
     assert per[("outside", 0)] == 4096 * 512                 # the embedding table
     assert per[("outside", 1)] == 512 + 512 * 4096           # the final norm and the LM head
     reduced = {s.stage for s in tr.lowered.spans if s.kind == "reduce_scatter" and s.name.startswith("outside")}
@@ -140,8 +131,9 @@ def test_a_tied_lm_head_is_held_on_the_first_and_the_last_stage(h100):
     g = graph(dims={**SMALL, "tied": True})
     table = 4096 * 512
     one = estimate.training_step(g, h100.twin(), ParallelPlan(dp=2, sharding="fsdp"), reuse=False)
-    assert one.lowered.dp_params == {0: params(g)}
+    assert one.lowered.dp_params == {0: g.param_count}
     two = estimate.training_step(g, h100.twin(), ParallelPlan(pp=2, dp=2, microbatches=2, sharding="fsdp"),
                                  reuse=False)
-    assert sum(two.lowered.dp_params.values()) == params(g) + table
-    assert two.dp_bytes == {"all_gather": 2 * 2 * 2 * (params(g) + table), "reduce_scatter": 2 * 2 * (params(g) + table)}
+    held = g.param_count + table
+    assert sum(two.lowered.dp_params.values()) == held
+    assert two.dp_bytes == {"all_gather": 2 * 2 * 2 * held, "reduce_scatter": 2 * 2 * held}

@@ -24,15 +24,6 @@ def graph(layers=2, seq=256, batch=2, **kw):
     return handbuilt.llama_graph(batch, seq, dims=SMALL, layers=layers, **kw)
 
 
-def params(g) -> int:
-    """Parameter elements of the graph, each named tensor once (the LM head's table too)."""
-    seen = {}
-    for op in g.ops:
-        for p in op.params:
-            seen.setdefault(p.name, p.spec.numel)
-    return sum(seen.values())
-
-
 def kernel_time(lo, res, select) -> int:
     """Summed duration (ps) of the GPU kernels in the selected spans (their host launches left out)."""
     t = res._core.ops()
@@ -48,7 +39,7 @@ def test_fsdp_gathers_and_scatters_the_parameters_as_full_shard_does(h100, dp, M
     (2 M gathers + M scatters), and a rank receives (dp - 1) / dp of each; no all-reduce is left."""
     g = graph()
     tr = estimate.training_step(g, h100.twin(), ParallelPlan(dp=dp, microbatches=M, sharding="fsdp"), reuse=False)
-    P = 2 * params(g)
+    P = 2 * g.param_count
     assert tr.dp_bytes == {"all_gather": 2 * M * P, "reduce_scatter": M * P}
     received = sum(tr.dp_bytes.values()) * (dp - 1) / dp
     assert received == pytest.approx(P * 3 * M * (dp - 1) / dp)
@@ -69,7 +60,7 @@ def test_a_tensor_parallel_rank_exchanges_its_share_of_the_weights(h100, shardin
         for p in op.params:
             seen.setdefault(p.name, op.kind == "embedding" or (op.kind == "matmul" and bool(op.attrs.get("weight"))))
     split = sum(p.spec.numel for op in g.ops for p in op.params if seen.pop(p.name, None))
-    rest = params(g) - split
+    rest = g.param_count - split
     X = 2 * (split + tp * rest)
     tr = estimate.training_step(g, h100.twin(), ParallelPlan(dp=2, tp=tp, microbatches=M, sharding=sharding),
                                 reuse=False)
@@ -82,7 +73,7 @@ def test_zero_reduce_scatters_then_gathers_the_updated_weights(h100):
     """zero1 reduce-scatters the accumulated gradients once per step and zero2 once per microbatch; both then
     all-gather the updated weights once: zero1's bytes are an all-reduce's (a reduce-scatter plus an all-gather)."""
     g = graph()
-    P = 2 * params(g)
+    P = 2 * g.param_count
     z1 = estimate.training_step(g, h100.twin(), ParallelPlan(dp=4, microbatches=3, sharding="zero1"), reuse=False)
     z2 = estimate.training_step(g, h100.twin(), ParallelPlan(dp=4, microbatches=3, sharding="zero2"), reuse=False)
     none = estimate.training_step(g, h100.twin(), ParallelPlan(dp=4, microbatches=3), reuse=False)

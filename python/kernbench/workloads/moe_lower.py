@@ -70,6 +70,25 @@ def moe_forward_pass(L: Lowerer, mb: int, stages: Sequence[int]) -> None:
         start = i + 1
 
 
+def _exchange(L: Lowerer, pes, nbytes, deps: list[list], label: str) -> tuple[list[list[int]], list[list]]:
+    """One DMA from each rank's HBM into every other's, ``nbytes(src, dst)`` bytes (none when 0), after
+    ``deps[src]``: the all-to-all of a dispatch or a combine as per-pair transfers. Returns the program op of
+    each transfer ([src][dst], -1 where none) and, per destination, the transfers into it."""
+    n = len(pes)
+    ops = [[-1] * n for _ in range(n)]
+    into: list[list] = [[] for _ in range(n)]
+    for s in range(n):
+        for d in range(n):
+            b = nbytes(s, d) if s != d else 0
+            if b:
+                h = L.prog.dma(pes[s], src=L.hbm(pes[s]), dst=L.hbm(pes[d]), bytes=b, deps=deps[s],
+                               name=f"{label} {s}->{d}", tag="alltoall")
+                ops[s][d] = h
+                into[d].append(h)
+    L.count("alltoall", sum(1 for row in ops for h in row if h >= 0))
+    return ops, into
+
+
 def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> None:
     """The ``moe`` op ``i`` of microbatch ``mb`` on every EP group of ``stage`` (module doc); fills
     ``memos[rep]["done"][i]`` and its state for every replica."""
@@ -105,16 +124,7 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
             sent = [c if cap is None else min(c, cap) for c in slices[t]]  # what each source sends expert e
             rows = [sum(sent[j * per:(j + 1) * per]) for j in range(ep)]   # tokens any source sends EP rank j
             first = len(L.prog)
-            arrive: list[list] = [[] for _ in range(ep)]
-            disp_ops = [[-1] * ep for _ in range(ep)]
-            for s in range(ep):
-                for j in range(ep):
-                    if s != j and rows[j]:
-                        h = L.prog.dma(pes[s], src=L.hbm(pes[s]), dst=L.hbm(pes[j]), bytes=rows[j] * H * e_bytes,
-                                       deps=deps[s], name=f"{op.name} dispatch {s}->{j}", tag="alltoall")
-                        disp_ops[s][j] = h
-                        arrive[j].append(h)
-            L.count("alltoall", sum(1 for r in disp_ops for h in r if h >= 0))
+            disp_ops, arrive = _exchange(L, pes, lambda s, j: rows[j] * H * e_bytes, deps, f"{op.name} dispatch")
             L.span(i, "alltoall", first, stage, "forward", mb, f"{op.name} dispatch")
             first = len(L.prog)
             done, ran = [], {}
@@ -131,16 +141,7 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
                         L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.{e}")
                 done.append(h)
             first = len(L.prog)
-            back: list[list] = [[] for _ in range(ep)]
-            comb_ops = [[-1] * ep for _ in range(ep)]
-            for j in range(ep):
-                for s in range(ep):
-                    if s != j and rows[j]:
-                        h = L.prog.dma(pes[j], src=L.hbm(pes[j]), dst=L.hbm(pes[s]), bytes=rows[j] * H * e_bytes,
-                                       deps=done[j], name=f"{op.name} combine {j}->{s}", tag="alltoall")
-                        comb_ops[j][s] = h
-                        back[s].append(h)
-            L.count("alltoall", sum(1 for r in comb_ops for h in r if h >= 0))
+            comb_ops, back = _exchange(L, pes, lambda j, s: rows[j] * H * e_bytes, done, f"{op.name} combine")
             L.span(i, "alltoall", first, stage, "forward", mb, f"{op.name} combine")
             first = len(L.prog)
             for s in range(ep):
