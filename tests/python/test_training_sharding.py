@@ -168,12 +168,14 @@ def test_reuse_equals_the_full_simulation_to_the_picosecond(h100, plan, layers):
 
 
 def test_reuse_where_flows_share_links_stays_within_its_bound(h100):
-    """ZeRO-2 over 2 microbatches (a microbatch's reduce-scatters overlap the next one's traffic): the increments
-    are periodic to PERIODIC, not to the picosecond, and the extension stays within 0.5 % of the full step."""
+    """dp 4 x tp 2 (the two tensor-parallel ranks' gradient all-reduces, on two dp groups, share the NVSwitch links
+    while the backward runs): the increments are periodic to PERIODIC, not to the picosecond, and the extension
+    stays within 0.5 % of the full step. (ZeRO-2 over 2 microbatches was this case while the reductions queued
+    behind the whole backward; issued during it, they run alone and its reuse is exact.)"""
     from kernbench.workloads.step import PERIODIC
 
     g = graph(layers=7)
-    plan = ParallelPlan(dp=2, sharding="zero2", microbatches=2)
+    plan = ParallelPlan(dp=4, tp=2)
     full = estimate.training_step(g, h100.twin(), plan, reuse=False)
     fast = estimate.training_step(g, h100.twin(), plan, reuse=True)
     assert fast.reuse["mode"] == "extrapolated" and fast.reuse["residual_ps"] != 0
@@ -208,15 +210,19 @@ def test_two_layers_at_dp_8_run_on_the_sip_machine(capsys):
     assert mir.counts == tr.counts and mir.gemm_flops == tr.gemm_flops
 
 
-@pytest.mark.parametrize("plan", [ParallelPlan(dp=2), ParallelPlan(dp=4, sharding="fsdp", microbatches=2),
-                                  ParallelPlan(dp=2, tp=2, pp=2, microbatches=2, sharding="zero1", recompute="full")])
-def test_mirrored_replicas_on_the_h100_box_stay_within_4e_5(h100, plan):
+@pytest.mark.parametrize("plan,rel", [(ParallelPlan(dp=2), 4e-5), (ParallelPlan(dp=4, sharding="fsdp", microbatches=2), 4e-5),
+                                      (ParallelPlan(dp=2, tp=2, pp=2, microbatches=2, sharding="zero1",
+                                                    recompute="full"), 4e-3)])
+def test_mirrored_replicas_on_the_h100_box_stay_close_to_the_full_step(h100, plan, rel):
     """On the NVSwitch box the replicas are symmetric: mirroring them leaves the step within 4e-5 (a mirrored
-    replica's host launches are not simulated), with the same kernel counts and FLOPs and fewer program ops."""
+    replica's host launches are not simulated), with the same kernel counts and FLOPs and fewer program ops. With
+    pp 2 within 4e-3 (measured 2.8e-3, the mirrored step faster): the gradient buckets run during the backward,
+    and a mirrored replica's GPU, which runs no kernels of its own, starts its NCCL kernels without waiting
+    behind them."""
     g = graph(seq=64, batch=1)
     full = estimate.training_step(g, h100.twin(), plan)
     mir = estimate.training_step(g, h100.twin(), plan, mirror_replicas=True)
-    assert mir.step_ms == pytest.approx(full.step_ms, rel=4e-5)
+    assert mir.step_ms == pytest.approx(full.step_ms, rel=rel)
     assert mir.counts == full.counts and mir.gemm_flops == full.gemm_flops
     assert mir.reuse["ops"][0] < full.reuse["ops"][0]
 

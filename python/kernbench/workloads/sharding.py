@@ -15,9 +15,12 @@ the two copies' gradients (its embedding group) is not modelled. With pp = 1 the
 parameter of the one root unit, as before.
 
 ``none``
-    Gradients stay whole on every replica. A layer's 16-bit gradients are all-reduced once its last
-    microbatch's weight gradients are done (overlapping the backward of the layers before it), then Adam
-    updates all of the layer's parameters on every rank.
+    Gradients stay whole on every replica. A layer's 16-bit gradients (one bucket) are all-reduced once its
+    last microbatch's weight gradients are done on every replica (overlapping the backward of the layers
+    before it), then Adam updates all of the layer's parameters on every rank. The reduction is appended as
+    the last replica reports the layer (the training lowering runs the replicas' backward layer by layer in
+    lockstep), so in each rank's program order it sits between the layer's backward and the next one's: on
+    a GPU the host issues its NCCL call there, as DDP's bucket hook does.
 ``zero1`` / ``zero2``
     ZeRO stages 1 and 2 (Rajbhandari et al. 2020), as Megatron-LM's distributed optimizer runs them: the
     gradients are reduce-scattered (zero1: once, after the last microbatch, the gradients accumulated in a
@@ -50,10 +53,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["DataParallel", "ROOT"]
+__all__ = ["DataParallel", "ROOT", "DP_KINDS", "is_dp_collective"]
 
 #: The unit of the ops outside the repeated blocks.
 ROOT = "outside"
+#: Span kinds of the data-parallel collectives (``DataParallel._collective``): the gradients' all-reduce (named
+#: ``grad_all_reduce`` apart from a tensor-parallel all-reduce), reduce-scatters and weight all-gathers.
+DP_KINDS = frozenset({"grad_all_reduce", "reduce_scatter", "all_gather"})
+
+
+def is_dp_collective(span) -> bool:
+    """Whether a lowered span is one of the data-parallel collectives: those are the only collective spans not
+    lowered from a graph op (``op == -1``); a tensor-parallel collective carries its op's index."""
+    return span.op < 0 and span.kind in DP_KINDS
 
 
 def _ops(handles) -> list[int]:
@@ -210,8 +222,11 @@ class DataParallel:
     # ---- gradients --------------------------------------------------------------------------------------
     def gradients_done(self, rep: int, s: int, mb: int, unit: str, handles: list[list]) -> None:
         """Replica ``rep``'s weight gradients of ``unit`` on microbatch ``mb`` are ``handles`` (per tp rank).
-        The first replica's report is where the reduction is issued; FSDP and zero2 reduce-scatter each
-        microbatch's once every replica's are in, the others reduce the last one's in finish()."""
+        The first replica's report takes the reduction's place on the stream; it is appended once every
+        replica's gradients are in (the training lowering reports a unit of every replica before the next unit,
+        so it comes before the next unit's backward in each rank's program order): FSDP and zero2
+        reduce-scatter each microbatch's gradients, none and zero1 reduce the last one's (the accumulated
+        gradients)."""
         last = mb == self.plan.microbatches - 1
         per_mb = self.mode in ("fsdp", "zero2")
         key = (unit, s)
@@ -224,10 +239,11 @@ class DataParallel:
                 self.reduce_at[(key, t, mb)] = self.stream(s, t).reserve()
         if rep == 0 and last:
             self.backward_order.append(key)
-        if not per_mb or any((r, key, 0, mb) not in self.wgrads for r in range(self.plan.dp)):
+        if not (per_mb or last) or any((r, key, 0, mb) not in self.wgrads for r in range(self.plan.dp)):
             return
+        what = "all_reduce" if self.mode == "none" else "reduce_scatter"
         for t in range(self.plan.tp):
-            self.wgrads[("rs", key, t, mb)] = self._reduce("reduce_scatter", key, t, mb)
+            self.wgrads[("rs", key, t, mb)] = self._reduce(what, key, t, mb)
 
     def _reduce(self, what: str, key: tuple[str, int], t: int, mb: int) -> list:
         unit, s = key
@@ -249,9 +265,7 @@ class DataParallel:
                 elems = self.elems(key)
                 if not self.active:
                     ready = self.wgrads.get((0, key, t, last), [])
-                elif self.mode in ("none", "zero1"):
-                    ready = self._reduce("all_reduce" if self.mode == "none" else "reduce_scatter", key, t, last)
-                else:
+                else:  # reduced as the last replica reported the gradients (gradients_done)
                     ready = self.wgrads[("rs", key, t, last)]
                 shard = -(-elems // dp) if self.sharded else elems
                 done = [adam(pe, shard, f"{unit} adam", ready, s) for pe in self.group(s, t)]

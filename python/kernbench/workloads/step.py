@@ -30,9 +30,13 @@ of its own: its k-th compute step on a rank is replica 0's k-th on the same rank
 while its collectives and stage-to-stage transfers are still appended and simulated, so the fabric carries
 all of their traffic. It is not exact: a mirrored replica's compute neither loads the fabric (the SIP
 machine's tiles stream over its mesh) nor fills its host's launch queue, and the SIP machine's replicas sit
-at different places of its mesh. Measured (2-layer steps, tests/python/test_training_sharding.py): within
-4e-5 of the full step on the H100 box, within 1 % on the SIP machine at dp 8, from 2.5x fewer program ops
-there.
+at different places of its mesh; on a GPU its NCCL kernels never wait behind kernels of its own. Measured
+(2-layer steps, tests/python/test_training_sharding.py): within 4e-5 of the full step on the H100 box at pp 1
+(2.8e-3 at dp 2, tp 2, pp 2), within 1 % on the SIP machine at dp 8, from 2.5x fewer program ops there.
+
+Exposed data-parallel time. ``dp_ms`` and ``dp_exposed_ms`` (TrainingEstimate) are read from the trace per
+stage: the data-parallel collectives in flight, and the part of that no forward/backward/recompute work of the
+stage overlaps (the optimizer hides nothing; the field's comment says why).
 """
 
 from __future__ import annotations
@@ -43,8 +47,9 @@ from typing import Any
 
 from kernbench.workloads.graph import Block, WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
-from kernbench.workloads.lowerer import stage_layers
+from kernbench.workloads.lowerer import COMM_KINDS, stage_layers
 from kernbench.workloads.plan import ParallelPlan
+from kernbench.workloads.sharding import is_dp_collective
 from kernbench.workloads.training import model_chunks
 
 __all__ = ["TrainingEstimate", "training_step", "with_layers", "COMPUTE"]
@@ -96,6 +101,18 @@ class TrainingEstimate:
     #: ``bubble_ratio_analytic`` is (pp - 1) / (v M) (Narayanan et al. 2021; 1F1B: v = 1).
     bubble_ratio: float = 0.0
     bubble_ratio_analytic: float = 0.0
+    #: Data-parallel time, per pipeline stage then averaged over the stages (as ``parts``): ``dp_ms`` is the time
+    #: any of the stage's data-parallel collectives is in flight (the gradients' all-reduce or reduce-scatter per
+    #: layer, and ZeRO's / FSDP's weight all-gathers: kernbench.workloads.sharding); ``dp_exposed_ms`` the part of
+    #: it during which none of the stage's forward, backward or recompute kernels runs (a union over the stage's
+    #: replicas and tensor-parallel ranks; tensor- and pipeline-parallel transfers hide nothing). The optimizer
+    #: does not hide it: a framework runs Adam once every bucket is reduced (DDP, Megatron's
+    #: finalize_model_grads), and where this lowering's per-layer Adam runs beside a later bucket that time counts
+    #: in ``parts`` as optimizer but here as exposed. So the last bucket's reduction, which starts when the
+    #: backward ends, is exposed whole; ``dp_exposed_by_stage`` gives each stage's figure (ms).
+    dp_ms: float = 0.0
+    dp_exposed_ms: float = 0.0
+    dp_exposed_by_stage: list[float] = field(default_factory=list)
 
     @property
     def gpus(self) -> int:
@@ -122,7 +139,8 @@ class TrainingEstimate:
                 "gemm_flops_recompute": self.gemm_flops.get("recompute", 0.0),
                 "tokens_per_gpu_s": self.tokens_per_gpu_s, "bubble": self.bubble,
                 "bubble_analytic": self.bubble_analytic, "bubble_ratio": self.bubble_ratio,
-                "bubble_ratio_analytic": self.bubble_ratio_analytic, "ops_simulated": sum(self.reuse.get("ops", [])),
+                "bubble_ratio_analytic": self.bubble_ratio_analytic, "dp_ms": self.dp_ms,
+                "dp_exposed_ms": self.dp_exposed_ms, "ops_simulated": sum(self.reuse.get("ops", [])),
                 "wall_s": self.wall_s}
 
 
@@ -160,18 +178,23 @@ def _measure(graph, system, plan, precision, optimizer, mirror) -> tuple[dict[st
     res = lo.run()
     q: dict[str, float] = {"step": float(res.makespan_ps), "ops": float(len(lo.program))}
     q["forward"] = lo.intervals(res, lambda s: s.pass_ == "forward")
-    q["backward"] = lo.intervals(res, lambda s: s.pass_ in ("backward", "recompute") and s.kind != "grad_all_reduce")
+    q["backward"] = lo.intervals(res, lambda s: s.pass_ in ("backward", "recompute") and not is_dp_collective(s))
     q["optimizer"] = lo.intervals(res, lambda s: s.pass_ == "optimizer")
-    q["grad_all_reduce"] = lo.intervals(res, lambda s: s.kind == "grad_all_reduce")
+    flight = _in_flight(lo, res)  # the data-parallel collectives, each from its first transfer to its last
+    q["grad_all_reduce"] = float(_length(_merge([iv for x, iv in flight if x.kind == "grad_all_reduce"])))
     t = res._core.ops()
     st, en = t["start_ps"], t["end_ps"]
-    comp = [s for s in lo.spans if s.pass_ in COMPUTE and s.kind != "grad_all_reduce"]
+    comp = [s for s in lo.spans if s.pass_ in COMPUTE and not is_dp_collective(s)]
     q["span"] = float(max(int(en[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0) -
                       min(int(st[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0))
     t0 = int(res._core.start_ps)
     for stage in range(plan.pp):
+        dp_iv = _merge([iv for x, iv in flight if x.stage == stage])
+        hide = _op_intervals(lo, res, lambda x, stage=stage: x.stage == stage and x.pass_ in COMPUTE
+                             and x.kind not in COMM_KINDS, launches=True)
+        q[f"dp.{stage}"], q[f"dpx.{stage}"] = float(_length(dp_iv)), float(_uncovered(dp_iv, hide))
         q[f"busy.{stage}"] = lo.intervals(res, lambda x, stage=stage: x.stage == stage and x.pass_ in COMPUTE
-                                          and x.kind != "grad_all_reduce")
+                                          and not is_dp_collective(x))
         cut = lo.partition(res, lambda x, stage=stage: x.pass_ if x.stage == stage else None, t0,
                            t0 + int(res.makespan_ps))
         for k, v in cut.items():
@@ -184,6 +207,62 @@ def _measure(graph, system, plan, precision, optimizer, mirror) -> tuple[dict[st
     for k, v in lo.dp_bytes.items():
         q[f"bytes.{k}"] = float(v)
     return q, lo
+
+
+def _merge(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _op_intervals(lo: Lowered, res, select, launches: bool = False) -> list[tuple[int, int]]:
+    """[start, end) ps of every op of the selected spans that ran, merged; a GPU kernel's host launch only with
+    ``launches``."""
+    t = res._core.ops()
+    st, en = t["start_ps"], t["end_ps"]
+    return _merge([(int(st[o]), int(en[o])) for s in lo.spans if select(s) for o in range(s.first, s.end)
+                   if st[o] >= 0 and en[o] > st[o] and (launches or o not in lo.launches)])
+
+
+def _in_flight(lo: Lowered, res) -> list[tuple[Any, tuple[int, int]]]:
+    """Each data-parallel collective's span and the time it is in flight: from the start of its first transfer or
+    kernel to the end of its last (gaps inside, where a step waits, included). A GPU collective's host launch
+    (``launch`` ops: the NCCL call, issued in program order, possibly long before its data is ready) is not."""
+    t = res._core.ops()
+    st, en = t["start_ps"], t["end_ps"]
+    cols = getattr(lo.program._core, "op_columns", None)
+    kinds = cols()["kind"] if cols else None
+    out = []
+    for x in lo.spans:
+        if not is_dp_collective(x):
+            continue
+        ops = [o for o in range(x.first, x.end) if st[o] >= 0 and (kinds is None or kinds[o] != "launch")]
+        if ops:
+            out.append((x, (min(int(st[o]) for o in ops), max(int(en[o]) for o in ops))))
+    return out
+
+
+def _length(iv: list[tuple[int, int]]) -> int:
+    return sum(b - a for a, b in iv)
+
+
+def _uncovered(iv: list[tuple[int, int]], cover: list[tuple[int, int]]) -> int:
+    """ps of the merged intervals ``iv`` that the merged intervals ``cover`` do not overlap."""
+    out, k = 0, 0
+    for a, b in iv:
+        while k < len(cover) and cover[k][1] <= a:
+            k += 1
+        x, j = a, k
+        while j < len(cover) and cover[j][0] < b:
+            out += max(0, min(cover[j][0], b) - x)
+            x = max(x, cover[j][1])
+            j += 1
+        out += max(0, b - x)
+    return out
 
 
 def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, precision: str | None = None,
@@ -249,7 +328,10 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
         tokens=tokens, model_flops=3.0 * fwd_flops * M * plan.dp,
         dp_bytes={k[6:]: int(round(x)) for k, x in q.items() if k.startswith("bytes.")}, reuse=info,
         bubble_ratio=bubble / (1.0 - bubble) if bubble < 1.0 else float("inf"),
-        bubble_ratio_analytic=(pp - 1) / vM)
+        bubble_ratio_analytic=(pp - 1) / vM,
+        dp_ms=sum(q.get(f"dp.{s}", 0.0) for s in range(pp)) / pp / 1e9,
+        dp_exposed_ms=sum(q.get(f"dpx.{s}", 0.0) for s in range(pp)) / pp / 1e9,
+        dp_exposed_by_stage=[q.get(f"dpx.{s}", 0.0) / 1e9 for s in range(pp)])
 
 
 def _tokens(graph: WorkloadGraph) -> int:

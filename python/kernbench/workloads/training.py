@@ -344,30 +344,38 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                     acc[t].extend(bd[i][t])
             if i == last_of[unit] and unit in grads:
                 dp.gradients_done(rep, s, j, unit, grads[unit])
+                yield  # the unit's backward is lowered: the other replicas lower theirs before the next unit
 
     # Append the items in an order that respects both the stages' (interleaved) 1F1B order and the data
-    # dependences: a chunk's forward after the chunk before it, its backward after the chunk after it.
-    nxt = {(r, s): 0 for r in range(plan.dp) for s in range(pp)}
+    # dependences: a chunk's forward after the chunk before it, its backward after the chunk after it. The dp
+    # replicas run the same order on their own ranks, so each item is appended for every replica at once, and a
+    # backward unit by unit across them: a layer's gradient reduction is then appended as the last replica's
+    # backward of it is, ahead of the next layer's backward in every rank's program order -- where a GPU's host
+    # issues it, as DDP's bucket hook does (appended after the whole backward, its NCCL launch would queue behind
+    # every backward kernel's launch and start only once the host had issued them all).
+    nxt = [0] * pp
     appended = set()
-    total = plan.dp * C * 2 * M
+    total = C * 2 * M
     while len(appended) < total:
         progressed = False
-        for rep in range(plan.dp):
-            for s in range(pp):
-                while nxt[(rep, s)] < len(order[s]):
-                    what, j, local = order[s][nxt[(rep, s)]]
-                    c = local * pp + s
-                    need = (rep, c - 1, "F", j) if what == "F" and c > 0 else \
-                        (rep, c + 1, "B", j) if what == "B" and c < C - 1 else None
-                    if need is not None and need not in appended:
-                        break
-                    if what == "F":
+        for s in range(pp):
+            while nxt[s] < len(order[s]):
+                what, j, local = order[s][nxt[s]]
+                c = local * pp + s
+                need = (c - 1, "F", j) if what == "F" and c > 0 else \
+                    (c + 1, "B", j) if what == "B" and c < C - 1 else None
+                if need is not None and need not in appended:
+                    break
+                if what == "F":
+                    for rep in range(plan.dp):
                         forward(rep, c, j)
-                    else:
-                        backward(rep, c, j)
-                    appended.add((rep, c, what, j))
-                    nxt[(rep, s)] += 1
-                    progressed = True
+                else:
+                    units = [backward(rep, c, j) for rep in range(plan.dp)]
+                    while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)
+                        units = [u for u in units if next(u, StopIteration) is not StopIteration]
+                appended.add((c, what, j))
+                nxt[s] += 1
+                progressed = True
         if not progressed:  # cannot happen for a (interleaved) 1F1B order; a clear error rather than a hang
             raise WorkloadError(f"{g.name}: the 1F1B schedule could not be ordered")
 
