@@ -26,7 +26,7 @@ def test_plan_errors_name_what_does_not_fit(sip):
     """A plan that needs more PEs than the machine has, a bad tp, sp without tp, an unknown rule or PE, more pipeline
     stages than layers, or a tp that does not divide the heads is a WorkloadError naming the numbers."""
     n = len(sip.pes())
-    with pytest.raises(WorkloadError, match=rf"dp=2 x pp=1 x tp={n} = {2 * n} PEs do not fit the machine's {n} PEs"):
+    with pytest.raises(WorkloadError, match=rf"dp=2 x pp=1 x tp={n} = {2 * n} PEs do not fit the machine's {n} PEs: {n} short"):
         ParallelPlan(dp=2, tp=n).place(sip)
     with pytest.raises(WorkloadError, match="tp must be an integer >= 1"):
         ParallelPlan(tp=0)
@@ -43,13 +43,13 @@ def test_plan_errors_name_what_does_not_fit(sip):
         lower(g, sip, ParallelPlan(tp=16))
 
 
-def test_placement_is_rank_major(sip):
-    """ParallelPlan.place fills ranks tp-major: a replica's stage is tp consecutive PEs, stages follow each other,
-    then replicas."""
+def test_placement_is_megatron_rank_order(sip):
+    """ParallelPlan.place fills ranks in Megatron-LM's order, tp innermost, then dp, then pp: a replica's stage is
+    tp consecutive PEs, the replicas of a stage follow each other, then the next stage's."""
     pl = ParallelPlan(dp=2, tp=4, pp=2).place(sip)
     pes = sip.pes()
-    assert pl.group(0, 0) == tuple(pes[0:4]) and pl.group(0, 1) == tuple(pes[4:8])
-    assert pl.group(1, 0) == tuple(pes[8:12]) and len(pl.pes) == 16
+    assert pl.group(0, 0) == tuple(pes[0:4]) and pl.group(1, 0) == tuple(pes[4:8])
+    assert pl.group(0, 1) == tuple(pes[8:12]) and pl.group(1, 1) == tuple(pes[12:16]) and len(pl.pes) == 16
 
 
 # ---- lowering -------------------------------------------------------------------------------

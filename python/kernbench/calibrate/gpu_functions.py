@@ -7,7 +7,7 @@
   model.inference  model tp pp batch prompt output precision
                                                        -> latency [ms], ttft [ms], tpot [ms],
                                                           throughput [tokens/s], throughput_per_gpu [tokens/s]
-  model.training   model dp tp pp seq micro_batch grad_accum precision sharding recompute sp interleave
+  model.training   model dp tp pp seq micro_batch grad_accum precision sharding recompute sp interleave ep
                                                        -> tokens_per_gpu [tokens/s], step [ms], mfu
 
 Each runs on the machine of ``--config`` (or the row's / the data file's config); gpu.gemm and gpu.stream use
@@ -142,19 +142,20 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
 @measurement("model.training", metrics={"tokens_per_gpu": "tokens/s", "step": "ms", "mfu": ""},
              config="machines/h100-8x-nvswitch.yaml",
              doc="one optimizer step: grad_accum micro-batches per dp rank (the pipeline's m with pp > 1; interleave "
-                 "v > 1: Megatron's interleaved 1F1B over pp x v model chunks), "
+                 "v > 1: Megatron's interleaved 1F1B over pp x v model chunks; ep: expert parallelism carved out "
+                 "of dp), on the first dp x tp x pp GPUs of the machine in Megatron's rank order, "
                  "the optimizer and the exposed communication included")
 def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: int = 2048, micro_batch: int = 1,
                    grad_accum: int = 1, precision: str = "bf16", sharding: str = "none", recompute: str = "none",
-                   sp: bool = False, interleave: int = 1):
+                   sp: bool = False, interleave: int = 1, ep: int = 1):
     from kernbench import _core
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
     spec = get_model(model)
     system = ctx.load()
     plan = ParallelPlan(dp=dp, tp=tp, pp=pp, sp=bool(sp), microbatches=grad_accum, sharding=sharding,
-                        recompute=recompute, interleave=interleave)
-    gpu = plan.place(system).group(0, 0)[0]
+                        recompute=recompute, interleave=interleave, ep=ep)
+    gpu = plan.place(system).group(0, 0)[0]  # the first dp x tp x pp GPUs in rank order, else a WorkloadError
     peak = _core.gpu_spec(system._core, gpu)["peak_flops"].get(precision)
     if peak is None:
         raise UsageError(f"precision {precision!r}: the GPU has no peak for it")

@@ -3,16 +3,21 @@
     plan = ParallelPlan(dp=2, tp=8, pp=2, microbatches=4)
     placement = plan.place(system)          # PE names per (replica, stage, tp rank)
 
-Placement: the plan takes ``dp x pp x tp`` PEs in the machine's rank order
-(``System.pes()``, or the ``pes=`` list given), rank-major as
-``((replica * pp) + stage) * tp + t``: a tensor-parallel group is ``tp``
-consecutive PEs (one cube when ``tp`` is at most the PEs of a cube), a
-pipeline stage's group follows the previous stage's, and replicas follow
-each other. PEs past ``dp x pp x tp`` idle.
+Placement: the plan takes the first ``dp x pp x tp`` PEs in the machine's rank
+order (``System.pes()``, or the ``pes=`` list given), in Megatron-LM's order --
+tensor parallelism innermost, then data, then pipeline -- rank
+``((stage * dp) + replica) * tp + t``: a tensor-parallel group is ``tp``
+consecutive PEs (one GPU box at tp 8 on a cluster, one cube when ``tp`` is at
+most the PEs of a cube), the replicas of a stage follow each other, and the
+stages come last, so a pipeline spans the machine's boxes (nodes) while a
+stage's data-parallel group stays as close as the plan allows. PEs past
+``dp x pp x tp`` idle; a plan needing more PEs than the machine has is refused,
+naming dp, tp, pp, their product, the machine's count and the shortfall.
 
 Expert parallelism (``ep``, for a graph with MoE layers: kernbench.workloads.moe) is carved out of data
 parallelism: ``ep`` divides ``dp`` and the GPUs stay ``dp x pp x tp``. An EP group is ``ep`` consecutive
-data-parallel replicas of the same stage and tensor-parallel rank: replicas ``g*ep .. g*ep + ep - 1`` of stage
+data-parallel replicas of the same stage and tensor-parallel rank (in rank order ``tp`` apart: Megatron's
+tp-ep-dp-pp): replicas ``g*ep .. g*ep + ep - 1`` of stage
 s, rank t (``Placement.ep_group(g, s, t)``); EP rank j is replica ``g*ep + j`` and holds experts
 ``j*E/ep .. (j+1)*E/ep - 1``. The replicas of a group run different tokens through the same experts, so
 their attention and dense weights are still plain data-parallel copies.
@@ -92,7 +97,8 @@ class Placement:
 
     @property
     def pes(self) -> list[str]:
-        return [pe for rep in self.groups for st in rep for pe in st]
+        """The plan's PEs in rank order (stage-major, then replica, then tensor-parallel rank)."""
+        return [pe for s in range(self.plan.pp) for rep in self.groups for pe in rep[s]]
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,8 @@ class ParallelPlan:
     def place(self, system) -> Placement:
         """The PE groups on ``system`` (WorkloadError when the plan does not fit)."""
         machine = system.pes()
-        what = f"plan dp={self.dp} x pp={self.pp} x tp={self.tp} = {self.size} PEs"
+        unit = "GPUs" if getattr(system, "target", None) == "gpu" else "PEs"
+        what = f"plan dp={self.dp} x pp={self.pp} x tp={self.tp} = {self.size} {unit}"
         if not machine:
             raise WorkloadError(f"{what}: the machine has no PEs")
         if self.pes is not None:
@@ -190,10 +197,12 @@ class ParallelPlan:
             order = list(self.pes)
         else:
             if self.size > len(machine):
-                raise WorkloadError(f"{what} do not fit the machine's {len(machine)} PEs "
-                                    f"(reduce dp, tp or pp, or load a larger machine)")
+                raise WorkloadError(f"{what} do not fit the machine's {len(machine)} {unit}: "
+                                    f"{self.size - len(machine)} short (reduce dp, tp or pp, or load a larger "
+                                    f"machine)")
             order = machine[:self.size]
-        groups = tuple(tuple(tuple(order[((d * self.pp) + s) * self.tp + t] for t in range(self.tp))
+        # Megatron-LM's rank order: tp innermost, then dp, then pp
+        groups = tuple(tuple(tuple(order[((s * self.dp) + d) * self.tp + t] for t in range(self.tp))
                              for s in range(self.pp)) for d in range(self.dp))
         return Placement(self, groups)
 
