@@ -14,8 +14,13 @@ sends to another box relayed through the peer on the receiver's rail (PXN, ``ncc
 (kernbench.cluster.alltoall_bound: the slowest of the NIC and uplink cuts, inter-node bytes only) and the
 model's per-GPU rate against it.
 
-Every row also gives the wall time of its simulation and the process's peak memory so far. A collective or
-size the model cannot run is a row of ``failures`` with the reason.
+Every row also gives the wall time of its simulation, the fidelity it ran at (``steps``: every protocol step;
+``pipeline``: one coflow per channel, which ``auto`` takes at scale; docs/ccl.md "Fidelity") and the process's
+peak memory so far. A collective or size the model cannot run is a row of ``failures`` with the reason.
+
+Scale targets (``target_nodes``, default 128 nodes = 1,024 GPUs; empty to skip): a 1 GiB all-reduce
+(``algorithm`` auto) on the flow fabric at each count, printed with its simulated time, the tuner's, the wall time,
+the events the simulation ran and the peak memory, against the targets of 10 s wall and 8 GB (scale.csv).
 
 Outputs: sweep.json, nccl.csv (every row), nccl_tables.txt (nccl-tests' layout, one table per node count and
 collective; ``kernbench compare-nccl`` reads it back), busbw.png.
@@ -46,15 +51,16 @@ def _peak_mb() -> float:
             "min_bytes": Param(1 << 20, min=1), "max_bytes": Param(64 << 20, min=1), "factor": Param(8, min=2),
             "type": Param("float", choices=sorted(nccl.TYPE_BYTES)),
             "algorithm": Param("auto", choices=["auto", "ring", "double_binary_tree", "tree"]),
-            "calls": Param(1, min=1, max=16)},
+            "calls": Param(1, min=1, max=16), "target_nodes": Param([128], min=1)},
     config="machines/dgx-h100-cluster.yaml",
-    smoke={"bench.nodes": [2], "bench.max_bytes": 1 << 20},
+    smoke={"bench.nodes": [2], "bench.max_bytes": 1 << 20, "bench.target_nodes": []},
     golden={"key": ["nodes", "collective", "size"], "metrics": {"time_us": "rel=1e-9", "busbw": "rel=1e-9",
                                                                "count": "exact", "gpus": "exact",
                                                                "algorithm": "exact", "protocol": "exact"}},
     outputs={"nccl.csv": "every row: nodes, collective, size, count, type, time_us, algbw, busbw, wall_s",
              "nccl_tables.txt": "one table per node count and collective in nccl-tests' layout",
-             "busbw.png": "busbw against size per collective and node count"},
+             "busbw.png": "busbw against size per collective and node count",
+             "scale.csv": "the scale targets: nodes, gpus, algorithm, fidelity, time_us, wall_s, events, peak_mb"},
     primary=["busbw", "time_us"],
     checks=nccl.size_checks,
 )
@@ -118,6 +124,7 @@ def cluster_collectives(ctx):
                              f"{r['bound_per_gpu_GBps']:.1f} GB/s per GPU inter-node), model "
                              f"{r['per_gpu_GBps']:.1f} GB/s = {r['vs_bound']:.3f} of it")
                 ctx.log(line)
+    _scale_targets(ctx, config)
     from kernbench.atomic_output import atomic_write_bytes  # the one atomic writer
 
     atomic_write_bytes(ctx.out / "nccl_tables.txt", "\n".join(tables).encode())
@@ -125,6 +132,41 @@ def cluster_collectives(ctx):
     ctx.write_csv("nccl.csv", ctx.results)
     _figure(ctx)
     return {"results": ctx.results, "failures": ctx.failures}
+
+
+#: The issue's targets for a 1 GiB all-reduce over a thousand GPUs on the flow fabric.
+TARGET_WALL_S = 10.0
+TARGET_PEAK_MB = 8 * 1024
+
+
+def _scale_targets(ctx, config: str) -> None:
+    """A 1 GiB all-reduce at each of ``target_nodes`` on the flow fabric: time, wall, events, peak memory."""
+    from kernbench import ccl
+    from kernbench.system import System
+
+    rows = []
+    for nodes in ctx.params["target_nodes"]:
+        sets = {**dict(ctx.config_overrides), "cluster.nodes": int(nodes), "fabric.model": "flow"}
+        try:
+            system = System.load(config, set=sets, seed=ctx.seed)
+            t0 = time.perf_counter()
+            e0 = system._core.events_processed
+            r = ccl.all_reduce(system, 1 << 30, algorithm="auto", buffer="hbm", verify="off")
+            wall = time.perf_counter() - t0
+        except Exception as e:  # recorded, the rest still runs
+            ctx.failures.append({"name": f"scale {nodes} nodes", "nodes": nodes, "error": f"{type(e).__name__}: {e}"})
+            ctx.log(f"scale {nodes} nodes FAILED: {type(e).__name__}: {e}")
+            continue
+        row = {"nodes": int(nodes), "gpus": r.ranks, "algorithm": r.algorithm, "protocol": r.protocol,
+               "fidelity": r.fidelity, "time_us": r.latency_us, "tuner_us": r.predicted_ps / 1e6, "wall_s": wall,
+               "events": system._core.events_processed - e0, "peak_mb": _peak_mb()}
+        rows.append(row)
+        ctx.log(f"scale target: 1 GiB all_reduce over {row['gpus']} GPUs ({nodes} nodes, flow fabric): "
+                f"{r.algorithm}/{r.protocol} at fidelity {r.fidelity}, {row['time_us'] / 1e3:.3f} ms simulated "
+                f"(tuner {row['tuner_us'] / 1e3:.3f} ms) in {wall:.2f} s wall (target < {TARGET_WALL_S:.0f} s), "
+                f"{row['events']} events, peak {row['peak_mb']:.0f} MiB (target < {TARGET_PEAK_MB} MiB)")
+    if rows:
+        ctx.write_csv("scale.csv", rows)
 
 
 def _figure(ctx) -> None:

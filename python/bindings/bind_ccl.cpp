@@ -62,6 +62,7 @@ void bind_ccl(py::module_& m) {
       .def_readonly("verified", &CollectiveResult::verified)
       .def_readonly("model", &CollectiveResult::model)
       .def_readonly("protocol", &CollectiveResult::protocol)
+      .def_readonly("fidelity", &CollectiveResult::fidelity)
       .def_readonly("channels", &CollectiveResult::channels)
       .def_readonly("step_bytes", &CollectiveResult::step_bytes)
       .def_readonly("calls", &CollectiveResult::calls)
@@ -84,10 +85,11 @@ void bind_ccl(py::module_& m) {
          const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer, const py::object& grid_w,
          const py::object& grid_h, const std::string& inter, const py::object& pieces, const py::object& root,
          const std::string& verify, const std::string& protocol, const py::object& channels, const py::object& calls,
-         const py::object& host_threads, const std::vector<Bytes>& counts) {
+         const py::object& host_threads, const std::vector<Bytes>& counts, const std::string& fidelity) {
         CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
                                         pieces, root, verify, protocol, channels, calls, host_threads);
         spec.counts = counts;
+        spec.fidelity = fidelity;
         Using use(system);
         return use.run([&] { return std::make_shared<CollectiveResult>(run_collective(system, spec)); });
       },
@@ -95,7 +97,7 @@ void bind_ccl(py::module_& m) {
       py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0, py::arg("grid_h") = 0,
       py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0, py::arg("verify") = "auto",
       py::arg("protocol") = "auto", py::arg("channels") = 0, py::arg("calls") = 1, py::arg("host_threads") = 0,
-      py::arg("counts") = std::vector<Bytes>{},
+      py::arg("counts") = std::vector<Bytes>{}, py::arg("fidelity") = "auto",
       "Build, run and (verify=auto|on|off) symbolically check one collective (GPU machines: the NCCL model, "
       "with protocol, channels, calls back to back and host_threads; alltoall: counts, the bytes rank i sends "
       "rank j at [i * ranks + j], the delivered bytes checked instead).");
@@ -104,15 +106,16 @@ void bind_ccl(py::module_& m) {
       [](const topology::System& system, const std::string& collective, const std::string& algorithm,
          const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer,
          const py::object& grid_w, const py::object& grid_h, const std::string& inter, const py::object& pieces,
-         const py::object& root, const std::string& protocol, const py::object& channels) {
-        const CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
-                                              pieces, root, "off", protocol, channels, py::int_(1), py::int_(0));
+         const py::object& root, const std::string& protocol, const py::object& channels, const std::string& fidelity) {
+        CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
+                                        pieces, root, "off", protocol, channels, py::int_(1), py::int_(0));
+        spec.fidelity = fidelity;
         return build_collective(system.machine(), system.config(), spec);
       },
       py::arg("system"), py::arg("collective"), py::arg("algorithm"), py::arg("bytes_per_pe"),
       py::arg("pes") = py::none(), py::arg("buffer") = "sram", py::arg("grid_w") = 0, py::arg("grid_h") = 0,
       py::arg("inter") = "", py::arg("pieces") = 4, py::arg("root") = 0, py::arg("protocol") = "auto",
-      py::arg("channels") = 0,
+      py::arg("channels") = 0, py::arg("fidelity") = "auto",
       "The Program of one collective (same arguments as run_collective, no verification), to append to another.");
 
   m.def(

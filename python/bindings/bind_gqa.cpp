@@ -113,6 +113,9 @@ runtime::Program edited(const runtime::Program& p, const std::vector<std::pair<r
       case OpKind::SwitchReduce:
         q.switch_reduce(o.agent, p.switch_groups()[o.pipeline], o.move.bytes, deps, o.name, o.tag);
         break;
+      case OpKind::Coflow:
+        q.coflow(o.agent, p.coflows()[o.pipeline], o.move.bytes, o.latency, deps, o.name, o.tag);
+        break;
       case OpKind::Launch:
       case OpKind::Kernel:  // a GQA program runs on SIP PEs: it has no GPU kernels to rebuild
         throw UsageError(p.name() + ": edited() does not rebuild GPU launches and kernels");

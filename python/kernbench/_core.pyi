@@ -218,6 +218,7 @@ class CollectiveResult:
     op_counts: dict[str, int]
     model: str
     protocol: str
+    fidelity: str
     channels: int
     step_bytes: int
     calls: int
@@ -230,11 +231,12 @@ class CollectiveResult:
 def run_collective(system: System, collective: str, algorithm: str, bytes_per_pe: int, pes: list[int | str] = ...,
                    buffer: str = "sram", grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4,
                    root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
-                   calls: int = 1, host_threads: int = 0, counts: list[int] = ...) -> CollectiveResult: ...
+                   calls: int = 1, host_threads: int = 0, counts: list[int] = ...,
+                   fidelity: str = "auto") -> CollectiveResult: ...
 def collective_program(system: System, collective: str, algorithm: str, bytes_per_pe: int,
                        pes: list[int | str] = ..., buffer: str = "sram", grid_w: int = 0, grid_h: int = 0,
                        inter: str = "", pieces: int = 4, root: int = 0, protocol: str = "auto",
-                       channels: int = 0) -> Program: ...
+                       channels: int = 0, fidelity: str = "auto") -> Program: ...
 def nccl_tune(system: System, collective: str, bytes_per_pe: int,
               pes: list[int | str] | None = None) -> list[dict[str, Any]]: ...
 def nccl_config(system: System) -> dict[str, Any]: ...

@@ -80,6 +80,7 @@ class CollectiveResult:
     calls: int = 1
     predicted_ps: int = 0         # nccl: the tuner's time for the choice
     received: list[int] = field(default_factory=list)  # alltoall with counts: bytes delivered to each rank
+    fidelity: str = "steps"       # nccl: steps (every protocol step simulated) | pipeline (a coflow per channel)
 
     @property
     def latency_us(self) -> float:
@@ -104,7 +105,8 @@ class CollectiveResult:
     def summary(self) -> dict:
         """A flat dict for tables and sweep.json."""
         out = {"algorithm": self.algorithm, "collective": self.collective, "ranks": self.ranks,
-               **({"protocol": self.protocol, "channels": self.channels} if self.model == "nccl" else {}),
+               **({"protocol": self.protocol, "channels": self.channels, "fidelity": self.fidelity}
+                  if self.model == "nccl" else {}),
                "bytes_per_pe": self.bytes_per_pe, "latency_us": self.latency_us,
                "algbw_GBps": self.algorithm_bandwidth / 1e9, "verified": self.verified}
         for p, d in self.phase_times_ps().items():
@@ -129,7 +131,7 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
                pes: Sequence[int | str] | None = None, grid: tuple[int, int] | None = None, inter: str | None = None,
                pieces: int = 4, root: int = 0, verify: str = "auto", protocol: str = "auto", channels: int = 0,
                calls: int = 1, host_threads: int = 0,
-               counts: Sequence[Sequence[int]] | None = None) -> CollectiveResult:
+               counts: Sequence[Sequence[int]] | None = None, fidelity: str = "auto") -> CollectiveResult:
     """Run one collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``broadcast``, ``alltoall``) on
     ``system``. ``alltoall`` takes ``algorithm="pairwise"`` (or ``auto``): each rank's buffer is one block per
     rank, block j going to rank j, out of place (a receive buffer of the same size beside it).
@@ -147,6 +149,12 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
     ``ll128``, ``simple``) its protocol; ``channels`` (0: NCCL's count for the size); ``calls`` back to back
     on one stream (latency: the steady-state time per call, as nccl-tests reports it); ``host_threads``
     launching the ranks' kernels (0: one per rank; nccl-tests ``-t 1 -g 4`` is 1).
+
+    ``fidelity`` (GPU machines; docs/ccl.md, "Fidelity"): ``steps`` simulates every protocol step of every channel
+    (and checks the schedule symbolically); ``pipeline`` runs each channel as one coflow over its hops on the flow
+    fabric (ring, and tree across boxes; thousands of GPUs in seconds, not checked symbolically); ``auto`` (the
+    default) takes the pipeline across boxes on a flow fabric where the steps would pass a million sends. The
+    result's ``fidelity`` says which ran.
 
     ``counts`` (alltoall only; NCCL's grouped sends of uneven sizes, an MoE dispatch): ``counts[i][j]`` is the bytes
     rank i sends rank j (the diagonal stays local); ``bytes_per_pe`` is then only the nominal size. No symbolic check
@@ -172,14 +180,14 @@ def collective(system, what: str, bytes_per_pe: int, *, algorithm: str = "ring",
         flat = [I64(v, "ccl.collective", f"counts[{i}][{j}]") for i, r in enumerate(rows) for j, v in enumerate(r)]
     core = _core.run_collective(_core_system(system), what, algorithm, bytes_per_pe, pes, buffer or _default_buffer(system), gw, gh,
                                 inter or "", pieces, root,
-                                verify, protocol, channels, calls, host_threads, flat)
+                                verify, protocol, channels, calls, host_threads, flat, fidelity)
     return CollectiveResult(
         algorithm=core.algorithm, collective=core.collective, ranks=core.ranks, bytes_per_pe=core.bytes_per_pe,
         latency_ps=core.latency_ps, verified=core.verified, slices=core.slices, phases=list(core.phases),
         phase_windows={k: tuple(v) for k, v in core.phase_windows.items()}, link_bytes=dict(core.link_bytes),
         op_counts=dict(core.op_counts), run=RunResult(core.run, system), model=core.model, protocol=core.protocol,
         channels=core.channels, step_bytes=core.step_bytes, calls=core.calls, predicted_ps=core.predicted_ps,
-        received=list(core.received))
+        received=list(core.received), fidelity=core.fidelity)
 
 
 @checked("ccl.all_reduce", pes=_PES)

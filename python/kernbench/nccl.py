@@ -416,7 +416,7 @@ def model_rows(config: str | Path, collective: str, sizes: Sequence[int], *, ran
         # nccl-tests' count is its paramcount: per rank for these (src/all_gather.cu, alltoall.cu)
         per_rank = name in ("all_gather", "reduce_scatter", "alltoall")
         out.append({"collective": name, "requested": alg, "algorithm": r.algorithm, "protocol": r.protocol,
-                    "channels": r.channels,
+                    "channels": r.channels, "fidelity": r.fidelity,
                     "ranks": n, "size": int(size),
                     "count": int(size) // width // (n if per_rank else 1), "type": type_,
                     "redop": "sum" if name == "all_reduce" or name == "reduce_scatter" else "none",

@@ -197,14 +197,15 @@ class Program:
     @checked("Program.collective")
     def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str | None = None,
                    grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
-                   name: str = "", protocol: str = "auto", channels: int = 0) -> Handle:
+                   name: str = "", protocol: str = "auto", channels: int = 0, fidelity: str = "auto") -> Handle:
         """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast, alltoall) over `pes` in rank
         order (None: every PE), built by kernbench.ccl's algorithm (on a GPU machine as NCCL runs it: see
-        kernbench.ccl.collective for ``algorithm="auto"``, ``protocol`` and ``channels``). Returns one handle."""
+        kernbench.ccl.collective for ``algorithm="auto"``, ``protocol``, ``channels`` and ``fidelity``). Returns one
+        handle."""
         ids = self._ids(pes, f"Program.{what}") if pes is not None else None  # None: every PE; [] is an error
         sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids,
                                        buffer or default_buffer(self.system), grid_w,
-                                       grid_h, inter, pieces, root, protocol, channels)
+                                       grid_h, inter, pieces, root, protocol, channels, fidelity)
         return self._append(sub, deps, name)
 
     @checked("Program.all_reduce")

@@ -73,15 +73,28 @@ struct CollectiveSpec {
   /// Auto: check when the symbolic state is small (ranks x slices x ranks
   /// <= 2^28 bits); On: always; Off: never.
   Verify verify = Verify::Auto;
+  /// GPU machines: `steps` simulates every protocol step of every channel;
+  /// `pipeline` one coflow per channel (pipeline.hpp: the channel's hops at
+  /// one pace, its chain's step latencies; flow fabric; ring, and tree
+  /// across boxes); `auto` the pipeline across boxes on a flow fabric where
+  /// the step model would cost more than kAutoPipelineWork, else steps.
+  std::string fidelity = "auto";
 };
+
+/// fidelity=auto switches to the pipeline model above this much step-model
+/// work: its sends (estimated 2 x ranks x slices) x the ranks (a send's
+/// max-min re-solve spans the cluster's flows, so its cost grows with the
+/// ranks). 2^24 is about 20 s of wall time on one core (docs/cluster.md).
+inline constexpr std::int64_t kAutoPipelineWork = std::int64_t{1} << 24;
 
 /// What a collective did.
 struct CollectiveResult {
   std::string algorithm;
-  std::string model = "sip";  ///< sip (PE_CPU dispatch per op) | nccl (a GPU machine, nccl.hpp)
-  std::string protocol;       ///< nccl: ll | ll128 | simple
-  int channels = 1;           ///< nccl: channels used
-  Bytes step_bytes = 0;       ///< payload of one step (0: whole transfers)
+  std::string model = "sip";       ///< sip (PE_CPU dispatch per op) | nccl (a GPU machine, nccl.hpp)
+  std::string protocol;            ///< nccl: ll | ll128 | simple
+  std::string fidelity = "steps";  ///< steps | pipeline (CollectiveSpec::fidelity, resolved)
+  int channels = 1;                ///< nccl: channels used
+  Bytes step_bytes = 0;            ///< payload of one step (0: whole transfers)
   int calls = 1;
   Time predicted = 0;  ///< nccl: the tuner's time for the choice (0: an algorithm it does not price)
   Collective collective = Collective::AllReduce;

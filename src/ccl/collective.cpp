@@ -9,6 +9,7 @@
 #include "ccl/config_section.hpp"
 #include "ccl/nccl.hpp"
 #include "ccl/nccl_lowering.hpp"
+#include "ccl/pipeline.hpp"
 #include "topology/routing/routing.hpp"
 #include "config/quantity.hpp"
 #include "runtime/config_section.hpp"
@@ -74,7 +75,55 @@ struct Prepared {
   Time predicted = 0;
   Bytes footprint = 0;     // bytes of each rank's buffers (alltoall: send and receive)
   Bytes largest_pair = 0;  // alltoall: the most bytes one rank sends one peer
+  bool pipeline = false;   // fidelity resolved to the channel pipeline model (pipeline.hpp)
+  PipelineWire pipe;       // what that model reads
 };
+
+// Steps or the channel pipeline (CollectiveSpec::fidelity). Runs after the
+// step model's cut is known (its send estimate); the pipeline model keeps
+// one slice per channel (no cells to track) and NCCL's protocol step as its
+// piece.
+void resolve_fidelity(Prepared& out, const topology::Config& config, const CollectiveSpec& spec) {
+  const std::string& f = spec.fidelity;
+  if (f != "auto" && f != "steps" && f != "pipeline")
+    throw UsageError("collective: fidelity must be auto, steps or pipeline, got '" + f + "'");
+  if (f == "steps") return;
+  const Algorithm& a = *out.algorithm;
+  const Plan& p = out.plan;
+  std::string why;
+  const bool flow = config.fabric.model == topology::FabricModel::Flow;
+  const bool can = out.gpu && flow && spec.counts.empty() && pipeline_supports(a, spec.collective, p, &why);
+  if (f == "pipeline" && !can) {
+    if (!out.gpu)
+      why = "the pipeline model is NCCL's channels, for GPU machines (pe.target: gpu)";
+    else if (!flow)
+      why = "the pipeline model moves each channel as one coflow, which needs the flow fabric (fabric.model: flow)";
+    else if (!spec.counts.empty())
+      why = "alltoall with per-pair counts runs at fidelity=steps";
+    throw UsageError("collective: fidelity=pipeline: " + why);
+  }
+  const std::int64_t ranks = p.world.size();
+  const std::int64_t work = 2 * ranks * p.slices * ranks;
+  if (f == "auto" && !(can && p.multi_node() && work > kAutoPipelineWork)) return;
+  if (spec.verify == Verify::On)
+    throw UsageError("collective: verify=on follows every step; the pipeline model has none (fidelity=steps)");
+  out.pipeline = true;
+  const NcclConfig& nc = nccl_config(config);
+  const ProtocolFormat fmt = protocol_format(out.protocol, nc.buffsize);
+  out.pipe.footprint = out.footprint;
+  out.pipe.efficiency = out.wire.efficiency;
+  out.pipe.piece = std::max<Bytes>(1, static_cast<Bytes>(static_cast<double>(fmt.buffer) / nc.steps * fmt.efficiency));
+  out.pipe.step = out.wire.step_latency;
+  out.pipe.net_step = out.protocol == Protocol::LL      ? nc.net_ll_step
+                      : out.protocol == Protocol::LL128 ? nc.net_ll128_step
+                                                        : nc.net_simple_step;
+  out.pipe.pxn = nc.pxn;
+  out.pipe.slots = nc.steps;
+  out.pipe.simple = out.protocol == Protocol::Simple;
+  out.pipe.channel_rate /= std::max(1, out.channels);
+  out.plan.slices = std::max(1, out.channels);
+  out.wire.step = out.pipe.piece;
+}
 
 Prepared prepare(const topology::Machine& m, const topology::Config& config, const CollectiveSpec& spec) {
   const runtime::PeConfig& pe = runtime::pe_config(config);
@@ -170,6 +219,10 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
     const TunerFacts facts = tuner_facts(m, pe, pes, *boxes);
+    out.pipe.route = facts.route_latency;
+    out.pipe.net_route = facts.inter_latency;
+    const double bus = facts.nodes > 1 ? std::min(facts.ring_bandwidth, facts.inter_bandwidth) : facts.ring_bandwidth;
+    out.pipe.channel_rate = bus * nc.link_efficiency;  // over the channels once they are known (below)
     // The tuner knows ring, tree and nvls; another registry algorithm runs
     // with the protocol the ring would get.
     const std::string tuned = name == "auto" ? "" : name == "double_binary_tree" ? "tree" : name;
@@ -292,6 +345,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     const Bytes wire_step = static_cast<Bytes>(std::ceil(static_cast<double>(out.wire.step) / out.wire.efficiency));
     if (wire_step > pe.ipcq_slot) out.wire.segment = wire_step;
   }
+  out.algorithm = &a;
+  resolve_fidelity(out, config, spec);
   // The schedule keeps one cell per (rank, slice): refuse, up front, what
   // could only end in an allocation failure.
   if (static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(std::max(p.slices, 1)) > kMaxCells)
@@ -303,7 +358,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
   out.algorithm = &a;
   out.what = std::string(to_string(spec.collective)) + " " + a.name + " on " + std::to_string(n) + " PEs";
   if (out.gpu)
-    out.what += std::string(" (") + to_string(out.protocol) + ", " + std::to_string(out.channels) + " channels)";
+    out.what += std::string(" (") + to_string(out.protocol) + ", " + std::to_string(out.channels) + " channels" +
+                (out.pipeline ? ", pipeline" : "") + ")";
   return out;
 }
 
@@ -394,7 +450,12 @@ Schedule build(const topology::Machine& m, const topology::Config& config, Prepa
                   pr.protocol == Protocol::LL      ? nc.net_ll_step
                   : pr.protocol == Protocol::LL128 ? nc.net_ll128_step
                                                    : nc.net_simple_step);
-    s.set_entry(kernels(s, pr, spec, nc));
+    const std::vector<OpId> entry = kernels(s, pr, spec, nc);
+    if (pr.pipeline) {
+      lower_pipeline(s.program(), *pr.algorithm, spec.collective, pr.plan, pr.channels, pr.pipe, entry);
+      return s;
+    }
+    s.set_entry(entry);
     emit(s, pr, spec);
     return s;
   }
@@ -473,7 +534,7 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
 
   // Back-to-back calls are checked as one (each copy is the same schedule).
   const bool check =
-      spec.calls == 1 && spec.counts.empty() &&
+      spec.calls == 1 && spec.counts.empty() && !pr.pipeline &&
       (spec.verify == Verify::On ||
        (spec.verify == Verify::Auto && SymbolicCheck::state_bits(n, p.slices) <= (std::uint64_t{1} << 28)));
   if (spec.verify == Verify::On && spec.calls > 1)
@@ -539,6 +600,7 @@ CollectiveResult run_collective(topology::System& system, const CollectiveSpec& 
     res.latency = (end_of(static_cast<std::size_t>(spec.calls) - 1) - end_of(0)) / (spec.calls - 1);
   }
   res.model = pr.gpu ? "nccl" : "sip";
+  res.fidelity = pr.pipeline ? "pipeline" : "steps";
   res.protocol = pr.gpu ? to_string(pr.protocol) : "";
   res.channels = pr.channels;
   res.step_bytes = s.wire().step;

@@ -205,14 +205,7 @@ std::tuple<OpId, OpId, OpId> Schedule::pair(int src, int dst, Bytes n, Combine c
   return {snd, rcv, last};
 }
 
-int Schedule::relay_of(int src, int dst) const {
-  if (!pxn_) return -1;
-  const Boxes& b = *boxes_;
-  const int rail = b.local[static_cast<std::size_t>(dst)];
-  const std::vector<int>& mine = b.ranks[static_cast<std::size_t>(b.box[static_cast<std::size_t>(src)])];
-  if (rail >= static_cast<int>(mine.size()) || mine[static_cast<std::size_t>(rail)] == src) return -1;
-  return mine[static_cast<std::size_t>(rail)];
-}
+int Schedule::relay_of(int src, int dst) const { return pxn_ ? boxes_->pxn_relay(src, dst) : -1; }
 
 void Schedule::local_copy(int rank, Slices from, Slices to) {
   if (from.empty()) return;

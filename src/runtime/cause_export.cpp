@@ -176,6 +176,7 @@ void Executor::Impl::export_causes() {
         case OpKind::Dma: split_fabric(nd, weights); break;
         case OpKind::Launch: put("engine:launch", work); break;
         case OpKind::Kernel: put("engine:sm", work); break;
+        case OpKind::Coflow: put("link:coflow", work); break;
         default: put(std::string("engine:") + to_string(nd.kind), work); break;
       }
       const Time rest = work - fixed;

@@ -127,6 +127,7 @@ EnergyReport energy(topology::System& system, const Program& program, const RunR
   for (const topology::TransferRecord& r : system.fabric().records()) {
     if (r.issue < result.start || !r.done() || r.end > result.end) continue;
     if (r.stripes > 0) continue;  // spread over paths: its stripes (records of their own) carried the bytes
+    if (r.coflow) continue;       // its hops' bytes are counted from the coflow op below
     const topology::Route& route = system.fabric().router().paths(r.src, r.dst).at(r.path);
     for (const topology::ChannelId c : route.channels) links.link[m.channel(c).link_class] += r.bytes;
   }
@@ -148,6 +149,12 @@ EnergyReport energy(topology::System& system, const Program& program, const RunR
         break;
       case OpKind::Gemm: t.flops[op.precision] += op.flops; break;
       case OpKind::Vector: t.vector += op.bytes; break;
+      case OpKind::Coflow:  // every hop's weight x bytes over its route (the first equal-cost path)
+        for (const topology::CoflowHop& h : program.coflows().at(op.pipeline))
+          for (const topology::ChannelId c : system.fabric().router().route(h.src, h.dst).channels)
+            links.link[m.channel(c).link_class] +=
+                static_cast<Bytes>(std::llround(h.weight * static_cast<double>(op.move.bytes)));
+        break;
       case OpKind::Kernel:  // a GPU kernel: its FLOPs and the HBM bytes its model says it moves
         t.flops[op.precision] += op.flops;
         t.hbm += op.bytes;

@@ -88,6 +88,14 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
     finish(n, -1);
     co_return;
   }
+  if (nodes[n].kind == OpKind::Coflow) {  // a channel's pipeline on the fabric: no PE engine, no dispatch
+    nodes[n].dispatch_start = nodes[n].ready;
+    if (nodes[n].latency > 0) co_await sim.delay(nodes[n].latency);
+    nodes[n].dispatch_end = sim.now();
+    co_await coflow(n);
+    finish(n, -1);
+    co_return;
+  }
   const Node& nd = nodes[n];
   PeEngines& e = pe(nd.agent);
   nodes[n].dispatch_start = nodes[n].dispatch_end = nodes[n].ready;
@@ -153,7 +161,8 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
       break;
     case OpKind::Barrier:
     case OpKind::Composite:
-    case OpKind::SwitchReduce: break;
+    case OpKind::SwitchReduce:
+    case OpKind::Coflow: break;
   }
   finish(n, resource);
 }
@@ -201,7 +210,8 @@ void Executor::Impl::finish(std::uint32_t n, int resource) {
   if (nd.logged) {
     const char* kind = to_string(nd.kind);
     result.op_counts[kind] += 1;
-    if (nd.kind == OpKind::Dma || nd.kind == OpKind::Send || nd.kind == OpKind::SwitchReduce)
+    if (nd.kind == OpKind::Dma || nd.kind == OpKind::Send || nd.kind == OpKind::SwitchReduce ||
+        nd.kind == OpKind::Coflow)
       result.op_bytes[kind] += nd.move.bytes;
     result.log.record(sim::OpRecord{static_cast<std::int64_t>(n), static_cast<std::int32_t>(nd.agent), resource,
                                     result.log.kind_code(kind), nd.tag, nd.ready, nd.start, nd.end,

@@ -105,6 +105,7 @@ struct Executor::Impl {
   sim::MemberHandler<Impl, &Impl::switch_leg_done> on_switch_leg{*this};
   sim::Task<> switch_legs(std::uint32_t n, bool gather);
   sim::Task<> switch_reduce(std::uint32_t n);
+  sim::Task<> coflow(std::uint32_t n);
 
   // ---- executor.cpp ----
   PeEngines& pe(NodeId agent);

@@ -23,6 +23,7 @@ const char* to_string(OpKind kind) {
     case OpKind::SwitchReduce: return "switch_reduce";
     case OpKind::Launch: return "launch";
     case OpKind::Kernel: return "kernel";
+    case OpKind::Coflow: return "coflow";
   }
   return "?";
 }
@@ -224,6 +225,23 @@ OpId Program::switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes,
   return add(std::move(op), std::move(deps));
 }
 
+OpId Program::coflow(NodeId agent, std::vector<topology::CoflowHop> hops, Bytes bytes, Time latency,
+                     std::vector<OpId> deps, std::string name, std::int32_t tag) {
+  topology::check_transfer_size(bytes, name_ + ": coflow '" + name + "'");
+  if (latency < 0) throw UsageError(name_ + ": coflow '" + name + "': negative latency");
+  if (hops.empty()) throw UsageError(name_ + ": coflow '" + name + "': needs at least one hop");
+  for (const topology::CoflowHop& h : hops)
+    if (!(h.weight > 0.0) || !std::isfinite(h.weight))
+      throw UsageError(name_ + ": coflow '" + name + "': a hop's weight must be positive and finite, got " +
+                       std::to_string(h.weight));
+  Op op = make_op(OpKind::Coflow, agent, std::move(name), tag);
+  op.move = Move{hops.front().src, hops.back().dst, bytes};
+  op.latency = latency;
+  op.pipeline = static_cast<std::uint32_t>(coflows_.size());
+  coflows_.push_back(std::move(hops));
+  return add(std::move(op), std::move(deps));
+}
+
 OpId Program::kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> deps, std::string name, std::int32_t tag) {
   if (cost.launch < 0 || cost.duration < 0)
     throw UsageError(name_ + ": kernel '" + name + "': negative launch or duration");
@@ -290,6 +308,8 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
   }
   const auto group_offset = static_cast<std::uint32_t>(switch_groups_.size());
   switch_groups_.insert(switch_groups_.end(), sub.switch_groups().begin(), sub.switch_groups().end());
+  const auto coflow_offset = static_cast<std::uint32_t>(coflows_.size());
+  coflows_.insert(coflows_.end(), sub.coflows().begin(), sub.coflows().end());
   // Grow geometrically: an exact reserve per append would copy the whole
   // program every time (quadratic in the number of appends).
   if (const std::size_t need = ops_.size() + sub.size(); need > ops_.capacity())
@@ -316,6 +336,7 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
     if (o.kind == OpKind::Free) o.target += offset;
     if (o.kind == OpKind::Composite) o.pipeline += pipe_offset;
     if (o.kind == OpKind::SwitchReduce) o.pipeline += group_offset;
+    if (o.kind == OpKind::Coflow) o.pipeline += coflow_offset;
     if (o.kind == OpKind::Send || o.kind == OpKind::Recv) {
       o.key += key_shift;
       note_key(o.key);

@@ -31,6 +31,12 @@
 //              the contributions (its reduction bandwidth), then sends the
 //              result to every member (multicast: one transfer per output
 //              port). The agent is the switch; no PE engine is charged.
+//   coflow     a collective channel's pipeline as one fluid (ccl/pipeline.hpp,
+//              docs/ccl.md "Fidelity"): after its latency (the pipeline's
+//              step latencies along its dependency chain) every hop moves
+//              its weight x bytes at one pace, the fabric's weighted max-min
+//              rate (Fabric::start_coflow; flow model only). The agent (a
+//              rank's PE) only names it in logs; no PE engine is charged.
 // Any op but a switch_reduce may trade its PE_CPU dispatch for a protocol
 // latency (Op::latency, set_latency): a pure delay before its work.
 // Dependencies are ops of the same program (by id). Every op carries a tag
@@ -64,6 +70,7 @@
 #include <vector>
 
 #include "topology/config/config.hpp"
+#include "topology/fabric/fabric.hpp"
 #include "topology/graph/machine.hpp"
 
 namespace kernbench::runtime {
@@ -82,7 +89,21 @@ inline constexpr std::uint64_t kMaxOps = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxRunNodes = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxSegments = std::uint64_t{1} << 22;
 
-enum class OpKind { Dma, Gemm, Vector, Alloc, Free, Send, Recv, Barrier, Composite, SwitchReduce, Launch, Kernel };
+enum class OpKind {
+  Dma,
+  Gemm,
+  Vector,
+  Alloc,
+  Free,
+  Send,
+  Recv,
+  Barrier,
+  Composite,
+  SwitchReduce,
+  Launch,
+  Kernel,
+  Coflow
+};
 const char* to_string(OpKind kind);
 
 /// What a recv does with each slot it takes.
@@ -154,7 +175,8 @@ struct Op {
   std::int64_t key = 0;                    ///< Send/Recv: which message
   RecvMode recv_mode = RecvMode::Consume;  ///< Recv
   Slices slices;                           ///< Send/Recv: the buffer slices carried (symbolic checks)
-  std::uint32_t pipeline = 0;              ///< Composite: index into pipelines(); SwitchReduce: into switch_groups()
+  std::uint32_t pipeline = 0;              ///< Composite: index into pipelines(); SwitchReduce: into switch_groups();
+                                           ///< Coflow: into coflows()
   Time duration = 0;                       ///< Launch, Kernel: the time it holds its engine; SwitchReduce: the
                                            ///< members' issue time (its gather stage lasts at least this long)
   /// -1: the op pays one PE_CPU dispatch (the SIP way). >= 0: no dispatch;
@@ -213,6 +235,11 @@ class Program {
   OpId switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes, std::vector<OpId> deps = {},
                      std::string name = {}, std::int32_t tag = 0, Time issue = 0);
 
+  /// A coflow of `bytes` over `hops` (program.hpp: coflow), after `latency`
+  /// (>= 0: a pure delay, no engine held) and `deps`; `agent` names it.
+  OpId coflow(NodeId agent, std::vector<topology::CoflowHop> hops, Bytes bytes, Time latency,
+              std::vector<OpId> deps = {}, std::string name = {}, std::int32_t tag = 0);
+
   /// A GPU kernel on `agent` (program.hpp: launch, kernel): a launch op of
   /// `cost.launch` after the agent's previous launch (none when 0), then the
   /// kernel op of `cost.duration` after it and `deps`. Returns the kernel op.
@@ -244,6 +271,8 @@ class Program {
   const std::vector<Pipeline>& pipelines() const { return pipelines_; }
   /// The member buffers of each switch_reduce (Op::pipeline indexes this).
   const std::vector<std::vector<NodeId>>& switch_groups() const { return switch_groups_; }
+  /// The hops of each coflow (Op::pipeline indexes this).
+  const std::vector<std::vector<topology::CoflowHop>>& coflows() const { return coflows_; }
   const std::string& name() const { return name_; }
   std::size_t size() const { return ops_.size(); }
   /// "op 12 'load A' (dma on sip0.cube0.pe3)"-style label, for messages.
@@ -259,6 +288,7 @@ class Program {
   std::int64_t key_min_ = 0, key_max_ = 0;  // are added: append() is linear in the sub-program)
   std::vector<Pipeline> pipelines_;
   std::vector<std::vector<NodeId>> switch_groups_;
+  std::vector<std::vector<topology::CoflowHop>> coflows_;
   std::vector<std::string> tags_;
   std::vector<std::pair<NodeId, OpId>> last_launch_;  // per agent that launched (few: the GPUs)
   void note_launch(NodeId agent, OpId op);

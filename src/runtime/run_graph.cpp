@@ -101,6 +101,18 @@ void Executor::Impl::check_program() const {
     check_agent(i, op.agent, "agent");
     switch (op.kind) {
       case OpKind::Dma: check_move(i, op.move, "dma"); break;
+      case OpKind::Coflow: {
+        if (!system.fabric().moves_coflows())
+          throw UsageError(what(i) +
+                           ": a coflow (a collective at fidelity=pipeline) needs the flow fabric "
+                           "(fabric.model: flow); this machine runs the " +
+                           std::string(system.fabric().model_name()) + " model");
+        for (const topology::CoflowHop& h : program.coflows()[op.pipeline])
+          if (h.src >= m.num_nodes() || h.dst >= m.num_nodes() || h.src == h.dst)
+            throw UsageError(what(i) + ": a hop joins node ids " + std::to_string(h.src) + " and " +
+                             std::to_string(h.dst) + " (out of range or the same node)");
+        break;
+      }
       case OpKind::Composite: {
         const Pipeline& p = program.pipelines()[op.pipeline];
         nodes_total += 1 + static_cast<std::uint64_t>(p.tiles) * (p.loads.size() + 1 + p.stores.size());
@@ -214,7 +226,7 @@ void Executor::Impl::build() {
     nd.channel = op.channel;
     nd.proxy = op.proxy;
     nd.name = op.name;
-    if (op.kind == OpKind::SwitchReduce) {
+    if (op.kind == OpKind::SwitchReduce || op.kind == OpKind::Coflow) {
       nd.group = op.pipeline;
       nd.dispatch = false;
     }

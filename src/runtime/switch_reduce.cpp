@@ -1,4 +1,5 @@
 // switch_reduce.cpp -- in-network reduction (NVLink SHARP-like) on a switch
+// node, and the coflow op (a fabric coflow awaited the same way as a leg)
 // node that declares `reduction: {bandwidth: ...}` (topology/config/config.hpp).
 //
 // One switch_reduce op is one chunk of an all-reduce done by the switch:
@@ -80,6 +81,24 @@ sim::Task<> Executor::Impl::switch_reduce(std::uint32_t n) {
   st.reduce.release();
   co_await switch_legs(n, false);
   st.multicast.release();
+}
+
+// A coflow (program.hpp): one fabric coflow, its completion the op's end.
+sim::Task<> Executor::Impl::coflow(std::uint32_t n) {
+  Node& nd = nodes[n];
+  nd.start = sim.now();
+  if (observer) observer->on_start(static_cast<OpId>(nd.program_op));
+  topology::CoflowSpec spec;
+  spec.hops = program.coflows()[nd.group];
+  spec.bytes = nd.move.bytes;
+  spec.tag = nd.tag;
+  spec.agent = static_cast<std::int32_t>(nd.agent);
+  spec.request = static_cast<std::int64_t>(n);
+  nd.legs_pending = 1;
+  const topology::TransferId id = system.fabric().start_coflow(spec, sim::Target::call(on_switch_leg));
+  if (id >= transfer_node.size()) transfer_node.resize(std::max<std::size_t>(id + 1, 2 * transfer_node.size()));
+  transfer_node[id] = n;
+  co_await sim::Park{nodes[n].parked};
 }
 
 }  // namespace kernbench::runtime

@@ -40,7 +40,15 @@ void MaxMinSolver::check_flow(FlowId flow, const char* what) const {
     throw UsageError(std::string("maxmin: ") + what + ": flow " + std::to_string(flow) + " is not active");
 }
 
-MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources) {
+MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources) { return add_flow(resources, {}); }
+
+MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources, std::span<const double> weights) {
+  if (!weights.empty() && weights.size() != resources.size())
+    throw UsageError("maxmin: add_flow: " + std::to_string(weights.size()) + " weights for " +
+                     std::to_string(resources.size()) + " resources");
+  for (double w : weights)
+    if (!(w > 0.0) || !std::isfinite(w))
+      throw UsageError("maxmin: add_flow: a weight must be positive and finite, got " + std::to_string(w));
   if (resources.empty()) throw UsageError("maxmin: a flow must cross at least one resource");
   // Validate everything before touching any state, so a bad call changes nothing.
   if (++mark_epoch_ == 0) {  // wrapped: forget every old mark
@@ -68,9 +76,10 @@ MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resource
   f.active = true;
   f.fresh = true;
   f.frozen = false;
-  for (ResourceId r : resources) {
+  for (std::size_t k = 0; k < resources.size(); ++k) {
+    const ResourceId r = resources[k];
     Resource& res = resources_[r];
-    f.uses.push_back(Use{r, static_cast<std::uint32_t>(res.users.size())});
+    f.uses.push_back(Use{r, static_cast<std::uint32_t>(res.users.size()), weights.empty() ? 1.0 : weights[k]});
     res.users.push_back(User{id, static_cast<std::uint32_t>(f.uses.size() - 1)});
     mark_dirty(r);
   }
@@ -144,7 +153,7 @@ void MaxMinSolver::collect(ResourceId seed) {
 double MaxMinSolver::share(const Resource& r) {
   // remaining can dip a rounding error below zero once every flow on r is
   // frozen; a negative share would be meaningless.
-  return std::max(r.remaining, 0.0) / static_cast<double>(r.unfrozen);
+  return std::max(r.remaining, 0.0) / r.unfrozen_weight;
 }
 
 void MaxMinSolver::push(double key, ResourceId resource) {
@@ -183,6 +192,8 @@ void MaxMinSolver::solve() {
     Resource& r = resources_[id];
     r.remaining = r.capacity;
     r.unfrozen = static_cast<std::uint32_t>(r.users.size());
+    r.unfrozen_weight = 0.0;
+    for (const User& u : r.users) r.unfrozen_weight += flows_[u.flow].uses[u.use].weight;
     if (r.unfrozen > 0) heap_.push_back(HeapEntry{share(r), id});
   }
   std::make_heap(heap_.begin(), heap_.end(), HeapAfter{});
@@ -212,7 +223,8 @@ void MaxMinSolver::solve() {
       f.rate = level;
       for (const Use& use : f.uses) {
         Resource& q = resources_[use.resource];
-        q.remaining -= level;
+        q.remaining -= level * use.weight;
+        q.unfrozen_weight -= use.weight;
         --q.unfrozen;
       }
     }

@@ -39,6 +39,14 @@ class MaxMinSolver {
   /// UsageError otherwise). Its rate is 0 until the next solve(). Ids of
   /// removed flows are reused (most recently freed first).
   FlowId add_flow(std::span<const ResourceId> resources);
+  /// The same with a weight per resource (weights.size() == resources.size(),
+  /// each positive and finite: UsageError otherwise): the flow's rate x puts
+  /// weight x x on that resource. Weighted max-min: a resource's fair share
+  /// is its capacity left over the summed weights of its unfrozen flows. A
+  /// coflow (a pipeline whose hops all move at one pace) is one such flow,
+  /// crossing each link with the bytes it puts there per byte of progress.
+  /// All weights 1.0 give exactly the unweighted rates.
+  FlowId add_flow(std::span<const ResourceId> resources, std::span<const double> weights);
 
   /// Removes an active flow (UsageError if `flow` is not active); its
   /// bandwidth goes to the others at the next solve().
@@ -74,6 +82,7 @@ class MaxMinSolver {
   struct Use {
     ResourceId resource;
     std::uint32_t pos;
+    double weight;
   };
   // A resource's user: the flow, and which of its uses points back here.
   struct User {
@@ -97,6 +106,7 @@ class MaxMinSolver {
     // Scratch for solve(): capacity left and flows not yet frozen.
     double remaining = 0.0;
     std::uint32_t unfrozen = 0;
+    double unfrozen_weight = 0.0;  // summed weights of the unfrozen users
   };
   struct HeapEntry {
     double key;

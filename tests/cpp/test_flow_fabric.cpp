@@ -372,3 +372,71 @@ TEST_CASE("two identical runs give identical records", "[flow]") {
     CHECK(sa[c].busy_time == sb[c].busy_time);
   }
 }
+
+TEST_CASE("a coflow drains at its busiest link's weighted rate, then pays its slowest hop's tail", "[flow][coflow]") {
+  // a - b - c, 3 GB/s then 7 GB/s. Hops a->b (weight 1) and a->c (weight 1)
+  // both cross a->b: weight 2 there, so the pace is 1.5 GB/s; 3000 B take 2 us.
+  const Machine m = line_abc();
+  Simulation sim;
+  auto fabric = make_fabric(sim, m, flow_config());
+  REQUIRE(fabric->moves_coflows());
+  CoflowSpec c;
+  c.hops = {CoflowHop{m.at("a"), m.at("b"), 1.0}, CoflowHop{m.at("a"), m.at("c"), 1.0}};
+  c.bytes = 3000;
+  DoneLog log(sim);
+  const TransferId id = fabric->start_coflow(c, Target::call(log));
+  sim.run();
+  const TransferRecord& r = fabric->record(id);
+  // src overhead 1 ns, the slowest hop's tail: latencies 5 + 7 ns, overheads of b and c 2 + 3 ns.
+  const Time drain = 2'000'000;
+  CHECK(r.latency() == 1000 + 12000 + 5000 + drain);
+  CHECK(r.parts.total() == r.latency());
+  CHECK(r.parts.queuing == 0);  // alone: its uncontended pace
+  CHECK(r.hops == 2);
+  REQUIRE(log.done.size() == 1);
+  CHECK(log.done[0].second == r.end);
+  // Bytes per link: weight x bytes.
+  const ChannelId ab = *m.channel_between(m.at("a"), m.at("b"));
+  const ChannelId bc = *m.channel_between(m.at("b"), m.at("c"));
+  CHECK(fabric->channel_stats(ab).bytes == 6000);
+  CHECK(fabric->channel_stats(bc).bytes == 3000);
+  CHECK(fabric->in_flight() == 0);
+}
+
+TEST_CASE("a coflow shares links max-min with plain transfers", "[flow][coflow]") {
+  // 1 B/ps link; a coflow of weight 1 and a transfer: half each while both run.
+  const Machine m = make_machine({{"a"}, {"b"}}, {{"a", "b", 1'000'000'000'000, 0}});
+  Simulation sim;
+  FlowFabric fabric(sim, m, flow_config());
+  CoflowSpec c;
+  c.hops = {CoflowHop{m.at("a"), m.at("b"), 1.0}};
+  c.bytes = 1000;
+  const TransferId x = fabric.start_coflow(c);
+  const TransferId y = fabric.start(spec(m, "a", "b", 3000));
+  sim.run();
+  CHECK(fabric.record(x).latency() == 2000);  // 1000 B at 0.5 B/ps
+  CHECK(fabric.record(x).parts.queuing == 1000);
+  CHECK(fabric.record(y).latency() == 2000 + 2000);  // 1000 at half, then 2000 alone
+}
+
+TEST_CASE("coflows are refused where they cannot run", "[flow][coflow]") {
+  const Machine m = line_abc();
+  Simulation sim;
+  FabricConfig packet;
+  packet.model = FabricModel::Packet;
+  auto pf = make_fabric(sim, m, packet);
+  CoflowSpec c;
+  c.hops = {CoflowHop{m.at("a"), m.at("b"), 1.0}};
+  c.bytes = 10;
+  REQUIRE_THROWS_WITH(pf->start_coflow(c), Catch::Contains("fabric.model: flow"));
+  FlowFabric fabric(sim, m, flow_config());
+  CoflowSpec none;
+  CHECK_THROWS_AS(fabric.start_coflow(none), UsageError);
+  CoflowSpec self;
+  self.hops = {CoflowHop{m.at("a"), m.at("a"), 1.0}};
+  CHECK_THROWS_WITH(fabric.start_coflow(self), Catch::Contains("two different nodes"));
+  CoflowSpec neg;
+  neg.hops = {CoflowHop{m.at("a"), m.at("b"), -1.0}};
+  CHECK_THROWS_WITH(fabric.start_coflow(neg), Catch::Contains("weight"));
+  CHECK(fabric.in_flight() == 0);
+}

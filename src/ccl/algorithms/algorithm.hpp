@@ -86,6 +86,11 @@ inline Slices alltoall_recv_block(const Plan& p, int peer) {
 /// collective at all is a UsageError naming it.
 Algorithm complete(Algorithm a);
 
+/// The ring of a plan's channel (ring.cpp): the world's order, or over
+/// several boxes NCCL's, box after box, each box entered at the channel's
+/// local rank.
+std::vector<int> ring_order(const Plan& p);
+
 /// Every algorithm: the built-ins in a fixed order, then the registered ones (each passed through complete()).
 const std::deque<Algorithm>& registry();
 /// Adds an algorithm (passed through complete()); a name already taken is a UsageError. Every entry point that

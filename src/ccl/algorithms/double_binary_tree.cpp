@@ -34,14 +34,6 @@ void run_trees(Schedule& s, const Plan& p, const std::pair<Tree, Tree>& ab, bool
   }
 }
 
-// The chain of box b for a head at local rank h: h + 1, h + 2, ..., ending at h.
-std::vector<int> chain_to_head(const Boxes& boxes, int b, int h) {
-  const int g = static_cast<int>(boxes.ranks[static_cast<std::size_t>(b)].size());
-  std::vector<int> chain;
-  for (int k = 1; k <= g; ++k) chain.push_back(boxes.at(b, h + k));
-  return chain;
-}
-
 void multi_node_all_reduce(Schedule& s, const Plan& p) {
   const Boxes& boxes = *p.boxes;
   const int nb = boxes.count();
@@ -51,7 +43,7 @@ void multi_node_all_reduce(Schedule& s, const Plan& p) {
   std::vector<std::vector<int>> chains;
   std::vector<int> heads;
   for (int b = 0; b < nb; ++b) {
-    chains.push_back(chain_to_head(boxes, b, head));
+    chains.push_back(boxes.chain_to(b, head));
     heads.push_back(chains.back().back());
   }
   const Slices all = p.all();

@@ -17,9 +17,7 @@
 #include "ccl/logical/ring.hpp"
 
 namespace kernbench::ccl {
-namespace {
 
-// The ring of this plan's channel: the world's order, or NCCL's box after box.
 std::vector<int> ring_order(const Plan& p) {
   if (!p.multi_node()) return p.world.ranks;
   std::vector<int> out;
@@ -29,6 +27,8 @@ std::vector<int> ring_order(const Plan& p) {
       out.push_back(p.world.ranks[static_cast<std::size_t>(p.boxes->at(b, p.channel + static_cast<int>(k)))]);
   return out;
 }
+
+namespace {
 
 std::vector<std::pair<int, Slices>> owned(const Plan& p) {
   const std::vector<int> ring = ring_order(p);

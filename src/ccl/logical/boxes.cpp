@@ -19,6 +19,20 @@ int Boxes::at(int b, int i) const {
   return r[static_cast<std::size_t>(((i % n) + n) % n)];
 }
 
+std::vector<int> Boxes::chain_to(int b, int h) const {
+  const int g = static_cast<int>(ranks[static_cast<std::size_t>(b)].size());
+  std::vector<int> chain;
+  for (int k = 1; k <= g; ++k) chain.push_back(at(b, h + k));
+  return chain;
+}
+
+int Boxes::pxn_relay(int src, int dst) const {
+  const int rail = local[static_cast<std::size_t>(dst)];
+  const std::vector<int>& mine = ranks[static_cast<std::size_t>(box[static_cast<std::size_t>(src)])];
+  if (rail >= static_cast<int>(mine.size()) || mine[static_cast<std::size_t>(rail)] == src) return -1;
+  return mine[static_cast<std::size_t>(rail)];
+}
+
 Boxes boxes_of(const topology::Machine& m, const std::vector<NodeId>& pes) {
   constexpr int kNone = -1;
   std::vector<int> component(m.num_nodes(), kNone);

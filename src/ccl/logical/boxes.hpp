@@ -27,6 +27,13 @@ struct Boxes {
   int smallest() const;
   /// The rank of box `b` at local index `i` modulo the box's size.
   int at(int b, int i) const;
+  /// Box b's chain to a head at local index h (NCCL's tree inside a box):
+  /// the ranks at h + 1, h + 2, ..., ending at the head.
+  std::vector<int> chain_to(int b, int h) const;
+  /// PXN (NCCL's default since 2.12): the rank a send from `src` to `dst`
+  /// (in another box) is relayed through -- src's box peer at dst's local
+  /// index, on dst's rail -- or -1 when src is on that rail itself.
+  int pxn_relay(int src, int dst) const;
 };
 
 /// The boxes of the ranks `pes` (rank -> PE node) on `machine`: connected

@@ -92,8 +92,30 @@ struct TransferRecord {
   std::uint32_t path = 0;           ///< the equal-cost path it took (Router::paths index; 0 when striped)
   std::uint32_t stripes = 0;        ///< spread: how many stripes moved it (0: it moved itself)
   TransferId parent = kNoTransfer;  ///< a stripe: the transfer it is part of
+  bool coflow = false;              ///< a coflow (start_coflow): src and dst are its first and last hops' ends
   bool done() const { return end >= 0; }
   Time latency() const { return end - issue; }
+};
+
+/// One hop of a coflow: its share of the coflow moves from src to dst.
+struct CoflowHop {
+  NodeId src = 0;
+  NodeId dst = 0;
+  double weight = 1.0;  ///< bytes this hop moves per byte of the coflow's progress (> 0)
+};
+
+/// A coflow: a pipeline whose hops all move at one pace, taken as one fluid
+/// (the channel pipeline model of a collective, docs/ccl.md "Fidelity").
+/// Hop h moves weight_h x bytes; every link carries the summed weights of
+/// the hops (and the equal-cost paths fabric.multipath spreads them over)
+/// that cross it, and the coflow progresses at the weighted max-min rate
+/// (solver/maxmin.hpp) its busiest link allows.
+struct CoflowSpec {
+  std::vector<CoflowHop> hops;
+  Bytes bytes = 0;
+  std::int32_t tag = 0;
+  std::int32_t agent = -1;
+  std::int64_t request = -1;
 };
 
 /// Per-channel totals (one direction of a link).
@@ -114,6 +136,16 @@ class Fabric {
   /// woken with arg = the transfer id. Never completes synchronously. The
   /// path (or paths) as fabric.multipath says, unless spec.path names one.
   TransferId start(const TransferSpec& spec, sim::Target on_done = {});
+
+  /// Starts a coflow at the current time: its record (src: the first hop's,
+  /// dst: the last hop's, bytes: spec.bytes, hops: the hop count) completes
+  /// when every hop has drained, plus the slowest hop's wire latency and node
+  /// overheads. Only the flow model moves coflows (UsageError otherwise,
+  /// naming fabric.model); a hop's store-and-forward nodes do not cut it
+  /// (a pipeline streams through them).
+  TransferId start_coflow(const CoflowSpec& spec, sim::Target on_done = {});
+  /// Whether the model moves coflows (start_coflow refuses up front otherwise).
+  virtual bool moves_coflows() const { return false; }
 
   /// Awaitable form: `const TransferRecord& r = co_await fabric.transfer(spec);`
   auto transfer(const TransferSpec& spec) {
@@ -166,6 +198,17 @@ class Fabric {
   /// The model's part: move one transfer along the route spec.path (>= 0,
   /// checked) of its pair; it calls open() first and close() at the end.
   virtual TransferId start_path(const TransferSpec& spec, sim::Target on_done) = 0;
+
+  /// A coflow's use of one channel: the summed weight of what crosses it.
+  struct CoflowUse {
+    ChannelId channel = 0;
+    double weight = 0.0;
+  };
+  /// The model's part of start_coflow: `uses` in channel order (each channel
+  /// once), `tail` the slowest hop's latencies and overheads, the record `id`
+  /// already opened.
+  virtual void start_coflow_uses(TransferId id, const std::vector<CoflowUse>& uses, Bytes bytes, Time tail,
+                                 sim::Target on_done);
 
   /// Validates the spec, creates its record and returns its route (spec.path's).
   const Route& open(const TransferSpec& spec, TransferId& id);

@@ -140,6 +140,8 @@ void FlowFabric::on_arrival(std::uint64_t slot64) {
   if (f >= flows_.size()) flows_.resize(static_cast<std::size_t>(f) + 1);
   Flow& fl = flows_[f];
   fl.transfer = slot;
+  fl.coflow = false;
+  fl.r_max = s.r_max;
   fl.segment = si;
   fl.work = static_cast<double>(full);
   fl.phi = 0.0;
@@ -162,6 +164,23 @@ void FlowFabric::on_completion(std::uint64_t arg) {
   fl.materialised = false;
   due_.erase(Due{fl.due, fl.due_seq, f});
   fl.queued = false;
+  if (fl.coflow) {
+    Coflow& c = coflows_[fl.transfer];
+    c.parts.transmission += fl.full;
+    c.parts.queuing += (sim_.now() - fl.start) - fl.full;
+    for (std::size_t k = 0; k < c.channels.size(); ++k) {
+      ChannelStats& st = stats_[c.channels[k]];
+      const double moved = c.weights[k] * static_cast<double>(c.bytes);
+      st.bytes += static_cast<Bytes>(std::llround(moved));
+      st.busy_time += moved * lane_ps_per_byte_[c.channels[k]];
+    }
+    ++fl.version;
+    solver_.remove_flow(f);
+    sim_.schedule(c.tail, coflow_end_, fl.transfer);
+    request_solve();
+    arm();
+    return;
+  }
   Transfer& t = transfers_[fl.transfer];
   const Segment& s = segments_[fl.segment];
   const Time now = sim_.now();
@@ -209,10 +228,10 @@ void FlowFabric::on_solve(std::uint64_t) {
     // Rounding can leave a sliver of work either side of zero; a sliver
     // this small is drained (it would otherwise cost a spurious ps).
     if (fl.work <= 1e-9 * static_cast<double>(fl.full)) fl.work = 0.0;
-    fl.phi = std::min(1.0, solver_.rate(f) / segments_[fl.segment].r_max);
+    fl.phi = std::min(1.0, solver_.rate(f) / fl.r_max);
     if (!(fl.phi > 0.0))
-      throw InternalError("flow fabric: flow " + std::to_string(f) + " of transfer " +
-                          std::to_string(transfers_[fl.transfer].id) + " got rate " + std::to_string(solver_.rate(f)));
+      throw InternalError("flow fabric: flow " + std::to_string(f) + " of transfer " + std::to_string(owner(fl)) +
+                          " got rate " + std::to_string(solver_.rate(f)));
     ++fl.version;
     fl.materialised = false;  // an event already queued for it is now stale
     if (fl.queued) due_.erase(Due{fl.due, fl.due_seq, f});
@@ -220,7 +239,7 @@ void FlowFabric::on_solve(std::uint64_t) {
     // Checked as a double: a sliver of rate can put the end past any Time.
     const double left_ps = fl.work == 0.0 ? 0.0 : std::ceil(fl.work / fl.phi);
     if (!(left_ps <= static_cast<double>(sim::kMaxTime - now)) || fl.full > sim::kMaxTime - fl.start)
-      throw UsageError("flow fabric: transfer " + std::to_string(transfers_[fl.transfer].id) +
+      throw UsageError("flow fabric: transfer " + std::to_string(owner(fl)) +
                        " would end past the time range (2^62 ps) at its share of the bandwidth (" +
                        std::to_string(solver_.rate(f) * kPsPerSecond) + " B/s)");
     const Time left = static_cast<Time>(left_ps);
@@ -232,6 +251,61 @@ void FlowFabric::on_solve(std::uint64_t) {
     fl.queued = true;
   }
   arm();
+}
+
+TransferId FlowFabric::owner(const Flow& fl) const {
+  return fl.coflow ? coflows_[fl.transfer].id : transfers_[fl.transfer].id;
+}
+
+void FlowFabric::start_coflow_uses(TransferId id, const std::vector<CoflowUse>& uses, Bytes bytes, Time tail,
+                                   sim::Target on_done) {
+  const std::uint32_t slot = coflows_.acquire();
+  Coflow& c = coflows_[slot];
+  c.id = id;
+  c.channels.clear();
+  c.weights.clear();
+  double r_max = std::numeric_limits<double>::infinity();
+  for (const CoflowUse& u : uses) {
+    c.channels.push_back(u.channel);
+    c.weights.push_back(u.weight);
+    r_max = std::min(r_max, solver_.capacity(u.channel) / u.weight);
+  }
+  c.bytes = bytes;
+  c.tail = tail;
+  c.parts = Breakdown{};
+  c.parts.overhead = tail;  // the slowest hop's wire latency and node overheads, after the drain
+  c.on_done = on_done;
+  // Whole picoseconds at the uncontended rate, rounded up, as a transfer's W0.
+  const double full_ps = std::ceil(static_cast<double>(bytes) / r_max);
+  if (!(full_ps <= static_cast<double>(sim::kMaxTime - sim_.now())))
+    throw UsageError("coflow: " + std::to_string(bytes) + " B at " + std::to_string(r_max * kPsPerSecond) +
+                     " B/s would end past the time range (2^62 ps)");
+  const Time full = static_cast<Time>(full_ps);
+  if (full == 0) {
+    sim_.schedule(tail, coflow_end_, slot);
+    return;
+  }
+  const solver::MaxMinSolver::FlowId f = solver_.add_flow(c.channels, c.weights);
+  if (f >= flows_.size()) flows_.resize(static_cast<std::size_t>(f) + 1);
+  Flow& fl = flows_[f];
+  fl.transfer = slot;
+  fl.coflow = true;
+  fl.r_max = r_max;
+  fl.segment = 0;
+  fl.work = static_cast<double>(full);
+  fl.phi = 0.0;
+  fl.last = sim_.now();
+  fl.start = sim_.now();
+  fl.full = full;
+  ++fl.version;
+  request_solve();
+}
+
+void FlowFabric::on_coflow_end(std::uint64_t slot) {
+  Coflow& c = coflows_[slot];
+  close(c.id, sim_.now(), c.parts, c.on_done);
+  c.on_done = sim::Target{};
+  coflows_.release(slot);
 }
 
 }  // namespace kernbench::topology

@@ -75,11 +75,19 @@ class FlowFabric final : public Fabric {
   ChannelStats channel_stats(ChannelId channel) const override;
 
   const char* model_name() const override { return "flow"; }
+  bool moves_coflows() const override { return true; }
 
   /// Segment flows currently draining (each transfer has at most one).
   std::size_t active_flows() const { return solver_.num_flows(); }
   /// The solver behind the rates (read-only, for tests and diagnostics).
   const solver::MaxMinSolver& solver() const { return solver_; }
+
+ protected:
+  /// A coflow is one solver flow over its channels, weighted (one segment:
+  /// no store-and-forward cut); it drains `bytes` at rate x, x <= r_max =
+  /// min over its channels of capacity / weight, then completes `tail` later.
+  void start_coflow_uses(TransferId id, const std::vector<CoflowUse>& uses, Bytes bytes, Time tail,
+                         sim::Target on_done) override;
 
  private:
   // A run of the route between two store-and-forward points: one flow.
@@ -109,14 +117,26 @@ class FlowFabric final : public Fabric {
   // A segment's flow while it drains; indexed by the solver's FlowId, whose
   // slots are reused, so these are too. `version` outlives reuse: a
   // completion event carries it and is ignored once it no longer matches.
+  // A coflow in flight (pooled slot): its channels and weights, as the solver has them.
+  struct Coflow {
+    TransferId id = 0;
+    std::vector<ChannelId> channels;
+    std::vector<double> weights;
+    Bytes bytes = 0;
+    Time tail = 0;
+    Breakdown parts;
+    sim::Target on_done;
+  };
   struct Flow {
-    std::uint32_t transfer = 0;  // Transfer slot
-    std::uint32_t segment = 0;   // into segments_
-    double work = 0.0;           // full-rate ps of payload still to drain
-    double phi = 0.0;            // rate / r_max (0 until first solved)
-    Time last = 0;               // when work was last brought up to date
-    Time start = 0;              // a_j
-    Time full = 0;               // ceil(bytes / r_max_j): W0
+    std::uint32_t transfer = 0;  // Transfer slot (a coflow: its Coflow slot)
+    bool coflow = false;
+    double r_max = 0.0;         // its uncontended rate (bytes/ps): the segment's, or the coflow's
+    std::uint32_t segment = 0;  // into segments_
+    double work = 0.0;          // full-rate ps of payload still to drain
+    double phi = 0.0;           // rate / r_max (0 until first solved)
+    Time last = 0;              // when work was last brought up to date
+    Time start = 0;             // a_j
+    Time full = 0;              // ceil(bytes / r_max_j): W0
     std::uint32_t version = 0;
     Time due = 0;               // its completion's place in the event order:
     std::uint64_t due_seq = 0;  //   (due, due_seq), once solved
@@ -130,6 +150,8 @@ class FlowFabric final : public Fabric {
   void on_arrival(std::uint64_t slot);
   void on_completion(std::uint64_t flow_and_version);
   void on_solve(std::uint64_t unused);
+  void on_coflow_end(std::uint64_t slot);
+  TransferId owner(const Flow& fl) const;
   void request_solve();
   // Puts the earliest pending completion into the sim's queue (if it is not there yet).
   void arm();
@@ -141,12 +163,14 @@ class FlowFabric final : public Fabric {
   std::vector<Plan> plans_;
   std::unordered_map<const Route*, std::uint32_t> plan_of_;  // lookup only, never iterated
   sim::SlotPool<Transfer> transfers_;
+  sim::SlotPool<Coflow> coflows_;
   std::vector<Flow> flows_;
   std::set<Due> due_;  // every solved flow's completion, in event order
   bool solve_pending_ = false;
   sim::MemberHandler<FlowFabric, &FlowFabric::on_arrival> arrival_{*this};
   sim::MemberHandler<FlowFabric, &FlowFabric::on_completion> completion_{*this};
   sim::MemberHandler<FlowFabric, &FlowFabric::on_solve> solve_{*this};
+  sim::MemberHandler<FlowFabric, &FlowFabric::on_coflow_end> coflow_end_{*this};
 };
 
 }  // namespace kernbench::topology

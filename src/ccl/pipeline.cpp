@@ -1,0 +1,204 @@
+// pipeline.cpp -- one coflow per channel (pipeline.hpp).
+#include "ccl/pipeline.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ccl/logical/tree.hpp"
+#include "sim/errors.hpp"
+
+namespace kernbench::ccl {
+namespace {
+
+// One channel's pipeline: its logical hops (rank pairs), the payload each
+// carries, its depth in pieces (fill) and its chain of steps.
+struct Channel {
+  std::vector<std::pair<int, int>> hops;
+  double payload = 0.0;  // bytes each hop carries
+  int fill = 0;          // pieces the last one trails the first by (depth - 1)
+  int steps = 0;         // steps on the dependency chain
+  int net_steps = 0;     // of which cross boxes
+  double run = 0.0;      // payload a hop moves per step of the chain (a ring's slice, a tree's whole part)
+};
+
+bool across(const Plan& p, int a, int b) {
+  return p.multi_node() && p.boxes->box[static_cast<std::size_t>(a)] != p.boxes->box[static_cast<std::size_t>(b)];
+}
+
+// The most cross-box hops in `len` consecutive hops of the cycle `order`.
+int worst_run(const Plan& p, const std::vector<int>& order, int len) {
+  const int n = static_cast<int>(order.size());
+  std::vector<int> cross(static_cast<std::size_t>(n));
+  int total = 0;
+  for (int i = 0; i < n; ++i) {
+    cross[static_cast<std::size_t>(i)] =
+        across(p, order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>((i + 1) % n)]) ? 1 : 0;
+    total += cross[static_cast<std::size_t>(i)];
+  }
+  const int rest = len % n;
+  int best = 0, run = 0;
+  for (int i = 0; i < rest; ++i) run += cross[static_cast<std::size_t>(i)];
+  best = run;
+  for (int i = 1; i < n && rest > 0; ++i) {
+    run += cross[static_cast<std::size_t>((i + rest - 1) % n)] - cross[static_cast<std::size_t>(i - 1)];
+    best = std::max(best, run);
+  }
+  return (len / n) * total + best;
+}
+
+Channel ring_channel(const Plan& p, Collective c, double part) {
+  Channel ch;
+  const int n = p.world.size();
+  if (c == Collective::Broadcast) {  // a pipelined chain from the root, in rank order (ring.cpp)
+    std::vector<int> chain;
+    for (int k = 0; k < n; ++k) chain.push_back(p.world.ranks[static_cast<std::size_t>((p.root + k) % n)]);
+    for (int k = 0; k + 1 < n; ++k) {
+      ch.hops.emplace_back(chain[static_cast<std::size_t>(k)], chain[static_cast<std::size_t>(k + 1)]);
+      ch.net_steps += across(p, chain[static_cast<std::size_t>(k)], chain[static_cast<std::size_t>(k + 1)]) ? 1 : 0;
+    }
+    ch.payload = part;
+    ch.fill = n - 2;
+    ch.steps = n - 1;
+    ch.run = part;
+    return ch;
+  }
+  const std::vector<int> ring = ring_order(p);
+  for (int i = 0; i < n; ++i)
+    ch.hops.emplace_back(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % n)]);
+  ch.steps = c == Collective::AllReduce ? 2 * (n - 1) : n - 1;
+  ch.payload = part * static_cast<double>(ch.steps) / n;
+  ch.net_steps = worst_run(p, ring, ch.steps);
+  ch.run = part / n;
+  return ch;
+}
+
+int depth_of(const Tree& t, int v) {
+  int d = 0;
+  for (int c : t.children[static_cast<std::size_t>(v)]) d = std::max(d, 1 + depth_of(t, c));
+  return d;
+}
+
+// NCCL's tree across boxes (double_binary_tree.cpp): each box's chain into
+// its head at local rank channel / 2, tree channel % 2 over the heads; every
+// byte goes up every edge and back down it.
+Channel tree_channel(const Plan& p, double part) {
+  Channel ch;
+  const Boxes& boxes = *p.boxes;
+  const std::pair<Tree, Tree> ab = double_trees(boxes.count());
+  const Tree& t = p.channel % 2 == 0 ? ab.first : ab.second;
+  std::vector<int> heads;
+  int chain = 0;
+  for (int b = 0; b < boxes.count(); ++b) {
+    const std::vector<int> c = boxes.chain_to(b, p.channel / 2);
+    for (std::size_t j = 0; j + 1 < c.size(); ++j) {
+      ch.hops.emplace_back(p.world.ranks[static_cast<std::size_t>(c[j])],
+                           p.world.ranks[static_cast<std::size_t>(c[j + 1])]);
+      ch.hops.emplace_back(p.world.ranks[static_cast<std::size_t>(c[j + 1])],
+                           p.world.ranks[static_cast<std::size_t>(c[j])]);
+    }
+    chain = std::max(chain, static_cast<int>(c.size()) - 1);
+    heads.push_back(p.world.ranks[static_cast<std::size_t>(c.back())]);
+  }
+  for (std::size_t v = 0; v < t.children.size(); ++v)
+    for (int k : t.children[v]) {
+      const int parent = heads[static_cast<std::size_t>(t.rank[v])],
+                child = heads[static_cast<std::size_t>(t.rank[static_cast<std::size_t>(k)])];
+      ch.hops.emplace_back(child, parent);
+      ch.hops.emplace_back(parent, child);
+    }
+  const int depth = depth_of(t, t.root);
+  ch.payload = part;
+  ch.steps = 2 * (chain + depth);
+  ch.net_steps = 2 * depth;
+  ch.fill = std::max(0, ch.steps - 1);
+  ch.run = part;
+  return ch;
+}
+
+}  // namespace
+
+bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::string* why) {
+  const auto no = [&](const std::string& text) {
+    if (why) *why = text;
+    return false;
+  };
+  if (a.name == "ring") {
+    if (c == Collective::AllToAll) return no("ring has no alltoall");
+    return true;
+  }
+  if (a.name == "double_binary_tree") {
+    if (c != Collective::AllReduce) return no("the tree's pipeline form is all_reduce only");
+    if (!plan.multi_node()) return no("the tree's pipeline form is NCCL's across boxes; these ranks are one box");
+    return true;
+  }
+  return no(a.name + " has no pipeline form (ring, and tree across boxes, have one)");
+}
+
+std::vector<runtime::OpId> lower_pipeline(runtime::Program& prog, const Algorithm& a, Collective c, const Plan& plan,
+                                          int channels_in, const PipelineWire& w,
+                                          const std::vector<runtime::OpId>& entry) {
+  std::string why;
+  if (!pipeline_supports(a, c, plan, &why)) throw UsageError("collective: fidelity=pipeline: " + why);
+  std::vector<runtime::OpId> out;
+  const int channels = std::max(1, channels_in);
+  const std::int32_t tag = prog.tag(c == Collective::AllReduce ? "all-reduce" : to_string(c));
+  for (int k = 0; k < channels; ++k) {
+    Plan p = plan;
+    p.channel = k;
+    p.channels = channels;
+    // Channel k's part of every buffer, as the step model splits the slices (equal runs).
+    const double part = static_cast<double>(w.footprint * (k + 1) / channels - w.footprint * k / channels);
+    const Channel ch = a.name == "ring" ? ring_channel(p, c, part) : tree_channel(p, part);
+    std::vector<topology::CoflowHop> hops;
+    bool any_net = false;
+    for (const auto& [src, dst] : ch.hops) {
+      const NodeId from = plan.pes[static_cast<std::size_t>(src)], to = plan.pes[static_cast<std::size_t>(dst)];
+      const bool net = across(p, src, dst);
+      any_net |= net;
+      const int via = net && w.pxn ? p.boxes->pxn_relay(src, dst) : -1;
+      if (via >= 0) {
+        hops.push_back(topology::CoflowHop{from, plan.pes[static_cast<std::size_t>(via)], 1.0});
+        hops.push_back(topology::CoflowHop{plan.pes[static_cast<std::size_t>(via)], to, 1.0});
+      } else {
+        hops.push_back(topology::CoflowHop{from, to, 1.0});
+      }
+    }
+    // A step's piece, and how many a hop has in flight while one waits out its latency.
+    double piece = std::min(static_cast<double>(w.piece), ch.run);
+    if (a.name != "ring" && w.simple) {
+      // NCCL's tree (Simple) halves its chunk while a channel would have fewer than depth x 8 of them (then x 4,
+      // x 1), so that the pipeline fills in a small share of the time (src/enqueue.cc, computeColl).
+      const double per_channel = static_cast<double>(w.footprint) / channels;
+      const double depth = ch.steps / 2.0;
+      const std::pair<double, double> rules[] = {{8, 131072}, {4, 65536}, {1, 32768}};
+      for (const auto& [times, floor] : rules)
+        while (per_channel / piece < depth * times && piece > floor) piece /= 2;
+    }
+    const double in_flight = std::min<double>(std::ceil(ch.run / std::max(piece, 1.0)), std::max(1, w.slots));
+    const double piece_s = w.channel_rate > 0 ? piece / w.efficiency / w.channel_rate : 0.0;
+    const auto exposed = [&](Time lat) {
+      return std::max<Time>(0, lat - static_cast<Time>(std::llround((in_flight - 1.0) * piece_s * 1e12)));
+    };
+    const Time intra = w.step + w.route, inter = w.net_step + w.net_route;
+    const int intra_steps = ch.steps - ch.net_steps;
+    // The chain's first step pays its latency whole; the others what the pieces in flight do not hide. The
+    // coflow's tail then pays the slowest hop's route once more: taken off here.
+    const Time first = ch.net_steps > 0 ? inter : intra;
+    Time latency = first + static_cast<Time>(std::max(0, intra_steps - (ch.net_steps > 0 ? 0 : 1))) * exposed(intra) +
+                   static_cast<Time>(std::max(0, ch.net_steps - 1)) * exposed(inter);
+    // The fill: while one channel's pipeline fills, the channels beside it (whose chains start elsewhere on the
+    // same links) keep the links busy, so only the last piece's trail through the depth after the busiest hop
+    // is added, at the uncontended rate (every other channel done by then).
+    if (w.channel_rate > 0)
+      latency += static_cast<Time>(
+          std::llround(static_cast<double>(ch.fill) * piece / w.efficiency / (w.channel_rate * channels) * 1e12));
+    latency = std::max<Time>(0, latency - (any_net ? w.net_route : w.route));
+    const double wire = ch.payload / w.efficiency;
+    out.push_back(prog.coflow(plan.pes[static_cast<std::size_t>(ch.hops.front().first)], std::move(hops),
+                              static_cast<Bytes>(std::ceil(wire)), latency, entry,
+                              "channel " + std::to_string(k) + " pipeline", tag));
+  }
+  return out;
+}
+
+}  // namespace kernbench::ccl
