@@ -374,8 +374,9 @@ class Lowerer:
         for j in range(parts):
             b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
             self.count(what)
+            fid = {"fidelity": self.plan.fidelity} if self.target.name == "gpu" else {}
             h = [self.prog.collective(what, list(group), b, algorithm=self.plan.algorithm, buffer="hbm",
-                                      deps=h, name=name)]
+                                      deps=h, name=name, **fid)]
         return h
 
     # ---- fusion of sibling linears (q/k/v, gate/up) -------------------------------------------

@@ -59,7 +59,8 @@ from typing import Mapping, Sequence
 
 from kernbench.workloads.graph import WorkloadError
 
-__all__ = ["ParallelPlan", "Placement", "RULES", "SHARDINGS", "RECOMPUTES", "MAX_MICROBATCHES", "MAX_DEGREE"]
+__all__ = ["ParallelPlan", "Placement", "RULES", "SHARDINGS", "RECOMPUTES", "FIDELITIES", "MAX_MICROBATCHES",
+           "MAX_DEGREE"]
 
 #: The most microbatches a plan may run (each is lowered and simulated op by op: a step of 10**6 of them ran
 #: for over 12 minutes). A pipeline past a few thousand microbatches is its steady state repeated.
@@ -78,6 +79,8 @@ SHARDINGS = ("none", "zero1", "zero2", "fsdp")
 #: Activation recomputation in the backward, as Megatron-LM defines it (Korthikanti et al. 2022): ``selective``
 #: recomputes the attention core, ``full`` the whole forward of every layer.
 RECOMPUTES = ("none", "selective", "full")
+#: How a GPU machine's collectives are simulated (kernbench.ccl.collective's ``fidelity``).
+FIDELITIES = ("auto", "steps", "pipeline")
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,10 @@ class ParallelPlan:
     pipeline's ``interleave``: 1 is plain 1F1B; v > 1 is Megatron-LM's interleaved 1F1B (virtual pipeline), the
     layers cut into pp x v model chunks, rank s holding chunks s, s + pp, ... (kernbench.workloads.training).
     Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan. ``ep``: expert
-    parallelism for MoE layers, carved out of dp (it must divide dp; the module doc gives the rank order)."""
+    parallelism for MoE layers, carved out of dp (it must divide dp; the module doc gives the rank order).
+    ``fidelity``: how a GPU machine's collectives are simulated (kernbench.ccl.collective, docs/ccl.md
+    "Fidelity"): ``auto`` (every step unless one collective alone is too large to), ``steps``, or ``pipeline`` (one
+    coflow per channel, on the flow fabric: a step of a thousand GPUs' data-parallel exchanges in reach)."""
 
     dp: int = 1
     tp: int = 1
@@ -125,6 +131,7 @@ class ParallelPlan:
     recompute: str = "none"
     interleave: int = 1
     ep: int = 1
+    fidelity: str = "auto"
 
     def __post_init__(self):
         for name in ("dp", "tp", "pp", "microbatches", "interleave", "ep"):
@@ -150,6 +157,8 @@ class ParallelPlan:
             raise WorkloadError("plan: sp (sequence parallelism) splits over the tensor-parallel ranks: it needs tp > 1")
         if self.sharding not in SHARDINGS:
             raise WorkloadError(f"plan: sharding {self.sharding!r}: expected one of {', '.join(SHARDINGS)}")
+        if self.fidelity not in FIDELITIES:
+            raise WorkloadError(f"plan: fidelity {self.fidelity!r}: expected one of {', '.join(FIDELITIES)}")
         if self.recompute not in RECOMPUTES:
             raise WorkloadError(f"plan: recompute {self.recompute!r}: expected one of {', '.join(RECOMPUTES)}")
         for name, rule in dict(self.rules).items():
