@@ -96,6 +96,8 @@ def test_auto_takes_the_pipeline_only_at_scale():
 
 
 def test_pipeline_requests_it_cannot_serve_are_refused():
+    """An unknown fidelity, the packet fabric, an algorithm or collective without a pipeline form, verify=on and a
+    SIP machine are each refused with a message naming what is wrong."""
     s = kernbench.System.load(H100, set={"cluster.nodes": 2})
     with pytest.raises(kernbench._core.UsageError, match="fidelity must be auto, steps or pipeline"):
         ccl.all_reduce(s, 1 << 20, algorithm="ring", buffer="hbm", fidelity="coarse")

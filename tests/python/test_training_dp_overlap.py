@@ -119,5 +119,6 @@ def test_exposed_dp_time_is_bounded_by_the_dp_time_and_the_non_compute_parts(pla
 
 
 def test_one_replica_has_no_data_parallel_time():
+    """dp 1: no data-parallel collective runs, so nothing of it is in flight or exposed, on any stage."""
     tr = estimate.training_step(graph(), machine(), ParallelPlan(), reuse=False)
     assert tr.dp_ms == 0 and tr.dp_exposed_ms == 0 and tr.dp_exposed_by_stage == [0.0]
