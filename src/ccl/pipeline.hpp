@@ -17,17 +17,23 @@
 //             and all-gather (n-1)/n, a tree every byte up and every byte
 //             down, a broadcast chain every byte) over the format's and the
 //             link's efficiency;
-//   fill      a chain or a tree starts with one piece (a protocol step)
-//             entering an empty pipeline: the last piece leaves depth - 1
-//             pieces after the first would have alone, so a pipeline of
-//             depth d moves W + (d - 1) x piece at its pace (a ring has no
-//             fill: every rank starts with data on every hop);
-//   latency   the steps of the dependency chain, each paying its step latency
-//             (nccl.<proto>_step inside a box, nccl.net_<proto>_step across)
-//             and its route's wire and node latency: ring all-reduce 2(n-1)
-//             steps, reduce-scatter and all-gather n - 1, of which as many
-//             cross boxes as the worst run of that length in the ring; tree
-//             2 (chain length + tree depth);
+//   latency   the steps of the dependency chain (ring all-reduce 2(n-1),
+//             reduce-scatter and all-gather n - 1, of which as many cross
+//             boxes as the worst run of that length in the ring; tree
+//             2 (chain length + tree depth); a broadcast chain n - 1), each
+//             with its step latency (nccl.<proto>_step inside a box,
+//             nccl.net_<proto>_step across) and its route's: the first whole,
+//             every later one only what the pieces in flight do not hide,
+//             max(0, latency - (in flight - 1) x piece / channel rate), with at
+//             most nccl.steps pieces in flight and the tuner's bus bandwidth
+//             over the channels as the channel rate;
+//   piece     a protocol step's payload (at most a ring slice); a tree's
+//             (Simple) halved as NCCL halves its chunk while a channel would
+//             have fewer than depth x 8 of them (then x 4, x 1);
+//   fill      a chain or tree fills one piece at a time, but the channels
+//             beside it, whose chains start elsewhere on the same links, keep
+//             the links busy meanwhile: only the last piece's trail through
+//             the depth (depth - 1 pieces) is added, at the uncontended rate;
 //   pace      one coflow per channel (Fabric::start_coflow): every hop at one
 //             rate, the weighted max-min share of the busiest link (a link
 //             two hops cross counts twice), re-solved when any flow on the
