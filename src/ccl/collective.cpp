@@ -79,52 +79,6 @@ struct Prepared {
   PipelineWire pipe;       // what that model reads
 };
 
-// Steps or the channel pipeline (CollectiveSpec::fidelity). Runs after the
-// step model's cut is known (its send estimate); the pipeline model keeps
-// one slice per channel (no cells to track) and NCCL's protocol step as its
-// piece.
-void resolve_fidelity(Prepared& out, const topology::Config& config, const CollectiveSpec& spec) {
-  const std::string& f = spec.fidelity;
-  if (f != "auto" && f != "steps" && f != "pipeline")
-    throw UsageError("collective: fidelity must be auto, steps or pipeline, got '" + f + "'");
-  if (f == "steps") return;
-  const Algorithm& a = *out.algorithm;
-  const Plan& p = out.plan;
-  std::string why;
-  const bool flow = config.fabric.model == topology::FabricModel::Flow;
-  const bool can = out.gpu && flow && spec.counts.empty() && pipeline_supports(a, spec.collective, p, &why);
-  if (f == "pipeline" && !can) {
-    if (!out.gpu)
-      why = "the pipeline model is NCCL's channels, for GPU machines (pe.target: gpu)";
-    else if (!flow)
-      why = "the pipeline model moves each channel as one coflow, which needs the flow fabric (fabric.model: flow)";
-    else if (!spec.counts.empty())
-      why = "alltoall with per-pair counts runs at fidelity=steps";
-    throw UsageError("collective: fidelity=pipeline: " + why);
-  }
-  const std::int64_t ranks = p.world.size();
-  const std::int64_t work = 2 * ranks * p.slices * ranks;
-  if (f == "auto" && !(can && p.multi_node() && work > kAutoPipelineWork)) return;
-  if (spec.verify == Verify::On)
-    throw UsageError("collective: verify=on follows every step; the pipeline model has none (fidelity=steps)");
-  out.pipeline = true;
-  const NcclConfig& nc = nccl_config(config);
-  const ProtocolFormat fmt = protocol_format(out.protocol, nc.buffsize);
-  out.pipe.footprint = out.footprint;
-  out.pipe.efficiency = out.wire.efficiency;
-  out.pipe.piece = std::max<Bytes>(1, static_cast<Bytes>(static_cast<double>(fmt.buffer) / nc.steps * fmt.efficiency));
-  out.pipe.step = out.wire.step_latency;
-  out.pipe.net_step = out.protocol == Protocol::LL      ? nc.net_ll_step
-                      : out.protocol == Protocol::LL128 ? nc.net_ll128_step
-                                                        : nc.net_simple_step;
-  out.pipe.pxn = nc.pxn;
-  out.pipe.slots = nc.steps;
-  out.pipe.simple = out.protocol == Protocol::Simple;
-  out.pipe.channel_rate /= std::max(1, out.channels);
-  out.plan.slices = std::max(1, out.channels);
-  out.wire.step = out.pipe.piece;
-}
-
 Prepared prepare(const topology::Machine& m, const topology::Config& config, const CollectiveSpec& spec) {
   const runtime::PeConfig& pe = runtime::pe_config(config);
   Prepared out;
@@ -346,7 +300,13 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     if (wire_step > pe.ipcq_slot) out.wire.segment = wire_step;
   }
   out.algorithm = &a;
-  resolve_fidelity(out, config, spec);
+  // Steps or the channel pipeline (pipeline.hpp), once the step model's cut is known: the pipeline keeps one
+  // slice per channel (no cells to track) and NCCL's protocol step as its piece.
+  out.pipeline = choose_pipeline(spec, config, out.gpu, a, p, out.protocol, out.channels, out.wire, out.pipe);
+  if (out.pipeline) {
+    p.slices = std::max(1, out.channels);
+    out.wire.step = out.pipe.piece;
+  }
   // The schedule keeps one cell per (rank, slice): refuse, up front, what
   // could only end in an allocation failure.
   if (static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(std::max(p.slices, 1)) > kMaxCells)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ccl/config_section.hpp"
 #include "ccl/logical/tree.hpp"
 #include "sim/errors.hpp"
 
@@ -132,6 +133,46 @@ bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::
     return true;
   }
   return no(a.name + " has no pipeline form (ring, and tree across boxes, have one)");
+}
+
+bool choose_pipeline(const CollectiveSpec& spec, const topology::Config& config, bool gpu, const Algorithm& a,
+                     const Plan& p, Protocol protocol, int channels, const Wire& wire, PipelineWire& pipe) {
+  const std::string& f = spec.fidelity;
+  if (f != "auto" && f != "steps" && f != "pipeline")
+    throw UsageError("collective: fidelity must be auto, steps or pipeline, got '" + f + "'");
+  if (f == "steps") return false;
+  std::string why;
+  const bool flow = config.fabric.model == topology::FabricModel::Flow;
+  const bool can = gpu && flow && spec.counts.empty() && pipeline_supports(a, spec.collective, p, &why);
+  if (f == "pipeline" && !can) {
+    if (!gpu)
+      why = "the pipeline model is NCCL's channels, for GPU machines (pe.target: gpu)";
+    else if (!flow)
+      why = "the pipeline model moves each channel as one coflow, which needs the flow fabric (fabric.model: flow)";
+    else if (!spec.counts.empty())
+      why = "alltoall with per-pair counts runs at fidelity=steps";
+    throw UsageError("collective: fidelity=pipeline: " + why);
+  }
+  // The step model's work: its sends (about 2 per slice per rank) x the ranks (each send's re-solve spans them).
+  const std::int64_t ranks = p.world.size();
+  const std::int64_t work = 2 * ranks * p.slices * ranks;
+  if (f == "auto" && !(can && p.multi_node() && work > kAutoPipelineWork)) return false;
+  if (spec.verify == Verify::On)
+    throw UsageError("collective: verify=on follows every step; the pipeline model has none (fidelity=steps)");
+  const NcclConfig& nc = nccl_config(config);
+  const ProtocolFormat fmt = protocol_format(protocol, nc.buffsize);
+  pipe.footprint = spec.collective == Collective::AllToAll ? 2 * spec.bytes_per_pe : spec.bytes_per_pe;
+  pipe.efficiency = wire.efficiency;
+  pipe.piece = std::max<Bytes>(1, static_cast<Bytes>(static_cast<double>(fmt.buffer) / nc.steps * fmt.efficiency));
+  pipe.step = wire.step_latency;
+  pipe.net_step = protocol == Protocol::LL      ? nc.net_ll_step
+                  : protocol == Protocol::LL128 ? nc.net_ll128_step
+                                                : nc.net_simple_step;
+  pipe.pxn = nc.pxn;
+  pipe.slots = nc.steps;
+  pipe.simple = protocol == Protocol::Simple;
+  pipe.channel_rate /= std::max(1, channels);
+  return true;
 }
 
 std::vector<runtime::OpId> lower_pipeline(runtime::Program& prog, const Algorithm& a, Collective c, const Plan& plan,

@@ -53,6 +53,8 @@
 
 #include "ccl/algorithms/algorithm.hpp"
 #include "ccl/ccl.hpp"
+#include "ccl/nccl.hpp"
+#include "ccl/schedule.hpp"
 #include "runtime/program.hpp"
 
 namespace kernbench::ccl {
@@ -79,6 +81,15 @@ struct PipelineWire {
 /// on these ranks (ring: all-reduce, reduce-scatter, all-gather, broadcast;
 /// double_binary_tree: all-reduce across boxes); `why` says what is missing.
 bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::string* why = nullptr);
+
+/// Resolves CollectiveSpec::fidelity for a prepared collective (its
+/// algorithm, plan, protocol, channels and step wire): true when the
+/// pipeline model runs it, with `pipe` filled (its route latencies and bus
+/// bandwidth already set by the caller from the tuner's facts). `pipeline`
+/// that cannot run is a UsageError naming why; `auto` takes it across boxes
+/// on a flow fabric above kAutoPipelineWork.
+bool choose_pipeline(const CollectiveSpec& spec, const topology::Config& config, bool gpu, const Algorithm& a,
+                     const Plan& plan, Protocol protocol, int channels, const Wire& wire, PipelineWire& pipe);
 
 /// Appends one coflow op per channel (`channels` of them, each on its part
 /// of the buffer) to `prog`, each after every op of `entry`. Returns them.
