@@ -77,6 +77,7 @@ struct Prepared {
   Bytes largest_pair = 0;  // alltoall: the most bytes one rank sends one peer
   bool pipeline = false;   // fidelity resolved to the channel pipeline model (pipeline.hpp)
   PipelineWire pipe;       // what that model reads
+  TunerFacts facts;        // GPU: what the tuner read of the ranks (the pipeline model's latencies and rates)
 };
 
 Prepared prepare(const topology::Machine& m, const topology::Config& config, const CollectiveSpec& spec) {
@@ -172,11 +173,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     }
   } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
-    const TunerFacts facts = tuner_facts(m, pe, pes, *boxes);
-    out.pipe.route = facts.route_latency;
-    out.pipe.net_route = facts.inter_latency;
-    const double bus = facts.nodes > 1 ? std::min(facts.ring_bandwidth, facts.inter_bandwidth) : facts.ring_bandwidth;
-    out.pipe.channel_rate = bus * nc.link_efficiency;  // over the channels once they are known (below)
+    out.facts = tuner_facts(m, pe, pes, *boxes);
+    const TunerFacts& facts = out.facts;
     // The tuner knows ring, tree and nvls; another registry algorithm runs
     // with the protocol the ring would get.
     const std::string tuned = name == "auto" ? "" : name == "double_binary_tree" ? "tree" : name;
@@ -299,10 +297,10 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     const Bytes wire_step = static_cast<Bytes>(std::ceil(static_cast<double>(out.wire.step) / out.wire.efficiency));
     if (wire_step > pe.ipcq_slot) out.wire.segment = wire_step;
   }
-  out.algorithm = &a;
   // Steps or the channel pipeline (pipeline.hpp), once the step model's cut is known: the pipeline keeps one
   // slice per channel (no cells to track) and NCCL's protocol step as its piece.
-  out.pipeline = choose_pipeline(spec, config, out.gpu, a, p, out.protocol, out.channels, out.wire, out.pipe);
+  out.pipeline =
+      choose_pipeline(spec, config, out.gpu, a, p, out.protocol, out.channels, out.wire, out.facts, out.pipe);
   if (out.pipeline) {
     p.slices = std::max(1, out.channels);
     out.wire.step = out.pipe.piece;

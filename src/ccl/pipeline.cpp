@@ -84,26 +84,20 @@ int depth_of(const Tree& t, int v) {
 // byte goes up every edge and back down it.
 Channel tree_channel(const Plan& p, double part) {
   Channel ch;
-  const Boxes& boxes = *p.boxes;
-  const std::pair<Tree, Tree> ab = double_trees(boxes.count());
-  const Tree& t = p.channel % 2 == 0 ? ab.first : ab.second;
-  std::vector<int> heads;
+  const BoxTree bt = box_tree(p);
+  const Tree& t = bt.tree;
   int chain = 0;
-  for (int b = 0; b < boxes.count(); ++b) {
-    const std::vector<int> c = boxes.chain_to(b, p.channel / 2);
+  for (const std::vector<int>& c : bt.chains) {
     for (std::size_t j = 0; j + 1 < c.size(); ++j) {
-      ch.hops.emplace_back(p.world.ranks[static_cast<std::size_t>(c[j])],
-                           p.world.ranks[static_cast<std::size_t>(c[j + 1])]);
-      ch.hops.emplace_back(p.world.ranks[static_cast<std::size_t>(c[j + 1])],
-                           p.world.ranks[static_cast<std::size_t>(c[j])]);
+      ch.hops.emplace_back(c[j], c[j + 1]);
+      ch.hops.emplace_back(c[j + 1], c[j]);
     }
     chain = std::max(chain, static_cast<int>(c.size()) - 1);
-    heads.push_back(p.world.ranks[static_cast<std::size_t>(c.back())]);
   }
   for (std::size_t v = 0; v < t.children.size(); ++v)
     for (int k : t.children[v]) {
-      const int parent = heads[static_cast<std::size_t>(t.rank[v])],
-                child = heads[static_cast<std::size_t>(t.rank[static_cast<std::size_t>(k)])];
+      const int parent = bt.heads[static_cast<std::size_t>(t.rank[v])],
+                child = bt.heads[static_cast<std::size_t>(t.rank[static_cast<std::size_t>(k)])];
       ch.hops.emplace_back(child, parent);
       ch.hops.emplace_back(parent, child);
     }
@@ -136,7 +130,8 @@ bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::
 }
 
 bool choose_pipeline(const CollectiveSpec& spec, const topology::Config& config, bool gpu, const Algorithm& a,
-                     const Plan& p, Protocol protocol, int channels, const Wire& wire, PipelineWire& pipe) {
+                     const Plan& p, Protocol protocol, int channels, const Wire& wire, const TunerFacts& facts,
+                     PipelineWire& pipe) {
   const std::string& f = spec.fidelity;
   if (f != "auto" && f != "steps" && f != "pipeline")
     throw UsageError("collective: fidelity must be auto, steps or pipeline, got '" + f + "'");
@@ -171,7 +166,10 @@ bool choose_pipeline(const CollectiveSpec& spec, const topology::Config& config,
   pipe.pxn = nc.pxn;
   pipe.slots = nc.steps;
   pipe.simple = protocol == Protocol::Simple;
-  pipe.channel_rate /= std::max(1, channels);
+  pipe.route = facts.route_latency;
+  pipe.net_route = facts.inter_latency;
+  const double bus = facts.nodes > 1 ? std::min(facts.ring_bandwidth, facts.inter_bandwidth) : facts.ring_bandwidth;
+  pipe.channel_rate = bus * nc.link_efficiency / std::max(1, channels);
   return true;
 }
 

@@ -84,12 +84,13 @@ bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::
 
 /// Resolves CollectiveSpec::fidelity for a prepared collective (its
 /// algorithm, plan, protocol, channels and step wire): true when the
-/// pipeline model runs it, with `pipe` filled (its route latencies and bus
-/// bandwidth already set by the caller from the tuner's facts). `pipeline`
-/// that cannot run is a UsageError naming why; `auto` takes it across boxes
-/// on a flow fabric above kAutoPipelineWork.
+/// pipeline model runs it, with `pipe` filled (latencies and rates from what
+/// the tuner read of the ranks, `facts`). `pipeline` that cannot run is a
+/// UsageError naming why; `auto` takes it across boxes on a flow fabric
+/// above kAutoPipelineWork.
 bool choose_pipeline(const CollectiveSpec& spec, const topology::Config& config, bool gpu, const Algorithm& a,
-                     const Plan& plan, Protocol protocol, int channels, const Wire& wire, PipelineWire& pipe);
+                     const Plan& plan, Protocol protocol, int channels, const Wire& wire, const TunerFacts& facts,
+                     PipelineWire& pipe);
 
 /// Appends one coflow op per channel (`channels` of them, each on its part
 /// of the buffer) to `prog`, each after every op of `entry`. Returns them.

@@ -1,6 +1,6 @@
 // switch_reduce.cpp -- in-network reduction (NVLink SHARP-like) on a switch
-// node, and the coflow op (a fabric coflow awaited the same way as a leg)
-// node that declares `reduction: {bandwidth: ...}` (topology/config/config.hpp).
+// node that declares `reduction: {bandwidth: ...}` (topology/config/config.hpp),
+// and the coflow op (a fabric coflow, awaited the way a switch leg is).
 //
 // One switch_reduce op is one chunk of an all-reduce done by the switch:
 //   gather     every member buffer sends the chunk to the switch, all at

@@ -9,20 +9,12 @@ import pytest
 
 import kernbench
 from kernbench import ccl
-from test_cluster_nccl import BOX2, CLUSTER  # noqa: F401  (the zero-latency cluster of 2-GPU boxes)
+from test_cluster_nccl import cluster_path  # noqa: F401  (the fixture: the zero-latency cluster of 2-GPU boxes)
 
 H100 = "machines/dgx-h100-cluster.yaml"
 
 
-@pytest.fixture
-def cluster_path(tmp_path):
-    (tmp_path / "box2.yaml").write_text(BOX2)
-    path = tmp_path / "c.yaml"
-    path.write_text(CLUSTER)
-    return path
-
-
-def test_pipeline_ring_is_the_alpha_beta_closed_form_and_moves_the_rings_bytes(cluster_path):
+def test_pipeline_ring_is_the_alpha_beta_closed_form_and_moves_the_rings_bytes(cluster_path):  # noqa: F811
     """A 1 GiB ring over 16 boxes of 2 GPUs as coflows: 2(n-1)/n of the buffer over the box's NIC rate (the
     latencies are zero), within 1 %, the same as the step model gives; each crossing of a box boundary puts the
     ring's bytes on two ib links."""

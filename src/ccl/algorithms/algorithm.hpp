@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ccl/logical/boxes.hpp"
+#include "ccl/logical/tree.hpp"
 #include "ccl/schedule.hpp"
 
 namespace kernbench::ccl {
@@ -90,6 +91,16 @@ Algorithm complete(Algorithm a);
 /// several boxes NCCL's, box after box, each box entered at the channel's
 /// local rank.
 std::vector<int> ring_order(const Plan& p);
+
+/// NCCL's tree across boxes for a plan's channel (double_binary_tree.cpp):
+/// tree channel % 2 of the double binary tree over the boxes, each box's
+/// chain (ranks) into its head at local rank channel / 2.
+struct BoxTree {
+  Tree tree;
+  std::vector<std::vector<int>> chains;  ///< per box, ending at its head
+  std::vector<int> heads;                ///< per box: the rank the tree joins
+};
+BoxTree box_tree(const Plan& p);
 
 /// Every algorithm: the built-ins in a fixed order, then the registered ones (each passed through complete()).
 const std::deque<Algorithm>& registry();

@@ -35,17 +35,10 @@ void run_trees(Schedule& s, const Plan& p, const std::pair<Tree, Tree>& ab, bool
 }
 
 void multi_node_all_reduce(Schedule& s, const Plan& p) {
-  const Boxes& boxes = *p.boxes;
-  const int nb = boxes.count();
-  const std::pair<Tree, Tree> ab = double_trees(nb);
-  const Tree& t = p.channel % 2 == 0 ? ab.first : ab.second;
-  const int head = p.channel / 2;
-  std::vector<std::vector<int>> chains;
-  std::vector<int> heads;
-  for (int b = 0; b < nb; ++b) {
-    chains.push_back(boxes.chain_to(b, head));
-    heads.push_back(chains.back().back());
-  }
+  const BoxTree bt = box_tree(p);
+  const Tree& t = bt.tree;
+  const std::vector<std::vector<int>>& chains = bt.chains;
+  const std::vector<int>& heads = bt.heads;
   const Slices all = p.all();
   const int k = std::max(1, std::min(p.pieces, all.hi - all.lo));
   for (int piece = 0; piece < k; ++piece) {
@@ -60,6 +53,17 @@ void multi_node_all_reduce(Schedule& s, const Plan& p) {
 }
 
 }  // namespace
+
+BoxTree box_tree(const Plan& p) {
+  const Boxes& boxes = *p.boxes;
+  std::pair<Tree, Tree> ab = double_trees(boxes.count());
+  BoxTree out{p.channel % 2 == 0 ? std::move(ab.first) : std::move(ab.second), {}, {}};
+  for (int b = 0; b < boxes.count(); ++b) {
+    out.chains.push_back(boxes.chain_to(b, p.channel / 2));
+    out.heads.push_back(out.chains.back().back());
+  }
+  return out;
+}
 
 Algorithm double_binary_tree_algorithm() {
   Algorithm a;
