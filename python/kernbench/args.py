@@ -243,13 +243,23 @@ def checked(where: str, **rules: Rule | None) -> Callable:
 
     def wrap(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
-        var_kw = next((p.name for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+        params = list(sig.parameters.values())
+        var_kw = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
+        rule = {p.name: (rules[p.name] if p.name in rules else RULES.get(p.name)) for p in params}
+        # The fast path binds the common call (no *args, no positional-only name given by keyword) by position
+        # and name, in the signature's order, as sig.bind would; anything else goes through sig.bind, which
+        # also words the TypeError of a call that does not fit.
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        by_keyword = {p.name: i for i, p in enumerate(params)
+                      if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        required = {p.name for p in params if p.default is p.empty
+                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        fast = not any(p.kind is p.VAR_POSITIONAL for p in params)
 
         def rule_of(name: str) -> Rule | None:
             return rules[name] if name in rules else RULES.get(name)
 
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
+        def slow(args, kwargs):
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as e:
@@ -257,14 +267,39 @@ def checked(where: str, **rules: Rule | None) -> Callable:
             for name, value in list(bound.arguments.items()):
                 if name == var_kw:
                     for key, v in value.items():
-                        rule = rule_of(key)
-                        if rule is not None:
-                            value[key] = rule(v, where, key)
+                        r = rule_of(key)
+                        if r is not None:
+                            value[key] = r(v, where, key)
                     continue
-                rule = rule_of(name)
-                if rule is not None:
-                    bound.arguments[name] = rule(value, where, name)
+                r = rule.get(name)
+                if r is not None:
+                    bound.arguments[name] = r(value, where, name)
             return fn(*bound.args, **bound.kwargs)
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            n = len(args)
+            if not fast or n > len(positional) or (var_kw is None and not kwargs.keys() <= by_keyword.keys()):
+                return slow(args, kwargs)
+            named = positional[:n]
+            if any(k in kwargs for k in named) or not required <= set(named).union(kwargs):
+                return slow(args, kwargs)
+            args = list(args)
+            for i, name in enumerate(named):  # positional arguments come first in the signature's order
+                r = rule[name]
+                if r is not None:
+                    args[i] = r(args[i], where, name)
+            known = sorted((k for k in kwargs if k in by_keyword), key=by_keyword.__getitem__)
+            out = {k: kwargs[k] for k in known}
+            for k in known:
+                r = rule[k]
+                if r is not None:
+                    out[k] = r(out[k], where, k)
+            for k in kwargs:  # those **kw takes, checked by their own name's rule, after the named ones
+                if k not in by_keyword:
+                    r = rule_of(k)
+                    out[k] = kwargs[k] if r is None else r(kwargs[k], where, k)
+            return fn(*args, **out)
 
         return run
 

@@ -88,11 +88,18 @@ class Program:
                                    f"{type(system).__module__}.{type(system).__name__}")
         self.system = system
         self._core = _core.Program(check("Program", "name", name, Text()))
+        self._node_ids: dict[str, int] = {}
+        self._subs: dict[tuple, Any] = {}  # collective sub-programs by their arguments (collective())
 
     # ---- helpers ---------------------------------------------------------------
     def _id(self, node: Node, where: str = "Program", what: str = "node") -> int:
+        if type(node) is str and node in self._node_ids:  # a name seen before: its id (a lowering names each
+            return self._node_ids[node]                    # PE thousands of times)
         node = NODE(node, f"{self.name}: {where}", what)
-        return self.system.node_id(node) if isinstance(node, str) else int(node)
+        if not isinstance(node, str):
+            return int(node)
+        self._node_ids[node] = got = self.system.node_id(node)
+        return got
 
     def _mine(self, d, where: str) -> None:
         """Refuse an op id or handle of another Program (it would bind to this one's unrelated ops)."""
@@ -169,6 +176,14 @@ class Program:
         return self._op(self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, bytes,
                                           self._deps(deps), name, self._tag(tag)))
 
+    def _kernel_from_model(self, agent: str, duration_ps: int, launch_ps: int, flops: float, precision: str,
+                           nbytes: int, deps, name: str, tag: str) -> Op:
+        """``kernel()`` for a lowering whose figures come from a kernel model (whole, in range: the checks of
+        ``kernel()`` cannot fail on them), without the per-argument checks: a model's lowering appends 10**5
+        of them. ``agent`` is a node name, ``deps`` op ids or handles of this Program."""
+        return self._op(self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, nbytes,
+                                          self._deps(deps), name, self._tag(tag)))
+
     # ---- whole kernels and collectives ----------------------------------------------
     def _append(self, sub, deps, name: str) -> "Handle":
         """Append a sub-program after `deps`; its handle stands for its sinks (no extra op, no extra time)."""
@@ -203,9 +218,13 @@ class Program:
         kernbench.ccl.collective for ``algorithm="auto"``, ``protocol``, ``channels`` and ``fidelity``). Returns one
         handle."""
         ids = self._ids(pes, f"Program.{what}") if pes is not None else None  # None: every PE; [] is an error
-        sub = _core.collective_program(self.system._core, what, algorithm, bytes, ids,
-                                       buffer or default_buffer(self.system), grid_w,
-                                       grid_h, inter, pieces, root, protocol, channels, fidelity)
+        args = (what, algorithm, bytes, None if ids is None else tuple(ids), buffer or default_buffer(self.system),
+                grid_w, grid_h, inter, pieces, root, protocol, channels, fidelity)
+        sub = self._subs.get(args)
+        if sub is None:  # a collective's program is a function of its arguments and the machine: built once
+            sub = _core.collective_program(self.system._core, args[0], args[1], args[2], ids, *args[4:])
+            if len(sub) <= 1 << 14 and len(self._subs) < 1 << 12:  # small ones (a big one is rarely repeated)
+                self._subs[args] = sub
         return self._append(sub, deps, name)
 
     @checked("Program.all_reduce")

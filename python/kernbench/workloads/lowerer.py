@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from kernbench.program import Program
 from kernbench.workloads.graph import DTYPE_BYTES, Op, WorkloadError, WorkloadGraph
 from kernbench.workloads.plan import ParallelPlan, Placement
+from kernbench.workloads import timeline
 from kernbench.workloads.targets import target_for
 
 __all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP", "SHARD", "SEQ",
@@ -129,81 +130,18 @@ class Lowered:
                 out.append(name)
         return out
 
-    def intervals(self, res, select: Callable[[Span], bool]) -> float:
+    def intervals(self, res, select: Callable[[Span], bool]) -> int:
         """Active time (ps) of the union of the selected spans' op intervals (a GPU kernel's host-side launch
         is not activity of the machine: it overlaps the kernels before it)."""
-        t = res._core.ops()
-        st, en = t["start_ps"], t["end_ps"]
-        iv = []
-        skip = self.launches
-        for s in self.spans:
-            if select(s):
-                for o in range(s.first, s.end):
-                    if st[o] >= 0 and en[o] > st[o] and o not in skip:
-                        iv.append((int(st[o]), int(en[o])))
-        return _union(iv)
+        return timeline.intervals(self, res, select)
 
     def partition(self, res, label: Callable[[Span], str | None], t0: int, t1: int,
-                  comm: Callable[[Span], bool] = lambda s: s.kind in COMM_KINDS) -> dict[str, int]:
+                  comm: Callable[[Span], bool] = lambda s: s.kind in COMM_KINDS) -> dict[str, float]:
         """[t0, t1) cut into parts that add up to t1 - t0 exactly (ps): at each instant the labels of the compute
         spans active then share it equally; with none, a communication span active makes it
         ``exposed_communication``; with neither, a GPU's host launch in flight makes it ``launch``; else it is
         ``idle`` (dependencies, a SIP PE_CPU's dispatch). ``label(span)`` names a span's part (None: left out)."""
-        t = res._core.ops()
-        st, en = t["start_ps"], t["end_ps"]
-        ev: list[tuple[int, int, int]] = []   # (time, +1 / -1, label index)
-        names: list[str] = ["exposed_communication", "launch"]
-        index = {n: i for i, n in enumerate(names)}
-        for s in self.spans:
-            name = label(s)
-            if name is None:
-                continue
-            key = "exposed_communication" if comm(s) else name
-            if key not in index:
-                index[key] = len(names)
-                names.append(key)
-            k = index[key]
-            for o in range(s.first, s.end):
-                a, b = int(st[o]), int(en[o])
-                if a < 0 or b <= a:
-                    continue
-                if o in self.launches:
-                    k_ = 1
-                else:
-                    k_ = k
-                a, b = max(a, t0), min(b, t1)
-                if b > a:
-                    ev.append((a, 1, k_))
-                    ev.append((b, -1, k_))
-        ev.sort()
-        out = [0.0] * len(names)
-        active = [0] * len(names)
-        idle = 0.0
-        prev = t0
-        i = 0
-        while i <= len(ev):
-            now = ev[i][0] if i < len(ev) else t1
-            if now > prev:
-                d = now - prev
-                comp = [k for k in range(2, len(names)) if active[k] > 0]
-                if comp:
-                    for k in comp:
-                        out[k] += d / len(comp)
-                elif active[0] > 0:
-                    out[0] += d
-                elif active[1] > 0:
-                    out[1] += d
-                else:
-                    idle += d
-                prev = now
-            if i == len(ev):
-                break
-            while i < len(ev) and ev[i][0] == now:
-                active[ev[i][2]] += ev[i][1]
-                i += 1
-        parts = {n: v for n, v in zip(names, out) if v > 0}
-        parts["idle"] = idle
-        return parts
+        return timeline.partition(self, res, label, t0, t1, comm)
 
     def breakdown(self, res) -> dict[str, dict[str, float]]:
         """The run's makespan in us, cut by op kind and by layer part (partition(): the parts add up to the
@@ -217,21 +155,6 @@ class Lowered:
 #: Span kinds that are communication (their time counts in a partition only where no compute overlaps it).
 COMM_KINDS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall", "p2p",
                         "grad_all_reduce"})
-
-
-def _union(iv: list[tuple[int, int]]) -> int:
-    iv.sort()
-    total, lo, hi = 0, None, None
-    for a, b in iv:
-        if hi is None or a > hi:
-            if hi is not None:
-                total += hi - lo
-            lo, hi = a, b
-        else:
-            hi = max(hi, b)
-    if hi is not None:
-        total += hi - lo
-    return total
 
 
 class Lowerer:

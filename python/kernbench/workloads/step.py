@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kernbench.workloads import timeline
 from kernbench.workloads.graph import Block, WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.lowerer import COMM_KINDS, stage_layers
@@ -182,11 +183,7 @@ def _measure(graph, system, plan, precision, optimizer, mirror) -> tuple[dict[st
     q["optimizer"] = lo.intervals(res, lambda s: s.pass_ == "optimizer")
     flight = _in_flight(lo, res)  # the data-parallel collectives, each from its first transfer to its last
     q["grad_all_reduce"] = float(_length(_merge([iv for x, iv in flight if x.kind == "grad_all_reduce"])))
-    t = res._core.ops()
-    st, en = t["start_ps"], t["end_ps"]
-    comp = [s for s in lo.spans if s.pass_ in COMPUTE and not is_dp_collective(s)]
-    q["span"] = float(max(int(en[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0) -
-                      min(int(st[o]) for s in comp for o in range(s.first, s.end) if st[o] >= 0))
+    q["span"] = float(timeline.extent(lo, res, lambda s: s.pass_ in COMPUTE and not is_dp_collective(s)))
     t0 = int(res._core.start_ps)
     for stage in range(plan.pp):
         dp_iv = _merge([iv for x, iv in flight if x.stage == stage])
@@ -222,10 +219,7 @@ def _merge(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _op_intervals(lo: Lowered, res, select, launches: bool = False) -> list[tuple[int, int]]:
     """[start, end) ps of every op of the selected spans that ran, merged; a GPU kernel's host launch only with
     ``launches``."""
-    t = res._core.ops()
-    st, en = t["start_ps"], t["end_ps"]
-    return _merge([(int(st[o]), int(en[o])) for s in lo.spans if select(s) for o in range(s.first, s.end)
-                   if st[o] >= 0 and en[o] > st[o] and (launches or o not in lo.launches)])
+    return timeline.merged(lo, res, select, launches)
 
 
 def _in_flight(lo: Lowered, res) -> list[tuple[Any, tuple[int, int]]]:

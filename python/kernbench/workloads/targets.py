@@ -163,6 +163,7 @@ class GpuTarget:
             raise WorkloadError(f"launch {launch!r}: expected one of {', '.join(LAUNCHES)}")
         self.launch = launch
         self._spec: dict[str, dict] = {}
+        self._plans: dict[tuple, dict] = {}  # kernel plans by (pe, shape): a model's layers repeat the same ones
 
     def spec(self, L, pe) -> dict:
         if pe not in self._spec:
@@ -173,26 +174,33 @@ class GpuTarget:
         sp = self.spec(L, pe)
         launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
         L.count("kernel")
-        k = L.prog.kernel(pe, int(plan["duration_ps"]), launch_ps=int(launch), flops=float(flops),
-                          precision=precision, bytes=int(plan.get("bytes", 0)), deps=deps, name=name, tag=tag)
+        k = L.prog._kernel_from_model(pe, int(plan["duration_ps"]), int(launch), float(flops), precision,
+                                      int(plan.get("bytes", 0)), deps, name, tag)
         if launch > 0:
             L.out.launches[k - 1] = pe  # Program.kernel adds the launch op just before its kernel
         return k
 
+    def _stream(self, L, pe, nbytes: int) -> dict:
+        key = (pe, nbytes)
+        if key not in self._plans:
+            self._plans[key] = _core.gpu_stream(L.system._core, pe, nbytes)
+        return self._plans[key]
+
     def gemm(self, L, pe, m, n, k, op, deps):
         prec = L.prec(op)
-        plan = _core.gpu_gemm(L.system._core, pe, m, n, k, prec)
+        key = (pe, m, n, k, prec)
+        if key not in self._plans:
+            self._plans[key] = _core.gpu_gemm(L.system._core, pe, m, n, k, prec)
+        plan = self._plans[key]
         return self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "gemm")
 
     def vector(self, L, pe, elements, row, esize, loads, passes, stores, name, deps):
         # One fused kernel: each operand read once, each result written once (passes stay in registers).
         nbytes = int(elements) * int(esize) * (int(loads) + int(stores))
-        plan = _core.gpu_stream(L.system._core, pe, nbytes)
-        return self._kernel(L, pe, plan, 0.0, "bf16", name, deps, "stream")
+        return self._kernel(L, pe, self._stream(L, pe, nbytes), 0.0, "bf16", name, deps, "stream")
 
     def copy(self, L, pe, nbytes, name, deps):
-        plan = _core.gpu_stream(L.system._core, pe, 2 * int(nbytes))  # read + write
-        return self._kernel(L, pe, plan, 0.0, "bf16", name, deps, "copy")
+        return self._kernel(L, pe, self._stream(L, pe, 2 * int(nbytes)), 0.0, "bf16", name, deps, "copy")  # r + w
 
     def attention(self, L, i, group, deps, pass_):
         """One fused attention kernel per rank over the whole batch: the rank's query heads (heads / tp) and
