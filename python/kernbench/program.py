@@ -120,6 +120,9 @@ class Program:
         # not exist yet").
         out = []
         for d in deps:
+            if type(d) is Op and d.program is self:  # this Program's own op (the common case, checked first)
+                out.append(int(d))
+                continue
             self._mine(d, "dependency")
             if isinstance(d, Handle):
                 out.extend(d.sinks)

@@ -53,7 +53,7 @@ from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, 
                                          part_of, stage_ranges)
 from kernbench.workloads.moe_lower import check_ep, moe_forward_pass, moe_ops
 from kernbench.workloads.plan import ParallelPlan
-from kernbench.workloads.training import lower_training, model_chunks
+from kernbench.workloads.training import REPLICAS, lower_training, model_chunks
 
 __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges", "MAX_LOWERED_OPS"]
 
@@ -66,7 +66,7 @@ MAX_LOWERED_OPS = 2_000_000
 def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, phase: str = "inference",
           program: Program | None = None, precision: str | None = None, fuse: bool = True,
           attention_tiles: tuple[int, int] = (256, 256), optimizer: str = "adam",
-          launch: str | None = None, mirror_replicas: bool = False) -> Lowered:
+          launch: str | None = None, mirror_replicas: bool = False, replicas: str | None = None) -> Lowered:
     """Place ``graph`` on ``system`` by ``plan`` and append it to ``program`` (a new one when None).
 
     ``phase``: ``inference`` (forward only: every microbatch through the pipeline stages) or ``train``
@@ -74,16 +74,26 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     kernbench.workloads.training). ``precision`` overrides every op's compute type (default: the op's
     dtype). The graph is one microbatch: ``plan.microbatches`` of them run. Each op becomes the kernel the
     machine's target gives it (kernbench.workloads.targets, by ``pe.target``); ``launch`` (``host`` or
-    ``graph``, GPU target only) says how its kernels are launched (default ``host``). ``mirror_replicas``
-    (train): replicas past the first reuse its compute ops and append only their collectives and transfers.
+    ``graph``, GPU target only) says how its kernels are launched (default ``host``). ``replicas`` (train;
+    kernbench.workloads.training.REPLICAS): ``all`` (default) lowers every data-parallel replica, ``mirror``
+    lets replicas past the first reuse its compute ops and append only their collectives and transfers
+    (``mirror_replicas=True`` says the same), ``one`` lowers replica 0 alone, the others joining only its
+    data-parallel collectives.
     """
     plan = plan or ParallelPlan()
     if phase not in ("inference", "train"):
         raise WorkloadError(f"lower: phase {phase!r}: expected 'inference' or 'train'")
-    work = len(graph.ops) * plan.microbatches * plan.dp * (3 if phase == "train" else 1)
+    if replicas is None:
+        replicas = "mirror" if mirror_replicas else "all"
+    elif mirror_replicas and replicas != "mirror":
+        raise WorkloadError(f"lower: mirror_replicas=True and replicas={replicas!r} say different things")
+    if replicas not in REPLICAS:
+        raise WorkloadError(f"lower: replicas {replicas!r}: expected one of {', '.join(REPLICAS)}")
+    dp = 1 if phase == "train" and replicas == "one" else plan.dp
+    work = len(graph.ops) * plan.microbatches * dp * (3 if phase == "train" else 1)
     if work > MAX_LOWERED_OPS:
         raise WorkloadError(f"lower: {graph.name}: {len(graph.ops)} ops x microbatches {plan.microbatches} x dp "
-                            f"{plan.dp}{' x 3 (train)' if phase == 'train' else ''} = {work} op instances: over the "
+                            f"{dp}{' x 3 (train)' if phase == 'train' else ''} = {work} op instances: over the "
                             f"limit of {MAX_LOWERED_OPS} (lower fewer microbatches or layers)")
     check_ep(graph, plan)
     if phase == "train" and moe_ops(graph):
@@ -93,7 +103,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)
     if phase == "train":
-        lower_training(L, model_chunks(graph, plan), optimizer=optimizer, mirror=mirror_replicas)
+        lower_training(L, model_chunks(graph, plan), optimizer=optimizer, replicas=replicas)
         return L.out
     if plan.interleave > 1:
         raise WorkloadError(f"lower: {graph.name}: interleave = {plan.interleave} is a training step's pipeline "

@@ -185,6 +185,8 @@ class Lowerer:
         self.rule: dict[int, tuple[str, int]] = {}  # matmul -> (tp rule, ops fused into its GEMM)
         self.recomputing = False  # a training step's recompute: its spans and GEMM FLOPs are pass "recompute"
         self.mirror = False       # mirror_replicas(): replicas > 0 reuse replica 0's compute
+        self.replicas = range(plan.dp)  # the data-parallel replicas lowered (represent_replicas(): replica 0)
+        self.weight = 1           # replicas each appended op stands for in the counts and FLOPs
 
     # ---- helpers -------------------------------------------------------------------------
     def err(self, i: int, msg: str) -> WorkloadError:
@@ -215,7 +217,7 @@ class Lowerer:
             self.out.spans.append(Span(i, nm, kind, part_of(nm), first, len(self.prog), stage, pass_, mb))
 
     def count(self, what: str, n: int = 1):
-        self.out.counts[what] = self.out.counts.get(what, 0) + n
+        self.out.counts[what] = self.out.counts.get(what, 0) + n * self.weight
 
     def step(self, pe: str, fn: Callable[[list], Any], deps: list) -> list:
         """A compute step on ``pe``: after its previous step and ``deps``; becomes the PE's chain."""
@@ -234,6 +236,20 @@ class Lowerer:
                       for s, st in enumerate(rep) for t, pe in enumerate(st)}
         self._record: dict[tuple[int, int], list] = {}
         self._at: dict[tuple[int, int, int], int] = {}
+
+    def represent_replicas(self) -> None:
+        """From now on only replica 0 is lowered and the others are taken to be its copies: they appear only in
+        the data-parallel collectives (whose groups span every replica's ranks), which wait for replica 0's
+        gradients. Counts and FLOPs of what replica 0 appends stand for every replica (``weight``). What no
+        other replica then puts on the fabric (its tensor-parallel collectives, its stage-to-stage transfers)
+        neither contends with replica 0's traffic nor delays the data-parallel collectives."""
+        self.replicas = range(1)
+        self.weight = self.plan.dp
+
+    def stand_ins(self, rep: int) -> range | list[int]:
+        """The replicas replica ``rep``'s lowering stands for: itself, or every replica for replica 0 when only
+        it is lowered (represent_replicas)."""
+        return range(self.plan.dp) if rep == 0 and len(self.replicas) == 1 else [rep]
 
     def _mirrored(self, pe: str, run: Callable[[], list], counted: dict[str, int] | None = None) -> list:
         """Replica 0: ``run()`` and record its handles and the kernel counts it added (or ``counted``).
@@ -265,6 +281,7 @@ class Lowerer:
         f = 2.0 * m * n * k
         if self.recomputing:
             pass_ = "recompute"
+        f *= self.weight
         self.out.gemm_flops += f
         self.out.gemm_flops_by_pass[pass_] = self.out.gemm_flops_by_pass.get(pass_, 0.0) + f
         self.count("gemm")

@@ -165,7 +165,11 @@ class DataParallel:
         L = self.L
         gates = [L.prog.barrier(pe, [], name=name + " issue") for pe in self.group(s, t)]
         first = len(L.prog)
-        h = L.collective(what, self.group(s, t), nbytes, gates + list(deps), name)
+        weight, L.weight = L.weight, 1  # one collective of the whole dp group, whichever replicas are lowered
+        try:
+            h = L.collective(what, self.group(s, t), nbytes, gates + list(deps), name)
+        finally:
+            L.weight = weight
         L.span(-1, "grad_all_reduce" if what == "all_reduce" else what, first, s, pass_, mb, name)
         self.bytes[what] = self.bytes.get(what, 0) + int(nbytes)
         self.stream(s, t).fill(place, gates, h)
@@ -215,9 +219,10 @@ class DataParallel:
                 self._gate(seq[k + 1], rep, self.started[(key, rep)])
 
     def _gate(self, key: tuple, rep: int, handles: list) -> None:
-        gate = self.gathers[key][0][rep]
-        for op in _ops(handles):
-            self.L.prog.depend(gate, op)
+        for r in self.L.stand_ins(rep):  # the replicas not lowered are gated as replica 0 is
+            gate = self.gathers[key][0][r]
+            for op in _ops(handles):
+                self.L.prog.depend(gate, op)
 
     # ---- gradients --------------------------------------------------------------------------------------
     def gradients_done(self, rep: int, s: int, mb: int, unit: str, handles: list[list]) -> None:
@@ -239,7 +244,7 @@ class DataParallel:
                 self.reduce_at[(key, t, mb)] = self.stream(s, t).reserve()
         if rep == 0 and last:
             self.backward_order.append(key)
-        if not (per_mb or last) or any((r, key, 0, mb) not in self.wgrads for r in range(self.plan.dp)):
+        if not (per_mb or last) or any((r, key, 0, mb) not in self.wgrads for r in self.L.replicas):
             return
         what = "all_reduce" if self.mode == "none" else "reduce_scatter"
         for t in range(self.plan.tp):
@@ -257,6 +262,7 @@ class DataParallel:
         and tensor-parallel rank: ``adam(pe, elements, name, deps, stage)`` lowers Adam over a rank's parameters."""
         plan, last = self.plan, self.plan.microbatches - 1
         dp = plan.dp
+        self.L.weight = 1  # Adam and the gathers run on every replica's ranks, lowered or not
         order = self.backward_order + [k for k in self.units if k not in self.backward_order]
         updated = []
         for key in order:

@@ -173,9 +173,9 @@ def with_layers(graph: WorkloadGraph, per_stage: list[int]) -> WorkloadGraph:
                          blocks=blocks, meta={**graph.meta, "stage_layers": list(per_stage)})
 
 
-def _measure(graph, system, plan, precision, optimizer, mirror) -> tuple[dict[str, float], Lowered]:
+def _measure(graph, system, plan, precision, optimizer, replicas) -> tuple[dict[str, float], Lowered]:
     """One simulated step: every additive figure of it (ps, FLOPs, counts, bytes), by name."""
-    lo = lower(graph, system, plan, phase="train", precision=precision, optimizer=optimizer, mirror_replicas=mirror)
+    lo = lower(graph, system, plan, phase="train", precision=precision, optimizer=optimizer, replicas=replicas)
     res = lo.run()
     q: dict[str, float] = {"step": float(res.makespan_ps), "ops": float(len(lo.program))}
     q["forward"] = lo.intervals(res, lambda s: s.pass_ == "forward")
@@ -259,52 +259,93 @@ def _uncovered(iv: list[tuple[int, int]], cover: list[tuple[int, int]]) -> int:
     return out
 
 
+def _extend(measure, first: int, unit: int, target: int, *, budget: int | None, info: dict):
+    """The step at ``target`` (layers per chunk, or microbatches) from the periodic schedule: ``measure(x)`` at
+    x, x + unit and x + 2 unit (x = first, then a unit up, three windows at most); when the makespan's two
+    increments agree (PERIODIC) every additive figure is extended from x + 2 unit to ``target`` (which must lie
+    a whole number of units past it). ``budget``: the most of x summed over the simulations (they must cost
+    less than ``target`` itself). None when no window agrees below ``target`` or within the budget."""
+    sims: dict[int, tuple[dict, Lowered]] = {}
+
+    def at(x):
+        if x not in sims:
+            sims[x] = measure(x)
+        return sims[x][0]
+
+    for k in range(3):
+        x = first + k * unit
+        new = [y for y in (x, x + unit, x + 2 * unit) if y not in sims]
+        if x + 2 * unit >= target or (budget is not None and sum(sims) + sum(new) >= budget):
+            return None
+        a, b1, b2 = at(x), at(x + unit), at(x + 2 * unit)
+        d1, d2 = b1["step"] - a["step"], b2["step"] - b1["step"]
+        info["residual_ps"] = d2 - d1
+        if abs(d2 - d1) <= PERIODIC * abs(d2):
+            n = (target - (x + 2 * unit)) // unit
+            q = {key: b2.get(key, 0.0) + n * (b2.get(key, 0.0) - b1.get(key, 0.0)) for key in set(b1) | set(b2)}
+            q["ops"] = b2["ops"]
+            return q, sims[x + 2 * unit][1]
+    return None
+
+
 def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, precision: str | None = None,
-                  optimizer: str = "adam", reuse: bool = True, mirror_replicas: bool = False) -> TrainingEstimate:
+                  optimizer: str = "adam", reuse: bool = True, mirror_replicas: bool = False,
+                  replicas: str | None = None) -> TrainingEstimate:
     """One training step of ``graph`` (one microbatch's forward) at ``plan``: forward, backward (with the plan's
     recompute), the data-parallel exchange of the plan's sharding overlapping the backward, Adam, 1F1B over pp
     stages (interleaved over pp x v model chunks when plan.interleave = v > 1; kernbench.workloads.training,
     .sharding). ``reuse``: simulate a few layers per stage (per chunk) and extend the periodic schedule (the
-    module doc), else every layer. ``mirror_replicas``: replicas past the first reuse its
-    compute and append only their collectives and transfers (an approximation: the module doc). Runs on
-    ``system`` (advances its clock)."""
+    module doc), else every layer. ``replicas``: ``all`` (default), ``mirror`` (``mirror_replicas=True``:
+    replicas past the first reuse its compute and append only their collectives and transfers) or ``one``
+    (replica 0 alone, the others only in its data-parallel collectives); both approximations: the module doc.
+    Runs on ``system`` (advances its clock)."""
     plan = plan or ParallelPlan()
+    if mirror_replicas and replicas not in (None, "mirror"):
+        raise WorkloadError(f"training_step: mirror_replicas=True and replicas={replicas!r} say different things")
+    replicas = replicas or ("mirror" if mirror_replicas else "all")
     w0 = time.perf_counter()
     plan.place(system)
     model_chunks(graph, plan)  # interleave: the layers must cut into pp x v equal chunks (a clear error first)
     b = _main_block(graph)
     # layers per stage, or per model chunk when interleaved (the reuse keeps the chunks equal)
     full = stage_layers(b.count, plan.chunks) if b is not None and b.count >= plan.chunks else None
-    q = lo = None
-    info: dict[str, Any] = {"layers": b.count if b else 0, "mode": "full", "simulated": [], "ops": []}
+    info: dict[str, Any] = {"layers": b.count if b else 0, "mode": "full", "simulated": [], "ops": [],
+                            "microbatches": []}
+    M, u = plan.microbatches, plan.pp
+
+    def one(g, counts):
+        """The step of graph g (counts: its layers per stage, for the record): its microbatches extended from a
+        window of fewer when that costs less than simulating them all (the module doc), else simulated."""
+        def sim(m):
+            got = _measure(g, system, replace(plan, microbatches=m), precision, optimizer, replicas)
+            info["simulated"].append(counts)
+            info["ops"].append(int(got[0]["ops"]))
+            info["microbatches"].append(m)
+            return got
+        first = max(2, u + M % u)
+        if reuse and 3 * first + 3 * u < M:
+            got = _extend(sim, first, u, M, budget=M, info=info)
+            if got is not None:
+                info["extended"].add("microbatches")
+                return got
+        return sim(M)
+
+    def layers(c):  # the step with c layers on the smallest stage (chunk), each keeping its difference
+        counts = [n - (min(full) - c) for n in full]
+        return one(with_layers(graph, counts), counts)
+
+    info["extended"] = set()
+    got = None
     if reuse and full is not None and min(full) > 4:
-        sims: dict[int, tuple[dict, Lowered]] = {}
-
-        def at(c):  # the step with c layers on the smallest stage (chunk), each keeping its difference
-            if c not in sims:
-                counts = [n - (min(full) - c) for n in full]
-                sims[c] = _measure(with_layers(graph, counts), system, plan, precision, optimizer, mirror_replicas)
-                info["simulated"].append(counts)
-                info["ops"].append(int(sims[c][0]["ops"]))
-            return sims[c][0]
-
-        for c in (2, 3, 4):
-            if c + 2 >= min(full):
-                break
-            a, b1, b2 = at(c), at(c + 1), at(c + 2)
-            d1, d2 = b1["step"] - a["step"], b2["step"] - b1["step"]
-            info["residual_ps"] = d2 - d1
-            if abs(d2 - d1) <= PERIODIC * abs(d2):
-                n = min(full) - (c + 2)
-                q = {k: b2.get(k, 0.0) + n * (b2.get(k, 0.0) - b1.get(k, 0.0)) for k in set(b1) | set(b2)}
-                q["ops"] = b2["ops"]
-                lo = sims[c + 2][1]
-                info["mode"] = "extrapolated"
-                break
-    if q is None:
-        q, lo = _measure(graph, system, plan, precision, optimizer, mirror_replicas)
-        info["simulated"].append(full or [])
-        info["ops"].append(int(q["ops"]))
+        got = _extend(layers, 2, 1, min(full), budget=None, info=info)
+        if got is not None:
+            info["extended"] = {"layers"} | info["extended"]
+    if got is None:
+        info["extended"].clear()
+        got = one(graph, full or [])
+    q, lo = got
+    info["extended"] = sorted(info["extended"])
+    info["mode"] = "extrapolated" if info["extended"] else "full"
     pp, M, vM = plan.pp, plan.microbatches, plan.interleave * plan.microbatches
     span = max(q["span"], 1.0)
     idle = [1.0 - q.get(f"busy.{s}", 0.0) / span for s in range(pp)]

@@ -59,7 +59,10 @@ from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forw
 from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
-           "ADAM_BYTES_PER_PARAM"]
+           "ADAM_BYTES_PER_PARAM", "REPLICAS"]
+
+#: How a step lowers its data-parallel replicas (lower_training).
+REPLICAS = ("all", "mirror", "one")
 
 #: Adam with mixed precision (assumed): 16-bit weight + 16-bit grad + fp32 master, m, v.
 ADAM_BYTES_PER_PARAM = 2 + 2 + 4 + 4 + 4
@@ -248,10 +251,12 @@ def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
     return sum(seen.values())
 
 
-def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam", mirror: bool = False) -> None:
+def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam", replicas: str = "all") -> None:
     """Append one training step to ``L``'s program. ``chunks``: per op its model chunk (``model_chunks``; with
-    interleave 1 its pipeline stage). ``mirror``: the dp replicas are identical, so replica r > 0 reuses replica
-    0's compute (Lowerer.mirror_replicas) and appends only its collectives and transfers."""
+    interleave 1 its pipeline stage). ``replicas`` (REPLICAS): ``all`` lowers every dp replica; ``mirror``:
+    the replicas are identical, so replica r > 0 reuses replica 0's compute (Lowerer.mirror_replicas) and
+    appends only its collectives and transfers; ``one``: only replica 0 is lowered, the others join its
+    data-parallel collectives (Lowerer.represent_replicas)."""
     if optimizer != "adam":
         raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
     g, plan = L.g, L.plan
@@ -262,8 +267,12 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         raise WorkloadError(f"{g.name}: recompute='selective' recomputes the attention core, and the graph has no "
                             "attention op (its attention is not one fused op); use 'full' or 'none'")
     order = interleaved_1f1b(pp, plan.interleave, M)
-    if mirror and plan.dp > 1:
+    if replicas not in REPLICAS:
+        raise WorkloadError(f"training: replicas {replicas!r}: expected one of {', '.join(REPLICAS)}")
+    if replicas == "mirror" and plan.dp > 1:
         L.mirror_replicas()
+    elif replicas == "one" and plan.dp > 1:
+        L.represent_replicas()
     memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
     bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
     bx = {}
@@ -367,10 +376,10 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 if need is not None and need not in appended:
                     break
                 if what == "F":
-                    for rep in range(plan.dp):
+                    for rep in L.replicas:
                         forward(rep, c, j)
                 else:
-                    units = [backward(rep, c, j) for rep in range(plan.dp)]
+                    units = [backward(rep, c, j) for rep in L.replicas]
                     while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)
                         units = [u for u in units if next(u, StopIteration) is not StopIteration]
                 appended.add((c, what, j))
