@@ -9,6 +9,9 @@ as Narayanan et al. 2021 (Table 1) ran it on A100s. The box count is the plan's 
 interleaved 1F1B over pp x v model chunks, TP all-reduces inside a box, stage-to-stage transfers across boxes, the
 data-parallel gradient all-reduces bucketed per layer and overlapping the backward, Adam.
 
+``model`` takes the catalog's Megatron models (``gpt3-175b``, ``megatron-22b``, ``turing-530b``, ``megatron-1t``)
+and its MoE ones (``mixtral-8x7b``, ``deepseek-moe-16b``, with ``ep``: expert parallelism carved out of dp).
+
 Three things keep a thousand-GPU step in reach, each said in the row:
 
 * ``replicas`` (default ``one``): replica 0 is lowered and the other dp - 1 replicas only join its data-parallel
@@ -33,7 +36,7 @@ import time
 from kernbench import bench
 from kernbench.overrides import Param
 
-MODELS = ["gpt3-175b", "megatron-22b", "turing-530b", "megatron-1t"]
+MODELS = ["gpt3-175b", "megatron-22b", "turing-530b", "megatron-1t", "mixtral-8x7b", "deepseek-moe-16b"]
 #: The issue's targets for a thousand-GPU training step.
 TARGET_WALL_S = 60.0
 TARGET_PEAK_MB = 8 * 1024
@@ -49,7 +52,8 @@ def _peak_mb() -> float:
     description="A Megatron-LM training step (GPT-3 175B on 1,024 H100s by default) with its wall time, events and "
                 "peak memory against the targets",
     params={"model": Param("gpt3-175b", choices=MODELS), "tp": Param(8, min=1), "pp": Param(8, min=1),
-            "dp": Param(16, min=1), "interleave": Param(3, min=1), "global_batch": Param(1536, min=1),
+            "dp": Param(16, min=1), "ep": Param(1, min=1), "interleave": Param(3, min=1),
+            "global_batch": Param(1536, min=1),
             "micro_batch": Param(1, min=1), "seq": Param(2048, min=1), "layers": Param(0, min=0),
             "sharding": Param("none", choices=["none", "zero1", "zero2", "fsdp"]),
             "recompute": Param("none", choices=["none", "selective", "full"]), "sp": Param(False),
@@ -70,7 +74,8 @@ def training_scale(ctx):
 
     p = ctx.params
     tp, pp, dp, v = p["tp"], p["pp"], p["dp"], p["interleave"]
-    name = f"{p['model']} tp{tp} pp{pp} dp{dp} v{v}"
+    ep = p["ep"]
+    name = f"{p['model']} tp{tp} pp{pp} dp{dp}" + (f" ep{ep}" if ep > 1 else "") + f" v{v}"
     try:
         if p["global_batch"] % (dp * p["micro_batch"]):
             raise ValueError(f"global_batch {p['global_batch']} is not a multiple of dp x micro_batch = "
@@ -78,7 +83,7 @@ def training_scale(ctx):
         M = p["global_batch"] // (dp * p["micro_batch"])
         spec = get_model(p["model"])
         graph = spec.graph(p["micro_batch"], p["seq"], layers=p["layers"] or None)
-        plan = ParallelPlan(dp=dp, tp=tp, pp=pp, interleave=v, microbatches=M, sharding=p["sharding"],
+        plan = ParallelPlan(dp=dp, tp=tp, pp=pp, ep=ep, interleave=v, microbatches=M, sharding=p["sharding"],
                             recompute=p["recompute"], sp=bool(p["sp"]), fidelity=p["fidelity"])
         probe = System.load(str(ctx.config), set=dict(ctx.config_overrides), seed=ctx.seed).cluster()
         per_box = probe["gpus_per_node"]
@@ -92,7 +97,7 @@ def training_scale(ctx):
         gpu = plan.place(system).group(0, 0)[0]
         peak = _core.gpu_spec(system._core, gpu)["peak_flops"]["bf16"]
         row = {"model": p["model"], "layers": graph.meta.get("layers", spec.layers), "nodes": nodes,
-               "gpus": dp * tp * pp, "tp": tp, "pp": pp, "dp": dp, "interleave": v, "microbatches": M,
+               "gpus": dp * tp * pp, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "interleave": v, "microbatches": M,
                "global_batch": p["global_batch"], "seq": p["seq"], "replicas": p["replicas"],
                "fidelity": p["fidelity"], "step_ms": tr.step_ms, "tokens_per_gpu": tr.tokens_per_gpu_s,
                "mfu": tr.mfu(peak), "bubble": tr.bubble, "bubble_ratio": tr.bubble_ratio,
