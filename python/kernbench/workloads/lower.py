@@ -33,8 +33,9 @@ it (docs/model-estimates.md has the full table):
 * ``moe`` (an MoE layer's routed experts) -> over each expert-parallel group
   (``plan.ep`` replicas): the dispatch transfers, each EP rank's expert GEMMs
   sized by the tokens its experts receive, the combine transfers
-  (kernbench.workloads.moe_lower). Inference only so far: a training step of
-  a graph with MoE layers is refused.
+  (kernbench.workloads.moe_lower); in a training step also its backward (the
+  reverse all-to-alls, the experts' dgrad and wgrad) and the experts' gradients
+  reduced over their expert-data-parallel groups (kernbench.workloads.moe_train).
 
 An op that has no lowering (a kind outside these, a convolution that is not
 2-D, dilated or transposed, an attention whose heads the plan cannot split)
@@ -96,9 +97,6 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
                             f"{dp}{' x 3 (train)' if phase == 'train' else ''} = {work} op instances: over the "
                             f"limit of {MAX_LOWERED_OPS} (lower fewer microbatches or layers)")
     check_ep(graph, plan)
-    if phase == "train" and moe_ops(graph):
-        raise WorkloadError(f"lower: {graph.name}: a training step of MoE layers is not lowered yet (the experts' "
-                            "backward and the reverse all-to-alls): phase 'inference' lowers them")
     prog = program if program is not None else Program(system, graph.name)
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)

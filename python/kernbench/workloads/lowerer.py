@@ -115,6 +115,7 @@ class Lowered:
     dp_bytes: dict[str, int] = field(default_factory=dict)  # training: data-parallel collectives' bytes per rank
     dp_params: dict[int, int] = field(default_factory=dict)  # training: per stage, a tp rank's parameters
     moe: list[dict] = field(default_factory=list)  # MoE ops' routing, transfers and expert tokens (moe_lower)
+    expert_dp: list[dict] = field(default_factory=list)  # training: expert gradients' reductions (sharding.py)
 
     def run(self):
         return self.program.run()
@@ -227,11 +228,14 @@ class Lowerer:
         self.chain[pe] = [h]
         return [h]
 
-    def mirror_replicas(self) -> None:
-        """From now on replica r > 0 runs no compute of its own: its k-th compute step on rank (stage, t) is
-        replica 0's k-th there (the same kernel at the same time, since the replicas are identical), and only
-        its collectives and transfers are appended. Replica 0 must be lowered ahead of the others."""
+    def mirror_replicas(self, period: int = 1) -> None:
+        """From now on replica r >= ``period`` runs no compute of its own: its k-th compute step on rank (stage, t)
+        is replica ``r % period``'s k-th there (the same kernel at the same time, since those replicas are
+        identical), and only its collectives and transfers are appended. Replicas below ``period`` must be
+        lowered ahead of the others. Period 1: every replica mirrors replica 0; an MoE step mirrors with period
+        ``ep`` (EP rank j of every EP group runs the same experts on the same tokens as EP rank j of group 0)."""
         self.mirror = True
+        self._period = period
         self._rank = {pe: (r, s, t) for r, rep in enumerate(self.out.placement.groups)
                       for s, st in enumerate(rep) for t, pe in enumerate(st)}
         self._record: dict[tuple[int, int], list] = {}
@@ -255,9 +259,10 @@ class Lowerer:
         """Replica 0: ``run()`` and record its handles and the kernel counts it added (or ``counted``).
         Another replica: the record, its counts added again."""
         r, s, t = self._rank[pe]
-        rec = self._record.setdefault((s, t), [])
+        src = r % self._period
+        rec = self._record.setdefault((src, s, t), [])
         counts = self.out.counts
-        if r == 0:
+        if r == src:
             before = dict(counts)
             hs = run()
             delta = counted if counted is not None else {k: v - before.get(k, 0) for k, v in counts.items()
@@ -266,8 +271,8 @@ class Lowerer:
         else:
             k = self._at.get((r, s, t), 0)
             if k >= len(rec):
-                raise WorkloadError(f"{self.g.name}: replica {r} ran ahead of replica 0 on stage {s} rank {t} "
-                                    "(mirrored replicas need replica 0 lowered first)")
+                raise WorkloadError(f"{self.g.name}: replica {r} ran ahead of replica {src} on stage {s} rank {t} "
+                                    f"(mirrored replicas need replica {src} lowered first)")
             self._at[(r, s, t)] = k + 1
             hs, delta = rec[k]
             for name, n in delta.items():
@@ -478,7 +483,7 @@ class Lowerer:
 
     def attention(self, i, group, deps, pass_):
         """The attention op ``i`` on ``group`` (its checks and placement are the target's)."""
-        if self.mirror and self._rank[group[0]][0] > 0:  # a mirrored replica: replica 0's kernels, per rank
+        if self.mirror and self._rank[group[0]][0] >= self._period:  # a mirrored replica: replica 0's kernels, per rank
             return [self._mirrored(pe, lambda: []) for pe in group]
         before = dict(self.out.counts)
         res = self.target.attention(self, i, group, deps, pass_)

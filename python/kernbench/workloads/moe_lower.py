@@ -36,7 +36,7 @@ from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import REP, SEQ, Lowerer, forward_pass
 from kernbench.workloads.moe import capacity, split_counts
 
-__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep"]
+__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "routes", "expert_op"]
 
 
 def moe_ops(graph) -> list[int]:
@@ -89,9 +89,12 @@ def _exchange(L: Lowerer, pes, nbytes, deps: list[list], label: str) -> tuple[li
     return ops, into
 
 
-def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> None:
-    """The ``moe`` op ``i`` of microbatch ``mb`` on every EP group of ``stage`` (module doc); fills
-    ``memos[rep]["done"][i]`` and its state for every replica."""
+def routes(L: Lowerer, i: int) -> dict:
+    """What the ``moe`` op ``i`` moves and runs per tensor-parallel rank t (module doc): its dims (E, K, H, F, T),
+    ``per`` (experts per EP rank), ``e_bytes``, and per t ``tok[t]`` (the rank's token slice), ``sent[t]`` (what
+    each source sends expert e, after capacity), ``rows[t]`` (what each source sends EP rank j) and
+    ``slices[t]`` (the slice's routed counts before capacity). The forward and the backward
+    (kernbench.workloads.moe_train) read the same figures."""
     op, plan = L.g.ops[i], L.plan
     L.check_attrs(i)
     a = op.attrs
@@ -102,16 +105,38 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
     counts = [int(c) for c in a["counts"]]
     if len(counts) != E or sum(counts) != T * K:
         raise L.err(i, f"counts {counts}: expected {E} per-expert counts summing to tokens x top_k = {T * K}")
-    per, e_bytes = E // ep, L.esize(op)
-    lin = list(a.get("linears") or ("gate_proj", "up_proj", "down_proj"))
+    per = E // ep
     slices = split_counts(counts, tp)
     tok = [T // tp + (1 if t < T % tp else 0) for t in range(tp)]
-    named = {}
+    sent, rows = [], []
+    for t in range(tp):
+        cap = capacity(tok[t], E, K, a.get("capacity_factor"))
+        sent.append([c if cap is None else min(c, cap) for c in slices[t]])  # what each source sends expert e
+        rows.append([sum(sent[t][j * per:(j + 1) * per]) for j in range(ep)])  # tokens any source sends rank j
+    return {"E": E, "K": K, "H": H, "F": F, "T": T, "per": per, "e_bytes": L.esize(op), "tok": tok, "sent": sent,
+            "rows": rows, "slices": slices}
 
-    def as_op(nm):  # the graph op renamed: the program op's name (critical path, traces) says which expert
-        if nm not in named:
-            named[nm] = replace(op, name=nm, params=(), attrs={})
-        return named[nm]
+
+def expert_op(op, memo: dict, nm: str):
+    """The graph op renamed ``nm`` (cached in ``memo``): the program op's name (critical path, traces) says which
+    expert."""
+    if nm not in memo:
+        memo[nm] = replace(op, name=nm, params=(), attrs={})
+    return memo[nm]
+
+
+def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> None:
+    """The ``moe`` op ``i`` of microbatch ``mb`` on every EP group of ``stage`` (module doc); fills
+    ``memos[rep]["done"][i]`` and its state for every replica."""
+    op, plan = L.g.ops[i], L.plan
+    R = routes(L, i)
+    K, H, F, T, per, e_bytes = (R[k] for k in ("K", "H", "F", "T", "per", "e_bytes"))
+    ep, tp = plan.ep, plan.tp
+    slices, tok = R["slices"], R["tok"]
+    named: dict = {}
+
+    def as_op(nm):
+        return expert_op(op, named, nm)
 
     sin = L.state_in(i, memos[0]["state"])
     for grp in range(plan.dp // ep):
@@ -120,9 +145,7 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
         for t in range(tp):
             pes = L.out.placement.ep_group(grp, stage, t)
             deps = [sum((memos[r]["done"][d][t] for d in op.deps), []) for r in reps]
-            cap = capacity(tok[t], E, K, a.get("capacity_factor"))
-            sent = [c if cap is None else min(c, cap) for c in slices[t]]  # what each source sends expert e
-            rows = [sum(sent[j * per:(j + 1) * per]) for j in range(ep)]   # tokens any source sends EP rank j
+            sent, rows = R["sent"][t], R["rows"][t]
             first = len(L.prog)
             disp_ops, arrive = _exchange(L, pes, lambda s, j: rows[j] * H * e_bytes, deps, f"{op.name} dispatch")
             L.span(i, "alltoall", first, stage, "forward", mb, f"{op.name} dispatch")
@@ -150,7 +173,7 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
             L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.combine")
             disp = [[rows[j] for j in range(ep)] for _ in range(ep)]
             L.out.moe.append({
-                "op": op.name, "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t, "pes": list(pes),
+                "op": op.name, "pass": "forward", "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t, "pes": list(pes),
                 "sent": list(sent), "dispatch_tokens": disp, "combine_tokens": [list(c) for c in zip(*disp)],
                 "dispatch_bytes": [[x * H * e_bytes for x in row] for row in disp],
                 "dispatch_ops": disp_ops, "combine_ops": comb_ops, "expert_tokens": ran,

@@ -131,6 +131,8 @@ class DataParallel:
         self.reduce_at: dict[tuple, int] = {}                    # ((unit, s), t, mb) -> its reduction's place
         self.backward_order: list[tuple] = []                    # (unit, s) as the last microbatch's backward ends
         self.bytes: dict[str, int] = {}                          # per kind: bytes per rank the collectives carry
+        # MoE: the units of routed experts (a moe op's own unit), reduced over their expert-data-parallel groups
+        self.expert = {key for key, ops in self.units.items() if all(L.g.ops[i].kind == "moe" for i in ops)}
 
     def elems(self, key: tuple[str, int]) -> int:
         """Parameter elements one tensor-parallel rank of stage ``s`` holds of unit ``u``, ``key`` = (u, s)
@@ -154,24 +156,33 @@ class DataParallel:
         """The dp group of tensor-parallel rank ``t`` of stage ``s``: that rank of every replica."""
         return [self.L.out.placement.group(r, s)[t] for r in range(self.plan.dp)]
 
-    def stream(self, s: int, t: int) -> _Stream:
+    def expert_group(self, s: int, j: int) -> list[str]:
+        """The expert-data-parallel group of EP rank ``j`` on stage ``s``: every PE holding EP rank j's experts --
+        rank j of each of the dp / ep EP groups, at every tensor-parallel rank (each tp rank runs whole experts
+        on its token slice: moe_lower), dp / ep x tp PEs."""
+        pl, ep = self.L.out.placement, self.plan.ep
+        return [pl.group(g * ep + j, s)[t] for g in range(self.plan.dp // ep) for t in range(self.plan.tp)]
+
+    def stream(self, s: int, t) -> _Stream:
         if (s, t) not in self.streams:
             self.streams[(s, t)] = _Stream(self.L, self.L.target.name == "gpu")
         return self.streams[(s, t)]
 
-    def _collective(self, what: str, s: int, t: int, place: int, nbytes: int, deps: list, name: str, pass_: str,
-                    mb: int) -> tuple[list[int], list]:
-        """One collective over the dp group at ``place`` on its stream, after its data ``deps``."""
+    def _collective(self, what: str, s: int, t, place: int, nbytes: int, deps: list, name: str, pass_: str,
+                    mb: int, pes: list[str] | None = None, counted: str | None = None) -> tuple[list[int], list]:
+        """One collective over the dp group (or ``pes``) at ``place`` on stream ``(s, t)``, after its data
+        ``deps``; its bytes counted under ``counted`` (default: ``what``)."""
         L = self.L
-        gates = [L.prog.barrier(pe, [], name=name + " issue") for pe in self.group(s, t)]
+        pes = pes or self.group(s, t)
+        gates = [L.prog.barrier(pe, [], name=name + " issue") for pe in pes]
         first = len(L.prog)
         weight, L.weight = L.weight, 1  # one collective of the whole dp group, whichever replicas are lowered
         try:
-            h = L.collective(what, self.group(s, t), nbytes, gates + list(deps), name)
+            h = L.collective(what, pes, nbytes, gates + list(deps), name)
         finally:
             L.weight = weight
         L.span(-1, "grad_all_reduce" if what == "all_reduce" else what, first, s, pass_, mb, name)
-        self.bytes[what] = self.bytes.get(what, 0) + int(nbytes)
+        self.bytes[counted or what] = self.bytes.get(counted or what, 0) + int(nbytes)
         self.stream(s, t).fill(place, gates, h)
         return gates, h
 
@@ -237,6 +248,8 @@ class DataParallel:
         key = (unit, s)
         for t, hs in enumerate(handles):
             self.wgrads.setdefault((rep, key, t, mb), []).extend(hs)
+        if key in self.expert:
+            return self._expert_done(rep, key, mb)
         if not self.active:
             return
         for t in range(self.plan.tp):
@@ -249,6 +262,33 @@ class DataParallel:
         what = "all_reduce" if self.mode == "none" else "reduce_scatter"
         for t in range(self.plan.tp):
             self.wgrads[("rs", key, t, mb)] = self._reduce(what, key, t, mb)
+
+    def _expert_done(self, rep: int, key: tuple[str, int], mb: int) -> None:
+        """Routed experts' gradients (sharding none): after the last microbatch, EP rank j's accumulated expert
+        gradients are all-reduced over its expert-data-parallel group (``expert_group``) once the last replica
+        of it has reported, on that group's own stream (its own NCCL communicator, as Megatron-Core's
+        expert-data-parallel group); a group of one PE reduces nothing."""
+        plan = self.plan
+        if mb != plan.microbatches - 1:
+            return
+        if rep == 0:
+            self.backward_order.append(key)
+        unit, s = key
+        j, reps = rep % plan.ep, range(rep % plan.ep, plan.dp, plan.ep)
+        if any((r, key, 0, mb) not in self.wgrads for r in reps):
+            return
+        deps = [h for r in reps for t in range(plan.tp) for h in self.wgrads.get((r, key, t, mb), [])]
+        pes = self.expert_group(s, j)
+        if len(pes) < 2:
+            self.wgrads[("experts", key, j, mb)] = deps
+            return
+        nbytes = 2 * self.elems(key)
+        name = f"{unit} grad all-reduce (EP rank {j})"
+        self.wgrads[("experts", key, j, mb)] = self._collective(
+            "all_reduce", s, ("experts", j), self.stream(s, ("experts", j)).reserve(), nbytes, deps, name,
+            "backward", mb, pes=pes, counted="expert_all_reduce")[1]
+        self.L.out.expert_dp.append({"unit": unit, "stage": s, "ep_rank": j, "pes": list(pes), "bytes": nbytes,
+                                     "elements": self.elems(key)})
 
     def _reduce(self, what: str, key: tuple[str, int], t: int, mb: int) -> list:
         unit, s = key
@@ -267,6 +307,12 @@ class DataParallel:
         updated = []
         for key in order:
             unit, s = key
+            if key in self.expert:  # each PE updates the experts it holds, once their gradients are reduced
+                for j in range(plan.ep):
+                    ready = self.wgrads.get(("experts", key, j, last), [])
+                    for pe in self.expert_group(s, j):
+                        adam(pe, self.elems(key), f"{unit} adam", ready, s)
+                continue
             for t in range(plan.tp):
                 elems = self.elems(key)
                 if not self.active:

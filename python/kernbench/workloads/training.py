@@ -56,6 +56,7 @@ from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass, stage_ranges
+from kernbench.workloads.moe_train import MOE_REQUEST, backward_moe, drive, forward_chunk
 from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
@@ -146,12 +147,16 @@ def model_chunks(graph, plan) -> list[int]:
 
 
 def _layer_of(graph) -> list[str]:
-    """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``."""
+    """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``; an MoE
+    op (routed experts, reduced over their own group: sharding.py) is a unit of its own, named by the op."""
     out = [ROOT] * len(graph.ops)
     for b in graph.blocks:
         for inst in range(b.count):
             for i in range(b.first + inst * b.size, b.first + (inst + 1) * b.size):
                 out[i] = f"{b.prefix}.{inst}"
+    for i, op in enumerate(graph.ops):
+        if op.kind == "moe":
+            out[i] = op.name
     return out
 
 
@@ -246,6 +251,8 @@ def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
         else:
             rule = "replicated"
         split = tp if (rule in ("column", "row") or op.kind == "embedding") else 1
+        if op.kind == "moe":  # routed experts: a rank holds E / ep of them, whole (moe_lower)
+            split = L.plan.ep
         for p in op.params:
             seen.setdefault(p.name, -(-p.spec.numel // split))
     return sum(seen.values())
@@ -254,8 +261,8 @@ def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
 def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam", replicas: str = "all") -> None:
     """Append one training step to ``L``'s program. ``chunks``: per op its model chunk (``model_chunks``; with
     interleave 1 its pipeline stage). ``replicas`` (REPLICAS): ``all`` lowers every dp replica; ``mirror``:
-    the replicas are identical, so replica r > 0 reuses replica 0's compute (Lowerer.mirror_replicas) and
-    appends only its collectives and transfers; ``one``: only replica 0 is lowered, the others join its
+    the replicas are identical, so replica r > 0 reuses replica 0's compute (Lowerer.mirror_replicas; with MoE
+    layers replica r reuses replica r % ep's) and appends only its collectives and transfers; ``one``: only replica 0 is lowered, the others join its
     data-parallel collectives (Lowerer.represent_replicas)."""
     if optimizer != "adam":
         raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
@@ -266,26 +273,39 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     if plan.recompute == "selective" and not any(op.kind == "attention" for op in g.ops):
         raise WorkloadError(f"{g.name}: recompute='selective' recomputes the attention core, and the graph has no "
                             "attention op (its attention is not one fused op); use 'full' or 'none'")
+    moe = any(op.kind == "moe" for op in g.ops)
+    if moe and plan.sharding != "none":
+        raise WorkloadError(f"{g.name}: sharding {plan.sharding!r} with MoE layers: only sharding 'none' is "
+                            "lowered for a model with experts (the expert parameters' ZeRO/FSDP sharding over the "
+                            "expert-data-parallel group is not modelled)")
+    if moe and plan.recompute == "full":
+        raise WorkloadError(f"{g.name}: recompute 'full' with MoE layers: recomputing an MoE layer's forward (its "
+                            "all-to-alls over the EP group) is not lowered; use 'selective' or 'none'")
     order = interleaved_1f1b(pp, plan.interleave, M)
     if replicas not in REPLICAS:
         raise WorkloadError(f"training: replicas {replicas!r}: expected one of {', '.join(REPLICAS)}")
+    if moe and replicas == "one" and plan.dp > 1:
+        raise WorkloadError(f"{g.name}: replicas 'one' with MoE layers: an MoE op spans the ep = {plan.ep} replicas "
+                            "of an EP group, and 'one' lowers replica 0 alone; use 'mirror' (EP rank j of every "
+                            "group reuses replica j's compute) or 'all'")
     if replicas == "mirror" and plan.dp > 1:
-        L.mirror_replicas()
+        L.mirror_replicas(plan.ep)  # EP rank j of every EP group mirrors replica j (period 1 without experts)
     elif replicas == "one" and plan.dp > 1:
         L.represent_replicas()
     memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
     bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
     bx = {}
     chunk_ops = [[i for i in range(len(g.ops)) if chunks[i] == c] for c in range(C)]
+    moe_in = [any(g.ops[i].kind == "moe" for i in ops) for ops in chunk_ops]
     dp = DataParallel(L, stages, layer, lambda ops: _param_bytes_per_rank(L, ops, plan.tp))
     unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, chunk) -> its ops there, in graph order
     for i, u in enumerate(layer):
         unit_ops.setdefault((u, chunks[i]), []).append(i)
 
-    def forward(rep, c, j):
+    def forward(rep, c, j, ops=None):
         s = c % pp
         need = (lambda i: dp.need(rep, s, j, "forward", layer[i]) if g.ops[i].params else None)
-        forward_pass(L, rep, j, stages, memo=memos[(rep, j)], extra=need, ops=chunk_ops[c])
+        forward_pass(L, rep, j, stages, memo=memos[(rep, j)], extra=need, ops=chunk_ops[c] if ops is None else ops)
 
     def recompute(rep, chunk, j, unit, need):
         """Megatron's full recompute: the unit's forward again, from its checkpointed input, before its backward."""
@@ -346,11 +366,14 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                         L.span(i, "p2p", first, s, "backward", j, g.ops[i].name + " grad p2p")
                     for t in range(tp):
                         deps[t] += bx[key][t]
-            bd[i] = backward_op(L, i, group, deps, memo["state"], s, j)
+            if g.ops[i].kind == "moe":  # over the EP groups, once every replica is here (moe_train.drive)
+                bd[i], wgrad = yield (MOE_REQUEST, i, deps)
+            else:
+                bd[i] = wgrad = backward_op(L, i, group, deps, memo["state"], s, j)
             if g.ops[i].params:
                 acc = grads.setdefault(unit, [[] for _ in range(tp)])
                 for t in range(tp):
-                    acc[t].extend(bd[i][t])
+                    acc[t].extend(wgrad[t])
             if i == last_of[unit] and unit in grads:
                 dp.gradients_done(rep, s, j, unit, grads[unit])
                 yield  # the unit's backward is lowered: the other replicas lower theirs before the next unit
@@ -375,9 +398,16 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                     (c + 1, "B", j) if what == "B" and c < C - 1 else None
                 if need is not None and need not in appended:
                     break
-                if what == "F":
+                if what == "F" and moe_in[c]:  # op-major over the replicas (moe_train.forward_chunk)
+                    forward_chunk(L, chunk_ops[c], j, stages, [memos[(r, j)] for r in range(plan.dp)],
+                                  lambda rep, ops, c=c, j=j: forward(rep, c, j, ops))
+                elif what == "F":
                     for rep in L.replicas:
                         forward(rep, c, j)
+                elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward over the EP groups
+                    drive(L, [backward(rep, c, j) for rep in range(plan.dp)],
+                          lambda i, deps, c=c, j=j: backward_moe(L, i, j, stages[i], deps,
+                                                                 [memos[(r, j)] for r in range(plan.dp)]))
                 else:
                     units = [backward(rep, c, j) for rep in L.replicas]
                     while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)

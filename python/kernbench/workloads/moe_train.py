@@ -1,0 +1,163 @@
+"""A training step of MoE layers (kernbench.workloads.training drives it): the ``moe`` op's forward and backward
+over the expert-parallel groups, and the lockstep of the dp replicas at it.
+
+Forward. An MoE op spans the ``ep`` replicas of an EP group, so a model chunk's forward of microbatch j that holds
+MoE ops runs op-major across the dp replicas (``forward_chunk``): the chunk's ops up to an MoE op on every replica,
+the MoE op over every EP group (moe_lower.lower_moe: dispatch, expert GEMMs, combine), then on. A chunk without
+MoE ops runs replica by replica, as a dense model does.
+
+Backward of the MoE op (``backward_moe``), per EP group and tensor-parallel rank t, the forward reversed, with the
+token figures of the forward (moe_lower.routes):
+
+* with tp > 1 and no sequence parallelism the forward ended with an all-gather of the tp ranks' token slices into
+  a replicated output; its backward is a split (each rank takes its slice of the replicated gradient: no
+  transfer, Megatron's ``gather_from_tensor_model_parallel_region``), and the forward's split of the replicated
+  input turns into an all-gather of the input gradient over the tp group at the end
+  (``{op} dgrad all-gather``, the forward all-gather's bytes);
+* combine: on each source i, the weighted sum's backward (a vector op of ``tokens x hidden`` with top_k + 1 load
+  streams and top_k stores: the gradient of each of a token's top_k expert outputs), then i sends EP rank j the
+  gradients of the tokens j returned to it -- the forward combine's bytes, i -> j (``{op} combine backward``);
+* experts: rank j runs, per expert e that ran r > 0 tokens in the forward, after every transfer into j, the down
+  GEMM's dgrad ``r x F x H`` and wgrad ``F x H x r``, SiLU x up's backward (a vector op of ``r x F``, 3 loads,
+  2 stores), the gate/up GEMM's dgrad ``r x H x 2F`` and wgrad ``H x 2F x r`` -- 2x the forward's GEMM FLOPs;
+  one span per expert, named as in the forward (``model.layers.3.mlp.experts.5``, pass ``backward``), so the
+  critical path names the slowest expert;
+* dispatch: j sends each source i the input gradients of the tokens i dispatched to it -- the forward
+  dispatch's bytes, j -> i (``{op} dispatch backward``).
+
+``Lowered.moe`` gets a record per (op, microbatch, group, tp rank) and pass (``"pass": "backward"``) with the
+same matrices as the forward's: ``dispatch_tokens[i][j]`` / ``dispatch_bytes[i][j]`` what i's tokens to j carry
+(forward i -> j, backward j -> i: ``dispatch_ops[j][i]``), ``combine_tokens[j][i]`` (forward j -> i, backward
+i -> j: ``combine_ops[i][j]``).
+
+Lockstep. The backward of a model chunk runs as one generator per replica (training.lower_training) advanced
+unit by unit in turn; at an MoE op each replica's generator yields ``("moe", op, deps)`` (its incoming
+gradients per tp rank) instead of lowering it, and ``drive`` lowers the op's backward for every EP group once
+every replica has reached it, sending each replica its input gradients and expert weight gradients back.
+
+Gradients: the MoE op is its own gradient unit (named by the op: ``model.layers.3.mlp.experts``); a rank holds
+E / ep experts' parameters, reduced over the expert-data-parallel group (kernbench.workloads.sharding,
+``DataParallel.expert_group``) and updated there by Adam.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+from kernbench.workloads.graph import WorkloadError
+from kernbench.workloads.lowerer import SEQ, Lowerer, forward_pass
+from kernbench.workloads.moe_lower import _exchange, expert_op, lower_moe, routes
+
+__all__ = ["forward_chunk", "backward_moe", "drive", "MOE_REQUEST"]
+
+#: What a replica's backward generator yields at an MoE op: ``(MOE_REQUEST, op, deps)``.
+MOE_REQUEST = "moe"
+
+
+def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int], memos: list[dict],
+                  run: Callable[[int, Sequence[int]], None]) -> None:
+    """The forward of the graph-ordered ``ops`` (one model chunk) of microbatch ``mb`` on every replica:
+    ``run(rep, ops)`` lowers a run of non-MoE ops on replica ``rep``; each MoE op is lowered over its EP groups
+    once every replica has lowered the ops before it (``memos[rep]``: replica rep's memo of this microbatch)."""
+    seg: list[int] = []
+    for i in list(ops) + [None]:
+        if i is not None and L.g.ops[i].kind != "moe":
+            seg.append(i)
+            continue
+        if seg:
+            for rep in range(L.plan.dp):
+                run(rep, seg)
+        seg = []
+        if i is not None:
+            lower_moe(L, i, mb, stages[i], memos)
+
+
+def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[int, dict], dict]) -> None:
+    """Advance the replicas' backward generators in turn, replica 0 first (mirror_replicas needs it). When they
+    yield an MoE request, all of them must (the replicas run the same schedule): ``lower_request(op, {rep:
+    deps})`` lowers that op's backward for every replica and returns ``{rep: what to send it}``
+    (backward_moe's (input gradients, weight gradients))."""
+    vals: list = [None] * len(gens)
+    live = list(range(len(gens)))
+    sends: dict[int, object] = {}
+    while live:
+        nxt = []
+        for r in live:
+            try:
+                vals[r] = gens[r].send(sends.pop(r, None))
+            except StopIteration:
+                continue
+            nxt.append(r)
+        live = nxt
+        reqs = {r: vals[r] for r in live if isinstance(vals[r], tuple) and vals[r][0] == MOE_REQUEST}
+        if not reqs:
+            continue
+        ops = {v[1] for v in reqs.values()}
+        if len(reqs) != len(gens) or len(ops) != 1:
+            raise WorkloadError(f"{L.g.name}: the replicas' backward reached MoE ops out of step "
+                                f"({len(reqs)} of {len(gens)} replicas at ops {sorted(ops)})")
+        sends = lower_request(ops.pop(), {r: v[2] for r, v in reqs.items()})
+
+
+def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]], memos: list[dict]) -> dict:
+    """The backward of MoE op ``i`` of microbatch ``mb`` on every EP group of ``stage`` (module doc). ``deps[rep]``:
+    replica rep's incoming gradients per tp rank; ``memos[rep]`` its forward memo of this microbatch. Returns per
+    replica (the op's input gradients, its expert weight gradients), each per tp rank."""
+    op, plan = L.g.ops[i], L.plan
+    R = routes(L, i)
+    K, H, F, T, per, eb = (R[k] for k in ("K", "H", "F", "T", "per", "e_bytes"))
+    ep, tp = plan.ep, plan.tp
+    named: dict = {}
+    gathered = tp > 1 and L.state_in(i, memos[0]["state"]) != SEQ  # the forward's tp all-gather
+    out: dict[int, list] = {}
+    wgrad: dict[int, list] = {}
+    for grp in range(plan.dp // ep):
+        reps = [grp * ep + j for j in range(ep)]
+        for t in range(tp):
+            pes = L.out.placement.ep_group(grp, stage, t)
+            tok, sent, rows = R["tok"][t], R["sent"][t], R["rows"][t]
+            first = len(L.prog)
+            cb = [L.vector(pes[s], tok * H, H, eb, K + 1, 1, K, f"{op.name}.combine backward", deps[reps[s]][t])
+                  for s in range(ep)]
+            L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.combine")
+            first = len(L.prog)
+            comb_ops, arrive = _exchange(L, pes, lambda s, j: rows[j] * H * eb, cb, f"{op.name} combine backward")
+            L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} combine backward")
+            done, ran = [], {}
+            for j in range(ep):
+                h = cb[j] + arrive[j]
+                for e in range(j * per, (j + 1) * per):
+                    r = ep * sent[e]
+                    ran[e] = r
+                    if r:
+                        first = len(L.prog)
+                        down, gate_up = (expert_op(op, named, f"{op.name}.{e}.{x}") for x in ("down", "gate_up"))
+                        h = L.gemm(pes[j], r, F, H, down, h, "backward")          # dgrad of down
+                        h = L.gemm(pes[j], F, H, r, down, h, "backward")          # wgrad of down
+                        h = L.vector(pes[j], r * F, F, eb, 3, 1, 2, f"{op.name}.{e}.act backward", h)
+                        h = L.gemm(pes[j], r, H, 2 * F, gate_up, h, "backward")   # dgrad of gate/up
+                        h = L.gemm(pes[j], H, 2 * F, r, gate_up, h, "backward")   # wgrad of gate/up
+                        L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.{e}")
+                done.append(h)
+            first = len(L.prog)
+            disp_ops, back = _exchange(L, pes, lambda j, s: rows[j] * H * eb, done, f"{op.name} dispatch backward")
+            L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} dispatch backward")
+            for s in range(ep):
+                out.setdefault(reps[s], [None] * tp)[t] = done[s] + back[s]
+                wgrad.setdefault(reps[s], [None] * tp)[t] = done[s]
+            disp = [[rows[j] for j in range(ep)] for _ in range(ep)]
+            L.out.moe.append({
+                "op": op.name, "pass": "backward", "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t,
+                "pes": list(pes), "sent": list(sent), "dispatch_tokens": disp,
+                "combine_tokens": [list(c) for c in zip(*disp)],
+                "dispatch_bytes": [[x * H * eb for x in row] for row in disp],
+                "dispatch_ops": disp_ops, "combine_ops": comb_ops, "expert_tokens": ran,
+                "dropped": (sum(R["slices"][t]) - sum(sent)) * ep, "tokens": tok * ep, "top_k": K})
+    if gathered:  # the input gradient's token slices gathered over each replica's tp group
+        for r in range(plan.dp):
+            group = L.out.placement.group(r, stage)
+            first = len(L.prog)
+            ag = L.collective("all_gather", group, -(-T // tp) * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
+            L.span(i, "all_gather", first, stage, "backward", mb, op.name + " dgrad all-gather")
+            out[r] = [ag] * tp
+    return {r: (out[r], wgrad[r]) for r in out}
