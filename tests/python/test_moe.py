@@ -151,8 +151,8 @@ def test_hot_expert_lengthens_the_step_by_its_gemms(sip):
 
 
 def test_refusals(sip, tmp_path):
-    """ep not dividing dp, ep on a dense model, experts not divisible by ep, and a malformed count file are
-    WorkloadErrors naming the values and the file."""
+    """ep not dividing dp, ep on a dense model, experts not divisible by ep, a training step of MoE layers with a
+    sharding other than none, and a malformed count file are WorkloadErrors naming the values and the file."""
     with pytest.raises(WorkloadError, match="ep = 3 .* must divide dp = 4"):
         ParallelPlan(dp=4, ep=3)
     dense = handbuilt.decoder_graph(1, 16, dims={k: v for k, v in SMALL.items() if k not in ("experts", "top_k",
@@ -161,8 +161,8 @@ def test_refusals(sip, tmp_path):
         lower(dense, sip, ParallelPlan(dp=2, ep=2))
     with pytest.raises(WorkloadError, match="8 experts are not divisible by ep = 3"):
         lower(small(1, 16), sip, ParallelPlan(dp=3, ep=3))
-    with pytest.raises(WorkloadError, match="not lowered yet"):
-        lower(small(1, 16), sip, ParallelPlan(dp=2, ep=2), phase="train")
+    with pytest.raises(WorkloadError, match="sharding 'zero2' with MoE layers"):  # training: sharding none only
+        lower(small(1, 16), sip, ParallelPlan(dp=2, ep=2, sharding="zero2"), phase="train")
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2,")
     with pytest.raises(WorkloadError, match="bad.json.*not valid JSON"):
