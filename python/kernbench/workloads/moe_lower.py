@@ -22,7 +22,10 @@ For tensor-parallel rank t of EP group g (PEs ``Placement.ep_group(g, stage, t)`
 * combine: the reverse transfers (the same bytes, j back to i), then the weighted sum of each token's top_k
   outputs on i (``{op}.combine``, a vector op of ``tokens x hidden`` reading top_k streams).
 
-``Lowered.moe`` records, per (op, microbatch, group, tp rank): the PEs, the tokens each source sent each
+A training step lowers the same forward (op-major over the replicas within a model chunk) and the op's backward
+(kernbench.workloads.moe_train).
+
+``Lowered.moe`` records, per (op, microbatch, group, tp rank) and ``pass`` (``forward`` here): the PEs, the tokens each source sent each
 expert, the dispatch and combine matrices (tokens and bytes, [source][destination], the diagonal local) with the
 program op id of each transfer, the tokens each expert's GEMMs ran and the dropped tokens.
 """

@@ -38,6 +38,12 @@ parameter of the one root unit, as before.
     prefetch ``BACKWARD_PRE``: the gather of the layer before is issued as a layer's backward begins, ahead
     of its reduce-scatter).
 
+MoE layers (sharding ``none`` only; the training lowering refuses the others): an MoE op's routed experts are a
+unit of their own. A rank holds E / ep of them, whole, so their gradients are all-reduced not over the dp group but
+over the expert-data-parallel group of its EP rank j (``expert_group``: rank j of each of the dp / ep EP groups,
+at every tensor-parallel rank), once after the last microbatch, on that group's own stream; Adam then updates the
+rank's experts. Their bytes count as ``expert_all_reduce``.
+
 On a GPU a rank's data-parallel collectives run one after another, in the order they are issued: PyTorch's
 ProcessGroupNCCL runs every collective of a process group on one NCCL stream per device, whichever stream
 issued it (DDP's buckets, FSDP's gathers and reduce-scatters alike). Compute overlaps them; they do not

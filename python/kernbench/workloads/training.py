@@ -21,6 +21,11 @@ gradients (none), a reduce-scatter and an all-gather of the updated weights (zer
 gathers before the layer's forward and backward and a reduce-scatter after it; each overlaps the backward
 of the earlier layers, and the layer's optimizer step follows its reduction, on the rank's shard.
 
+MoE layers (``moe`` ops, expert parallelism ``ParallelPlan.ep``): kernbench.workloads.moe_train -- a chunk
+holding MoE ops runs its forward op-major over the replicas, its backward with the replicas in lockstep at each
+MoE op (the op's backward lowered over every EP group at once), and the experts' gradients are reduced over
+their expert-data-parallel groups (sharding.py; sharding ``none`` and recompute ``none``/``selective`` only).
+
 Recompute (``ParallelPlan.recompute``, Megatron-LM's): ``full`` lowers each layer's forward again right
 before its backward, from the layer's input; ``selective`` the attention op's forward before its backward.
 The recomputed ops are pass ``recompute``.
