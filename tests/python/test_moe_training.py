@@ -44,7 +44,9 @@ class Recording(Program):
 def test_dropless_training_dispatches_and_combines_every_token_both_ways(box):
     """dp 4, ep 2, tp 2, two microbatches, a capacity that drops nothing: per MoE op, microbatch and pass
     (forward and backward), the tokens dispatched, the tokens combined and the tokens the expert GEMMs ran are
-    each batch x seq x top_k x dp, nothing dropped; every off-diagonal pair has a transfer each way, and each ran."""
+    each batch x seq x top_k x dp, nothing dropped; every off-diagonal pair has a transfer each way, and each ran.
+    At tp 2 each replica's tp group all-gathers the output's token slices in the forward and the input
+    gradient's in the backward, once per MoE op and microbatch."""
     B, S, K, dp, M = 2, 64, 2, 4, 2
     g = small(B, S, routing={"skew": {"kind": "zipf", "s": 1.1}, "seed": 3}, capacity_factor=8.0)
     lw = lower(g, box, ParallelPlan(dp=dp, ep=2, tp=2, microbatches=M), phase="train")
@@ -63,6 +65,10 @@ def test_dropless_training_dispatches_and_combines_every_token_both_ways(box):
                     if o >= 0:
                         assert ops["end_ps"][o] > ops["start_ps"][o] >= 0
     assert len(acc) == 2 * M * 2  # 2 MoE layers x microbatches x (forward, backward)
+    # tp 2 without sp: the forward all-gathers the output's token slices, the backward the input gradient's
+    for pass_ in ("forward", "backward"):
+        names = [s.name for s in lw.spans if s.kind == "all_gather" and s.pass_ == pass_ and ".experts" in s.name]
+        assert len(names) == 2 * M * dp, pass_
     for key, (disp, comb, ran, dropped) in acc.items():
         assert disp == comb == ran == B * S * K * dp, key
         assert dropped == 0, key
