@@ -40,7 +40,7 @@ from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import REP, SEQ, Lowerer, forward_pass
 from kernbench.workloads.moe import capacity, split_counts
 
-__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "routes", "expert_op"]
+__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "routes", "expert_op", "exchange"]
 
 
 def moe_ops(graph) -> list[int]:
@@ -91,7 +91,7 @@ def _dma(L: Lowerer, src: str, dst: str, nbytes: int, deps: list, name: str):
                                    ids["alltoall"]))
 
 
-def _exchange(L: Lowerer, pes, nbytes, deps: list[list], label: str) -> tuple[list[list[int]], list[list]]:
+def exchange(L: Lowerer, pes, nbytes, deps: list[list], label: str) -> tuple[list[list[int]], list[list]]:
     """One DMA from each rank's HBM into every other's, ``nbytes(src, dst)`` bytes (none when 0), after
     ``deps[src]``: the all-to-all of a dispatch or a combine as per-pair transfers. Returns the program op of
     each transfer ([src][dst], -1 where none) and, per destination, the transfers into it."""
@@ -167,7 +167,7 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
             deps = [sum((memos[r]["done"][d][t] for d in op.deps), []) for r in reps]
             sent, rows = R["sent"][t], R["rows"][t]
             first = len(L.prog)
-            disp_ops, arrive = _exchange(L, pes, lambda s, j: rows[j] * H * e_bytes, deps, f"{op.name} dispatch")
+            disp_ops, arrive = exchange(L, pes, lambda s, j: rows[j] * H * e_bytes, deps, f"{op.name} dispatch")
             L.span(i, "alltoall", first, stage, "forward", mb, f"{op.name} dispatch")
             first = len(L.prog)
             done, ran = [], {}
@@ -184,7 +184,7 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
                         L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.{e}")
                 done.append(h)
             first = len(L.prog)
-            comb_ops, back = _exchange(L, pes, lambda j, s: rows[j] * H * e_bytes, done, f"{op.name} combine")
+            comb_ops, back = exchange(L, pes, lambda j, s: rows[j] * H * e_bytes, done, f"{op.name} combine")
             L.span(i, "alltoall", first, stage, "forward", mb, f"{op.name} combine")
             first = len(L.prog)
             for s in range(ep):

@@ -46,7 +46,7 @@ from typing import Callable, Iterator, Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, Lowerer, forward_pass
-from kernbench.workloads.moe_lower import _exchange, expert_op, lower_moe, routes
+from kernbench.workloads.moe_lower import exchange, expert_op, lower_moe, routes
 
 __all__ = ["forward_chunk", "backward_moe", "drive", "MOE_REQUEST"]
 
@@ -121,7 +121,7 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
                   for s in range(ep)]
             L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.combine")
             first = len(L.prog)
-            comb_ops, arrive = _exchange(L, pes, lambda s, j: rows[j] * H * eb, cb, f"{op.name} combine backward")
+            comb_ops, arrive = exchange(L, pes, lambda s, j: rows[j] * H * eb, cb, f"{op.name} combine backward")
             L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} combine backward")
             done, ran = [], {}
             for j in range(ep):
@@ -140,7 +140,7 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
                         L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.{e}")
                 done.append(h)
             first = len(L.prog)
-            disp_ops, back = _exchange(L, pes, lambda j, s: rows[j] * H * eb, done, f"{op.name} dispatch backward")
+            disp_ops, back = exchange(L, pes, lambda j, s: rows[j] * H * eb, done, f"{op.name} dispatch backward")
             L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} dispatch backward")
             for s in range(ep):
                 out.setdefault(reps[s], [None] * tp)[t] = done[s] + back[s]
