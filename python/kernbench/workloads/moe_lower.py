@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from kernbench.program import Program
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import REP, SEQ, Lowerer, forward_pass
 from kernbench.workloads.moe import capacity, split_counts
@@ -74,23 +73,6 @@ def moe_forward_pass(L: Lowerer, mb: int, stages: Sequence[int]) -> None:
         start = i + 1
 
 
-def _dma(L: Lowerer, src: str, dst: str, nbytes: int, deps: list, name: str):
-    """``L.prog.dma(src, src=HBM of src, dst=HBM of dst, ...)`` tagged ``alltoall``, without the public API's
-    argument checks when the program does not override ``dma``: the lowering builds every argument itself, and
-    the checks cost more than the op (a step of 256 GPUs appends half a million of these transfers)."""
-    prog = L.prog
-    if type(prog).dma is not Program.dma:  # a Program that overrides dma gets the call
-        return prog.dma(src, src=L.hbm(src), dst=L.hbm(dst), bytes=nbytes, deps=deps, name=name, tag="alltoall")
-    ids = L.__dict__.setdefault("_moe_ids", {})
-    if "alltoall" not in ids:
-        ids["alltoall"] = prog._tag("alltoall")
-    for pe in (src, dst):
-        if pe not in ids:
-            ids[pe] = (prog.system.node_id(pe), prog.system.node_id(L.hbm(pe)))
-    return prog._op(prog._core.dma(ids[src][0], ids[src][1], ids[dst][1], int(nbytes), prog._deps(deps), name,
-                                   ids["alltoall"]))
-
-
 def exchange(L: Lowerer, pes, nbytes, deps: list[list], label: str) -> tuple[list[list[int]], list[list]]:
     """One DMA from each rank's HBM into every other's, ``nbytes(src, dst)`` bytes (none when 0), after
     ``deps[src]``: the all-to-all of a dispatch or a combine as per-pair transfers. Returns the program op of
@@ -102,7 +84,8 @@ def exchange(L: Lowerer, pes, nbytes, deps: list[list], label: str) -> tuple[lis
         for d in range(n):
             b = nbytes(s, d) if s != d else 0
             if b:
-                h = _dma(L, pes[s], pes[d], b, deps[s], f"{label} {s}->{d}")
+                h = L.prog.dma(pes[s], src=L.hbm(pes[s]), dst=L.hbm(pes[d]), bytes=b, deps=deps[s],
+                               name=f"{label} {s}->{d}", tag="alltoall")
                 ops[s][d] = h
                 into[d].append(h)
     L.count("alltoall", sum(1 for row in ops for h in row if h >= 0))
