@@ -90,7 +90,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
         raise WorkloadError(f"lower: mirror_replicas=True and replicas={replicas!r} say different things")
     if replicas not in REPLICAS:
         raise WorkloadError(f"lower: replicas {replicas!r}: expected one of {', '.join(REPLICAS)}")
-    dp = 1 if phase == "train" and replicas == "one" else plan.dp
+    dp = (plan.ep if moe_ops(graph) else 1) if phase == "train" and replicas == "one" else plan.dp
     work = len(graph.ops) * plan.microbatches * dp * (3 if phase == "train" else 1)
     if work > MAX_LOWERED_OPS:
         raise WorkloadError(f"lower: {graph.name}: {len(graph.ops)} ops x microbatches {plan.microbatches} x dp "

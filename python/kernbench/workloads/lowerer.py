@@ -241,19 +241,22 @@ class Lowerer:
         self._record: dict[tuple[int, int], list] = {}
         self._at: dict[tuple[int, int, int], int] = {}
 
-    def represent_replicas(self) -> None:
+    def represent_replicas(self, lowered: int = 1) -> None:
         """From now on only replica 0 is lowered and the others are taken to be its copies: they appear only in
         the data-parallel collectives (whose groups span every replica's ranks), which wait for replica 0's
         gradients. Counts and FLOPs of what replica 0 appends stand for every replica (``weight``). What no
         other replica then puts on the fabric (its tensor-parallel collectives, its stage-to-stage transfers)
-        neither contends with replica 0's traffic nor delays the data-parallel collectives."""
-        self.replicas = range(1)
-        self.weight = self.plan.dp
+        neither contends with replica 0's traffic nor delays the data-parallel collectives. ``lowered`` > 1 (an
+        MoE step: ep, the replicas of EP group 0): replicas 0 .. lowered - 1 are lowered, replica r standing for
+        r, r + lowered, r + 2 lowered, ..."""
+        self.replicas = range(lowered)
+        self.weight = self.plan.dp // lowered
 
     def stand_ins(self, rep: int) -> range | list[int]:
-        """The replicas replica ``rep``'s lowering stands for: itself, or every replica for replica 0 when only
-        it is lowered (represent_replicas)."""
-        return range(self.plan.dp) if rep == 0 and len(self.replicas) == 1 else [rep]
+        """The replicas replica ``rep``'s lowering stands for: itself, or with represent_replicas every replica
+        it represents (replica 0 all of them when it alone is lowered)."""
+        n = len(self.replicas)
+        return range(rep, self.plan.dp, n) if n < self.plan.dp and rep < n else [rep]
 
     def _mirrored(self, pe: str, run: Callable[[], list], counted: dict[str, int] | None = None) -> list:
         """Replica 0: ``run()`` and record its handles and the kernel counts it added (or ``counted``).

@@ -25,9 +25,10 @@ For tensor-parallel rank t of EP group g (PEs ``Placement.ep_group(g, stage, t)`
 A training step lowers the same forward (op-major over the replicas within a model chunk) and the op's backward
 (kernbench.workloads.moe_train).
 
-``Lowered.moe`` records, per (op, microbatch, group, tp rank) and ``pass`` (``forward`` here): the PEs, the tokens each source sent each
-expert, the dispatch and combine matrices (tokens and bytes, [source][destination], the diagonal local) with the
-program op id of each transfer, the tokens each expert's GEMMs ran and the dropped tokens.
+``Lowered.moe`` records, per (op, microbatch, group, tp rank) and ``pass`` (``forward`` here): the PEs, the
+tokens each source sent each expert, the dispatch and combine matrices (tokens and bytes, [source][destination],
+the diagonal local) with the program op id of each transfer, the tokens each expert's GEMMs ran and the dropped
+tokens.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
         return expert_op(op, named, nm)
 
     sin = L.state_in(i, memos[0]["state"])
-    for grp in range(plan.dp // ep):
+    for grp in range(len(L.replicas) // ep):  # every EP group, or group 0 alone (Lowerer.represent_replicas)
         reps = [grp * ep + j for j in range(ep)]
         outs = {r: [None] * tp for r in reps}
         for t in range(tp):
@@ -176,8 +177,9 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
             L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.combine")
             disp = [[rows[j] for j in range(ep)] for _ in range(ep)]
             L.out.moe.append({
-                "op": op.name, "pass": "forward", "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t, "pes": list(pes),
-                "sent": list(sent), "dispatch_tokens": disp, "combine_tokens": [list(c) for c in zip(*disp)],
+                "op": op.name, "pass": "forward", "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t,
+                "pes": list(pes), "sent": list(sent), "dispatch_tokens": disp,
+                "combine_tokens": [list(c) for c in zip(*disp)],
                 "dispatch_bytes": [[x * H * e_bytes for x in row] for row in disp],
                 "dispatch_ops": disp_ops, "combine_ops": comb_ops, "expert_tokens": ran,
                 "dropped": (sum(slices[t]) - sum(sent)) * ep, "tokens": tok[t] * ep, "top_k": K})

@@ -65,7 +65,7 @@ def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int]
             seg.append(i)
             continue
         if seg:
-            for rep in range(L.plan.dp):
+            for rep in L.replicas:
                 run(rep, seg)
         seg = []
         if i is not None:
@@ -111,7 +111,7 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
     gathered = tp > 1 and L.state_in(i, memos[0]["state"]) != SEQ  # the forward's tp all-gather
     out: dict[int, list] = {}
     wgrad: dict[int, list] = {}
-    for grp in range(plan.dp // ep):
+    for grp in range(len(L.replicas) // ep):  # every EP group, or group 0 alone (represent_replicas)
         reps = [grp * ep + j for j in range(ep)]
         for t in range(tp):
             pes = L.out.placement.ep_group(grp, stage, t)
@@ -154,7 +154,7 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
                 "dispatch_ops": disp_ops, "combine_ops": comb_ops, "expert_tokens": ran,
                 "dropped": (sum(R["slices"][t]) - sum(sent)) * ep, "tokens": tok * ep, "top_k": K})
     if gathered:  # the input gradient's token slices gathered over each replica's tp group
-        for r in range(plan.dp):
+        for r in L.replicas:
             group = L.out.placement.group(r, stage)
             first = len(L.prog)
             ag = L.collective("all_gather", group, -(-T // tp) * H * eb, sum(out[r], []), op.name + " dgrad all-gather")

@@ -280,7 +280,8 @@ class DataParallel:
         if rep == 0:
             self.backward_order.append(key)
         unit, s = key
-        j, reps = rep % plan.ep, range(rep % plan.ep, plan.dp, plan.ep)
+        j = rep % plan.ep
+        reps = [r for r in self.L.replicas if r % plan.ep == j]  # those lowered (represent_replicas: j alone)
         if any((r, key, 0, mb) not in self.wgrads for r in reps):
             return
         deps = [h for r in reps for t in range(plan.tp) for h in self.wgrads.get((r, key, t, mb), [])]

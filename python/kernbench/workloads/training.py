@@ -267,8 +267,9 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     """Append one training step to ``L``'s program. ``chunks``: per op its model chunk (``model_chunks``; with
     interleave 1 its pipeline stage). ``replicas`` (REPLICAS): ``all`` lowers every dp replica; ``mirror``:
     the replicas are identical, so replica r > 0 reuses replica 0's compute (Lowerer.mirror_replicas; with MoE
-    layers replica r reuses replica r % ep's) and appends only its collectives and transfers; ``one``: only replica 0 is lowered, the others join its
-    data-parallel collectives (Lowerer.represent_replicas)."""
+    layers replica r reuses replica r % ep's) and appends only its collectives and transfers; ``one``: only
+    replica 0 is lowered (with MoE layers the ep replicas of EP group 0), the others join its data-parallel
+    collectives (Lowerer.represent_replicas)."""
     if optimizer != "adam":
         raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
     g, plan = L.g, L.plan
@@ -289,14 +290,10 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     order = interleaved_1f1b(pp, plan.interleave, M)
     if replicas not in REPLICAS:
         raise WorkloadError(f"training: replicas {replicas!r}: expected one of {', '.join(REPLICAS)}")
-    if moe and replicas == "one" and plan.dp > 1:
-        raise WorkloadError(f"{g.name}: replicas 'one' with MoE layers: an MoE op spans the ep = {plan.ep} replicas "
-                            "of an EP group, and 'one' lowers replica 0 alone; use 'mirror' (EP rank j of every "
-                            "group reuses replica j's compute) or 'all'")
     if replicas == "mirror" and plan.dp > 1:
         L.mirror_replicas(plan.ep)  # EP rank j of every EP group mirrors replica j (period 1 without experts)
     elif replicas == "one" and plan.dp > 1:
-        L.represent_replicas()
+        L.represent_replicas(plan.ep)  # with MoE layers EP group 0 (replicas 0 .. ep - 1) is lowered
     memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
     bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
     bx = {}
@@ -410,7 +407,7 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                     for rep in L.replicas:
                         forward(rep, c, j)
                 elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward over the EP groups
-                    drive(L, [backward(rep, c, j) for rep in range(plan.dp)],
+                    drive(L, [backward(rep, c, j) for rep in L.replicas],
                           lambda i, deps, c=c, j=j: backward_moe(L, i, j, stages[i], deps,
                                                                  [memos[(r, j)] for r in range(plan.dp)]))
                 else:
