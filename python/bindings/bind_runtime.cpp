@@ -94,20 +94,25 @@ void bind_runtime(py::module_& m) {
       .def(
           "kernel",
           [](Program& p, NodeId agent, const py::object& duration, const py::object& launch, const py::object& flops,
-             const std::string& precision, const py::object& bytes, Ids deps, std::string name, std::int32_t tag) {
+             const std::string& precision, const py::object& bytes, Ids deps, std::string name, std::int32_t tag,
+             std::int32_t ctas, std::int32_t sms) {
             KernelCost c;
             c.duration = int_arg(duration, "kernel: duration_ps", 0);
             c.launch = int_arg(launch, "kernel: launch_ps", 0);
             c.flops = real_arg(flops, "kernel: flops", false);
             c.precision = precision_from(precision);
             c.bytes = int_arg(bytes, "kernel: bytes", 0);
+            c.ctas = ctas;
+            c.sms = sms;
             return p.kernel(agent, c, std::move(deps), std::move(name), tag);
           },
           py::arg("agent"), py::arg("duration_ps"), py::arg("launch_ps") = 0, py::arg("flops") = 0.0,
           py::arg("precision") = "bf16", py::arg("bytes") = 0, py::arg("deps") = Ids{}, py::arg("name") = "",
-          py::arg("tag") = 0,
+          py::arg("tag") = 0, py::arg("ctas") = 0, py::arg("sms") = 0,
           "A GPU kernel priced by a kernel model: a launch op of launch_ps after the agent's previous launch "
-          "(none when 0), then the kernel of duration_ps on its SM array after that and deps.")
+          "(none when 0), then the kernel of duration_ps on its SM array after that and deps. ctas, sms: a "
+          "compute-bound kernel's CTAs and the SMs it was priced on (it runs in more waves while collectives "
+          "hold some of them).")
       .def(
           "vector",
           [](Program& p, NodeId agent, const py::object& bytes, Ids deps, std::string name, std::int32_t tag) {

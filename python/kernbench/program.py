@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence, Union
 
 from kernbench import _core
 from kernbench import atomic_output as kio
-from kernbench.args import NODE, SIZE, Deps, Nodes, Text, check, checked
+from kernbench.args import NODE, SIZE, Deps, Nodes, Text, Whole, check, checked
 from kernbench.trace import link_counter_events, op_trace
 
 Node = Union[int, str]
@@ -169,23 +169,27 @@ class Program:
         """`flops` on `agent`'s GEMM engine at `precision` (one engine op; ``gemm()`` is the whole kernel)."""
         return self._op(self._core.gemm(self._id(agent), flops, precision, self._deps(deps), name, self._tag(tag)))
 
-    @checked("Program.kernel")
+    @checked("Program.kernel", ctas=Whole(0, 2**31 - 1), sms=Whole(0, 2**31 - 1))
     def kernel(self, agent: Node, duration_ps: int, *, launch_ps: int = 0, flops: float = 0.0,
-               precision: str = "bf16", bytes: int = 0, deps=(), name: str = "", tag=None) -> int:
+               precision: str = "bf16", bytes: int = 0, deps=(), name: str = "", tag=None, ctas: int = 0,
+               sms: int = 0) -> int:
         """One GPU kernel priced by a kernel model (``_core.gpu_gemm(...)["duration_ps"]`` and its kin): a
         launch op of ``launch_ps`` on the agent's launch queue, after the agent's previous launch (none when
-        0), then the kernel of ``duration_ps`` on its SM array after that launch and ``deps``. Returns the
-        kernel op; neither pays a PE_CPU dispatch."""
+        0), then the kernel of ``duration_ps`` on its SM array after that launch and ``deps``. ``ctas`` and
+        ``sms`` (a compute-bound kernel's CTAs and the SMs it was priced on; both 0 or both > 0): started while
+        collectives' kernels hold ``h`` of the GPU's SMs it runs ceil(ctas / (sms - h)) waves instead of
+        ceil(ctas / sms), its duration scaled by their ratio (docs/gpu-target.md). Returns the kernel op;
+        neither pays a PE_CPU dispatch."""
         return self._op(self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, bytes,
-                                          self._deps(deps), name, self._tag(tag)))
+                                          self._deps(deps), name, self._tag(tag), ctas, sms))
 
     def _kernel_from_model(self, agent: str, duration_ps: int, launch_ps: int, flops: float, precision: str,
-                           nbytes: int, deps, name: str, tag: str) -> Op:
+                           nbytes: int, deps, name: str, tag: str, ctas: int = 0, sms: int = 0) -> Op:
         """``kernel()`` for a lowering whose figures come from a kernel model (whole, in range: the checks of
         ``kernel()`` cannot fail on them), without the per-argument checks: a model's lowering appends 10**5
         of them. ``agent`` is a node name, ``deps`` op ids or handles of this Program."""
         return self._op(self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, nbytes,
-                                          self._deps(deps), name, self._tag(tag)))
+                                          self._deps(deps), name, self._tag(tag), ctas, sms))
 
     # ---- whole kernels and collectives ----------------------------------------------
     def _append(self, sub, deps, name: str) -> "Handle":

@@ -70,6 +70,7 @@ struct Prepared {
   bool gpu = false;  // lowered as NCCL runs it (nccl.hpp)
   Protocol protocol = Protocol::Simple;
   int channels = 1;
+  int ctas = 1;         // GPU: SMs each rank's NCCL kernel holds (one CTA per channel; NVLS: the tuner's channels)
   int base_slices = 1;  // what the algorithm's pattern needs per channel
   Wire wire;
   Time predicted = 0;
@@ -170,6 +171,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
       p2p = p2p_choice(out.largest_pair, n, pe.ipcq_channels, nccl_config(config), auto_protocol ? nullptr : &asked);
       out.protocol = p2p.protocol;
       out.channels = spec.channels > 0 ? spec.channels : p2p.channels;
+      out.ctas = out.channels;
     }
   } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
@@ -191,6 +193,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     if (name == "auto") name = row.algorithm;
     out.protocol = row.protocol;
     out.channels = row.algorithm == "nvls" ? 1 : spec.channels > 0 ? spec.channels : row.channels;
+    out.ctas = row.algorithm == "nvls" ? std::max(1, row.channels) : out.channels;
     out.predicted = known ? row.time : 0;  // the table prices only ring, tree and nvls
   } else if (name == "auto") {
     name = "ring";
@@ -379,7 +382,9 @@ void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
 
 // On a GPU: each rank's collective kernel, launched from the host (one
 // thread's ranks one after another) and starting with the protocol's fixed
-// cost; every op of the rank's buffer waits for it.
+// cost; every op of the rank's buffer waits for it. It holds one SM per
+// channel (a CTA) from its start until the collective's release
+// (release_sms), so a compute kernel starting meanwhile runs on fewer SMs.
 std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec& spec, const NcclConfig& nc) {
   const int n = pr.plan.world.size();
   const Time base = pr.algorithm->in_network         ? nc.nvls_base
@@ -392,9 +397,21 @@ std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec&
     runtime::KernelCost k;
     k.launch = nc.call_host;
     k.duration = base;
+    k.hold = pr.ctas;
     entry.push_back(prog.kernel(s.pe(r), k, {}, std::string("nccl ") + to_string(spec.collective), 0));
   }
   return entry;
+}
+
+// Each rank's SMs given back once the whole collective is done (its last
+// ops, wherever they run: NCCL's kernels end together, each rank's last step
+// waiting on its peers').
+void release_sms(runtime::Program& prog, const Schedule& s, const Prepared& pr) {
+  const std::vector<OpId> last = prog.sinks(0);
+  const OpId done = prog.barrier(s.pe(0), last, "nccl done");
+  prog.set_latency(done, 0);
+  for (int r = 0; r < static_cast<int>(pr.plan.world.size()); ++r)
+    prog.sm_release(s.pe(r), pr.ctas, {done}, "nccl sms");
 }
 
 Schedule build(const topology::Machine& m, const topology::Config& config, Prepared& pr, const CollectiveSpec& spec) {
@@ -411,10 +428,11 @@ Schedule build(const topology::Machine& m, const topology::Config& config, Prepa
     const std::vector<OpId> entry = kernels(s, pr, spec, nc);
     if (pr.pipeline) {
       lower_pipeline(s.program(), *pr.algorithm, spec.collective, pr.plan, pr.channels, pr.pipe, entry);
-      return s;
+    } else {
+      s.set_entry(entry);
+      emit(s, pr, spec);
     }
-    s.set_entry(entry);
-    emit(s, pr, spec);
+    release_sms(s.program(), s, pr);
     return s;
   }
   emit(s, pr, spec);

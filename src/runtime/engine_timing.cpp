@@ -1,11 +1,21 @@
 // engine_timing.cpp -- the engines' cost formulas (see engine_timing.hpp).
 #include "runtime/engine_timing.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cmath>
 
 #include "sim/errors.hpp"
 
 namespace kernbench::runtime {
+
+Time fewer_sms(Time duration, std::int32_t ctas, std::int32_t sms, std::int32_t held) {
+  if (ctas <= 0 || sms <= 0 || held <= 0) return duration;
+  const std::int64_t left = std::max<std::int64_t>(1, static_cast<std::int64_t>(sms) - held);
+  const std::int64_t full = (ctas + static_cast<std::int64_t>(sms) - 1) / sms;
+  const std::int64_t waves = (ctas + left - 1) / left;
+  return static_cast<Time>(static_cast<__int128>(duration) * waves / full);
+}
 
 int gemm_macs_per_cycle(const PeConfig& pe, Precision precision) {
   switch (precision) {

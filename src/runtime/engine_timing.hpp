@@ -12,12 +12,16 @@
 //           rounded up to whole cycles
 //   dispatch one PE_CPU dispatch per command: pe.dispatch
 //   reduce  a reducing recv's slot: a bank hop + the vector engine's time
+//   SMs     a GPU kernel of `ctas` CTAs priced on `sms` SMs, started while
+//           collectives hold `held` of them: its duration x
+//           ceil(ctas / (sms - held)) / ceil(ctas / sms) (fewer_sms)
 //   DMA     not a formula: a move's transfers (move_legs) go through the
 //           fabric, which times them
 // The executor charges these; the GEMM plan's estimate uses the same
 // functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "runtime/pe_config.hpp"
@@ -32,6 +36,9 @@ using sim::Bytes;
 using sim::Time;
 using topology::Precision;
 
+/// A kernel of `duration` priced on `sms` SMs for its `ctas` CTAs, run on `sms - held` (at least one): its
+/// waves ceil(ctas / (sms - held)) over ceil(ctas / sms), the duration scaled by that ratio (rounded down).
+Time fewer_sms(Time duration, std::int32_t ctas, std::int32_t sms, std::int32_t held);
 /// MACs per cycle of the GEMM engine at `precision` (0: no such mode).
 int gemm_macs_per_cycle(const PeConfig& pe, Precision precision);
 /// ConfigError text for a GEMM precision the engine lacks.

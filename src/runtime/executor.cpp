@@ -139,6 +139,10 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
                                                                   : e.resource[static_cast<int>(engine)];
       co_await e.acquire(engine, nodes[n].engine_holder);
       nodes[n].start = sim.now();
+      if (nd.kind == OpKind::Kernel) {
+        if (nd.ctas > 0 && e.sm_held > 0) t = fewer_sms(t, nd.ctas, nd.sms, e.sm_held);
+        e.sm_held += nd.sm_hold;
+      }
       co_await sim.delay(t);
       e.release(engine, n);
       break;
@@ -159,7 +163,7 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
                  : nd.recv_mode == RecvMode::Consume ? e.resource[static_cast<int>(Engine::IpcqRx)]
                                                      : -1;
       break;
-    case OpKind::Barrier:
+    case OpKind::Barrier: e.sm_held += nd.sm_hold; break;  // a release gives back a collective's SMs (< 0)
     case OpKind::Composite:
     case OpKind::SwitchReduce:
     case OpKind::Coflow: break;

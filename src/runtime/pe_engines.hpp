@@ -28,6 +28,7 @@ struct PeEngines {
   sim::Server cpu, dma, gemm, vector, ipcq, ipcq_rx, launch, sm;
   Bytes scratch = 0;
   Bytes peak = 0;
+  std::int32_t sm_held = 0;                                   // a GPU: SMs its collectives' kernels hold (Op::sm_hold)
   int resource[kEngines] = {-1, -1, -1, -1, -1, -1, -1, -1};  // index into RunResult::engines, per Engine (-1: unused)
   const sim::Server& server(int e) const {
     const sim::Server* s[kEngines] = {&cpu, &dma, &gemm, &vector, &ipcq, &ipcq_rx, &launch, &sm};

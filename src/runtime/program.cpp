@@ -247,6 +247,10 @@ OpId Program::kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> dep
     throw UsageError(name_ + ": kernel '" + name + "': negative launch or duration");
   if (!(cost.flops >= 0) || !std::isfinite(cost.flops) || cost.bytes < 0)
     throw UsageError(name_ + ": kernel '" + name + "': FLOPs and bytes must be >= 0 and finite");
+  if (cost.ctas < 0 || cost.sms < 0 || cost.hold < 0 || (cost.ctas > 0) != (cost.sms > 0))
+    throw UsageError(name_ + ": kernel '" + name + "': ctas " + std::to_string(cost.ctas) + " and sms " +
+                     std::to_string(cost.sms) + " must be both 0 or both > 0, hold " + std::to_string(cost.hold) +
+                     " >= 0");
   if (cost.launch > 0) {
     Op l = make_op(OpKind::Launch, agent, "launch " + name, tag);
     l.duration = cost.launch;
@@ -261,6 +265,17 @@ OpId Program::kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> dep
   op.flops = cost.flops;
   op.precision = cost.precision;
   op.bytes = cost.bytes;
+  op.ctas = cost.ctas;
+  op.sms = cost.sms;
+  op.sm_hold = cost.hold;
+  return add(std::move(op), std::move(deps));
+}
+
+OpId Program::sm_release(NodeId agent, std::int32_t sms, std::vector<OpId> deps, std::string name) {
+  if (sms <= 0) throw UsageError(name_ + ": sm_release '" + name + "': sms must be > 0");
+  Op op = make_op(OpKind::Barrier, agent, std::move(name));
+  op.sm_hold = -sms;
+  op.latency = 0;  // no PE_CPU dispatch: a GPU has none
   return add(std::move(op), std::move(deps));
 }
 

@@ -158,6 +158,13 @@ struct KernelCost {
   double flops = 0.0;  ///< for the op log and energy
   Precision precision = Precision::Bf16;
   Bytes bytes = 0;  ///< HBM traffic it moves (op log, energy)
+  /// A compute-bound kernel's CTAs and the SMs its duration was priced on (0: its time does not depend on how
+  /// many SMs it gets, e.g. a memory-bound kernel). Started while collectives hold `held` of its GPU's SMs it
+  /// runs ceil(ctas / (sms - held)) waves instead of ceil(ctas / sms), its duration scaled by their ratio.
+  std::int32_t ctas = 0, sms = 0;
+  /// SMs the kernel holds from its start until a release (Program::sm_release) on its agent gives them back: a
+  /// collective's kernel, one CTA per channel, holding its SMs for as long as its rank's part runs.
+  std::int32_t hold = 0;
 };
 
 struct Op {
@@ -191,6 +198,9 @@ struct Op {
   /// Send: which of the pair's queues it uses (a GPU collective's channel:
   /// each channel has its own pe.ipcq.slots slots, NCCL's per-channel FIFO).
   std::uint16_t channel = 0;
+  /// Kernel: CTAs and priced SMs (KernelCost::ctas, sms); Kernel: SMs held from its start (> 0); Barrier: SMs
+  /// released on its agent when it completes (< 0; Program::sm_release).
+  std::int32_t ctas = 0, sms = 0, sm_hold = 0;
   /// Send: driven by the host's proxy thread (NCCL's network transport: the
   /// proxy posts each step to the NIC and polls its completion), so it holds
   /// no unit of the GPU's IPCQ engine while its bytes cross the network;
@@ -225,6 +235,9 @@ class Program {
   /// Marks a send, recv or switch_reduce as carrying `slices` of a collective's buffer.
   void set_slices(OpId op, Slices slices);
   OpId barrier(NodeId agent, std::vector<OpId> deps, std::string name = {});
+  /// A barrier on GPU `agent` that, once `deps` are done, gives back `sms` SMs a collective's kernel held
+  /// (KernelCost::hold); no PE_CPU dispatch.
+  OpId sm_release(NodeId agent, std::int32_t sms, std::vector<OpId> deps, std::string name = {});
   OpId composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps = {}, std::string name = {},
                  std::int32_t tag = 0);
   /// In-network all-reduce of `bytes` on switch `sw`: each of `members`

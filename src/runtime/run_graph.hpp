@@ -37,13 +37,14 @@ struct Node {
   NodeId peer = 0;
   std::int64_t key = 0;
   RecvMode recv_mode = RecvMode::Consume;
-  Time duration = 0;          // launch, kernel
-  bool dispatch = true;       // pays a PE_CPU dispatch
-  Time latency = 0;           // no dispatch: a protocol latency before the work (Op::latency)
-  Bytes segment = 0;          // send: IPCQ segment bytes (0: pe.ipcq.slot)
-  std::uint16_t channel = 0;  // send: which of the pair's queues
-  bool proxy = false;         // send: driven by the host proxy, holds no IPCQ unit (Op::proxy)
-  bool logged = true;         // gets an op-log row of its own
+  Time duration = 0;                            // launch, kernel
+  bool dispatch = true;                         // pays a PE_CPU dispatch
+  Time latency = 0;                             // no dispatch: a protocol latency before the work (Op::latency)
+  Bytes segment = 0;                            // send: IPCQ segment bytes (0: pe.ipcq.slot)
+  std::uint16_t channel = 0;                    // send: which of the pair's queues
+  bool proxy = false;                           // send: driven by the host proxy, holds no IPCQ unit (Op::proxy)
+  std::int32_t ctas = 0, sms = 0, sm_hold = 0;  // kernel, barrier: SMs (Op::ctas, sms, sm_hold)
+  bool logged = true;                           // gets an op-log row of its own
   std::int64_t program_op = -1;
   std::int64_t composite = -1;  // stages: the composite op they belong to
   std::uint32_t waiting = 0;

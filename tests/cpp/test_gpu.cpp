@@ -1,13 +1,15 @@
 // test_gpu.cpp -- the GPU execution target: kernel models against their
 // closed forms (waves, the memory-bound GEMM, streaming kernels, split-KV
 // decode attention, the causal mask) and the runtime's launch and kernel ops
-// (host launches run ahead of the GPU in order; no PE_CPU dispatch).
+// (host launches run ahead of the GPU in order; no PE_CPU dispatch; a
+// kernel started while a collective holds SMs runs in more waves).
 #include <catch2/catch.hpp>
 
 #include "kernels/gpu/attention.hpp"
 #include "kernels/gpu/gemm.hpp"
 #include "kernels/gpu/stream.hpp"
 #include "machines.hpp"
+#include "runtime/engine_timing.hpp"
 #include "runtime/executor.hpp"
 #include "sim/errors.hpp"
 #include "topology/system.hpp"
@@ -204,4 +206,37 @@ TEST_CASE("a kernel with a negative duration is refused, naming it", "[gpu][runt
   KernelCost c;
   c.duration = -1;
   CHECK_THROWS_WITH(p.kernel(0, c, {}, "oops"), Catch::Contains("kernel 'oops'"));
+}
+
+TEST_CASE("a kernel started while a collective holds SMs runs the waves of the SMs left", "[gpu]") {
+  using kernbench::runtime::fewer_sms;
+  // 250 CTAs on 100 SMs: 3 waves; with 20 held, 80 SMs: 4 waves; with all held, one SM: 250 waves.
+  CHECK(fewer_sms(3000, 250, 100, 20) == 4000);
+  CHECK(fewer_sms(3000, 250, 100, 0) == 3000);
+  CHECK(fewer_sms(3000, 250, 100, 100) == 250000);
+  CHECK(fewer_sms(3000, 0, 0, 20) == 3000);  // a memory-bound kernel: no CTAs given, no stretch
+
+  System sys(gpu_config());
+  const auto gpu = sys.machine().at("gpu0");
+  Program p("held");
+  KernelCost nccl;  // a collective's kernel: holds 20 SMs until its release
+  nccl.duration = 1 * kMicrosecond;
+  nccl.hold = 20;
+  const auto k0 = p.kernel(gpu, nccl, {}, "nccl");
+  KernelCost gemm;
+  gemm.duration = 30 * kMicrosecond;
+  gemm.ctas = 250;
+  gemm.sms = 100;
+  const auto during = p.kernel(gpu, gemm, {k0}, "during");
+  const auto release = p.sm_release(gpu, 20, {during}, "release");
+  const auto after = p.kernel(gpu, gemm, {release}, "after");
+  kernbench::runtime::Executor ex(sys);
+  const auto r = ex.run(p);
+  CHECK(r.ops[during].end - r.ops[during].start == 40 * kMicrosecond);  // 4 waves for 3
+  CHECK(r.ops[after].end - r.ops[after].start == 30 * kMicrosecond);
+  CHECK(r.ops[release].end == r.ops[during].end);  // a release pays no PE_CPU dispatch
+  KernelCost bad = gemm;
+  bad.sms = 0;
+  CHECK_THROWS_WITH(p.kernel(gpu, bad, {}, "bad"),
+                    Catch::Contains("kernel 'bad': ctas 250 and sms 0 must be both 0 or both > 0"));
 }

@@ -174,8 +174,12 @@ class GpuTarget:
         sp = self.spec(L, pe)
         launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
         L.count("kernel")
+        # a compute-bound kernel runs more waves while collectives hold some of the SMs (Program.kernel)
+        compute = plan.get("bound") == "compute" or plan.get("compute_ps", -1) >= plan.get("memory_ps", 0) > 0
+        ctas = int(plan.get("ctas", 0)) if compute else 0
+        sms = int(sp["sms"]) if ctas else 0
         k = L.prog._kernel_from_model(pe, int(plan["duration_ps"]), int(launch), float(flops), precision,
-                                      int(plan.get("bytes", 0)), deps, name, tag)
+                                      int(plan.get("bytes", 0)), deps, name, tag, ctas, sms)
         if launch > 0:
             L.out.launches[k - 1] = pe  # Program.kernel adds the launch op just before its kernel
         return k
