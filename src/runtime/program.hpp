@@ -23,7 +23,10 @@
 //   kernel     a GPU kernel: a duration its kernel model computed, on the
 //              agent's SM array (`Engine::Sm`, one kernel at a time: one
 //              stream), after its launch and its dependencies. Neither pays a
-//              PE_CPU dispatch: the SIP PE_CPU is not part of a GPU.
+//              PE_CPU dispatch: the SIP PE_CPU is not part of a GPU. A
+//              collective's kernel holds SMs until a barrier releases them
+//              (KernelCost::hold, sm_release); a compute-bound kernel started
+//              meanwhile runs more waves (KernelCost::ctas, fewer_sms).
 //   switch_reduce  in-network reduction on a switch that declares
 //              `reduction:` (NVLink SHARP-like): every member buffer sends
 //              the chunk to the switch (gather, lasting at least the op's
