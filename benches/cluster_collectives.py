@@ -29,19 +29,14 @@ collective; ``kernbench compare-nccl`` reads it back), busbw.png.
 
 from __future__ import annotations
 
-import resource
 import time
 from pathlib import Path
 
 from kernbench import bench, nccl
+from kernbench.benches._host import peak_mb
 from kernbench.overrides import Param
 
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
-
-
-def _peak_mb() -> float:
-    """Peak resident memory of this process so far, MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 @bench(
@@ -103,7 +98,7 @@ def cluster_collectives(ctx):
                 for r in got:
                     lb = r.pop("link_bytes")
                     r.update({f"bytes_{k}": v for k, v in sorted(lb.items())})
-                    r.update(nodes=int(nodes), gpus=gpus, wall_s=wall, peak_mb=_peak_mb())
+                    r.update(nodes=int(nodes), gpus=gpus, wall_s=wall, peak_mb=peak_mb())
                     if coll == "alltoall" and info["nodes"] > 1:
                         b = kcluster.alltoall_bound(info, size // gpus)
                         model_rate = size * (gpus - info["gpus_per_node"]) / gpus / (r["time_us"] * 1e-6)
@@ -161,7 +156,7 @@ def _scale_targets(ctx, config: str) -> None:
             continue
         row = {"nodes": int(nodes), "gpus": r.ranks, "algorithm": r.algorithm, "protocol": r.protocol,
                "fidelity": r.fidelity, "time_us": r.latency_us, "tuner_us": r.predicted_ps / 1e6, "wall_s": wall,
-               "events": system._core.events_processed - e0, "peak_mb": _peak_mb()}
+               "events": system._core.events_processed - e0, "peak_mb": peak_mb()}
         rows.append(row)
         ctx.log(f"scale target: 1 GiB all_reduce over {row['gpus']} GPUs ({nodes} nodes, flow fabric): "
                 f"{r.algorithm}/{r.protocol} at fidelity {r.fidelity}, {row['time_us'] / 1e3:.3f} ms simulated "

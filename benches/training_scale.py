@@ -37,10 +37,10 @@ Outputs: sweep.json, training_scale.csv.
 
 from __future__ import annotations
 
-import resource
 import time
 
 from kernbench import bench
+from kernbench.benches._host import peak_mb
 from kernbench.overrides import Param
 
 MODELS = ["gpt3-175b", "megatron-22b", "turing-530b", "megatron-1t", "mixtral-8x7b", "deepseek-moe-16b"]
@@ -56,11 +56,6 @@ PLAN_KEYS = ("tp", "pp", "dp", "ep", "interleave", "global_batch", "seq")
 #: The issue's targets for a thousand-GPU training step.
 TARGET_WALL_S = 60.0
 TARGET_PEAK_MB = 8 * 1024
-
-
-def _peak_mb() -> float:
-    """Peak resident memory of this process so far, MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 @bench(
@@ -133,7 +128,7 @@ def _run(ctx, model: str, plan_of: dict) -> None:
                "bubble_ratio_analytic": tr.bubble_ratio_analytic, "dp_exposed_ms": tr.dp_exposed_ms,
                "parts_ms": tr.parts, "reuse": tr.reuse["mode"], "extended": ",".join(tr.reuse["extended"]),
                "ops_simulated": sum(tr.reuse["ops"]), "wall_s": wall,
-               "events": system._core.events_processed - e0, "peak_mb": _peak_mb()}
+               "events": system._core.events_processed - e0, "peak_mb": peak_mb()}
         ctx.results.append(row)
         parts = ", ".join(f"{k} {x:.1f}" for k, x in sorted(tr.parts.items(), key=lambda kv: -kv[1]))
         ctx.log(f"{name} on {row['gpus']} GPUs ({nodes} boxes), {M} microbatches: step {tr.step_ms:.1f} ms = "

@@ -54,7 +54,7 @@ from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, 
                                          part_of, stage_ranges)
 from kernbench.workloads.moe_lower import check_ep, moe_forward_pass, moe_ops
 from kernbench.workloads.plan import ParallelPlan
-from kernbench.workloads.training import REPLICAS, lower_training, model_chunks
+from kernbench.workloads.training import lower_training, model_chunks, replicas_mode
 
 __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges", "MAX_LOWERED_OPS"]
 
@@ -84,12 +84,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     plan = plan or ParallelPlan()
     if phase not in ("inference", "train"):
         raise WorkloadError(f"lower: phase {phase!r}: expected 'inference' or 'train'")
-    if replicas is None:
-        replicas = "mirror" if mirror_replicas else "all"
-    elif mirror_replicas and replicas != "mirror":
-        raise WorkloadError(f"lower: mirror_replicas=True and replicas={replicas!r} say different things")
-    if replicas not in REPLICAS:
-        raise WorkloadError(f"lower: replicas {replicas!r}: expected one of {', '.join(REPLICAS)}")
+    replicas = replicas_mode(replicas, mirror_replicas, "lower")
     dp = (plan.ep if moe_ops(graph) else 1) if phase == "train" and replicas == "one" else plan.dp
     work = len(graph.ops) * plan.microbatches * dp * (3 if phase == "train" else 1)
     if work > MAX_LOWERED_OPS:

@@ -40,7 +40,7 @@ from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import REP, SEQ, Lowerer, forward_pass
 from kernbench.workloads.moe import capacity, split_counts
 
-__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "routes", "expert_op", "exchange"]
+__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "record", "routes", "expert_op", "exchange"]
 
 
 def moe_ops(graph) -> list[int]:
@@ -129,6 +129,19 @@ def expert_op(op, memo: dict, nm: str):
     return memo[nm]
 
 
+def record(L: Lowerer, op, pass_: str, mb: int, grp: int, stage: int, t: int, pes, sent, rows, token_bytes: int,
+           disp_ops, comb_ops, ran, dropped: int, tokens: int, K: int) -> None:
+    """One ``Lowered.moe`` entry (module doc): EP rank j receives ``rows[j]`` tokens from every source, so the
+    dispatch matrix has one row per source and its transpose is the combine's."""
+    ep = len(pes)
+    disp = [[rows[j] for j in range(ep)] for _ in range(ep)]
+    L.out.moe.append({
+        "op": op.name, "pass": pass_, "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t,
+        "pes": list(pes), "sent": list(sent), "dispatch_tokens": disp, "combine_tokens": [list(c) for c in zip(*disp)],
+        "dispatch_bytes": [[x * token_bytes for x in row] for row in disp], "dispatch_ops": disp_ops,
+        "combine_ops": comb_ops, "expert_tokens": ran, "dropped": dropped, "tokens": tokens, "top_k": K})
+
+
 def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> None:
     """The ``moe`` op ``i`` of microbatch ``mb`` on every EP group of ``stage`` (module doc); fills
     ``memos[rep]["done"][i]`` and its state for every replica."""
@@ -175,14 +188,8 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
                 outs[reps[s]][t] = L.vector(pes[s], tok[t] * H, H, e_bytes, K, 1, 1, f"{op.name}.combine",
                                             done[s] + back[s])
             L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.combine")
-            disp = [[rows[j] for j in range(ep)] for _ in range(ep)]
-            L.out.moe.append({
-                "op": op.name, "pass": "forward", "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t,
-                "pes": list(pes), "sent": list(sent), "dispatch_tokens": disp,
-                "combine_tokens": [list(c) for c in zip(*disp)],
-                "dispatch_bytes": [[x * H * e_bytes for x in row] for row in disp],
-                "dispatch_ops": disp_ops, "combine_ops": comb_ops, "expert_tokens": ran,
-                "dropped": (sum(slices[t]) - sum(sent)) * ep, "tokens": tok[t] * ep, "top_k": K})
+            record(L, op, "forward", mb, grp, stage, t, pes, sent, rows, H * e_bytes, disp_ops, comb_ops, ran,
+                   (sum(slices[t]) - sum(sent)) * ep, tok[t] * ep, K)
         for r in reps:
             group = L.out.placement.group(r, stage)
             if tp > 1 and sin != SEQ:  # the tp ranks' token slices gathered: the output replicated again

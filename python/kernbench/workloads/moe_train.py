@@ -46,7 +46,7 @@ from typing import Callable, Iterator, Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, Lowerer, forward_pass
-from kernbench.workloads.moe_lower import exchange, expert_op, lower_moe, routes
+from kernbench.workloads.moe_lower import exchange, expert_op, lower_moe, record, routes
 
 __all__ = ["forward_chunk", "backward_moe", "drive", "MOE_REQUEST"]
 
@@ -145,14 +145,8 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
             for s in range(ep):
                 out.setdefault(reps[s], [None] * tp)[t] = done[s] + back[s]
                 wgrad.setdefault(reps[s], [None] * tp)[t] = done[s]
-            disp = [[rows[j] for j in range(ep)] for _ in range(ep)]
-            L.out.moe.append({
-                "op": op.name, "pass": "backward", "microbatch": mb, "group": grp, "stage": stage, "tp_rank": t,
-                "pes": list(pes), "sent": list(sent), "dispatch_tokens": disp,
-                "combine_tokens": [list(c) for c in zip(*disp)],
-                "dispatch_bytes": [[x * H * eb for x in row] for row in disp],
-                "dispatch_ops": disp_ops, "combine_ops": comb_ops, "expert_tokens": ran,
-                "dropped": (sum(R["slices"][t]) - sum(sent)) * ep, "tokens": tok * ep, "top_k": K})
+            record(L, op, "backward", mb, grp, stage, t, pes, sent, rows, H * eb, disp_ops, comb_ops, ran,
+                   (sum(R["slices"][t]) - sum(sent)) * ep, tok * ep, K)
     if gathered:  # the input gradient's token slices gathered over each replica's tp group
         for r in L.replicas:
             group = L.out.placement.group(r, stage)

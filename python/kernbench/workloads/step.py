@@ -59,7 +59,7 @@ from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.lowerer import COMM_KINDS, stage_layers
 from kernbench.workloads.plan import ParallelPlan
 from kernbench.workloads.sharding import is_dp_collective
-from kernbench.workloads.training import model_chunks
+from kernbench.workloads.training import model_chunks, replicas_mode
 
 __all__ = ["TrainingEstimate", "training_step", "with_layers", "COMPUTE"]
 
@@ -308,9 +308,7 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     (replica 0 alone, the others only in its data-parallel collectives); both approximations: the module doc.
     Runs on ``system`` (advances its clock)."""
     plan = plan or ParallelPlan()
-    if mirror_replicas and replicas not in (None, "mirror"):
-        raise WorkloadError(f"training_step: mirror_replicas=True and replicas={replicas!r} say different things")
-    replicas = replicas or ("mirror" if mirror_replicas else "all")
+    replicas = replicas_mode(replicas, mirror_replicas, "training_step")
     w0 = time.perf_counter()
     plan.place(system)
     model_chunks(graph, plan)  # interleave: the layers must cut into pp x v equal chunks (a clear error first)

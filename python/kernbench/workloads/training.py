@@ -65,13 +65,24 @@ from kernbench.workloads.moe_train import MOE_REQUEST, backward_moe, drive, forw
 from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
-           "ADAM_BYTES_PER_PARAM", "REPLICAS"]
+           "ADAM_BYTES_PER_PARAM", "REPLICAS", "replicas_mode"]
 
 #: How a step lowers its data-parallel replicas (lower_training).
 REPLICAS = ("all", "mirror", "one")
 
 #: Adam with mixed precision (assumed): 16-bit weight + 16-bit grad + fp32 master, m, v.
 ADAM_BYTES_PER_PARAM = 2 + 2 + 4 + 4 + 4
+
+
+def replicas_mode(replicas: str | None, mirror_replicas: bool, where: str) -> str:
+    """The REPLICAS mode a call asks for: ``replicas``, else ``mirror`` when ``mirror_replicas`` (its older
+    spelling), else ``all``; WorkloadError naming ``where`` when the two disagree or the mode is unknown."""
+    if mirror_replicas and replicas not in (None, "mirror"):
+        raise WorkloadError(f"{where}: mirror_replicas=True and replicas={replicas!r} say different things")
+    mode = replicas or ("mirror" if mirror_replicas else "all")
+    if mode not in REPLICAS:
+        raise WorkloadError(f"{where}: replicas {mode!r}: expected one of {', '.join(REPLICAS)}")
+    return mode
 
 
 def one_f_one_b(pp: int, microbatches: int) -> list[list[tuple[str, int]]]:
@@ -288,8 +299,7 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         raise WorkloadError(f"{g.name}: recompute 'full' with MoE layers: recomputing an MoE layer's forward (its "
                             "all-to-alls over the EP group) is not lowered; use 'selective' or 'none'")
     order = interleaved_1f1b(pp, plan.interleave, M)
-    if replicas not in REPLICAS:
-        raise WorkloadError(f"training: replicas {replicas!r}: expected one of {', '.join(REPLICAS)}")
+    replicas = replicas_mode(replicas, False, "training")
     if replicas == "mirror" and plan.dp > 1:
         L.mirror_replicas(plan.ep)  # EP rank j of every EP group mirrors replica j (period 1 without experts)
     elif replicas == "one" and plan.dp > 1:
