@@ -191,6 +191,17 @@ class Deps(Rule):
         return value
 
 
+class RankDeps(Rule):
+    """Per-rank dependencies: a list with one ``Deps`` list per rank."""
+
+    deps = Deps()
+
+    def __call__(self, value, where, name):
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise self.fail(where, name, f"must be a list of dependency lists (one per rank), got {_kind(value)}")
+        return [self.deps(d, where, f"{name}[{i}]") for i, d in enumerate(value)]
+
+
 class Tag(Rule):
     """A tag: None, a label (str) or a tag id (a whole number 0 .. 2**31-1)."""
 
@@ -227,6 +238,7 @@ RULES: dict[str, Rule] = {
     # nodes and lists
     "agent": NODE, "src": NODE, "dst": NODE, "peer": NODE, "issuer": NODE, "memory": NODE,
     "source": Optional(NODE), "homes": Optional(Nodes()), "cubes": Ints(I32), "deps": Deps(),
+    "rank_deps": Optional(RankDeps()),
     "tag": Tag(), "load_tag": Tag(), "compute_tag": Tag(), "store_tag": Tag(),
 }
 

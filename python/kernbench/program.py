@@ -192,9 +192,13 @@ class Program:
                                           self._deps(deps), name, self._tag(tag), ctas, sms))
 
     # ---- whole kernels and collectives ----------------------------------------------
-    def _append(self, sub, deps, name: str) -> "Handle":
-        """Append a sub-program after `deps`; its handle stands for its sinks (no extra op, no extra time)."""
-        first = self._core.append(sub, self._deps(deps))
+    def _append(self, sub, deps, name: str, per_agent: dict[int, list] | None = None) -> "Handle":
+        """Append a sub-program after `deps` (and its ops on an agent of ``per_agent`` after that agent's list);
+        its handle stands for its sinks (no extra op, no extra time)."""
+        if per_agent:
+            first = self._core.append(sub, self._deps(deps), {a: self._deps(d) for a, d in per_agent.items()})
+        else:
+            first = self._core.append(sub, self._deps(deps))
         return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)), self)
 
     def _ids(self, pes, where: str = "Program", what: str = "pes") -> list[int]:
@@ -219,12 +223,21 @@ class Program:
     @checked("Program.collective")
     def collective(self, what: str, pes, bytes: int, *, algorithm: str = "ring", buffer: str | None = None,
                    grid_w: int = 0, grid_h: int = 0, inter: str = "", pieces: int = 4, root: int = 0, deps=(),
-                   name: str = "", protocol: str = "auto", channels: int = 0, fidelity: str = "auto") -> Handle:
+                   name: str = "", protocol: str = "auto", channels: int = 0, fidelity: str = "auto",
+                   rank_deps=None) -> Handle:
         """One collective (`what`: all_reduce, reduce_scatter, all_gather, broadcast, alltoall) over `pes` in rank
         order (None: every PE), built by kernbench.ccl's algorithm (on a GPU machine as NCCL runs it: see
-        kernbench.ccl.collective for ``algorithm="auto"``, ``protocol``, ``channels`` and ``fidelity``). Returns one
-        handle."""
+        kernbench.ccl.collective for ``algorithm="auto"``, ``protocol``, ``channels`` and ``fidelity``). Every rank
+        waits for ``deps``; ``rank_deps`` (one list per PE of ``pes``) adds what each rank alone waits for: on a GPU
+        a rank's NCCL kernel starts once its own inputs are ready and waits in the kernel for its peers, as a
+        rank's kernel on its NCCL stream does. Returns one handle."""
         ids = self._ids(pes, f"Program.{what}") if pes is not None else None  # None: every PE; [] is an error
+        per_agent = None
+        if rank_deps is not None:
+            if ids is None or len(rank_deps) != len(ids):
+                raise _core.UsageError(f"{self.name}: Program.{what}: rank_deps has {len(rank_deps)} lists for "
+                                 f"{'every PE' if ids is None else f'{len(ids)} PEs'} (give one per PE of pes)")
+            per_agent = {a: d for a, d in zip(ids, rank_deps)}
         args = (what, algorithm, bytes, None if ids is None else tuple(ids), buffer or default_buffer(self.system),
                 grid_w, grid_h, inter, pieces, root, protocol, channels, fidelity)
         sub = self._subs.get(args)
@@ -232,7 +245,7 @@ class Program:
             sub = _core.collective_program(self.system._core, args[0], args[1], args[2], ids, *args[4:])
             if len(sub) <= 1 << 14 and len(self._subs) < 1 << 12:  # small ones (a big one is rarely repeated)
                 self._subs[args] = sub
-        return self._append(sub, deps, name)
+        return self._append(sub, deps, name, per_agent)
 
     @checked("Program.all_reduce")
     def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:

@@ -382,9 +382,11 @@ void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
 
 // On a GPU: each rank's collective kernel, launched from the host (one
 // thread's ranks one after another) and starting with the protocol's fixed
-// cost; every op of the rank's buffer waits for it. It holds one SM per
-// channel (a CTA) from its start until the collective's release
-// (release_sms), so a compute kernel starting meanwhile runs on fewer SMs.
+// cost; every op of the rank's buffer waits for it. It runs on the rank's
+// NCCL stream, beside the compute stream (KernelCost::side: a compute kernel
+// neither waits for it nor it for one), and holds one SM per channel (a CTA)
+// from its start until the collective's release (release_sms), so a compute
+// kernel starting meanwhile runs on fewer SMs.
 std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec& spec, const NcclConfig& nc) {
   const int n = pr.plan.world.size();
   const Time base = pr.algorithm->in_network         ? nc.nvls_base
@@ -398,6 +400,7 @@ std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec&
     k.launch = nc.call_host;
     k.duration = base;
     k.hold = pr.ctas;
+    k.side = true;  // on the rank's NCCL stream, beside its compute kernels
     entry.push_back(prog.kernel(s.pe(r), k, {}, std::string("nccl ") + to_string(spec.collective), 0));
   }
   return entry;

@@ -135,6 +135,12 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
         case OpKind::Launch: engine = Engine::Launch, t = nd.duration; break;
         default: engine = Engine::Sm, t = nd.duration; break;
       }
+      if (nd.side) {  // a kernel on a stream of its own: it holds its SMs, not the SM array
+        nodes[n].start = sim.now();
+        e.sm_held += nd.sm_hold;
+        co_await sim.delay(t);
+        break;
+      }
       resource = engine == Engine::Launch || engine == Engine::Sm ? gpu_resource(nd.agent, engine)
                                                                   : e.resource[static_cast<int>(engine)];
       co_await e.acquire(engine, nodes[n].engine_holder);

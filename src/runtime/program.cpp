@@ -268,6 +268,7 @@ OpId Program::kernel(NodeId agent, const KernelCost& cost, std::vector<OpId> dep
   op.ctas = cost.ctas;
   op.sms = cost.sms;
   op.sm_hold = cost.hold;
+  op.side = cost.side;
   return add(std::move(op), std::move(deps));
 }
 

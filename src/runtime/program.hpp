@@ -24,9 +24,11 @@
 //              agent's SM array (`Engine::Sm`, one kernel at a time: one
 //              stream), after its launch and its dependencies. Neither pays a
 //              PE_CPU dispatch: the SIP PE_CPU is not part of a GPU. A
-//              collective's kernel holds SMs until a barrier releases them
-//              (KernelCost::hold, sm_release); a compute-bound kernel started
-//              meanwhile runs more waves (KernelCost::ctas, fewer_sms).
+//              collective's kernel runs on a stream of its own, beside the
+//              SM array's queue (KernelCost::side), and holds SMs until a
+//              barrier releases them (KernelCost::hold, sm_release); a
+//              compute-bound kernel started meanwhile runs more waves
+//              (KernelCost::ctas, fewer_sms).
 //   switch_reduce  in-network reduction on a switch that declares
 //              `reduction:` (NVLink SHARP-like): every member buffer sends
 //              the chunk to the switch (gather, lasting at least the op's
@@ -168,6 +170,9 @@ struct KernelCost {
   /// SMs the kernel holds from its start until a release (Program::sm_release) on its agent gives them back: a
   /// collective's kernel, one CTA per channel, holding its SMs for as long as its rank's part runs.
   std::int32_t hold = 0;
+  /// On a stream of its own beside the agent's compute stream (a collective's kernel on its NCCL stream): it
+  /// neither waits for the SM array nor occupies it; what it takes from the compute kernels is its `hold`.
+  bool side = false;
 };
 
 struct Op {
@@ -209,6 +214,8 @@ struct Op {
   /// no unit of the GPU's IPCQ engine while its bytes cross the network;
   /// only its queue's slot credits bound what it has in flight.
   bool proxy = false;
+  /// Kernel: on a stream of its own (KernelCost::side): no SM-array engine held, its duration a plain delay.
+  bool side = false;
 };
 
 class Program {

@@ -225,7 +225,7 @@ void Executor::Impl::build() {
     nd.segment = op.segment;
     nd.channel = op.channel;
     nd.proxy = op.proxy;
-    nd.ctas = op.ctas, nd.sms = op.sms, nd.sm_hold = op.sm_hold;
+    nd.ctas = op.ctas, nd.sms = op.sms, nd.sm_hold = op.sm_hold, nd.side = op.side;
     nd.name = op.name;
     if (op.kind == OpKind::SwitchReduce || op.kind == OpKind::Coflow) {
       nd.group = op.pipeline;

@@ -44,6 +44,7 @@ struct Node {
   std::uint16_t channel = 0;                    // send: which of the pair's queues
   bool proxy = false;                           // send: driven by the host proxy, holds no IPCQ unit (Op::proxy)
   std::int32_t ctas = 0, sms = 0, sm_hold = 0;  // kernel, barrier: SMs (Op::ctas, sms, sm_hold)
+  bool side = false;                            // kernel: on a stream of its own, no engine held (Op::side)
   bool logged = true;                           // gets an op-log row of its own
   std::int64_t program_op = -1;
   std::int64_t composite = -1;  // stages: the composite op they belong to

@@ -167,7 +167,7 @@ TEST_CASE("kernels: host launches run ahead of the GPU in order, and no PE_CPU d
       c.duration = duration;
       std::vector<kernbench::runtime::OpId> deps;
       if (!ks.empty()) deps.push_back(ks.back());
-      ks.push_back(p.kernel(gpu, c, deps, "k" + std::to_string(i)));
+      ks.push_back(p.kernel(gpu, c, deps, std::string(1, 'k').append(std::to_string(i))));
     }
     kernbench::runtime::Executor ex(s);
     const auto r = ex.run(p);
@@ -239,4 +239,31 @@ TEST_CASE("a kernel started while a collective holds SMs runs the waves of the S
   bad.sms = 0;
   CHECK_THROWS_WITH(p.kernel(gpu, bad, {}, "bad"),
                     Catch::Contains("kernel 'bad': ctas 250 and sms 0 must be both 0 or both > 0"));
+}
+
+TEST_CASE("a kernel on a stream of its own runs beside the SM array's queue and holds its SMs", "[gpu][runtime]") {
+  System sys(gpu_config());
+  const auto gpu = sys.machine().at("gpu0");
+  Program p("side");
+  KernelCost gemm;  // 250 CTAs on 100 SMs: 3 waves
+  gemm.duration = 30 * kMicrosecond;
+  gemm.ctas = 250;
+  gemm.sms = 100;
+  const auto first = p.kernel(gpu, gemm, {}, "first");
+  KernelCost nccl;  // a collective's kernel on its NCCL stream: ready at 0 like the GEMM, holds 20 SMs
+  nccl.duration = 5 * kMicrosecond;
+  nccl.hold = 20;
+  nccl.side = true;
+  const auto side = p.kernel(gpu, nccl, {}, "nccl");
+  const auto second = p.kernel(gpu, gemm, {}, "second");  // queued behind `first` on the SM array
+  const auto release = p.sm_release(gpu, 20, {second}, "release");
+  kernbench::runtime::Executor ex(sys);
+  const auto r = ex.run(p);
+  CHECK(r.ops[first].start == 0);
+  CHECK(r.ops[side].start == 0);  // not behind `first`
+  CHECK(r.ops[side].end == 5 * kMicrosecond);
+  CHECK(r.ops[first].end == 30 * kMicrosecond);  // started with every SM: keeps its width
+  CHECK(r.ops[second].start == 30 * kMicrosecond);  // behind `first`, not behind the side kernel
+  CHECK(r.ops[second].end - r.ops[second].start == 40 * kMicrosecond);  // started while 20 SMs are held
+  CHECK(r.ops[release].end == r.ops[second].end);
 }

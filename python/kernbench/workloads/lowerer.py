@@ -310,9 +310,11 @@ class Lowerer:
             return deps
         return self.step(pe, lambda d: self.target.copy(self, pe, int(nbytes), name, d), deps)
 
-    def collective(self, what, group, nbytes, deps, name):
+    def collective(self, what, group, nbytes, deps, name, rank_deps=None):
+        """``what`` over ``group`` after ``deps`` (every rank) and ``rank_deps`` (per rank of ``group``: what that
+        rank alone waits for; see Program.collective). Returns its handles."""
         if len(group) < 2 or nbytes < 1:
-            return deps
+            return deps + [h for d in rank_deps or () for h in d]
         # SIP: a ring stages each rank's share (bytes / ranks) through scratch in one move: a large buffer (a
         # layer's gradients) is all-reduced in sequential buckets of at most 512 KiB per rank. A GPU collective
         # is one NCCL call whatever its size: NCCL moves it in its own steps through the channels' buffers.
@@ -324,7 +326,7 @@ class Lowerer:
             self.count(what)
             fid = {"fidelity": self.plan.fidelity} if self.target.name == "gpu" else {}
             h = [self.prog.collective(what, list(group), b, algorithm=self.plan.algorithm, buffer="hbm",
-                                      deps=h, name=name, **fid)]
+                                      deps=h, name=name, rank_deps=rank_deps if j == 0 else None, **fid)]
         return h
 
     # ---- fusion of sibling linears (q/k/v, gate/up) -------------------------------------------

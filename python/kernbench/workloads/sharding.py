@@ -175,21 +175,27 @@ class DataParallel:
         return self.streams[(s, t)]
 
     def _collective(self, what: str, s: int, t, place: int, nbytes: int, deps: list, name: str, pass_: str,
-                    mb: int, pes: list[str] | None = None, counted: str | None = None) -> tuple[list[int], list]:
-        """One collective over the dp group (or ``pes``) at ``place`` on stream ``(s, t)``, after its data
-        ``deps``; its bytes counted under ``counted`` (default: ``what``)."""
+                    mb: int, pes: list[str] | None = None, counted: str | None = None,
+                    rank_deps: list[list] | None = None) -> tuple[list[int], list]:
+        """One collective over the dp group (or ``pes``) at ``place`` on stream ``(s, t)``, after its data:
+        ``deps`` (every rank waits for them) and ``rank_deps`` (per rank of the group, its own); its bytes counted
+        under ``counted`` (default: ``what``). Returns the ranks' gates and the collective's handles."""
         L = self.L
         pes = pes or self.group(s, t)
-        gates = [L.prog.barrier(pe, [], name=name + " issue") for pe in pes]
+        # the stream's order (the collective issued before this one: _Stream) gates every rank; each rank's own
+        # gate then takes what that rank alone waits for (FSDP's rate limit: _gate), as do ``rank_deps``
+        issue = L.prog.barrier(pes[0], [], name=name + " issue")
+        gates = [L.prog.barrier(pe, [issue], name=name + " ready") for pe in pes]
+        own = rank_deps or [[] for _ in pes]
         first = len(L.prog)
         weight, L.weight = L.weight, 1  # one collective of the whole dp group, whichever replicas are lowered
         try:
-            h = L.collective(what, pes, nbytes, gates + list(deps), name)
+            h = L.collective(what, pes, nbytes, list(deps), name, rank_deps=[[g] + list(d) for g, d in zip(gates, own)])
         finally:
             L.weight = weight
         L.span(-1, "grad_all_reduce" if what == "all_reduce" else what, first, s, pass_, mb, name)
         self.bytes[counted or what] = self.bytes.get(counted or what, 0) + int(nbytes)
-        self.stream(s, t).fill(place, gates, h)
+        self.stream(s, t).fill(place, [issue], h)
         return gates, h
 
     # ---- FSDP: the weights gathered before use ------------------------------------------------------------
@@ -284,25 +290,33 @@ class DataParallel:
         reps = [r for r in self.L.replicas if r % plan.ep == j]  # those lowered (represent_replicas: j alone)
         if any((r, key, 0, mb) not in self.wgrads for r in reps):
             return
-        deps = [h for r in reps for t in range(plan.tp) for h in self.wgrads.get((r, key, t, mb), [])]
+        src = {r: q for q in reps for r in self.L.stand_ins(q)}  # replica -> the lowered one standing for it
+        # per PE of expert_group's order: its own gradients
+        own = [list(self.wgrads.get((src[g * plan.ep + j], key, t, mb), []))
+               for g in range(plan.dp // plan.ep) for t in range(plan.tp)]
         pes = self.expert_group(s, j)
         if len(pes) < 2:
-            self.wgrads[("experts", key, j, mb)] = deps
+            self.wgrads[("experts", key, j, mb)] = own[0]
             return
         nbytes = 2 * self.elems(key)
         name = f"{unit} grad all-reduce (EP rank {j})"
         self.wgrads[("experts", key, j, mb)] = self._collective(
-            "all_reduce", s, ("experts", j), self.stream(s, ("experts", j)).reserve(), nbytes, deps, name,
-            "backward", mb, pes=pes, counted="expert_all_reduce")[1]
+            "all_reduce", s, ("experts", j), self.stream(s, ("experts", j)).reserve(), nbytes, [], name,
+            "backward", mb, pes=pes, counted="expert_all_reduce", rank_deps=own)[1]
         self.L.out.expert_dp.append({"unit": unit, "stage": s, "ep_rank": j, "pes": list(pes), "bytes": nbytes,
                                      "elements": self.elems(key)})
 
     def _reduce(self, what: str, key: tuple[str, int], t: int, mb: int) -> list:
         unit, s = key
-        deps = [h for r in range(self.plan.dp) for h in self.wgrads.get((r, key, t, mb), [])]
+        # each replica's rank enters the collective once its own gradients are ready (a replica not lowered:
+        # those of the replica standing in for it)
+        own: list[list] = [[] for _ in range(self.plan.dp)]
+        for q in self.L.replicas:
+            for r in self.L.stand_ins(q):
+                own[r].extend(self.wgrads.get((q, key, t, mb), []))
         name = f"{unit} grad " + ("all-reduce" if what == "all_reduce" else "reduce-scatter")
-        return self._collective(what, s, t, self.reduce_at[(key, t, mb)], 2 * self.elems(key), deps, name,
-                                "backward", mb)[1]
+        return self._collective(what, s, t, self.reduce_at[(key, t, mb)], 2 * self.elems(key), [], name,
+                                "backward", mb, rank_deps=own)[1]
 
     def finish(self, adam) -> None:
         """The last reductions and the optimizer, per unit and stage (in the order the backward finished them)
@@ -328,9 +342,9 @@ class DataParallel:
                     ready = self.wgrads[("rs", key, t, last)]
                 shard = -(-elems // dp) if self.sharded else elems
                 done = [adam(pe, shard, f"{unit} adam", ready, s) for pe in self.group(s, t)]
-                updated.append((key, t, [h for d in done for h in d]))
+                updated.append((key, t, done))
         if self.active and self.mode in ("zero1", "zero2"):  # the updated weights gathered, on the same stream
-            for key, t, deps in updated:
+            for key, t, done in updated:  # each rank's part once its own Adam is done
                 unit, s = key
-                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(key), deps,
-                                 f"{unit} weights all-gather", "optimizer", last)
+                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(key), [],
+                                 f"{unit} weights all-gather", "optimizer", last, rank_deps=[list(d) for d in done])
