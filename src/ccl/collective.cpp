@@ -381,12 +381,10 @@ void emit(Schedule& s, const Prepared& pr, const CollectiveSpec& spec) {
 }
 
 // On a GPU: each rank's collective kernel, launched from the host (one
-// thread's ranks one after another) and starting with the protocol's fixed
-// cost; every op of the rank's buffer waits for it. It runs on the rank's
-// NCCL stream, beside the compute stream (KernelCost::side: a compute kernel
-// neither waits for it nor it for one), and holds one SM per channel (a CTA)
-// from its start until the collective's release (release_sms), so a compute
-// kernel starting meanwhile runs on fewer SMs.
+// thread's ranks one after another), starting with the protocol's fixed cost
+// and on the rank's NCCL stream (KernelCost::side: beside the compute
+// kernels); every op of the rank's buffer waits for it. It holds one SM per
+// channel from its start until the collective's release (release_sms).
 std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec& spec, const NcclConfig& nc) {
   const int n = pr.plan.world.size();
   const Time base = pr.algorithm->in_network         ? nc.nvls_base
@@ -406,9 +404,8 @@ std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec&
   return entry;
 }
 
-// Each rank's SMs given back once the whole collective is done (its last
-// ops, wherever they run: NCCL's kernels end together, each rank's last step
-// waiting on its peers').
+// Each rank's SMs given back once the whole collective is done (NCCL's
+// kernels end together, each rank's last step waiting on its peers').
 void release_sms(runtime::Program& prog, const Schedule& s, const Prepared& pr) {
   const std::vector<OpId> last = prog.sinks(0);
   const OpId done = prog.barrier(s.pe(0), last, "nccl done");

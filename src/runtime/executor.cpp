@@ -25,6 +25,7 @@ const char* to_string(Engine engine) {
     case Engine::IpcqRx: return "ipcq_rx";
     case Engine::Launch: return "launch";
     case Engine::Sm: return "sm";
+    case Engine::Nccl: return "nccl";
   }
   return "?";
 }
@@ -135,14 +136,10 @@ sim::Process Executor::Impl::run_node(std::uint32_t n) {
         case OpKind::Launch: engine = Engine::Launch, t = nd.duration; break;
         default: engine = Engine::Sm, t = nd.duration; break;
       }
-      if (nd.side) {  // a kernel on a stream of its own: it holds its SMs, not the SM array
-        nodes[n].start = sim.now();
-        e.sm_held += nd.sm_hold;
-        co_await sim.delay(t);
-        break;
-      }
-      resource = engine == Engine::Launch || engine == Engine::Sm ? gpu_resource(nd.agent, engine)
-                                                                  : e.resource[static_cast<int>(engine)];
+      if (nd.side) engine = Engine::Nccl;  // a stream of its own: it holds its SMs, not the SM array
+      resource = engine == Engine::Launch || engine == Engine::Sm || engine == Engine::Nccl
+                     ? gpu_resource(nd.agent, engine)
+                     : e.resource[static_cast<int>(engine)];
       co_await e.acquire(engine, nodes[n].engine_holder);
       nodes[n].start = sim.now();
       if (nd.kind == OpKind::Kernel) {

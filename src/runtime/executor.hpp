@@ -35,10 +35,12 @@ namespace kernbench::runtime {
 /// segments are in flight; consuming recvs read slots on `ipcq_rx`
 /// (reducing recvs use the vector engine). A GPU agent's kernels use two
 /// more: `launch` (the host thread issuing its kernels) and `sm` (its SM
-/// array, running one kernel at a time); they are listed in RunResult::engines
-/// only for agents that ran a launch or a kernel.
-enum class Engine { PeCpu = 0, Dma = 1, Gemm = 2, Vector = 3, Ipcq = 4, IpcqRx = 5, Launch = 6, Sm = 7 };
-inline constexpr int kEngines = 8;
+/// array, running one kernel at a time), and `nccl` (the streams of its
+/// collectives' kernels, KernelCost::side: never waited for, so it only
+/// records them); they are listed in RunResult::engines only for agents that
+/// ran a launch or a kernel.
+enum class Engine { PeCpu = 0, Dma = 1, Gemm = 2, Vector = 3, Ipcq = 4, IpcqRx = 5, Launch = 6, Sm = 7, Nccl = 8 };
+inline constexpr int kEngines = 9;
 inline constexpr int kPeEngines = 6;  ///< the engines every PE that runs an op lists (PeCpu .. IpcqRx)
 const char* to_string(Engine engine);
 

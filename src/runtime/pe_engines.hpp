@@ -24,14 +24,17 @@ struct PeEngines {
         ipcq(sim, pe + ".ipcq", c.ipcq_channels),
         ipcq_rx(sim, pe + ".ipcq_rx", 1),
         launch(sim, pe + ".launch", 1),
-        sm(sim, pe + ".sm", 1) {}
-  sim::Server cpu, dma, gemm, vector, ipcq, ipcq_rx, launch, sm;
+        sm(sim, pe + ".sm", 1),
+        nccl(sim, pe + ".nccl", kSideStreams) {}
+  /// Units of the `nccl` engine: more than a run's concurrent collectives on one GPU, so none waits for it.
+  static constexpr int kSideStreams = 1 << 20;
+  sim::Server cpu, dma, gemm, vector, ipcq, ipcq_rx, launch, sm, nccl;
   Bytes scratch = 0;
   Bytes peak = 0;
-  std::int32_t sm_held = 0;                                   // a GPU: SMs its collectives' kernels hold (Op::sm_hold)
-  int resource[kEngines] = {-1, -1, -1, -1, -1, -1, -1, -1};  // index into RunResult::engines, per Engine (-1: unused)
+  std::int32_t sm_held = 0;  // a GPU: SMs its collectives' kernels hold (Op::sm_hold)
+  int resource[kEngines] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};  // index into RunResult::engines (-1: unused)
   const sim::Server& server(int e) const {
-    const sim::Server* s[kEngines] = {&cpu, &dma, &gemm, &vector, &ipcq, &ipcq_rx, &launch, &sm};
+    const sim::Server* s[kEngines] = {&cpu, &dma, &gemm, &vector, &ipcq, &ipcq_rx, &launch, &sm, &nccl};
     return *s[e];
   }
   sim::Server& server(Engine e) { return const_cast<sim::Server&>(std::as_const(*this).server(static_cast<int>(e))); }

@@ -262,8 +262,8 @@ TEST_CASE("a kernel on a stream of its own runs beside the SM array's queue and 
   CHECK(r.ops[first].start == 0);
   CHECK(r.ops[side].start == 0);  // not behind `first`
   CHECK(r.ops[side].end == 5 * kMicrosecond);
-  CHECK(r.ops[first].end == 30 * kMicrosecond);  // started with every SM: keeps its width
-  CHECK(r.ops[second].start == 30 * kMicrosecond);  // behind `first`, not behind the side kernel
+  CHECK(r.ops[first].end == 30 * kMicrosecond);                         // started with every SM: keeps its width
+  CHECK(r.ops[second].start == 30 * kMicrosecond);                      // behind `first`, not behind the side kernel
   CHECK(r.ops[second].end - r.ops[second].start == 40 * kMicrosecond);  // started while 20 SMs are held
   CHECK(r.ops[release].end == r.ops[second].end);
 }

@@ -199,8 +199,9 @@ def test_the_k200_host_is_a_target_of_the_same_interface():
 
 
 def test_a_gpu_trace_shows_the_launches_and_the_sms_on_tracks_of_their_own(tmp_path):
-    """In the Chrome trace of a GPU-target run every GPU has a `launch` and an `sm` track, and every kernel
-    event sits on the `sm` one (the launches run ahead of it on theirs)."""
+    """In the Chrome trace of a GPU-target run every GPU has a `launch`, an `sm` and an `nccl` track (tp 2: the
+    tensor-parallel all-reduces); every compute kernel event sits on the `sm` one and every NCCL kernel on the
+    `nccl` one, its stream beside the compute stream (the launches run ahead of both on theirs)."""
     import json
 
     s = System.load(H100)
@@ -214,7 +215,9 @@ def test_a_gpu_trace_shows_the_launches_and_the_sms_on_tracks_of_their_own(tmp_p
     gpus = {e["pid"] for e in kernels}
     assert len(gpus) == 2  # tp 2: two GPUs ran kernels
     for pid in gpus:
-        assert {"launch", "sm"} <= {n for (p, _), n in names.items() if p == pid}
-    assert all(names[(e["pid"], e["tid"])] == "sm" for e in kernels)
+        assert {"launch", "sm", "nccl"} <= {n for (p, _), n in names.items() if p == pid}
+    nccl = [e for e in kernels if e["name"].startswith("nccl ")]
+    assert nccl and all(names[(e["pid"], e["tid"])] == "nccl" for e in nccl)
+    assert all(names[(e["pid"], e["tid"])] == "sm" for e in kernels if e not in nccl)
     launches = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "launch"]
     assert launches and all(names[(e["pid"], e["tid"])] == "launch" for e in launches)
