@@ -175,3 +175,16 @@ def test_check_benches_fails_naming_the_bench_and_its_failure(tmp_path):
     assert proc.returncode == 0 and "none failed" in proc.stdout, proc.stderr
     proc = _script(tmp_path, folder, "--bench", "no-such-bench")
     assert proc.returncode == 2 and "unknown bench no-such-bench" in proc.stderr
+
+
+def test_check_benches_runs_benches_side_by_side_with_the_same_verdict(tmp_path):
+    """With --jobs 2 both benches run (each into its own folder, one line each), the broken one is still named with
+    its failure text and the exit status is 1; --jobs 0 is refused."""
+    folder = _plugins(tmp_path)
+    proc = _script(tmp_path, folder, "--bench", "fc-fine", "--bench", "fc-broken", "--jobs", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "check-benches: fc-broken: failure 'point n=2': CapacityError: scratch of pe0 overflows" in proc.stderr
+    assert "1 failed: fc-broken" in proc.stdout and proc.stdout.count(" s cpu ") == 2
+    assert (tmp_path / "out" / "fc-fine" / "sweep.json").exists()
+    proc = _script(tmp_path, folder, "--jobs", "0")
+    assert proc.returncode == 2 and "--jobs must be >= 1, got 0" in proc.stderr
