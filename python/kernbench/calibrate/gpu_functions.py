@@ -143,18 +143,19 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
              config="machines/h100-8x-nvswitch.yaml",
              doc="one optimizer step: grad_accum micro-batches per dp rank (the pipeline's m with pp > 1; interleave "
                  "v > 1: Megatron's interleaved 1F1B over pp x v model chunks; ep: expert parallelism carved out "
-                 "of dp), on the first dp x tp x pp GPUs of the machine in Megatron's rank order, "
-                 "the optimizer and the exposed communication included")
+                 "of dp; clip_grad: Megatron's --clip-grad, 0 for none: with clipping the optimizer waits for "
+                 "the all-reduced gradient norm), on the first dp x tp x pp GPUs of the machine in Megatron's rank "
+                 "order, the optimizer and the exposed communication included")
 def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: int = 2048, micro_batch: int = 1,
                    grad_accum: int = 1, precision: str = "bf16", sharding: str = "none", recompute: str = "none",
-                   sp: bool = False, interleave: int = 1, ep: int = 1):
+                   sp: bool = False, interleave: int = 1, ep: int = 1, clip_grad: float = 1.0):
     from kernbench import _core
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
     spec = get_model(model)
     system = ctx.load()
     plan = ParallelPlan(dp=dp, tp=tp, pp=pp, sp=bool(sp), microbatches=grad_accum, sharding=sharding,
-                        recompute=recompute, interleave=interleave, ep=ep)
+                        recompute=recompute, interleave=interleave, ep=ep, clip_grad=clip_grad)
     gpu = plan.place(system).group(0, 0)[0]  # the first dp x tp x pp GPUs in rank order, else a WorkloadError
     peak = _core.gpu_spec(system._core, gpu)["peak_flops"].get(precision)
     if peak is None:

@@ -117,7 +117,10 @@ class ParallelPlan:
     parallelism for MoE layers, carved out of dp (it must divide dp; the module doc gives the rank order).
     ``fidelity``: how a GPU machine's collectives are simulated (kernbench.ccl.collective, docs/ccl.md
     "Fidelity"): ``auto`` (every step unless one collective alone is too large to), ``steps``, or ``pipeline`` (one
-    coflow per channel, on the flow fabric: a step of a thousand GPUs' data-parallel exchanges in reach)."""
+    coflow per channel, on the flow fabric: a step of a thousand GPUs' data-parallel exchanges in reach).
+    ``clip_grad``: the gradient-norm clipping threshold (Megatron-LM's ``--clip-grad``, default 1.0; 0: none). Its
+    value does not change the time; clipping does: each rank's gradient norm is all-reduced before any rank steps
+    the optimizer (kernbench.workloads.sharding, ``DataParallel.finish``)."""
 
     dp: int = 1
     tp: int = 1
@@ -132,6 +135,7 @@ class ParallelPlan:
     interleave: int = 1
     ep: int = 1
     fidelity: str = "auto"
+    clip_grad: float = 1.0
 
     def __post_init__(self):
         for name in ("dp", "tp", "pp", "microbatches", "interleave", "ep"):
@@ -155,6 +159,9 @@ class ParallelPlan:
                                 f"of pp = {self.pp}")
         if self.sp and self.tp == 1:
             raise WorkloadError("plan: sp (sequence parallelism) splits over the tensor-parallel ranks: it needs tp > 1")
+        if isinstance(self.clip_grad, bool) or not isinstance(self.clip_grad, (int, float)) or not (
+                0 <= self.clip_grad < float("inf")):
+            raise WorkloadError(f"plan: clip_grad must be a number >= 0 (0: no clipping), got {self.clip_grad!r}")
         if self.sharding not in SHARDINGS:
             raise WorkloadError(f"plan: sharding {self.sharding!r}: expected one of {', '.join(SHARDINGS)}")
         if self.fidelity not in FIDELITIES:

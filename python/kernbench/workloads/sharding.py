@@ -318,21 +318,25 @@ class DataParallel:
         return self._collective(what, s, t, self.reduce_at[(key, t, mb)], 2 * self.elems(key), [], name,
                                 "backward", mb, rank_deps=own)[1]
 
-    def finish(self, adam) -> None:
-        """The last reductions and the optimizer, per unit and stage (in the order the backward finished them)
-        and tensor-parallel rank: ``adam(pe, elements, name, deps, stage)`` lowers Adam over a rank's parameters."""
+    def finish(self, adam, norm) -> None:
+        """The last reductions and the optimizer step, per unit and stage (in the order the backward finished them)
+        and tensor-parallel rank: ``adam(pe, elements, name, deps, stage)`` lowers Adam over a rank's parameters,
+        ``norm(pe, elements, name, deps, stage)`` the rank's gradient-norm kernel. A rank steps once all of its own
+        gradients are reduced (Megatron-LM's ``finish_grad_sync``, FSDP's post-backward wait); with gradient
+        clipping (``plan.clip_grad`` > 0) every rank first reads its gradients for their norm and the norms are
+        all-reduced (``_clip``), so no rank steps before every rank's gradients are reduced."""
         plan, last = self.plan, self.plan.microbatches - 1
         dp = plan.dp
         self.L.weight = 1  # Adam and the gathers run on every replica's ranks, lowered or not
         order = self.backward_order + [k for k in self.units if k not in self.backward_order]
-        updated = []
+        steps: dict[str, list[tuple]] = {}  # pe -> (unit key, tp rank, elements, its gradients reduced)
         for key in order:
             unit, s = key
             if key in self.expert:  # each PE updates the experts it holds, once their gradients are reduced
                 for j in range(plan.ep):
                     ready = self.wgrads.get(("experts", key, j, last), [])
                     for pe in self.expert_group(s, j):
-                        adam(pe, self.elems(key), f"{unit} adam", ready, s)
+                        steps.setdefault(pe, []).append((key, None, self.elems(key), ready))
                 continue
             for t in range(plan.tp):
                 elems = self.elems(key)
@@ -341,10 +345,47 @@ class DataParallel:
                 else:  # reduced as the last replica reported the gradients (gradients_done)
                     ready = self.wgrads[("rs", key, t, last)]
                 shard = -(-elems // dp) if self.sharded else elems
-                done = [adam(pe, shard, f"{unit} adam", ready, s) for pe in self.group(s, t)]
-                updated.append((key, t, done))
+                for pe in self.group(s, t):
+                    steps.setdefault(pe, []).append((key, t, shard, ready))
+        gate = self._clip(steps, norm) if plan.clip_grad > 0 else {
+            pe: [h for *_, ready in items for h in ready] for pe, items in steps.items()}
+        done: dict[tuple, dict[str, list]] = {}
+        for pe, items in steps.items():
+            for key, t, elems, _ in items:
+                done.setdefault((key, t), {})[pe] = adam(pe, elems, f"{key[0]} adam", gate[pe], key[1])
         if self.active and self.mode in ("zero1", "zero2"):  # the updated weights gathered, on the same stream
-            for key, t, done in updated:  # each rank's part once its own Adam is done
+            for key in order:
+                if key in self.expert:
+                    continue
                 unit, s = key
-                self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(key), [],
-                                 f"{unit} weights all-gather", "optimizer", last, rank_deps=[list(d) for d in done])
+                for t in range(plan.tp):  # each rank's part once its own Adam is done
+                    self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(key), [],
+                                     f"{unit} weights all-gather", "optimizer", last,
+                                     rank_deps=[list(done[(key, t)][pe]) for pe in self.group(s, t)])
+
+    def _clip(self, steps: dict[str, list[tuple]], norm) -> dict[str, list]:
+        """Gradient clipping: each rank's norm kernels over the gradients it steps (once they are all reduced), then one
+        all-reduce of the norms (fp32) per group that Megatron-LM reduces them over -- the model-parallel group of
+        each replica (its tp x pp ranks) with plain data parallelism, every rank with sharded optimizer state
+        (its distributed optimizer, FSDP) -- on that group's own stream. Returns what each rank's Adam waits for."""
+        plan, L = self.plan, self.L
+        pl = L.out.placement
+        normed = {}
+        for pe, items in steps.items():  # one kernel per unit (every unit alike: layer reuse stays exact)
+            reduced = [h for *_, ready in items for h in ready]
+            normed[pe] = [h for key, _, elems, _ in items for h in norm(pe, elems, f"{key[0]} grad norm", reduced,
+                                                                         key[1])]
+        if self.sharded:
+            groups = [[pe for pe in pl.pes if pe in steps]]
+        else:
+            groups = [[pl.group(r, s)[t] for s in range(plan.pp) for t in range(plan.tp)] for r in range(plan.dp)]
+        stage = {pe: items[0][0][1] for pe, items in steps.items()}
+        gate = {}
+        for g in groups:
+            first = len(L.prog)
+            h = L.collective("all_reduce", g, 4, [], "grad norm all-reduce", rank_deps=[normed[pe] for pe in g])
+            for s in sorted({stage[pe] for pe in g}):  # one span per stage it spans (the step's per-stage parts)
+                L.span(-1, "all_reduce", first, s, "optimizer", plan.microbatches - 1, "grad norm all-reduce")
+            for pe in g:
+                gate[pe] = list(h)
+        return gate

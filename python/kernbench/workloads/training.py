@@ -437,8 +437,15 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         L.span(-1, "optimizer", first, s, "optimizer", M - 1, name)
         return h
 
-    # The gradients' reductions (overlapping the rest of the backward where they can), Adam, and with ZeRO the
-    # updated weights' all-gather (kernbench.workloads.sharding).
-    dp.finish(adam)
+    def norm(pe, elems, name, deps, s):
+        # the gradient norm for clipping: the fp32 gradients read once
+        first = len(L.prog)
+        h = L.vector(pe, elems, min(elems, 4096), 4, 1, 1, 0, name, deps)
+        L.span(-1, "grad_norm", first, s, "optimizer", M - 1, name)
+        return h
+
+    # The gradients' reductions (overlapping the rest of the backward where they can), the gradient norm (with
+    # clipping), Adam, and with ZeRO the updated weights' all-gather (kernbench.workloads.sharding).
+    dp.finish(adam, norm)
     L.out.dp_bytes = dict(dp.bytes)
     L.out.dp_params = dp.stage_params()
