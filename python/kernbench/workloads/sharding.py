@@ -17,7 +17,7 @@ parameter of the one root unit, as before.
 ``none``
     Gradients stay whole on every replica. A layer's 16-bit gradients (one bucket) are all-reduced once its
     last microbatch's weight gradients are done on every replica (overlapping the backward of the layers
-    before it), then Adam updates all of the layer's parameters on every rank. The reduction is appended as
+    before it); Adam updates all of the layer's parameters on every rank. The reduction is appended as
     the last replica reports the layer (the training lowering runs the replicas' backward layer by layer in
     lockstep), so in each rank's program order it sits between the layer's backward and the next one's: on
     a GPU the host issues its NCCL call there, as DDP's bucket hook does.
@@ -30,7 +30,7 @@ parameter of the one root unit, as before.
 ``fsdp``
     PyTorch FSDP's FULL_SHARD (ZeRO-3): a rank holds 1/dp of every layer's weights. Before a layer's
     forward, and again before its backward, its weights are all-gathered; after each microbatch's backward
-    of the layer its gradients are reduce-scattered, and Adam updates the shard once the last one is done.
+    of the layer its gradients are reduce-scattered, and Adam updates the shard.
     The gathers run on their own stream in the order the layers need them, one after another, and a
     gather may start once the layer two before it has been used (FSDP's ``limit_all_gathers``: at most two
     layers' gathered weights live at once; the root's stay gathered through a pass and are not counted).
@@ -53,6 +53,11 @@ overlap each other. On the SIP machine each collective is its own IPCQ program a
 The gradients and gathered weights are 16-bit (the reduce dtype is the parameter dtype: FSDP's
 ``MixedPrecision(param_dtype=bf16, reduce_dtype=bf16)``; assumed). Adam (training.ADAM_BYTES_PER_PARAM)
 reads and writes fp32 state of the rank's parameters.
+
+The optimizer step (``DataParallel.finish``): a rank steps once every one of its reductions is done (Megatron-LM's
+``finish_grad_sync``, FSDP's wait at the end of the backward), never layer by layer; with gradient clipping
+(``ParallelPlan.clip_grad`` > 0) the gradient norm is computed on every rank and all-reduced first, so no rank
+steps before every gradient of the model is reduced.
 """
 
 from __future__ import annotations
@@ -367,7 +372,7 @@ class DataParallel:
         """Gradient clipping: each rank's norm kernels over the gradients it steps (once they are all reduced), then one
         all-reduce of the norms (fp32) per group that Megatron-LM reduces them over -- the model-parallel group of
         each replica (its tp x pp ranks) with plain data parallelism, every rank with sharded optimizer state
-        (its distributed optimizer, FSDP) -- on that group's own stream. Returns what each rank's Adam waits for."""
+        (its distributed optimizer, FSDP). Returns what each rank's Adam waits for."""
         plan, L = self.plan, self.L
         pl = L.out.placement
         normed = {}
