@@ -195,10 +195,7 @@ class Program:
     def _append(self, sub, deps, name: str, per_agent: dict[int, list] | None = None) -> "Handle":
         """Append a sub-program after `deps` (and its ops on an agent of ``per_agent`` after that agent's list);
         its handle stands for its sinks (no extra op, no extra time)."""
-        if per_agent:
-            first = self._core.append(sub, self._deps(deps), {a: self._deps(d) for a, d in per_agent.items()})
-        else:
-            first = self._core.append(sub, self._deps(deps))
+        first = self._core.append(sub, self._deps(deps), {a: self._deps(d) for a, d in (per_agent or {}).items()})
         return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)), self)
 
     def _ids(self, pes, where: str = "Program", what: str = "pes") -> list[int]:

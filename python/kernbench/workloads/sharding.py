@@ -352,8 +352,8 @@ class DataParallel:
                 shard = -(-elems // dp) if self.sharded else elems
                 for pe in self.group(s, t):
                     steps.setdefault(pe, []).append((key, t, shard, ready))
-        gate = self._clip(steps, norm) if plan.clip_grad > 0 else {
-            pe: [h for *_, ready in items for h in ready] for pe, items in steps.items()}
+        reduced = {pe: [h for *_, ready in items for h in ready] for pe, items in steps.items()}
+        gate = self._clip(steps, reduced, norm) if plan.clip_grad > 0 else reduced
         done: dict[tuple, dict[str, list]] = {}
         for pe, items in steps.items():
             for key, t, elems, _ in items:
@@ -368,8 +368,9 @@ class DataParallel:
                                      f"{unit} weights all-gather", "optimizer", last,
                                      rank_deps=[list(done[(key, t)][pe]) for pe in self.group(s, t)])
 
-    def _clip(self, steps: dict[str, list[tuple]], norm) -> dict[str, list]:
-        """Gradient clipping: each rank's norm kernels over the gradients it steps (once they are all reduced), then one
+    def _clip(self, steps: dict[str, list[tuple]], reduced: dict[str, list], norm) -> dict[str, list]:
+        """Gradient clipping: each rank's norm kernels over the gradients it steps (once they are all reduced:
+        ``reduced``), then one
         all-reduce of the norms (fp32) per group that Megatron-LM reduces them over -- the model-parallel group of
         each replica (its tp x pp ranks) with plain data parallelism, every rank with sharded optimizer state
         (its distributed optimizer, FSDP). Returns what each rank's Adam waits for."""
@@ -377,9 +378,8 @@ class DataParallel:
         pl = L.out.placement
         normed = {}
         for pe, items in steps.items():  # one kernel per unit (every unit alike: layer reuse stays exact)
-            reduced = [h for *_, ready in items for h in ready]
-            normed[pe] = [h for key, _, elems, _ in items for h in norm(pe, elems, f"{key[0]} grad norm", reduced,
-                                                                         key[1])]
+            normed[pe] = [h for key, _, elems, _ in items
+                          for h in norm(pe, elems, f"{key[0]} grad norm", reduced[pe], key[1])]
         if self.sharded:
             groups = [[pe for pe in pl.pes if pe in steps]]
         else:
