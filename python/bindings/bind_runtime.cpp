@@ -7,7 +7,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -177,40 +176,11 @@ void bind_runtime(py::module_& m) {
           py::arg("compute_tag") = -1, py::arg("store_tag") = -1,
           "A tile pipeline: per tile, `loads` (src, dst, bytes), a compute stage, `stores`; N-buffered.")
       .def("depend", &Program::depend, py::arg("op"), py::arg("on"), "Add a dependency (may form a cycle).")
-      .def(
-          "append",
-          [](Program& p, const Program& sub, const Ids& after, const std::map<NodeId, Ids>& per_agent) {
-            const auto first = static_cast<OpId>(p.size());
-            // The ops that got `after` (no deps, or a kernel waiting only for
-            // its launch) also wait for their agent's own list; one on an
-            // agent not listed waits for every list.
-            Ids all;
-            for (const auto& kv : per_agent)
-              for (OpId d : kv.second) {
-                if (d >= first)
-                  throw UsageError(p.name() + ": append '" + sub.name() + "': per_agent op " + std::to_string(d) +
-                                   " does not exist before it");
-                all.push_back(d);
-              }
-            p.append(sub, after);
-            const std::vector<Op>& ops = sub.ops();
-            for (std::size_t i = 0; i < ops.size(); ++i) {
-              const Op& o = ops[i];
-              const bool source = o.kind != OpKind::Launch &&
-                                  (o.deps.empty() ||
-                                   (o.kind == OpKind::Kernel && std::all_of(o.deps.begin(), o.deps.end(), [&](OpId d) {
-                                      return ops[d].kind == OpKind::Launch;
-                                    })));
-              if (!source) continue;
-              const auto it = per_agent.find(o.agent);
-              for (OpId d : it == per_agent.end() ? all : it->second) p.depend(first + static_cast<OpId>(i), d);
-            }
-            return first;
-          },
-          py::arg("sub"), py::arg("after") = Ids{}, py::arg("per_agent") = std::map<NodeId, Ids>{},
-          "Append a whole sub-program (a kernel's, a collective's); its ops without deps wait for `after`, and "
-          "those on an agent of `per_agent` (agent -> ops) for that agent's ops too (on any other agent: all of "
-          "them). Returns the id of its first op.")
+      .def("append", &Program::append, py::arg("sub"), py::arg("after") = Ids{},
+           py::arg("per_agent") = std::map<NodeId, Ids>{},
+           "Append a whole sub-program (a kernel's, a collective's); its ops without deps wait for `after`, and "
+           "those on an agent of `per_agent` (agent -> ops) for that agent's ops too (on any other agent: all of "
+           "them). Returns the id of its first op.")
       .def("sinks", &Program::sinks, py::arg("first") = 0, "Ops from `first` on that no later op depends on.")
       .def(
           "op_columns",

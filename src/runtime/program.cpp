@@ -301,7 +301,8 @@ void Program::depend(OpId op, OpId on) {
   ops_[op].deps.push_back(on);
 }
 
-OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
+OpId Program::append(const Program& sub, const std::vector<OpId>& after,
+                     const std::map<NodeId, std::vector<OpId>>& per_agent) {
   const auto offset = static_cast<OpId>(ops_.size());
   if (ops_.size() + sub.size() > kMaxOps)
     throw UsageError(name_ + ": append '" + sub.name() + "': " + std::to_string(ops_.size()) + " + " +
@@ -310,6 +311,18 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
     if (a >= offset)
       throw UsageError(name_ + ": append '" + sub.name() + "': after op " + std::to_string(a) +
                        ", which does not exist");
+  std::vector<OpId> every;  // per_agent's lists together: for a waiting op on an agent not listed
+  for (const auto& [agent, ops] : per_agent)
+    for (OpId a : ops) {
+      if (a >= offset)
+        throw UsageError(name_ + ": append '" + sub.name() + "': per_agent op " + std::to_string(a) +
+                         " does not exist before it");
+      every.push_back(a);
+    }
+  const auto own = [&](NodeId agent) -> const std::vector<OpId>& {
+    const auto it = per_agent.find(agent);
+    return it == per_agent.end() ? every : it->second;
+  };
   // Keys: shift the sub-program's above every key used here.
   const std::int64_t key_shift = (have_keys_ && sub.have_keys_) ? key_max_ - sub.key_min_ + 1 : 0;
   std::vector<std::int32_t> tag_map(sub.tags().size());
@@ -339,6 +352,7 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
     for (OpId& d : o.deps) d += offset;
     if (only_launches) {
       o.deps.insert(o.deps.end(), after.begin(), after.end());
+      if (!per_agent.empty()) o.deps.insert(o.deps.end(), own(o.agent).begin(), own(o.agent).end());
     } else if (o.kind == OpKind::Launch) {
       // Launches stay in host order: the sub-program's first launch on an
       // agent follows this program's last one there, not `after`.
@@ -347,6 +361,7 @@ OpId Program::append(const Program& sub, const std::vector<OpId>& after) {
       note_launch(o.agent, static_cast<OpId>(ops_.size()));
     } else if (o.deps.empty()) {
       o.deps = after;
+      if (!per_agent.empty()) o.deps.insert(o.deps.end(), own(o.agent).begin(), own(o.agent).end());
     }
     o.tag = map_tag(o.tag);
     if (o.kind == OpKind::Free) o.target += offset;

@@ -70,6 +70,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -281,7 +282,11 @@ class Program {
   /// shifted past this program's own so the messages stay distinct. Sub ops
   /// without dependencies, and kernels that wait only for their launches,
   /// wait for `after` (ops of this program); launches keep host order.
-  OpId append(const Program& sub, const std::vector<OpId>& after = {});
+  /// Those on an agent of `per_agent` wait for that agent's ops too, those
+  /// on any other agent for every list's (a collective's ranks, each after
+  /// its own inputs).
+  OpId append(const Program& sub, const std::vector<OpId>& after = {},
+              const std::map<NodeId, std::vector<OpId>>& per_agent = {});
   /// Ops with id >= `from` that no op depends on (what a later stage waits for).
   std::vector<OpId> sinks(OpId from = 0) const;
 
