@@ -70,7 +70,6 @@ struct Prepared {
   bool gpu = false;  // lowered as NCCL runs it (nccl.hpp)
   Protocol protocol = Protocol::Simple;
   int channels = 1;
-  int ctas = 1;         // GPU: SMs each rank's NCCL kernel holds (one CTA per channel; NVLS: the tuner's channels)
   int base_slices = 1;  // what the algorithm's pattern needs per channel
   Wire wire;
   Time predicted = 0;
@@ -171,7 +170,6 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
       p2p = p2p_choice(out.largest_pair, n, pe.ipcq_channels, nccl_config(config), auto_protocol ? nullptr : &asked);
       out.protocol = p2p.protocol;
       out.channels = spec.channels > 0 ? spec.channels : p2p.channels;
-      out.ctas = out.channels;
     }
   } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
@@ -180,11 +178,12 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     // The tuner knows ring, tree and nvls; another registry algorithm runs
     // with the protocol the ring would get.
     const std::string tuned = name == "auto" ? "" : name == "double_binary_tree" ? "tree" : name;
-    const bool known = tuned.empty() || tuned == "ring" || tuned == "nvls" ||
-                       (tuned == "tree" && spec.collective == Collective::AllReduce);
-    if (tuned == "nvls" && !facts.nvls) {
-      // No reducing switch on every rank: nvls's own check (below) says what is missing.
-      row.algorithm = "nvls";
+    const bool in_net = tuned == "nvls" || tuned == "nvls_tree";
+    const bool known =
+        tuned.empty() || tuned == "ring" || in_net || (tuned == "tree" && spec.collective == Collective::AllReduce);
+    if (in_net && (!facts.nvls || (tuned == "nvls" ? facts.nodes > 1 && !facts.sharp : facts.nodes < 2))) {
+      // No reducing switch where it needs one: the algorithm's own check (below) says what is missing.
+      row.algorithm = tuned;
       row.protocol = Protocol::Simple;
     } else {
       row = choose(nccl_kind(spec.collective), spec.bytes_per_pe, facts, nc, known ? tuned : "ring",
@@ -192,8 +191,8 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     }
     if (name == "auto") name = row.algorithm;
     out.protocol = row.protocol;
-    out.channels = row.algorithm == "nvls" ? 1 : spec.channels > 0 ? spec.channels : row.channels;
-    out.ctas = row.algorithm == "nvls" ? std::max(1, row.channels) : out.channels;
+    // NVLS runs one pipeline of chunks over the switches.
+    out.channels = row.algorithm.rfind("nvls", 0) == 0 ? 1 : spec.channels > 0 ? spec.channels : row.channels;
     out.predicted = known ? row.time : 0;  // the table prices only ring, tree and nvls
   } else if (name == "auto") {
     name = "ring";
@@ -287,6 +286,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
       throw CapacityError("collective: " + std::to_string(total) + " slices: too fine a cut (fewer channels)");
     p.slices = static_cast<int>(total);
     out.wire.step = (out.footprint + p.slices - 1) / p.slices;
+    if (a.in_network) out.wire.step = std::max(out.wire.step, static_cast<Bytes>(step_payload));  // NVLS+tree's sends
     out.wire.efficiency = f.efficiency * nc.link_efficiency;
     out.wire.step_latency = out.protocol == Protocol::LL      ? nc.ll_step
                             : out.protocol == Protocol::LL128 ? nc.ll128_step
@@ -397,8 +397,8 @@ std::vector<OpId> kernels(Schedule& s, const Prepared& pr, const CollectiveSpec&
     runtime::KernelCost k;
     k.launch = nc.call_host;
     k.duration = base;
-    k.hold = pr.ctas;
-    k.side = true;  // on the rank's NCCL stream, beside its compute kernels
+    k.hold = pr.channels;  // one CTA (SM) per channel
+    k.side = true;         // on the rank's NCCL stream, beside its compute kernels
     entry.push_back(prog.kernel(s.pe(r), k, {}, std::string("nccl ") + to_string(spec.collective), 0));
   }
   return entry;
@@ -411,7 +411,7 @@ void release_sms(runtime::Program& prog, const Schedule& s, const Prepared& pr) 
   const OpId done = prog.barrier(s.pe(0), last, "nccl done");
   prog.set_latency(done, 0);
   for (int r = 0; r < static_cast<int>(pr.plan.world.size()); ++r)
-    prog.sm_release(s.pe(r), pr.ctas, {done}, "nccl sms");
+    prog.sm_release(s.pe(r), pr.channels, {done}, "nccl sms");
 }
 
 Schedule build(const topology::Machine& m, const topology::Config& config, Prepared& pr, const CollectiveSpec& spec) {

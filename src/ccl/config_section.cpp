@@ -69,6 +69,12 @@ void add_config_section(config::Schema& schema) {
   t.time("net_tree_simple_step", &NcclTunerConstants::net_tree_simple_step,
          "tuner: latency per network step of a tree, Simple")
       .min(Bound::NonNegative);
+  t.time("net_nvls", &NcclTunerConstants::net_nvls,
+         "tuner: latency across boxes of NVLS with IB SHARP, per call (hwLat NET, NVLS)")
+      .min(Bound::NonNegative);
+  t.time("net_nvls_tree", &NcclTunerConstants::net_nvls_tree,
+         "tuner: latency per network step of NVLS+tree (hwLat NET, NVLS Tree)")
+      .min(Bound::NonNegative);
   s.add("max_steps_per_transfer", &NcclConfig::max_steps_per_transfer,
         "most steps one transfer is simulated as (fidelity: longer transfers move in larger steps)")
       .min(Bound::Positive);

@@ -83,7 +83,7 @@ std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, co
     TuneRow r;
     r.algorithm = alg;
     r.protocol = p;
-    r.channels = alg == "nvls" ? 1 : channels_for(bytes, p, f.channels, cfg);
+    r.channels = alg == "nvls" || alg == "nvls_tree" ? 1 : channels_for(bytes, p, f.channels, cfg);
     r.latency = latency;
     r.bandwidth = bandwidth;
     r.time = latency + static_cast<Time>(std::ceil(static_cast<double>(bytes) / bandwidth * 1e12));
@@ -124,14 +124,28 @@ std::vector<TuneRow> tune(NcclCollective c, Bytes bytes, const TunerFacts& f, co
       }
     }
   }
-  if (c == NcclCollective::AllReduce && f.nvls && !multi) {
-    // Each rank sends its buffer to the switches once and receives the sum
-    // once (link), issues 2/n of it as multimem operations (issue), and the
-    // switches reduce n contributions of every byte (switch).
+  if (c == NcclCollective::AllReduce && f.nvls) {
+    // Inside a box each rank sends its buffer to the switches once and
+    // receives the sum once (link), issues 2/ppn of it as multimem
+    // operations (issue), and the switches reduce ppn contributions of every
+    // byte (switch).
     double bw = link;
-    if (cfg.nvls_issue.bytes_per_s > 0) bw = std::min(bw, static_cast<double>(cfg.nvls_issue.bytes_per_s) * n / 2.0);
-    if (f.nvls_switch > 0) bw = std::min(bw, f.nvls_switch / n);
-    add("nvls", Protocol::Simple, cfg.tuner.nvls + 2 * f.route_latency, bw);
+    if (cfg.nvls_issue.bytes_per_s > 0) bw = std::min(bw, static_cast<double>(cfg.nvls_issue.bytes_per_s) * ppn / 2.0);
+    if (f.nvls_switch > 0) bw = std::min(bw, f.nvls_switch / ppn);
+    if (!multi) {
+      add("nvls", Protocol::Simple, cfg.tuner.nvls + 2 * f.route_latency, bw);
+    } else {
+      // Across boxes local rank i carries part i of the buffer through its NIC. With IB SHARP each byte leaves
+      // and enters a box once (the box's NIC rate); NCCL's tree over the boxes moves every byte up and down each
+      // edge (half that rate; over two boxes one edge, every byte once). NCCL's latencies: NVLS's in the box,
+      // then the network's once (SHARP) or per tree step up and down (src/graph/tuning.cc).
+      const double nic = f.inter_bandwidth * cfg.link_efficiency;
+      if (f.sharp)
+        add("nvls", Protocol::Simple, cfg.tuner.nvls + cfg.tuner.net_nvls + 2 * f.inter_latency, std::min(bw, nic));
+      add("nvls_tree", Protocol::Simple,
+          cfg.tuner.nvls + 2 * static_cast<Time>(log_nodes) * (cfg.tuner.net_nvls_tree + f.inter_latency),
+          std::min(bw, f.nodes <= 2 ? nic : nic / 2.0));
+    }
   }
   return rows;
 }

@@ -91,6 +91,9 @@ struct NcclTunerConstants {
   Time net_tree_ll_step = 5 * sim::kMicrosecond;
   Time net_tree_ll128_step = 8500 * sim::kNanosecond;
   Time net_tree_simple_step = 14 * sim::kMicrosecond;
+  /// Across boxes (hwLat NET): NVLS with IB SHARP (CollNet) once per call, NVLS+tree per tree step.
+  Time net_nvls = 18 * sim::kMicrosecond;
+  Time net_nvls_tree = 20900 * sim::kNanosecond;
 };
 
 /// The `nccl:` section: the mechanism parameters of NCCL on a GPU machine.
@@ -151,8 +154,9 @@ struct TunerFacts {
   int ranks = 0;
   double ring_bandwidth = 0;  ///< B/s rank to next rank (every equal-cost path, narrowest pair)
   Time route_latency = 0;     ///< wire + node latency rank to next rank (the slowest pair)
-  bool nvls = false;          ///< a reducing switch is linked to every rank
-  double nvls_switch = 0;     ///< the reducing switches' summed reduction bandwidth, B/s
+  bool nvls = false;          ///< a reducing switch is linked to every rank (several boxes: of each box)
+  double nvls_switch = 0;     ///< the reducing switches' summed reduction bandwidth, B/s (the narrowest box's)
+  bool sharp = false;         ///< several boxes, and a switch outside them reduces (IB SHARP, logical/sharp.hpp)
   int channels = 1;           ///< most channels (pe.ipcq.channels)
   /// Boxes (logical/boxes.hpp) the ranks span, and the ranks of the smallest.
   int nodes = 1;
@@ -163,7 +167,7 @@ struct TunerFacts {
 
 /// One row of the tuning table.
 struct TuneRow {
-  std::string algorithm;  ///< ring | tree | nvls (a registry name: double_binary_tree for tree)
+  std::string algorithm;  ///< ring | tree | nvls | nvls_tree (a registry name: double_binary_tree for tree)
   Protocol protocol = Protocol::Simple;
   int channels = 1;
   Time latency = 0;      ///< fixed part: base + steps x step latency

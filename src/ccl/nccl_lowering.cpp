@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ccl/logical/sharp.hpp"
 #include "sim/errors.hpp"
 #include "topology/routing/routing.hpp"
 
@@ -61,15 +62,31 @@ TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, 
   // One rank per box: no intra-box hop, the boxes' NIC rate is the ring's.
   if (narrowest < 0 && boxes.multi()) narrowest = f.inter_bandwidth;
   f.ring_bandwidth = std::max(0.0, narrowest);
-  for (NodeId id = 0; id < m.num_nodes(); ++id) {
-    const topology::NodeInfo& n = m.node(id);
-    if (n.kind != topology::NodeKind::Switch || n.params.reduction.bytes_per_s <= 0) continue;
-    bool all = true;
-    for (NodeId pe_id : pes) all = all && m.channel_between(pe_id, id).has_value();
-    if (!all) continue;
-    f.nvls = true;
-    f.nvls_switch += static_cast<double>(n.params.reduction.bytes_per_s);
+  // NVLS: the reducing switches linked to every rank (over several boxes: to every rank of each box, the
+  // narrowest box's summed reduction bandwidth); IB SHARP: a reducing switch outside the boxes.
+  std::vector<std::vector<NodeId>> groups;
+  if (boxes.multi())
+    for (const std::vector<int>& b : boxes.ranks) {
+      groups.emplace_back();
+      for (int r : b) groups.back().push_back(pes[static_cast<std::size_t>(r)]);
+    }
+  else
+    groups.push_back(pes);
+  f.nvls = true;
+  for (const std::vector<NodeId>& g : groups) {
+    double sum = 0;
+    for (NodeId id = 0; id < m.num_nodes(); ++id) {
+      const topology::NodeInfo& n = m.node(id);
+      if (n.kind != topology::NodeKind::Switch || n.params.reduction.bytes_per_s <= 0) continue;
+      bool all = true;
+      for (NodeId pe_id : g) all = all && m.channel_between(pe_id, id).has_value();
+      if (all) sum += static_cast<double>(n.params.reduction.bytes_per_s);
+    }
+    f.nvls = f.nvls && sum > 0;
+    f.nvls_switch = &g == &groups.front() ? sum : std::min(f.nvls_switch, sum);
   }
+  if (!f.nvls) f.nvls_switch = 0;
+  f.sharp = boxes.multi() && !sharp_net(m, pes).switches.empty();
   return f;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ccl/config_section.hpp"
+#include "ccl/logical/sharp.hpp"
 #include "ccl/logical/tree.hpp"
 #include "sim/errors.hpp"
 
@@ -110,6 +111,102 @@ Channel tree_channel(const Plan& p, double part) {
   return ch;
 }
 
+// NVLS across boxes (nvls.cpp): one coflow per local index i, carrying part i of the buffer: every rank of a box
+// to its switches (switch j a share w_j / w of it), the switches to the box's rank i (the load-reduce), across the
+// boxes (IB SHARP: each head to its leaf, one partial per leaf to the root and back; or each edge of a binary
+// tree of the heads, up and down), then rank i to the switches and the switches to every rank (the multicast).
+// `stages`: the stages a piece passes (fill), `net`: the network steps on the dependency chain.
+struct NvlsFlow {
+  std::vector<topology::CoflowHop> hops;
+  double share = 0.0;  // of the buffer
+  int stages = 0;
+  int net = 0;
+};
+
+std::vector<NvlsFlow> nvls_flows(const Algorithm& a, const Plan& p) {
+  const Boxes& b = *p.boxes;
+  const std::vector<std::vector<Part>> parts = nvls_box_parts(p, a.name);
+  const int ppn = b.smallest(), boxes = b.count(), w = weight_sum(parts.front());
+  const bool sharp = a.name == "nvls";
+  const auto pe = [&](int r) { return p.pes[static_cast<std::size_t>(r)]; };
+  SharpNet net;
+  if (sharp) net = require_sharp_net(*p.machine, p.pes, a.name);
+  const std::pair<Tree, Tree> ab = double_trees(boxes);
+  std::vector<NvlsFlow> out;
+  for (int i = 0; i < ppn; ++i) {
+    NvlsFlow f;
+    f.share = 1.0 / ppn;
+    std::vector<int> heads;
+    for (int k = 0; k < boxes; ++k) {
+      heads.push_back(b.at(k, i));
+      for (std::size_t j = 0; j < parts.front().size(); ++j) {
+        const NodeId sw = parts[static_cast<std::size_t>(k)][j].sw;
+        const double wj = static_cast<double>(parts.front()[j].weight) / w;
+        for (int r : b.ranks[static_cast<std::size_t>(k)]) {
+          f.hops.push_back({pe(r), sw, wj});
+          f.hops.push_back({sw, pe(r), wj});
+        }
+        f.hops.push_back({sw, pe(heads.back()), wj});
+        f.hops.push_back({pe(heads.back()), sw, wj});
+      }
+    }
+    if (sharp) {
+      const SharpTree t = sharp_tree(net, *p.machine, heads, a.name);
+      std::vector<NodeId> leaves;
+      for (std::size_t k = 0; k < heads.size(); ++k) {
+        f.hops.push_back({pe(heads[k]), t.via[k], 1.0});
+        f.hops.push_back({t.via[k], pe(heads[k]), 1.0});
+        if (t.via[k] != t.root && std::find(leaves.begin(), leaves.end(), t.via[k]) == leaves.end())
+          leaves.push_back(t.via[k]);
+      }
+      for (NodeId l : leaves) {
+        f.hops.push_back({l, t.root, 1.0});
+        f.hops.push_back({t.root, l, 1.0});
+      }
+      f.stages = 2 + (leaves.empty() ? 2 : 4);
+      f.net = 1;
+    } else {
+      const Tree& t = i % 2 == 0 ? ab.first : ab.second;
+      for (std::size_t v = 0; v < t.children.size(); ++v)
+        for (int c : t.children[v]) {
+          const NodeId parent = pe(heads[static_cast<std::size_t>(t.rank[v])]),
+                       child = pe(heads[static_cast<std::size_t>(t.rank[static_cast<std::size_t>(c)])]);
+          f.hops.push_back({child, parent, 1.0});
+          f.hops.push_back({parent, child, 1.0});
+        }
+      f.net = 2 * depth_of(t, t.root);
+      f.stages = 4 + f.net;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<runtime::OpId> lower_nvls(runtime::Program& prog, const Algorithm& a, const Plan& plan,
+                                      const PipelineWire& w, const std::vector<runtime::OpId>& entry,
+                                      std::int32_t tag) {
+  std::vector<runtime::OpId> out;
+  const std::vector<NvlsFlow> flows = nvls_flows(a, plan);
+  // The chain: a network step whole (SHARP: its route; the tree: NCCL's network step and its route), the tree's
+  // later ones what the pieces in flight do not hide; then the last piece's trail through the stages at the
+  // uncontended rate, every part's coflow moving its share of a piece meanwhile.
+  const double piece_s = w.channel_rate > 0 ? static_cast<double>(w.piece) / w.efficiency / w.channel_rate : 0.0;
+  const double in_flight =
+      std::min<double>(std::ceil(static_cast<double>(w.footprint) / std::max<Bytes>(w.piece, 1)), std::max(1, w.slots));
+  const Time step = a.name == "nvls" ? w.net_route : w.net_step + w.net_route;
+  const Time exposed = std::max<Time>(0, step - static_cast<Time>(std::llround((in_flight - 1.0) * piece_s * 1e12)));
+  for (std::size_t k = 0; k < flows.size(); ++k) {
+    const NvlsFlow& f = flows[k];
+    Time latency = step + static_cast<Time>(std::max(0, f.net - 1)) * exposed +
+                   static_cast<Time>(std::llround((f.stages - 1) * piece_s * 1e12));
+    latency = std::max<Time>(0, latency - w.net_route);
+    const double wire = static_cast<double>(w.footprint) * f.share / w.efficiency;
+    out.push_back(prog.coflow(f.hops.front().src, f.hops, static_cast<Bytes>(std::ceil(wire)), latency, entry,
+                              "nvls rail " + std::to_string(k) + " pipeline", tag));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::string* why) {
@@ -126,7 +223,12 @@ bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::
     if (!plan.multi_node()) return no("the tree's pipeline form is NCCL's across boxes; these ranks are one box");
     return true;
   }
-  return no(a.name + " has no pipeline form (ring, and tree across boxes, have one)");
+  if (a.name == "nvls" || a.name == "nvls_tree") {
+    if (c != Collective::AllReduce) return no(a.name + " is all_reduce only");
+    if (!plan.multi_node()) return no(a.name + "'s pipeline form is NCCL's across boxes; these ranks are one box");
+    return true;
+  }
+  return no(a.name + " has no pipeline form (ring, and tree, nvls and nvls_tree across boxes, have one)");
 }
 
 bool choose_pipeline(const CollectiveSpec& spec, const topology::Config& config, bool gpu, const Algorithm& a,
@@ -159,6 +261,7 @@ bool choose_pipeline(const CollectiveSpec& spec, const topology::Config& config,
   pipe.footprint = spec.collective == Collective::AllToAll ? 2 * spec.bytes_per_pe : spec.bytes_per_pe;
   pipe.efficiency = wire.efficiency;
   pipe.piece = std::max<Bytes>(1, static_cast<Bytes>(static_cast<double>(fmt.buffer) / nc.steps * fmt.efficiency));
+  if (a.in_network) pipe.piece = std::max<Bytes>(1, nc.nvls_chunk);  // NVLS moves chunks of nccl.nvls_chunk
   pipe.step = wire.step_latency;
   pipe.net_step = protocol == Protocol::LL      ? nc.net_ll_step
                   : protocol == Protocol::LL128 ? nc.net_ll128_step
@@ -181,6 +284,7 @@ std::vector<runtime::OpId> lower_pipeline(runtime::Program& prog, const Algorith
   std::vector<runtime::OpId> out;
   const int channels = std::max(1, channels_in);
   const std::int32_t tag = prog.tag(c == Collective::AllReduce ? "all-reduce" : to_string(c));
+  if (a.in_network) return lower_nvls(prog, a, plan, w, entry, tag);
   for (int k = 0; k < channels; ++k) {
     Plan p = plan;
     p.channel = k;

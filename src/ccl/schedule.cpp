@@ -258,31 +258,48 @@ void Schedule::copy_step(int rank, Slices from, Slices to) {
 namespace kernbench::ccl {
 
 void Schedule::switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s, double share) {
+  switch_reduce(sw, SwitchRanks{ranks, ranks, {}, {}}, s, share);
+}
+
+void Schedule::switch_reduce(NodeId sw, const SwitchRanks& g, Slices s, double share) {
   if (s.empty()) return;
   check_slices(s);
-  // It reads every member's slices and then overwrites them: it waits for
-  // their last writers and for every op still reading them.
+  // It reads the slices of `in` (after their last writers) and then overwrites those of `out` (after their last
+  // writers and every op still reading them).
   std::vector<OpId> deps, one;
-  std::vector<NodeId> members;
-  for (int r : ranks) {
+  runtime::SwitchGroup members;
+  for (int r : g.in) {
+    one.clear();
+    collect(r, s, std::find(g.out.begin(), g.out.end(), r) != g.out.end(), one);
+    deps.insert(deps.end(), one.begin(), one.end());
+    members.in.push_back(buffer_ == Buffer::Hbm ? hbm_[static_cast<std::size_t>(r)] : pe(r));
+  }
+  for (int r : g.out) {
     one.clear();
     collect(r, s, true, one);
     deps.insert(deps.end(), one.begin(), one.end());
-    members.push_back(buffer_ == Buffer::Hbm ? hbm_[static_cast<std::size_t>(r)] : pe(r));
+    members.out.push_back(buffer_ == Buffer::Hbm ? hbm_[static_cast<std::size_t>(r)] : pe(r));
   }
+  members.in_via = g.in_via;
+  members.out_via = g.out_via;
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   const std::string label = machine_.node(sw).name + " [" + std::to_string(s.lo) + "," + std::to_string(s.hi) + ")";
-  // Each rank issues 2/ranks of the chunk (a load-reduce and a multicast
-  // store of its share), at its issue rate split over the switches.
+  // Each GPU issues its share of the chunk's multimem operations: of an all-reduce 2/ranks of it (a
+  // load-reduce and a multicast store of its share), of a load-reduce into one GPU or a multicast store from
+  // one, 1/ranks; at its issue rate split over the switches.
   Time issue = 0;
+  const auto halves = static_cast<double>((g.in.size() > 1 ? 1 : 0) + (g.out.size() > 1 ? 1 : 0));
+  const auto n = static_cast<double>(std::max(g.in.size(), g.out.size()));
   if (wire_.issue_bytes_per_s > 0 && share > 0)
-    issue = static_cast<Time>(std::ceil(2.0 * static_cast<double>(bytes(s)) / static_cast<double>(ranks.size()) /
-                                        (wire_.issue_bytes_per_s * share) * 1e12));
+    issue = static_cast<Time>(
+        std::ceil(halves * static_cast<double>(bytes(s)) / n / (wire_.issue_bytes_per_s * share) * 1e12));
   const OpId op = program_.switch_reduce(sw, std::move(members), bytes(s), deps, "switch_reduce " + label, tag_, issue);
   program_.set_slices(op, s);
-  for (int r : ranks) set_writer(r, s, op);
-  reductions_[op] = Reduction{ranks, s};
+  for (int r : g.in)
+    if (std::find(g.out.begin(), g.out.end(), r) == g.out.end()) add_reader(r, s, op);
+  for (int r : g.out) set_writer(r, s, op);
+  reductions_[op] = Reduction{g.in, g.out, s};
 }
 
 }  // namespace kernbench::ccl

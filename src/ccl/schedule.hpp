@@ -129,6 +129,14 @@ class Schedule {
   /// of the data in flight this switch carries (the ranks' issue rate,
   /// Wire::issue_bytes_per_s, is split over the switches in this proportion).
   void switch_reduce(NodeId sw, const std::vector<int>& ranks, Slices s, double share = 1.0);
+  /// The general form: the switch adds slices `s` of every rank of `in` and writes the sum into slices `s` of
+  /// every rank of `out` (NVLS's load-reduce into one GPU: out = that GPU; its multicast store from one: in =
+  /// that GPU); `in_via` / `out_via` as runtime::SwitchGroup's (empty: every leg direct).
+  struct SwitchRanks {
+    std::vector<int> in, out;
+    std::vector<NodeId> in_via, out_via;
+  };
+  void switch_reduce(NodeId sw, const SwitchRanks& group, Slices s, double share = 1.0);
   /// Labels the transfers added from now on (a phase: "reduce-scatter", ...).
   void phase(const std::string& label) { tag_ = program_.tag(label); }
 
@@ -146,7 +154,7 @@ class Schedule {
   const std::unordered_map<OpId, Move>& moves() const { return moves_; }
   /// What the symbolic check needs about a switch_reduce op.
   struct Reduction {
-    std::vector<int> ranks;
+    std::vector<int> in, out;  ///< whose slices are added; who receives the sum
     Slices slices;
   };
   const std::unordered_map<OpId, Reduction>& reductions() const { return reductions_; }

@@ -34,7 +34,7 @@ void SymbolicCheck::on_start(OpId op) {
     // The switch reads every member's slices as its gather starts.
     const Schedule::Reduction& r = red->second;
     std::vector<std::uint64_t>& snap = snapshots_[op];
-    for (int rank : r.ranks)
+    for (int rank : r.in)
       for (std::int32_t i = r.slices.lo; i < r.slices.hi; ++i) {
         const std::uint64_t* c = cell(rank, i);
         snap.insert(snap.end(), c, c + words_);
@@ -119,7 +119,7 @@ void SymbolicCheck::end_reduction(OpId op, const Schedule::Reduction& r) {
   twice_.resize(words_);
   for (std::size_t i = 0; i < n; ++i) {
     std::fill(sum.begin(), sum.end(), 0);
-    for (std::size_t m = 0; m < r.ranks.size(); ++m) {
+    for (std::size_t m = 0; m < r.in.size(); ++m) {
       const std::uint64_t* in = &snap[(m * n + i) * words_];
       bool overlap = false;
       for (std::size_t w = 0; w < words_; ++w) {
@@ -131,9 +131,9 @@ void SymbolicCheck::end_reduction(OpId op, const Schedule::Reduction& r) {
         throw VerificationError(what_ + ": wrong schedule: op " + std::to_string(op) + " ('" +
                                 schedule_.program().op(op).name + "') would count ranks " + ranks_text(twice_.data()) +
                                 " twice when the switch adds what " +
-                                where(r.ranks[m], r.slices.lo + static_cast<std::int32_t>(i)) + " sent");
+                                where(r.in[m], r.slices.lo + static_cast<std::int32_t>(i)) + " sent");
     }
-    for (int rank : r.ranks) {
+    for (int rank : r.out) {
       std::copy(sum.begin(), sum.end(), cell(rank, r.slices.lo + static_cast<std::int32_t>(i)));
       origin(rank, r.slices.lo + static_cast<std::int32_t>(i)) = kSum;
     }

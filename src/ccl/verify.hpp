@@ -6,9 +6,10 @@
 // counted twice -- an error on the spot) or replaces the slices with it
 // (Copy). Because the check follows the executor's real order of events, a
 // missing dependency that lets a send read a slice too early is caught too.
-// A switch_reduce (in-network reduction) snapshots every member's slices
-// when its gather starts and, when it ends, gives every member the sum of
-// the snapshots (a rank in two of them is an error on the spot).
+// A switch_reduce (in-network reduction) snapshots the slices of every
+// buffer it adds when its gather starts and, when it ends, gives every
+// buffer it multicasts to the sum of the snapshots (a rank in two of them
+// is an error on the spot).
 // Each cell also carries its origin: the (rank, slice) its data came from
 // unchanged, or none once it is a sum -- what an out-of-place collective
 // (alltoall) is checked by: not only whose data, but which slice of it.

@@ -91,19 +91,27 @@ struct Executor::Impl {
 
   // ---- switch_reduce.cpp ----
   /// The three stages of a reducing switch, each a Server of one unit: the
-  /// gather (its input ports take one chunk's contributions at a time), the
-  /// reduction unit, the multicast (its output ports send one result at a
-  /// time). Chunks on one switch pipeline through them.
+  /// gather (a set of its input ports takes one chunk's contributions at a
+  /// time), the reduction unit, the multicast (a set of its output ports
+  /// sends one result at a time). Chunks on one switch pipeline through them.
+  /// The port stages are per set of members: an op that gathers from every
+  /// GPU of a box and one that gathers from one of them hold different
+  /// stages, sharing that GPU's link through the fabric.
   struct SwitchStages {
-    SwitchStages(sim::Simulation& sim, const std::string& name)
-        : gather(sim, name + ".gather", 1), reduce(sim, name + ".reduce", 1), multicast(sim, name + ".multicast", 1) {}
-    sim::Server gather, reduce, multicast;
+    SwitchStages(sim::Simulation& sim, const std::string& name) : reduce(sim, name + ".reduce", 1) {}
+    sim::Server reduce;
+    std::map<std::pair<bool, std::vector<NodeId>>, std::unique_ptr<sim::Server>> ports;  // (gather, members)
   };
   std::unordered_map<NodeId, std::unique_ptr<SwitchStages>> switches;
+  /// Switch `sw`'s gather (or multicast) stage for the ports of `members`.
+  sim::Server& port_stage(NodeId sw, bool gather, const std::vector<NodeId>& members);
   std::vector<std::uint32_t> transfer_node;  // fabric transfer id -> switch_reduce node (legs in flight)
   void switch_leg_done(std::uint64_t transfer);
   sim::MemberHandler<Impl, &Impl::switch_leg_done> on_switch_leg{*this};
   sim::Task<> switch_legs(std::uint32_t n, bool gather);
+  sim::Task<> switch_leg(std::uint32_t n, NodeId src, NodeId dst);  // one transfer, its latency on the op
+  sim::Task<> aggregate(std::uint32_t n, NodeId via, bool gather);  // a lower switch's members (SwitchGroup)
+  SwitchStages& stages(NodeId sw);
   sim::Task<> switch_reduce(std::uint32_t n);
   sim::Task<> coflow(std::uint32_t n);
 

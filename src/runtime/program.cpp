@@ -212,16 +212,37 @@ OpId Program::composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps,
 
 OpId Program::switch_reduce(NodeId sw, std::vector<NodeId> members, Bytes bytes, std::vector<OpId> deps,
                             std::string name, std::int32_t tag, Time issue) {
-  topology::check_transfer_size(bytes, name_ + ": switch_reduce '" + name + "'");
-  if (issue < 0) throw UsageError(name_ + ": switch_reduce '" + name + "': negative issue time");
   if (members.size() < 2)
     throw UsageError(name_ + ": switch_reduce '" + name + "': needs at least 2 members, got " +
                      std::to_string(members.size()));
+  SwitchGroup g;
+  g.in = members;
+  g.out = std::move(members);
+  return switch_reduce(sw, std::move(g), bytes, std::move(deps), std::move(name), tag, issue);
+}
+
+OpId Program::switch_reduce(NodeId sw, SwitchGroup group, Bytes bytes, std::vector<OpId> deps, std::string name,
+                            std::int32_t tag, Time issue) {
+  topology::check_transfer_size(bytes, name_ + ": switch_reduce '" + name + "'");
+  if (issue < 0) throw UsageError(name_ + ": switch_reduce '" + name + "': negative issue time");
+  if (group.in.empty() || group.out.empty() || (group.in.size() < 2 && group.out.size() < 2))
+    throw UsageError(name_ + ": switch_reduce '" + name +
+                     "': needs buffers to reduce and to receive, 2 or more of "
+                     "one of them (a plain send moves one to one); got " +
+                     std::to_string(group.in.size()) + " in, " + std::to_string(group.out.size()) + " out");
+  const auto fill = [&](std::vector<NodeId>& via, std::size_t n, const char* which) {
+    if (via.empty()) via.assign(n, sw);
+    if (via.size() != n)
+      throw UsageError(name_ + ": switch_reduce '" + name + "': " + which + " lists " + std::to_string(via.size()) +
+                       " switches for " + std::to_string(n) + " buffers");
+  };
+  fill(group.in_via, group.in.size(), "in_via");
+  fill(group.out_via, group.out.size(), "out_via");
   Op op = make_op(OpKind::SwitchReduce, sw, std::move(name), tag);
   op.move = Move{sw, sw, bytes};
   op.duration = issue;
   op.pipeline = static_cast<std::uint32_t>(switch_groups_.size());
-  switch_groups_.push_back(std::move(members));
+  switch_groups_.push_back(std::move(group));
   return add(std::move(op), std::move(deps));
 }
 

@@ -36,6 +36,10 @@
 //              the contributions (its reduction bandwidth), then sends the
 //              result to every member (multicast: one transfer per output
 //              port). The agent is the switch; no PE engine is charged.
+//              Its SwitchGroup may reduce some buffers' chunks and send the
+//              sum to others (NVLS's load-reduce into one GPU, its multicast
+//              store from one), and may reach members through a lower
+//              reducing switch that aggregates them first (IB SHARP's tree).
 //   coflow     a collective channel's pipeline as one fluid (ccl/pipeline.hpp,
 //              docs/ccl.md "Fidelity"): after its latency (the pipeline's
 //              step latencies along its dependency chain) every hop moves
@@ -64,8 +68,8 @@
 //    slot segments, or more run-graph nodes than kMaxRunNodes (UsageError);
 //    two sends or two recvs of one message (same receiver, sender, key)
 //    (UsageError); a switch_reduce on a node that declares no reduction,
-//    or with a member that is not a memory, or with fewer than 2 members
-//    (UsageError);
+//    with a member that is not a memory, a member twice, an aggregating
+//    switch that declares no reduction, or fewer than 2 buffers (UsageError);
 //  - at the end of the run: a send whose message no recv took (DeadlockError).
 #pragma once
 
@@ -176,6 +180,18 @@ struct KernelCost {
   bool side = false;
 };
 
+/// The buffers of one switch_reduce. The switch adds the chunks of `in` and sends the sum to each of `out` (an
+/// all-reduce of the chunk: both are every member; NVLS's load-reduce into one GPU: `out` that GPU; its
+/// multicast store from one: `in` that GPU). `in_via[k]` is the reducing switch through which in[k]'s chunk
+/// reaches the op's switch, `out_via[k]` the one through which out[k] receives the sum: the op's switch itself
+/// for a direct leg; another switch adds the chunks of the members it serves into one before passing it on,
+/// and sends the sum it receives once to each of them (IB SHARP's aggregation tree, two levels). Empty vias:
+/// every leg direct.
+struct SwitchGroup {
+  std::vector<NodeId> in, out;
+  std::vector<NodeId> in_via, out_via;
+};
+
 struct Op {
   OpKind kind = OpKind::Barrier;
   NodeId agent = 0;  ///< the PE that dispatches it
@@ -251,6 +267,10 @@ class Program {
   OpId sm_release(NodeId agent, std::int32_t sms, std::vector<OpId> deps, std::string name = {});
   OpId composite(NodeId agent, Pipeline pipeline, std::vector<OpId> deps = {}, std::string name = {},
                  std::int32_t tag = 0);
+  /// In-network reduction of `bytes` on switch `sw`, `group` saying whose chunks it adds and who receives the
+  /// sum (SwitchGroup). `issue` as below.
+  OpId switch_reduce(NodeId sw, SwitchGroup group, Bytes bytes, std::vector<OpId> deps = {}, std::string name = {},
+                     std::int32_t tag = 0, Time issue = 0);
   /// In-network all-reduce of `bytes` on switch `sw`: each of `members`
   /// (the buffers: a PE's scratch or an HBM slice) sends `bytes` to the
   /// switch, which reduces them and multicasts the sum back to each.
@@ -297,8 +317,8 @@ class Program {
   const std::vector<Op>& ops() const { return ops_; }
   const Op& op(OpId id) const { return ops_.at(id); }
   const std::vector<Pipeline>& pipelines() const { return pipelines_; }
-  /// The member buffers of each switch_reduce (Op::pipeline indexes this).
-  const std::vector<std::vector<NodeId>>& switch_groups() const { return switch_groups_; }
+  /// The buffers of each switch_reduce (Op::pipeline indexes this).
+  const std::vector<SwitchGroup>& switch_groups() const { return switch_groups_; }
   /// The hops of each coflow (Op::pipeline indexes this).
   const std::vector<std::vector<topology::CoflowHop>>& coflows() const { return coflows_; }
   const std::string& name() const { return name_; }
@@ -315,7 +335,7 @@ class Program {
   bool have_keys_ = false;                  // the range of send/recv keys in ops_ (kept as ops
   std::int64_t key_min_ = 0, key_max_ = 0;  // are added: append() is linear in the sub-program)
   std::vector<Pipeline> pipelines_;
-  std::vector<std::vector<NodeId>> switch_groups_;
+  std::vector<SwitchGroup> switch_groups_;
   std::vector<std::vector<topology::CoflowHop>> coflows_;
   std::vector<std::string> tags_;
   std::vector<std::pair<NodeId, OpId>> last_launch_;  // per agent that launched (few: the GPUs)

@@ -89,13 +89,24 @@ void Executor::Impl::check_program() const {
       if (sw.kind != NodeKind::Switch || sw.params.reduction.bytes_per_s <= 0)
         throw UsageError(what(i) + ": " + sw.name + " is a " + topology::to_string(sw.kind) +
                          " that declares no in-network reduction (graph.nodes[...].reduction: {bandwidth: ...})");
-      const std::vector<NodeId>& members = program.switch_groups()[op.pipeline];
-      for (std::size_t j = 0; j < members.size(); ++j)
-        check_end(i, Move{members[j], members[j], op.move.bytes}, members[j], "member " + std::to_string(j));
-      std::vector<NodeId> sorted = members;
-      std::sort(sorted.begin(), sorted.end());
-      if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end())
-        throw UsageError(what(i) + ": member " + m.node(*dup).name + " appears twice");
+      const SwitchGroup& g = program.switch_groups()[op.pipeline];
+      const auto members = [&](const std::vector<NodeId>& list, const std::vector<NodeId>& via, const char* which) {
+        for (std::size_t j = 0; j < list.size(); ++j) {
+          check_end(i, Move{list[j], list[j], op.move.bytes}, list[j], std::string(which) + " " + std::to_string(j));
+          if (j < via.size() && via[j] != op.agent &&
+              (via[j] >= m.num_nodes() || m.node(via[j]).kind != NodeKind::Switch ||
+               m.node(via[j]).params.reduction.bytes_per_s <= 0))
+            throw UsageError(what(i) + ": " + which + " " + std::to_string(j) + " is aggregated at node " +
+                             (via[j] < m.num_nodes() ? m.node(via[j]).name : std::to_string(via[j])) +
+                             ", which is not a switch that declares reduction: {bandwidth: ...}");
+        }
+        std::vector<NodeId> sorted = list;
+        std::sort(sorted.begin(), sorted.end());
+        if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end())
+          throw UsageError(what(i) + ": " + which + " " + m.node(*dup).name + " appears twice");
+      };
+      members(g.in, g.in_via, "member");
+      members(g.out, g.out_via, "receiver");
       continue;
     }
     check_agent(i, op.agent, "agent");

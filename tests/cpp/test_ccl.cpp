@@ -102,6 +102,10 @@ TEST_CASE("every algorithm's all-reduce (pairwise: its alltoall) is verified on 
         CHECK_THROWS_WITH(run(shape.config, s), Catch::Contains("nvls needs an in-network reducing switch"));
         continue;
       }
+      if (a.name == "nvls_tree") {  // nor a NIC: it is one box (NVLS across boxes: test_cluster_nvls.py)
+        CHECK_THROWS_WITH(run(shape.config, s), Catch::Contains("nvls_tree is NCCL's NVLS across boxes"));
+        continue;
+      }
       if (a.name == "lrab" && shape.ranks > 0) {
         CHECK_THROWS_WITH(run(shape.config, s), Catch::Contains("lrab needs every PE of each SIP"));
         continue;
@@ -290,10 +294,10 @@ TEST_CASE("an algorithm that leaves out check, slices or owned gets safe default
   none.name = "none";
   CHECK_THROWS_WITH(complete(none), Catch::Contains("'none' implements no collective"));
   CHECK_THROWS_WITH(complete(Algorithm{}), Catch::Contains("needs a name"));
-  // Every registered algorithm is complete, and only nvls reduces in the network.
+  // Every registered algorithm is complete, and only nvls and nvls_tree reduce in the network.
   for (const Algorithm& r : registry()) {
     INFO(r.name);
     CHECK((r.check && r.slices && r.owned));
-    CHECK(r.in_network == (r.name == "nvls"));
+    CHECK(r.in_network == (r.name == "nvls" || r.name == "nvls_tree"));
   }
 }

@@ -20,9 +20,13 @@ def small():
 def test_every_algorithm_all_reduces_and_is_verified(algorithm):
     """Every registered all-reduce algorithm completes with verified data on 32 ranks, its phases start in order
     within the run, each rank's buffer crosses its PE port both ways and algbw is bytes over latency (nvls refuses a
-    machine without a reducing switch)."""
+    machine without a reducing switch, nvls_tree one without boxes)."""
     if algorithm == "nvls":  # a generated machine has no switch (nvls: tests/python/test_nvls.py)
         with pytest.raises(kernbench.KernbenchError, match="nvls needs an in-network reducing switch"):
+            ccl.all_reduce(small(), 64 * 1024, algorithm=algorithm, verify="on")
+        return
+    if algorithm == "nvls_tree":  # nor a NIC: one box (NVLS across boxes: tests/python/test_cluster_nvls.py)
+        with pytest.raises(kernbench.KernbenchError, match="nvls_tree is NCCL's NVLS across boxes"):
             ccl.all_reduce(small(), 64 * 1024, algorithm=algorithm, verify="on")
         return
     r = ccl.all_reduce(small(), 64 * 1024, algorithm=algorithm, verify="on")

@@ -74,7 +74,8 @@ def test_oversubscription_slows_a_ring_that_crosses_the_spines():
 
 def test_auto_takes_the_pipeline_only_at_scale():
     """fidelity=auto: 1 MiB over 2 boxes runs every step (and is checked symbolically); 1 GiB over 128 boxes
-    (1,024 GPUs) runs as coflows, one per channel."""
+    (1,024 GPUs) takes NVLS+tree and runs as coflows, one per rail (a channel's part of each box's NVLS, the tree
+    over that rail's GPUs)."""
     small = ccl.all_reduce(kernbench.System.load(H100, set={"cluster.nodes": 2}), 1 << 20, algorithm="auto",
                            buffer="hbm")
     assert small.fidelity == "steps" and small.verified
@@ -82,7 +83,7 @@ def test_auto_takes_the_pipeline_only_at_scale():
                          buffer="hbm")
     assert big.fidelity == "pipeline" and not big.verified
     assert big.ranks == 1024
-    assert big.op_counts["coflow"] == big.channels
+    assert big.algorithm == "nvls_tree" and big.op_counts["coflow"] == 8
     # Not faster than the NICs allow: each box sends the whole buffer out at least once (tree) through 8 NICs.
     assert big.latency_ps * 1e-12 > (1 << 30) / (8 * 50e9)
 
@@ -96,9 +97,11 @@ def test_pipeline_requests_it_cannot_serve_are_refused():
     with pytest.raises(kernbench._core.UsageError, match="fabric.model: flow"):
         ccl.all_reduce(kernbench.System.load(H100, set={"cluster.nodes": 2, "fabric.model": "packet"}), 1 << 20,
                        algorithm="ring", buffer="hbm", fidelity="pipeline")
-    with pytest.raises(kernbench._core.UsageError, match="nvls has no pipeline form"):
+    with pytest.raises(kernbench._core.UsageError, match="nvls's pipeline form is NCCL's across boxes"):
         ccl.all_reduce(kernbench.System.load("machines/h100-8x-nvswitch.yaml"), 1 << 20, algorithm="nvls",
                        buffer="hbm", fidelity="pipeline")
+    with pytest.raises(kernbench._core.UsageError, match="halving_doubling has no pipeline form"):
+        ccl.all_reduce(s, 1 << 20, algorithm="halving_doubling", buffer="hbm", fidelity="pipeline")
     with pytest.raises(kernbench._core.UsageError, match="ring has no alltoall"):
         ccl.alltoall(s, 1 << 20, algorithm="ring", buffer="hbm", fidelity="pipeline")
     with pytest.raises(kernbench._core.UsageError, match="verify=on"):

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ccl/logical/boxes.hpp"
+#include "ccl/logical/switch_star.hpp"
 #include "ccl/logical/tree.hpp"
 #include "ccl/schedule.hpp"
 
@@ -101,6 +102,14 @@ struct BoxTree {
   std::vector<int> heads;                ///< per box: the rank the tree joins
 };
 BoxTree box_tree(const Plan& p);
+
+/// NVLS over several boxes (nvls.cpp): each box's reducing switches (logical/switch_star.hpp) and their parts,
+/// the boxes alike (UsageError naming `who` otherwise); the slices a plan cuts every buffer into (one box or
+/// several); and the all-reduce: part i of each chunk reduced into local rank i by its box's switches,
+/// all-reduced across the boxes by IB SHARP (`sharp`) or a binary tree, multicast back.
+std::vector<std::vector<Part>> nvls_box_parts(const Plan& p, const std::string& who);
+int nvls_slices(const Plan& p, const std::string& who);
+void nvls_across_boxes(Schedule& s, const Plan& p, bool sharp);
 
 /// Every algorithm: the built-ins in a fixed order, then the registered ones (each passed through complete()).
 const std::deque<Algorithm>& registry();
