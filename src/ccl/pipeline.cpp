@@ -131,7 +131,7 @@ std::vector<NvlsFlow> nvls_flows(const Algorithm& a, const Plan& p) {
   const auto pe = [&](int r) { return p.pes[static_cast<std::size_t>(r)]; };
   SharpNet net;
   if (sharp) net = require_sharp_net(*p.machine, p.pes, a.name);
-  const std::pair<Tree, Tree> ab = double_trees(boxes);
+  const std::pair<Tree, Tree> ab = nccl_double_trees(boxes);
   std::vector<NvlsFlow> out;
   for (int i = 0; i < ppn; ++i) {
     NvlsFlow f;
@@ -166,15 +166,18 @@ std::vector<NvlsFlow> nvls_flows(const Algorithm& a, const Plan& p) {
       f.stages = 2 + (leaves.empty() ? 2 : 4);
       f.net = 1;
     } else {
-      const Tree& t = i % 2 == 0 ? ab.first : ab.second;
-      for (std::size_t v = 0; v < t.children.size(); ++v)
-        for (int c : t.children[v]) {
-          const NodeId parent = pe(heads[static_cast<std::size_t>(t.rank[v])]),
-                       child = pe(heads[static_cast<std::size_t>(t.rank[static_cast<std::size_t>(c)])]);
-          f.hops.push_back({child, parent, 1.0});
-          f.hops.push_back({parent, child, 1.0});
-        }
-      f.net = 2 * depth_of(t, t.root);
+      // Half of the part on each of the two complementary trees (the step model alternates them over the chunks),
+      // so a head that is an inner node of one (three parts through its NIC each way) is a leaf of the other.
+      for (const Tree* t : {&ab.first, &ab.second}) {
+        for (std::size_t v = 0; v < t->children.size(); ++v)
+          for (int c : t->children[v]) {
+            const NodeId parent = pe(heads[static_cast<std::size_t>(t->rank[v])]),
+                         child = pe(heads[static_cast<std::size_t>(t->rank[static_cast<std::size_t>(c)])]);
+            f.hops.push_back({child, parent, 0.5});
+            f.hops.push_back({parent, child, 0.5});
+          }
+        f.net = std::max(f.net, 2 * depth_of(*t, t->root));
+      }
       f.stages = 4 + f.net;
     }
     out.push_back(std::move(f));

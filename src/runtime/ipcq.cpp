@@ -25,11 +25,16 @@ Message& Executor::Impl::message(NodeId to, NodeId from, std::int64_t key) {
 
 SlotQueue& Executor::Impl::queue(NodeId from, NodeId to, std::uint16_t channel) {
   auto& q = queues[{pair_key(from, to), channel}];
-  if (!q)
+  if (!q) {
     q = std::make_unique<SlotQueue>(sim,
                                     system.machine().node(to).name + ".ipcq<" + system.machine().node(from).name +
                                         (channel ? ".ch" + std::to_string(channel) : std::string()),
                                     cfg.ipcq_slots);
+    // NCCL's buffers (ipcq.hpp): one region per queue, where the allocator put it -- unrelated addresses, as the
+    // links' lane interleave sees them: a 4 KiB-aligned offset drawn from the queue's index (deterministic).
+    if (cfg.target == ExecTarget::Gpu)
+      q->base = sim::mix64(static_cast<std::uint64_t>(queues.size())) & 0xFFFFFFF000ULL;
+  }
   return *q;
 }
 
@@ -122,10 +127,17 @@ sim::Task<> Executor::Impl::send(std::uint32_t n, PeEngines& e) {
       blame_slot(nodes[n], freed_by, t0, sim.now());
     }
     lives[life].inject = sim.now();
+    // The segment's address: its offset in the message (a SIP's IPCQ), or on a GPU the slot of its queue's
+    // buffer it fills (NCCL's ring of step slots).
+    const std::uint64_t address =
+        cfg.target == ExecTarget::Gpu
+            ? q.base + static_cast<std::uint64_t>(q.next++ % static_cast<std::uint32_t>(cfg.ipcq_slots)) *
+                           static_cast<std::uint64_t>(cfg.ipcq_slot)
+            : static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(slot);
     topology::TransferSpec spec{nd.move.src,
                                 dst,
                                 segment_bytes(bytes, slot, k, segments),
-                                static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(slot),
+                                address,
                                 nd.tag,
                                 static_cast<std::int32_t>(nd.agent),
                                 static_cast<std::int64_t>(n)};

@@ -23,6 +23,11 @@ namespace kernbench::runtime {
 struct SlotQueue {
   SlotQueue(sim::Simulation& sim, const std::string& name, int slots) : credits(sim, name, slots) {}
   sim::Server credits;
+  // On a GPU (NCCL's buffers): where this queue's buffer starts and the slot its next segment fills. NCCL gives
+  // each channel and peer a buffer of its own, filled step by step as a ring over its slots, so two queues'
+  // segments do not share addresses (which pick the lanes of a multi-connection link, and ECMP's hash).
+  std::uint64_t base = 0;
+  std::uint32_t next = 0;
 };
 
 // One segment's use of a slot, for the critical path (blame.cpp): when it

@@ -134,3 +134,19 @@ def test_nvls_across_boxes_refuses_what_it_cannot_run(cluster_path):
     box = kernbench.System.load("machines/h100-8x-nvswitch.yaml")
     with pytest.raises(kernbench._core.UsageError, match="one box.*use nvls"):
         ccl.all_reduce(box, 1 << 20, algorithm="nvls_tree", buffer="hbm")
+
+
+def test_nvls_tree_keeps_each_rail_on_its_own_nics_across_scalable_units():
+    """Over 64 DGX H100 boxes (two rail-optimised groups of 32) a path between boxes leaves and enters through the
+    GPUs' own NICs, never the other NIC of their PCIe switch (a network is addressed by NIC), and NVLS+tree puts
+    half of each rail's part on each of NCCL's two trees (a head inner in one is a leaf in the other: at most twice
+    the part through a NIC each way): so its time over 64 boxes is within 5 % of its time over 32."""
+    c64 = kernbench.System.load("machines/dgx-h100-cluster.yaml", set={"cluster.nodes": 64})
+    for gpu in (0, 1):
+        paths = c64.route_paths(f"n0.gpu{gpu}", f"n40.gpu{gpu}")
+        assert len(paths) > 1
+        assert all(p["nodes"][2] == f"n0.nic{gpu}" and p["nodes"][-3] == f"n40.nic{gpu}" for p in paths)
+    c32 = kernbench.System.load("machines/dgx-h100-cluster.yaml", set={"cluster.nodes": 32})
+    t = {n: ccl.all_reduce(c, 1 << 30, algorithm="nvls_tree", buffer="hbm", fidelity="pipeline").latency_ps
+         for n, c in ((32, c32), (64, c64))}
+    assert t[64] <= 1.05 * t[32]

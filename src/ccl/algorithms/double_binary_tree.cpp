@@ -8,7 +8,8 @@
 // (copies), pipelined: ~2 log2(p) latencies plus the bandwidth term.
 //
 // Over several boxes (logical/boxes.hpp) the tree is NCCL's: inside a box a
-// chain, across boxes the double binary tree over the boxes. Channel c runs
+// chain, across boxes NCCL's double binary tree over the boxes (its
+// bit-pattern trees, logical/tree.hpp nccl_double_trees). Channel c runs
 // tree c mod 2 with each box's head at local rank (c / 2) (its NIC's rail):
 // a piece is reduced along the box's chain into the head, up the tree of
 // heads, back down it, and along the chain again. The latency is then
@@ -56,7 +57,7 @@ void multi_node_all_reduce(Schedule& s, const Plan& p) {
 
 BoxTree box_tree(const Plan& p) {
   const Boxes& boxes = *p.boxes;
-  std::pair<Tree, Tree> ab = double_trees(boxes.count());
+  std::pair<Tree, Tree> ab = nccl_double_trees(boxes.count());
   BoxTree out{p.channel % 2 == 0 ? std::move(ab.first) : std::move(ab.second), {}, {}};
   for (int b = 0; b < boxes.count(); ++b) {
     out.chains.push_back(boxes.chain_to(b, p.channel / 2));

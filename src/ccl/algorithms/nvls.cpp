@@ -93,7 +93,7 @@ void nvls_across_boxes(Schedule& s, const Plan& p, bool sharp) {
     SharpNet net = require_sharp_net(*p.machine, p.pes, who);
     for (const std::vector<int>& h : heads) trees.push_back(sharp_tree(net, *p.machine, h, who));
   }
-  const std::pair<Tree, Tree> ab = double_trees(boxes);
+  const std::pair<Tree, Tree> ab = nccl_double_trees(boxes);
   // Chunk c, head i: slices [(c ppn + i) w, + w), switch j's part of them at offset off_j (weight w_j). The
   // switches reduce and multicast each part; the network moves the head's whole share of the chunk at once.
   for (int c = 0; c < p.pieces; ++c)
@@ -123,7 +123,7 @@ void nvls_across_boxes(Schedule& s, const Plan& p, bool sharp) {
         s.switch_reduce(t.root, Schedule::SwitchRanks{across, across, t.via, t.via}, share, 0.0);
       } else {
         s.phase("tree all-reduce");
-        const Tree& t = (c + i) % 2 == 0 ? ab.first : ab.second;
+        const Tree& t = (c + i) % 2 == 0 ? ab.first : ab.second;  // each rail on both trees, alternately
         tree_reduce_up(s, t, across, t.root, share);
         tree_copy_down(s, t, across, t.root, share);
       }

@@ -24,8 +24,9 @@ Algorithm nvls_tree_algorithm() {
   a.slices = [](const Plan& p) { return nvls_slices(p, "nvls_tree"); };
   a.check = [](const Plan& p) {
     if (!p.multi_node())
-      throw UsageError("collective: nvls_tree is NCCL's NVLS across boxes, and these ranks are one box (a machine "
-                       "without NICs between them): use nvls");
+      throw UsageError(
+          "collective: nvls_tree is NCCL's NVLS across boxes, and these ranks are one box (a machine "
+          "without NICs between them): use nvls");
     nvls_slices(p, "nvls_tree");
   };
   a.all_reduce = [](Schedule& s, const Plan& p) { nvls_across_boxes(s, p, false); };

@@ -76,8 +76,8 @@ SharpTree sharp_tree(SharpNet& net, const topology::Machine&, const std::vector<
       far = h < 0 ? -1 : std::max(far, h);
       if (far < 0) break;
     }
-    if (far >= 0 && (best < 0 || far < best_far ||
-                     (far == best_far && net.used[k] < net.used[static_cast<std::size_t>(best)])))
+    if (far >= 0 &&
+        (best < 0 || far < best_far || (far == best_far && net.used[k] < net.used[static_cast<std::size_t>(best)])))
       best = static_cast<int>(k), best_far = far;
   }
   if (best < 0)

@@ -23,9 +23,9 @@ using topology::NodeId;
 
 /// The network's reducing switches and their hop distances to the ranks.
 struct SharpNet {
-  std::vector<NodeId> switches;         ///< reducing switches outside every box, by node id
-  std::vector<std::vector<int>> hops;   ///< [switch][rank]: hops from the switch to the rank's PE (-1: unreachable)
-  std::vector<int> used;                ///< [switch]: trees so far that use it (sharp_tree spreads them)
+  std::vector<NodeId> switches;        ///< reducing switches outside every box, by node id
+  std::vector<std::vector<int>> hops;  ///< [switch][rank]: hops from the switch to the rank's PE (-1: unreachable)
+  std::vector<int> used;               ///< [switch]: trees so far that use it (sharp_tree spreads them)
 };
 
 /// One group's tree: its root and, per rank of the group, the switch its
@@ -41,7 +41,6 @@ SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes);
 /// reduction: on the graph's scale-out switches).
 SharpNet require_sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes, const std::string& who);
 /// The tree over `ranks` (indices into pes); a group no switch reaches whole is a UsageError naming `who`.
-SharpTree sharp_tree(SharpNet& net, const topology::Machine& m, const std::vector<int>& ranks,
-                     const std::string& who);
+SharpTree sharp_tree(SharpNet& net, const topology::Machine& m, const std::vector<int>& ranks, const std::string& who);
 
 }  // namespace kernbench::ccl

@@ -46,6 +46,32 @@ std::pair<Tree, Tree> double_trees(int n) {
           make_tree(n, [](int j, int m, int) { return m % 2 == 0 ? m - 1 - j : (j + 1) % m; }, 0)};
 }
 
+std::pair<Tree, Tree> nccl_double_trees(int n) {
+  Tree a;
+  a.children.resize(static_cast<std::size_t>(n));
+  a.root = 0;
+  for (int v = 0; v < n; ++v) {
+    if (v == 0) {  // the root's one child: the largest power of two below n
+      int top = 1;
+      while (top < n) top <<= 1;
+      if (n > 1) a.children[0].push_back(top >> 1);
+      continue;
+    }
+    const int half = (v & -v) >> 1;  // half the lowest set bit
+    if (half == 0) continue;         // odd: a leaf
+    a.children[static_cast<std::size_t>(v)].push_back(v - half);
+    int up = half;
+    while (up > 0 && v + up >= n) up >>= 1;
+    if (up > 0) a.children[static_cast<std::size_t>(v)].push_back(v + up);
+  }
+  Tree b = a;
+  for (int j = 0; j < n; ++j) {
+    a.rank.push_back(j);
+    b.rank.push_back(n % 2 == 0 ? n - 1 - j : (j + 1) % n);
+  }
+  return {std::move(a), std::move(b)};
+}
+
 std::pair<Tree, Tree> rooted_double_trees(int n, int root) {
   return {make_tree(
               n, [](int j, int m, int r) { return ((j - m / 2 + r) % m + m) % m; }, root),

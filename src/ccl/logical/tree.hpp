@@ -26,6 +26,12 @@ void tree_reduce_up(Schedule& s, const Tree& t, const std::vector<int>& world, i
 void tree_copy_down(Schedule& s, const Tree& t, const std::vector<int>& world, int v, Slices piece);
 /// The two trees over world positions: A the identity, B its mirror (n even) or its shift by one (n odd).
 std::pair<Tree, Tree> double_trees(int n);
+/// NCCL's double binary tree (src/graph/trees.cc, ncclGetDtree): tree A its bit-pattern binary tree over
+/// positions 0..n-1 (0 the root, with one child; a node's children at +- half its lowest set bit, so the odd
+/// positions are its leaves), B its mirror (n even) or its shift by one (n odd). A node that is inner in one is a
+/// leaf in the other (the in-order trees of double_trees are not so balanced: some nodes have two children in
+/// one and one in the other), so with half the data on each, no node sends or receives more than twice it.
+std::pair<Tree, Tree> nccl_double_trees(int n);
 /// Two complementary trees with world index `root` at both roots, for broadcast.
 std::pair<Tree, Tree> rooted_double_trees(int n, int root);
 

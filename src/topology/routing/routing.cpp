@@ -4,6 +4,7 @@
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "sim/errors.hpp"
 
@@ -89,9 +90,81 @@ const std::vector<Route>& Router::paths(NodeId src, NodeId dst) {
     out.push_back(std::move(r));
   } else {
     out = equal_cost_paths(src, dst, kMaxEqualCostPaths);
+    // Between boxes keep the paths through the endpoints' own NICs (of a wider search, so that as many remain).
+    if (!home_nics().empty() && out.size() > 1)
+      out = through_home_nics(equal_cost_paths(src, dst, 4 * kMaxEqualCostPaths));
+    if (out.size() > kMaxEqualCostPaths) out.resize(kMaxEqualCostPaths);
   }
   for (Route& r : out) finish(r);
   return cache_.emplace(key, std::move(out)).first->second;
+}
+
+const std::vector<NodeId>& Router::home_nics() const {
+  if (homes_known_) return home_nics_;
+  homes_known_ = true;
+  bool any = false;
+  for (NodeId n = 0; n < m_.num_nodes() && !any; ++n) any = m_.node(n).kind == NodeKind::Nic;
+  if (!any) return home_nics_;
+  home_nics_.assign(m_.num_nodes(), kNoNic);
+  std::map<std::vector<NodeId>, std::vector<NodeId>> sharing;  // nearest NICs -> the PEs with them, by id
+  std::vector<int> dist(m_.num_nodes(), -1);
+  std::vector<NodeId> seen, frontier, next;
+  for (NodeId pe = 0; pe < m_.num_nodes(); ++pe) {
+    if (m_.node(pe).kind != NodeKind::Pe) continue;
+    // Breadth first, level by level, never through another PE or a NIC, until a level holds NICs.
+    std::vector<NodeId> nics;
+    for (NodeId v : seen) dist[v] = -1;
+    seen.assign(1, pe);
+    frontier.assign(1, pe);
+    dist[pe] = 0;
+    while (!frontier.empty() && nics.empty()) {
+      next.clear();
+      for (NodeId u : frontier) {
+        if (u != pe && (m_.node(u).kind == NodeKind::Pe || m_.node(u).kind == NodeKind::Nic)) continue;
+        for (ChannelId c : m_.out_channels(u)) {
+          const NodeId v = m_.channel(c).to;
+          if (dist[v] >= 0) continue;
+          dist[v] = dist[u] + 1;
+          seen.push_back(v);
+          next.push_back(v);
+          if (m_.node(v).kind == NodeKind::Nic) nics.push_back(v);
+        }
+      }
+      frontier.swap(next);
+    }
+    if (nics.empty()) continue;
+    std::sort(nics.begin(), nics.end());
+    sharing[nics].push_back(pe);
+  }
+  for (const auto& [nics, pes] : sharing)
+    for (std::size_t k = 0; k < pes.size(); ++k) home_nics_[pes[k]] = nics[k % nics.size()];
+  return home_nics_;
+}
+
+std::vector<Route> Router::through_home_nics(std::vector<Route> paths) const {
+  const std::vector<NodeId>& home = home_nics();
+  const auto ok = [&](const Route& r) {
+    const std::vector<NodeId>& n = r.nodes;
+    std::size_t first = n.size(), last = n.size();
+    for (std::size_t i = 0; i < n.size(); ++i)
+      if (m_.node(n[i]).kind == NodeKind::Nic) {
+        if (first == n.size()) first = i;
+        last = i;
+      }
+    if (first == n.size()) return true;
+    for (std::size_t i = first; i-- > 0;)  // the source side's PE nearest the NIC
+      if (m_.node(n[i]).kind == NodeKind::Pe) {
+        if (home[n[i]] != kNoNic && home[n[i]] != n[first]) return false;
+        break;
+      }
+    for (std::size_t i = last + 1; i < n.size(); ++i)  // the destination side's
+      if (m_.node(n[i]).kind == NodeKind::Pe) return home[n[i]] == kNoNic || home[n[i]] == n[last];
+    return true;
+  };
+  std::vector<Route> kept;
+  for (Route& r : paths)
+    if (ok(r)) kept.push_back(std::move(r));
+  return kept.empty() ? paths : kept;
 }
 
 bool Router::hierarchical(NodeId n) const {

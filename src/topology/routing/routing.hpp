@@ -96,6 +96,16 @@ class Router {
   bool hierarchical(NodeId n) const;
   void finish(Route& r) const;
 
+  /// Each PE's own NIC (kNoNic where none; empty on a machine without NICs), computed on first use: the NIC
+  /// nearest it (not through another PE or NIC); where several are as near (two GPUs and two NICs on one PCIe
+  /// switch), the PEs that share the same nearest NICs take them in order, one each, as the cluster pairs NIC j
+  /// with GPU j and NCCL gives each GPU its own.
+  const std::vector<NodeId>& home_nics() const;
+  /// Of `paths` that cross NICs, those that leave through the source side's PE's own NIC and enter through the
+  /// destination side's (a network is addressed by NIC); all of them where none does.
+  std::vector<Route> through_home_nics(std::vector<Route> paths) const;
+  static constexpr NodeId kNoNic = 0xffffffffU;
+
   /// Next hops towards SIP `dst`: [from_sip] -> sip (computed on first use).
   const std::vector<int>& sip_next_to(int dst);
 
@@ -115,6 +125,8 @@ class Router {
   mutable std::size_t searches_run_ = 0;
   std::unordered_map<std::uint64_t, std::vector<Route>> cache_;
   std::unordered_map<std::uint64_t, std::vector<NodeId>> pinned_;  // (src << 32 | dst) -> node path
+  mutable std::vector<NodeId> home_nics_;
+  mutable bool homes_known_ = false;
   // SIP-level shortest paths over the PCIe links, one next-hop table per
   // destination SIP that a route has needed: memory grows with the
   // destinations used, not with the square of the SIP count.
