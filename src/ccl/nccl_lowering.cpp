@@ -82,7 +82,7 @@ TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, 
       for (NodeId pe_id : g) all = all && m.channel_between(pe_id, id).has_value();
       if (all) sum += static_cast<double>(n.params.reduction.bytes_per_s);
     }
-    f.nvls = f.nvls && sum > 0;
+    f.nvls = f.nvls && sum > 0 && g.size() > 1;  // NVLS reduces among a box's GPUs: two at least
     f.nvls_switch = &g == &groups.front() ? sum : std::min(f.nvls_switch, sum);
   }
   if (!f.nvls) f.nvls_switch = 0;

@@ -55,6 +55,12 @@ void all_reduce(Schedule& s, const Plan& p) {
 std::vector<std::vector<Part>> nvls_box_parts(const Plan& p, const std::string& who) {
   const Boxes& b = *p.boxes;
   std::vector<std::vector<Part>> out;
+  for (const std::vector<int>& box : b.ranks)
+    if (box.size() < 2)
+      throw UsageError("collective: " + who +
+                       " across boxes reduces among each box's ranks in its switches, and "
+                       "the box of rank " +
+                       std::to_string(box.front()) + " holds only that rank: use ring or tree");
   for (int k = 0; k < b.count(); ++k) {
     std::vector<NodeId> pes;
     for (int r : b.ranks[static_cast<std::size_t>(k)]) pes.push_back(p.pes[static_cast<std::size_t>(r)]);
