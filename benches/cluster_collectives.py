@@ -149,7 +149,7 @@ def _scale_targets(ctx, config: str) -> None:
 
     rows = []
     targets = [(ctx.params["target_nodes"], "flow", {}),
-               (ctx.params["packet_nodes"], "packet", {"fabric.chunk": int(ctx.params["packet_chunk"])})]
+               (ctx.params["packet_nodes"], "packet", {"fabric.chunk": f"{int(ctx.params['packet_chunk'])} B"})]
     for nodes, fabric, extra in targets if ctx.params["scale"] else []:
         sets = {**dict(ctx.config_overrides), "cluster.nodes": int(nodes), "fabric.model": fabric, **extra}
         try:
@@ -163,7 +163,7 @@ def _scale_targets(ctx, config: str) -> None:
                                  "error": f"{type(e).__name__}: {e}"})
             ctx.log(f"scale {nodes} nodes ({fabric}) FAILED: {type(e).__name__}: {e}")
             continue
-        chunk = int(extra.get("fabric.chunk", 0))
+        chunk = int(ctx.params["packet_chunk"]) if fabric == "packet" else 0
         row = {"nodes": int(nodes), "gpus": r.ranks, "fabric": fabric, "chunk": chunk, "algorithm": r.algorithm,
                "protocol": r.protocol, "fidelity": r.fidelity, "time_us": r.latency_us,
                "tuner_us": r.predicted_ps / 1e6, "wall_s": wall, "events": system._core.events_processed - e0,
