@@ -135,14 +135,18 @@ def test_gpu_nccl_runs_on_a_cluster_up_to_its_gpus():
 
 
 def test_cluster_collectives_bench_smoke(tmp_path):
-    """The bench's smoke run: one table per collective at 2 nodes, no failure, and each all-to-all row beside the
-    fabric's bound, which the model does not beat."""
+    """The bench's smoke run: one table per collective at 2 nodes, no failure, each all-to-all row beside the
+    fabric's bound, which the model does not beat, and the scale targets (here 128 nodes on the flow fabric and 2 on
+    the packet fabric) in scale.csv."""
     from kernbench.runner import run_bench
 
     out = tmp_path / "out"
-    run_bench("cluster-collectives", out=out, sets=["bench.nodes=2", "bench.max_bytes=1048576"], quiet=True)
+    run_bench("cluster-collectives", out=out, sets=["bench.nodes=2", "bench.max_bytes=1048576",
+                                                    "bench.packet_nodes=2"], quiet=True)
     sweep = json.loads((out / "sweep.json").read_text())
     assert sweep["failures"] == []
+    scale = (out / "scale.csv").read_text().splitlines()
+    assert len(scale) == 3 and ",flow," in scale[1] and ",packet,16384," in scale[2]
     rows = sweep["results"]
     assert {r["collective"] for r in rows} == {"all_reduce", "all_gather", "reduce_scatter", "alltoall"}
     a2a = [r for r in rows if r["collective"] == "alltoall"]
