@@ -151,7 +151,7 @@ std::vector<NvlsFlow> nvls_flows(const Algorithm& a, const Plan& p) {
       }
     }
     if (sharp) {
-      const SharpTree t = sharp_tree(net, *p.machine, heads, a.name);
+      const SharpTree t = sharp_tree(net, heads, a.name);
       std::vector<NodeId> leaves;
       for (std::size_t k = 0; k < heads.size(); ++k) {
         f.hops.push_back({pe(heads[k]), t.via[k], 1.0});

@@ -20,12 +20,16 @@
 // pipeline (chunk k+1 gathers while chunk k reduces and chunk k-1 is
 // multicast). The gather and multicast stages are per set of ports (the
 // members'): NVLS's load-reduce into GPU i and its multicast store from GPU
-// j use different ones and overlap, sharing links in the fabric. Store-and-forward per chunk: the reduction starts when
-// the whole chunk has arrived (real SHARP reduces flits as they arrive; more, smaller chunks approach it). No PE engine
-// is charged. The op's SwitchGroup may add some buffers' chunks and send the sum to others, and may reach members
-// through a lower reducing switch: that switch gathers its members' chunks, adds them (holding its own reduction unit)
-// and passes one partial sum up; on the way down it receives the sum once
-// and sends it on to each of its members (IB SHARP's aggregation tree).
+// j use different ones and overlap, sharing links in the fabric; the sum
+// waits for its output ports without holding the reduction unit.
+// Store-and-forward per chunk: the reduction starts when the whole chunk has
+// arrived (real SHARP reduces flits as they arrive; more, smaller chunks
+// approach it). No PE engine is charged.
+// The op's SwitchGroup may add some buffers' chunks and send the sum to
+// others, and may reach members through a lower reducing switch: that
+// switch gathers its members' chunks, adds them (holding its own reduction
+// unit) and passes one partial sum up; on the way down it receives the sum
+// once and sends it on to each of its members (IB SHARP's aggregation tree).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -43,6 +47,19 @@ void Executor::Impl::switch_leg_done(std::uint64_t transfer) {
   nd.fabric_queued += r.parts.queuing;
   if (--nd.legs_pending == 0 && nd.parked) sim.schedule(0, sim::Target::resume(std::exchange(nd.parked, {})));
 }
+
+namespace {
+
+// The lower reducing switches of `vias` (those that are not the op's switch `sw`), each once, in the order the
+// members name them.
+std::vector<NodeId> lower_switches(const std::vector<NodeId>& vias, NodeId sw) {
+  std::vector<NodeId> out;
+  for (NodeId v : vias)
+    if (v != sw && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
+}  // namespace
 
 sim::Task<> Executor::Impl::switch_leg(std::uint32_t n, NodeId src, NodeId dst) {
   const Node& nd = nodes[n];
@@ -116,12 +133,8 @@ sim::Task<> Executor::Impl::switch_legs(std::uint32_t n, bool gather) {
     if (id >= transfer_node.size()) transfer_node.resize(std::max<std::size_t>(id + 1, 2 * transfer_node.size()));
     transfer_node[id] = n;
   }
-  // Each aggregating switch once, in the order the members name them.
   sim::Join below(sim);
-  for (std::size_t k = 0; k < vias.size(); ++k)
-    if (vias[k] != sw && std::find(vias.begin(), vias.begin() + static_cast<std::ptrdiff_t>(k), vias[k]) ==
-                             vias.begin() + static_cast<std::ptrdiff_t>(k))
-      below.spawn(nodes[n].name, aggregate(n, vias[k], gather));
+  for (NodeId v : lower_switches(vias, sw)) below.spawn(nodes[n].name, aggregate(n, v, gather));
   // Transfers never complete synchronously, so every direct leg is still pending here.
   if (direct > 0) co_await sim::Park{nodes[n].parked};
   co_await below.wait();
@@ -143,12 +156,8 @@ sim::Task<> Executor::Impl::switch_reduce(std::uint32_t n) {
   co_await st.reduce.acquire();
   gather.release();
   // One input per direct member, one per aggregating switch below (its partial sum).
-  Bytes inputs = 0;
-  for (std::size_t k = 0; k < g.in_via.size(); ++k)
-    inputs += g.in_via[k] == sw || std::find(g.in_via.begin(), g.in_via.begin() + static_cast<std::ptrdiff_t>(k),
-                                             g.in_via[k]) == g.in_via.begin() + static_cast<std::ptrdiff_t>(k)
-                  ? 1
-                  : 0;
+  const auto inputs = static_cast<Bytes>(std::count(g.in_via.begin(), g.in_via.end(), sw)) +
+                      static_cast<Bytes>(lower_switches(g.in_via, sw).size());
   co_await sim.delay(sim::transfer_time(nodes[n].move.bytes * inputs, system.machine().node(sw).params.reduction));
   // The sum waits in the switch for its output ports, freeing the reduction unit for other ports' chunks.
   st.reduce.release();

@@ -97,7 +97,7 @@ void nvls_across_boxes(Schedule& s, const Plan& p, bool sharp) {
   std::vector<SharpTree> trees;
   if (sharp) {
     SharpNet net = require_sharp_net(*p.machine, p.pes, who);
-    for (const std::vector<int>& h : heads) trees.push_back(sharp_tree(net, *p.machine, h, who));
+    for (const std::vector<int>& h : heads) trees.push_back(sharp_tree(net, h, who));
   }
   const std::pair<Tree, Tree> ab = nccl_double_trees(boxes);
   // Chunk c, head i: slices [(c ppn + i) w, + w), switch j's part of them at offset off_j (weight w_j). The

@@ -65,7 +65,7 @@ SharpNet require_sharp_net(const topology::Machine& m, const std::vector<NodeId>
   return net;
 }
 
-SharpTree sharp_tree(SharpNet& net, const topology::Machine&, const std::vector<int>& ranks, const std::string& who) {
+SharpTree sharp_tree(SharpNet& net, const std::vector<int>& ranks, const std::string& who) {
   net.used.resize(net.switches.size(), 0);
   // The root: the switch whose farthest rank is nearest (ties: the one fewer trees use, then the lowest node id).
   int best = -1, best_far = 0;

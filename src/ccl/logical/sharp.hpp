@@ -41,6 +41,6 @@ SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes);
 /// reduction: on the graph's scale-out switches).
 SharpNet require_sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes, const std::string& who);
 /// The tree over `ranks` (indices into pes); a group no switch reaches whole is a UsageError naming `who`.
-SharpTree sharp_tree(SharpNet& net, const topology::Machine& m, const std::vector<int>& ranks, const std::string& who);
+SharpTree sharp_tree(SharpNet& net, const std::vector<int>& ranks, const std::string& who);
 
 }  // namespace kernbench::ccl
