@@ -79,7 +79,8 @@ struct PipelineWire {
 
 /// Whether the pipeline model has a form for this algorithm and collective
 /// on these ranks (ring: all-reduce, reduce-scatter, all-gather, broadcast;
-/// double_binary_tree: all-reduce across boxes); `why` says what is missing.
+/// double_binary_tree, nvls and nvls_tree: all-reduce across boxes, the
+/// NVLS ones one coflow per rail); `why` says what is missing.
 bool pipeline_supports(const Algorithm& a, Collective c, const Plan& plan, std::string* why = nullptr);
 
 /// Resolves CollectiveSpec::fidelity for a prepared collective (its

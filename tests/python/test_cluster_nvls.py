@@ -127,10 +127,15 @@ def test_the_tuner_offers_nvls_tree_across_boxes_and_sharp_only_where_the_networ
 
 def test_nvls_across_boxes_refuses_what_it_cannot_run(cluster_path):
     """nvls across boxes without a reducing scale-out switch names the key to set; nvls_tree on one box says to
-    use nvls."""
+    use nvls, and on one GPU per box (a data-parallel group across boxes) that it needs two, which the tuner then
+    does not offer (auto takes the tree)."""
     plain = kernbench.System.load("machines/dgx-h100-cluster.yaml", set={"cluster.nodes": 2})
     with pytest.raises(kernbench._core.UsageError, match="cluster.fabric.reduction"):
         ccl.all_reduce(plain, 1 << 20, algorithm="nvls", buffer="hbm")
+    pair = ["n0.gpu0", "n1.gpu0"]
+    with pytest.raises(kernbench._core.UsageError, match="box of rank 0 holds only that rank"):
+        ccl.all_reduce(plain, 1 << 20, algorithm="nvls_tree", buffer="hbm", pes=pair)
+    assert ccl.all_reduce(plain, 1 << 30, algorithm="auto", buffer="hbm", pes=pair).algorithm != "nvls_tree"
     box = kernbench.System.load("machines/h100-8x-nvswitch.yaml")
     with pytest.raises(kernbench._core.UsageError, match="one box.*use nvls"):
         ccl.all_reduce(box, 1 << 20, algorithm="nvls_tree", buffer="hbm")
