@@ -86,7 +86,7 @@ TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, 
     f.nvls_switch = &g == &groups.front() ? sum : std::min(f.nvls_switch, sum);
   }
   if (!f.nvls) f.nvls_switch = 0;
-  f.sharp = boxes.multi() && !sharp_net(m, pes).switches.empty();
+  f.sharp = boxes.multi() && !network_reducers(m, pes).empty();
   return f;
 }
 

@@ -12,46 +12,12 @@ import kernbench
 from kernbench import ccl
 from kernbench.calibrate import REGISTRY
 
-# Two GPUs on one switch, no latency anywhere and NCCL's fixed costs at zero: what is left of a collective's time is
-# its bytes over the links, and the pipeline's node overheads.
-BOX2 = """
-graph:
-  nodes:
-    - {name: gpu0, kind: pe, overhead: 0 ns, memory: hbm0, transit: false}
-    - {name: gpu1, kind: pe, overhead: 0 ns, memory: hbm1, transit: false}
-    - {name: hbm0, kind: memory, overhead: 0 ns}
-    - {name: hbm1, kind: memory, overhead: 0 ns}
-    - {name: nvsw, kind: switch, overhead: 0 ns}
-  edges:
-    - {a: gpu0, b: hbm0, class: hbm, bandwidth: 10000 GB/s, latency: 0 ns}
-    - {a: gpu1, b: hbm1, class: hbm, bandwidth: 10000 GB/s, latency: 0 ns}
-    - {a: gpu0, b: nvsw, class: nvlink, bandwidth: 400 GB/s, latency: 0 ns}
-    - {a: gpu1, b: nvsw, class: nvlink, bandwidth: 400 GB/s, latency: 0 ns}
-pe:
-  target: gpu
-  clock: 1 GHz
-  vector_bytes_per_cycle: 1048576   # reductions far faster than the links
-  ipcq: {channels: 4, slots: 8, slot: 512 KiB, credit: instant}   # no credit messages among the bytes counted
-fabric: {model: flow, multipath: spread}
-nccl: {call_host: 0 ns, ll_base: 0 ns, ll128_base: 0 ns, simple_base: 0 ns, ll_step: 0 ns, ll128_step: 0 ns,
-       simple_step: 0 ns, net_ll_step: 0 ns, net_ll128_step: 0 ns, net_simple_step: 0 ns, link_efficiency: 1}
-"""
-
-CLUSTER = """
-cluster:
-  nodes: 16
-  box: box2.yaml
-  nic: cx7-ndr-400
-  fabric: {kind: rail-optimized, tiers: 2, radix: 64, oversubscription: 1, link_latency: 0 ns, switch_overhead: 0 ns}
-"""
+from cluster_boxes import write_cluster  # tests/python is on sys.path (no __init__.py)
 
 
 @pytest.fixture
 def cluster_path(tmp_path):
-    (tmp_path / "box2.yaml").write_text(BOX2)
-    path = tmp_path / "c.yaml"
-    path.write_text(CLUSTER)
-    return path
+    return write_cluster(tmp_path, nodes=16)
 
 
 def test_ring_across_16_nodes_is_the_alpha_beta_closed_form_with_the_nics_as_bottleneck(cluster_path):

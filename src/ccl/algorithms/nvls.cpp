@@ -148,7 +148,7 @@ Algorithm nvls_algorithm() {
   a.slices = [](const Plan& p) { return nvls_slices(p, "nvls"); };
   a.check = [](const Plan& p) {
     nvls_slices(p, "nvls");
-    if (p.multi_node()) require_sharp_net(*p.machine, p.pes, "nvls");
+    if (p.multi_node()) require_network_reducers(*p.machine, p.pes, "nvls");
   };
   a.all_reduce = [](Schedule& s, const Plan& p) {
     if (p.multi_node())

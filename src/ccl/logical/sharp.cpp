@@ -8,7 +8,7 @@
 
 namespace kernbench::ccl {
 
-SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes) {
+std::vector<NodeId> network_reducers(const topology::Machine& m, const std::vector<NodeId>& pes) {
   using topology::NodeKind;
   // The boxes' nodes: what the ranks reach without crossing a NIC.
   std::vector<char> boxed(m.num_nodes(), 0);
@@ -24,14 +24,20 @@ SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes) {
       stack.push_back(v);
     }
   }
-  std::vector<int> rank_of(m.num_nodes(), -1);
-  for (std::size_t r = 0; r < pes.size(); ++r) rank_of[pes[r]] = static_cast<int>(r);
+  std::vector<NodeId> out;
+  for (NodeId s = 0; s < m.num_nodes(); ++s) {
+    const topology::NodeInfo& n = m.node(s);
+    if (!boxed[s] && n.kind == NodeKind::Switch && n.params.reduction.bytes_per_s > 0) out.push_back(s);
+  }
+  return out;
+}
+
+SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes) {
+  using topology::NodeKind;
   SharpNet net;
   std::vector<int> dist(m.num_nodes());
   std::deque<NodeId> queue;
-  for (NodeId s = 0; s < m.num_nodes(); ++s) {
-    const topology::NodeInfo& n = m.node(s);
-    if (boxed[s] || n.kind != NodeKind::Switch || n.params.reduction.bytes_per_s <= 0) continue;
+  for (NodeId s : network_reducers(m, pes)) {
     // Hops to every node, never forwarding through a PE (a GPU does not route between its ports).
     std::fill(dist.begin(), dist.end(), -1);
     dist[s] = 0;
@@ -54,15 +60,21 @@ SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes) {
   return net;
 }
 
-SharpNet require_sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes, const std::string& who) {
-  SharpNet net = sharp_net(m, pes);
-  if (net.switches.empty())
+std::vector<NodeId> require_network_reducers(const topology::Machine& m, const std::vector<NodeId>& pes,
+                                             const std::string& who) {
+  std::vector<NodeId> out = network_reducers(m, pes);
+  if (out.empty())
     throw UsageError("collective: " + who +
                      " reduces across boxes in the network (IB SHARP) and no switch outside the boxes declares a "
                      "reduction: set cluster.fabric.reduction (a cluster: config), or reduction: {bandwidth: ...} on "
                      "the scale-out switches of the graph; or use nvls_tree (NVLS in each box, NCCL's tree across "
                      "them)");
-  return net;
+  return out;
+}
+
+SharpNet require_sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes, const std::string& who) {
+  require_network_reducers(m, pes, who);
+  return sharp_net(m, pes);
 }
 
 SharpTree sharp_tree(SharpNet& net, const std::vector<int>& ranks, const std::string& who) {

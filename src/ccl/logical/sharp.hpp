@@ -35,10 +35,16 @@ struct SharpTree {
   std::vector<NodeId> via;
 };
 
-/// The reducing switches outside the boxes of `pes` (rank -> PE node); none: an empty net.
-SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes);
+/// The reducing switches outside the boxes of `pes` (rank -> PE node), by node id: what the tuner asks (does the
+/// network reduce?), without the hop distances.
+std::vector<NodeId> network_reducers(const topology::Machine& m, const std::vector<NodeId>& pes);
 /// The same, none being a UsageError naming `who` and how to declare one (cluster.fabric.reduction, or
 /// reduction: on the graph's scale-out switches).
+std::vector<NodeId> require_network_reducers(const topology::Machine& m, const std::vector<NodeId>& pes,
+                                             const std::string& who);
+/// Those switches and their hop distances to the ranks; none: an empty net.
+SharpNet sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes);
+/// The same, none being a UsageError (as require_network_reducers).
 SharpNet require_sharp_net(const topology::Machine& m, const std::vector<NodeId>& pes, const std::string& who);
 /// The tree over `ranks` (indices into pes); a group no switch reaches whole is a UsageError naming `who`.
 SharpTree sharp_tree(SharpNet& net, const std::vector<int>& ranks, const std::string& who);

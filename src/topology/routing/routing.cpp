@@ -90,10 +90,15 @@ const std::vector<Route>& Router::paths(NodeId src, NodeId dst) {
     out.push_back(std::move(r));
   } else {
     out = equal_cost_paths(src, dst, kMaxEqualCostPaths);
-    // Between boxes keep the paths through the endpoints' own NICs (of a wider search, so that as many remain).
-    if (!home_nics().empty() && out.size() > 1)
+    // Between boxes keep the paths through the endpoints' own NICs (of a wider search, so that as many remain);
+    // paths that cross no NIC (inside a box) need neither.
+    const auto crosses_nic = [&](const Route& r) {
+      return std::any_of(r.nodes.begin(), r.nodes.end(), [&](NodeId n) { return m_.node(n).kind == NodeKind::Nic; });
+    };
+    if (out.size() > 1 && !home_nics().empty() && crosses_nic(out.front())) {
       out = through_home_nics(equal_cost_paths(src, dst, 4 * kMaxEqualCostPaths));
-    if (out.size() > kMaxEqualCostPaths) out.resize(kMaxEqualCostPaths);
+      if (out.size() > kMaxEqualCostPaths) out.resize(kMaxEqualCostPaths);
+    }
   }
   for (Route& r : out) finish(r);
   return cache_.emplace(key, std::move(out)).first->second;
