@@ -91,6 +91,7 @@ void bind_ccl(py::module_& m) {
         spec.counts = counts;
         spec.fidelity = fidelity;
         Using use(system);
+        spec.router = &system.fabric().router();
         return use.run([&] { return std::make_shared<CollectiveResult>(run_collective(system, spec)); });
       },
       py::arg("system"), py::arg("collective"), py::arg("algorithm"), py::arg("bytes_per_pe"),
@@ -103,13 +104,17 @@ void bind_ccl(py::module_& m) {
       "rank j at [i * ranks + j], the delivered bytes checked instead).");
   m.def(
       "collective_program",
-      [](const topology::System& system, const std::string& collective, const std::string& algorithm,
+      [](topology::System& system, const std::string& collective, const std::string& algorithm,
          const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer,
          const py::object& grid_w, const py::object& grid_h, const std::string& inter, const py::object& pieces,
          const py::object& root, const std::string& protocol, const py::object& channels, const std::string& fidelity) {
         CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
                                         pieces, root, "off", protocol, channels, py::int_(1), py::int_(0));
         spec.fidelity = fidelity;
+        // The system's router: its searches are kept across the collectives of a lowering (a step appends
+        // hundreds over the same GPUs). Held like a run, as the router's caches grow.
+        Using use(system, /*check=*/false);
+        spec.router = &system.fabric().router();
         return build_collective(system.machine(), system.config(), spec);
       },
       py::arg("system"), py::arg("collective"), py::arg("algorithm"), py::arg("bytes_per_pe"),

@@ -73,6 +73,9 @@ struct CollectiveSpec {
   /// Auto: check when the symbolic state is small (ranks x slices x ranks
   /// <= 2^28 bits); On: always; Off: never.
   Verify verify = Verify::Auto;
+  /// The routes the tuner reads (the system's router, whose searches are cached across collectives); null:
+  /// a router of its own (every call searches the machine's graph again: on 256 boxes a few ms per rank).
+  topology::Router* router = nullptr;
   /// GPU machines: `steps` simulates every protocol step of every channel;
   /// `pipeline` one coflow per channel (pipeline.hpp: the channel's hops at
   /// one pace, its chain's step latencies; flow fabric; ring, and tree

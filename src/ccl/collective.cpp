@@ -173,7 +173,7 @@ Prepared prepare(const topology::Machine& m, const topology::Config& config, con
     }
   } else if (out.gpu) {
     const NcclConfig& nc = nccl_config(config);
-    out.facts = tuner_facts(m, pe, pes, *boxes);
+    out.facts = tuner_facts(m, pe, pes, *boxes, spec.router);
     const TunerFacts& facts = out.facts;
     // The tuner knows ring, tree and nvls; another registry algorithm runs
     // with the protocol the ring would get.

@@ -27,11 +27,12 @@ NcclCollective nccl_kind(Collective c) {
 // channels cover every link) and its slowest route latency; the reducing
 // switches linked to every rank.
 TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, const std::vector<NodeId>& pes,
-                       const Boxes& boxes) {
+                       const Boxes& boxes, topology::Router* shared) {
   TunerFacts f;
   f.ranks = static_cast<int>(pes.size());
   f.channels = pe.ipcq_channels;
-  topology::Router router(m);
+  std::optional<topology::Router> own;
+  topology::Router& router = shared ? *shared : own.emplace(m);
   const auto rate_and_latency = [&](NodeId a, NodeId b, Time& latency) {
     double bw = 0;
     for (const topology::Route& r : router.paths(a, b)) {

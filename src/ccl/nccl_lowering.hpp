@@ -20,8 +20,9 @@ namespace kernbench::ccl {
 NcclCollective nccl_kind(Collective c);
 
 /// What the tuner reads about ranks `pes` (in their `boxes`) on `m`.
+/// `router`: the routes to read (null: a router of its own).
 TunerFacts tuner_facts(const topology::Machine& m, const runtime::PeConfig& pe, const std::vector<NodeId>& pes,
-                       const Boxes& boxes);
+                       const Boxes& boxes, topology::Router* router = nullptr);
 
 /// Host threads: the ranks are split evenly over `threads` (0: one each); a
 /// thread issues its ranks' launches one after another, call after call.
