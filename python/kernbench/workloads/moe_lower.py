@@ -193,8 +193,9 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
         for r in reps:
             group = L.out.placement.group(r, stage)
             if tp > 1 and sin != SEQ:  # the tp ranks' token slices gathered: the output replicated again
+                # (an all-gather's buffer is the whole T x H output, each rank's slice 1/tp of it: ccl.hpp)
                 first = len(L.prog)
-                ag = L.collective("all_gather", group, -(-T // tp) * H * e_bytes, sum(outs[r], []),
+                ag = L.collective("all_gather", group, T * H * e_bytes, sum(outs[r], []),
                                   op.name + " all-gather")
                 L.span(i, "all_gather", first, stage, "forward", mb, op.name + " all-gather")
                 memos[r]["done"][i], memos[r]["state"][i] = [ag] * tp, REP

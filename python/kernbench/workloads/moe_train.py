@@ -151,7 +151,7 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
         for r in L.replicas:
             group = L.out.placement.group(r, stage)
             first = len(L.prog)
-            ag = L.collective("all_gather", group, -(-T // tp) * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
+            ag = L.collective("all_gather", group, T * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
             L.span(i, "all_gather", first, stage, "backward", mb, op.name + " dgrad all-gather")
             out[r] = [ag] * tp
     return {r: (out[r], wgrad[r]) for r in out}

@@ -206,20 +206,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
             k //= tp
         elif rule == "batch":
             M = b // tp * m
-        res = []
-        for t, pe in enumerate(group):
-            d = L.gemm(pe, M, k, n, op, deps[t], "backward")  # dgrad: dA = dC B^T
-            d = L.gemm(pe, k, n, M, op, d, "backward")        # wgrad: dB = A^T dC (activation x activation too)
-            res.append(d)
-        L.span(i, kind, first, stage, "backward", mb)
-        if rule == "column" and tp > 1:  # the input gradient of a column-parallel linear is a partial sum
-            first = len(L.prog)
-            what = "reduce_scatter" if L.plan.sp else "all_reduce"
-            r = L.collective(what, group, M * k * e // (tp if L.plan.sp else 1), sum(res, []),
-                             op.name + " dgrad " + what)
-            L.span(i, what, first, stage, "backward", mb, op.name + " dgrad " + what)
-            res = [r] * tp
-        return res
+        return _linear_backward(L, i, group, deps, rule, M, n, k, e, sin, stage, mb)
     if kind == "attention":
         if L.plan.recompute == "selective":  # Megatron's selective recompute: the attention core's forward again
             L.recomputing = True
@@ -233,7 +220,12 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         res = L.attention(i, group, res, "backward")
     elif kind == "embedding":
         tokens, dim = int(a["tokens"]), int(a["dim"])
-        res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", deps[t])
+        if tp > 1 and L.plan.sp:  # the forward reduce-scattered the lookups (g-bar): the gradient is all-gathered
+            ag = L.collective("all_gather", group, tokens * dim * e, sum(deps, []), op.name + " grad all-gather")
+            L.span(i, "all_gather", first, stage, "backward", mb, op.name + " grad all-gather")
+            res = [d + ag for d in deps]
+            first = len(L.prog)
+        res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", res[t])
                for t, pe in enumerate(group)]
     elif kind in VECTOR_PASSES:
         el = int(a["elements"])
@@ -247,6 +239,47 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         split = tp if sin in (SHARD, SEQ) else 1
         res = [L.copy(pe, -(-int(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
     L.span(i, kind, first, stage, "backward", mb)
+    return res
+
+
+def _linear_backward(L: Lowerer, i: int, group, deps: list[list], rule: str, M: int, n: int, k: int, e: int,
+                     sin: str, stage: int, mb: int) -> list[list]:
+    """The dgrad and wgrad GEMMs of linear ``i`` (per rank ``M x k x n``: its sharded sizes) and the tensor-parallel
+    collectives of its backward. Without sp, a column-parallel linear's input gradient is a partial sum: an
+    all-reduce of ``M x k`` follows (f's conjugate). With sp (Korthikanti et al. 2022, section 4.2.2, and
+    Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication.backward``), every collective carries the
+    whole ``M x k`` or ``M x n`` activation of the tp group:
+
+    * a row-parallel linear's output was reduce-scattered (g-bar): its gradient is all-gathered first;
+    * a column-parallel linear's input was all-gathered (g): Megatron keeps only the sequence shard and
+      all-gathers it again for the wgrad, issued at the start of the backward so that it overlaps the dgrad GEMM,
+      and the input gradient is reduce-scattered (g's conjugate) -- here after the wgrad, as the all-reduce."""
+    tp, op = len(group), L.g.ops[i]
+    first = len(L.prog)
+    gemm_deps, regather = deps, [[] for _ in group]
+    if rule == "row" and tp > 1 and L.plan.sp:
+        ag = L.collective("all_gather", group, M * n * e, sum(deps, []), op.name + " grad all-gather")
+        L.span(i, "all_gather", first, stage, "backward", mb, op.name + " grad all-gather")
+        gemm_deps = [d + ag for d in deps]
+        first = len(L.prog)
+    gathered = rule == "column" and tp > 1 and sin == SEQ
+    if gathered:
+        ag = L.collective("all_gather", group, M * k * e, sum(deps, []), op.name + " input all-gather")
+        L.span(i, "all_gather", first, stage, "backward", mb, op.name + " input all-gather")
+        regather = [ag] * tp
+        first = len(L.prog)
+    res = []
+    for t, pe in enumerate(group):
+        d = L.gemm(pe, M, k, n, op, gemm_deps[t], "backward")      # dgrad: dA = dC B^T
+        d = L.gemm(pe, k, n, M, op, d + regather[t], "backward")  # wgrad: dB = A^T dC (activation x activation too)
+        res.append(d)
+    L.span(i, op.kind, first, stage, "backward", mb)
+    if rule == "column" and tp > 1:  # the input gradient of a column-parallel linear is a partial sum
+        first = len(L.prog)
+        what = "reduce_scatter" if gathered else "all_reduce"
+        r = L.collective(what, group, M * k * e, sum(res, []), op.name + " dgrad " + what)
+        L.span(i, what, first, stage, "backward", mb, op.name + " dgrad " + what)
+        res = [r] * tp
     return res
 
 
