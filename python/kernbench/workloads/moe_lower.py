@@ -188,8 +188,8 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
                 outs[reps[s]][t] = L.vector(pes[s], tok[t] * H, H, e_bytes, K, 1, 1, f"{op.name}.combine",
                                             done[s] + back[s])
             L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.combine")
-            record(L, op, "forward", mb, grp, stage, t, pes, sent, rows, H * e_bytes, disp_ops, comb_ops, ran,
-                   (sum(slices[t]) - sum(sent)) * ep, tok[t] * ep, K)
+            record(L, op, "recompute" if L.recomputing else "forward", mb, grp, stage, t, pes, sent, rows,
+                   H * e_bytes, disp_ops, comb_ops, ran, (sum(slices[t]) - sum(sent)) * ep, tok[t] * ep, K)
         for r in reps:
             group = L.out.placement.group(r, stage)
             if tp > 1 and sin != SEQ:  # the tp ranks' token slices gathered: the output replicated again

@@ -7,7 +7,9 @@ The backward pass is derived from the forward graph, op by op in reverse
   size: dgrad ``dA = dC B^T`` (m x k, inner n) and wgrad ``dB = A^T dC``
   (k x n, inner m) -- 2x the forward GEMM FLOPs, exactly; the same
   tensor-parallel sharding (a column-parallel linear's dgrad is a partial sum:
-  an all-reduce of ``m x k`` follows; a row-parallel one needs none);
+  an all-reduce of ``m x k`` follows; a row-parallel one needs none); with
+  sequence parallelism the conjugates of the forward's collectives and
+  Megatron's re-gather of a column-parallel linear's input (``_linear_backward``);
 * a conv: the same two GEMMs of its im2col shape;
 * attention: two forward attention programs (the backward's dQ, dK, dV, dS
   matmuls are 2x the forward's two);
@@ -24,11 +26,12 @@ of the earlier layers, and the layer's optimizer step follows its reduction, on 
 MoE layers (``moe`` ops, expert parallelism ``ParallelPlan.ep``): kernbench.workloads.moe_train -- a chunk
 holding MoE ops runs its forward op-major over the replicas, its backward with the replicas in lockstep at each
 MoE op (the op's backward lowered over every EP group at once), and the experts' gradients are reduced over
-their expert-data-parallel groups (sharding.py; sharding ``none`` and recompute ``none``/``selective`` only).
+their expert-data-parallel groups (sharding.py; sharding ``none`` only).
 
 Recompute (``ParallelPlan.recompute``, Megatron-LM's): ``full`` lowers each layer's forward again right
-before its backward, from the layer's input; ``selective`` the attention op's forward before its backward.
-The recomputed ops are pass ``recompute``.
+before its backward, from the layer's input (an MoE layer's too: its dispatch and combine all-to-alls over the EP
+groups again, every replica at once, as Megatron's checkpointed layer reruns them); ``selective`` the attention
+op's forward before its backward. The recomputed ops are pass ``recompute``.
 
 Optimizer (Adam, mixed precision; assumed, the usual Megatron layout): per
 parameter a bf16/fp16 weight and gradient plus fp32 master weight, m and v
@@ -57,11 +60,13 @@ microbatch), at the price of v times the stage-to-stage transfers.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass, stage_ranges
-from kernbench.workloads.moe_train import MOE_REQUEST, backward_moe, drive, forward_chunk
+from kernbench.workloads.moe_lower import lower_moe
+from kernbench.workloads.moe_train import MOE_RECOMPUTE, MOE_REQUEST, backward_moe, drive, forward_chunk
 from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
@@ -162,14 +167,36 @@ def model_chunks(graph, plan) -> list[int]:
     return stage_ranges(graph, n)
 
 
-def _layer_of(graph) -> list[str]:
-    """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``; an MoE
-    op (routed experts, reduced over their own group: sharding.py) is a unit of its own, named by the op."""
+def _block_of(graph) -> list[str]:
+    """Per op its block instance (``model.layers.3``), or ``outside``."""
     out = [ROOT] * len(graph.ops)
     for b in graph.blocks:
         for inst in range(b.count):
             for i in range(b.first + inst * b.size, b.first + (inst + 1) * b.size):
                 out[i] = f"{b.prefix}.{inst}"
+    return out
+
+
+def _recompute_layers(graph) -> list[str]:
+    """Per op the layer full recompute runs again (``model.layers.3``), or ``outside`` (not recomputed): the
+    block instances, or where the graph stamps every layer out (DeepSeek-MoE's dense first layer: no repeated
+    block), the layers its ``meta["layer_prefix"]`` names ``{prefix}.{i}.``."""
+    prefix = graph.meta.get("layer_prefix")
+    if graph.blocks or not prefix:
+        return _block_of(graph)
+    out = [ROOT] * len(graph.ops)
+    for i, op in enumerate(graph.ops):
+        head, _, rest = op.name.partition(prefix + ".")
+        index = rest.split(".", 1)[0]
+        if not head and rest and index.isdigit():
+            out[i] = f"{prefix}.{index}"
+    return out
+
+
+def _layer_of(graph) -> list[str]:
+    """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``; an MoE
+    op (routed experts, reduced over their own group: sharding.py) is a unit of its own, named by the op."""
+    out = _block_of(graph)
     for i, op in enumerate(graph.ops):
         if op.kind == "moe":
             out[i] = op.name
@@ -319,18 +346,18 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     g, plan = L.g, L.plan
     pp, M, C = plan.pp, plan.microbatches, plan.chunks
     stages = [c % pp for c in chunks]
-    layer = _layer_of(g)
+    layer, block = _layer_of(g), _recompute_layers(g)
     if plan.recompute == "selective" and not any(op.kind == "attention" for op in g.ops):
         raise WorkloadError(f"{g.name}: recompute='selective' recomputes the attention core, and the graph has no "
                             "attention op (its attention is not one fused op); use 'full' or 'none'")
+    if plan.recompute == "full" and all(b == ROOT for b in block):
+        raise WorkloadError(f"{g.name}: recompute='full' recomputes each layer's forward, and the graph names no "
+                            "layers (no repeated block, no meta['layer_prefix']); use 'selective' or 'none'")
     moe = any(op.kind == "moe" for op in g.ops)
     if moe and plan.sharding != "none":
         raise WorkloadError(f"{g.name}: sharding {plan.sharding!r} with MoE layers: only sharding 'none' is "
                             "lowered for a model with experts (the expert parameters' ZeRO/FSDP sharding over the "
                             "expert-data-parallel group is not modelled)")
-    if moe and plan.recompute == "full":
-        raise WorkloadError(f"{g.name}: recompute 'full' with MoE layers: recomputing an MoE layer's forward (its "
-                            "all-to-alls over the EP group) is not lowered; use 'selective' or 'none'")
     order = interleaved_1f1b(pp, plan.interleave, M)
     replicas = replicas_mode(replicas, False, "training")
     if replicas == "mirror" and plan.dp > 1:
@@ -346,6 +373,9 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, chunk) -> its ops there, in graph order
     for i, u in enumerate(layer):
         unit_ops.setdefault((u, chunks[i]), []).append(i)
+    block_ops: dict[tuple[str, int], list[int]] = {}  # (block instance, chunk) -> its ops there: full recompute
+    for i, u in enumerate(block):
+        block_ops.setdefault((u, chunks[i]), []).append(i)
 
     def forward(rep, c, j, ops=None):
         s = c % pp
@@ -353,20 +383,25 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         forward_pass(L, rep, j, stages, memo=memos[(rep, j)], extra=need, ops=chunk_ops[c] if ops is None else ops)
 
     def recompute(rep, chunk, j, unit, need):
-        """Megatron's full recompute: the unit's forward again, from its checkpointed input, before its backward."""
+        """Megatron's full recompute: the block's forward again, from its checkpointed input, before its backward.
+        A generator: at an MoE op it yields ``(MOE_RECOMPUTE, op, view)`` and moe_train.drive lowers the op's
+        forward again over the EP groups, every replica at once, into ``view`` (the recomputed handles first)."""
         memo, s = memos[(rep, j)], chunk % pp
         done, group, redone = memo["done"], L.out.placement.group(rep, s), {}
 
         def dep_of(d):
             return redone[d] if d in redone else done[d] if stages[d] == s else memo["xfer"][(d, s)]
 
-        L.recomputing = True
-        try:
-            for i in unit_ops[(unit, chunk)]:
+        for i in block_ops[(unit, chunk)]:
+            if g.ops[i].kind == "moe":  # its all-to-alls again (the view's writes land in redone)
+                yield (MOE_RECOMPUTE, i, {"done": ChainMap(redone, done), "state": memo["state"]})
+                continue
+            L.recomputing = True  # set per op: the other replicas lower between this generator's yields
+            try:
                 redone[i], _ = L.forward(i, group, dep_of, memo["state"], s, j,
                                          extra=need if g.ops[i].params else None)
-        finally:
-            L.recomputing = False
+            finally:
+                L.recomputing = False
         done.update(redone)  # the backward reads the recomputed activations
 
     def backward(rep, chunk, j):
@@ -376,12 +411,16 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         need: dict[str, list[list]] = {}
         grads: dict[str, list[list]] = {}
         last_of = {u: ops[0] for (u, ch), ops in unit_ops.items() if ch == chunk}  # where a unit's backward ends
+        redone: set[str] = set()
         for i in reversed(chunk_ops[chunk]):
             unit = layer[i]
-            if unit not in need:  # the unit's backward begins: its weights (FSDP), its recompute
+            if unit not in need:  # the unit's backward begins: its weights (FSDP)
                 need[unit] = dp.need(rep, s, j, "backward", unit)
-                if plan.recompute == "full" and unit != ROOT:
-                    recompute(rep, chunk, j, unit, need[unit])
+            if plan.recompute == "full" and block[i] != ROOT and block[i] not in redone:  # the block's begins
+                redone.add(block[i])
+                if block[i] not in need:  # an MoE op closing its block: the block's weights
+                    need[block[i]] = dp.need(rep, s, j, "backward", block[i])
+                yield from recompute(rep, chunk, j, block[i], need[block[i]])
             deps = [list(memo["done"][i][t]) for t in range(tp)]
             if g.ops[i].params:
                 deps = [d + x for d, x in zip(deps, need[unit])]
@@ -423,6 +462,19 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 dp.gradients_done(rep, s, j, unit, grads[unit])
                 yield  # the unit's backward is lowered: the other replicas lower theirs before the next unit
 
+    def moe_request(kind, i, j, got):
+        """What drive asks of MoE op ``i`` in microbatch ``j``'s backward: its backward (``got``: each replica's
+        incoming gradients), or its forward again (``got``: each replica's view of the recomputed handles)."""
+        memo = [memos[(r, j)] for r in range(plan.dp)]
+        if kind == MOE_REQUEST:
+            return backward_moe(L, i, j, stages[i], got, memo)
+        L.recomputing = True
+        try:
+            lower_moe(L, i, j, stages[i], [got.get(r, m) for r, m in enumerate(memo)])
+        finally:
+            L.recomputing = False
+        return {}
+
     # Append the items in an order that respects both the stages' (interleaved) 1F1B order and the data
     # dependences: a chunk's forward after the chunk before it, its backward after the chunk after it. The dp
     # replicas run the same order on their own ranks, so each item is appended for every replica at once, and a
@@ -449,10 +501,9 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 elif what == "F":
                     for rep in L.replicas:
                         forward(rep, c, j)
-                elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward over the EP groups
+                elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward (and recompute) over the EP groups
                     drive(L, [backward(rep, c, j) for rep in L.replicas],
-                          lambda i, deps, c=c, j=j: backward_moe(L, i, j, stages[i], deps,
-                                                                 [memos[(r, j)] for r in range(plan.dp)]))
+                          lambda kind, i, got, j=j: moe_request(kind, i, j, got))
                 else:
                     units = [backward(rep, c, j) for rep in L.replicas]
                     while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)
