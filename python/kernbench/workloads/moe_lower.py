@@ -25,10 +25,10 @@ For tensor-parallel rank t of EP group g (PEs ``Placement.ep_group(g, stage, t)`
 A training step lowers the same forward (op-major over the replicas within a model chunk) and the op's backward
 (kernbench.workloads.moe_train).
 
-``Lowered.moe`` records, per (op, microbatch, group, tp rank) and ``pass`` (``forward`` here): the PEs, the
-tokens each source sent each expert, the dispatch and combine matrices (tokens and bytes, [source][destination],
-the diagonal local) with the program op id of each transfer, the tokens each expert's GEMMs ran and the dropped
-tokens.
+``Lowered.moe`` records, per (op, microbatch, group, tp rank) and ``pass`` (``forward``; ``recompute`` when a
+training step's full recompute lowers it again): the PEs, the tokens each source sent each expert, the dispatch
+and combine matrices (tokens and bytes, [source][destination], the diagonal local) with the program op id of each
+transfer, the tokens each expert's GEMMs ran and the dropped tokens.
 """
 
 from __future__ import annotations

@@ -33,7 +33,10 @@ i -> j: ``combine_ops[i][j]``).
 Lockstep. The backward of a model chunk runs as one generator per replica (training.lower_training) advanced
 unit by unit in turn; at an MoE op each replica's generator yields ``("moe", op, deps)`` (its incoming
 gradients per tp rank) instead of lowering it, and ``drive`` lowers the op's backward for every EP group once
-every replica has reached it, sending each replica its input gradients and expert weight gradients back.
+every replica has reached it, sending each replica its input gradients and expert weight gradients back. Full
+recompute runs the same way: a replica's recompute of a layer yields ``(MOE_RECOMPUTE, op, view)`` at the MoE op,
+and ``drive`` has the op's forward lowered again (moe_lower.lower_moe, pass ``recompute``) into every replica's
+view once all are there.
 
 Gradients: the MoE op is its own gradient unit (named by the op: ``model.layers.3.mlp.experts``); a rank holds
 E / ep experts' parameters, reduced over the expert-data-parallel group (kernbench.workloads.sharding,
