@@ -252,11 +252,13 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
     first = len(ops)
     experts = int(dims.get("experts", 0) or 0)
     D = min(L, whole(dims.get("dense_layers", 0), f"{name}: dims['dense_layers']", 0)) if experts else L
+    meta = {"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L}
     if D and D < L:  # DeepSeek-MoE's dense first layer(s): every layer stamped out, no repeated block
         x = first - 1
         for li in range(L):
             x = layer(f"{N['layers']}.{li}", x, li >= D)
         blocks = []
+        meta["layer_prefix"] = N["layers"]  # the layers are still named {prefix}.{i} (training's full recompute)
     else:
         layer(N["layers"] + ".0", first - 1, experts > 0 and D == 0)
         block = ops[first:]
@@ -266,7 +268,7 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
         fn = norm(N["final"], len(ops) - 1, rows=head_tokens)
         linear("lm_head", act, H, V, fn, weight=table if tied else None, with_bias=False, rows=head_tokens)
     return WorkloadGraph(name, ops, source="hand", inputs=[TensorSpec((batch, seq), "int64")], blocks=blocks,
-                         meta={"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L})
+                         meta=meta)
 
 
 def resnet50_graph(batch: int = 1, *, dtype: str = "fp32", name: str = "resnet50") -> WorkloadGraph:

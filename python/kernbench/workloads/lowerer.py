@@ -382,12 +382,13 @@ class Lowerer:
         elif kind == "embedding":
             tokens, dim = int(a["tokens"]), int(a["dim"])
             part = [self.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name, deps[t]) for t, pe in enumerate(group)]
-            if tp > 1:  # vocab-parallel: the ranks' partial lookups summed
+            if tp > 1:  # vocab-parallel: the ranks' partial lookups summed (sp: each rank keeps its tokens' rows)
                 what = "reduce_scatter" if self.plan.sp else "all_reduce"
                 self.span(i, kind, first, stage, "forward", mb)
                 first_c = len(self.prog)
-                r = self.collective(what, group, tokens * dim * e // (tp if self.plan.sp else 1),
-                                    [h for p in part for h in p], op.name + " " + what)
+                # a collective's buffer is the whole tensor (ccl.hpp CollectiveSpec::bytes_per_pe): a
+                # reduce-scatter leaves each rank 1/tp of it, as an all-gather starts from 1/tp of it
+                r = self.collective(what, group, tokens * dim * e, [h for p in part for h in p], op.name + " " + what)
                 self.span(i, what, first_c, stage, "forward", mb, op.name + " " + what)
                 return [r] * tp, (SEQ if self.plan.sp else REP)
             res, out_state = part, REP
@@ -428,7 +429,8 @@ class Lowerer:
             members = [i]
         pre = deps
         if rule == "column" and sin == SEQ:  # sp: gather the token shards before a column-parallel linear
-            allg = self.collective("all_gather", group, b * m * k * e // tp, sum(deps, []), op.name + " all-gather")
+            # the whole b x m x k input (each rank contributes its m / tp tokens): Korthikanti et al. 2022's g
+            allg = self.collective("all_gather", group, b * m * k * e, sum(deps, []), op.name + " all-gather")
             self.span(i, "all_gather", first, stage, "forward", mb, op.name + " all-gather")
             first = len(self.prog)
             pre = [allg] * tp
@@ -445,7 +447,8 @@ class Lowerer:
             self.rule[i] = (rule, 1)
             self.out.rules[op.name] = (rule, 1)
             first = len(self.prog)
-            r = self.collective(what, group, b * m * n * e // (tp if self.plan.sp else 1), part, op.name + " " + what)
+            # sp: the whole b x m x n partial sums reduce-scattered, each rank keeping m / tp tokens (g-bar)
+            r = self.collective(what, group, b * m * n * e, part, op.name + " " + what)
             self.span(i, what, first, stage, "forward", mb, op.name + " " + what)
             return [r] * tp, (SEQ if self.plan.sp else REP)
         elif rule == "batch":  # activation x activation, heads in the batch: each rank its heads

@@ -25,10 +25,10 @@ For tensor-parallel rank t of EP group g (PEs ``Placement.ep_group(g, stage, t)`
 A training step lowers the same forward (op-major over the replicas within a model chunk) and the op's backward
 (kernbench.workloads.moe_train).
 
-``Lowered.moe`` records, per (op, microbatch, group, tp rank) and ``pass`` (``forward`` here): the PEs, the
-tokens each source sent each expert, the dispatch and combine matrices (tokens and bytes, [source][destination],
-the diagonal local) with the program op id of each transfer, the tokens each expert's GEMMs ran and the dropped
-tokens.
+``Lowered.moe`` records, per (op, microbatch, group, tp rank) and ``pass`` (``forward``; ``recompute`` when a
+training step's full recompute lowers it again): the PEs, the tokens each source sent each expert, the dispatch
+and combine matrices (tokens and bytes, [source][destination], the diagonal local) with the program op id of each
+transfer, the tokens each expert's GEMMs ran and the dropped tokens.
 """
 
 from __future__ import annotations
@@ -188,13 +188,14 @@ def lower_moe(L: Lowerer, i: int, mb: int, stage: int, memos: list[dict]) -> Non
                 outs[reps[s]][t] = L.vector(pes[s], tok[t] * H, H, e_bytes, K, 1, 1, f"{op.name}.combine",
                                             done[s] + back[s])
             L.span(i, "moe", first, stage, "forward", mb, f"{op.name}.combine")
-            record(L, op, "forward", mb, grp, stage, t, pes, sent, rows, H * e_bytes, disp_ops, comb_ops, ran,
-                   (sum(slices[t]) - sum(sent)) * ep, tok[t] * ep, K)
+            record(L, op, "recompute" if L.recomputing else "forward", mb, grp, stage, t, pes, sent, rows,
+                   H * e_bytes, disp_ops, comb_ops, ran, (sum(slices[t]) - sum(sent)) * ep, tok[t] * ep, K)
         for r in reps:
             group = L.out.placement.group(r, stage)
             if tp > 1 and sin != SEQ:  # the tp ranks' token slices gathered: the output replicated again
+                # (an all-gather's buffer is the whole T x H output, each rank's slice 1/tp of it: ccl.hpp)
                 first = len(L.prog)
-                ag = L.collective("all_gather", group, -(-T // tp) * H * e_bytes, sum(outs[r], []),
+                ag = L.collective("all_gather", group, T * H * e_bytes, sum(outs[r], []),
                                   op.name + " all-gather")
                 L.span(i, "all_gather", first, stage, "forward", mb, op.name + " all-gather")
                 memos[r]["done"][i], memos[r]["state"][i] = [ag] * tp, REP

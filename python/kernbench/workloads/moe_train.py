@@ -33,7 +33,10 @@ i -> j: ``combine_ops[i][j]``).
 Lockstep. The backward of a model chunk runs as one generator per replica (training.lower_training) advanced
 unit by unit in turn; at an MoE op each replica's generator yields ``("moe", op, deps)`` (its incoming
 gradients per tp rank) instead of lowering it, and ``drive`` lowers the op's backward for every EP group once
-every replica has reached it, sending each replica its input gradients and expert weight gradients back.
+every replica has reached it, sending each replica its input gradients and expert weight gradients back. Full
+recompute runs the same way: a replica's recompute of a layer yields ``(MOE_RECOMPUTE, op, view)`` at the MoE op,
+and ``drive`` has the op's forward lowered again (moe_lower.lower_moe, pass ``recompute``) into every replica's
+view once all are there.
 
 Gradients: the MoE op is its own gradient unit (named by the op: ``model.layers.3.mlp.experts``); a rank holds
 E / ep experts' parameters, reduced over the expert-data-parallel group (kernbench.workloads.sharding,
@@ -48,10 +51,12 @@ from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, Lowerer, forward_pass
 from kernbench.workloads.moe_lower import exchange, expert_op, lower_moe, record, routes
 
-__all__ = ["forward_chunk", "backward_moe", "drive", "MOE_REQUEST"]
+__all__ = ["forward_chunk", "backward_moe", "drive", "MOE_REQUEST", "MOE_RECOMPUTE"]
 
 #: What a replica's backward generator yields at an MoE op: ``(MOE_REQUEST, op, deps)``.
 MOE_REQUEST = "moe"
+#: What it yields at an MoE op its full recompute runs again: ``(MOE_RECOMPUTE, op, view of its memo)``.
+MOE_RECOMPUTE = "moe recompute"
 
 
 def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int], memos: list[dict],
@@ -72,11 +77,12 @@ def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int]
             lower_moe(L, i, mb, stages[i], memos)
 
 
-def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[int, dict], dict]) -> None:
+def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, dict], dict]) -> None:
     """Advance the replicas' backward generators in turn, replica 0 first (mirror_replicas needs it). When they
-    yield an MoE request, all of them must (the replicas run the same schedule): ``lower_request(op, {rep:
-    deps})`` lowers that op's backward for every replica and returns ``{rep: what to send it}``
-    (backward_moe's (input gradients, weight gradients))."""
+    yield an MoE request ``(kind, op, payload)``, all of them must, the same (the replicas run the same
+    schedule): ``lower_request(kind, op, {rep: payload})`` lowers that op's backward (MOE_REQUEST: backward_moe,
+    returning per replica its (input gradients, weight gradients) to send it) or its forward again
+    (MOE_RECOMPUTE: nothing to send) for every replica, and returns ``{rep: what to send it}``."""
     vals: list = [None] * len(gens)
     live = list(range(len(gens)))
     sends: dict[int, object] = {}
@@ -89,14 +95,15 @@ def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[int, dict],
                 continue
             nxt.append(r)
         live = nxt
-        reqs = {r: vals[r] for r in live if isinstance(vals[r], tuple) and vals[r][0] == MOE_REQUEST}
+        reqs = {r: vals[r] for r in live if isinstance(vals[r], tuple) and vals[r][0] in (MOE_REQUEST, MOE_RECOMPUTE)}
         if not reqs:
             continue
-        ops = {v[1] for v in reqs.values()}
+        ops = {(v[0], v[1]) for v in reqs.values()}
         if len(reqs) != len(gens) or len(ops) != 1:
             raise WorkloadError(f"{L.g.name}: the replicas' backward reached MoE ops out of step "
-                                f"({len(reqs)} of {len(gens)} replicas at ops {sorted(ops)})")
-        sends = lower_request(ops.pop(), {r: v[2] for r, v in reqs.items()})
+                                f"({len(reqs)} of {len(gens)} replicas at {sorted(ops)})")
+        kind, op = ops.pop()
+        sends = lower_request(kind, op, {r: v[2] for r, v in reqs.items()})
 
 
 def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]], memos: list[dict]) -> dict:
@@ -151,7 +158,7 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
         for r in L.replicas:
             group = L.out.placement.group(r, stage)
             first = len(L.prog)
-            ag = L.collective("all_gather", group, -(-T // tp) * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
+            ag = L.collective("all_gather", group, T * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
             L.span(i, "all_gather", first, stage, "backward", mb, op.name + " dgrad all-gather")
             out[r] = [ag] * tp
     return {r: (out[r], wgrad[r]) for r in out}

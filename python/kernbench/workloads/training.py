@@ -7,7 +7,9 @@ The backward pass is derived from the forward graph, op by op in reverse
   size: dgrad ``dA = dC B^T`` (m x k, inner n) and wgrad ``dB = A^T dC``
   (k x n, inner m) -- 2x the forward GEMM FLOPs, exactly; the same
   tensor-parallel sharding (a column-parallel linear's dgrad is a partial sum:
-  an all-reduce of ``m x k`` follows; a row-parallel one needs none);
+  an all-reduce of ``m x k`` follows; a row-parallel one needs none); with
+  sequence parallelism the conjugates of the forward's collectives and
+  Megatron's re-gather of a column-parallel linear's input (``_linear_backward``);
 * a conv: the same two GEMMs of its im2col shape;
 * attention: two forward attention programs (the backward's dQ, dK, dV, dS
   matmuls are 2x the forward's two);
@@ -24,11 +26,12 @@ of the earlier layers, and the layer's optimizer step follows its reduction, on 
 MoE layers (``moe`` ops, expert parallelism ``ParallelPlan.ep``): kernbench.workloads.moe_train -- a chunk
 holding MoE ops runs its forward op-major over the replicas, its backward with the replicas in lockstep at each
 MoE op (the op's backward lowered over every EP group at once), and the experts' gradients are reduced over
-their expert-data-parallel groups (sharding.py; sharding ``none`` and recompute ``none``/``selective`` only).
+their expert-data-parallel groups (sharding.py; sharding ``none`` only).
 
 Recompute (``ParallelPlan.recompute``, Megatron-LM's): ``full`` lowers each layer's forward again right
-before its backward, from the layer's input; ``selective`` the attention op's forward before its backward.
-The recomputed ops are pass ``recompute``.
+before its backward, from the layer's input (an MoE layer's too: its dispatch and combine all-to-alls over the EP
+groups again, every replica at once, as Megatron's checkpointed layer reruns them); ``selective`` the attention
+op's forward before its backward. The recomputed ops are pass ``recompute``.
 
 Optimizer (Adam, mixed precision; assumed, the usual Megatron layout): per
 parameter a bf16/fp16 weight and gradient plus fp32 master weight, m and v
@@ -57,11 +60,13 @@ microbatch), at the price of v times the stage-to-stage transfers.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass, stage_ranges
-from kernbench.workloads.moe_train import MOE_REQUEST, backward_moe, drive, forward_chunk
+from kernbench.workloads.moe_lower import lower_moe
+from kernbench.workloads.moe_train import MOE_RECOMPUTE, MOE_REQUEST, backward_moe, drive, forward_chunk
 from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
@@ -162,14 +167,36 @@ def model_chunks(graph, plan) -> list[int]:
     return stage_ranges(graph, n)
 
 
-def _layer_of(graph) -> list[str]:
-    """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``; an MoE
-    op (routed experts, reduced over their own group: sharding.py) is a unit of its own, named by the op."""
+def _block_of(graph) -> list[str]:
+    """Per op its block instance (``model.layers.3``), or ``outside``."""
     out = [ROOT] * len(graph.ops)
     for b in graph.blocks:
         for inst in range(b.count):
             for i in range(b.first + inst * b.size, b.first + (inst + 1) * b.size):
                 out[i] = f"{b.prefix}.{inst}"
+    return out
+
+
+def _recompute_layers(graph) -> list[str]:
+    """Per op the layer full recompute runs again (``model.layers.3``), or ``outside`` (not recomputed): the
+    block instances, or where the graph stamps every layer out (DeepSeek-MoE's dense first layer: no repeated
+    block), the layers its ``meta["layer_prefix"]`` names ``{prefix}.{i}.``."""
+    prefix = graph.meta.get("layer_prefix")
+    if graph.blocks or not prefix:
+        return _block_of(graph)
+    out = [ROOT] * len(graph.ops)
+    for i, op in enumerate(graph.ops):
+        head, _, rest = op.name.partition(prefix + ".")
+        index = rest.split(".", 1)[0]
+        if not head and rest and index.isdigit():
+            out[i] = f"{prefix}.{index}"
+    return out
+
+
+def _layer_of(graph) -> list[str]:
+    """Per op the gradient bucket it belongs to: the block instance (``model.layers.3``) or ``outside``; an MoE
+    op (routed experts, reduced over their own group: sharding.py) is a unit of its own, named by the op."""
+    out = _block_of(graph)
     for i, op in enumerate(graph.ops):
         if op.kind == "moe":
             out[i] = op.name
@@ -206,20 +233,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
             k //= tp
         elif rule == "batch":
             M = b // tp * m
-        res = []
-        for t, pe in enumerate(group):
-            d = L.gemm(pe, M, k, n, op, deps[t], "backward")  # dgrad: dA = dC B^T
-            d = L.gemm(pe, k, n, M, op, d, "backward")        # wgrad: dB = A^T dC (activation x activation too)
-            res.append(d)
-        L.span(i, kind, first, stage, "backward", mb)
-        if rule == "column" and tp > 1:  # the input gradient of a column-parallel linear is a partial sum
-            first = len(L.prog)
-            what = "reduce_scatter" if L.plan.sp else "all_reduce"
-            r = L.collective(what, group, M * k * e // (tp if L.plan.sp else 1), sum(res, []),
-                             op.name + " dgrad " + what)
-            L.span(i, what, first, stage, "backward", mb, op.name + " dgrad " + what)
-            res = [r] * tp
-        return res
+        return _linear_backward(L, i, group, deps, rule, M, n, k, e, sin, stage, mb)
     if kind == "attention":
         if L.plan.recompute == "selective":  # Megatron's selective recompute: the attention core's forward again
             L.recomputing = True
@@ -233,7 +247,12 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         res = L.attention(i, group, res, "backward")
     elif kind == "embedding":
         tokens, dim = int(a["tokens"]), int(a["dim"])
-        res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", deps[t])
+        if tp > 1 and L.plan.sp:  # the forward reduce-scattered the lookups (g-bar): the gradient is all-gathered
+            ag = L.collective("all_gather", group, tokens * dim * e, sum(deps, []), op.name + " grad all-gather")
+            L.span(i, "all_gather", first, stage, "backward", mb, op.name + " grad all-gather")
+            res = [d + ag for d in deps]
+            first = len(L.prog)
+        res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", res[t])
                for t, pe in enumerate(group)]
     elif kind in VECTOR_PASSES:
         el = int(a["elements"])
@@ -247,6 +266,47 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         split = tp if sin in (SHARD, SEQ) else 1
         res = [L.copy(pe, -(-int(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
     L.span(i, kind, first, stage, "backward", mb)
+    return res
+
+
+def _linear_backward(L: Lowerer, i: int, group, deps: list[list], rule: str, M: int, n: int, k: int, e: int,
+                     sin: str, stage: int, mb: int) -> list[list]:
+    """The dgrad and wgrad GEMMs of linear ``i`` (per rank ``M x k x n``: its sharded sizes) and the tensor-parallel
+    collectives of its backward. Without sp, a column-parallel linear's input gradient is a partial sum: an
+    all-reduce of ``M x k`` follows (f's conjugate). With sp (Korthikanti et al. 2022, section 4.2.2, and
+    Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication.backward``), every collective carries the
+    whole ``M x k`` or ``M x n`` activation of the tp group:
+
+    * a row-parallel linear's output was reduce-scattered (g-bar): its gradient is all-gathered first;
+    * a column-parallel linear's input was all-gathered (g): Megatron keeps only the sequence shard and
+      all-gathers it again for the wgrad, issued at the start of the backward so that it overlaps the dgrad GEMM,
+      and the input gradient is reduce-scattered (g's conjugate) -- here after the wgrad, as the all-reduce."""
+    tp, op = len(group), L.g.ops[i]
+    first = len(L.prog)
+    gemm_deps, regather = deps, [[] for _ in group]
+    if rule == "row" and tp > 1 and L.plan.sp:
+        ag = L.collective("all_gather", group, M * n * e, sum(deps, []), op.name + " grad all-gather")
+        L.span(i, "all_gather", first, stage, "backward", mb, op.name + " grad all-gather")
+        gemm_deps = [d + ag for d in deps]
+        first = len(L.prog)
+    gathered = rule == "column" and tp > 1 and sin == SEQ
+    if gathered:
+        ag = L.collective("all_gather", group, M * k * e, sum(deps, []), op.name + " input all-gather")
+        L.span(i, "all_gather", first, stage, "backward", mb, op.name + " input all-gather")
+        regather = [ag] * tp
+        first = len(L.prog)
+    res = []
+    for t, pe in enumerate(group):
+        d = L.gemm(pe, M, k, n, op, gemm_deps[t], "backward")      # dgrad: dA = dC B^T
+        d = L.gemm(pe, k, n, M, op, d + regather[t], "backward")  # wgrad: dB = A^T dC (activation x activation too)
+        res.append(d)
+    L.span(i, op.kind, first, stage, "backward", mb)
+    if rule == "column" and tp > 1:  # the input gradient of a column-parallel linear is a partial sum
+        first = len(L.prog)
+        what = "reduce_scatter" if gathered else "all_reduce"
+        r = L.collective(what, group, M * k * e, sum(res, []), op.name + " dgrad " + what)
+        L.span(i, what, first, stage, "backward", mb, op.name + " dgrad " + what)
+        res = [r] * tp
     return res
 
 
@@ -286,18 +346,18 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     g, plan = L.g, L.plan
     pp, M, C = plan.pp, plan.microbatches, plan.chunks
     stages = [c % pp for c in chunks]
-    layer = _layer_of(g)
+    layer, block = _layer_of(g), _recompute_layers(g)
     if plan.recompute == "selective" and not any(op.kind == "attention" for op in g.ops):
         raise WorkloadError(f"{g.name}: recompute='selective' recomputes the attention core, and the graph has no "
                             "attention op (its attention is not one fused op); use 'full' or 'none'")
+    if plan.recompute == "full" and all(b == ROOT for b in block):
+        raise WorkloadError(f"{g.name}: recompute='full' recomputes each layer's forward, and the graph names no "
+                            "layers (no repeated block, no meta['layer_prefix']); use 'selective' or 'none'")
     moe = any(op.kind == "moe" for op in g.ops)
     if moe and plan.sharding != "none":
         raise WorkloadError(f"{g.name}: sharding {plan.sharding!r} with MoE layers: only sharding 'none' is "
                             "lowered for a model with experts (the expert parameters' ZeRO/FSDP sharding over the "
                             "expert-data-parallel group is not modelled)")
-    if moe and plan.recompute == "full":
-        raise WorkloadError(f"{g.name}: recompute 'full' with MoE layers: recomputing an MoE layer's forward (its "
-                            "all-to-alls over the EP group) is not lowered; use 'selective' or 'none'")
     order = interleaved_1f1b(pp, plan.interleave, M)
     replicas = replicas_mode(replicas, False, "training")
     if replicas == "mirror" and plan.dp > 1:
@@ -313,6 +373,9 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, chunk) -> its ops there, in graph order
     for i, u in enumerate(layer):
         unit_ops.setdefault((u, chunks[i]), []).append(i)
+    block_ops: dict[tuple[str, int], list[int]] = {}  # (block instance, chunk) -> its ops there: full recompute
+    for i, u in enumerate(block):
+        block_ops.setdefault((u, chunks[i]), []).append(i)
 
     def forward(rep, c, j, ops=None):
         s = c % pp
@@ -320,20 +383,25 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         forward_pass(L, rep, j, stages, memo=memos[(rep, j)], extra=need, ops=chunk_ops[c] if ops is None else ops)
 
     def recompute(rep, chunk, j, unit, need):
-        """Megatron's full recompute: the unit's forward again, from its checkpointed input, before its backward."""
+        """Megatron's full recompute: the block's forward again, from its checkpointed input, before its backward.
+        A generator: at an MoE op it yields ``(MOE_RECOMPUTE, op, view)`` and moe_train.drive lowers the op's
+        forward again over the EP groups, every replica at once, into ``view`` (the recomputed handles first)."""
         memo, s = memos[(rep, j)], chunk % pp
         done, group, redone = memo["done"], L.out.placement.group(rep, s), {}
 
         def dep_of(d):
             return redone[d] if d in redone else done[d] if stages[d] == s else memo["xfer"][(d, s)]
 
-        L.recomputing = True
-        try:
-            for i in unit_ops[(unit, chunk)]:
+        for i in block_ops[(unit, chunk)]:
+            if g.ops[i].kind == "moe":  # its all-to-alls again (the view's writes land in redone)
+                yield (MOE_RECOMPUTE, i, {"done": ChainMap(redone, done), "state": memo["state"]})
+                continue
+            L.recomputing = True  # set per op: the other replicas lower between this generator's yields
+            try:
                 redone[i], _ = L.forward(i, group, dep_of, memo["state"], s, j,
                                          extra=need if g.ops[i].params else None)
-        finally:
-            L.recomputing = False
+            finally:
+                L.recomputing = False
         done.update(redone)  # the backward reads the recomputed activations
 
     def backward(rep, chunk, j):
@@ -343,12 +411,16 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         need: dict[str, list[list]] = {}
         grads: dict[str, list[list]] = {}
         last_of = {u: ops[0] for (u, ch), ops in unit_ops.items() if ch == chunk}  # where a unit's backward ends
+        redone: set[str] = set()
         for i in reversed(chunk_ops[chunk]):
             unit = layer[i]
-            if unit not in need:  # the unit's backward begins: its weights (FSDP), its recompute
+            if unit not in need:  # the unit's backward begins: its weights (FSDP)
                 need[unit] = dp.need(rep, s, j, "backward", unit)
-                if plan.recompute == "full" and unit != ROOT:
-                    recompute(rep, chunk, j, unit, need[unit])
+            if plan.recompute == "full" and block[i] != ROOT and block[i] not in redone:  # the block's begins
+                redone.add(block[i])
+                if block[i] not in need:  # an MoE op closing its block: the block's weights
+                    need[block[i]] = dp.need(rep, s, j, "backward", block[i])
+                yield from recompute(rep, chunk, j, block[i], need[block[i]])
             deps = [list(memo["done"][i][t]) for t in range(tp)]
             if g.ops[i].params:
                 deps = [d + x for d, x in zip(deps, need[unit])]
@@ -390,6 +462,19 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 dp.gradients_done(rep, s, j, unit, grads[unit])
                 yield  # the unit's backward is lowered: the other replicas lower theirs before the next unit
 
+    def moe_request(kind, i, j, got):
+        """What drive asks of MoE op ``i`` in microbatch ``j``'s backward: its backward (``got``: each replica's
+        incoming gradients), or its forward again (``got``: each replica's view of the recomputed handles)."""
+        memo = [memos[(r, j)] for r in range(plan.dp)]
+        if kind == MOE_REQUEST:
+            return backward_moe(L, i, j, stages[i], got, memo)
+        L.recomputing = True
+        try:
+            lower_moe(L, i, j, stages[i], [got.get(r, m) for r, m in enumerate(memo)])
+        finally:
+            L.recomputing = False
+        return {}
+
     # Append the items in an order that respects both the stages' (interleaved) 1F1B order and the data
     # dependences: a chunk's forward after the chunk before it, its backward after the chunk after it. The dp
     # replicas run the same order on their own ranks, so each item is appended for every replica at once, and a
@@ -416,10 +501,9 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 elif what == "F":
                     for rep in L.replicas:
                         forward(rep, c, j)
-                elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward over the EP groups
+                elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward (and recompute) over the EP groups
                     drive(L, [backward(rep, c, j) for rep in L.replicas],
-                          lambda i, deps, c=c, j=j: backward_moe(L, i, j, stages[i], deps,
-                                                                 [memos[(r, j)] for r in range(plan.dp)]))
+                          lambda kind, i, got, j=j: moe_request(kind, i, j, got))
                 else:
                     units = [backward(rep, c, j) for rep in L.replicas]
                     while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)
