@@ -72,11 +72,12 @@ def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int]
             lower_moe(L, i, mb, stages[i], memos)
 
 
-def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[int, dict], dict]) -> None:
+def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, dict], dict]) -> None:
     """Advance the replicas' backward generators in turn, replica 0 first (mirror_replicas needs it). When they
-    yield an MoE request, all of them must (the replicas run the same schedule): ``lower_request(op, {rep:
-    deps})`` lowers that op's backward for every replica and returns ``{rep: what to send it}``
-    (backward_moe's (input gradients, weight gradients))."""
+    yield a request ``(tag, op, deps)`` -- an MoE op's backward (MOE_REQUEST), an attention op over its cp groups
+    (kernbench.workloads.context) -- all of them must (the replicas run the same schedule): ``lower_request(tag,
+    op, {rep: deps})`` lowers that op for every replica and returns ``{rep: what to send it}`` (backward_moe's
+    (input gradients, weight gradients))."""
     vals: list = [None] * len(gens)
     live = list(range(len(gens)))
     sends: dict[int, object] = {}
@@ -89,14 +90,15 @@ def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[int, dict],
                 continue
             nxt.append(r)
         live = nxt
-        reqs = {r: vals[r] for r in live if isinstance(vals[r], tuple) and vals[r][0] == MOE_REQUEST}
+        reqs = {r: vals[r] for r in live if isinstance(vals[r], tuple)}
         if not reqs:
             continue
-        ops = {v[1] for v in reqs.values()}
+        ops = {v[:2] for v in reqs.values()}
         if len(reqs) != len(gens) or len(ops) != 1:
-            raise WorkloadError(f"{L.g.name}: the replicas' backward reached MoE ops out of step "
-                                f"({len(reqs)} of {len(gens)} replicas at ops {sorted(ops)})")
-        sends = lower_request(ops.pop(), {r: v[2] for r, v in reqs.items()})
+            raise WorkloadError(f"{L.g.name}: the replicas' backward reached spanning ops out of step "
+                                f"({len(reqs)} of {len(gens)} replicas at {sorted(ops)})")
+        tag, op = ops.pop()
+        sends = lower_request(tag, op, {r: v[2] for r, v in reqs.items()})
 
 
 def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]], memos: list[dict]) -> dict:

@@ -61,6 +61,7 @@ from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass, stage_ranges
+from kernbench.workloads import context
 from kernbench.workloads.moe_train import MOE_REQUEST, backward_moe, drive, forward_chunk
 from kernbench.workloads.sharding import ROOT, DataParallel
 
@@ -195,7 +196,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         else:
             if i in L.leader_of:
                 return deps  # computed by its leader's fused GEMMs
-            m, n, k, b = int(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+            m, n, k, b = L.tok(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
             rule, fused = L.rule.get(i, ("replicated", 1))
             if fused > 1:
                 n = sum(int(g.ops[j].attrs["n"]) for j in L.fused[i])
@@ -221,6 +222,9 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
             res = [r] * tp
         return res
     if kind == "attention":
+        if L.cp > 1:
+            raise L.err(i, "with cp > 1 an attention op's backward is lowered over its context-parallel group by "
+                           "context.attention")
         if L.plan.recompute == "selective":  # Megatron's selective recompute: the attention core's forward again
             L.recomputing = True
             try:
@@ -232,11 +236,11 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         res = L.attention(i, group, res, "backward")
         res = L.attention(i, group, res, "backward")
     elif kind == "embedding":
-        tokens, dim = int(a["tokens"]), int(a["dim"])
+        tokens, dim = L.tok(a["tokens"]), int(a["dim"])
         res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", deps[t])
                for t, pe in enumerate(group)]
     elif kind in VECTOR_PASSES:
-        el = int(a["elements"])
+        el = L.tok(a["elements"])
         split = tp if sin in (SHARD, SEQ) else 1
         el = -(-el // split)
         row = op.outputs[0].shape[-1] if op.outputs and op.outputs[0].shape else el
@@ -245,7 +249,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
                for t, pe in enumerate(group)]
     elif kind == "copy":
         split = tp if sin in (SHARD, SEQ) else 1
-        res = [L.copy(pe, -(-int(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
+        res = [L.copy(pe, -(-L.tok(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
     L.span(i, kind, first, stage, "backward", mb)
     return res
 
@@ -300,12 +304,16 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                             "all-to-alls over the EP group) is not lowered; use 'selective' or 'none'")
     order = interleaved_1f1b(pp, plan.interleave, M)
     replicas = replicas_mode(replicas, False, "training")
+    # the data ranks (dp x cp: kernbench.workloads.plan); with cp > 1 replica 0's cp ranks are lowered first, and a
+    # data rank r mirrors (or is represented by) r % cp (MoE layers: EP rank j of every EP group mirrors replica j)
+    period = plan.ep * plan.cp
     if replicas == "mirror" and plan.dp > 1:
-        L.mirror_replicas(plan.ep)  # EP rank j of every EP group mirrors replica j (period 1 without experts)
+        L.mirror_replicas(period)
     elif replicas == "one" and plan.dp > 1:
-        L.represent_replicas(plan.ep)  # with MoE layers EP group 0 (replicas 0 .. ep - 1) is lowered
-    memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
-    bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
+        L.represent_replicas(period)
+    ranks = plan.dp_cp
+    memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(ranks) for j in range(M)}
+    bdone = {(r, j): {} for r in range(ranks) for j in range(M)}
     bx = {}
     chunk_ops = [[i for i in range(len(g.ops)) if chunks[i] == c] for c in range(C)]
     moe_in = [any(g.ops[i].kind == "moe" for i in ops) for ops in chunk_ops]
@@ -320,20 +328,25 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         forward_pass(L, rep, j, stages, memo=memos[(rep, j)], extra=need, ops=chunk_ops[c] if ops is None else ops)
 
     def recompute(rep, chunk, j, unit, need):
-        """Megatron's full recompute: the unit's forward again, from its checkpointed input, before its backward."""
+        """Megatron's full recompute: the unit's forward again, from its checkpointed input, before its backward
+        (a generator: with cp > 1 it yields at attention, which moe_train.drive lowers over the cp groups)."""
         memo, s = memos[(rep, j)], chunk % pp
         done, group, redone = memo["done"], L.out.placement.group(rep, s), {}
 
         def dep_of(d):
             return redone[d] if d in redone else done[d] if stages[d] == s else memo["xfer"][(d, s)]
 
-        L.recomputing = True
-        try:
-            for i in unit_ops[(unit, chunk)]:
+        for i in unit_ops[(unit, chunk)]:
+            if L.cp > 1 and g.ops[i].kind == "attention":
+                redone[i] = yield (context.CP_RECOMPUTE, i,
+                                   [sum((dep_of(d)[t] for d in g.ops[i].deps), []) for t in range(plan.tp)])
+                continue
+            L.recomputing = True
+            try:
                 redone[i], _ = L.forward(i, group, dep_of, memo["state"], s, j,
                                          extra=need if g.ops[i].params else None)
-        finally:
-            L.recomputing = False
+            finally:
+                L.recomputing = False
         done.update(redone)  # the backward reads the recomputed activations
 
     def backward(rep, chunk, j):
@@ -348,7 +361,7 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
             if unit not in need:  # the unit's backward begins: its weights (FSDP), its recompute
                 need[unit] = dp.need(rep, s, j, "backward", unit)
                 if plan.recompute == "full" and unit != ROOT:
-                    recompute(rep, chunk, j, unit, need[unit])
+                    yield from recompute(rep, chunk, j, unit, need[unit])
             deps = [list(memo["done"][i][t]) for t in range(tp)]
             if g.ops[i].params:
                 deps = [d + x for d, x in zip(deps, need[unit])]
@@ -367,7 +380,7 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                     key = (rep, j, c, i)
                     if key not in bx:
                         src = L.out.placement.group(rep, stages[c])
-                        nbytes = sum(x.nbytes for x in g.ops[i].outputs)
+                        nbytes = L.tok(sum(x.nbytes for x in g.ops[i].outputs))
                         if memo["state"].get(i) in (SHARD, SEQ):
                             nbytes = -(-nbytes // tp)
                         first = len(L.prog)
@@ -380,6 +393,8 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                         deps[t] += bx[key][t]
             if g.ops[i].kind == "moe":  # over the EP groups, once every replica is here (moe_train.drive)
                 bd[i], wgrad = yield (MOE_REQUEST, i, deps)
+            elif L.cp > 1 and g.ops[i].kind == "attention":  # over the cp groups (context.attention)
+                bd[i], wgrad = (yield (context.CP_REQUEST, i, deps)), None
             else:
                 bd[i] = wgrad = backward_op(L, i, group, deps, memo["state"], s, j)
             if g.ops[i].params:
@@ -413,13 +428,20 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 if what == "F" and moe_in[c]:  # op-major over the replicas (moe_train.forward_chunk)
                     forward_chunk(L, chunk_ops[c], j, stages, [memos[(r, j)] for r in range(plan.dp)],
                                   lambda rep, ops, c=c, j=j: forward(rep, c, j, ops))
+                elif what == "F" and L.cp > 1:  # op-major over the data ranks at attention (context.forward_chunk)
+                    context.forward_chunk(L, chunk_ops[c], j, stages, {r: memos[(r, j)] for r in L.replicas},
+                                          lambda rep, ops, c=c, j=j: forward(rep, c, j, ops))
                 elif what == "F":
                     for rep in L.replicas:
                         forward(rep, c, j)
                 elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward over the EP groups
                     drive(L, [backward(rep, c, j) for rep in L.replicas],
-                          lambda i, deps, c=c, j=j: backward_moe(L, i, j, stages[i], deps,
-                                                                 [memos[(r, j)] for r in range(plan.dp)]))
+                          lambda tag, i, deps, c=c, j=j: backward_moe(L, i, j, stages[i], deps,
+                                                                      [memos[(r, j)] for r in range(plan.dp)]))
+                elif L.cp > 1:  # the data ranks in lockstep, attention over the cp groups
+                    drive(L, [backward(rep, c, j) for rep in L.replicas],
+                          lambda tag, i, deps, j=j: context.attention(
+                              L, i, j, stages[i], deps, "backward" if tag == context.CP_REQUEST else "recompute"))
                 else:
                     units = [backward(rep, c, j) for rep in L.replicas]
                     while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)
