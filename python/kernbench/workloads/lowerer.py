@@ -17,7 +17,8 @@ from kernbench.workloads.plan import ParallelPlan, Placement
 from kernbench.workloads import timeline
 from kernbench.workloads.targets import target_for
 
-__all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "dep_fn", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP", "SHARD", "SEQ",
+__all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "dep_fn", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP",
+           "SHARD", "SEQ",
            "part_of", "stage_ranges", "stage_layers"]
 
 #: Passes of an op's bytes through the vector engine, per kind (the llama layer's rmsnorm uses 2: the sum of

@@ -147,7 +147,8 @@ class ParallelPlan:
     coflow per channel, on the flow fabric: a step of a thousand GPUs' data-parallel exchanges in reach).
     ``cp``: context parallelism (Megatron-Core's), the sequence split over cp ranks of each replica, and
     ``cp_comm_type`` (CP_COMM_TYPES) how attention exchanges it (kernbench.workloads.context); the GPUs are
-    dp x cp x pp x tp. ``clip_grad``: the gradient-norm clipping threshold (Megatron-LM's ``--clip-grad``, default 1.0; 0: none). Its
+    dp x cp x pp x tp.
+    ``clip_grad``: the gradient-norm clipping threshold (Megatron-LM's ``--clip-grad``, default 1.0; 0: none). Its
     value does not change the time; clipping does: each rank's gradient norm is all-reduced before any rank steps
     the optimizer (kernbench.workloads.sharding, ``DataParallel.finish``)."""
 
@@ -254,8 +255,8 @@ class ParallelPlan:
         else:
             if self.size > len(machine):
                 raise WorkloadError(f"{what} do not fit the machine's {len(machine)} {unit}: "
-                                    f"{self.size - len(machine)} short (reduce dp, {'cp, ' if cp else ''}tp or pp, or load a "
-                                    f"larger machine)")
+                                    f"{self.size - len(machine)} short (reduce dp, {'cp, ' if cp else ''}tp or pp, or "
+                                    "load a larger machine)")
             order = machine[:self.size]
         # Megatron-LM's rank order (tp-cp-ep-dp-pp): tp innermost, then cp, then dp, then pp; data rank r = d cp + c
         ranks = self.dp_cp
