@@ -11,7 +11,7 @@ over the dp x cp ranks of each tensor-parallel rank (kernbench.workloads.shardin
 Ring (``p2p``, TransformerEngine's ``AttnFuncWithCPAndKVP2P``). Rank i's queries (its two chunks, 2c tokens)
 meet every rank's K/V in cp steps: at step k it holds the K/V pair of rank ``(i - k) mod cp`` and, for k < cp - 1,
 sends it on to rank i + 1 while it computes (the send of step k overlaps the attention of step k; a receive
-into the double buffer waits until the attention two steps back has read it). Under a causal mask the work of
+into the double buffer waits until the receiver's attention of step k - 1 has read the half it overwrites). Under a causal mask the work of
 a step, in c x c blocks (``ring_steps``):
 
 * step 0, its own pair: one causal attention of 2c queries over 2c keys -- two diagonal half blocks and one
