@@ -127,7 +127,8 @@ class Placement:
 
     @property
     def pes(self) -> list[str]:
-        """The plan's PEs in rank order (stage-major, then replica, then tensor-parallel rank)."""
+        """The plan's PEs in rank order (stage-major, then data rank -- replica, then cp rank -- then tensor-parallel
+        rank)."""
         return [pe for s in range(self.plan.pp) for rep in self.groups for pe in rep[s]]
 
 
