@@ -51,7 +51,7 @@ from typing import Callable, Sequence
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 from kernbench.workloads.lowerer import SHARD, Lowerer, dep_fn
 
-__all__ = ["check_cp", "ring_steps", "forward_chunk", "forward_pass", "attention", "CP_REQUEST"]
+__all__ = ["check_cp", "ring_steps", "forward_chunk", "forward_pass", "attention", "CP_REQUEST", "CP_RECOMPUTE"]
 
 #: What a data rank's backward generator yields at an attention op with cp > 1: ``(CP_REQUEST, op, deps)``, or
 #: ``(CP_RECOMPUTE, op, deps)`` for full recompute's forward of it (moe_train.drive lowers it over the cp groups).
