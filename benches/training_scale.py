@@ -11,7 +11,8 @@ NDR fat-tree, the flow fabric; the box count is the plan's GPUs over the box's e
   each EP group one box), global batch 512 of 4096 tokens.
 
 ``models`` picks among the catalog's Megatron and MoE models (PRESETS: a model without one runs the assumed TP 8 x
-PP 8 replica); ``tp pp dp ep interleave global_batch seq`` override the preset's (0: the preset's). The step
+PP 8 replica); ``tp pp dp cp ep interleave global_batch seq`` override the preset's (0: the preset's; ``cp``:
+context parallelism, the GPUs dp x cp x pp x tp). The step
 (kernbench.workloads.estimate.training_step, docs/model-estimates.md "Training at scale") is Megatron's:
 interleaved 1F1B over pp x v model chunks, TP all-reduces inside a box, stage-to-stage transfers across boxes, the
 data-parallel gradient all-reduces bucketed per layer and overlapping the backward, MoE dispatch and combine
@@ -48,11 +49,11 @@ MODELS = ["gpt3-175b", "megatron-22b", "turing-530b", "megatron-1t", "mixtral-8x
 #: (Narayanan et al. 2021's plan: TP 8, PP 8, DP 16, interleave 3, global batch 1,536) and Mixtral-8x7B on 256
 #: H100s (TP 1, PP 4, DP 64, EP 8, global batch 512, seq 4096). The others: assumed, one TP 8 x PP 8 replica.
 PRESETS = {
-    "gpt3-175b": dict(tp=8, pp=8, dp=16, ep=1, interleave=3, global_batch=1536, seq=2048),
-    "mixtral-8x7b": dict(tp=1, pp=4, dp=64, ep=8, interleave=1, global_batch=512, seq=4096),
+    "gpt3-175b": dict(tp=8, pp=8, dp=16, cp=1, ep=1, interleave=3, global_batch=1536, seq=2048),
+    "mixtral-8x7b": dict(tp=1, pp=4, dp=64, cp=1, ep=8, interleave=1, global_batch=512, seq=4096),
 }
-ASSUMED = dict(tp=8, pp=8, dp=1, ep=1, interleave=1, global_batch=64, seq=2048)
-PLAN_KEYS = ("tp", "pp", "dp", "ep", "interleave", "global_batch", "seq")
+ASSUMED = dict(tp=8, pp=8, dp=1, cp=1, ep=1, interleave=1, global_batch=64, seq=2048)
+PLAN_KEYS = ("tp", "pp", "dp", "cp", "ep", "interleave", "global_batch", "seq")
 #: The issue's targets for a thousand-GPU training step.
 TARGET_WALL_S = 60.0
 TARGET_PEAK_MB = 8 * 1024
@@ -63,7 +64,8 @@ TARGET_PEAK_MB = 8 * 1024
     description="Megatron-LM training steps on a cluster (GPT-3 175B on 1,024 H100s, Mixtral-8x7B on 256) with the "
                 "wall time, events and peak memory of each against the targets",
     params={"models": Param(["gpt3-175b", "mixtral-8x7b"], choices=MODELS),
-            "tp": Param(0, min=0), "pp": Param(0, min=0), "dp": Param(0, min=0), "ep": Param(0, min=0),
+            "tp": Param(0, min=0), "pp": Param(0, min=0), "dp": Param(0, min=0), "cp": Param(0, min=0),
+            "ep": Param(0, min=0),
             "interleave": Param(0, min=0), "global_batch": Param(0, min=0), "seq": Param(0, min=0),
             "micro_batch": Param(1, min=1), "layers": Param(0, min=0),
             "sharding": Param("none", choices=["none", "zero1", "zero2", "fsdp"]),
@@ -99,8 +101,8 @@ def _run(ctx, model: str, plan_of: dict) -> None:
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
     p = ctx.params
-    tp, pp, dp, ep, v = (plan_of[k] for k in ("tp", "pp", "dp", "ep", "interleave"))
-    name = f"{model} tp{tp} pp{pp} dp{dp}" + (f" ep{ep}" if ep > 1 else "") + f" v{v}"
+    tp, pp, dp, cp, ep, v = (plan_of[k] for k in ("tp", "pp", "dp", "cp", "ep", "interleave"))
+    name = f"{model} tp{tp} pp{pp} dp{dp}" + (f" cp{cp}" if cp > 1 else "") + (f" ep{ep}" if ep > 1 else "") + f" v{v}"
     try:
         if plan_of["global_batch"] % (dp * p["micro_batch"]):
             raise ValueError(f"global_batch {plan_of['global_batch']} is not a multiple of dp x micro_batch = "
@@ -108,10 +110,10 @@ def _run(ctx, model: str, plan_of: dict) -> None:
         M = plan_of["global_batch"] // (dp * p["micro_batch"])
         spec = get_model(model)
         graph = spec.graph(p["micro_batch"], plan_of["seq"], layers=p["layers"] or None)
-        plan = ParallelPlan(dp=dp, tp=tp, pp=pp, ep=ep, interleave=v, microbatches=M, sharding=p["sharding"],
+        plan = ParallelPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, interleave=v, microbatches=M, sharding=p["sharding"],
                             recompute=p["recompute"], sp=bool(p["sp"]), fidelity=p["fidelity"])
         probe = System.load(str(ctx.config), set=dict(ctx.config_overrides), seed=ctx.seed).cluster()
-        nodes = -(-(dp * tp * pp) // probe["gpus_per_node"])
+        nodes = -(-plan.size // probe["gpus_per_node"])
         system = System.load(str(ctx.config), set={**dict(ctx.config_overrides), "cluster.nodes": nodes},
                              seed=ctx.seed)
         e0 = system._core.events_processed
@@ -121,7 +123,7 @@ def _run(ctx, model: str, plan_of: dict) -> None:
         gpu = plan.place(system).group(0, 0)[0]
         peak = _core.gpu_spec(system._core, gpu)["peak_flops"]["bf16"]
         row = {"model": model, "layers": graph.meta.get("layers", spec.layers), "nodes": nodes,
-               "gpus": dp * tp * pp, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "interleave": v, "microbatches": M,
+               "gpus": plan.size, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "interleave": v, "microbatches": M,
                "global_batch": plan_of["global_batch"], "seq": plan_of["seq"], "replicas": p["replicas"],
                "fidelity": p["fidelity"], "step_ms": tr.step_ms, "tokens_per_gpu": tr.tokens_per_gpu_s,
                "mfu": tr.mfu(peak), "bubble": tr.bubble, "bubble_ratio": tr.bubble_ratio,

@@ -116,9 +116,10 @@ def gpu_nccl(ctx, collective: str = "all_reduce", bytes: int = 1 << 20, ranks: i
 @measurement("model.inference", metrics={"latency": "ms", "ttft": "ms", "tpot": "ms", "throughput": "tokens/s",
                                           "throughput_per_gpu": "tokens/s"},
              config="machines/h100-8x-nvswitch.yaml",
-             doc="batch prompts: one prefill then output - 1 decode steps (vLLM benchmark_latency)")
+             doc="batch prompts: one prefill then output - 1 decode steps (vLLM benchmark_latency); cp > 1: the "
+                 "prefill split over cp GPUs (context parallelism; decode is not modelled then: output 1)")
 def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, prompt: int = 32, output: int = 128,
-                    precision: str = "bf16"):
+                    precision: str = "bf16", cp: int = 1):
     from kernbench.workloads import ParallelPlan, estimate, get_model
     from kernbench.workloads.memory import check_fits, inference_footprint
 
@@ -126,7 +127,7 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
         raise UsageError(f"output must be >= 1 token, got {output}")
     spec = get_model(model)
     system = ctx.load()
-    plan = ParallelPlan(tp=tp, pp=pp)
+    plan = ParallelPlan(tp=tp, pp=pp, cp=cp)
     placement = plan.place(system)
     need = inference_footprint(spec, tp=tp, pp=pp, batch=batch, prompt=prompt, tokens=prompt + output,
                                dtype=precision)
@@ -136,7 +137,7 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
     latency = est.ttft_ms + est.decode_ms
     tput = batch * output / (latency * 1e-3)
     return {"latency": latency, "ttft": est.ttft_ms, "tpot": est.tpot_ms, "throughput": tput,
-            "throughput_per_gpu": tput / (tp * pp)}
+            "throughput_per_gpu": tput / plan.size}
 
 
 @measurement("model.training", metrics={"tokens_per_gpu": "tokens/s", "step": "ms", "mfu": ""},
@@ -144,19 +145,22 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
              doc="one optimizer step: grad_accum micro-batches per dp rank (the pipeline's m with pp > 1; interleave "
                  "v > 1: Megatron's interleaved 1F1B over pp x v model chunks; ep: expert parallelism carved out "
                  "of dp; clip_grad: Megatron's --clip-grad, 0 for none: with clipping the optimizer waits for "
-                 "the all-reduced gradient norm), on the first dp x tp x pp GPUs of the machine in Megatron's rank "
-                 "order, the optimizer and the exposed communication included")
+                 "the all-reduced gradient norm; cp: context parallelism, the sequence split over cp GPUs, "
+                 "cp_comm_type p2p (ring) or a2a), on the first dp x cp x tp x pp GPUs of the machine in Megatron's "
+                 "rank order (tp-cp-ep-dp-pp), the optimizer and the exposed communication included")
 def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: int = 2048, micro_batch: int = 1,
                    grad_accum: int = 1, precision: str = "bf16", sharding: str = "none", recompute: str = "none",
-                   sp: bool = False, interleave: int = 1, ep: int = 1, clip_grad: float = 1.0):
+                   sp: bool = False, interleave: int = 1, ep: int = 1, clip_grad: float = 1.0, cp: int = 1,
+                   cp_comm_type: str = "p2p"):
     from kernbench import _core
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
     spec = get_model(model)
     system = ctx.load()
     plan = ParallelPlan(dp=dp, tp=tp, pp=pp, sp=bool(sp), microbatches=grad_accum, sharding=sharding,
-                        recompute=recompute, interleave=interleave, ep=ep, clip_grad=clip_grad)
-    gpu = plan.place(system).group(0, 0)[0]  # the first dp x tp x pp GPUs in rank order, else a WorkloadError
+                        recompute=recompute, interleave=interleave, ep=ep, clip_grad=clip_grad, cp=cp,
+                        cp_comm_type=cp_comm_type)
+    gpu = plan.place(system).group(0, 0)[0]  # the first dp x cp x tp x pp GPUs in rank order, else a WorkloadError
     peak = _core.gpu_spec(system._core, gpu)["peak_flops"].get(precision)
     if peak is None:
         raise UsageError(f"precision {precision!r}: the GPU has no peak for it")

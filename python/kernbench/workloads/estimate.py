@@ -24,6 +24,10 @@ it (it streams the cache tile by tile), so the step is simulated at
 ``kv_samples`` KV lengths spread over the steps and interpolated linearly
 between them (``kv_samples=None``: every step simulated).
 
+Context parallelism in inference (``plan.cp`` > 1): the prompt's prefill is split over the cp GPUs of a replica
+(kernbench.workloads.context: 1/cp of the tokens per op, attention by the ring or the all-to-alls); decode with
+cp > 1 is refused (not modelled).
+
 Pipeline parallelism in inference: every stage's layers run on its own
 group; a stage's time is its layers' (and the head/tail ops') simulated
 time, and ``M`` microbatches through ``pp`` stages take ``sum(stage) +
@@ -125,8 +129,9 @@ def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = 
         return PassTime(float(res.makespan_ps), 0.0, layers, br["by_kind"], br["by_part"], lo.gemm_flops,
                         time.perf_counter() - w0, lo)
     g, count, inst = reduce_blocks(graph)
-    one = ParallelPlan(dp=1, tp=plan.tp, pp=1, sp=plan.sp, microbatches=1,
-                       pes=None if plan.pes is None else plan.pes[:plan.tp], rules=plan.rules, algorithm=plan.algorithm)
+    one = ParallelPlan(dp=1, tp=plan.tp, pp=1, sp=plan.sp, microbatches=1, cp=plan.cp, cp_comm_type=plan.cp_comm_type,
+                       pes=None if plan.pes is None else plan.pes[:plan.tp * plan.cp], rules=plan.rules,
+                       algorithm=plan.algorithm)
     plan.place(system)  # the whole plan must fit, even though one stage's group is simulated
     lo = lower(g, system, one, precision=precision, launch=launch)
     res = lo.run()
@@ -234,7 +239,7 @@ class InferenceEstimate:
 
     def row(self) -> dict[str, Any]:
         return {"batch": self.batch, "prompt": self.prompt, "decode_steps": self.decode_steps,
-                "dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "ttft_ms": self.ttft_ms,
+                "dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "cp": self.plan.cp, "ttft_ms": self.ttft_ms,
                 "tpot_ms": self.tpot_ms, "tokens_per_s": self.tokens_per_s,
                 "decode_tokens_per_s": self.decode_tokens_per_s,
                 "kv_cache_bytes_last": self.steps[-1]["kv_cache_bytes"] if self.steps else 0,
@@ -276,6 +281,10 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
             raise WorkloadError(f"inference: {name} must be >= 1, got {v}")
     if decode_steps < 0:
         raise WorkloadError(f"inference: decode_steps must be >= 0, got {decode_steps}")
+    if decode_steps and plan.cp > 1:
+        raise WorkloadError(f"inference: plan cp = {plan.cp} splits a prompt's prefill over cp GPUs; decode with "
+                            "context parallelism (a KV cache split over the cp ranks) is not modelled: estimate the "
+                            "prefill alone (decode_steps=0), or decode at cp = 1")
     if isinstance(model, WorkloadGraph):
         if decode_steps:
             raise WorkloadError("inference: decode needs the graph at q_len = 1: pass a builder "

@@ -30,6 +30,8 @@ it (docs/model-estimates.md has the full table):
   buffered, the scratch claimed around it.
 * ``view`` -> nothing (free); ``copy`` -> a DMA of its bytes from the PE's
   HBM slice to its scratch and back.
+* with context parallelism (``plan.cp`` > 1) every op of a cp rank does 1/cp of the tokens and attention runs
+  over the cp ranks by a ring exchange of K/V or all-to-alls (kernbench.workloads.context).
 * ``moe`` (an MoE layer's routed experts) -> over each expert-parallel group
   (``plan.ep`` replicas): the dispatch transfers, each EP rank's expert GEMMs
   sized by the tokens its experts receive, the combine transfers
@@ -52,6 +54,7 @@ from kernbench.program import Program
 from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, forward_pass,  # noqa: F401
                                          part_of, stage_ranges)
+from kernbench.workloads import context
 from kernbench.workloads.moe_lower import check_ep, moe_forward_pass, moe_ops
 from kernbench.workloads.plan import ParallelPlan
 from kernbench.workloads.training import lower_training, model_chunks, replicas_mode
@@ -85,13 +88,15 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     if phase not in ("inference", "train"):
         raise WorkloadError(f"lower: phase {phase!r}: expected 'inference' or 'train'")
     replicas = replicas_mode(replicas, mirror_replicas, "lower")
-    dp = (plan.ep if moe_ops(graph) else 1) if phase == "train" and replicas == "one" else plan.dp
+    dp = (plan.ep if moe_ops(graph) else 1) * plan.cp if phase == "train" and replicas == "one" else plan.dp_cp
     work = len(graph.ops) * plan.microbatches * dp * (3 if phase == "train" else 1)
     if work > MAX_LOWERED_OPS:
         raise WorkloadError(f"lower: {graph.name}: {len(graph.ops)} ops x microbatches {plan.microbatches} x dp "
-                            f"{dp}{' x 3 (train)' if phase == 'train' else ''} = {work} op instances: over the "
-                            f"limit of {MAX_LOWERED_OPS} (lower fewer microbatches or layers)")
+                            f"{'x cp ' if plan.cp > 1 else ''}{dp}{' x 3 (train)' if phase == 'train' else ''} = "
+                            f"{work} op instances: over the limit of {MAX_LOWERED_OPS} (lower fewer microbatches or "
+                            "layers)")
     check_ep(graph, plan)
+    context.check_cp(graph, plan, system)
     prog = program if program is not None else Program(system, graph.name)
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)
@@ -108,5 +113,8 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
         return L.out
     for rep in range(plan.dp):
         for mb in range(plan.microbatches):
-            forward_pass(L, rep, mb, stages)
+            if plan.cp > 1:  # the replica's cp ranks op-major at attention (kernbench.workloads.context)
+                context.forward_pass(L, rep, mb, stages)
+            else:
+                forward_pass(L, rep, mb, stages)
     return L.out

@@ -17,7 +17,8 @@ from kernbench.workloads.plan import ParallelPlan, Placement
 from kernbench.workloads import timeline
 from kernbench.workloads.targets import target_for
 
-__all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP", "SHARD", "SEQ",
+__all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "dep_fn", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP",
+           "SHARD", "SEQ",
            "part_of", "stage_ranges", "stage_layers"]
 
 #: Passes of an op's bytes through the vector engine, per kind (the llama layer's rmsnorm uses 2: the sum of
@@ -116,6 +117,7 @@ class Lowered:
     dp_params: dict[int, int] = field(default_factory=dict)  # training: per stage, a tp rank's parameters
     moe: list[dict] = field(default_factory=list)  # MoE ops' routing, transfers and expert tokens (moe_lower)
     expert_dp: list[dict] = field(default_factory=list)  # training: expert gradients' reductions (sharding.py)
+    cp: list[dict] = field(default_factory=list)  # context parallelism's exchanges and kernels (context.record)
 
     def run(self):
         return self.program.run()
@@ -186,7 +188,8 @@ class Lowerer:
         self.rule: dict[int, tuple[str, int]] = {}  # matmul -> (tp rule, ops fused into its GEMM)
         self.recomputing = False  # a training step's recompute: its spans and GEMM FLOPs are pass "recompute"
         self.mirror = False       # mirror_replicas(): replicas > 0 reuse replica 0's compute
-        self.replicas = range(plan.dp)  # the data-parallel replicas lowered (represent_replicas(): replica 0)
+        self.replicas = range(plan.dp_cp)  # the data ranks lowered (represent_replicas(): replica 0's)
+        self.cp = plan.cp         # context parallelism: each op of a data rank does 1/cp of the tokens (tok())
         self.weight = 1           # replicas each appended op stands for in the counts and FLOPs
 
     # ---- helpers -------------------------------------------------------------------------
@@ -216,6 +219,11 @@ class Lowerer:
         nm = name or (op.name if op else kind)
         if len(self.prog) > first:
             self.out.spans.append(Span(i, nm, kind, part_of(nm), first, len(self.prog), stage, pass_, mb))
+
+    def tok(self, x) -> int:
+        """A token-proportional size (rows, elements, bytes) on one cp rank: 1/cp of it (context.check_cp makes the
+        sequence divide); ``x`` itself at cp = 1."""
+        return int(x) if self.cp == 1 else -(-int(x) // self.cp)
 
     def count(self, what: str, n: int = 1):
         self.out.counts[what] = self.out.counts.get(what, 0) + n * self.weight
@@ -250,13 +258,13 @@ class Lowerer:
         MoE step: ep, the replicas of EP group 0): replicas 0 .. lowered - 1 are lowered, replica r standing for
         r, r + lowered, r + 2 lowered, ..."""
         self.replicas = range(lowered)
-        self.weight = self.plan.dp // lowered
+        self.weight = self.plan.dp_cp // lowered
 
     def stand_ins(self, rep: int) -> range | list[int]:
         """The replicas replica ``rep``'s lowering stands for: itself, or with represent_replicas every replica
         it represents (replica 0 all of them when it alone is lowered)."""
-        n = len(self.replicas)
-        return range(rep, self.plan.dp, n) if n < self.plan.dp and rep < n else [rep]
+        n, total = len(self.replicas), self.plan.dp_cp
+        return range(rep, total, n) if n < total and rep < n else [rep]
 
     def _mirrored(self, pe: str, run: Callable[[], list], counted: dict[str, int] | None = None) -> list:
         """Replica 0: ``run()`` and record its handles and the kernel counts it added (or ``counted``).
@@ -325,7 +333,8 @@ class Lowerer:
             b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
             self.count(what)
             fid = {"fidelity": self.plan.fidelity} if self.target.name == "gpu" else {}
-            h = [self.prog.collective(what, list(group), b, algorithm=self.plan.algorithm, buffer="hbm",
+            algorithm = "pairwise" if what == "alltoall" else self.plan.algorithm
+            h = [self.prog.collective(what, list(group), b, algorithm=algorithm, buffer="hbm",
                                       deps=h, name=name, rank_deps=rank_deps if j == 0 else None, **fid)]
         return h
 
@@ -377,10 +386,13 @@ class Lowerer:
         elif kind == "conv":
             res, out_state = self.conv(i, group, deps)
         elif kind == "attention":
+            if self.cp > 1:  # spans the cp ranks of a replica: kernbench.workloads.context, not one group
+                raise self.err(i, "with cp > 1 an attention op is lowered over its context-parallel group by "
+                                  "context.forward_chunk")
             res = self.attention(i, group, deps, "forward")
             out_state = SHARD
         elif kind == "embedding":
-            tokens, dim = int(a["tokens"]), int(a["dim"])
+            tokens, dim = self.tok(a["tokens"]), int(a["dim"])
             part = [self.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name, deps[t]) for t, pe in enumerate(group)]
             if tp > 1:  # vocab-parallel: the ranks' partial lookups summed (sp: each rank keeps its tokens' rows)
                 what = "reduce_scatter" if self.plan.sp else "all_reduce"
@@ -393,7 +405,7 @@ class Lowerer:
                 return [r] * tp, (SEQ if self.plan.sp else REP)
             res, out_state = part, REP
         elif kind in VECTOR_PASSES:
-            el = int(a["elements"])
+            el = self.tok(a["elements"])
             split = tp if sin in (SHARD, SEQ) else 1
             el = -(-el // split)
             row = op.outputs[0].shape[-1] if op.outputs and op.outputs[0].shape else el
@@ -403,7 +415,7 @@ class Lowerer:
             res = [self.vector(pe, el, row, e, loads, VECTOR_PASSES[kind], 1, op.name, deps[t])
                    for t, pe in enumerate(group)]
         elif kind == "copy":
-            nbytes = int(a["bytes"])
+            nbytes = self.tok(a["bytes"])
             split = tp if sin in (SHARD, SEQ) else 1
             res = [self.copy(pe, -(-nbytes // split), op.name, deps[t]) for t, pe in enumerate(group)]
         self.span(i, kind, first, stage, "forward", mb)
@@ -415,7 +427,7 @@ class Lowerer:
         if i in self.leader_of:  # a sibling computed by its leader's fused GEMM
             lead = self.leader_of[i]
             return self.fused_out[lead]
-        m, n, k, b = int(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+        m, n, k, b = self.tok(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
         rule = self.plan.rule_for(op.name)
         if a.get("weight"):
             rule = rule or (("row" if sin == SHARD else "column") if tp > 1 else "replicated")
@@ -516,24 +528,33 @@ def forward_pass(L: Lowerer, rep: int, mb: int, stages: Sequence[int], only_stag
         if only_stage is not None and s != only_stage:
             continue
         group = L.out.placement.group(rep, s)
-
-        def dep_of(d, s=s, group=group):
-            if stages[d] == s:
-                return done[d]
-            key = (d, s)
-            if key not in xfer:  # the activation crosses to this stage: a DMA per rank into this stage's HBM
-                src = L.out.placement.group(rep, stages[d])
-                first = len(L.prog)
-                nbytes = sum(t.nbytes for t in g.ops[d].outputs)
-                if state.get(d) in (SHARD, SEQ):
-                    nbytes = -(-nbytes // len(group))
-                hs = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, int(nbytes)), deps=done[d][t],
-                                  name=g.ops[d].name + " p2p", tag="p2p")] for t, (sp, dst) in
-                      enumerate(zip(src, group))]
-                L.count("p2p", len(group))
-                L.span(d, "p2p", first, s, "forward", mb, g.ops[d].name + " p2p")
-                xfer[key] = hs
-            return xfer[key]
-
+        dep_of = dep_fn(L, rep, mb, stages, memo, s)
         done[i], state[i] = L.forward(i, group, dep_of, state, s, mb, extra=extra(i) if extra else None)
     return memo
+
+
+def dep_fn(L: Lowerer, rep: int, mb: int, stages: Sequence[int], memo: dict, s: int) -> Callable[[int], list]:
+    """``dep_of(d)`` for an op of stage ``s`` on data rank ``rep``: op d's rank-indexed handles from ``memo``, or
+    (d on another stage) the DMAs that bring its activation to this stage, appended on first use."""
+    g, done, state, xfer = L.g, memo["done"], memo["state"], memo["xfer"]
+    group = L.out.placement.group(rep, s)
+
+    def dep_of(d):
+        if stages[d] == s:
+            return done[d]
+        key = (d, s)
+        if key not in xfer:  # the activation crosses to this stage: a DMA per rank into this stage's HBM
+            src = L.out.placement.group(rep, stages[d])
+            first = len(L.prog)
+            nbytes = L.tok(sum(t.nbytes for t in g.ops[d].outputs))
+            if state.get(d) in (SHARD, SEQ):
+                nbytes = -(-nbytes // len(group))
+            hs = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, int(nbytes)), deps=done[d][t],
+                              name=g.ops[d].name + " p2p", tag="p2p")] for t, (sp, dst) in
+                  enumerate(zip(src, group))]
+            L.count("p2p", len(group))
+            L.span(d, "p2p", first, s, "forward", mb, g.ops[d].name + " p2p")
+            xfer[key] = hs
+        return xfer[key]
+
+    return dep_of

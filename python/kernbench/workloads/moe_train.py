@@ -79,10 +79,11 @@ def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int]
 
 def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, dict], dict]) -> None:
     """Advance the replicas' backward generators in turn, replica 0 first (mirror_replicas needs it). When they
-    yield an MoE request ``(kind, op, payload)``, all of them must, the same (the replicas run the same
-    schedule): ``lower_request(kind, op, {rep: payload})`` lowers that op's backward (MOE_REQUEST: backward_moe,
-    returning per replica its (input gradients, weight gradients) to send it) or its forward again
-    (MOE_RECOMPUTE: nothing to send) for every replica, and returns ``{rep: what to send it}``."""
+    yield a request ``(tag, op, payload)`` -- an MoE op's backward (MOE_REQUEST) or its forward again
+    (MOE_RECOMPUTE), an attention op over its cp groups (kernbench.workloads.context) -- all of them must (the
+    replicas run the same schedule): ``lower_request(tag, op, {rep: payload})`` lowers that op for every replica
+    and returns ``{rep: what to send it}`` (backward_moe's (input gradients, weight gradients); nothing for a
+    recompute)."""
     vals: list = [None] * len(gens)
     live = list(range(len(gens)))
     sends: dict[int, object] = {}
@@ -95,15 +96,15 @@ def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, d
                 continue
             nxt.append(r)
         live = nxt
-        reqs = {r: vals[r] for r in live if isinstance(vals[r], tuple) and vals[r][0] in (MOE_REQUEST, MOE_RECOMPUTE)}
+        reqs = {r: vals[r] for r in live if isinstance(vals[r], tuple)}
         if not reqs:
             continue
-        ops = {(v[0], v[1]) for v in reqs.values()}
+        ops = {v[:2] for v in reqs.values()}
         if len(reqs) != len(gens) or len(ops) != 1:
-            raise WorkloadError(f"{L.g.name}: the replicas' backward reached MoE ops out of step "
+            raise WorkloadError(f"{L.g.name}: the replicas' backward reached spanning ops out of step "
                                 f"({len(reqs)} of {len(gens)} replicas at {sorted(ops)})")
-        kind, op = ops.pop()
-        sends = lower_request(kind, op, {r: v[2] for r, v in reqs.items()})
+        tag, op = ops.pop()
+        sends = lower_request(tag, op, {r: v[2] for r, v in reqs.items()})
 
 
 def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]], memos: list[dict]) -> dict:

@@ -1,18 +1,28 @@
-"""How a workload graph is spread over a machine's PEs: data, tensor and pipeline parallelism.
+"""How a workload graph is spread over a machine's PEs: data, context, tensor and pipeline parallelism.
 
     plan = ParallelPlan(dp=2, tp=8, pp=2, microbatches=4)
-    placement = plan.place(system)          # PE names per (replica, stage, tp rank)
+    placement = plan.place(system)          # PE names per (data rank, stage, tp rank)
 
-Placement: the plan takes the first ``dp x pp x tp`` PEs in the machine's rank
-order (``System.pes()``, or the ``pes=`` list given), in Megatron-LM's order --
-tensor parallelism innermost, then data, then pipeline -- rank
-``((stage * dp) + replica) * tp + t``: a tensor-parallel group is ``tp``
-consecutive PEs (one GPU box at tp 8 on a cluster, one cube when ``tp`` is at
-most the PEs of a cube), the replicas of a stage follow each other, and the
-stages come last, so a pipeline spans the machine's boxes (nodes) while a
-stage's data-parallel group stays as close as the plan allows. PEs past
-``dp x pp x tp`` idle; a plan needing more PEs than the machine has is refused,
-naming dp, tp, pp, their product, the machine's count and the shortfall.
+Placement: the plan takes the first ``dp x cp x pp x tp`` PEs in the machine's
+rank order (``System.pes()``, or the ``pes=`` list given), in Megatron-LM's
+order (its default ``--order tp-cp-ep-dp-pp``) -- tensor parallelism innermost,
+then context, then data, then pipeline -- rank
+``(((stage * dp) + replica) * cp + c) * tp + t``: a tensor-parallel group is
+``tp`` consecutive PEs (one GPU box at tp 8 on a cluster, one cube when ``tp``
+is at most the PEs of a cube), the context-parallel ranks of a replica follow
+each other, then the replicas of a stage, and the stages come last, so a
+pipeline spans the machine's boxes (nodes) while a stage's data-parallel group
+stays as close as the plan allows. PEs past ``dp x cp x pp x tp`` idle; a plan
+needing more PEs than the machine has is refused, naming dp, cp, tp, pp, their
+product, the machine's count and the shortfall. With cp = 1 (the default) the
+rank is ``((stage * dp) + replica) * tp + t``, as it always was.
+
+Context parallelism (``cp``; kernbench.workloads.context lowers it): the ``cp`` ranks of a replica split its
+sequence (Megatron-Core's context parallelism) and hold the same weights, so the ``dp x cp`` ranks of a stage's
+tensor-parallel rank are its data-parallel group (Megatron's data-parallel group "with context parallel"): the
+lowering numbers them ``r = replica x cp + c`` (the *data ranks*, ``ParallelPlan.dp_cp`` of them), and
+``Placement.groups[r][stage]`` is data rank r's tensor-parallel group; with cp = 1 the data ranks are the
+replicas. ``Placement.cp_group(replica, stage, t)`` is the context-parallel group of tensor-parallel rank t.
 
 Expert parallelism (``ep``, for a graph with MoE layers: kernbench.workloads.moe) is carved out of data
 parallelism: ``ep`` divides ``dp`` and the GPUs stay ``dp x pp x tp``. An EP group is ``ep`` consecutive
@@ -59,8 +69,8 @@ from typing import Mapping, Sequence
 
 from kernbench.workloads.graph import WorkloadError
 
-__all__ = ["ParallelPlan", "Placement", "RULES", "SHARDINGS", "RECOMPUTES", "FIDELITIES", "MAX_MICROBATCHES",
-           "MAX_DEGREE"]
+__all__ = ["ParallelPlan", "Placement", "RULES", "SHARDINGS", "RECOMPUTES", "FIDELITIES", "CP_COMM_TYPES",
+           "MAX_MICROBATCHES", "MAX_DEGREE"]
 
 #: The most microbatches a plan may run (each is lowered and simulated op by op: a step of 10**6 of them ran
 #: for over 12 minutes). A pipeline past a few thousand microbatches is its steady state repeated.
@@ -81,17 +91,34 @@ SHARDINGS = ("none", "zero1", "zero2", "fsdp")
 RECOMPUTES = ("none", "selective", "full")
 #: How a GPU machine's collectives are simulated (kernbench.ccl.collective's ``fidelity``).
 FIDELITIES = ("auto", "steps", "pipeline")
+#: How context-parallel attention exchanges the sequence (Megatron-Core's ``--cp-comm-type``): ``p2p`` (the default)
+#: passes K/V around the cp ranks' ring, overlapped with the attention of the chunk in hand; ``a2a``
+#: (DeepSpeed-Ulysses) all-to-alls q/k/v to whole sequences of cp-th of the heads, and the output back.
+CP_COMM_TYPES = ("p2p", "a2a")
 
 
 @dataclass(frozen=True)
 class Placement:
-    """The PEs of a plan: ``groups[replica][stage]`` is the stage's tensor-parallel group (tp PE names)."""
+    """The PEs of a plan: ``groups[r][stage]`` is data rank r's tensor-parallel group at the stage (tp PE names);
+    data rank ``r = replica x cp + c`` (the module doc; with cp = 1 the replica)."""
 
     plan: "ParallelPlan"
     groups: tuple[tuple[tuple[str, ...], ...], ...]
 
     def group(self, replica: int = 0, stage: int = 0) -> tuple[str, ...]:
+        """Data rank ``replica``'s tensor-parallel group at ``stage`` (with cp > 1: data rank replica x cp + c)."""
         return self.groups[replica][stage]
+
+    def cp_group(self, replica: int = 0, stage: int = 0, t: int = 0) -> tuple[str, ...]:
+        """The context-parallel group of dp replica ``replica``'s tensor-parallel rank ``t`` at ``stage``: its cp
+        ranks' PEs, in cp rank order (in rank order ``tp`` apart)."""
+        cp = self.plan.cp
+        return tuple(self.groups[replica * cp + c][stage][t] for c in range(cp))
+
+    def dp_group(self, stage: int = 0, t: int = 0) -> tuple[str, ...]:
+        """The data-parallel group of tensor-parallel rank ``t`` at ``stage``: that rank of every data rank (dp x cp
+        PEs, the ranks holding the same weights)."""
+        return tuple(rep[stage][t] for rep in self.groups)
 
     def ep_group(self, g: int, stage: int = 0, t: int = 0) -> tuple[str, ...]:
         """EP group ``g`` of ``stage`` at tensor-parallel rank ``t``: the PEs of replicas g*ep .. g*ep + ep - 1."""
@@ -100,7 +127,8 @@ class Placement:
 
     @property
     def pes(self) -> list[str]:
-        """The plan's PEs in rank order (stage-major, then replica, then tensor-parallel rank)."""
+        """The plan's PEs in rank order (stage-major, then data rank -- replica, then cp rank -- then tensor-parallel
+        rank)."""
         return [pe for s in range(self.plan.pp) for rep in self.groups for pe in rep[s]]
 
 
@@ -118,6 +146,9 @@ class ParallelPlan:
     ``fidelity``: how a GPU machine's collectives are simulated (kernbench.ccl.collective, docs/ccl.md
     "Fidelity"): ``auto`` (every step unless one collective alone is too large to), ``steps``, or ``pipeline`` (one
     coflow per channel, on the flow fabric: a step of a thousand GPUs' data-parallel exchanges in reach).
+    ``cp``: context parallelism (Megatron-Core's), the sequence split over cp ranks of each replica, and
+    ``cp_comm_type`` (CP_COMM_TYPES) how attention exchanges it (kernbench.workloads.context); the GPUs are
+    dp x cp x pp x tp.
     ``clip_grad``: the gradient-norm clipping threshold (Megatron-LM's ``--clip-grad``, default 1.0; 0: none). Its
     value does not change the time; clipping does: each rank's gradient norm is all-reduced before any rank steps
     the optimizer (kernbench.workloads.sharding, ``DataParallel.finish``)."""
@@ -136,9 +167,11 @@ class ParallelPlan:
     ep: int = 1
     fidelity: str = "auto"
     clip_grad: float = 1.0
+    cp: int = 1
+    cp_comm_type: str = "p2p"
 
     def __post_init__(self):
-        for name in ("dp", "tp", "pp", "microbatches", "interleave", "ep"):
+        for name in ("dp", "tp", "pp", "microbatches", "interleave", "ep", "cp"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise WorkloadError(f"plan: {name} must be an integer >= 1, got {v!r}")
@@ -166,6 +199,8 @@ class ParallelPlan:
             raise WorkloadError(f"plan: sharding {self.sharding!r}: expected one of {', '.join(SHARDINGS)}")
         if self.fidelity not in FIDELITIES:
             raise WorkloadError(f"plan: fidelity {self.fidelity!r}: expected one of {', '.join(FIDELITIES)}")
+        if self.cp_comm_type not in CP_COMM_TYPES:
+            raise WorkloadError(f"plan: cp_comm_type {self.cp_comm_type!r}: expected one of {', '.join(CP_COMM_TYPES)}")
         if self.recompute not in RECOMPUTES:
             raise WorkloadError(f"plan: recompute {self.recompute!r}: expected one of {', '.join(RECOMPUTES)}")
         for name, rule in dict(self.rules).items():
@@ -182,8 +217,14 @@ class ParallelPlan:
 
     @property
     def size(self) -> int:
-        """PEs the plan uses: dp x pp x tp."""
-        return self.dp * self.tp * self.pp
+        """PEs the plan uses: dp x cp x pp x tp."""
+        return self.dp * self.cp * self.tp * self.pp
+
+    @property
+    def dp_cp(self) -> int:
+        """The data ranks of a stage's tensor-parallel rank: dp x cp ranks holding the same weights (Megatron's
+        data-parallel group with context parallelism), over which the gradients are reduced."""
+        return self.dp * self.cp
 
     def rule_for(self, name: str) -> str | None:
         """The override for op ``name`` (the longest matching prefix), or None."""
@@ -198,7 +239,8 @@ class ParallelPlan:
         """The PE groups on ``system`` (WorkloadError when the plan does not fit)."""
         machine = system.pes()
         unit = "GPUs" if getattr(system, "target", None) == "gpu" else "PEs"
-        what = f"plan dp={self.dp} x pp={self.pp} x tp={self.tp} = {self.size} {unit}"
+        cp = f" x cp={self.cp}" if self.cp > 1 else ""
+        what = f"plan dp={self.dp}{cp} x pp={self.pp} x tp={self.tp} = {self.size} {unit}"
         if not machine:
             raise WorkloadError(f"{what}: the machine has no PEs")
         if self.pes is not None:
@@ -214,12 +256,13 @@ class ParallelPlan:
         else:
             if self.size > len(machine):
                 raise WorkloadError(f"{what} do not fit the machine's {len(machine)} {unit}: "
-                                    f"{self.size - len(machine)} short (reduce dp, tp or pp, or load a larger "
-                                    f"machine)")
+                                    f"{self.size - len(machine)} short (reduce dp, {'cp, ' if cp else ''}tp or pp, or "
+                                    "load a larger machine)")
             order = machine[:self.size]
-        # Megatron-LM's rank order: tp innermost, then dp, then pp
-        groups = tuple(tuple(tuple(order[((s * self.dp) + d) * self.tp + t] for t in range(self.tp))
-                             for s in range(self.pp)) for d in range(self.dp))
+        # Megatron-LM's rank order (tp-cp-ep-dp-pp): tp innermost, then cp, then dp, then pp; data rank r = d cp + c
+        ranks = self.dp_cp
+        groups = tuple(tuple(tuple(order[((s * ranks) + r) * self.tp + t] for t in range(self.tp))
+                             for s in range(self.pp)) for r in range(ranks))
         return Placement(self, groups)
 
     def check_stages(self, layers: int, what: str) -> None:

@@ -3,7 +3,10 @@
 ``ParallelPlan.sharding`` (kernbench.workloads.plan.SHARDINGS) picks one of four layouts. The unit of
 exchange is a *layer*: a block instance (``model.layers.3``), and the ops outside the blocks (embeddings,
 final norm, LM head) as one more unit, the root. Every collective runs over the ``dp`` ranks that hold the
-same tensor-parallel shard (replica r's rank t of the stage), on the machine's fabric.
+same tensor-parallel shard (replica r's rank t of the stage), on the machine's fabric. With context parallelism
+(``ParallelPlan.cp`` > 1) the cp ranks of a replica hold the same weights too: the group is the dp x cp data
+ranks (``Placement.dp_group``, Megatron's data-parallel group with context parallelism), and "dp" below reads
+dp x cp -- the gradients are reduced and ZeRO's / FSDP's shards cut over dp x cp ranks.
 
 A unit is exchanged per pipeline stage: with pp > 1 the root's ops sit on two stages (the embedding on the
 first, the final norm and LM head on the last), and each stage gathers, reduce-scatters and updates only the
@@ -124,7 +127,7 @@ class DataParallel:
     def __init__(self, L, stages: Sequence[int], unit_of: Sequence[str], param_elems):
         self.L, self.plan = L, L.plan
         self.mode = L.plan.sharding
-        self.active = L.plan.dp > 1
+        self.active = L.plan.dp_cp > 1  # the dp x cp data ranks hold the same weights
         # a unit's parameterised ops per pipeline stage: (unit, stage) -> op ids; the root spans two stages at pp > 1
         self.units: dict[tuple[str, int], list[int]] = {}
         for i, op in enumerate(L.g.ops):
@@ -164,8 +167,9 @@ class DataParallel:
         return self.mode != "none"
 
     def group(self, s: int, t: int) -> list[str]:
-        """The dp group of tensor-parallel rank ``t`` of stage ``s``: that rank of every replica."""
-        return [self.L.out.placement.group(r, s)[t] for r in range(self.plan.dp)]
+        """The dp group of tensor-parallel rank ``t`` of stage ``s``: that rank of every data rank (dp x cp PEs:
+        Placement.dp_group)."""
+        return list(self.L.out.placement.dp_group(s, t))
 
     def expert_group(self, s: int, j: int) -> list[str]:
         """The expert-data-parallel group of EP rank ``j`` on stage ``s``: every PE holding EP rank j's experts --
@@ -234,7 +238,7 @@ class DataParallel:
         self.place_of[key] = len(seq)
         seq.append(key)
         if len(seq) >= 2:  # the rate limit: this gather waits until each rank has begun the previous one's unit
-            for rep in range(self.plan.dp):
+            for rep in range(self.plan.dp_cp):
                 if (seq[-2], rep) in self.started:
                     self._gate(key, rep, self.started[(seq[-2], rep)])
 
@@ -315,7 +319,7 @@ class DataParallel:
         unit, s = key
         # each replica's rank enters the collective once its own gradients are ready (a replica not lowered:
         # those of the replica standing in for it)
-        own: list[list] = [[] for _ in range(self.plan.dp)]
+        own: list[list] = [[] for _ in range(self.plan.dp_cp)]
         for q in self.L.replicas:
             for r in self.L.stand_ins(q):
                 own[r].extend(self.wgrads.get((q, key, t, mb), []))
@@ -331,7 +335,7 @@ class DataParallel:
         clipping (``plan.clip_grad`` > 0) every rank first reads its gradients for their norm and the norms are
         all-reduced (``_clip``), so no rank steps before every rank's gradients are reduced."""
         plan, last = self.plan, self.plan.microbatches - 1
-        dp = plan.dp
+        dp = plan.dp_cp  # the optimizer state is sharded over the dp x cp data ranks (Megatron's distributed optimizer)
         self.L.weight = 1  # Adam and the gathers run on every replica's ranks, lowered or not
         order = self.backward_order + [k for k in self.units if k not in self.backward_order]
         steps: dict[str, list[tuple]] = {}  # pe -> (unit key, tp rank, elements, its gradients reduced)
@@ -383,7 +387,7 @@ class DataParallel:
         if self.sharded:
             groups = [[pe for pe in pl.pes if pe in steps]]
         else:
-            groups = [[pl.group(r, s)[t] for s in range(plan.pp) for t in range(plan.tp)] for r in range(plan.dp)]
+            groups = [[pl.group(r, s)[t] for s in range(plan.pp) for t in range(plan.tp)] for r in range(plan.dp_cp)]
         stage = {pe: items[0][0][1] for pe, items in steps.items()}
         gate = {}
         for g in groups:

@@ -53,7 +53,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kernbench.workloads import timeline
+from kernbench.workloads import context, timeline
 from kernbench.workloads.graph import Block, WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.lowerer import COMM_KINDS, stage_layers
@@ -137,7 +137,8 @@ class TrainingEstimate:
         return self.model_flops / (self.step_ms * 1e-3 * self.gpus * peak_flops)
 
     def row(self) -> dict[str, Any]:
-        return {"dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "microbatches": self.plan.microbatches,
+        return {"dp": self.plan.dp, "tp": self.plan.tp, "pp": self.plan.pp, "cp": self.plan.cp,
+                "microbatches": self.plan.microbatches,
                 "interleave": self.plan.interleave,
                 "sharding": self.plan.sharding, "recompute": self.plan.recompute,
                 **{f"part_{k}_ms": v for k, v in sorted(self.parts.items())},
@@ -311,6 +312,7 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     replicas = replicas_mode(replicas, mirror_replicas, "training_step")
     w0 = time.perf_counter()
     plan.place(system)
+    context.check_cp(graph, plan, system)  # before any simulation: a clear error for a sequence cp cannot cut
     model_chunks(graph, plan)  # interleave: the layers must cut into pp x v equal chunks (a clear error first)
     b = _main_block(graph)
     # layers per stage, or per model chunk when interleaved (the reuse keeps the chunks equal)

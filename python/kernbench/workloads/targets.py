@@ -212,20 +212,28 @@ class GpuTarget:
         op, a = L.g.ops[i], L.g.ops[i].attrs
         tp = len(group)
         B, H, KV = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
-        q, s, d = int(a["q_len"]), int(a["kv_len"]), int(a["head_dim"])
+        q, s = int(a["q_len"]), int(a["kv_len"])
         _check_heads(L, i, H, KV, tp)
-        e = DTYPE_BYTES.get(op.dtype, 2)
-        prec = L.prec(op)
         causal = bool(a.get("causal", q > 1))
         res = []
         for t, pe in enumerate(group):
-            plan = _core.gpu_attention(L.system._core, pe, B, H // tp, max(1, KV // tp), q, s, d, e, causal, prec)
-            dd = L.chain.get(pe, []) + deps[t]
-            h = self._kernel(L, pe, plan, plan["flops"], prec, op.name, dd, "attention")
-            L.count("attention")
+            h, _ = self.attention_kernel(L, pe, op, B, H // tp, max(1, KV // tp), q, s, causal,
+                                         L.chain.get(pe, []) + deps[t])
             L.chain[pe] = [h]
             res.append([h])
         return res
+
+    def attention_kernel(self, L, pe, op, batch, heads, kv_heads, q_len, kv_len, causal, deps):
+        """One fused attention kernel of ``op``'s head dim and dtype on ``pe``: ``heads`` query and ``kv_heads`` KV
+        heads, ``q_len`` queries over ``kv_len`` keys (``causal``: the mask over the last q_len keys), after
+        ``deps`` (the PE's chain is the caller's). Returns (the kernel op, its FLOPs)."""
+        d = int(op.attrs["head_dim"])
+        e = DTYPE_BYTES.get(op.dtype, 2)
+        prec = L.prec(op)
+        plan = _core.gpu_attention(L.system._core, pe, batch, heads, kv_heads, q_len, kv_len, d, e, causal, prec)
+        h = self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "attention")
+        L.count("attention")
+        return h, float(plan["flops"])
 
 
 def _k200_target():

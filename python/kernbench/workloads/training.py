@@ -65,6 +65,7 @@ from typing import Sequence
 
 from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass, stage_ranges
+from kernbench.workloads import context
 from kernbench.workloads.moe_lower import lower_moe
 from kernbench.workloads.moe_train import MOE_RECOMPUTE, MOE_REQUEST, backward_moe, drive, forward_chunk
 from kernbench.workloads.sharding import ROOT, DataParallel
@@ -222,7 +223,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         else:
             if i in L.leader_of:
                 return deps  # computed by its leader's fused GEMMs
-            m, n, k, b = int(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+            m, n, k, b = L.tok(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
             rule, fused = L.rule.get(i, ("replicated", 1))
             if fused > 1:
                 n = sum(int(g.ops[j].attrs["n"]) for j in L.fused[i])
@@ -235,6 +236,9 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
             M = b // tp * m
         return _linear_backward(L, i, group, deps, rule, M, n, k, e, sin, stage, mb)
     if kind == "attention":
+        if L.cp > 1:
+            raise L.err(i, "with cp > 1 an attention op's backward is lowered over its context-parallel group by "
+                           "context.attention")
         if L.plan.recompute == "selective":  # Megatron's selective recompute: the attention core's forward again
             L.recomputing = True
             try:
@@ -246,7 +250,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         res = L.attention(i, group, res, "backward")
         res = L.attention(i, group, res, "backward")
     elif kind == "embedding":
-        tokens, dim = int(a["tokens"]), int(a["dim"])
+        tokens, dim = L.tok(a["tokens"]), int(a["dim"])
         if tp > 1 and L.plan.sp:  # the forward reduce-scattered the lookups (g-bar): the gradient is all-gathered
             ag = L.collective("all_gather", group, tokens * dim * e, sum(deps, []), op.name + " grad all-gather")
             L.span(i, "all_gather", first, stage, "backward", mb, op.name + " grad all-gather")
@@ -255,7 +259,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
         res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", res[t])
                for t, pe in enumerate(group)]
     elif kind in VECTOR_PASSES:
-        el = int(a["elements"])
+        el = L.tok(a["elements"])
         split = tp if sin in (SHARD, SEQ) else 1
         el = -(-el // split)
         row = op.outputs[0].shape[-1] if op.outputs and op.outputs[0].shape else el
@@ -264,7 +268,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
                for t, pe in enumerate(group)]
     elif kind == "copy":
         split = tp if sin in (SHARD, SEQ) else 1
-        res = [L.copy(pe, -(-int(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
+        res = [L.copy(pe, -(-L.tok(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
     L.span(i, kind, first, stage, "backward", mb)
     return res
 
@@ -360,12 +364,16 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                             "expert-data-parallel group is not modelled)")
     order = interleaved_1f1b(pp, plan.interleave, M)
     replicas = replicas_mode(replicas, False, "training")
+    # the data ranks (dp x cp: kernbench.workloads.plan); with cp > 1 replica 0's cp ranks are lowered first, and a
+    # data rank r mirrors (or is represented by) r % cp (MoE layers: EP rank j of every EP group mirrors replica j)
+    period = plan.ep * plan.cp
     if replicas == "mirror" and plan.dp > 1:
-        L.mirror_replicas(plan.ep)  # EP rank j of every EP group mirrors replica j (period 1 without experts)
+        L.mirror_replicas(period)
     elif replicas == "one" and plan.dp > 1:
-        L.represent_replicas(plan.ep)  # with MoE layers EP group 0 (replicas 0 .. ep - 1) is lowered
-    memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(plan.dp) for j in range(M)}
-    bdone = {(r, j): {} for r in range(plan.dp) for j in range(M)}
+        L.represent_replicas(period)
+    ranks = plan.dp_cp
+    memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(ranks) for j in range(M)}
+    bdone = {(r, j): {} for r in range(ranks) for j in range(M)}
     bx = {}
     chunk_ops = [[i for i in range(len(g.ops)) if chunks[i] == c] for c in range(C)]
     moe_in = [any(g.ops[i].kind == "moe" for i in ops) for ops in chunk_ops]
@@ -385,7 +393,8 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     def recompute(rep, chunk, j, unit, need):
         """Megatron's full recompute: the block's forward again, from its checkpointed input, before its backward.
         A generator: at an MoE op it yields ``(MOE_RECOMPUTE, op, view)`` and moe_train.drive lowers the op's
-        forward again over the EP groups, every replica at once, into ``view`` (the recomputed handles first)."""
+        forward again over the EP groups, every replica at once, into ``view`` (the recomputed handles first); with
+        cp > 1 it yields at attention, which drive lowers over the cp groups (kernbench.workloads.context)."""
         memo, s = memos[(rep, j)], chunk % pp
         done, group, redone = memo["done"], L.out.placement.group(rep, s), {}
 
@@ -395,6 +404,10 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         for i in block_ops[(unit, chunk)]:
             if g.ops[i].kind == "moe":  # its all-to-alls again (the view's writes land in redone)
                 yield (MOE_RECOMPUTE, i, {"done": ChainMap(redone, done), "state": memo["state"]})
+                continue
+            if L.cp > 1 and g.ops[i].kind == "attention":
+                redone[i] = yield (context.CP_RECOMPUTE, i,
+                                   [sum((dep_of(d)[t] for d in g.ops[i].deps), []) for t in range(plan.tp)])
                 continue
             L.recomputing = True  # set per op: the other replicas lower between this generator's yields
             try:
@@ -439,7 +452,7 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                     key = (rep, j, c, i)
                     if key not in bx:
                         src = L.out.placement.group(rep, stages[c])
-                        nbytes = sum(x.nbytes for x in g.ops[i].outputs)
+                        nbytes = L.tok(sum(x.nbytes for x in g.ops[i].outputs))
                         if memo["state"].get(i) in (SHARD, SEQ):
                             nbytes = -(-nbytes // tp)
                         first = len(L.prog)
@@ -452,6 +465,8 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                         deps[t] += bx[key][t]
             if g.ops[i].kind == "moe":  # over the EP groups, once every replica is here (moe_train.drive)
                 bd[i], wgrad = yield (MOE_REQUEST, i, deps)
+            elif L.cp > 1 and g.ops[i].kind == "attention":  # over the cp groups (context.attention)
+                bd[i], wgrad = (yield (context.CP_REQUEST, i, deps)), None
             else:
                 bd[i] = wgrad = backward_op(L, i, group, deps, memo["state"], s, j)
             if g.ops[i].params:
@@ -498,12 +513,19 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 if what == "F" and moe_in[c]:  # op-major over the replicas (moe_train.forward_chunk)
                     forward_chunk(L, chunk_ops[c], j, stages, [memos[(r, j)] for r in range(plan.dp)],
                                   lambda rep, ops, c=c, j=j: forward(rep, c, j, ops))
+                elif what == "F" and L.cp > 1:  # op-major over the data ranks at attention (context.forward_chunk)
+                    context.forward_chunk(L, chunk_ops[c], j, stages, {r: memos[(r, j)] for r in L.replicas},
+                                          lambda rep, ops, c=c, j=j: forward(rep, c, j, ops))
                 elif what == "F":
                     for rep in L.replicas:
                         forward(rep, c, j)
                 elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward (and recompute) over the EP groups
                     drive(L, [backward(rep, c, j) for rep in L.replicas],
                           lambda kind, i, got, j=j: moe_request(kind, i, j, got))
+                elif L.cp > 1:  # the data ranks in lockstep, attention over the cp groups
+                    drive(L, [backward(rep, c, j) for rep in L.replicas],
+                          lambda tag, i, deps, j=j: context.attention(
+                              L, i, j, stages[i], deps, "backward" if tag == context.CP_REQUEST else "recompute"))
                 else:
                     units = [backward(rep, c, j) for rep in L.replicas]
                     while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)
