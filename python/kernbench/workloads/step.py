@@ -18,8 +18,10 @@ step is simulated. An interleaved pipeline (``ParallelPlan.interleave`` = v > 1)
 model chunk: ``c``, ``c + 1``, ``c + 2`` layers in each of its pp x v equal chunks. Every collective of the
 simulated layers runs on the fabric, with the contention of everything else in flight; no figure is scaled
 by a factor. The microbatches are extended the same way (``_extend``): a step of M of them is simulated at
-x, x + pp and x + 2 pp (each further group of pp adds the same steady-state work to every stage) and extended to
-M when the increments agree and the window costs fewer microbatches than M. ``reuse=False`` simulates every
+x, x + u and x + 2 u microbatches and extended to M when the increments agree and the window costs fewer
+microbatches than M. The period u is one microbatch for 1F1B (past its warm-up, x >= pp, one more microbatch
+adds one forward and one backward to every stage) and pp for the interleaved schedule (which runs them in groups
+of pp). ``reuse=False`` simulates every
 layer and microbatch. ``TrainingEstimate.reuse`` says which was done (``extended``: layers, microbatches) and
 how many program ops and microbatches each simulation had.
 
@@ -319,7 +321,10 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     full = stage_layers(b.count, plan.chunks) if b is not None and b.count >= plan.chunks else None
     info: dict[str, Any] = {"layers": b.count if b else 0, "mode": "full", "simulated": [], "ops": [],
                             "microbatches": []}
-    M, u = plan.microbatches, plan.pp
+    # The microbatches' period: one more microbatch adds one forward and one backward to every stage of a 1F1B
+    # pipeline in its steady state (reached once each stage has run its warm-up: x >= pp); the interleaved
+    # schedule runs them in groups of pp (interleaved_1f1b), so its period is pp microbatches.
+    M, u = plan.microbatches, (plan.pp if plan.interleave > 1 else 1)
 
     def one(g, counts):
         """The step of graph g (counts: its layers per stage, for the record): its microbatches extended from a
@@ -330,7 +335,7 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
             info["ops"].append(int(got[0]["ops"]))
             info["microbatches"].append(m)
             return got
-        first = max(2, u + M % u)
+        first = max(2, u + M % u) if u > 1 else max(2, plan.pp)
         if reuse and 3 * first + 3 * u < M:
             got = _extend(sim, first, u, M, budget=M, info=info)
             if got is not None:
