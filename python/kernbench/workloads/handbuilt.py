@@ -266,7 +266,8 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
         fn = norm(N["final"], len(ops) - 1, rows=head_tokens)
         linear("lm_head", act, H, V, fn, weight=table if tied else None, with_bias=False, rows=head_tokens)
     return WorkloadGraph(name, ops, source="hand", inputs=[TensorSpec((batch, seq), "int64")], blocks=blocks,
-                         meta={"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L})
+                         meta={"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L,
+                               "dtype": dtype})
 
 
 def resnet50_graph(batch: int = 1, *, dtype: str = "fp32", name: str = "resnet50") -> WorkloadGraph:
