@@ -402,7 +402,8 @@ def _memory_of(graph: WorkloadGraph, system, plan: ParallelPlan, precision: str 
     what = (f"training {graph.name} at dp {plan.dp} x tp {plan.tp} x pp {plan.pp}" + (f" x cp {cp}" if cp > 1 else "")
             + (f" (ep {plan.ep})" if plan.ep > 1 else "") + (f", interleave {plan.interleave}" if plan.interleave > 1
                                                               else "")
-            + f", micro-batch {held['micro_batch']} x {held['seq']} tokens, {plan.microbatches} micro-batches, "
+            + f", micro-batch {held['micro_batch']} x {held['seq']} tokens, {plan.microbatches} "
+            f"micro-batch{'es' if plan.microbatches != 1 else ''}, "
             f"sharding {plan.sharding}, recompute {plan.recompute}")
     return {**_memory.check_training(fp, system, plan, what, refuse=check), "checked": bool(check)}
 
