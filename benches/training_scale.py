@@ -29,7 +29,7 @@ Three things keep a thousand-GPU step in reach, each said in the row:
 
 Rows: one per model, with step (ms), tokens/s per GPU, MFU (model FLOPs without recompute over the bf16 dense
 peak), the peak memory per GPU (``memory_gib``: the stage that needs most, kernbench.workloads.memory; a plan that
-does not fit is a failure naming its shortfall), the simulated bubble beside Megatron's (pp - 1) / (v m), the exposed data-parallel time, the breakdown of the
+does not fit is a failure naming its shortfall; ``check_memory=false`` simulates it anyway), the simulated bubble beside Megatron's (pp - 1) / (v m), the exposed data-parallel time, the breakdown of the
 step (mean over stages), and wall_s, events, peak_mb (the process's peak so far), ops_simulated against the
 targets.
 
@@ -70,7 +70,8 @@ TARGET_PEAK_MB = 8 * 1024
             "sharding": Param("none", choices=["none", "zero1", "zero2", "fsdp"]),
             "recompute": Param("none", choices=["none", "selective", "full"]), "sp": Param(False),
             "replicas": Param("one", choices=["one", "mirror", "all"]),
-            "fidelity": Param("pipeline", choices=["auto", "steps", "pipeline"])},
+            "fidelity": Param("pipeline", choices=["auto", "steps", "pipeline"]),
+            "check_memory": Param(True)},
     config="machines/dgx-h100-cluster.yaml",
     smoke={"bench.models": ["gpt3-175b"], "bench.layers": 16, "bench.dp": 2, "bench.interleave": 2,
            "bench.global_batch": 32},
@@ -117,7 +118,8 @@ def _run(ctx, model: str, plan_of: dict) -> None:
                              seed=ctx.seed)
         e0 = system._core.events_processed
         t0 = time.perf_counter()
-        tr = estimate.training_step(graph, system, plan, replicas=p["replicas"])
+        tr = estimate.training_step(graph, system, plan, replicas=p["replicas"],
+                                    check_memory=bool(p["check_memory"]))
         wall = time.perf_counter() - t0
         gpu = plan.place(system).group(0, 0)[0]
         peak = _core.gpu_spec(system._core, gpu)["peak_flops"]["bf16"]

@@ -376,7 +376,8 @@ def check_training(fp: TrainingFootprint, system, plan, what: str = "the plan", 
             f"{what} does not fit in memory: pipeline stage {p.stage} needs {p.total / GIB:.2f} GiB per {unit} "
             f"on rank {pes.index(pe)} ({pe}): {parts} GiB; the budget is {b['budget'] / GIB:.2f} GiB "
             f"(pe.hbm.capacity {b['capacity'] / GIB:.2f} GiB{reserve}): {(p.total - b['budget']) / GIB:.2f} GiB "
-            "short (raise tp, pp or ep, shard the state (sharding zero1, zero2, fsdp), recompute activations, "
+            "short (raise tp, pp or ep, turn on sequence parallelism, shard the state (sharding zero1, zero2, fsdp), "
+            "recompute activations, "
             "or lower the micro-batch or sequence)")
     return info
 
