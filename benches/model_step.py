@@ -24,7 +24,10 @@ kernbench.workloads.estimate (docs/model-estimates.md):
              stages with ``microbatches``; its simulated bubble beside
              (pp - 1) / (M + pp - 1); ``train_head`` adds the embedding and the
              LM head to the hand-built graph (off in the smoke size; the
-             imported model always has them).
+             imported model always has them); the peak memory per GPU
+             (``memory_peak_gib``, kernbench.workloads.memory: a plan that
+             does not fit is a failure naming its shortfall; an imported
+             graph records no dimensions and is not estimated).
 
 Rows: one per mode. Figures are deterministic (one seed).
 """
@@ -159,10 +162,13 @@ def model_step(ctx):
                    tr.gemm_flops.get("backward", 0.0)}
             results.append(row)
             parts = ", ".join(f"{k} {v:.3f}" for k, v in sorted(tr.parts.items(), key=lambda kv: -kv[1]))
+            m = tr.memory
+            mem = (f"peak memory {m['peak_gib']:.2f} GiB per GPU (stage {m['stage']}, budget "
+                   f"{m['budget_gib']:.2f} GiB)" if "peak_gib" in m else f"memory not estimated ({m.get('skipped')})")
             ctx.log(f"  {name}: step {tr.step_ms:.3f} ms = {parts} (mean over stages; active: fwd "
                     f"{tr.forward_ms:.3f}, bwd {tr.backward_ms:.3f}, adam {tr.optimizer_ms:.3f}), bubble "
                     f"{tr.bubble:.3f} (analytic {tr.bubble_analytic:.3f}), {tr.tokens_per_gpu_s:.0f} tokens/s per "
-                    f"GPU; {tr.reuse['mode']} from {tr.reuse['ops']} program ops, {tr.wall_s:.1f} s wall")
+                    f"GPU; {mem}; {tr.reuse['mode']} from {tr.reuse['ops']} program ops, {tr.wall_s:.1f} s wall")
         except Exception as e:
             failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
             ctx.log(f"  {name} FAILED: {type(e).__name__}: {e}")

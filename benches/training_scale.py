@@ -29,7 +29,8 @@ Three things keep a thousand-GPU step in reach, each said in the row:
   picosecond where the makespan's increments agree; the row's ``reuse``).
 
 Rows: one per model, with step (ms), tokens/s per GPU, MFU (model FLOPs without recompute over the bf16 dense
-peak), the simulated bubble beside Megatron's (pp - 1) / (v m), the exposed data-parallel time, the breakdown of the
+peak), the peak memory per GPU (``memory_gib``: the stage that needs most, kernbench.workloads.memory; a plan that
+does not fit is a failure naming its shortfall; ``check_memory=false`` simulates it anyway), the simulated bubble beside Megatron's (pp - 1) / (v m), the exposed data-parallel time, the breakdown of the
 step (mean over stages), and wall_s, events, peak_mb (the process's peak so far), ops_simulated against the
 targets.
 
@@ -71,13 +72,14 @@ TARGET_PEAK_MB = 8 * 1024
             "sharding": Param("none", choices=["none", "zero1", "zero2", "fsdp"]),
             "recompute": Param("none", choices=["none", "selective", "full"]), "sp": Param(False),
             "replicas": Param("one", choices=["one", "mirror", "all"]),
-            "fidelity": Param("pipeline", choices=["auto", "steps", "pipeline"])},
+            "fidelity": Param("pipeline", choices=["auto", "steps", "pipeline"]),
+            "check_memory": Param(True)},
     config="machines/dgx-h100-cluster.yaml",
     smoke={"bench.models": ["gpt3-175b"], "bench.layers": 16, "bench.dp": 2, "bench.interleave": 2,
            "bench.global_batch": 32},
     golden={"key": ["model"], "metrics": {"step_ms": "rel=1e-9", "bubble": "rel=1e-9", "gpus": "exact",
                                           "microbatches": "exact"}},
-    outputs={"training_scale.csv": "one row per run: model, plan, step_ms, tokens_per_gpu, mfu, bubble, "
+    outputs={"training_scale.csv": "one row per run: model, plan, step_ms, tokens_per_gpu, mfu, memory_gib, bubble, "
                                    "bubble_ratio_analytic, dp_exposed_ms, wall_s, events, peak_mb, ops_simulated"},
     primary=["step_ms", "tokens_per_gpu"],
 )
@@ -118,7 +120,8 @@ def _run(ctx, model: str, plan_of: dict) -> None:
                              seed=ctx.seed)
         e0 = system._core.events_processed
         t0 = time.perf_counter()
-        tr = estimate.training_step(graph, system, plan, replicas=p["replicas"])
+        tr = estimate.training_step(graph, system, plan, replicas=p["replicas"],
+                                    check_memory=bool(p["check_memory"]))
         wall = time.perf_counter() - t0
         gpu = plan.place(system).group(0, 0)[0]
         peak = _core.gpu_spec(system._core, gpu)["peak_flops"]["bf16"]
@@ -126,7 +129,8 @@ def _run(ctx, model: str, plan_of: dict) -> None:
                "gpus": plan.size, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "interleave": v, "microbatches": M,
                "global_batch": plan_of["global_batch"], "seq": plan_of["seq"], "replicas": p["replicas"],
                "fidelity": p["fidelity"], "step_ms": tr.step_ms, "tokens_per_gpu": tr.tokens_per_gpu_s,
-               "mfu": tr.mfu(peak), "bubble": tr.bubble, "bubble_ratio": tr.bubble_ratio,
+               "mfu": tr.mfu(peak), "memory_gib": tr.memory.get("peak_gib"),
+               "memory_parts_gib": tr.memory.get("parts_gib", {}), "bubble": tr.bubble, "bubble_ratio": tr.bubble_ratio,
                "bubble_ratio_analytic": tr.bubble_ratio_analytic, "dp_exposed_ms": tr.dp_exposed_ms,
                "parts_ms": tr.parts, "reuse": tr.reuse["mode"], "extended": ",".join(tr.reuse["extended"]),
                "ops_simulated": sum(tr.reuse["ops"]), "wall_s": wall,
@@ -134,7 +138,7 @@ def _run(ctx, model: str, plan_of: dict) -> None:
         ctx.results.append(row)
         parts = ", ".join(f"{k} {x:.1f}" for k, x in sorted(tr.parts.items(), key=lambda kv: -kv[1]))
         ctx.log(f"{name} on {row['gpus']} GPUs ({nodes} boxes), {M} microbatches: step {tr.step_ms:.1f} ms = "
-                f"{parts}; {tr.tokens_per_gpu_s:.0f} tokens/s per GPU, MFU {row['mfu']:.3f}; bubble "
+                f"{parts}; {tr.tokens_per_gpu_s:.0f} tokens/s per GPU, MFU {row['mfu']:.3f}; {_memory(tr)}; bubble "
                 f"{tr.bubble_ratio:.3f} of ideal (Megatron's (pp-1)/(v m) = {tr.bubble_ratio_analytic:.3f}); "
                 f"DP exposed {tr.dp_exposed_ms:.1f} ms")
         ctx.log(f"  simulated: replicas {p['replicas']}, fidelity {p['fidelity']}, {tr.reuse['mode']} "
@@ -144,3 +148,13 @@ def _run(ctx, model: str, plan_of: dict) -> None:
     except Exception as e:  # recorded with the reason; the other models still run
         ctx.failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
         ctx.log(f"{name} FAILED: {type(e).__name__}: {e}")
+
+
+def _memory(tr) -> str:
+    """The log's memory clause: the peak per GPU and its stage, by part, against the budget."""
+    m = tr.memory
+    if "peak_gib" not in m:
+        return f"memory not estimated ({m.get('skipped', 'no figure')})"
+    parts = ", ".join(f"{k} {x:.1f}" for k, x in m["parts_gib"].items() if x)
+    return (f"peak memory {m['peak_gib']:.1f} GiB per GPU (stage {m['stage']}: {parts}) of a "
+            f"{m['budget_gib']:.1f} GiB budget")

@@ -8,7 +8,10 @@
                                                        -> latency [ms], ttft [ms], tpot [ms],
                                                           throughput [tokens/s], throughput_per_gpu [tokens/s]
   model.training   model dp tp pp seq micro_batch grad_accum precision sharding recompute sp interleave ep
-                                                       -> tokens_per_gpu [tokens/s], step [ms], mfu
+                   check_memory
+                                                       -> tokens_per_gpu [tokens/s], step [ms], mfu,
+                                                          memory [GiB] (peak per GPU; a plan that does not
+                                                          fit is refused: kernbench.workloads.memory)
 
 Each runs on the machine of ``--config`` (or the row's / the data file's config); gpu.gemm and gpu.stream use
 its first GPU. Kernels are timed as the benchmarks that measured them time them: back to back
@@ -140,18 +143,19 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
             "throughput_per_gpu": tput / plan.size}
 
 
-@measurement("model.training", metrics={"tokens_per_gpu": "tokens/s", "step": "ms", "mfu": ""},
+@measurement("model.training", metrics={"tokens_per_gpu": "tokens/s", "step": "ms", "mfu": "", "memory": "GiB"},
              config="machines/h100-8x-nvswitch.yaml",
              doc="one optimizer step: grad_accum micro-batches per dp rank (the pipeline's m with pp > 1; interleave "
                  "v > 1: Megatron's interleaved 1F1B over pp x v model chunks; ep: expert parallelism carved out "
                  "of dp; clip_grad: Megatron's --clip-grad, 0 for none: with clipping the optimizer waits for "
                  "the all-reduced gradient norm; cp: context parallelism, the sequence split over cp GPUs, "
                  "cp_comm_type p2p (ring) or a2a), on the first dp x cp x tp x pp GPUs of the machine in Megatron's "
-                 "rank order (tp-cp-ep-dp-pp), the optimizer and the exposed communication included")
+                 "rank order (tp-cp-ep-dp-pp), the optimizer and the exposed communication included; memory: the "
+                 "peak GiB per GPU (a plan that does not fit its GPUs' memory is refused)")
 def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: int = 2048, micro_batch: int = 1,
                    grad_accum: int = 1, precision: str = "bf16", sharding: str = "none", recompute: str = "none",
                    sp: bool = False, interleave: int = 1, ep: int = 1, clip_grad: float = 1.0, cp: int = 1,
-                   cp_comm_type: str = "p2p"):
+                   cp_comm_type: str = "p2p", check_memory: bool = True):
     from kernbench import _core
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
@@ -164,5 +168,8 @@ def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: 
     peak = _core.gpu_spec(system._core, gpu)["peak_flops"].get(precision)
     if peak is None:
         raise UsageError(f"precision {precision!r}: the GPU has no peak for it")
-    tr = estimate.training_step(spec.graph(micro_batch, seq, dtype=precision), system, plan, precision=precision)
-    return {"tokens_per_gpu": tr.tokens_per_gpu_s, "step": tr.step_ms, "mfu": tr.mfu(peak)}
+    # check_memory=False: the step of a plan that does not fit its GPUs is still simulated (memory reported)
+    tr = estimate.training_step(spec.graph(micro_batch, seq, dtype=precision), system, plan, precision=precision,
+                                check_memory=bool(check_memory))
+    return {"tokens_per_gpu": tr.tokens_per_gpu_s, "step": tr.step_ms, "mfu": tr.mfu(peak),
+            "memory": tr.memory["peak_gib"]}

@@ -252,7 +252,7 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
     first = len(ops)
     experts = int(dims.get("experts", 0) or 0)
     D = min(L, whole(dims.get("dense_layers", 0), f"{name}: dims['dense_layers']", 0)) if experts else L
-    meta = {"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L}
+    meta = {"dims": dict(dims), "batch": batch, "seq": seq, "kv_len": kv_len, "layers": L, "dtype": dtype}
     if D and D < L:  # DeepSeek-MoE's dense first layer(s): every layer stamped out, no repeated block
         x = first - 1
         for li in range(L):

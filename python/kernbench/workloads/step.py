@@ -55,7 +55,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kernbench.workloads import context, timeline
+from kernbench.workloads import context, memory as _memory, timeline
 from kernbench.workloads.graph import Block, WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.lowerer import COMM_KINDS, stage_layers
@@ -124,6 +124,12 @@ class TrainingEstimate:
     dp_ms: float = 0.0
     dp_exposed_ms: float = 0.0
     dp_exposed_by_stage: list[float] = field(default_factory=list)
+    #: Memory per rank (kernbench.workloads.memory, checked before the simulation): ``peak_gib`` (the stage that
+    #: needs most), ``stage``, ``parts_gib`` (its weights, gradients, optimizer, activations, buffers),
+    #: ``stages_gib`` (each stage's peak), ``budget_gib``, ``capacity_gib``, ``reserve_gib``, ``fits``,
+    #: ``checked`` (False with ``check_memory=False``); or ``skipped`` with the reason (a graph without the
+    #: model's dimensions).
+    memory: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gpus(self) -> int:
@@ -153,7 +159,9 @@ class TrainingEstimate:
                 "bubble_analytic": self.bubble_analytic, "bubble_ratio": self.bubble_ratio,
                 "bubble_ratio_analytic": self.bubble_ratio_analytic, "dp_ms": self.dp_ms,
                 "dp_exposed_ms": self.dp_exposed_ms, "ops_simulated": sum(self.reuse.get("ops", [])),
-                "wall_s": self.wall_s}
+                "wall_s": self.wall_s, "memory_peak_gib": self.memory.get("peak_gib"),
+                "memory_stage": self.memory.get("stage"),
+                **{f"memory_{k}_gib": v for k, v in self.memory.get("parts_gib", {}).items()}}
 
 
 def _main_block(graph: WorkloadGraph) -> Block | None:
@@ -301,7 +309,7 @@ def _extend(measure, first: int, unit: int, target: int, *, budget: int | None, 
 
 def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, precision: str | None = None,
                   optimizer: str = "adam", reuse: bool = True, mirror_replicas: bool = False,
-                  replicas: str | None = None) -> TrainingEstimate:
+                  replicas: str | None = None, check_memory: bool = True) -> TrainingEstimate:
     """One training step of ``graph`` (one microbatch's forward) at ``plan``: forward, backward (with the plan's
     recompute), the data-parallel exchange of the plan's sharding overlapping the backward, Adam, 1F1B over pp
     stages (interleaved over pp x v model chunks when plan.interleave = v > 1; kernbench.workloads.training,
@@ -309,13 +317,20 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     module doc), else every layer. ``replicas``: ``all`` (default), ``mirror`` (``mirror_replicas=True``:
     replicas past the first reuse its compute and append only their collectives and transfers) or ``one``
     (replica 0 alone, the others only in its data-parallel collectives); both approximations: the module doc.
-    Runs on ``system`` (advances its clock)."""
+    Runs on ``system`` (advances its clock).
+
+    Memory: before simulating, each stage's footprint per rank (kernbench.workloads.memory.training_footprint,
+    from the model's dimensions the hand-built graph records) is checked against the rank's HBM less the
+    training reserve; a plan that does not fit raises WorkloadError naming the stage, the rank, the need, the
+    budget and the shortfall. ``check_memory=False`` reports the figure (``TrainingEstimate.memory``) without
+    refusing."""
     plan = plan or ParallelPlan()
     replicas = replicas_mode(replicas, mirror_replicas, "training_step")
     w0 = time.perf_counter()
     plan.place(system)
     context.check_cp(graph, plan, system)  # before any simulation: a clear error for a sequence cp cannot cut
     model_chunks(graph, plan)  # interleave: the layers must cut into pp x v equal chunks (a clear error first)
+    mem = _memory_of(graph, system, plan, precision, check_memory)
     b = _main_block(graph)
     # layers per stage, or per model chunk when interleaved (the reuse keeps the chunks equal)
     full = stage_layers(b.count, plan.chunks) if b is not None and b.count >= plan.chunks else None
@@ -379,7 +394,25 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
         bubble_ratio_analytic=(pp - 1) / vM,
         dp_ms=sum(q.get(f"dp.{s}", 0.0) for s in range(pp)) / pp / 1e9,
         dp_exposed_ms=sum(q.get(f"dpx.{s}", 0.0) for s in range(pp)) / pp / 1e9,
-        dp_exposed_by_stage=[q.get(f"dpx.{s}", 0.0) / 1e9 for s in range(pp)])
+        dp_exposed_by_stage=[q.get(f"dpx.{s}", 0.0) / 1e9 for s in range(pp)], memory=mem)
+
+
+def _memory_of(graph: WorkloadGraph, system, plan: ParallelPlan, precision: str | None, check: bool) -> dict:
+    """The plan's memory per rank (TrainingEstimate.memory), refused when it does not fit and ``check``."""
+    spec, held = _memory.spec_of_graph(graph)
+    if spec is None:
+        return {"skipped": held}
+    fp = _memory.training_footprint(spec, plan, micro_batch=held["micro_batch"], seq=held["seq"],
+                                    precision=precision or held["dtype"], layers=held["layers"],
+                                    embed=held["embed"], head=held["head"])
+    cp = int(getattr(plan, "cp", 1))
+    what = (f"training {graph.name} at dp {plan.dp} x tp {plan.tp} x pp {plan.pp}" + (f" x cp {cp}" if cp > 1 else "")
+            + (f" (ep {plan.ep})" if plan.ep > 1 else "") + (f", interleave {plan.interleave}" if plan.interleave > 1
+                                                              else "")
+            + f", micro-batch {held['micro_batch']} x {held['seq']} tokens, {plan.microbatches} "
+            f"micro-batch{'es' if plan.microbatches != 1 else ''}, "
+            f"sharding {plan.sharding}, recompute {plan.recompute}")
+    return {**_memory.check_training(fp, system, plan, what, refuse=check), "checked": bool(check)}
 
 
 def _tokens(graph: WorkloadGraph) -> int:
