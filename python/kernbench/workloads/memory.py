@@ -7,8 +7,8 @@ Per GPU of a tensor-parallel group of ``tp`` and a pipeline stage of ``layers / 
 
 * weights: the stage's layers / tp (and the embeddings and LM head, split over tp, on the first and last
   stage: counted whole on every stage, the bound for the stage that holds them);
-* KV cache: 2 (K and V) x batch x tokens x KV heads / tp (at least one: replicated) x head_dim x the
-  stage's layers, at the element size;
+* KV cache: batch x tokens x ``spec.kv_bytes_per_token(dtype, tp=, layers=)`` over the stage's layers (GQA:
+  K and V of KV heads / tp, at least one, x head_dim; MLA: the latent and the rotary key, whole on each rank);
 * activations: the live tensors of one layer for the prompt's tokens (the residual, the MLP's inner
   activations and the attention output: tokens x (4 x hidden + 2 x ffn / tp) elements), what a framework's
   profiling pass reserves.
@@ -54,8 +54,7 @@ def inference_footprint(spec, *, tp: int, pp: int, batch: int, prompt: int, toke
         raise WorkloadError(f"unknown dtype {d!r}")
     layers = -(-spec.layers // pp)
     weights = (layers * spec.layer_params + spec.embedding_params + spec.norm_params) * e // tp
-    kv_heads = max(1, spec.kv_heads // tp)
-    kv = 2 * batch * tokens * kv_heads * spec.head_dim * layers * e
+    kv = batch * tokens * spec.kv_bytes_per_token(d, tp=tp, layers=layers)
     act = batch * prompt * (4 * spec.hidden + 2 * spec.ffn // tp) * e
     return Footprint(int(weights), int(kv), int(act))
 
