@@ -37,7 +37,8 @@ from typing import Any, Callable, Mapping
 from kernbench.workloads.catalog import ATTENTIONS, MLA_KEYS, ModelSpec
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 
-__all__ = ["YAML_KEYS", "HF_TYPES", "load_model_file", "from_yaml_spec", "from_hf_config", "is_model_file"]
+__all__ = ["YAML_KEYS", "HF_TYPES", "load_model_file", "from_yaml_spec", "from_hf_config", "is_model_file",
+           "to_yaml_spec"]
 
 _NONE = object()  # a required key
 #: A YAML spec's keys and their defaults (``_NONE``: required; None: derived, see ``from_yaml_spec``).
@@ -100,8 +101,8 @@ def _build(fields: dict[str, Any], where: str, keys: Mapping[str, str]) -> Model
     H, nh = fields["hidden"], fields["heads"]
     if fields.get("attention") == "mla":  # prefill runs MLA as multi-head attention over the rebuilt K and V
         fields["kv_heads"] = nh if fields.get("kv_heads") is None else fields["kv_heads"]
-        if fields.get("head_dim") is None:
-            fields["head_dim"] = fields.get("qk_nope_head_dim", 0) + fields.get("qk_rope_head_dim", 0)
+        if fields.get("head_dim") is None and fields.get("qk_nope_head_dim", 0) + fields.get("qk_rope_head_dim", 0):
+            fields["head_dim"] = fields["qk_nope_head_dim"] + fields["qk_rope_head_dim"]
     if fields.get("head_dim") is None:
         if H % nh:
             raise WorkloadError(f"{where}: {k('heads')} = {nh} does not divide {k('hidden')} = {H} (and no "
@@ -151,13 +152,19 @@ def from_yaml_spec(data: Any, *, where: str = "model spec", name: str = "model")
             if not isinstance(v, bool):
                 raise WorkloadError(f"{where}: {key} = {v!r}: expected true or false")
         elif key not in ("name", "source"):
-            least = 1 if default is _NONE or key in ("head_dim", "kv_heads", "max_positions", "expert_ffn") else 0
+            least = 1 if default is _NONE or key in ("head_dim", "kv_heads", "max_positions") else 0
             v = _whole(v, where, key, least)
         fields[key] = v
     fields["mlp"] = fields.pop("activation")
     fields["name"] = str(fields["name"] or name)
     fields["source"] = str(fields["source"] or where)
     return _build(fields, where, {})
+
+
+def to_yaml_spec(spec: ModelSpec) -> dict[str, Any]:
+    """``spec`` as a YAML spec's mapping (every key of ``YAML_KEYS``): ``from_yaml_spec`` of it gives ``spec``
+    back (the HF module names of ``moe_module``/``expert_linears`` are not YAML keys: their defaults)."""
+    return {k: getattr(spec, "mlp" if k == "activation" else k) for k in YAML_KEYS}
 
 
 # ---- Hugging Face config.json ----------------------------------------------------------------------------
