@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from kernbench import _core
-from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
+from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.targets import is_k200
 
 __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "kv_capacity", "IterationPricer", "run",
@@ -56,7 +56,6 @@ def kv_capacity(spec, system, *, tp: int = 1, pp: int = 1, block_size: int = 16,
     from kernbench.workloads.memory import inference_footprint
 
     d = dtype or spec.dtype
-    e = DTYPE_BYTES[d]
     if is_k200(system):
         if tp != 1 or pp != 1:
             raise ServingError("on the K200 host an instance is one die (tp 1, pp 1): its lowering runs one stream")

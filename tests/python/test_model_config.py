@@ -163,7 +163,8 @@ def test_mla_graph_has_the_latent_projections_and_flops():
         "q_a_proj": (128, 1536, 7168), "q_b_proj": (128, 128 * 192, 1536), "kv_a_proj_with_mqa": (128, 576, 7168),
         "kv_b_proj": (128, 128 * 256, 512), "o_proj": (128, 7168, 128 * 128)}
     (at,) = [op for op in pre.ops if op.kind == "attention"]
-    assert (at.attrs["heads"], at.attrs["kv_heads"], at.attrs["head_dim"], at.attrs["v_head_dim"]) == (128, 128, 192, 128)
+    a = at.attrs
+    assert (a["heads"], a["kv_heads"], a["head_dim"], a["v_head_dim"]) == (128, 128, 192, 128)
     assert at.flops == 2 * 2 * 128 * 64 * 64 * (192 + 128)
     dec = ds.graph(4, 1, 300, layers=1, embed=False, head=False)
     names = [op.name.split("self_attn.")[1] for op in dec.ops if "self_attn" in op.name]

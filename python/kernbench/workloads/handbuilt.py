@@ -311,7 +311,8 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
                     at_attrs["alibi"] = True
                 ats.append(add(f"{a}.sdpa" + (f".{j}" if len(parts) > 1 else ""), "attention",
                                "aten.scaled_dot_product_attention.default",
-                               inputs=[TensorSpec((ab, nh, aq, hd), dtype)], outputs=[TensorSpec((ab, nh, aq, hd), dtype)],
+                               inputs=[TensorSpec((ab, nh, aq, hd), dtype)],
+                               outputs=[TensorSpec((ab, nh, aq, hd), dtype)],
                                flops=4 * ab * nh * aq * akv * hd, attrs=at_attrs, deps=qkv_deps))
             o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, ats)
         r1 = residual(f"{p}.{N['add1']}", [o] + dep0)
