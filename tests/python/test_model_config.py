@@ -260,3 +260,32 @@ def test_deepseek_config_without_mla_key_names_it(tmp_path):
     data = {k: v for k, v in DEEPSEEK_V3_JSON.items() if k != "kv_lora_rank"}
     with pytest.raises(WorkloadError, match=r"ds/config\.json: key 'kv_lora_rank' not found"):
         get_model(_write(tmp_path, "ds/config.json", data))
+
+
+def test_mla_lowering_fuses_the_replicated_latent_projections():
+    """At tp 4 the latent projections q_a and kv_a are one replicated GEMM per rank, q_b and the absorbed
+    products column-parallel (split by heads, no collective), o_proj row-parallel (its all-reduce)."""
+    from kernbench.workloads.lower import lower
+
+    g = MODELS["deepseek-v3"].graph(2, 1, 200, layers=1, embed=False, head=False)
+    lw = lower(g, kernbench.System.load(H100), ParallelPlan(tp=4))
+    rules = {k.split("self_attn.")[-1]: v for k, v in lw.rules.items() if "self_attn" in k}
+    assert rules == {"q_a_proj": ("replicated", 2), "q_b_proj": ("column", 1), "kv_b_proj.q_absorb": ("column", 1),
+                     "kv_b_proj.o_absorb": ("column", 1), "o_proj": ("row", 1)}
+
+
+def test_front_ends_take_a_model_file(tmp_path):
+    """``kernbench serve --model`` (its dry check) and the calibrate function model.inference take a YAML spec's
+    path; a bad spec's error names the file and the key."""
+    from kernbench.calibrate import REGISTRY, Context
+    from kernbench.cli_check import check_command
+    from kernbench._core import ConfigError
+
+    path = _write(tmp_path, "tiny.yaml", {"hidden": 512, "layers": 2, "heads": 8, "kv_heads": 2, "ffn": 1536,
+                                          "vocab": 4096})
+    assert check_command(["serve", "--model", path, "--config", H100]) == f"serve {path}"
+    res = REGISTRY.get("model.inference").fn(Context(config=H100, sets={}), model=path, prompt=32, output=2)
+    assert 0 < res["tpot"] < res["latency"]
+    bad = _write(tmp_path, "bad.yaml", {**BASE, "layer": 2})
+    with pytest.raises(ConfigError, match=r"--model .*bad\.yaml: .*bad\.yaml: unknown key 'layer'"):
+        check_command(["serve", "--model", bad, "--config", H100])
