@@ -33,7 +33,7 @@ from typing import Callable
 
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError, WorkloadGraph
 
-__all__ = ["ModelSpec", "MODELS", "get_model", "ATTENTIONS", "MLA_KEYS"]
+__all__ = ["ModelSpec", "MODELS", "ATTENTIONS", "MLA_KEYS"]
 
 #: Attention kinds: ``gqa`` (query heads sharing KV heads; MHA and MQA are its ends) and ``mla`` (DeepSeek-V2/V3's
 #: multi-head latent attention: K and V rebuilt from one cached latent per token, DeepSeek-V2 paper, sec. 2.1).
@@ -400,18 +400,3 @@ MODELS: dict[str, ModelSpec] = _Catalog((s.name, s) for s in [
               source="openai/gpt-oss-120b config.json", bias=True, max_positions=131072, experts=128, top_k=4,
               expert_ffn=2880),
 ])
-
-
-def get_model(model) -> ModelSpec:
-    """The one way to name a model: a catalog name (``-`` or ``_``, any case), a path to a Hugging Face
-    ``config.json`` or to a YAML model spec (kernbench.workloads.model_config), or a ``ModelSpec`` (returned as
-    is). An unknown name raises WorkloadError listing the catalog."""
-    if isinstance(model, ModelSpec):
-        return model
-    from kernbench.workloads.model_config import is_model_file, load_model_file
-    if isinstance(model, str) and model in MODELS:
-        return MODELS[model]
-    if is_model_file(model):
-        return load_model_file(model)
-    raise WorkloadError(f"unknown model {model!r} (known: {', '.join(MODELS)}; or a path to a Hugging Face "
-                        "config.json or a YAML model spec)")

@@ -1,6 +1,7 @@
 """Models described by a file: a Hugging Face ``config.json`` or a small YAML spec, read into a ``ModelSpec``.
 
-``kernbench.workloads.get_model`` is the one entry point (a catalog name, or a path to either file)::
+``get_model`` (exported as ``kernbench.workloads.get_model``) is the one entry point: a catalog name, or a path
+to either file::
 
     get_model("llama3.1-70b")                 # the catalog (kernbench.workloads.catalog)
     get_model("ckpt/Meta-Llama-3-8B/config.json")
@@ -34,11 +35,11 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from kernbench.workloads.catalog import ATTENTIONS, MLA_KEYS, ModelSpec
+from kernbench.workloads.catalog import ATTENTIONS, MLA_KEYS, MODELS, ModelSpec
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 
-__all__ = ["YAML_KEYS", "HF_TYPES", "load_model_file", "from_yaml_spec", "from_hf_config", "is_model_file",
-           "to_yaml_spec"]
+__all__ = ["get_model", "YAML_KEYS", "HF_TYPES", "load_model_file", "from_yaml_spec", "from_hf_config",
+           "is_model_file", "to_yaml_spec"]
 
 _NONE = object()  # a required key
 #: A YAML spec's keys and their defaults (``_NONE``: required; None: derived, see ``from_yaml_spec``).
@@ -53,6 +54,20 @@ _CHOICES = {"family": ("llama", "gpt", "mpt"), "norm": ("rms", "layer"), "activa
             "positions": ("rotary", "alibi", "learned"), "attention": ATTENTIONS, "dtype": tuple(DTYPE_BYTES)}
 _BOOLS = ("tied", "bias", "qkv_bias")
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def get_model(model) -> ModelSpec:
+    """The one way to name a model: a catalog name (``-`` or ``_``, any case), a path to a Hugging Face
+    ``config.json`` or to a YAML model spec (kernbench.workloads.model_config), or a ``ModelSpec`` (returned as
+    is). An unknown name raises WorkloadError listing the catalog."""
+    if isinstance(model, ModelSpec):
+        return model
+    if isinstance(model, str) and model in MODELS:
+        return MODELS[model]
+    if is_model_file(model):
+        return load_model_file(model)
+    raise WorkloadError(f"unknown model {model!r} (known: {', '.join(MODELS)}; or a path to a Hugging Face "
+                        "config.json or a YAML model spec)")
 
 
 def is_model_file(model: Any) -> bool:
