@@ -162,10 +162,12 @@ def check_command(argv: list[str]) -> str:
         _load(str(resolve_machine(a.config)), [])
         return f"compare-nccl on {a.config}"
     if cmd == "serve":
-        from kernbench.workloads import MODELS
+        from kernbench.workloads import WorkloadError, get_model
 
-        if a.model not in MODELS:
-            raise ConfigError(f"--model {a.model}: not a catalog model (known: {', '.join(sorted(MODELS))})")
+        try:
+            get_model(a.model)  # a catalog name, an HF config.json or a YAML model spec
+        except WorkloadError as e:
+            raise ConfigError(f"--model {a.model}: {e}") from None
         _load(a.config, [])
         return f"serve {a.model}"
     raise UsageError(f"kernbench {cmd}: no dry check for this verb")  # a verb added to the CLI but not here

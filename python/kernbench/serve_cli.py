@@ -10,7 +10,9 @@ from kernbench.atomic_output import check_output_dir
 def add_parser(sub) -> None:
     s = sub.add_parser("serve", help="serve requests under load: TTFT, TPOT and E2E percentiles, throughput, goodput")
     s.add_argument("--config", default=None, metavar="MACHINE", help="machine config (default: the default machine)")
-    s.add_argument("--model", required=True, help="a catalog model (kernbench.workloads.MODELS), e.g. llama3-8b")
+    s.add_argument("--model", required=True,
+                   help="a catalog model (kernbench.workloads.MODELS, e.g. llama3-8b), or a path to a Hugging Face "
+                        "config.json or a YAML model spec (docs/workloads.md)")
     s.add_argument("--tp", type=int, default=1, help="tensor-parallel devices per instance (default 1)")
     s.add_argument("--pp", type=int, default=1, help="pipeline stages per instance (default 1)")
     s.add_argument("--qps", type=float, default=1.0, help="arrival rate, requests per second (default 1)")

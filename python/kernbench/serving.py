@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from kernbench import _core
-from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
+from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.targets import is_k200
 
 __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "kv_capacity", "IterationPricer", "run",
@@ -56,7 +56,6 @@ def kv_capacity(spec, system, *, tp: int = 1, pp: int = 1, block_size: int = 16,
     from kernbench.workloads.memory import inference_footprint
 
     d = dtype or spec.dtype
-    e = DTYPE_BYTES[d]
     if is_k200(system):
         if tp != 1 or pp != 1:
             raise ServingError("on the K200 host an instance is one die (tp 1, pp 1): its lowering runs one stream")
@@ -67,7 +66,7 @@ def kv_capacity(spec, system, *, tp: int = 1, pp: int = 1, block_size: int = 16,
     need = inference_footprint(spec, tp=tp, pp=pp, batch=1, prompt=max_batched_tokens, tokens=0, dtype=d)
     budget = int(capacity * util)
     layers = -(-spec.layers // pp)
-    per_token = 2 * max(1, spec.kv_heads // tp) * spec.head_dim * layers * e
+    per_token = spec.kv_bytes_per_token(d, tp=tp, layers=layers)
     left = budget - need.weights - need.activations
     blocks = left // (per_token * block_size) if left > 0 else 0
     info = {"capacity_bytes": capacity, "budget_bytes": budget, "weights_bytes": need.weights,
@@ -117,7 +116,8 @@ class IterationPricer:
             return []
         sp = _core.gpu_spec(self.system._core, self.device)
         chunk = int(sp["split_kv_chunk"])
-        most = -(-int(sp["sms"]) // max(1, self.spec.kv_heads // self.plan.tp)) + 1
+        kv_heads = 1 if self.spec.attention == "mla" else self.spec.kv_heads  # MLA decodes over one latent head
+        most = -(-int(sp["sms"]) // max(1, kv_heads // self.plan.tp)) + 1
         return [[], [], [], [float(chunk * k) for k in range(1, most + 1) if chunk * k <= max_keys]]
 
     def graph(self, shape: dict):

@@ -13,6 +13,9 @@
                                                           memory [GiB] (peak per GPU; a plan that does not
                                                           fit is refused: kernbench.workloads.memory)
 
+A ``model`` is what ``kernbench.workloads.get_model`` takes: a catalog name, or a path to a Hugging Face
+config.json or to a YAML model spec (docs/workloads.md, "Models by config").
+
 Each runs on the machine of ``--config`` (or the row's / the data file's config); gpu.gemm and gpu.stream use
 its first GPU. Kernels are timed as the benchmarks that measured them time them: back to back
 (``REPEATS`` calls launched from the host, the time per call in steady state, so a kernel shorter than its

@@ -18,7 +18,8 @@ from kernbench.workloads.graph import (DTYPE_BYTES, KINDS, Block, Op, ParamRef, 
 
 from kernbench.workloads.plan import ParallelPlan  # noqa: E402  (the lowering: docs/model-estimates.md)
 from kernbench.workloads.lower import Lowered, lower  # noqa: E402
-from kernbench.workloads.catalog import MODELS, ModelSpec, get_model  # noqa: E402  (no torch: docs/workloads.md)
+from kernbench.workloads.catalog import MODELS, ModelSpec  # noqa: E402  (no torch: docs/workloads.md)
+from kernbench.workloads.model_config import get_model  # noqa: E402  (a name, an HF config.json, a YAML spec)
 
 __all__ = ["DTYPE_BYTES", "KINDS", "Block", "Op", "ParamRef", "TensorSpec", "WorkloadError", "WorkloadGraph",
            "ParallelPlan", "Lowered", "lower", "MODELS", "ModelSpec", "get_model",

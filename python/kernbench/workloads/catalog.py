@@ -33,7 +33,13 @@ from typing import Callable
 
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError, WorkloadGraph
 
-__all__ = ["ModelSpec", "MODELS", "get_model"]
+__all__ = ["ModelSpec", "MODELS", "ATTENTIONS", "MLA_KEYS"]
+
+#: Attention kinds: ``gqa`` (query heads sharing KV heads; MHA and MQA are its ends) and ``mla`` (DeepSeek-V2/V3's
+#: multi-head latent attention: K and V rebuilt from one cached latent per token, DeepSeek-V2 paper, sec. 2.1).
+ATTENTIONS = ("gqa", "mla")
+#: The MLA sizes (DeepSeek's config.json names).
+MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,13 @@ class ModelSpec:
     dense_layers: int = 0            # the first layers keep the dense MLP
     moe_module: str = "mlp"
     expert_linears: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
+    attention: str = "gqa"           # "gqa" (MHA and MQA included) | "mla" (DeepSeek's multi-head latent attention)
+    q_lora_rank: int = 0             # MLA: the query's compressed width (0: one direct q projection)
+    kv_lora_rank: int = 0            # MLA: the cached latent's width
+    qk_nope_head_dim: int = 0        # MLA: each head's query/key dims without rotary positions
+    qk_rope_head_dim: int = 0        # MLA: the rotary dims (one key part shared by all heads, cached)
+    v_head_dim: int = 0              # MLA: each head's value dim
+    qkv_bias: bool = False           # biases on q, k and v only (Qwen2; ``bias`` puts them on every linear)
 
     def __post_init__(self):
         if self.family not in ("llama", "gpt", "mpt") or self.norm not in ("rms", "layer") \
@@ -77,11 +90,35 @@ class ModelSpec:
                 or self.dtype not in DTYPE_BYTES:
             raise WorkloadError(f"{self.name}: family {self.family!r}, norm {self.norm!r}, mlp {self.mlp!r}, "
                                 f"positions {self.positions!r} or dtype {self.dtype!r} unknown")
+        for key in ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "max_positions"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise WorkloadError(f"{self.name}: {key} = {v!r}: expected a whole number >= 1")
+        for key in ("experts", "top_k", "expert_ffn", "shared_experts", "dense_layers") + MLA_KEYS:
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise WorkloadError(f"{self.name}: {key} = {v!r}: expected a whole number >= 0")
         if self.heads % self.kv_heads:
             raise WorkloadError(f"{self.name}: {self.heads} heads are not a multiple of {self.kv_heads} KV heads")
         if self.experts and not (1 <= self.top_k <= self.experts and self.expert_ffn >= 1 and self.mlp == "swiglu"):
             raise WorkloadError(f"{self.name}: {self.experts} experts need 1 <= top_k ({self.top_k}) <= experts, "
                                 f"expert_ffn ({self.expert_ffn}) >= 1 and a SwiGLU MLP ({self.mlp})")
+        if self.attention not in ATTENTIONS:
+            raise WorkloadError(f"{self.name}: attention {self.attention!r} unknown (known: {', '.join(ATTENTIONS)})")
+        if self.attention == "mla":
+            short = [k for k in MLA_KEYS if k != "q_lora_rank" and getattr(self, k) < 1]
+            if short or self.family != "llama" or self.bias or self.qkv_bias or self.kv_heads != self.heads \
+                    or self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+                raise WorkloadError(
+                    f"{self.name}: MLA needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim >= 1"
+                    f"{' (not ' + ', '.join(short) + ')' if short else ''}, the llama family without biases, "
+                    f"kv_heads = heads ({self.kv_heads}, {self.heads}) and head_dim = qk_nope_head_dim + "
+                    f"qk_rope_head_dim ({self.head_dim})")
+
+    @property
+    def activation(self) -> str:
+        """The MLP's activation (``swiglu`` | ``gelu``): a YAML spec's ``activation`` key, the ``mlp`` field."""
+        return self.mlp
 
     # ---- graphs -----------------------------------------------------------------------------------------
     @property
@@ -90,7 +127,15 @@ class ModelSpec:
         return {"hidden": self.hidden, "heads": self.heads, "kv_heads": self.kv_heads, "head_dim": self.head_dim,
                 "intermediate": self.ffn, "vocab": self.vocab, "layers": self.layers, "family": self.family,
                 "norm": self.norm, "mlp": self.mlp, "positions": self.positions, "bias": self.bias,
-                "tied": self.tied, "max_positions": self.max_positions, **self.moe_dims}
+                "tied": self.tied, "max_positions": self.max_positions, **self.moe_dims, **self.attention_dims}
+
+    @property
+    def attention_dims(self) -> dict:
+        """The attention keys of ``dims`` beyond GQA's (empty for a GQA model without q/k/v-only biases)."""
+        out: dict = {"qkv_bias": True} if self.qkv_bias else {}
+        if self.attention == "mla":
+            out.update({"attention": "mla", **{k: getattr(self, k) for k in MLA_KEYS}})
+        return out
 
     @property
     def moe_dims(self) -> dict:
@@ -153,15 +198,23 @@ class ModelSpec:
 
     @property
     def attention_params(self) -> int:
-        H, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
-        return H * (q + 2 * kv) + q * H + (q + 2 * kv + H if self.bias else 0)
+        """One layer's attention projections (and MLA's two latent norms)."""
+        H = self.hidden
+        if self.attention == "mla":  # DeepSeek-V2 paper, eqs. (9)-(18): W^DQ, W^UQ/W^QR, W^DKV/W^KR, W^UK/W^UV, W^O
+            nh, ql, kl, qk = self.heads, self.q_lora_rank, self.kv_lora_rank, self.head_dim
+            q = H * ql + ql + ql * nh * qk if ql else H * nh * qk
+            return q + H * (kl + self.qk_rope_head_dim) + kl + kl * nh * (self.qk_nope_head_dim + self.v_head_dim) \
+                + nh * self.v_head_dim * H
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        return H * (q + 2 * kv) + q * H + (q + 2 * kv + H if self.bias else q + 2 * kv if self.qkv_bias else 0)
 
     def moe_layer_params(self, experts: int) -> int:
         """One MoE layer counting ``experts`` routed experts (all of them: its parameters; top_k: the active
-        ones): attention, the router, the experts, the shared experts and the two norms."""
-        H = self.hidden
-        return self.attention_params + H * self.experts + 3 * H * self.expert_ffn * (experts + self.shared_experts) \
-            + 2 * self.norm_params
+        ones): attention, the router, the experts, the shared experts and the two norms (with ``bias``: the
+        router's and every expert linear's biases too, as GPT-OSS has them)."""
+        H, F, S = self.hidden, self.expert_ffn, self.shared_experts
+        biases = self.experts + experts * (2 * F + H) + (2 * S * F + H if S else 0) if self.bias else 0
+        return self.attention_params + H * self.experts + 3 * H * F * (experts + S) + 2 * self.norm_params + biases
 
     @property
     def norm_params(self) -> int:
@@ -183,6 +236,24 @@ class ModelSpec:
         dense = min(self.dense_layers, self.layers)
         return dense * self.layer_params + (self.layers - dense) * self.moe_layer_params(experts) \
             + self.norm_params + self.embedding_params
+
+    def kv_bytes_per_token(self, dtype: str | None = None, *, tp: int = 1, layers: int | None = None) -> int:
+        """KV-cache bytes one token takes on one tensor-parallel rank over ``layers`` layers (default all), in
+        ``dtype`` (default the spec's). GQA: K and V, ``2 x kv_heads / tp x head_dim`` per layer (at least one KV
+        head: replicated when tp exceeds them, as vLLM does); MLA: the compressed latent and the shared rotary
+        key, ``kv_lora_rank + qk_rope_head_dim`` per layer, whole on every rank (vLLM keeps it replicated).
+        The one formula of memory.py, serving and estimate (through ``cache_width``)."""
+        d = dtype or self.dtype
+        if d not in DTYPE_BYTES:
+            raise WorkloadError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_BYTES)})")
+        n = self.layers if layers is None else layers
+        return self.cache_width(tp) * n * DTYPE_BYTES[d]
+
+    def cache_width(self, tp: int = 1) -> int:
+        """Elements one token caches per layer on one of ``tp`` ranks (``kv_bytes_per_token``'s)."""
+        if self.attention == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * max(1, self.kv_heads // tp) * self.head_dim
 
     def weight_bytes(self, dtype: str | None = None) -> int:
         """Bytes of the parameters stored in ``dtype`` (default the spec's)."""
@@ -277,12 +348,55 @@ MODELS: dict[str, ModelSpec] = _Catalog((s.name, s) for s in [
     ModelSpec("deepseek-moe-16b", "llama", 2048, 28, 16, 16, 128, 10944, 102400, "rms", "swiglu", "rotary",
               source="deepseek-ai/deepseek-moe-16b-base config.json", max_positions=4096, experts=64, top_k=6,
               expert_ffn=1408, shared_experts=2, dense_layers=1),
+    # Llama 3.1: https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json (and -70B, -405B): the
+    # Llama-3 architecture at max_position_embeddings 131072, rope_scaling {rope_type llama3, factor 8,
+    # original_max_position_embeddings 8192} (a frequency rescaling: no op, no parameter). 405B: hidden 16384,
+    # intermediate 53248, 126 layers, 128 heads, 8 KV heads, vocab 128256 (models.LLAMA3_1_*)
+    _llama("llama3.1-8b", 4096, 32, 32, 8, 14336, 128256, "meta-llama/Llama-3.1-8B config.json", 131072),
+    _llama("llama3.1-70b", 8192, 80, 64, 8, 28672, 128256, "meta-llama/Llama-3.1-70B config.json", 131072),
+    _llama("llama3.1-405b", 16384, 126, 128, 8, 53248, 128256, "meta-llama/Llama-3.1-405B config.json", 131072),
+    # https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json: Llama-3.1-70B's numbers
+    _llama("llama3.3-70b", 8192, 80, 64, 8, 28672, 128256, "meta-llama/Llama-3.3-70B-Instruct config.json", 131072),
+    # Grok-1 (314B): github.com/xai-org/grok-1 run.py's LanguageModelConfig -- vocab_size 128 * 1024,
+    # sequence_len 8192, emb_size 48 * 128 = 6144, key_size 128, num_q_heads 48, num_kv_heads 8, num_layers 64,
+    # num_experts 8, num_selected_experts 2, widening_factor 8 (model.py ffn_size: int(8 x 6144) x 2 // 3 =
+    # 32768); model.py InOutEmbed decodes with the input table (tied). Modelled: a gated MLP of three matrices per
+    # expert (Grok's is GELU-gated, counted as SwiGLU: the same GEMMs); not modelled: its four RMSNorms per layer
+    # (two counted: 2 x 6144 x 64 parameters fewer), the attention-logit and output soft-caps (elementwise)
+    ModelSpec("grok-1", "llama", 6144, 64, 48, 8, 128, 32768, 131072, "rms", "swiglu", "rotary",
+              source="xai-org/grok-1 run.py, model.py", tied=True, max_positions=8192, experts=8, top_k=2,
+              expert_ffn=32768),
+    # https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json: hidden 2048, 48 layers, 32 heads, 4 KV heads,
+    # head_dim 128, intermediate_size 6144 (no dense layer uses it: decoder_sparse_step 1, mlp_only_layers []),
+    # moe_intermediate_size 768, num_experts 128, num_experts_per_tok 8, vocab 151936, max_position_embeddings 40960,
+    # untied. Not modelled: Qwen3's q/k RMSNorm per head (2 x 128 parameters a layer, elementwise work)
+    ModelSpec("qwen3-30b-a3b", "llama", 2048, 48, 32, 4, 128, 6144, 151936, "rms", "swiglu", "rotary",
+              source="Qwen/Qwen3-30B-A3B config.json", max_positions=40960, experts=128, top_k=8, expert_ffn=768),
+    # https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json: hidden 4096, 94 layers, 64 heads, 4 KV
+    # heads, head_dim 128, intermediate_size 12288 (unused as above), moe_intermediate_size 1536, 128 experts top-8,
+    # vocab 151936, max_position_embeddings 40960, untied (q/k norms as Qwen3-30B-A3B's)
+    ModelSpec("qwen3-235b-a22b", "llama", 4096, 94, 64, 4, 128, 12288, 151936, "rms", "swiglu", "rotary",
+              source="Qwen/Qwen3-235B-A22B config.json", max_positions=40960, experts=128, top_k=8,
+              expert_ffn=1536),
+    # https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json: hidden 7168, 61 layers, 128 heads
+    # (num_key_value_heads 128), q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64,
+    # v_head_dim 128, intermediate_size 18432 (first_k_dense_replace 3 dense layers), moe_intermediate_size 2048,
+    # n_routed_experts 256, num_experts_per_tok 8, n_shared_experts 1, vocab 129280, max_position_embeddings
+    # 163840, untied; torch_dtype bfloat16 (the released weights are FP8 blocks: weight_bytes("fp8")). The main
+    # model is counted (671B total, 37B activated: DeepSeek-V3 technical report, arXiv:2412.19437, sec. 2 and
+    # the repo's README_WEIGHTS.md); not modelled: the MTP module (num_nextn_predict_layers 1: 11.5B more, a
+    # training-time extra layer), the router's e_score_correction_bias (256 a layer), group-limited routing
+    ModelSpec("deepseek-v3", "llama", 7168, 61, 128, 128, 192, 18432, 129280, "rms", "swiglu", "rotary",
+              source="deepseek-ai/DeepSeek-V3 config.json", max_positions=163840, experts=256, top_k=8,
+              expert_ffn=2048, shared_experts=1, dense_layers=3, attention="mla", q_lora_rank=1536,
+              kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128),
+    # https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json: hidden 2880, 36 layers, 64 heads of 64, 8
+    # KV heads, intermediate_size 2880 per expert, num_local_experts 128, num_experts_per_tok 4, vocab 201088,
+    # max_position_embeddings 131072, attention_bias true (q, k, v, o; the router and the experts have biases
+    # too), untied. Not modelled: the sliding window of 128 tokens on every other layer (layer_types: every
+    # layer attends the whole context here), the per-head attention sinks (64 a layer), the SwiGLU clamp, MXFP4
+    # expert weights (bf16 here: weight_bytes of another dtype prices them)
+    ModelSpec("gpt-oss-120b", "llama", 2880, 36, 64, 8, 64, 2880, 201088, "rms", "swiglu", "rotary",
+              source="openai/gpt-oss-120b config.json", bias=True, max_positions=131072, experts=128, top_k=4,
+              expert_ffn=2880),
 ])
-
-
-def get_model(name: str) -> ModelSpec:
-    """The spec of a catalog model (``-`` or ``_``, any case); an unknown name raises WorkloadError listing them."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise WorkloadError(f"unknown model {name!r} (known: {', '.join(MODELS)})") from None

@@ -247,12 +247,15 @@ class InferenceEstimate:
 
 
 def _kv_cache_bytes(graph: WorkloadGraph) -> int:
+    """The cache the graph's attention ops read: per op, batch x kv_len tokens of ``cache_width`` elements (an
+    MLA op's latent, set from ``ModelSpec.cache_width``), else K and V of kv_heads x head_dim."""
     out = 0
     for op in graph.ops:
         if op.kind == "attention":
             a = op.attrs
             e = 2 if op.dtype in ("bf16", "fp16") else 4 if op.dtype == "fp32" else 1
-            out += 2 * int(a["batch"]) * int(a["kv_len"]) * int(a["kv_heads"]) * int(a["head_dim"]) * e
+            width = int(a.get("cache_width") or 2 * int(a["kv_heads"]) * int(a["head_dim"]))
+            out += int(a["batch"]) * int(a["kv_len"]) * width * e
     return out
 
 

@@ -29,7 +29,15 @@ three SwiGLU weights) and, with ``shared_experts`` = n, one always-applied SwiGL
 inner width), ``dense_layers`` (the first layers keep the dense MLP of ``intermediate``; the graph then has no
 repeated block), ``capacity_factor``, ``routing`` (``skew``, ``hot``, ``counts``, ``seed``: the arguments
 of ``moe.routing_counts``), ``moe_module`` (the MLP's module name, Mixtral's ``block_sparse_moe``) and
-``expert_linears`` (the experts' gate, up and down names, Mixtral's ``w1, w3, w2``).
+``expert_linears`` (the experts' gate, up and down names, Mixtral's ``w1, w3, w2``). With ``bias`` the
+experts' linears have biases too (GPT-OSS); ``qkv_bias``: biases on q, k and v alone (Qwen2).
+
+Multi-head latent attention (DeepSeek-V2/V3): ``dims["attention"] = "mla"`` with ``q_lora_rank`` (0: one
+direct q_proj), ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim`` and ``v_head_dim`` replaces q/k/v
+by the latent projections (``mla_attention`` below). Its attention ops carry ``v_head_dim`` (the values' width,
+``head_dim`` being the queries' and keys'), ``cache_width`` (elements a token caches per layer) and, for the
+absorbed decode form (an entry of at most ``MLA_ABSORB_MAX_Q`` new tokens over a longer context),
+``kv_shared``: the one KV head's values are the first ``v_head_dim`` columns of its keys.
 """
 
 from __future__ import annotations
@@ -39,7 +47,18 @@ from typing import Mapping
 from kernbench.workloads.graph import Block, Op, ParamRef, TensorSpec, WorkloadError, WorkloadGraph, whole
 from kernbench.workloads.moe import capacity, routing_counts
 
-__all__ = ["llama_graph", "decoder_graph", "resnet50_graph", "LLAMA3_8B", "LLAMA3_70B"]
+__all__ = ["llama_graph", "decoder_graph", "resnet50_graph", "LLAMA3_8B", "LLAMA3_70B", "MLA_ABSORB_MAX_Q", "absorbed"]
+
+#: MLA entries of at most this many new tokens over a longer context run the absorbed (decode) form: the GPU
+#: decode attention kernel's range (src/kernels/gpu/attention.hpp kDecodeMaxQ); vLLM likewise sends requests
+#: with a cache and a few new tokens to its MLA decode path and prefills through multi-head attention.
+MLA_ABSORB_MAX_Q = 16
+
+
+def absorbed(entry: tuple) -> bool:
+    """Whether an attention entry ``(batch, q_len, kv_len, causal)`` of an MLA model runs the absorbed form."""
+    _, q, k, _ = entry
+    return q <= MLA_ABSORB_MAX_Q and q < k
 
 #: Meta's config.json numbers.
 LLAMA3_8B = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "intermediate": 14336, "vocab": 128256,
@@ -113,10 +132,12 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
                       tuple(deps)))
         return len(ops) - 1
 
-    def linear(name, x, k, n, dep, weight=None, with_bias=bias, rows=None):
+    def linear(name, x, k, n, dep, weight=None, with_bias=bias, rows=None, tp=None, w=None):
         t = T if rows is None else rows
-        w = ParamRef(weight or name + ".weight", TensorSpec((n, k), dtype))
+        w = w or ParamRef(weight or name + ".weight", TensorSpec((n, k), dtype))
         attrs, params, flops = {"m": t, "n": n, "k": k, "batch": 1, "weight": w.name}, [w], 2 * t * n * k
+        if tp:  # the tensor-parallel rule the data flow would not give (lowerer.Lowerer.matmul)
+            attrs["tp_rule"] = tp
         if with_bias:  # as the importer counts an addmm: the GEMM, then one add per output element
             b = ParamRef(name + ".bias", TensorSpec((n,), dtype))
             params.append(b)
@@ -125,12 +146,13 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
         return add(name, "matmul", "aten.linear.default", inputs=[x], outputs=[TensorSpec((batch, seq, n), dtype)],
                    params=params, flops=flops, attrs=attrs, deps=dep if isinstance(dep, list) else [dep])
 
-    def norm(name, dep, rows=None):
-        t = T if rows is None else rows
-        params = [ParamRef(name + ".weight", TensorSpec((H,), dtype))]
+    def norm(name, dep, rows=None, width=None):
+        t, W = (T if rows is None else rows), (H if width is None else width)
+        params = [ParamRef(name + ".weight", TensorSpec((W,), dtype))]
         if norm_kind == "rms":
-            return add(name, "norm", "LlamaRMSNorm", inputs=[act], outputs=[act], params=params, flops=4 * t * H,
-                       attrs={"elements": t * H, "operands": 1, "norm": "rms"}, deps=[dep])
+            x = act if width is None else TensorSpec((batch, seq, W), dtype)
+            return add(name, "norm", "LlamaRMSNorm", inputs=[x], outputs=[x], params=params, flops=4 * t * W,
+                       attrs={"elements": t * W, "operands": 1, "norm": "rms"}, deps=[dep])
         if bias:
             params.append(ParamRef(name + ".bias", TensorSpec((H,), dtype)))
         # the importer's count: 5 FLOPs per element to normalise, 1 each for the weight and the bias
@@ -181,6 +203,9 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
         lin = dims.get("expert_linears", ("gate_proj", "up_proj", "down_proj"))
         params = [ParamRef(f"{m}.experts.{e}.{nm}.weight", TensorSpec(shape, dtype)) for e in range(E)
                   for nm, shape in zip(lin, ((Fe, H), (Fe, H), (H, Fe)))]
+        if bias:  # GPT-OSS: every expert linear has a bias
+            params += [ParamRef(f"{m}.experts.{e}.{nm}.bias", TensorSpec((n,), dtype)) for e in range(E)
+                       for nm, n in zip(lin, (Fe, Fe, H))]
         moe = add(f"{m}.experts", "moe", "kernbench.moe", inputs=[act], outputs=[act], params=params,
                   flops=kept * (6 * H * Fe + 5 * Fe), deps=[x, topk],
                   attrs={"hidden": H, "experts": E, "top_k": K, "ffn": Fe, "tokens": T, "counts": counts,
@@ -198,38 +223,98 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
                  attrs={"elements": T * S, "operands": 2}, deps=[si, up])
         return [moe, linear(f"{sm}.down_proj", mid, S, H, hm)]
 
+    mla = dims.get("attention", "gqa") == "mla"
+
+    def mla_attention(a, n1, parts):
+        """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, arXiv:2405.04434, sec. 2.1; HF
+        DeepseekV3Attention's names) reading op ``n1``; returns the o_proj op. The query through its low-rank
+        pair (q_a_proj, q_a_layernorm, q_b_proj: nh x (nope + rope) columns); one latent per token
+        (kv_a_proj_with_mqa: kv_lora_rank + rope columns, the rope part one key shared by every head; its
+        norm) -- what the cache holds. Prefill entries (and training) rebuild each head's key and value from the
+        latents of the keys they attend (kv_b_proj over those tokens) and run multi-head attention of qk dim
+        nope + rope and v dim v_head_dim. Decode entries (``absorbed``) fold kv_b_proj into the query and the
+        output (kv_b_proj.q_absorb: nope -> kv_lora_rank per head; .o_absorb: kv_lora_rank -> v_head_dim per
+        head; each one GEMM of the heads side by side: the weights and FLOPs of the per-head products, a
+        per-head input read once) and attend the cached latents directly: every query head over one shared KV
+        head of width kv_lora_rank + rope whose first kv_lora_rank columns are the values (``kv_shared``), as
+        vLLM and FlashMLA run it. q_a_proj and kv_a_proj_with_mqa are replicated over a tensor-parallel group
+        (one GEMM: the lowering fuses them), q_b/kv_b/absorbs column-parallel by heads, o_proj row-parallel."""
+        ql = whole(dims.get("q_lora_rank", 0), f"{name}: dims['q_lora_rank']", 0)
+        kl, dn, dr, dv = (whole(dims[k], f"{name}: dims[{k!r}]", 1) for k in
+                          ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+        dq = dn + dr
+        if ql:
+            qa = linear(f"{a}.q_a_proj", act, H, ql, n1, tp="replicated")
+            qn = norm(f"{a}.q_a_layernorm", qa, width=ql)
+            q = linear(f"{a}.q_b_proj", TensorSpec((batch, seq, ql), dtype), ql, nh * dq, qn)
+        else:
+            q = linear(f"{a}.q_proj", act, H, nh * dq, n1)
+        kva = linear(f"{a}.kv_a_proj_with_mqa", act, H, kl + dr, n1, tp="replicated")
+        kvn = norm(f"{a}.kv_a_layernorm", kva, width=kl)
+        wb = ParamRef(f"{a}.kv_b_proj.weight", TensorSpec((nh * (dn + dv), kl), dtype))
+        lat = [absorbed(p) for p in parts]
+        ats, outs = [], []
+        if not all(lat):  # the keys' and values' heads rebuilt from the latents the queries attend
+            rows = sum(b * k for (b, _, k, _), ab in zip(parts, lat) if not ab)
+            kvb = linear(f"{a}.kv_b_proj", TensorSpec((batch, seq, kl), dtype), kl, nh * (dn + dv), kvn, rows=rows,
+                         w=wb)
+        if any(lat):
+            rows = sum(b * q_ for (b, q_, _, _), ab in zip(parts, lat) if ab)
+            qab = linear(f"{a}.kv_b_proj.q_absorb", TensorSpec((batch, seq, nh * dn), dtype), dn, nh * kl, q,
+                         rows=rows, tp="column", w=wb)
+        for j, ((ab, aq, akv, causal), lt) in enumerate(zip(parts, lat)):
+            d, vd, kvh = (kl + dr, kl, 1) if lt else (dq, dv, nh)
+            at_attrs = {"batch": ab, "heads": nh, "kv_heads": kvh, "q_len": aq, "kv_len": akv, "head_dim": d,
+                        "v_head_dim": vd, "causal": bool(causal), "cache_width": kl + dr}
+            if lt:
+                at_attrs["kv_shared"] = True
+            at = add(f"{a}.sdpa" + (f".{j}" if len(parts) > 1 else ""), "attention",
+                     "aten.scaled_dot_product_attention.default", inputs=[TensorSpec((ab, nh, aq, d), dtype)],
+                     outputs=[TensorSpec((ab, nh, aq, vd), dtype)], flops=2 * ab * nh * aq * akv * (d + vd),
+                     attrs=at_attrs, deps=[qab, kvn] if lt else [q, kvb])
+            (ats if lt else outs).append(at)
+        if ats:
+            outs.append(linear(f"{a}.kv_b_proj.o_absorb", TensorSpec((batch, seq, nh * kl), dtype), kl, nh * dv,
+                               ats, rows=rows, tp="column", w=wb))
+        return linear(f"{a}.o_proj", TensorSpec((batch, seq, nh * dv), dtype), nh * dv, H, outs)
+
     def layer(p, x_in, moe_layer):
         """One decoder layer named ``p`` reading op ``x_in``: attention, then the MLP (or the MoE layer)."""
         dep0 = [x_in]
         a, m = f"{p}.{N['attn']}", f"{p}.{N['mlp']}"
         n1 = norm(f"{p}.{N['ln1']}", x_in)
-        if N["qkv"]:  # one fused projection (GPT-2's c_attn, MPT's Wqkv)
-            qkv = linear(f"{a}.{N['qkv']}", act, H, (nh + 2 * kv) * hd, n1)
-            qkv_deps = [add(f"{a}.view", "view", "aten.view.default",
-                            inputs=[TensorSpec((batch, seq, (nh + 2 * kv) * hd), dtype)],
-                            outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[qkv])]
-        else:
-            q = linear(f"{a}.q_proj", act, H, nh * hd, n1)
-            k = linear(f"{a}.k_proj", act, H, kv * hd, n1)
-            v = linear(f"{a}.v_proj", act, H, kv * hd, n1)
-            qv = add(f"{a}.view", "view", "aten.view.default", inputs=[TensorSpec((batch, seq, nh * hd), dtype)],
-                     outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[q])
-            qkv_deps = [qv, k, v]
         parts = attention if attention is not None else [(batch, seq, kv_len, seq > 1)]
         if any(min(b, q, k) < 1 or q > k for b, q, k, _ in parts):
             raise WorkloadError(f"{name}: attention entries {parts}: each needs batch, q_len, kv_len >= 1 and "
                                 "q_len <= kv_len")
-        ats = []
-        for j, (ab, aq, akv, causal) in enumerate(parts):
-            at_attrs = {"batch": ab, "heads": nh, "kv_heads": kv, "q_len": aq, "kv_len": akv, "head_dim": hd,
-                        "causal": bool(causal)}
-            if positions == "alibi":  # a per-head linear bias on the scores, added inside the attention kernel
-                at_attrs["alibi"] = True
-            ats.append(add(f"{a}.sdpa" + (f".{j}" if len(parts) > 1 else ""), "attention",
-                           "aten.scaled_dot_product_attention.default",
-                           inputs=[TensorSpec((ab, nh, aq, hd), dtype)], outputs=[TensorSpec((ab, nh, aq, hd), dtype)],
-                           flops=4 * ab * nh * aq * akv * hd, attrs=at_attrs, deps=qkv_deps))
-        o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, ats)
+        if mla:
+            o = mla_attention(a, n1, parts)
+        else:
+            if N["qkv"]:  # one fused projection (GPT-2's c_attn, MPT's Wqkv)
+                qkv = linear(f"{a}.{N['qkv']}", act, H, (nh + 2 * kv) * hd, n1)
+                qkv_deps = [add(f"{a}.view", "view", "aten.view.default",
+                                inputs=[TensorSpec((batch, seq, (nh + 2 * kv) * hd), dtype)],
+                                outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[qkv])]
+            else:
+                qkv_b = bias or bool(dims.get("qkv_bias", False))  # Qwen2: biases on q, k and v alone
+                q = linear(f"{a}.q_proj", act, H, nh * hd, n1, with_bias=qkv_b)
+                k = linear(f"{a}.k_proj", act, H, kv * hd, n1, with_bias=qkv_b)
+                v = linear(f"{a}.v_proj", act, H, kv * hd, n1, with_bias=qkv_b)
+                qv = add(f"{a}.view", "view", "aten.view.default", inputs=[TensorSpec((batch, seq, nh * hd), dtype)],
+                         outputs=[TensorSpec((batch, nh, seq, hd), dtype)], deps=[q])
+                qkv_deps = [qv, k, v]
+            ats = []
+            for j, (ab, aq, akv, causal) in enumerate(parts):
+                at_attrs = {"batch": ab, "heads": nh, "kv_heads": kv, "q_len": aq, "kv_len": akv, "head_dim": hd,
+                            "causal": bool(causal)}
+                if positions == "alibi":  # a per-head linear bias on the scores, added inside the attention kernel
+                    at_attrs["alibi"] = True
+                ats.append(add(f"{a}.sdpa" + (f".{j}" if len(parts) > 1 else ""), "attention",
+                               "aten.scaled_dot_product_attention.default",
+                               inputs=[TensorSpec((ab, nh, aq, hd), dtype)],
+                               outputs=[TensorSpec((ab, nh, aq, hd), dtype)],
+                               flops=4 * ab * nh * aq * akv * hd, attrs=at_attrs, deps=qkv_deps))
+            o = linear(f"{a}.{N['o']}", TensorSpec((batch, seq, nh * hd), dtype), nh * hd, H, ats)
         r1 = residual(f"{p}.{N['add1']}", [o] + dep0)
         n2 = norm(f"{p}.{N['ln2']}", r1)
         if moe_layer:

@@ -354,6 +354,11 @@ class Lowerer:
         sts = [state[d] for d in op.deps if d in state]
         return sts[0] if sts else REP
 
+    def rule_override(self, i: int) -> str | None:
+        """The tensor-parallel rule op ``i`` does not take from the data flow: the plan's ``rules``, else the op's
+        ``tp_rule`` attr (MLA's latent projections are replicated, its absorbed products column-parallel)."""
+        return self.plan.rule_for(self.g.ops[i].name) or self.g.ops[i].attrs.get("tp_rule")
+
     def check_attrs(self, i):
         op = self.g.ops[i]
         if op.kind not in _REQUIRED:
@@ -428,19 +433,20 @@ class Lowerer:
             lead = self.leader_of[i]
             return self.fused_out[lead]
         m, n, k, b = self.tok(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
-        rule = self.plan.rule_for(op.name)
+        rule = self.rule_override(i)
         if a.get("weight"):
             rule = rule or (("row" if sin == SHARD else "column") if tp > 1 else "replicated")
         else:
             rule = rule or ("batch" if sin == SHARD else "replicated")
         members = self.fused.get(i, [i])
         if len(members) > 1 and rule in ("column", "replicated") and all(
-                self.plan.rule_for(self.g.ops[j].name) in (None, rule) for j in members):
+                self.rule_override(j) in (None, rule) for j in members):
             n = sum(int(self.g.ops[j].attrs["n"]) for j in members)
         else:
             members = [i]
         pre = deps
-        if rule == "column" and sin == SEQ:  # sp: gather the token shards before a column-parallel linear
+        gather = rule == "column" or (rule == "replicated" and a.get("tp_rule") == "replicated")
+        if gather and sin == SEQ:  # sp: gather the token shards before a column-parallel (or an MLA latent) linear
             # the whole b x m x k input (each rank contributes its m / tp tokens): Korthikanti et al. 2022's g
             allg = self.collective("all_gather", group, b * m * k * e, sum(deps, []), op.name + " all-gather")
             self.span(i, "all_gather", first, stage, "forward", mb, op.name + " all-gather")
@@ -468,7 +474,7 @@ class Lowerer:
                 raise self.err(i, f"tp = {tp} does not divide the batch {b} (heads) of this matmul")
             out = [self.gemm(pe, b // tp * m, n, k, op, deps[t], "forward") for t, pe in enumerate(group)], SHARD
         else:  # replicated: every rank runs the whole op
-            out = [self.gemm(pe, b * m, n, k, op, deps[t], "forward") for t, pe in enumerate(group)], \
+            out = [self.gemm(pe, b * m, n, k, op, pre[t], "forward") for t, pe in enumerate(group)], \
                 (REP if sin == SEQ else sin)
         self.span(i, "matmul", first, stage, "forward", mb)
         for j in members[1:]:

@@ -19,8 +19,9 @@ a second time on the last stage when pp > 1 (Megatron's shared embedding copy). 
 Inference (``inference_footprint``), per GPU of the stage that needs most:
 
 * weights: as above, in the serving dtype;
-* KV cache: 2 (K and V) x batch x tokens x KV heads / tp (at least one: replicated) x head_dim x the
-  stage's layers (ceil(layers / pp)), at the element size;
+* KV cache: batch x tokens x ``spec.kv_bytes_per_token(dtype, tp=, layers=)`` over the stage's layers
+  (ceil(layers / pp); GQA: K and V of KV heads / tp, at least one, x head_dim; MLA: the latent and the rotary
+  key, whole on each rank);
 * activations: the live tensors of one layer for the prompt's tokens (the residual, the MLP's inner
   activations and the attention output: tokens x (4 x hidden + 2 x ffn / tp) elements), what a framework's
   profiling pass reserves.
@@ -193,8 +194,7 @@ def inference_footprint(spec, *, tp: int, pp: int, batch: int, prompt: int, toke
     weights = max(sum(sum(_layer_params(spec, x, tp, ep)) for x in ids)
                   + _edge_params(spec, tp, pp, s == 0, s == pp - 1, True, True) for s, ids in enumerate(stages)) * e
     layers = -(-spec.layers // pp)
-    kv_heads = max(1, spec.kv_heads // tp)
-    kv = 2 * batch * tokens * kv_heads * spec.head_dim * layers * e
+    kv = batch * tokens * spec.kv_bytes_per_token(d, tp=tp, layers=layers)
     act = batch * prompt * (4 * spec.hidden + 2 * spec.ffn // tp) * e
     return Footprint(int(weights), int(kv), int(act))
 

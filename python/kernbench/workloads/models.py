@@ -35,6 +35,7 @@ from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 
 __all__ = ["LLAMA3_8B", "LLAMA3_70B", "LLAMA2_7B", "LLAMA2_13B", "LLAMA2_70B", "MPT_7B", "MPT_13B", "MEGATRON_22B",
            "GPT3_175B", "TURING_530B", "MEGATRON_1T", "GPT2", "BERT_BASE", "RESNET50", "TORCH_BUILDERS", "MODELS",
+           "LLAMA3_1_8B", "LLAMA3_1_70B", "LLAMA3_1_405B", "llama3_1_8b", "llama3_1_70b", "llama3_1_405b",
            "ATTENTION", "llama3_8b", "llama3_70b", "llama2_7b", "llama2_13b", "llama2_70b", "mpt_7b", "mpt_13b",
            "megatron_22b", "gpt3_175b", "turing_530b", "megatron_1t", "gpt2", "bert_base", "resnet50", "build",
            "import_model"]
@@ -50,6 +51,24 @@ LLAMA3_8B: dict[str, Any] = {
 LLAMA3_70B: dict[str, Any] = {
     **LLAMA3_8B, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
     "num_attention_heads": 64, "num_key_value_heads": 8,
+}
+#: meta-llama/Llama-3.1-8B, config.json (https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json):
+#: Llama-3-8B's numbers at 131072 positions with the llama3 rope scaling.
+LLAMA3_1_8B: dict[str, Any] = {
+    **LLAMA3_8B, "max_position_embeddings": 131072,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192},
+}
+#: meta-llama/Llama-3.1-70B, config.json (https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json);
+#: meta-llama/Llama-3.3-70B-Instruct has the same numbers.
+LLAMA3_1_70B: dict[str, Any] = {
+    **LLAMA3_1_8B, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
+    "num_attention_heads": 64, "num_key_value_heads": 8,
+}
+#: meta-llama/Llama-3.1-405B, config.json (https://huggingface.co/meta-llama/Llama-3.1-405B/blob/main/config.json).
+LLAMA3_1_405B: dict[str, Any] = {
+    **LLAMA3_1_8B, "hidden_size": 16384, "intermediate_size": 53248, "num_hidden_layers": 126,
+    "num_attention_heads": 128, "num_key_value_heads": 8,
 }
 #: meta-llama/Llama-2-7b-hf, config.json (https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json).
 #: The published weights are fp16.
@@ -201,6 +220,21 @@ def llama3_70b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dty
     return _llama(LLAMA3_70B, batch, seq, layers, dtype)
 
 
+def llama3_1_8b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Llama-3.1-8B's configuration (131072 positions, bf16), and ``(input_ids,)``."""
+    return _llama(LLAMA3_1_8B, batch, seq, layers, dtype)
+
+
+def llama3_1_70b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Llama-3.1-70B's (and Llama-3.3-70B's) configuration, and ``(input_ids,)``."""
+    return _llama(LLAMA3_1_70B, batch, seq, layers, dtype)
+
+
+def llama3_1_405b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
+    """``LlamaForCausalLM`` with Llama-3.1-405B's configuration (126 layers), and ``(input_ids,)``."""
+    return _llama(LLAMA3_1_405B, batch, seq, layers, dtype)
+
+
 def llama2_7b(batch: int = 1, seq: int = 128, *, layers: int | None = None, dtype=None):
     """``LlamaForCausalLM`` with Llama-2-7b-hf's configuration (fp16; untied LM head), and ``(input_ids,)``."""
     return _llama(LLAMA2_7B, batch, seq, layers, dtype)
@@ -338,7 +372,8 @@ TORCH_BUILDERS: dict[str, Callable] = {
     "llama3-8b": llama3_8b, "llama3-70b": llama3_70b, "llama2-7b": llama2_7b, "llama2-13b": llama2_13b,
     "llama2-70b": llama2_70b, "mpt-7b": mpt_7b, "mpt-13b": mpt_13b, "megatron-22b": megatron_22b,
     "gpt3-175b": gpt3_175b, "turing-530b": turing_530b, "megatron-1t": megatron_1t, "gpt2": gpt2,
-    "bert-base": bert_base, "resnet50": resnet50}
+    "bert-base": bert_base, "resnet50": resnet50, "llama3.1-8b": llama3_1_8b, "llama3.1-70b": llama3_1_70b,
+    "llama3.1-405b": llama3_1_405b, "llama3.3-70b": llama3_1_70b}
 #: The name this table had before the catalog (kept for callers of ``models.MODELS``).
 MODELS = TORCH_BUILDERS
 

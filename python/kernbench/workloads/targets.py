@@ -28,7 +28,8 @@ from typing import Any
 from kernbench import _core
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 
-__all__ = ["SipTarget", "GpuTarget", "TARGETS", "target_for", "is_k200", "LAUNCHES"]
+__all__ = ["SipTarget", "GpuTarget", "TARGETS", "target_for", "is_k200", "LAUNCHES", "gpu_attention_plan",
+           "mean_head_dim"]
 
 VECTOR_TILE = 64 * 1024  # target bytes per vector tile and load stream (src/workloads/llama.cpp kVectorTile)
 COPY_TILE = 256 * 1024  # most bytes per tile of a copy through scratch (copy(): two or three tiles in flight)
@@ -87,7 +88,7 @@ class SipTarget:
         op, a = L.g.ops[i], L.g.ops[i].attrs
         tp = len(group)
         B, H, KV = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
-        q, s, d = int(a["q_len"]), int(a["kv_len"]), int(a["head_dim"])
+        q, s, d = int(a["q_len"]), int(a["kv_len"]), mean_head_dim(a)  # MLA's two head dims: their mean
         _check_heads(L, i, H, KV, tp)
         G = max(1, tp // KV)
         per_rank = max(1, KV // tp)
@@ -227,13 +228,39 @@ class GpuTarget:
         """One fused attention kernel of ``op``'s head dim and dtype on ``pe``: ``heads`` query and ``kv_heads`` KV
         heads, ``q_len`` queries over ``kv_len`` keys (``causal``: the mask over the last q_len keys), after
         ``deps`` (the PE's chain is the caller's). Returns (the kernel op, its FLOPs)."""
-        d = int(op.attrs["head_dim"])
         e = DTYPE_BYTES.get(op.dtype, 2)
         prec = L.prec(op)
-        plan = _core.gpu_attention(L.system._core, pe, batch, heads, kv_heads, q_len, kv_len, d, e, causal, prec)
+        plan = gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, op.attrs, e, causal, prec)
         h = self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "attention")
         L.count("attention")
         return h, float(plan["flops"])
+
+
+def mean_head_dim(a) -> int:
+    """The one head dim a kernel model of one ``head_dim`` prices an attention op at: its FLOPs (QK^T over the
+    queries' and keys' ``head_dim``, PV over ``v_head_dim``) and its Q, K, V and O bytes are linear in the head
+    dim, so two dims cost what their mean costs (rounded up when their sum is odd)."""
+    d = int(a["head_dim"])
+    return -(-(d + int(a.get("v_head_dim") or d)) // 2)
+
+
+def gpu_attention_plan(system, pe, B, H, KV, q, s, a, e, causal, prec) -> dict:
+    """``_core.gpu_attention`` for attention op attrs ``a`` (``H``/``KV``: the rank's heads). One head dim: the
+    kernel model as it is. A separate ``v_head_dim`` (MLA): priced at ``mean_head_dim``. ``kv_shared`` (MLA's
+    absorbed decode: the values are the first columns of the one cached latent): the decode kernel streams that
+    latent once, ``head_dim`` elements a token, not a K and a V -- its memory term priced at half the head dim
+    (kv bytes = 2 x head_dim / 2), its compute at the mean, the kernel taking the longer of the two as the
+    model does (src/kernels/gpu/attention.hpp). No C++ change: both terms are the model's own."""
+    d = int(a["head_dim"])
+    if int(a.get("v_head_dim") or d) == d and not a.get("kv_shared"):
+        return _core.gpu_attention(system._core, pe, B, H, KV, q, s, d, e, causal, prec)
+    plan = dict(_core.gpu_attention(system._core, pe, B, H, KV, q, s, mean_head_dim(a), e, causal, prec))
+    if a.get("kv_shared") and plan["decode"]:
+        mem = _core.gpu_attention(system._core, pe, B, H, KV, q, s, -(-d // 2), e, causal, prec)
+        latency = int(plan["duration_ps"]) - max(int(plan["compute_ps"]), int(plan["memory_ps"]))
+        plan.update(bytes=mem["bytes"], memory_ps=mem["memory_ps"],
+                    duration_ps=latency + max(int(plan["compute_ps"]), int(mem["memory_ps"])))
+    return plan
 
 
 def _k200_target():

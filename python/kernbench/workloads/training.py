@@ -327,7 +327,7 @@ def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
         if lead in L.rule:
             rule = L.rule[lead][0]
         elif op.kind == "matmul" and op.attrs.get("weight"):
-            rule = L.plan.rule_for(op.name) or ("column" if tp > 1 else "replicated")
+            rule = L.rule_override(i) or ("column" if tp > 1 else "replicated")
         else:
             rule = "replicated"
         split = tp if (rule in ("column", "row") or op.kind == "embedding") else 1
