@@ -30,13 +30,14 @@ FIGURES = ("step_ms", "forward_ms", "backward_ms", "optimizer_ms", "grad_allredu
 
 @pytest.mark.parametrize("interleave,sharding", [(1, "none"), (2, "none"), (1, "zero2")])
 def test_microbatch_reuse_equals_the_full_step_to_the_picosecond(box, interleave, sharding):
-    """A pipeline step of 20 microbatches (pp 2, tp 2, dp 2) simulated at 2, 4 and 6 and extended equals the
-    step with all 20 simulated: makespan to the picosecond, every part of the breakdown, the bubble, the
-    exposed data-parallel time, the kernel counts and the bytes exchanged (zero2 reduce-scatters every
-    microbatch's gradients, so those grow with M too) -- from fewer program ops."""
-    plan = ParallelPlan(dp=2, tp=2, pp=2, microbatches=20, interleave=interleave, sharding=sharding)
-    fast = estimate.training_step(graph(), box, plan)
-    full = estimate.training_step(graph(), box, plan, reuse=False)
+    """A pipeline step of 20 microbatches (pp 2, tp 2, dp 2, every NCCL step simulated) simulated at 2, 4 and 6
+    and extended equals the step with all 20 simulated: makespan to the picosecond, every part of the breakdown,
+    the bubble, the exposed data-parallel time, the kernel counts and the bytes exchanged (zero2 reduce-scatters
+    every microbatch's gradients, so those grow with M too) -- from fewer program ops."""
+    plan = ParallelPlan(dp=2, tp=2, pp=2, microbatches=20, interleave=interleave, sharding=sharding,
+                        fidelity="steps")
+    fast = estimate.training_step(graph(), box, plan, replicas="all")
+    full = estimate.training_step(graph(), box, plan, reuse=False, replicas="all")
     assert fast.reuse["extended"] == ["microbatches"] and full.reuse["mode"] == "full"
     assert fast.reuse["microbatches"] == [2, 4, 6] and fast.reuse["residual_ps"] == 0
     assert round(fast.step_ms * 1e9) == round(full.step_ms * 1e9)

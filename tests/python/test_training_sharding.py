@@ -176,10 +176,12 @@ def test_reuse_where_flows_share_links_stays_within_its_bound():
     from kernbench.workloads.step import PERIODIC
 
     g = graph(layers=7)
-    plan = ParallelPlan(dp=16)
+    plan = ParallelPlan(dp=16, fidelity="steps")  # the step model's sends: its flows share the NICs
     cluster = "machines/dgx-h100-cluster.yaml"
-    full = estimate.training_step(g, System.load(cluster, set={"cluster.nodes": 2}), plan, reuse=False)
-    fast = estimate.training_step(g, System.load(cluster, set={"cluster.nodes": 2}), plan, reuse=True)
+    def step(reuse):  # every replica lowered: their flows are the case
+        return estimate.training_step(g, System.load(cluster, set={"cluster.nodes": 2}), plan, reuse=reuse,
+                                      replicas="all")
+    full, fast = step(False), step(True)
     assert fast.reuse["mode"] == "extrapolated" and fast.reuse["residual_ps"] != 0
     assert abs(fast.reuse["residual_ps"]) <= PERIODIC * fast.step_ms * 1e9
     assert fast.step_ms == pytest.approx(full.step_ms, rel=5e-3)
@@ -221,7 +223,7 @@ def test_mirrored_replicas_on_the_h100_box_stay_close_to_the_full_step(h100, pla
     fewer program ops. (With pp 2 it was 2.8e-3 while NCCL kernels queued on the compute stream: a mirrored
     replica's GPU, which runs no kernels of its own, started its NCCL kernels without waiting behind them.)"""
     g = graph(seq=64, batch=1)
-    full = estimate.training_step(g, h100.twin(), plan)
+    full = estimate.training_step(g, h100.twin(), plan, replicas="all")
     mir = estimate.training_step(g, h100.twin(), plan, mirror_replicas=True)
     assert mir.step_ms == pytest.approx(full.step_ms, rel=rel)
     assert mir.counts == full.counts and mir.gemm_flops == full.gemm_flops

@@ -101,6 +101,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)
     if phase == "train":
+        L.train = True  # collectives at fidelity auto: the channel pipeline where it runs (Lowerer.fidelity)
         lower_training(L, model_chunks(graph, plan), optimizer=optimizer, replicas=replicas)
         return L.out
     if plan.interleave > 1:

@@ -171,6 +171,7 @@ class Lowerer:
             raise WorkloadError(f"{graph.name}: the K200 host runs a workload as one stream of its own steps (the "
                                 "k200 target): kernbench.k200.run_ops(system, graph.ops), not lower()")
         self.precision, self.fuse, self.tiles = precision, fuse, attention_tiles
+        self.train = False  # lowering a training step (lower(phase="train")): see fidelity()
         lay = system.layout()
         self.where = {n: (int(p), int(g), int(i)) for n, p, g, i in
                       zip(lay["ranks"], lay["package"], lay["group"], lay["pe"])}
@@ -332,11 +333,23 @@ class Lowerer:
         for j in range(parts):
             b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
             self.count(what)
-            fid = {"fidelity": self.plan.fidelity} if self.target.name == "gpu" else {}
             algorithm = "pairwise" if what == "alltoall" else self.plan.algorithm
+            fid = {"fidelity": self.fidelity(what, algorithm)} if self.target.name == "gpu" else {}
             h = [self.prog.collective(what, list(group), b, algorithm=algorithm, buffer="hbm",
                                       deps=h, name=name, rank_deps=rank_deps if j == 0 else None, **fid)]
         return h
+
+    def fidelity(self, what: str, algorithm: str) -> str:
+        """The fidelity a GPU collective runs at: the plan's; in a training step ``auto`` is the channel pipeline
+        (one coflow per NCCL channel, docs/ccl.md "Fidelity") for NCCL's ring on a flow fabric, where the step model
+        would cut each layer's tensor-parallel all-reduce into ten thousand sends (a GPT-3 175B step at TP 4 overran
+        the 2^24 ops of a Program) and the two agree within a few per cent inside a box; elsewhere (alltoall, other
+        algorithms, the packet fabric, inference) ``auto`` is kernbench.ccl's own choice."""
+        f = self.plan.fidelity
+        if f == "auto" and self.train and what != "alltoall" and algorithm == "ring" and \
+                self.system._core.fabric_model == "flow":
+            return "pipeline"
+        return f
 
     # ---- fusion of sibling linears (q/k/v, gate/up) -------------------------------------------
     def _fusion(self) -> dict[int, list[int]]:

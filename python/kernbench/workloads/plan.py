@@ -64,7 +64,7 @@ it at a dot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Mapping, Sequence
 
 from kernbench.workloads.graph import WorkloadError
@@ -144,8 +144,9 @@ class ParallelPlan:
     Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan. ``ep``: expert
     parallelism for MoE layers, carved out of dp (it must divide dp; the module doc gives the rank order).
     ``fidelity``: how a GPU machine's collectives are simulated (kernbench.ccl.collective, docs/ccl.md
-    "Fidelity"): ``auto`` (every step unless one collective alone is too large to), ``steps``, or ``pipeline`` (one
-    coflow per channel, on the flow fabric: a step of a thousand GPUs' data-parallel exchanges in reach).
+    "Fidelity"): ``auto`` (every step unless one collective alone is too large to; in a training step NCCL's ring
+    on a flow fabric runs as the pipeline: Lowerer.fidelity), ``steps``, or ``pipeline`` (one coflow per channel,
+    on the flow fabric: a step of a thousand GPUs' data-parallel exchanges in reach).
     ``cp``: context parallelism (Megatron-Core's), the sequence split over cp ranks of each replica, and
     ``cp_comm_type`` (CP_COMM_TYPES) how attention exchanges it (kernbench.workloads.context); the GPUs are
     dp x cp x pp x tp.
@@ -169,8 +170,18 @@ class ParallelPlan:
     clip_grad: float = 1.0
     cp: int = 1
     cp_comm_type: str = "p2p"
+    #: Megatron-LM's name for ``interleave`` (``--virtual-pipeline-model-parallel-size``): an alias, not a field.
+    vp: InitVar[int | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, vp: int | None = None):
+        if vp is not None:
+            if isinstance(vp, bool) or not isinstance(vp, int) or vp < 1:
+                raise WorkloadError(f"plan: vp (virtual pipeline, an alias of interleave) must be an integer >= 1, "
+                                    f"got {vp!r}")
+            if self.interleave not in (1, vp):
+                raise WorkloadError(f"plan: vp = {vp} and interleave = {self.interleave} name the same knob "
+                                    "(Megatron's virtual pipeline size) and disagree: give one")
+            object.__setattr__(self, "interleave", vp)
         for name in ("dp", "tp", "pp", "microbatches", "interleave", "ep", "cp"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
