@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernbench.workloads.gpu_kernels import BACKWARD_FLOPS
 from kernbench.system import System
 from kernbench.workloads import ParallelPlan, WorkloadError, estimate, handbuilt
 from kernbench.workloads.context import ring_steps
@@ -77,13 +78,14 @@ def test_the_causal_chunking_gives_every_rank_equal_attention_work(cp):
 @pytest.mark.parametrize("cp", [2, 4])
 def test_each_cp_rank_does_the_same_attention_flops_summing_to_the_unsplit(h100, cp):
     """The lowered ring: every GPU's attention FLOPs are equal, forward and backward, and they add up to the
-    unsplit causal attention's exactly (the kernel model's causal count, 4 b h s (s + 1) / 2 d per layer)."""
+    unsplit causal attention's exactly (the kernel model's causal count, 4 b h s (s + 1) / 2 d per layer; the
+    backward kernel's 2.5x that: kernbench.workloads.gpu_kernels)."""
     s, b = 1024, 1
     lo = lower(graph(s, b), h100, ParallelPlan(cp=cp), phase="train")
     whole = 4 * b * SMALL["heads"] * s * (s + 1) / 2 * SMALL["head_dim"] * SMALL["layers"]
     fwd, bwd = attn_flops(lo), attn_flops(lo, "backward")
     assert len(fwd) == cp and len(set(fwd.values())) == 1 and len(set(bwd.values())) == 1
-    assert sum(fwd.values()) == whole and sum(bwd.values()) == 2 * whole
+    assert sum(fwd.values()) == whole and sum(bwd.values()) == BACKWARD_FLOPS * whole  # the backward: 2.5x
 
 
 def kernel_time(lo, res, select) -> dict[str, int]:
@@ -102,7 +104,8 @@ def kernel_time(lo, res, select) -> dict[str, int]:
 def test_cp_2_on_two_gpus_with_free_links_is_the_no_cp_compute_split_in_two():
     """On free NVLinks a CP 2 step's compute is the no-CP step's split over two GPUs: the same GEMM and attention
     FLOPs in all, half on each GPU, and each kind's kernel time (the merge and gradient additions CP adds left out)
-    within 3 % of the no-CP one in sum -- the GEMM model's efficiency at half the rows."""
+    within 3 % of the no-CP one in sum -- the GEMM model's efficiency at half the rows; attention within 6 %: the
+    ring's steps pay the fixed cost per CTA more often."""
     dims = {**SMALL, "hidden": 2048, "heads": 16, "head_dim": 128, "intermediate": 8192}
     g = graph(8192, 1, dims=dims)
     one = lower(g, System.load(H100, set=FREE), ParallelPlan(), phase="train")
@@ -113,9 +116,11 @@ def test_cp_2_on_two_gpus_with_free_links_is_the_no_cp_compute_split_in_two():
                and " cp " not in s.name)
     t1, t2 = kernel_time(one, one.run(), compute), kernel_time(two, two.run(), compute)
     assert set(t1) == set(t2)
-    for kind in ("matmul", "attention"):
-        assert t1[kind] < t2[kind] < 1.03 * t1[kind], kind
-    assert sum(t1.values()) < sum(t2.values()) < 1.03 * sum(t1.values())
+    assert t1["matmul"] < t2["matmul"] < 1.03 * t1["matmul"]
+    # attention: each ring step's CTAs pay the kernel's fixed cost per CTA over fewer keys (and a causal step its
+    # diagonal tiles whole: kernbench.workloads.gpu_kernels), so the split costs more than the GEMMs' 3 %
+    assert t1["attention"] < t2["attention"] < 1.06 * t1["attention"]
+    assert sum(t1.values()) < sum(t2.values()) < 1.05 * sum(t1.values())  # the attention steps' fixed costs
     per_gpu = attn_flops(two)
     assert sorted(per_gpu) == ["gpu0", "gpu1"] and per_gpu["gpu0"] == per_gpu["gpu1"]
 

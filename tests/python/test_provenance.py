@@ -35,7 +35,9 @@ def test_gpu_mechanism_parameters_are_fitted_on_h100_rows_and_inherited():
     assert a100["gpu.sustained_clock_ratio"] == rec
     assert a100["pe.clock"].kind == "datasheet" and "A100" in a100["pe.clock"].source
     assert h100["pe.clock"].value == "1830 MHz" and a100["pe.clock"].value == "1410 MHz"
-    assert h100["gpu.attention_efficiency"].kind == "assumed"
+    att = h100["gpu.attention_efficiency"]  # fitted on the FlashAttention-2 groups of the training-parts rows
+    assert att.kind == "fitted" and att.data == "h100-training-parts.measured.yaml" and "att-fa2-fwd" in att.rows
+    assert h100["gpu.launch_graph"].kind == "assumed"
     # a --set replaces the value and its record
     assert "gpu.sustained_clock_ratio" not in provenance.read("machines/h100-8x-nvswitch.yaml",
                                                               {"gpu.sustained_clock_ratio": "0.9"})

@@ -29,6 +29,7 @@ from kernbench.calibrate.report import read_overlay, write_outputs
 from kernbench.calibrate.roles import judge, provenance_fits
 # The built-in measurement functions register into REGISTRY as they are imported (the registry imports none).
 from kernbench.calibrate import functions as _functions, gpu_functions as _gpu_functions  # noqa: F401
+from kernbench.calibrate import gpu_parts_functions as _gpu_parts_functions  # noqa: F401
 
 __all__ = ["calibrate", "check", "evaluate_rows", "load_data", "load_functions", "measurement", "parse_free",
            "read_overlay", "write_outputs", "CalibrationError", "Context", "Measurement", "Registry", "REGISTRY",

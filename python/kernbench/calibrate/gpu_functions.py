@@ -2,6 +2,11 @@
 
   gpu.gemm         m n k precision                     -> tflops [TFLOPS], time [us]
   gpu.stream       kernel elements precision           -> bandwidth [TB/s], time [us]
+  gpu.attention    batch heads seq head_dim causal impl direction precision
+                                                       -> tflops [TFLOPS] (FlashAttention's counting), time [us]
+  gpu.kernel       (gpu_parts_functions.py) a named memory-bound kernel of a layer, as an implementation runs it
+  gpu.optimizer    (gpu_parts_functions.py) the optimizer step over a rank's parameters
+  gpu.clock        (gpu_parts_functions.py) the SM clock a GPU sustains under a whole step's load
   gpu.nccl         collective bytes ranks algorithm threads
                                                        -> busbw [GB/s], algbw [GB/s], time [us]
   model.inference  model tp pp batch prompt output precision
@@ -88,6 +93,34 @@ def gpu_stream(ctx, kernel: str = "copy", elements: int = 1 << 25, precision: st
     plan = _core.gpu_stream(system._core, gpu, nbytes)
     t = _back_to_back(system, gpu, plan, 0.0, "fp32")
     return {"bandwidth": nbytes / t / 1e12, "time": t * 1e6}
+
+
+#: gpu.attention's passes: FlashAttention's benchmarks count 4 b s^2 h d FLOPs for the forward (halved when causal),
+#: 2.5x that for the backward and 3.5x for both (benchmarks/benchmark_flash_attention.py)
+ATTENTION_PASSES = {"forward": ("forward",), "backward": ("backward",), "forward_backward": ("forward", "backward")}
+
+
+@measurement("gpu.attention", metrics={"tflops": "TFLOPS", "time": "us"}, config="machines/h100-8x-nvswitch.yaml",
+             doc="one fused attention (impl fa2, fa3 or cudnn) forward, backward or both, called back to back on "
+                 "the first GPU (kernbench.workloads.gpu_kernels); tflops by FlashAttention's counting")
+def gpu_attention(ctx, batch: int, heads: int, seq: int, head_dim: int = 128, causal: bool = False,
+                  impl: str = "fa2", direction: str = "forward", precision: str = "bf16"):
+    from kernbench.workloads.gpu_kernels import BACKWARD_FLOPS, attention_plan
+
+    if direction not in ATTENTION_PASSES:
+        raise UsageError(f"direction {direction!r}: expected one of {', '.join(ATTENTION_PASSES)}")
+    if min(batch, heads, seq, head_dim) < 1:
+        raise UsageError(f"batch, heads, seq and head_dim must be >= 1, got {batch}, {heads}, {seq}, {head_dim}")
+    system = ctx.load()
+    gpu = _first_gpu(system)
+    t = 0.0
+    for p in ATTENTION_PASSES[direction]:
+        plan = attention_plan(system, gpu, batch, heads, heads, seq, seq, head_dim, 2, bool(causal), precision,
+                              impl, p)
+        t += _back_to_back(system, gpu, plan, plan["flops"], precision)
+    fwd = 4.0 * batch * seq * seq * heads * head_dim / (2 if causal else 1)
+    counted = fwd * {"forward": 1.0, "backward": BACKWARD_FLOPS, "forward_backward": 1.0 + BACKWARD_FLOPS}[direction]
+    return {"tflops": counted / t / 1e12, "time": t * 1e6}
 
 
 #: nccl-tests' collective names -> kernbench's (reduce and sendrecv have no model: refused naming these).

@@ -27,8 +27,8 @@ by their log-sum-exp once the last step is done: one vector kernel reading the c
 ``2 x 2c x batch x kv_heads/tp x head_dim x bytes``, one DMA from rank i's HBM into rank i + 1's.
 
 Backward (``AttnFuncWithCPAndKVP2P.backward``): the K/V pairs go round the ring again, the same way; step k
-computes the block's gradients (two forward kernels of the step's shape, as the unsplit backward is two of the
-forward's), adds them to the dQ of the rank and to the dK/dV of the pair received from rank i - 1 (one vector
+computes the block's gradients (one attention backward kernel of the step's shape, as the unsplit backward is:
+kernbench.workloads.gpu_kernels), adds them to the dQ of the rank and to the dK/dV of the pair received from rank i - 1 (one vector
 kernel from step 1: 2 loads, 1 store), and sends that pair's dK/dV on to rank i + 1 -- after step cp - 1 it
 reaches the pair's owner. The dK/dV transfers carry the K/V bytes (in the activations' dtype; TE keeps them so).
 
@@ -36,7 +36,7 @@ All-to-all (``a2a``, DeepSpeed-Ulysses; TE's ``AttnFuncWithCPAndQKVOA2A``): befo
 the cp group turns each rank's 2c tokens of every head (of its tp rank) into the whole sequence of a cp-th of the
 heads; the attention runs whole (causal, S x S) on heads / (tp cp) query and kv_heads / (tp cp) KV heads; an
 all-to-all takes the output back to 2c tokens of every head. The backward: an all-to-all of dO, the attention's
-backward (two kernels), an all-to-all of dQ, dK, dV. Both head counts per tp rank must divide by cp (TE's check).
+backward (one kernel), an all-to-all of dQ, dK, dV. Both head counts per tp rank must divide by cp (TE's check).
 
 Scope: the GPU target (the SIP machine's GQA cases have no causal block split); prefill-shaped attention only
 (q_len = kv_len: a training step, an inference prefill; a decode step or a prompt over a cached prefix with cp > 1
@@ -145,7 +145,8 @@ def _kernel(L: Lowerer, pe: str, sh: _Shape, heads: int, kv_heads: int, q: int, 
     batch, rows = (sh.B * (q // s), s) if q > s else (sh.B, q)
 
     def run(d):
-        h, got["flops"] = L.target.attention_kernel(L, pe, sh.op, batch, heads, kv_heads, rows, s, causal, d)
+        h, got["flops"] = L.target.attention_kernel(L, pe, sh.op, batch, heads, kv_heads, rows, s, causal, d,
+                                                    "backward" if where.get("pass") == "backward" else "forward")
         return h
 
     first = len(L.prog)
@@ -196,9 +197,8 @@ def _ring(L: Lowerer, sh: _Shape, pes: Sequence[str], deps: list[list], pass_: s
         for r, pe in enumerate(pes):
             q, s, causal = steps[r][k]
             wr = {**w, "cp_rank": r}
-            h = _kernel(L, pe, sh, sh.H, sh.KV, q, s, causal, have[r], wr)
-            if backward:  # dQ, dK, dV, dS: two forward kernels' worth (training.backward_op's convention)
-                h = _kernel(L, pe, sh, sh.H, sh.KV, q, s, causal, h, wr)
+            h = _kernel(L, pe, sh, sh.H, sh.KV, q, s, causal, have[r], wr)  # the backward kernel when backward
+            if backward:
                 if k > 0:  # the block's gradients added to dQ and to the pair's dK/dV from rank r - 1
                     el = (2 * sh.c * sh.H + 2 * 2 * sh.c * sh.KV) * sh.B * sh.d
                     h = _vector(L, pe, el, sh, 2, "dq dkv add", h + dkv_in[r], wr)
@@ -237,8 +237,6 @@ def _a2a(L: Lowerer, sh: _Shape, pes: Sequence[str], deps: list[list], pass_: st
     done = []
     for r, pe in enumerate(pes):
         h = _kernel(L, pe, sh, sh.H // cp, sh.KV // cp, sh.S, sh.S, sh.causal, x, {**w, "cp_rank": r, "step": 0})
-        if pass_ == "backward":
-            h = _kernel(L, pe, sh, sh.H // cp, sh.KV // cp, sh.S, sh.S, sh.causal, h, {**w, "cp_rank": r, "step": 0})
         done.append(h)
     first = len(L.prog)
     y = L.collective("alltoall", list(pes), first_out, [], f"{sh.op.name} cp all-to-all out", rank_deps=done)

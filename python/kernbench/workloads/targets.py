@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench import _core
+from kernbench.workloads.gpu_kernels import DEFAULT_ATTENTION, scale_attention
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 
 __all__ = ["SipTarget", "GpuTarget", "TARGETS", "target_for", "is_k200", "LAUNCHES", "gpu_attention_plan",
@@ -85,6 +86,13 @@ class SipTarget:
         return store
 
     def attention(self, L, i, group, deps, pass_):
+        """The GQA cases on the group's PEs; the backward (dQ, dK, dV, dS: 2x the forward's two matmuls) is two
+        forward programs, one after the other."""
+        if pass_ == "backward":
+            return self._attention(L, i, group, self._attention(L, i, group, deps))
+        return self._attention(L, i, group, deps)
+
+    def _attention(self, L, i, group, deps):
         op, a = L.g.ops[i], L.g.ops[i].attrs
         tp = len(group)
         B, H, KV = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
@@ -219,18 +227,20 @@ class GpuTarget:
         res = []
         for t, pe in enumerate(group):
             h, _ = self.attention_kernel(L, pe, op, B, H // tp, max(1, KV // tp), q, s, causal,
-                                         L.chain.get(pe, []) + deps[t])
+                                         L.chain.get(pe, []) + deps[t], pass_)
             L.chain[pe] = [h]
             res.append([h])
         return res
 
-    def attention_kernel(self, L, pe, op, batch, heads, kv_heads, q_len, kv_len, causal, deps):
+    def attention_kernel(self, L, pe, op, batch, heads, kv_heads, q_len, kv_len, causal, deps, pass_="forward"):
         """One fused attention kernel of ``op``'s head dim and dtype on ``pe``: ``heads`` query and ``kv_heads`` KV
         heads, ``q_len`` queries over ``kv_len`` keys (``causal``: the mask over the last q_len keys), after
-        ``deps`` (the PE's chain is the caller's). Returns (the kernel op, its FLOPs)."""
+        ``deps`` (the PE's chain is the caller's); ``pass_`` ``backward``: the backward kernel (dQ, dK, dV with
+        the scores recomputed: kernbench.workloads.gpu_kernels). Returns (the kernel op, its FLOPs)."""
         e = DTYPE_BYTES.get(op.dtype, 2)
         prec = L.prec(op)
-        plan = gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, op.attrs, e, causal, prec)
+        plan = gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, op.attrs, e, causal, prec,
+                                  "backward" if pass_ == "backward" else "forward")
         h = self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "attention")
         L.count("attention")
         return h, float(plan["flops"])
@@ -244,17 +254,22 @@ def mean_head_dim(a) -> int:
     return -(-(d + int(a.get("v_head_dim") or d)) // 2)
 
 
-def gpu_attention_plan(system, pe, B, H, KV, q, s, a, e, causal, prec) -> dict:
+def gpu_attention_plan(system, pe, B, H, KV, q, s, a, e, causal, prec, pass_: str = "forward") -> dict:
     """``_core.gpu_attention`` for attention op attrs ``a`` (``H``/``KV``: the rank's heads). One head dim: the
     kernel model as it is. A separate ``v_head_dim`` (MLA): priced at ``mean_head_dim``. ``kv_shared`` (MLA's
     absorbed decode: the values are the first columns of the one cached latent): the decode kernel streams that
     latent once, ``head_dim`` elements a token, not a K and a V -- its memory term priced at half the head dim
     (kv bytes = 2 x head_dim / 2), its compute at the mean, the kernel taking the longer of the two as the
-    model does (src/kernels/gpu/attention.hpp). No C++ change: both terms are the model's own."""
+    model does (src/kernels/gpu/attention.hpp). No C++ change: both terms are the model's own. A prefill kernel
+    (either pass) is then the default implementation's (gpu_kernels.scale_attention: fixed cost per CTA, the
+    softmax, a causal mask's whole diagonal tiles, the backward's 2.5x FLOPs at its own efficiency)."""
     d = int(a["head_dim"])
     if int(a.get("v_head_dim") or d) == d and not a.get("kv_shared"):
-        return _core.gpu_attention(system._core, pe, B, H, KV, q, s, d, e, causal, prec)
-    plan = dict(_core.gpu_attention(system._core, pe, B, H, KV, q, s, mean_head_dim(a), e, causal, prec))
+        plan = _core.gpu_attention(system._core, pe, B, H, KV, q, s, d, e, causal, prec)
+        return scale_attention(plan, q, s, d, causal, DEFAULT_ATTENTION, pass_)
+    dm = mean_head_dim(a)
+    plan = dict(_core.gpu_attention(system._core, pe, B, H, KV, q, s, dm, e, causal, prec))
+    plan = scale_attention(plan, q, s, dm, causal, DEFAULT_ATTENTION, pass_)
     if a.get("kv_shared") and plan["decode"]:
         mem = _core.gpu_attention(system._core, pe, B, H, KV, q, s, -(-d // 2), e, causal, prec)
         latency = int(plan["duration_ps"]) - max(int(plan["compute_ps"]), int(plan["memory_ps"]))

@@ -11,8 +11,9 @@ The backward pass is derived from the forward graph, op by op in reverse
   sequence parallelism the conjugates of the forward's collectives and
   Megatron's re-gather of a column-parallel linear's input (``_linear_backward``);
 * a conv: the same two GEMMs of its im2col shape;
-* attention: two forward attention programs (the backward's dQ, dK, dV, dS
-  matmuls are 2x the forward's two);
+* attention: the target's backward -- on a GPU one fused kernel of 2.5x the
+  forward's FLOPs (dQ, dK, dV with the scores recomputed) at its own efficiency
+  (kernbench.workloads.gpu_kernels); on a SIP PE two forward attention programs;
 * elementwise, norm, softmax, reduce, embedding: the forward's vector pipeline
   with one more load stream (the incoming gradient) -- the saved activations
   re-read, the input gradient written; copies repeat their DMA; views are free.
@@ -247,8 +248,7 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
             finally:
                 L.recomputing = False
             first = len(L.prog)
-        res = L.attention(i, group, res, "backward")
-        res = L.attention(i, group, res, "backward")
+        res = L.attention(i, group, res, "backward")  # the target's backward kernel(s) (targets.py)
     elif kind == "embedding":
         tokens, dim = L.tok(a["tokens"]), int(a["dim"])
         if tp > 1 and L.plan.sp:  # the forward reduce-scattered the lookups (g-bar): the gradient is all-gathered
