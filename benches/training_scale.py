@@ -44,17 +44,25 @@ import time
 from kernbench import bench
 from kernbench.benches._host import peak_mb
 from kernbench.overrides import Param
+from kernbench.workloads import recipes
 
 MODELS = ["gpt3-175b", "megatron-22b", "turing-530b", "megatron-1t", "mixtral-8x7b", "deepseek-moe-16b"]
 #: Each model's plan unless a parameter sets it (0: the preset's). The issue's two targets: GPT-3 175B on 1,024 H100s
 #: (Narayanan et al. 2021's plan: TP 8, PP 8, DP 16, interleave 3, global batch 1,536) and Mixtral-8x7B on 256
 #: H100s (TP 1, PP 4, DP 64, EP 8, global batch 512, seq 4096). The others: assumed, one TP 8 x PP 8 replica.
+#: GPT-3 175B recomputes its activations (Narayanan et al. 2021, section 3.5: activation recomputation in every run;
+#: without it the plan needs 80.1 GiB on its first stage, over an 80 GB H100's budget).
 PRESETS = {
-    "gpt3-175b": dict(tp=8, pp=8, dp=16, cp=1, ep=1, interleave=3, global_batch=1536, seq=2048),
-    "mixtral-8x7b": dict(tp=1, pp=4, dp=64, cp=1, ep=8, interleave=1, global_batch=512, seq=4096),
+    "gpt3-175b": dict(tp=8, pp=8, dp=16, cp=1, ep=1, interleave=3, global_batch=1536, seq=2048, sharding="none",
+                      recompute="full", sp=False),
+    "mixtral-8x7b": dict(tp=1, pp=4, dp=64, cp=1, ep=8, interleave=1, global_batch=512, seq=4096, sharding="none",
+                         recompute="none", sp=False),
 }
-ASSUMED = dict(tp=8, pp=8, dp=1, cp=1, ep=1, interleave=1, global_batch=64, seq=2048)
+ASSUMED = dict(tp=8, pp=8, dp=1, cp=1, ep=1, interleave=1, global_batch=64, seq=2048, sharding="none",
+               recompute="none", sp=False)
 PLAN_KEYS = ("tp", "pp", "dp", "cp", "ep", "interleave", "global_batch", "seq")
+#: The knobs whose bench value "preset" (the default) takes the preset's or the recipe's.
+CHOICE_KEYS = ("sharding", "recompute", "sp")
 #: The issue's targets for a thousand-GPU training step.
 TARGET_WALL_S = 60.0
 TARGET_PEAK_MB = 8 * 1024
@@ -65,18 +73,24 @@ TARGET_PEAK_MB = 8 * 1024
     description="Megatron-LM training steps on a cluster (GPT-3 175B on 1,024 H100s, Mixtral-8x7B on 256) with the "
                 "wall time, events and peak memory of each against the targets",
     params={"models": Param(["gpt3-175b", "mixtral-8x7b"], choices=MODELS),
+            "recipes": Param([], choices=["all", *recipes.names()],
+                             help="published recipes (kernbench.workloads.recipes) to run instead of the models; "
+                                  "'all' for every one"),
+            "machine": Param("recipe", choices=["recipe", "config"],
+                             help="a recipe's machine: its own cluster preset, or --config's"),
             "tp": Param(0, min=0), "pp": Param(0, min=0), "dp": Param(0, min=0), "cp": Param(0, min=0),
             "ep": Param(0, min=0),
             "interleave": Param(0, min=0), "global_batch": Param(0, min=0), "seq": Param(0, min=0),
             "micro_batch": Param(1, min=1), "layers": Param(0, min=0),
-            "sharding": Param("none", choices=["none", "zero1", "zero2", "fsdp"]),
-            "recompute": Param("none", choices=["none", "selective", "full"]), "sp": Param(False),
+            "sharding": Param("preset", choices=["preset", "none", "zero1", "zero2", "fsdp"]),
+            "recompute": Param("preset", choices=["preset", "none", "selective", "full"]),
+            "sp": Param("preset", choices=["preset", "on", "off"]),
             "replicas": Param("one", choices=["one", "mirror", "all"]),
             "fidelity": Param("pipeline", choices=["auto", "steps", "pipeline"]),
             "check_memory": Param(True)},
     config="machines/dgx-h100-cluster.yaml",
     smoke={"bench.models": ["gpt3-175b"], "bench.layers": 16, "bench.dp": 2, "bench.interleave": 2,
-           "bench.global_batch": 32},
+           "bench.global_batch": 32, "bench.recompute": "none"},
     golden={"key": ["model"], "metrics": {"step_ms": "rel=1e-9", "bubble": "rel=1e-9", "gpus": "exact",
                                           "microbatches": "exact"}},
     outputs={"training_scale.csv": "one row per run: model, plan, step_ms, tokens_per_gpu, mfu, memory_gib, bubble, "
@@ -85,9 +99,14 @@ TARGET_PEAK_MB = 8 * 1024
 )
 def training_scale(ctx):
     p = ctx.params
-    for model in p["models"]:
-        plan = {k: p[k] or PRESETS.get(model, ASSUMED)[k] for k in PLAN_KEYS}
-        _run(ctx, model, plan)
+    if p["recipes"]:
+        for name in (recipes.names() if "all" in p["recipes"] else p["recipes"]):
+            _run(ctx, *_recipe(ctx, recipes.get(name)))
+    for model in ([] if p["recipes"] else p["models"]):
+        preset = PRESETS.get(model, ASSUMED)
+        plan = {k: p[k] or preset[k] for k in PLAN_KEYS}
+        plan.update({k: _choice(p, k, preset[k]) for k in CHOICE_KEYS})
+        _run(ctx, model, plan, str(ctx.config), {})
     if ctx.results:
         ctx.write_csv("training_scale.csv", [{k: x for k, x in r.items() if not isinstance(x, dict)}
                                              for r in ctx.results])
@@ -96,28 +115,53 @@ def training_scale(ctx):
             "wall_clock_fields": ["results[].peak_mb", "results[].wall_s"]}
 
 
-def _run(ctx, model: str, plan_of: dict) -> None:
-    """One training step of ``model`` at ``plan_of`` (PLAN_KEYS): a result row, or a failure with the reason."""
+def _choice(p: dict, key: str, preset):
+    """A CHOICE_KEYS knob: the bench's value, or with "preset" the preset's (sp: "on"/"off" as a bool)."""
+    v = p[key]
+    if v == "preset":
+        return preset
+    return v == "on" if key == "sp" else v
+
+
+def _recipe(ctx, r) -> tuple:
+    """_run's arguments for recipe ``r``: its plan with the bench's knobs over it (0 / "preset": the recipe's),
+    its machine (or --config's with ``machine=config``) and that machine's overrides."""
+    p = ctx.params
+    own = dict(tp=r.tp, pp=r.pp, dp=r.dp, cp=r.cp, ep=r.ep, interleave=r.vp, global_batch=r.global_batch, seq=r.seq,
+               sharding=r.sharding, recompute=r.recompute, sp=r.sp, micro_batch=r.micro_batch, recipe=r.name)
+    plan = {k: p[k] or own[k] for k in PLAN_KEYS}
+    plan.update({k: _choice(p, k, own[k]) for k in CHOICE_KEYS}, micro_batch=r.micro_batch, recipe=r.name)
+    config = str(ctx.config) if p["machine"] == "config" else r.machine
+    return r.model, plan, config, dict(r.machine_set) if p["machine"] == "recipe" else {}
+
+
+def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None:
+    """One training step of ``model`` at ``plan_of`` (PLAN_KEYS, CHOICE_KEYS; a recipe's also ``micro_batch`` and
+    ``recipe``) on ``config`` (with ``machine_set`` under the user's overrides): a result row, or a failure with
+    the reason."""
     from kernbench import _core
     from kernbench.system import System
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
     p = ctx.params
     tp, pp, dp, cp, ep, v = (plan_of[k] for k in ("tp", "pp", "dp", "cp", "ep", "interleave"))
-    name = f"{model} tp{tp} pp{pp} dp{dp}" + (f" cp{cp}" if cp > 1 else "") + (f" ep{ep}" if ep > 1 else "") + f" v{v}"
+    name = (plan_of["recipe"] + ": " if "recipe" in plan_of else "") + f"{model} tp{tp} pp{pp} dp{dp}" + \
+        (f" cp{cp}" if cp > 1 else "") + (f" ep{ep}" if ep > 1 else "") + f" v{v}"
+    mb = plan_of.get("micro_batch", p["micro_batch"])
     try:
-        if plan_of["global_batch"] % (dp * p["micro_batch"]):
+        if plan_of["global_batch"] % (dp * mb):
             raise ValueError(f"global_batch {plan_of['global_batch']} is not a multiple of dp x micro_batch = "
-                             f"{dp * p['micro_batch']}")
-        M = plan_of["global_batch"] // (dp * p["micro_batch"])
+                             f"{dp * mb}")
+        M = plan_of["global_batch"] // (dp * mb)
         spec = get_model(model)
-        graph = spec.graph(p["micro_batch"], plan_of["seq"], layers=p["layers"] or None)
-        plan = ParallelPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, interleave=v, microbatches=M, sharding=p["sharding"],
-                            recompute=p["recompute"], sp=bool(p["sp"]), fidelity=p["fidelity"])
-        probe = System.load(str(ctx.config), set=dict(ctx.config_overrides), seed=ctx.seed).cluster()
+        graph = spec.graph(mb, plan_of["seq"], layers=p["layers"] or None)
+        plan = ParallelPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, interleave=v, microbatches=M,
+                            sharding=plan_of["sharding"], recompute=plan_of["recompute"], sp=bool(plan_of["sp"]),
+                            fidelity=p["fidelity"])
+        base = {**machine_set, **dict(ctx.config_overrides)}
+        probe = System.load(config, set=base, seed=ctx.seed).cluster()
         nodes = -(-plan.size // probe["gpus_per_node"])
-        system = System.load(str(ctx.config), set={**dict(ctx.config_overrides), "cluster.nodes": nodes},
-                             seed=ctx.seed)
+        system = System.load(config, set={**base, "cluster.nodes": nodes}, seed=ctx.seed)
         e0 = system._core.events_processed
         t0 = time.perf_counter()
         tr = estimate.training_step(graph, system, plan, replicas=p["replicas"],
@@ -125,9 +169,11 @@ def _run(ctx, model: str, plan_of: dict) -> None:
         wall = time.perf_counter() - t0
         gpu = plan.place(system).group(0, 0)[0]
         peak = _core.gpu_spec(system._core, gpu)["peak_flops"]["bf16"]
-        row = {"model": model, "layers": graph.meta.get("layers", spec.layers), "nodes": nodes,
+        row = {"model": model, "recipe": plan_of.get("recipe", ""), "machine": config,
+               "layers": graph.meta.get("layers", spec.layers), "nodes": nodes,
                "gpus": plan.size, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "interleave": v, "microbatches": M,
-               "global_batch": plan_of["global_batch"], "seq": plan_of["seq"], "replicas": p["replicas"],
+               "global_batch": plan_of["global_batch"], "seq": plan_of["seq"], "micro_batch": mb,
+               "sharding": plan.sharding, "recompute": plan.recompute, "sp": plan.sp, "replicas": p["replicas"],
                "fidelity": p["fidelity"], "step_ms": tr.step_ms, "tokens_per_gpu": tr.tokens_per_gpu_s,
                "mfu": tr.mfu(peak), "memory_gib": tr.memory.get("peak_gib"),
                "memory_parts_gib": tr.memory.get("parts_gib", {}), "bubble": tr.bubble, "bubble_ratio": tr.bubble_ratio,

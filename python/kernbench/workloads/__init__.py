@@ -32,7 +32,7 @@ _LAZY = {"from_torch": "kernbench.workloads.torch_import", "from_onnx": "kernben
 
 # The submodules users reach as attributes (``kernbench.workloads.estimate.inference(...)``), imported on first use.
 SUBMODULES = frozenset({"catalog", "estimate", "exec_trace", "graph", "handbuilt", "lower", "memory", "models",
-                        "plan", "sharding", "step", "targets", "training"})
+                        "plan", "recipes", "sharding", "step", "targets", "training"})
 
 
 def __getattr__(name):
