@@ -166,6 +166,9 @@ def check_command(argv: list[str]) -> str:
 
         if a.model not in MODELS:
             raise ConfigError(f"--model {a.model}: not a catalog model (known: {', '.join(sorted(MODELS))})")
+        from kernbench.serve_cli import checked_args
+
+        checked_args(a)
         _load(a.config, [])
         return f"serve {a.model}"
     raise UsageError(f"kernbench {cmd}: no dry check for this verb")  # a verb added to the CLI but not here
