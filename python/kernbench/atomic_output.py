@@ -311,6 +311,12 @@ def lock_output_dir(path: Path | str, what: str = "--out") -> Iterator[Path]:
         os.close(fd)  # closing releases the lock
 
 
+def hold_output_dir(path: Path | str | None, what: str = "--out"):
+    """``lock_output_dir(path)`` for a command's whole run (None: no folder, nothing held): every command that
+    writes a folder holds it so, and a second command into the same folder is refused, not overwritten."""
+    return lock_output_dir(path, what) if path is not None else contextlib.nullcontext(None)
+
+
 def _write_through(path: Path, data: bytes) -> Path:
     fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
     try:

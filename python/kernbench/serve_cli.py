@@ -71,15 +71,13 @@ def checked_args(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Every value checked first, the --out folder held locked for the whole run (as ``kernbench run`` holds
     its), then the run."""
-    import contextlib
-
     from kernbench import serving
-    from kernbench.atomic_output import check_output_dir, lock_output_dir
+    from kernbench.atomic_output import check_output_dir, hold_output_dir
 
     kw = checked_args(args)
     if args.out:
         check_output_dir(args.out, "--out")
-    with lock_output_dir(args.out, "--out") if args.out else contextlib.nullcontext():
+    with hold_output_dir(args.out or None, "--out"):
         res = serving.run(args.model, config=args.config, **kw)
         print(serving.report(res))
         if args.out:
