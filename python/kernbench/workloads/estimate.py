@@ -124,9 +124,11 @@ def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = 
         layers = max((b.count for b in graph.blocks), default=1)
         return PassTime(float(res.makespan_ps), 0.0, layers, br["by_kind"], br["by_part"], lo.gemm_flops,
                         time.perf_counter() - w0, lo)
+    plan.check_rules(graph)  # the whole graph's names; the reduced one keeps the rules that name its ops
     g, count, inst = reduce_blocks(graph)
     one = ParallelPlan(dp=1, tp=plan.tp, pp=1, sp=plan.sp, microbatches=1,
-                       pes=None if plan.pes is None else plan.pes[:plan.tp], rules=plan.rules, algorithm=plan.algorithm)
+                       pes=None if plan.pes is None else plan.pes[:plan.tp], rules=plan.rules_matching(g),
+                       algorithm=plan.algorithm)
     plan.place(system)  # the whole plan must fit, even though one stage's group is simulated
     lo = lower(g, system, one, precision=precision, launch=launch)
     res = lo.run()

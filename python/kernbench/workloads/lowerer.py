@@ -164,6 +164,7 @@ class Lowerer:
     def __init__(self, graph: WorkloadGraph, system, plan: ParallelPlan, program: Program, *, precision: str | None,
                  fuse: bool, attention_tiles: tuple[int, int], launch: str | None = None):
         self.g, self.system, self.plan, self.prog = graph, system, plan, program
+        plan.check_rules(graph)
         self.target = target_for(system, launch)
         if self.target.name == "k200":
             raise WorkloadError(f"{graph.name}: the K200 host runs a workload as one stream of its own steps (the "

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernbench import _core
-from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
+from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError, whole
 
 __all__ = ["Footprint", "inference_footprint", "check_fits"]
 
@@ -48,6 +48,8 @@ def inference_footprint(spec, *, tp: int, pp: int, batch: int, prompt: int, toke
                         dtype: str | None = None) -> Footprint:
     """Per GPU: ``spec`` (a catalog ModelSpec) served at tp x pp, ``batch`` sequences of up to ``tokens``
     tokens in the cache (prompt + output), a prefill of ``prompt`` tokens each."""
+    for name, v, low in (("tp", tp, 1), ("pp", pp, 1), ("batch", batch, 0), ("prompt", prompt, 0), ("tokens", tokens, 0)):
+        whole(v, f"inference_footprint: {name}", low)  # a negative size would give negative bytes
     d = dtype or spec.dtype
     e = DTYPE_BYTES.get(d)
     if e is None:
