@@ -286,6 +286,8 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
         pre_g = model
     else:
         build = model
+        if decode_steps:  # the longest context first: a model refuses one past its positions before any work
+            build(1, 1, prompt + decode_steps)
         pre_g = build(batch, prompt, prompt)
     sysf = system_factory or (lambda: system)
     # The serving framework's host time per step (gpu.framework_step), paid between steps on a GPU target.
