@@ -308,6 +308,8 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     (replica 0 alone, the others only in its data-parallel collectives); both approximations: the module doc.
     Runs on ``system`` (advances its clock)."""
     plan = plan or ParallelPlan()
+    if not graph.ops:  # nothing to run: no step time, and no gradient for the data-parallel exchange
+        raise WorkloadError(f"training_step: the graph {graph.name!r} has no ops")
     replicas = replicas_mode(replicas, mirror_replicas, "training_step")
     w0 = time.perf_counter()
     plan.place(system)
