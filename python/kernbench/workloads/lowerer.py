@@ -416,6 +416,11 @@ class Lowerer:
             lead = self.leader_of[i]
             return self.fused_out[lead]
         m, n, k, b = int(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+        want = 2 * m * n * k * b + int(a.get("bias_flops", 0))
+        if op.flops and op.flops != want:  # the GEMM timed is the attrs': a count that disagrees is not run silently
+            raise self.err(i, f"flops = {op.flops}, but its attrs m x n x k = {m} x {n} x {k} (batch {b}) make 2 m n "
+                              f"k batch{' + bias_flops' if 'bias_flops' in a else ''} = {want}: the lowering times the "
+                              "attrs (give flops=0 or the matching count)")
         rule = self.plan.rule_for(op.name)
         if a.get("weight"):
             rule = rule or (("row" if sin == SHARD else "column") if tp > 1 else "replicated")
