@@ -126,7 +126,7 @@ def test_a_no_plot_run_removes_an_earlier_runs_png(tmp_path):
 def test_an_error_too_large_for_a_float_is_null(tmp_path):
     """A relative error too large for a float (a measured time of 5e-324 us) is None, null in compare.json (the
     documented rule), never inf: the JSON is written. Such a time in a log is refused since round 4 (below the
-    printed 0.01 us: tests/python/test_r4_serving.py), so the row is made here, after the parse."""
+    printed 0.01 us: tests/python/test_r4_reliability.py), so the row is made here, after the parse."""
     res = nccl.compare_log(GOOD_LOG, "h100-8x-nvswitch")
     row = res["rows"][0]
     row["measured_time_us"] = 5e-324
