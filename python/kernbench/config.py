@@ -52,8 +52,13 @@ def validate(path: str | os.PathLike[str], sets: Iterable[str] = (), *, include_
     """
     from kernbench.system import config_path, include_dirs as _include_dirs
 
-    # a packaged name (machines/h100-8x-nvswitch.yaml) resolves as show, run and serve resolve it
-    return load_config_summary(os.fspath(config_path(path)), config_overrides(sets), _include_dirs(include_dirs))
+    name = os.fspath(path)
+    if not os.path.lexists(name):  # a packaged name (machines/h100-8x-nvswitch.yaml), as show, run and serve take
+        try:
+            name = os.fspath(config_path(name))
+        except ConfigError:
+            pass  # the loader names the missing file
+    return load_config_summary(name, config_overrides(sets), _include_dirs(include_dirs))
 
 
 def schema() -> dict[str, Any]:
