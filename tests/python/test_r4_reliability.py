@@ -260,3 +260,14 @@ def test_the_serving_bench_logs_no_ratio_when_every_request_is_rejected():
 
     bench._side_by_side(Ctx())
     assert logged == ["at 4 req/s: vllm completed 0, static 0 of 8 requests; no ratio of throughputs"]
+
+
+def test_vgpu_dispersion_of_a_zero_median_is_nan():
+    """vgpu.jiffy = 1000 s makes every host elapsed_ms 0: P11's p95 / p50 was a ZeroDivisionError, now NaN (no
+    dispersion to state); a nonzero median gives p95 / p50 (numpy's linear percentiles: 2.9 / 2)."""
+    import math
+
+    from kernbench import vgpu
+
+    assert math.isnan(vgpu._spread([0.0, 0.0, 0.0])) and math.isnan(vgpu._spread([]))
+    assert vgpu._spread([1.0, 2.0, 3.0]) == pytest.approx(2.9 / 2.0)
