@@ -93,6 +93,10 @@ def _side_by_side(ctx):
     at = {r["scheduler"]: r for r in rows if r["qps"] == top}
     if "vllm" in at and "static" in at:
         v, s = at["vllm"], at["static"]
+        if not (s["output_throughput"] > 0 and v["p99_ttft_ms"] > 0):  # every request rejected: no ratio
+            ctx.log(f"at {top:g} req/s: vllm completed {v['completed']}, static {s['completed']} of "
+                    f"{v['requests']} requests; no ratio of throughputs")
+            return
         ctx.log(f"at {top:g} req/s, {v['requests']} requests: vllm {v['output_throughput']:.1f} tokens/s, p99 TTFT "
                 f"{v['p99_ttft_ms']:.1f} ms, mean batch {v['mean_batch']:.1f}; static {s['output_throughput']:.1f} "
                 f"tokens/s, p99 TTFT {s['p99_ttft_ms']:.1f} ms, mean batch {s['mean_batch']:.1f}; throughput "

@@ -45,6 +45,7 @@ from kernbench._core import UsageError
 
 LOCK_NAME = ".kernbench.lock"
 _ALLOWED_HELD: list[Path] = []   # locked folders this process may write inside (allow_inside_held)
+_HELD_HERE: list[Path] = []      # folders this process holds locked now (lock_output_dir is re-entrant)
 _WRITE_GUARD: list[Any] = []     # set_write_guard: called before every write
 
 
@@ -270,11 +271,17 @@ def lock_output_dir(path: Path | str, what: str = "--out") -> Iterator[Path]:
 
     The folder is made if missing. The lock file stays (removing it would race with the next run);
     the lock goes with the process, so a killed run never leaves the folder locked. A folder inside
-    one another run holds (``check_not_inside_held``) is refused too.
+    one another run holds (``check_not_inside_held``) is refused too. Re-entrant: a folder this process holds
+    already is entered without a second lock (a command holds its --out for the whole run, and the writer it
+    calls takes the same lock).
     """
     import fcntl
 
     folder = Path(path)
+    real = Path(os.path.realpath(folder))
+    if real in _HELD_HERE:  # this process holds it already (a command's lock, then the writer's own): go on
+        yield folder
+        return
     check_not_inside_held(folder, what)  # the folder itself: the flock below
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / LOCK_NAME
@@ -293,9 +300,21 @@ def lock_output_dir(path: Path | str, what: str = "--out") -> Iterator[Path]:
                              f"folder; wait for it or choose another folder") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield folder
+        _HELD_HERE.append(real)
+        _ALLOWED_HELD.append(real)  # our own outputs inside it (a bench's points/ folders) are ours
+        try:
+            yield folder
+        finally:
+            _HELD_HERE.remove(real)
+            _ALLOWED_HELD.remove(real)
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def hold_output_dir(path: Path | str | None, what: str = "--out"):
+    """``lock_output_dir(path)`` for a command's whole run (None: no folder, nothing held): every command that
+    writes a folder holds it so, and a second command into the same folder is refused, not overwritten."""
+    return lock_output_dir(path, what) if path is not None else contextlib.nullcontext(None)
 
 
 def _write_through(path: Path, data: bytes) -> Path:

@@ -288,6 +288,14 @@ class _Dist:
             return _core._int_arg(tensor.nbytes, "tensor.nbytes")
         return _core._int_arg(tensor, "tensor (a byte count)")
 
+    @classmethod
+    def _total(cls, what: str, tensors) -> int:
+        """The bytes of a list of tensors (or byte counts); anything else is a UsageError naming the call."""
+        if isinstance(tensors, (str, bytes, dict)) or not hasattr(tensors, "__iter__"):
+            raise _core.UsageError(f"{what}: give a list of tensors (or byte counts), got {type(tensors).__name__} "
+                                   f"{tensors!r}"[:200])
+        return sum(cls._nbytes(t) for t in tensors)
+
     def _run(self, what: str, tensor, algorithm=None, **kw) -> CollectiveResult:
         w = self._w()
         r = collective(w.system, what, self._nbytes(tensor), algorithm=algorithm or w.algorithm, buffer=w.buffer,
@@ -302,11 +310,12 @@ class _Dist:
 
     def reduce_scatter(self, output, input_list=None, op: str = "sum", group=None, async_op: bool = False,
                        algorithm: str | None = None):
-        total = sum(self._nbytes(t) for t in input_list) if input_list is not None else self._nbytes(output)
+        total = self._total("reduce_scatter", input_list) if input_list is not None else self._nbytes(output)
         return self._run("reduce_scatter", total, algorithm)
 
     def all_gather(self, tensor_list, tensor=None, group=None, async_op: bool = False, algorithm: str | None = None):
-        total = self._nbytes(tensor) * self._w().size if tensor is not None else sum(self._nbytes(t) for t in tensor_list)
+        total = (self._nbytes(tensor) * self._w().size if tensor is not None
+                 else self._total("all_gather", tensor_list))
         return self._run("all_gather", total, algorithm)
 
     def broadcast(self, tensor, src: int = 0, group=None, async_op: bool = False, algorithm: str | None = None):
@@ -321,6 +330,7 @@ class _Dist:
 
     def all_to_all(self, output_tensor_list, input_tensor_list, group=None, async_op: bool = False,
                    algorithm: str | None = None):
+        self._total("all_to_all", input_tensor_list)
         sizes = {self._nbytes(t) for t in input_tensor_list}
         if len(input_tensor_list) != self._w().size or len(sizes) != 1:
             raise _core.UsageError(f"all_to_all: give one equal-sized input tensor per rank ({self._w().size}), got "

@@ -168,6 +168,9 @@ def check_command(argv: list[str]) -> str:
             get_model(a.model)  # a catalog name, an HF config.json or a YAML model spec
         except WorkloadError as e:
             raise ConfigError(f"--model {a.model}: {e}") from None
+        from kernbench.serve_cli import checked_args
+
+        checked_args(a)
         _load(a.config, [])
         return f"serve {a.model}"
     raise UsageError(f"kernbench {cmd}: no dry check for this verb")  # a verb added to the CLI but not here

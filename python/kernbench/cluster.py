@@ -21,8 +21,12 @@ def alltoall_bound(info: dict[str, Any], bytes_per_pair: int, scope: str = "node
     different nodes (``scope="node"``) or on nodes whose rail NICs sit on different leaves (``scope="leaf"``),
     from ``System.cluster()``. Returns time_s, per_gpu_Bps (bytes each GPU sends / time_s), the time of each cut
     (nic, leaf and, with 3 tiers, pod) and the bottleneck cut."""
+    from kernbench._core import UsageError
+    from kernbench.args import SIZE
+
     if scope not in ("node", "leaf"):
-        raise ValueError(f"scope is 'node' or 'leaf', got {scope!r}")
+        raise UsageError(f"alltoall_bound: scope is 'node' or 'leaf', got {scope!r}")
+    SIZE(bytes_per_pair, "alltoall_bound", "bytes_per_pair")  # a whole byte count >= 0: -1 or NaN is refused
     n, g, r = info["nodes"], info["gpus_per_node"], info["nics_per_node"]
     rate = info["nic"]["line_rate_Bps"]
     leaf_of = info["nic_leaf"]

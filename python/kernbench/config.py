@@ -40,7 +40,7 @@ def config_overrides(sets: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def validate(path: str | os.PathLike[str], sets: Iterable[str] = (), *, include_dirs=None) -> dict[str, Any]:
-    """Load the config at ``path`` strictly, with ``--set`` strings applied; return its summary.
+    """Load the config at ``path`` (a file, or a packaged config's name) strictly, with ``--set`` strings applied; return its summary.
 
     Its includes may read its own folder tree and the folders of ``include_dirs``
     (one or a list), ``$KERNBENCH_INCLUDE_PATH`` and the packaged configs
@@ -50,9 +50,15 @@ def validate(path: str | os.PathLike[str], sets: Iterable[str] = (), *, include_
     cube and router grids, PEs per cube and ``total_pes`` (system) or the
     node and edge counts (graph), and ``fabric``. Raises ConfigError.
     """
-    from kernbench.system import include_dirs as _include_dirs
+    from kernbench.system import config_path, include_dirs as _include_dirs
 
-    return load_config_summary(os.fspath(path), config_overrides(sets), _include_dirs(include_dirs))
+    name = os.fspath(path)
+    if not os.path.lexists(name):  # a packaged name (machines/h100-8x-nvswitch.yaml), as show, run and serve take
+        try:
+            name = os.fspath(config_path(name))
+        except ConfigError:
+            pass  # the loader names the missing file
+    return load_config_summary(name, config_overrides(sets), _include_dirs(include_dirs))
 
 
 def schema() -> dict[str, Any]:

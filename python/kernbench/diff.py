@@ -246,6 +246,9 @@ def metric_filter(patterns: Iterable[str]):
     for p in pats:
         if not str(p).strip():
             raise ConfigError("--metric: empty pattern (give a glob such as '*latency*' or a substring)")
+        if _unclosed_set(str(p)):  # fnmatch would read it as a literal '[' and match nothing, without a word
+            raise ConfigError(f"--metric {p!r}: a [ opens a set of characters that no ] closes (a glob: [ab] matches a "
+                              "or b; [[] matches a [ itself)")
     if not pats:
         return None
 
@@ -253,6 +256,24 @@ def metric_filter(patterns: Iterable[str]):
         return any(fnmatch.fnmatchcase(name, p) if any(c in p for c in "*?[") else p in name for p in pats)
 
     return match
+
+
+def _unclosed_set(pattern: str) -> bool:
+    """Whether a glob has a ``[`` with no ``]`` after it (fnmatch's rule: a ] right after [ or [! is a member)."""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            close = pattern.find("]", j)
+            if close < 0:
+                return True
+            i = close
+        i += 1
+    return False
 
 
 def primary_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:

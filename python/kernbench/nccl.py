@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kernbench._core import ConfigError, UsageError
+from kernbench.nccl_checks import NcclLogError, _BadValue, _group_name, check_busbw, check_rate, check_repeats
 
 __all__ = ["BUSBW", "MODELLED", "NcclLogError", "NcclLog", "NcclRow", "busbw_factor", "parse_log", "model_rows",
            "compare", "format_table", "resolve_machine", "TYPE_BYTES", "MAX_SIZE", "algorithm_names",
@@ -72,15 +73,6 @@ _NAME_IN_HEADER = re.compile(r"\b(" + "|".join(sorted(_KNOWN | set(_ALIASES), ke
                              + r")(?:_perf(?:_mpi)?)?\b")
 _RANK_LINE = re.compile(r"^#\s*Rank\s+\d+\s")
 _THREADS = re.compile(r"nThreads?\s+(\d+)\s+nGpus\s+(\d+)")
-
-
-class NcclLogError(ConfigError):
-    """A file that is not (or no longer) nccl-tests output: the message names the file and the line."""
-
-
-class _BadValue(ValueError):
-    """A field that reads as a number but means nothing (non-finite, negative): refused at its line, never taken
-    for a row cut short."""
 
 
 #: The largest size or count a row may give (a signed 64-bit byte count).
@@ -161,10 +153,6 @@ def _whole(tok: str, what: str) -> int:
     if n > MAX_SIZE:
         raise _BadValue(f"the {what} is {tok[:24]}{'...' if len(tok) > 24 else ''}, more than 2^63 - 1")
     return n
-
-
-def _group_name(g: int) -> str:
-    return ("out-of-place", "in-place")[g] if g < 2 else f"column group {g + 1}"
 
 
 def parse_log(path: str | Path) -> NcclLog:
@@ -255,6 +243,7 @@ def parse_log(path: str | Path) -> NcclLog:
     if not rows:
         raise NcclLogError(f"{path}:{len(lines)}: nccl-tests header but no result row (the log stops before the "
                            "first size)")
+    check_repeats(path, rows)
     if avg is None:
         truncated = True
         if not notes:
@@ -300,6 +289,7 @@ def _row(toks: list[str], lead: list[str], line: int) -> NcclRow:
             wrong = int(wrong)
         else:  # older versions print an error value
             wrong = _number(wrong, f"{where} #wrong")
+        check_rate(size, time_us, algbw, where)
         groups.append({"time_us": time_us, "algbw": algbw, "busbw": busbw, "wrong": wrong})
     if groups[0]["time_us"] is None:
         raise ValueError("no out-of-place time")
@@ -534,6 +524,9 @@ def compare_log(log_path: str | Path, config: str | Path, *, collective: str | N
     model = model_rows(machine, name, sorted({r.size for r in log.rows}), ranks=log.ranks, algorithm=algorithm,
                        type_=log.rows[0].type, seed=seed, threads=threads,
                        on_error=lambda s, e: failures.append({"size": s, "error": f"{type(e).__name__}: {e}"}))
+    if log.ranks:  # after the machine's own checks (the rank count it has)
+        check_busbw(log, busbw_factor(name, log.ranks), "" if collective or log.collective else
+                    f" (the log does not name its collective, so {name} is assumed: give --collective)")
     rows = compare(log, model)
     ranks = model[0]["ranks"] if model else log.ranks
     big = [r for r in rows if r["busbw_error"] is not None and r["size"] >= (1 << 20)]

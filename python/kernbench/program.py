@@ -398,7 +398,7 @@ class RunResult:
             info = {
                 "name": list(cols["name"][:n]),
                 "kind": list(cols["kind"][:n]),
-                "tag": [tags[t] if 0 <= t < len(tags) else "" for t in cols["tag"][:n]],
+                "tag": [_tag_text(tags, t) for t in cols["tag"][:n]],
                 "pe": [self.system.node_name(a) for a in cols["agent"][:n]],
             }
         else:
@@ -415,7 +415,7 @@ class RunResult:
         tags = self._core.tags
         eng = self._core.engines()
         df["kind_name"] = [kinds[k] for k in df["kind"]]
-        df["tag_name"] = [tags[t] if 0 <= t < len(tags) else "" for t in df["tag"]]
+        df["tag_name"] = [_tag_text(tags, t) for t in df["tag"]]
         df["engine"] = [eng["name"][r] if r >= 0 else "" for r in df["resource"]]
         df["name"] = self._core.log_names
         df["pe"] = [self.system.node_name(a) for a in df["agent"]]
@@ -461,7 +461,7 @@ class RunResult:
             kind_name = kinds[int(log["kind"][i])]
             t = int(log["tag"][i])
             return names[i] or kind_name, kind_name, {
-                "op": int(log["op"][i]), "kind": kind_name, "tag": tags[t] if 0 <= t < len(tags) else "",
+                "op": int(log["op"][i]), "kind": kind_name, "tag": _tag_text(tags, t),
                 "bytes": int(log["bytes"][i]), "work": float(log["work"][i]), "issue_ps": int(log["issue_ps"][i])}
 
         critical = _core.critical_path(core) if isinstance(core, _core.RunResult) and int(core.makespan_ps) > 0 \
@@ -489,3 +489,9 @@ class RunResult:
     def to_chrome_trace(self, path: str | Path) -> Path:
         """Write the Chrome/Perfetto trace (JSON, atomically)."""
         return kio.write_json(Path(path), self.chrome_trace())
+
+
+def _tag_text(tags: list[str], t: int) -> str:
+    """A tag id's label; an id no label was made for (``tag=1000000``) shows as its number, never as no tag."""
+    t = int(t)
+    return tags[t] if 0 <= t < len(tags) else ("" if t < 0 else str(t))

@@ -52,7 +52,9 @@ class Record:
 
     def where(self) -> str:
         """``file (line n): path``, for messages."""
-        return f"{self.file} (line {self.line}): {self.path}" if self.file else self.path
+        if not self.file:
+            return self.path
+        return f"{self.file} (line {self.line}): {self.path}" if self.line else f"{self.file}: {self.path}"
 
     def data_path(self) -> Path | None:
         """The fitted record's data file, resolved as an include is: relative to the declaring file's folder."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from kernbench.atomic_output import check_output_dir
-
 
 def add_parser(sub) -> None:
     s = sub.add_parser("serve", help="serve requests under load: TTFT, TPOT and E2E percentiles, throughput, goodput")
@@ -46,30 +44,45 @@ def add_parser(sub) -> None:
     s.add_argument("--out", default=None, help="write requests.csv, timeseries.csv, summary.json and plots here")
 
 
-def run(args: argparse.Namespace) -> int:
-    from kernbench import serving
-
+def _disaggregate(text: str | None):
+    """``P:D`` -> (P, D) as texts' numbers (their range is check_run_args's); a malformed text is refused."""
     from kernbench.serving_load import ServingError
 
+    if text is None:
+        return None
+    parts = text.split(":")
+    if len(parts) != 2 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
+        raise ServingError(f"--disaggregate {text!r}: give P:D, two whole numbers >= 1, e.g. 2:6")
+    return tuple(int(p) for p in parts)
+
+
+def checked_args(args: argparse.Namespace) -> dict:
+    """serving.run's keyword arguments from the command line, each checked (serving_args.check_run_args, the one
+    checker serving.run uses too, worded with the flags); also the dry check's (kernbench.cli_check)."""
+    from kernbench.serving_args import check_run_args, cli_name
+
+    kw = dict(tp=args.tp, pp=args.pp, qps=args.qps, requests=args.requests, prompt=args.prompt, output=args.output,
+              arrival=args.arrival, cv=args.cv, trace=args.trace, scheduler=args.scheduler,
+              max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens, block_size=args.block_size,
+              preemption=args.preemption, slo=args.slo, warmup=args.warmup, check=args.check, seed=args.seed,
+              replicas=args.replicas, routing=args.router, disaggregate=_disaggregate(args.disaggregate),
+              prefix_caching=args.prefix_caching, prefix_groups=args.prefix_groups, prefix_tokens=args.prefix_tokens)
+    return check_run_args(kw, "kernbench serve", cli_name)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Every value checked first, the --out folder held locked for the whole run (as ``kernbench run`` holds
+    its), then the run."""
+    from kernbench import serving
+    from kernbench.atomic_output import check_output_dir, hold_output_dir
+
+    kw = checked_args(args)
     if args.out:
         check_output_dir(args.out, "--out")
-    dis = None
-    if args.disaggregate:
-        try:
-            dis = tuple(int(x) for x in args.disaggregate.split(":"))
-            assert len(dis) == 2
-        except (ValueError, AssertionError):
-            raise ServingError(f"--disaggregate {args.disaggregate!r}: give P:D, e.g. 2:6") from None
-    res = serving.run(args.model, config=args.config, tp=args.tp, pp=args.pp, qps=args.qps, requests=args.requests,
-                      prompt=args.prompt, output=args.output, arrival=args.arrival, cv=args.cv, trace=args.trace,
-                      scheduler=args.scheduler, max_num_seqs=args.max_num_seqs,
-                      max_batched_tokens=args.max_batched_tokens, block_size=args.block_size,
-                      preemption=args.preemption, slo=args.slo, warmup=args.warmup, check=args.check, seed=args.seed,
-                      replicas=args.replicas, routing=args.router, disaggregate=dis,
-                      prefix_caching=args.prefix_caching, prefix_groups=args.prefix_groups,
-                      prefix_tokens=args.prefix_tokens)
-    print(serving.report(res))
-    if args.out:
-        for f in res.write(args.out):
-            print(f"wrote {args.out}/{f}")
+    with hold_output_dir(args.out or None, "--out"):
+        res = serving.run(args.model, config=args.config, **kw)
+        print(serving.report(res))
+        if args.out:
+            for f in res.write(args.out):
+                print(f"wrote {args.out}/{f}")
     return 0

@@ -19,6 +19,7 @@ run, off the lattice, are simulated directly afterwards and the interpolation's 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "kv_capacit
 
 SCHEDULERS = ("vllm", "sarathi", "orca", "static")
 
+from kernbench.serving_args import MAX_ITERATION_S, check_run_args, check_warmup  # noqa: E402
 from kernbench.serving_load import SHAREGPT, Dist, ServingError, Trace, make_trace, parse_slo, read_trace  # noqa: E402
 
 # ---- the machine: KV capacity and iteration prices --------------------------------------------------------
@@ -55,6 +57,8 @@ def kv_capacity(spec, system, *, tp: int = 1, pp: int = 1, block_size: int = 16,
     from kernbench.workloads import ParallelPlan
     from kernbench.workloads.memory import inference_footprint
 
+    check_run_args({"tp": tp, "pp": pp, "block_size": block_size, "max_tokens": max_batched_tokens, "dtype": dtype},
+                   "kv_capacity", lambda n: "max_batched_tokens" if n == "max_tokens" else n)
     d = dtype or spec.dtype
     if is_k200(system):
         if tp != 1 or pp != 1:
@@ -94,6 +98,7 @@ class IterationPricer:
     def __init__(self, spec, system, *, tp: int = 1, pp: int = 1, dtype: str | None = None):
         from kernbench.workloads import ParallelPlan
 
+        check_run_args({"tp": tp, "pp": pp, "dtype": dtype}, "IterationPricer")
         self.spec, self.system, self.dtype = spec, system, dtype or spec.dtype
         self.plan = ParallelPlan(tp=tp, pp=pp)
         self.k200 = is_k200(system)
@@ -145,10 +150,15 @@ class IterationPricer:
             from kernbench import k200
 
             prec = "fp32" if self.dtype == "fp32" else "fp16"
-            return k200.run_ops(self.system, self.graph(shape).ops, precision=prec)["latency_ms"] * 1e9
-        launch = "graph" if int(shape["prefill_tokens"]) == 0 else "host"
-        t = estimate.simulate(self.graph(shape), self.system, self.plan, launch=launch).time_ps
-        return float(t) + self.step_ps
+            t = k200.run_ops(self.system, self.graph(shape).ops, precision=prec)["latency_ms"] * 1e9
+        else:
+            launch = "graph" if int(shape["prefill_tokens"]) == 0 else "host"
+            t = float(estimate.simulate(self.graph(shape), self.system, self.plan, launch=launch).time_ps) + self.step_ps
+        if not (math.isfinite(t) and 0 <= t <= MAX_ITERATION_S * 1e12):  # else the core's int64 clock wraps
+            raise ServingError(f"an iteration of {int(shape['prefill_tokens'])} prefill tokens and "
+                               f"{int(shape['decode_seqs'])} decoding sequences takes {t / 1e12:.4g} s on this machine, "
+                               f"past {MAX_ITERATION_S:g} s: check the machine's clocks and rates (e.g. pe.clock)")
+        return t
 
 
 def _swap_cost(system, device: str):
@@ -280,11 +290,22 @@ class ServingResult:
                 "batch": it["decode_seqs"] + (it["prefill_tokens"] > 0), "prefill_tokens": it["prefill_tokens"]}
 
     def write(self, out: str | Path, plots: bool = True) -> list[str]:
-        """requests.csv, timeseries.csv, summary.json (benchmark_serving's keys), and the plots; atomically."""
-        from kernbench.atomic_output import write_csv, write_json
+        """requests.csv, timeseries.csv, summary.json (benchmark_serving's keys), and the plots; each file
+        atomically, the folder held locked meanwhile (``atomic_output.lock_output_dir``: another kernbench run
+        writing into it is refused, as ``kernbench run`` refuses it)."""
+        from kernbench.atomic_output import check_output_dir, check_output_file, lock_output_dir
 
         out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
+        check_output_dir(out, "out")
+        for name in ("requests.csv", "timeseries.csv", "summary.json") + (("latency_cdf.png", "kv_over_time.png")
+                                                                          if plots else ()):
+            check_output_file(out / name, "out")
+        with lock_output_dir(out, "out"):
+            return self._write(out, plots)
+
+    def _write(self, out: Path, plots: bool) -> list[str]:
+        from kernbench.atomic_output import write_csv, write_json
+
         files = []
         pr = self.per_request()
 
@@ -430,8 +451,14 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
     from kernbench.workloads import get_model
 
     w0 = time.perf_counter()
-    if scheduler not in SCHEDULERS:
-        raise ServingError(f"unknown scheduler {scheduler!r} ({', '.join(SCHEDULERS)})")
+    args = check_run_args(dict(model=model, tp=tp, pp=pp, qps=qps, requests=requests, prompt=prompt, output=output,
+                               arrival=arrival, cv=cv, trace=trace, scheduler=scheduler, max_num_seqs=max_num_seqs,
+                               max_batched_tokens=max_batched_tokens, block_size=block_size, kv_blocks=kv_blocks,
+                               preemption=preemption, slo=slo, warmup=warmup, check=check, seed=seed, dtype=dtype,
+                               replicas=replicas, routing=routing, disaggregate=disaggregate,
+                               prefix_caching=prefix_caching, prefix_groups=prefix_groups,
+                               prefix_tokens=prefix_tokens))
+    disaggregate = args["disaggregate"]
     spec = get_model(model)
     if system is None:
         system = System.load(config)
@@ -439,7 +466,10 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
     tr = trace if isinstance(trace, Trace) else read_trace(trace) if trace is not None else \
         make_trace(requests, qps, arrival=arrival, cv=cv, prompt=prompt, output=output, seed=seed,
                    prefix_groups=prefix_groups, prefix_tokens=prefix_tokens)
-    budget = int(max_batched_tokens or DEFAULT_BUDGET[scheduler])
+    if isinstance(trace, Trace):
+        tr.check()  # its columns may have changed since it was made
+    check_warmup(warmup, "serving.run", "warmup", len(tr))
+    budget = int(max_batched_tokens if max_batched_tokens is not None else DEFAULT_BUDGET[scheduler])
     cap = kv_capacity(spec, system, tp=tp, pp=pp, block_size=block_size, max_batched_tokens=budget, dtype=dtype)
     blocks = int(kv_blocks) if kv_blocks is not None else cap["blocks"]
     pricer = IterationPricer(spec, system, tp=tp, pp=pp, dtype=dtype)
@@ -448,7 +478,7 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
     if preemption == "swap" and swap is None:
         raise ServingError("preemption=swap: the machine has no host (a cpu or host node) to swap the KV cache to; "
                            "use preemption=recompute")
-    longest = int((tr.prompt + tr.output).max())
+    longest = _check_positions(spec, tr)
     # The most prefill tokens one iteration can hold: the budget, a whole prompt (orca), a batch of them (static).
     max_tokens = {"static": int(tr.prompt.max()) * max_num_seqs,
                   "orca": max(budget, int(tr.prompt.max()))}.get(scheduler, budget)
@@ -458,7 +488,7 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
         pricer.breaks(longest + 1), roles, devices, routing, int(cap["kv_bytes_per_token"]),
         fabric._core if fabric is not None else None, tr.prefix_group, tr.prefix_tokens, bool(prefix_caching))
     iters = {k: np.asarray(v) for k, v in raw.pop("iterations").items()}
-    n_warm = int(warmup) if isinstance(warmup, int) and not isinstance(warmup, bool) else int(len(tr) * float(warmup))
+    n_warm = int(warmup) if isinstance(warmup, numbers.Integral) else int(len(tr) * float(warmup))
     res = ServingResult(spec.name, scheduler, str(config or getattr(system, "source", "")), tr,
                         {k: raw[k] for k in ("arrival_ps", "scheduled_ps", "first_token_ps", "finish_ps", "prompt",
                                              "output", "generated", "preemptions", "rejected", "instance", "decoder",
@@ -479,6 +509,19 @@ def run(model: str, system=None, *, config: str | None = None, tp: int = 1, pp: 
     return res
 
 
+def _check_positions(spec, tr: Trace) -> int:
+    """The longest request's tokens (prompt + output); a request past the model's positions (``max_positions``,
+    what it was trained for and what vLLM's max_model_len defaults to) is refused, naming both numbers."""
+    total = tr.prompt + tr.output
+    worst = int(total.argmax())
+    longest = int(total[worst])
+    if longest > spec.max_positions:
+        raise ServingError(f"request {worst} of {tr.source}: prompt {int(tr.prompt[worst])} + output "
+                           f"{int(tr.output[worst])} = {longest} tokens, past {spec.name}'s {spec.max_positions} "
+                           "positions (max_positions); shorten the prompts or outputs")
+    return longest
+
+
 def _instances(system, tp: int, pp: int, replicas: int, disaggregate, routing: str, scheduler: str):
     """Each instance's role and devices (the machine's PEs in order, tp x pp each), and the twin machine whose
     fabric carries the KV of a disaggregated run (None otherwise)."""
@@ -492,18 +535,19 @@ def _instances(system, tp: int, pp: int, replicas: int, disaggregate, routing: s
             raise ServingError("disaggregated prefill and decode are modelled at pp 1 (the KV moves shard to shard)")
         if scheduler == "static":
             raise ServingError("disaggregated prefill and decode need a paged scheduler (vllm, sarathi, orca)")
-        roles = ["prefill"] * n_p + ["decode"] * n_d
+        count = n_p + n_d
     else:
         if not isinstance(replicas, int) or replicas < 1:
             raise ServingError(f"replicas must be a positive integer, got {replicas!r}")
         if replicas == 1:
             return [], [], None
-        roles = ["both"] * replicas
+        count = replicas
     pes = system.pes()
     per = tp * pp
-    if len(roles) * per > len(pes):
-        raise ServingError(f"{len(roles)} instances of tp {tp} x pp {pp} need {len(roles) * per} devices; the machine "
+    if count * per > len(pes):  # before any list of that many instances is made
+        raise ServingError(f"{count} instances of tp {tp} x pp {pp} need {count * per} devices; the machine "
                            f"has {len(pes)}")
+    roles = ["prefill"] * n_p + ["decode"] * n_d if disaggregate is not None else ["both"] * replicas
     devices = [pes[k * per:(k + 1) * per][:tp] for k in range(len(roles))]
     return roles, devices, system.twin() if disaggregate is not None else None
 

@@ -59,6 +59,13 @@ def include_dirs(extra: str | os.PathLike[str] | Iterable[str | os.PathLike[str]
 _include_dirs = include_dirs  # the methods below take a keyword of the same name
 
 
+def _seed(seed: Any) -> int:
+    """A machine's seed: an integer 0 .. 2**63 - 1 (runner.check_seed's rule), else ConfigError naming it."""
+    from kernbench.runner import check_seed
+
+    return check_seed(seed, "seed")
+
+
 def config_path(name_or_path: str | os.PathLike | None = None) -> Path:
     """Resolve a config: an existing path as given, else a name in config_dirs()."""
     name = Path(name_or_path) if name_or_path is not None else Path(DEFAULT_CONFIG)
@@ -110,7 +117,7 @@ class System:
         packaged configs (see :func:`include_dirs`).
         """
         p = config_path(path)
-        out = cls(_core.System.load(str(p), override_pairs(set), seed, _include_dirs(include_dirs)), str(p))
+        out = cls(_core.System.load(str(p), override_pairs(set), _seed(seed), _include_dirs(include_dirs)), str(p))
         out._twin = lambda: cls.load(path, set=set, seed=seed, include_dirs=include_dirs)
         return out
 
@@ -120,7 +127,7 @@ class System:
         """Build from YAML text (relative includes resolve against, and stay inside, the current folder,
         or ``source``'s folder when it names one; ``include_dirs`` as for load())."""
         dirs = _include_dirs(include_dirs)
-        out = cls(_core.System.from_yaml(text, source, override_pairs(set), seed, dirs), source)
+        out = cls(_core.System.from_yaml(text, source, override_pairs(set), _seed(seed), dirs), source)
         out._twin = lambda: cls.from_yaml(text, source=source, set=set, seed=seed, include_dirs=include_dirs)
         return out
 
@@ -159,12 +166,14 @@ class System:
                 if (group is None or g == group) and (package is None or p == package)]
 
     def memory_of(self, pe) -> str | None:
-        """The name of the node holding `pe`'s own memory (its HBM slice), or None."""
+        """The name of the node holding `pe`'s own memory (its HBM slice), or None for a node of the machine
+        that has none; a name the machine lacks is a TopologyError."""
         lay = self._core.layout()
         name = pe if isinstance(pe, str) else self._core.node_name(pe)
         for r, m in zip(lay["ranks"], lay["memories"]):
             if r == name:
                 return m
+        self._core.node_id(name)  # a name the machine lacks: TopologyError naming it (and some that exist)
         return None
 
     def explicit_graph(self) -> dict:

@@ -148,6 +148,13 @@ def _pct(values: Iterable[float], q: float) -> float:
     return float(np.percentile(v, q)) if v.size else float("nan")
 
 
+def _spread(values: list[float]) -> float:
+    """p95 / p50; NaN (no dispersion to state) when the median is 0 -- a host figure counted in jiffies longer
+    than the run (vgpu.jiffy = 1000 s) reads 0 -- or there are no values."""
+    p50 = _pct(values, 50)
+    return _pct(values, 95) / p50 if values and p50 else float("nan")
+
+
 def knee(sizes: Iterable[int], bandwidths: Iterable[float]) -> int | None:
     """Knee of a copy curve: the smallest size reaching half the largest size's bandwidth."""
     s = list(sizes)
@@ -228,8 +235,7 @@ def workload(*, set: Mapping[str, Any] | None = None, seeds: Iterable[int] | Non
     for k in ("P3h_host_ms", "P4_warm_p50_ms"):
         gv = [r["guest"][k] for r in runs]
         bv = [r["bare"][k] for r in runs]
-        gd = _pct(gv, 95) / _pct(gv, 50) if runs else float("nan")
-        bd = _pct(bv, 95) / _pct(bv, 50) if runs else float("nan")
+        gd, bd = _spread(gv), _spread(bv)
         summary.append({"metric": f"P11_dispersion_{k}", "guest_p50": gd, "guest_p95": gd,
                         "bare_p50": bd, "bare_p95": bd, "ratio": gd / bd if bd else float("nan")})
     return {"runs": runs, "summary": summary}

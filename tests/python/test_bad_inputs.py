@@ -38,6 +38,7 @@ import yaml
 import kernbench
 from kernbench import _core
 from kernbench._core import CapacityError, ConfigError, DeadlockError, TopologyError, UsageError
+from kernbench.serving import ServingError
 from kernbench.workloads import WorkloadError
 
 CORPUS = Path(__file__).resolve().parent.parent / "bad_inputs"
@@ -242,6 +243,79 @@ def _absurd_machine():
     # 10^9 PEs: below the loader's INT_MAX guard, far beyond any memory.
     return _tiny(set={"system.sips.w": 1000, "system.sips.h": 1000, "system.routers.w": 1,
                       "system.routers.h": 1, "system.pes_per_cube": 1000})
+
+
+def _serve(**kw):
+    """serving.run of issue 54's S (llama3-8b, 8 requests of 64 + 16 tokens, no check) with ``kw`` changed."""
+    from kernbench import serving
+
+    args = dict(config="machines/h100-8x-nvswitch.yaml", requests=8, check=0, prompt="fixed:64", output="fixed:16")
+    return serving.run("llama3-8b", **{**args, **kw})
+
+
+def _trace(**cols):
+    from kernbench.serving import Trace
+
+    return Trace(**{"arrival_s": [0.0], "prompt": [64], "output": [16], **cols})
+
+
+def _kv_capacity(**kw):
+    from kernbench import serving
+    from kernbench.workloads import get_model
+
+    return serving.kv_capacity(get_model("llama3-8b"), _h100(), **kw)
+
+
+def _footprint(**kw):
+    from kernbench.workloads import get_model
+    from kernbench.workloads.memory import inference_footprint
+
+    return inference_footprint(get_model("llama3-8b"), **{"tp": 1, "pp": 1, "batch": 1, "prompt": 64, "tokens": 80,
+                                                             **kw})
+
+
+def _alltoall(bytes_per_pair):
+    from kernbench.cluster import alltoall_bound
+
+    return alltoall_bound(kernbench.System.load("machines/dgx-h100-cluster.yaml").cluster(), bytes_per_pair)
+
+
+def _estimate_long_prompt():
+    from kernbench.workloads import estimate, get_model
+
+    return estimate.inference(get_model("llama3-8b").builder(), _h100(), batch=1, prompt=10**7)
+
+
+def _train_empty():
+    from kernbench.workloads import ParallelPlan, WorkloadGraph, estimate
+
+    return estimate.training_step(WorkloadGraph("empty", []), _h100(), ParallelPlan())
+
+
+def _plan_rule_naming_no_op():
+    from kernbench.workloads import ParallelPlan, get_model
+    from kernbench.workloads.lower import lower
+
+    return lower(get_model("gpt2").graph(1, 16, layers=1), _h100(), ParallelPlan(tp=2, rules={"nope": "row"}))
+
+
+def _gemm_flops_not_its_attrs():
+    from kernbench.workloads import Op, ParallelPlan, TensorSpec, WorkloadGraph
+    from kernbench.workloads.lower import lower
+
+    x = TensorSpec((4, 4), "bf16")
+    g = WorkloadGraph("g", [Op("mm", "matmul", "aten.mm", (x, x), (x,), (), int(1e15), {"m": 4, "n": 4, "k": 4})])
+    return lower(g, _h100(), ParallelPlan())
+
+
+def _all_gather_none():
+    from kernbench import ccl
+
+    ccl.dist.init_process_group(system=_tiny())
+    try:
+        return ccl.dist.all_gather(None)
+    finally:
+        ccl.dist.destroy_process_group()
 
 
 API_CASES: list[ApiCase] = [
@@ -449,6 +523,67 @@ API_CASES: list[ApiCase] = [
             WorkloadError, ("does not fit in gpu0's memory", "weights", "GiB short", "gpu.memory_utilization")),
     ApiCase("model-inference-zero-output", lambda: _measure("model.inference", model="llama3-8b", output=0),
             UsageError, ("output must be >= 1",)),
+    # ---- issue 54 (reliability round 4): serving.run's arguments, one checker (kernbench.serving_args) ----------
+    ApiCase("r4-serve-block-size-0", lambda: _serve(block_size=0), ServingError,
+            ("serving.run: block_size = 0", "allowed: 1 .. 1048576")),
+    ApiCase("r4-serve-seed-fraction", lambda: _serve(seed=1.5), ServingError, ("seed 1.5", "expected an integer")),
+    ApiCase("r4-serve-seed-text", lambda: _serve(seed="1"), ServingError, ("seed '1'", "expected an integer")),
+    ApiCase("r4-serve-dtype-int4", lambda: _serve(dtype="int4"), ServingError, ("dtype = 'int4'", "bf16")),
+    ApiCase("r4-serve-check-fraction", lambda: _serve(check=2.5), ServingError, ("check", "fraction 2.5")),
+    ApiCase("r4-serve-cv-text", lambda: _serve(cv="2"), ServingError, ("cv must be a number", "'2'")),
+    ApiCase("r4-serve-disaggregate-three", lambda: _serve(disaggregate=(1, 1, 1)), ServingError,
+            ("disaggregate must be (prefill, decode)", "(1, 1, 1)")),
+    ApiCase("r4-serve-disaggregate-fraction", lambda: _serve(disaggregate=(1.5, 1)), ServingError,
+            ("disaggregate[0]", "fraction 1.5")),
+    ApiCase("r4-serve-warmup-count-past-requests", lambda: _serve(warmup=8), ServingError,
+            ("warmup = 8 requests", "allowed: 0 .. 7")),
+    ApiCase("r4-serve-warmup-bool", lambda: _serve(warmup=True), ServingError, ("warmup", "got True")),
+    ApiCase("r4-serve-max-batched-tokens-0", lambda: _serve(max_batched_tokens=0), ServingError,
+            ("max_batched_tokens = 0", "out of range")),
+    ApiCase("r4-serve-replicas-2p40", lambda: _serve(replicas=2**40), ServingError,
+            ("replicas = 1099511627776", "out of range"), isolate=True),
+    ApiCase("r4-serve-requests-2p31", lambda: _serve(requests=2**31), ServingError,
+            ("requests = 2147483648", "allowed: 1 .. 10000000"), isolate=True),
+    ApiCase("r4-serve-prompt-past-positions", lambda: _serve(prompt=200_000), ServingError,
+            ("prompt 200000 + output 16 = 200016 tokens", "8192 positions (max_positions)")),
+    ApiCase("r4-serve-empty-trace", lambda: _serve(trace=_trace(arrival_s=[], prompt=[], output=[])), ServingError,
+            ("Trace: the trace has no requests",)),
+    ApiCase("r4-trace-fractional-prompt", lambda: _trace(prompt=[64.7]), ServingError,
+            ("Trace: prompt[0] = 64.7", "not a whole number", "nothing is truncated")),
+    ApiCase("r4-trace-arrival-1e7-s", lambda: _trace(arrival_s=[0.0, 1e7], prompt=[64, 64], output=[16, 16]),
+            ServingError, ("last arrival, at 1e+07 s", "past 1e+06 s")),
+    ApiCase("r4-trace-columns-of-two-lengths", lambda: _trace(prompt=[64, 64]), ServingError,
+            ("Trace: prompt must be one list of numbers per request (1 requests)",)),
+    ApiCase("r4-kv-capacity-negative-batched-tokens", lambda: _kv_capacity(max_batched_tokens=-100000),
+            ServingError, ("kv_capacity: max_batched_tokens = -100000", "out of range")),
+    ApiCase("r4-kv-capacity-block-size-negative", lambda: _kv_capacity(block_size=-16), ServingError,
+            ("kv_capacity: block_size = -16",)),
+    ApiCase("r4-make-trace-seed-negative", lambda: __import__("kernbench.serving").serving.make_trace(4, 1.0, seed=-1),
+            ServingError, ("make_trace: seed -1", "out of range")),
+    ApiCase("r4-slo-bound-twice", lambda: __import__("kernbench.serving").serving.parse_slo(
+        {"ttft": "1ms", "TTFT": "2ms"}), ServingError, ("slo: ttft is given twice",)),
+    # ---- issue 54: negative sizes and impossible values in the other APIs ---------------------------------------
+    ApiCase("r4-footprint-negative-batch", lambda: _footprint(batch=-1), WorkloadError,
+            ("inference_footprint: batch must be an integer >= 1, got -1",)),
+    ApiCase("r4-footprint-negative-prompt", lambda: _footprint(prompt=-128), WorkloadError,
+            ("inference_footprint: prompt must be an integer >= 1, got -128",)),
+    ApiCase("r4-plan-sp-text", lambda: __import__("kernbench.workloads").workloads.ParallelPlan(tp=2, sp="no"),
+            WorkloadError, ("plan: sp must be True or False", "'no'")),
+    ApiCase("r4-alltoall-bound-negative", lambda: _alltoall(-1), UsageError,
+            ("alltoall_bound: bytes_per_pair = -1", "negative size")),
+    ApiCase("r4-alltoall-bound-nan", lambda: _alltoall(float("nan")), UsageError,
+            ("alltoall_bound: bytes_per_pair", "finite")),
+    ApiCase("r4-estimate-inference-prompt-past-positions", _estimate_long_prompt, WorkloadError,
+            ("kv_len 10000000", "8192 positions (max_positions)")),
+    # ---- issue 54: left from round 3 ---------------------------------------------------------------------------
+    ApiCase("r4-plan-rule-naming-no-op", _plan_rule_naming_no_op, WorkloadError,
+            ("plan: rules['nope'] names no op of gpt2",)),
+    ApiCase("r4-matmul-flops-not-its-attrs", _gemm_flops_not_its_attrs, WorkloadError,
+            ("flops = 1000000000000000", "4 x 4 x 4", "= 128")),
+    ApiCase("r4-memory-of-unknown-node", lambda: _tiny().memory_of("nope"), TopologyError, ("unknown node 'nope'",)),
+    ApiCase("r4-load-seed-negative", lambda: _tiny(seed=-1), ConfigError, ("seed -1", "out of range")),
+    ApiCase("r4-dist-all-gather-none", _all_gather_none, UsageError, ("all_gather: give a list of tensors", "None")),
+    ApiCase("r4-training-step-empty-graph", _train_empty, WorkloadError, ("training_step: the graph 'empty' has no ops",)),
 ]
 API_BY_ID = {c.id: c for c in API_CASES}
 
@@ -607,8 +742,8 @@ def test_corpus_size():
     Removing a case means lowering a floor here, on purpose, in the same change.
     """
     assert len(CONFIG_CASES) >= 84
-    assert len(CLI_CASES) >= 52
-    assert len(API_CASES) >= 72
+    assert len(CLI_CASES) >= 90
+    assert len(API_CASES) >= 105
     assert len(CONFIG_CASES) + len(CLI_CASES) + len(API_CASES) >= 40
 
 

@@ -238,7 +238,7 @@ def check(overlay: str | Path, data: str | Path | Dataset, *, config: Any = None
                    registry=reg)
     # The rows the config was fitted on: those its values declare beside them (kernbench.provenance), and
     # those an overlay written by `kernbench calibrate` names in its metadata.
-    declared = provenance_fits(overlay, cfg, ds)
+    declared = provenance_fits(overlay, cfg, ds, ov["records"])
     fitted = set(meta.get("fitted_rows", [])) | set(declared)
     # a row whose function raises is recorded (within: false, its error text in `failure`), not fatal
     rows = evaluate_rows(ev, ds.rows, {}, fitted, tolerance, keep_going=True)

@@ -404,13 +404,19 @@ def _row(path: Path, line: int, raw: Any, defaults: Mapping[str, Any], groups: M
         raise bad(f"value {_short(d.get('value'))}: not a finite number")
     if value <= 0:
         raise bad(f"value {value:g}: must be > 0 (errors are relative, on a log scale)")
-    if unit is None or str(unit).strip() == "":
+    if model_unit == "":  # a ratio (model.training's mfu): no unit (or 1), or a percentage
+        unit = "" if unit is None else str(unit).strip()
+        if unit not in ("", "1", "%"):
+            raise bad(f"unit {unit!r}: {fname} {metric} is a ratio without a unit: give no unit (0.45) or % (45 %)")
+        measured = value / 100 if unit == "%" else value
+    elif unit is None or str(unit).strip() == "":
         raise bad(f"unit: required ({fname} {metric} is in {model_unit})")
-    unit = str(unit).strip()
-    try:
-        measured = convert(value, unit, model_unit)
-    except ValueError as e:
-        raise bad(f"unit {unit!r}: {e}; {fname} {metric} is in {model_unit}") from None
+    else:
+        unit = str(unit).strip()
+        try:
+            measured = convert(value, unit, model_unit)
+        except ValueError as e:
+            raise bad(f"unit {unit!r}: {e}; {fname} {metric} is in {model_unit}") from None
     if not (math.isfinite(measured) and measured > 0):
         raise bad(f"value {_short(d.get('value'))} is {measured:g} {model_unit} (the unit of {fname} {metric}): "
                   "outside the range of a float; give a finite number > 0 in a unit near it")

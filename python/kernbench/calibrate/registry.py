@@ -230,6 +230,10 @@ def load_functions(path: str | Path) -> None:
         spec.loader.exec_module(mod)
     except ConfigError:
         raise
+    except SystemExit as e:  # the file ends the process (sys.exit, raise SystemExit(0)): its functions never load
+        sys.modules.pop(mod_name, None)
+        raise CalibrationError(f"--functions {p}: the file calls SystemExit({e.code!r}) while it is imported; a "
+                               "functions file only registers @measurement functions") from None
     except Exception as e:
         sys.modules.pop(mod_name, None)
         raise CalibrationError(f"--functions {p}: the file does not import: {type(e).__name__}: {e}") from None

@@ -250,10 +250,12 @@ def read_overlay(path: str | Path) -> dict[str, Any]:
         raise CalibrationError(f"--check {p}: an overlay is a map of config keys")
     data.pop("include", None)
     values: dict[str, str] = {}
+    records: dict[str, Any] = {}
 
     def walk(node: Any, prefix: str) -> None:
         for k, v in node.items():
             if isinstance(v, dict) and "value" in v and any(p in v for p in ("datasheet", "fitted", "assumed")):
+                records[f"{prefix}{k}"] = _record(p, f"{prefix}{k}", v)
                 v = v["value"]  # a value with its provenance beside it (kernbench.provenance): the value is set
             if isinstance(v, dict):
                 walk(v, f"{prefix}{k}.")
@@ -263,7 +265,34 @@ def read_overlay(path: str | Path) -> dict[str, Any]:
                 values[f"{prefix}{k}"] = str(v)
 
     walk(data, "")
-    return {"values": values, "meta": meta}
+    return {"values": values, "meta": meta, "records": records}
+
+
+def _record(p: Path, path: str, node: dict) -> Any:
+    """One ``{value: V, datasheet|fitted|assumed: ...}`` record of an overlay read in Python (a fragment the
+    loader cannot load as a machine): its shape checked -- one kind, a plain value, a fitted record's data file
+    and rows -- so that ``calibrate --check`` judges its rows (kernbench.calibrate.roles.provenance_fits) and a
+    record is never dropped without a word."""
+    from kernbench.provenance import KINDS, Record
+
+    where = f"--check {p}: {path}"
+    kinds = [k for k in KINDS if k in node]
+    if len(kinds) != 1 or set(node) - {"value", "note", *KINDS}:
+        raise CalibrationError(f"{where}: a provenance record is {{value: V}}, one of {', '.join(KINDS)} and a note, got "
+                               f"the keys {', '.join(map(str, node))}")
+    if isinstance(node["value"], (dict, list)):
+        raise CalibrationError(f"{where}.value: a record's value is a plain value, got a "
+                               f"{'map' if isinstance(node['value'], dict) else 'list'} (a record nested in a "
+                               "value is never read: give one record, {value: V, fitted: {...}})")
+    kind, body = kinds[0], node[kinds[0]]
+    if kind != "fitted":
+        return Record(path, str(node["value"]), kind, str(body), file=str(p))
+    rows = body.get("rows") if isinstance(body, dict) else None
+    if not (isinstance(body, dict) and isinstance(body.get("data"), str) and isinstance(rows, list)
+            and rows and all(isinstance(r, str) for r in rows)):
+        raise CalibrationError(f"{where}.fitted: a fitted record is {{data: FILE, rows: [ROW or GROUP, ...], by: "
+                               "COMMAND}")
+    return Record(path, str(node["value"]), kind, str(body.get("by", "")), body["data"], tuple(rows), file=str(p))
 
 
 def report_markdown(result: Mapping[str, Any], figures: list[str]) -> str:

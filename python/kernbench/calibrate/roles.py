@@ -18,10 +18,12 @@ from kernbench._core import ConfigError
 __all__ = ["provenance_fits", "components", "judge", "summary_lines", "result_lines"]
 
 
-def provenance_fits(overlay: Any, config: Any, dataset: Any) -> dict[str, list[str]]:
+def provenance_fits(overlay: Any, config: Any, dataset: Any, own: Mapping[str, Any] | None = None
+                    ) -> dict[str, list[str]]:
     """{row id: the parameters fitted on it} as the checked config declares: the overlay's own provenance
     when the overlay loads as a machine config (a preset, configs/k200.yaml, an overlay that includes its
-    base), else ``config``'s; {} when neither loads (a bare fragment declares nothing)."""
+    base), else ``config``'s with the overlay fragment's own records (``own``: read_overlay's ``records``) over
+    it. A fitted record naming a row or group the data file lacks is a ConfigError, from either."""
     from kernbench import provenance
 
     for source in (overlay, config):
@@ -31,8 +33,10 @@ def provenance_fits(overlay: Any, config: Any, dataset: Any) -> dict[str, list[s
             records = provenance.read(Path(source) if not isinstance(source, Path) else source)
         except ConfigError:
             continue
+        if source is not overlay:
+            records = {**records, **(own or {})}
         return provenance.fitted_on(records, dataset)
-    return {}
+    return provenance.fitted_on(dict(own or {}), dataset)
 
 
 def components(fitted_on: Mapping[str, Sequence[str]]) -> list[tuple[set[str], set[str]]]:

@@ -128,9 +128,10 @@ def simulate(graph: WorkloadGraph, system, plan: ParallelPlan, *, reuse: bool = 
         layers = max((b.count for b in graph.blocks), default=1)
         return PassTime(float(res.makespan_ps), 0.0, layers, br["by_kind"], br["by_part"], lo.gemm_flops,
                         time.perf_counter() - w0, lo)
+    plan.check_rules(graph)  # the whole graph's names; the reduced one keeps the rules that name its ops
     g, count, inst = reduce_blocks(graph)
     one = ParallelPlan(dp=1, tp=plan.tp, pp=1, sp=plan.sp, microbatches=1, cp=plan.cp, cp_comm_type=plan.cp_comm_type,
-                       pes=None if plan.pes is None else plan.pes[:plan.tp * plan.cp], rules=plan.rules,
+                       pes=None if plan.pes is None else plan.pes[:plan.tp * plan.cp], rules=plan.rules_matching(g),
                        algorithm=plan.algorithm)
     plan.place(system)  # the whole plan must fit, even though one stage's group is simulated
     lo = lower(g, system, one, precision=precision, launch=launch)
@@ -296,6 +297,8 @@ def inference(model: Union[WorkloadGraph, Builder], system, plan: ParallelPlan |
         pre_g = model
     else:
         build = model
+        if decode_steps:  # the longest context first: a model refuses one past its positions before any work
+            build(1, 1, prompt + decode_steps)
         pre_g = build(batch, prompt, prompt)
     sysf = system_factory or (lambda: system)
     # The serving framework's host time per step (gpu.framework_step), paid between steps on a GPU target.

@@ -120,9 +120,13 @@ def decoder_graph(batch: int = 1, seq: int = 128, kv_len: int | None = None, *, 
     whole(V, f"{name}: dims['vocab']", 1)
     L = whole(layers if layers is not None else dims.get("layers", 1), f"{name}: layers", 1)
     batch, seq = whole(batch, f"{name}: batch", 1), whole(seq, f"{name}: seq", 1)
+    given = kv_len is not None  # a serving iteration's graph leaves it out: its attention parts carry the keys
     kv_len = seq if kv_len is None else whole(kv_len, f"{name}: kv_len", 1)
     if positions == "learned" and kv_len > dims.get("max_positions", kv_len):
         raise WorkloadError(f"{name}: kv_len {kv_len} exceeds the {dims['max_positions']} learned positions")
+    if given and kv_len > dims.get("max_positions", kv_len):  # rotary and ALiBi models too: past what it learned
+        raise WorkloadError(f"{name}: kv_len {kv_len} (prompt + generated tokens) is past the model's "
+                            f"{dims['max_positions']} positions (max_positions)")
     T = batch * seq
     act = TensorSpec((batch, seq, H), dtype)
     ops: list[Op] = []

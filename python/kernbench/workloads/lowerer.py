@@ -166,6 +166,7 @@ class Lowerer:
     def __init__(self, graph: WorkloadGraph, system, plan: ParallelPlan, program: Program, *, precision: str | None,
                  fuse: bool, attention_tiles: tuple[int, int], launch: str | None = None):
         self.g, self.system, self.plan, self.prog = graph, system, plan, program
+        plan.check_rules(graph)
         self.target = target_for(system, launch)
         if self.target.name == "k200":
             raise WorkloadError(f"{graph.name}: the K200 host runs a workload as one stream of its own steps (the "
@@ -445,7 +446,13 @@ class Lowerer:
         if i in self.leader_of:  # a sibling computed by its leader's fused GEMM
             lead = self.leader_of[i]
             return self.fused_out[lead]
-        m, n, k, b = self.tok(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+        m, n, k, b = int(a["m"]), int(a["n"]), int(a["k"]), int(a.get("batch", 1))
+        want = 2 * m * n * k * b + int(a.get("bias_flops", 0))
+        if op.flops and op.flops != want:  # the GEMM timed is the attrs': a count that disagrees is not run silently
+            raise self.err(i, f"flops = {op.flops}, but its attrs m x n x k = {m} x {n} x {k} (batch {b}) make 2 m n "
+                              f"k batch{' + bias_flops' if 'bias_flops' in a else ''} = {want}: the lowering times the "
+                              "attrs (give flops=0 or the matching count)")
+        m = self.tok(m)  # a cp rank's tokens
         rule = self.rule_override(i)
         if a.get("weight"):
             rule = rule or (("row" if sin == SHARD else "column") if tp > 1 else "replicated")

@@ -201,6 +201,11 @@ class ParallelPlan:
             raise WorkloadError(f"plan: interleave = {self.interleave} (Megatron-LM's interleaved 1F1B) runs the "
                                 f"microbatches in groups of pp: microbatches = {self.microbatches} is not a multiple "
                                 f"of pp = {self.pp}")
+        if not (isinstance(self.sp, bool) or type(self.sp).__name__ == "bool_"):  # 'no' would turn SP on
+            raise WorkloadError(f"plan: sp must be True or False, got {self.sp!r}")
+        object.__setattr__(self, "sp", bool(self.sp))
+        if not isinstance(self.algorithm, str):
+            raise WorkloadError(f"plan: algorithm must be a collective algorithm's name, got {self.algorithm!r}")
         if self.sp and self.tp == 1:
             raise WorkloadError("plan: sp (sequence parallelism) splits over the tensor-parallel ranks: it needs tp > 1")
         if isinstance(self.clip_grad, bool) or not isinstance(self.clip_grad, (int, float)) or not (
@@ -245,6 +250,20 @@ class ParallelPlan:
                 if best is None or len(prefix) > len(best[0]):
                     best = (prefix, rule)
         return best[1] if best else None
+
+    def rules_matching(self, graph) -> dict[str, str]:
+        """The rules that name an op of ``graph`` (the op itself, or a prefix of its dotted name)."""
+        names = [op.name for op in graph.ops]
+        return {p: r for p, r in self.rules.items() if any(n == p or n.startswith(p + ".") for n in names)}
+
+    def check_rules(self, graph) -> None:
+        """A rule that names no op of ``graph`` is refused (it would be ignored without a word)."""
+        unknown = sorted(set(self.rules) - set(self.rules_matching(graph)))
+        if unknown:
+            example = next((op.name for op in graph.ops if op.kind == "matmul"), graph.ops[0].name if graph.ops
+                           else "")
+            raise WorkloadError(f"plan: rules[{unknown[0]!r}] names no op of {graph.name} (an op's name or a prefix "
+                                f"of its dotted name, e.g. {example!r})")
 
     def place(self, system) -> Placement:
         """The PE groups on ``system`` (WorkloadError when the plan does not fit)."""

@@ -327,6 +327,8 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     budget and the shortfall. ``check_memory=False`` reports the figure (``TrainingEstimate.memory``) without
     refusing."""
     plan = plan or ParallelPlan()
+    if not graph.ops:  # nothing to run: no step time, and no gradient for the data-parallel exchange
+        raise WorkloadError(f"training_step: the graph {graph.name!r} has no ops")
     if replicas is None and not mirror_replicas:
         replicas = "one" if getattr(system, "target", None) == "gpu" else "all"
     replicas = replicas_mode(replicas, mirror_replicas, "training_step")
