@@ -45,36 +45,18 @@ E / ep experts' parameters, reduced over the expert-data-parallel group (kernben
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping
 
 from kernbench.workloads.graph import WorkloadError
-from kernbench.workloads.lowerer import SEQ, Lowerer, forward_pass
-from kernbench.workloads.moe_lower import exchange, expert_op, lower_moe, record, routes
+from kernbench.workloads.lowerer import SEQ, Lowerer
+from kernbench.workloads.moe_lower import exchange, expert_op, record, routes, sources
 
-__all__ = ["forward_chunk", "backward_moe", "drive", "MOE_REQUEST", "MOE_RECOMPUTE"]
+__all__ = ["backward_moe", "drive", "MOE_REQUEST", "MOE_RECOMPUTE"]
 
 #: What a replica's backward generator yields at an MoE op: ``(MOE_REQUEST, op, deps)``.
 MOE_REQUEST = "moe"
 #: What it yields at an MoE op its full recompute runs again: ``(MOE_RECOMPUTE, op, view of its memo)``.
 MOE_RECOMPUTE = "moe recompute"
-
-
-def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int], memos: list[dict],
-                  run: Callable[[int, Sequence[int]], None]) -> None:
-    """The forward of the graph-ordered ``ops`` (one model chunk) of microbatch ``mb`` on every replica:
-    ``run(rep, ops)`` lowers a run of non-MoE ops on replica ``rep``; each MoE op is lowered over its EP groups
-    once every replica has lowered the ops before it (``memos[rep]``: replica rep's memo of this microbatch)."""
-    seg: list[int] = []
-    for i in list(ops) + [None]:
-        if i is not None and L.g.ops[i].kind != "moe":
-            seg.append(i)
-            continue
-        if seg:
-            for rep in L.replicas:
-                run(rep, seg)
-        seg = []
-        if i is not None:
-            lower_moe(L, i, mb, stages[i], memos)
 
 
 def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, dict], dict]) -> None:
@@ -107,35 +89,37 @@ def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, d
         sends = lower_request(tag, op, {r: v[2] for r, v in reqs.items()})
 
 
-def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]], memos: list[dict]) -> dict:
+def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]],
+                 memos: Mapping[int, dict]) -> dict:
     """The backward of MoE op ``i`` of microbatch ``mb`` on every EP group of ``stage`` (module doc). ``deps[rep]``:
-    replica rep's incoming gradients per tp rank; ``memos[rep]`` its forward memo of this microbatch. Returns per
-    replica (the op's input gradients, its expert weight gradients), each per tp rank."""
+    data rank rep's incoming gradients per tp rank; ``memos[rep]`` its forward memo of this microbatch. Returns per
+    data rank (the op's input gradients, its expert weight gradients), each per tp rank."""
     op, plan = L.g.ops[i], L.plan
     R = routes(L, i)
     K, H, F, T, per, eb = (R[k] for k in ("K", "H", "F", "T", "per", "e_bytes"))
     ep, tp = plan.ep, plan.tp
     named: dict = {}
-    gathered = tp > 1 and L.state_in(i, memos[0]["state"]) != SEQ  # the forward's tp all-gather
+    gathered = tp > 1 and L.state_in(i, memos[L.replicas[0]]["state"]) != SEQ  # the forward's tp all-gather
     out: dict[int, list] = {}
     wgrad: dict[int, list] = {}
-    for grp in range(len(L.replicas) // ep):  # every EP group, or group 0 alone (represent_replicas)
+    for grp in range(len(L.replicas) // ep):  # every EP group, or those of the period (represent_replicas)
         reps = [grp * ep + j for j in range(ep)]
         for t in range(tp):
             pes = L.out.placement.ep_group(grp, stage, t)
-            tok, sent, rows = R["tok"][t], R["sent"][t], R["rows"][t]
+            src = sources(L, R, reps, t)
             first = len(L.prog)
-            cb = [L.vector(pes[s], tok * H, H, eb, K + 1, 1, K, f"{op.name}.combine backward", deps[reps[s]][t])
-                  for s in range(ep)]
+            cb = [L.vector(pes[s], src[s]["tok"] * H, H, eb, K + 1, 1, K, f"{op.name}.combine backward",
+                           deps[reps[s]][t]) for s in range(ep)]
             L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.combine")
             first = len(L.prog)
-            comb_ops, arrive = exchange(L, pes, lambda s, j: rows[j] * H * eb, cb, f"{op.name} combine backward")
+            comb_ops, arrive = exchange(L, pes, lambda s, j: src[s]["rows"][j] * H * eb, cb,
+                                        f"{op.name} combine backward")
             L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} combine backward")
             done, ran = [], {}
             for j in range(ep):
                 h = cb[j] + arrive[j]
                 for e in range(j * per, (j + 1) * per):
-                    r = ep * sent[e]
+                    r = sum(x["sent"][e] for x in src)
                     ran[e] = r
                     if r:
                         first = len(L.prog)
@@ -148,18 +132,18 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
                         L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.{e}")
                 done.append(h)
             first = len(L.prog)
-            disp_ops, back = exchange(L, pes, lambda j, s: rows[j] * H * eb, done, f"{op.name} dispatch backward")
+            disp_ops, back = exchange(L, pes, lambda j, s: src[s]["rows"][j] * H * eb, done,
+                                      f"{op.name} dispatch backward")
             L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} dispatch backward")
             for s in range(ep):
                 out.setdefault(reps[s], [None] * tp)[t] = done[s] + back[s]
                 wgrad.setdefault(reps[s], [None] * tp)[t] = done[s]
-            record(L, op, "backward", mb, grp, stage, t, pes, sent, rows, H * eb, disp_ops, comb_ops, ran,
-                   (sum(R["slices"][t]) - sum(sent)) * ep, tok * ep, K)
-    if gathered:  # the input gradient's token slices gathered over each replica's tp group
+            record(L, op, "backward", mb, grp, stage, t, pes, src, H * eb, disp_ops, comb_ops, ran, K)
+    if gathered:  # the input gradient's token slices gathered over each data rank's tp group
         for r in L.replicas:
             group = L.out.placement.group(r, stage)
             first = len(L.prog)
-            ag = L.collective("all_gather", group, T * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
+            ag = L.collective("all_gather", group, L.tok(T) * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
             L.span(i, "all_gather", first, stage, "backward", mb, op.name + " dgrad all-gather")
             out[r] = [ag] * tp
     return {r: (out[r], wgrad[r]) for r in out}
