@@ -146,7 +146,7 @@ def test_one_or_mirrored_replicas_equal_every_data_rank(h100, dp, ep):
     g = get_model("mixtral-8x7b").graph(1, 256, layers=1)
     plan = ParallelPlan(dp=dp, cp=2, ep=ep)
     assert plan.period == math.lcm(2, ep)
-    full = estimate.training_step(g, System.load(H100), plan, reuse=False, check_memory=False)
+    full = estimate.training_step(g, System.load(H100), plan, reuse=False, replicas="all", check_memory=False)
     for mode, tol in (("mirror", 1e-6), ("one", 5e-3)):
         got = estimate.training_step(g, System.load(H100), plan, reuse=False, replicas=mode, check_memory=False)
         assert got.step_ms == pytest.approx(full.step_ms, rel=tol) and got.counts == full.counts
@@ -160,8 +160,8 @@ def test_the_extended_step_equals_the_full_lowering(h100):
     microbatches equals every microbatch simulated within 0.1 %, with the full step's FLOPs and kernel counts."""
     g = get_model("mixtral-8x7b").graph(1, 256, layers=4)
     plan = ParallelPlan(cp=2, ep=2, pp=2, microbatches=12)
-    ext = estimate.training_step(g, System.load(H100), plan, reuse=True, check_memory=False)
-    full = estimate.training_step(g, System.load(H100), plan, reuse=False, check_memory=False)
+    ext = estimate.training_step(g, System.load(H100), plan, reuse=True, replicas="all", check_memory=False)
+    full = estimate.training_step(g, System.load(H100), plan, reuse=False, replicas="all", check_memory=False)
     assert "microbatches" in ext.reuse["extended"], ext.reuse
     assert full.reuse["microbatches"] == [12] and sum(ext.reuse["microbatches"]) < 36
     assert ext.step_ms == pytest.approx(full.step_ms, rel=1e-3)

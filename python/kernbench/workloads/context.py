@@ -40,7 +40,10 @@ backward (two kernels), an all-to-all of dQ, dK, dV. Both head counts per tp ran
 
 Scope: the GPU target (the SIP machine's GQA cases have no causal block split); prefill-shaped attention only
 (q_len = kv_len: a training step, an inference prefill; a decode step or a prompt over a cached prefix with cp > 1
-is refused); no MoE layers, convolutions or activation x activation matmuls (an unfused attention) with cp > 1.
+is refused); no convolutions or activation x activation matmuls (an unfused attention) with cp > 1. MoE layers run
+with cp > 1: their EP groups are formed over the dp x cp data ranks (kernbench.workloads.plan), each cp rank
+dispatching its share of the tokens (moe_lower), and ``forward_chunk`` lowers a chunk op-major at both attention
+and MoE ops.
 ``Lowered.cp`` records each exchange and kernel (``record``), which the tests and the docs read.
 """
 
@@ -51,7 +54,8 @@ from typing import Callable, Mapping, Sequence
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 from kernbench.workloads.lowerer import SHARD, Lowerer, dep_fn
 
-__all__ = ["check_cp", "ring_steps", "spans", "forward_chunk", "forward_pass", "attention", "CP_REQUEST", "CP_RECOMPUTE"]
+__all__ = ["check_cp", "ring_steps", "spans", "forward_chunk", "forward_pass", "attention", "CP_REQUEST",
+           "CP_RECOMPUTE"]
 
 #: What a data rank's backward generator yields at an attention op with cp > 1: ``(CP_REQUEST, op, deps)``, or
 #: ``(CP_RECOMPUTE, op, deps)`` for full recompute's forward of it (moe_train.drive lowers it over the cp groups).

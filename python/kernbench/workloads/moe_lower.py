@@ -1,21 +1,23 @@
 """Lowering an MoE layer's routed experts (the ``moe`` op) over an expert-parallel group.
 
-The ``moe`` op of one microbatch runs on every EP group at once (``ParallelPlan.ep`` consecutive data-parallel
-replicas of a stage, plan.py), so an inference pass with MoE layers lowers op-major within a microbatch
-(``moe_forward_pass``): the ops up to an MoE op on every replica, then the MoE op over each EP group
-(``lower_moe``), then on.
+The ``moe`` op of one microbatch runs on every EP group at once (``ParallelPlan.ep`` consecutive data ranks of a
+stage, plan.py: the dp x cp ranks, Megatron-Core's EP groups), so an inference pass with MoE layers lowers op-major
+within a microbatch (``moe_forward_pass``, context.forward_chunk): the ops up to an MoE op on every data rank, then
+the MoE op over each EP group (``lower_moe``), then on (with cp > 1 each attention op over its cp groups too).
 
 For tensor-parallel rank t of EP group g (PEs ``Placement.ep_group(g, stage, t)``; EP rank j holds experts
 ``j*E/ep .. (j+1)*E/ep - 1``):
 
-* tokens: each tp rank routes its slice of the microbatch's tokens (``moe.split_counts`` of the op's per-expert
-  ``counts``), so a tp group's ranks dispatch disjoint tokens; with ``sp`` the slice is already the rank's, else
-  the layer ends with an all-gather of the tokens over the tp group (its output replicated again);
+* tokens: each data rank holds 1/cp of the microbatch's tokens, cp rank c routing share c of each expert's count
+  (``moe.split_counts`` of the op's per-expert ``counts`` over cp; ``routes``), and each tp rank routes its slice of
+  those (split_counts over tp), so a tp group's ranks dispatch disjoint tokens; with ``sp`` the slice is already
+  the rank's, else the layer ends with an all-gather of the tokens over the tp group (its output replicated
+  again); the sources of an EP group (``sources``) route their own cp rank's share;
 * capacity: a source sends expert e at most ``ceil(capacity_factor x slice tokens x top_k / E)`` tokens
   (``moe.capacity``); the rest are dropped and counted;
 * dispatch: source i sends EP rank j its tokens for j's experts, ``tokens x hidden x element bytes``, as one
   DMA from i's HBM into j's (a per-pair transfer of the exact bytes: the Program's collective takes no per-pair
-  counts); the tokens for i's own experts stay put;
+  counts); the tokens for i's own experts stay put; an expert runs what all the group's sources send it;
 * experts: rank j runs, for each of its experts e that received r > 0 tokens, the fused gate/up GEMM
   ``r x 2F x H`` (``{op}.{e}.gate_up``, named ``model.layers.3.mlp.experts.5.gate_up``), SiLU x up on
   ``r x F`` and the down GEMM ``r x H x F`` (``{op}.{e}.down``), after every transfer into j;
@@ -40,7 +42,8 @@ from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import REP, SEQ, Lowerer, forward_pass
 from kernbench.workloads.moe import capacity, split_counts
 
-__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "record", "routes", "sources", "expert_op", "exchange"]
+__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "record", "routes", "sources", "expert_op",
+           "exchange"]
 
 
 def moe_ops(graph) -> list[int]:

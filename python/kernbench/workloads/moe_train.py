@@ -1,10 +1,11 @@
-"""A training step of MoE layers (kernbench.workloads.training drives it): the ``moe`` op's forward and backward
-over the expert-parallel groups, and the lockstep of the dp replicas at it.
+"""A training step of MoE layers (kernbench.workloads.training drives it): the ``moe`` op's backward over the
+expert-parallel groups, and the lockstep of the data ranks at the ops that span them.
 
-Forward. An MoE op spans the ``ep`` replicas of an EP group, so a model chunk's forward of microbatch j that holds
-MoE ops runs op-major across the dp replicas (``forward_chunk``): the chunk's ops up to an MoE op on every replica,
-the MoE op over every EP group (moe_lower.lower_moe: dispatch, expert GEMMs, combine), then on. A chunk without
-MoE ops runs replica by replica, as a dense model does.
+Forward. An MoE op spans the ``ep`` data ranks of an EP group (and with cp > 1 an attention op the cp ranks of a
+replica), so a model chunk's forward of microbatch j that holds such ops runs op-major across the data ranks
+(kernbench.workloads.context.forward_chunk): the chunk's ops up to a spanning op on every data rank, the MoE op over
+every EP group (moe_lower.lower_moe: dispatch, expert GEMMs, combine) or the attention over every cp group, then
+on. A chunk without them runs replica by replica, as a dense model does.
 
 Backward of the MoE op (``backward_moe``), per EP group and tensor-parallel rank t, the forward reversed, with the
 token figures of the forward (moe_lower.routes):
@@ -30,17 +31,18 @@ same matrices as the forward's: ``dispatch_tokens[i][j]`` / ``dispatch_bytes[i][
 (forward i -> j, backward j -> i: ``dispatch_ops[j][i]``), ``combine_tokens[j][i]`` (forward j -> i, backward
 i -> j: ``combine_ops[i][j]``).
 
-Lockstep. The backward of a model chunk runs as one generator per replica (training.lower_training) advanced
-unit by unit in turn; at an MoE op each replica's generator yields ``("moe", op, deps)`` (its incoming
+Lockstep. The backward of a model chunk runs as one generator per data rank (training.lower_training) advanced
+unit by unit in turn; at an MoE op each data rank's generator yields ``("moe", op, deps)`` (its incoming
 gradients per tp rank) instead of lowering it, and ``drive`` lowers the op's backward for every EP group once
-every replica has reached it, sending each replica its input gradients and expert weight gradients back. Full
+every data rank has reached it, sending each its input gradients and expert weight gradients back; with cp > 1
+the generators yield at attention too (context.CP_REQUEST), and drive has it lowered over the cp groups. Full
 recompute runs the same way: a replica's recompute of a layer yields ``(MOE_RECOMPUTE, op, view)`` at the MoE op,
 and ``drive`` has the op's forward lowered again (moe_lower.lower_moe, pass ``recompute``) into every replica's
 view once all are there.
 
 Gradients: the MoE op is its own gradient unit (named by the op: ``model.layers.3.mlp.experts``); a rank holds
-E / ep experts' parameters, reduced over the expert-data-parallel group (kernbench.workloads.sharding,
-``DataParallel.expert_group``) and updated there by Adam.
+E / ep experts' parameters, reduced over the expert-data-parallel group of dp x cp / ep data ranks
+(kernbench.workloads.sharding, ``DataParallel.expert_group``) and updated there by Adam.
 """
 
 from __future__ import annotations

@@ -24,9 +24,10 @@ gathers before the layer's forward and backward and a reduce-scatter after it; e
 of the earlier layers, and the layer's optimizer step follows its reduction, on the rank's shard.
 
 MoE layers (``moe`` ops, expert parallelism ``ParallelPlan.ep``): kernbench.workloads.moe_train -- a chunk
-holding MoE ops runs its forward op-major over the replicas, its backward with the replicas in lockstep at each
+holding MoE ops runs its forward op-major over the data ranks, its backward with the data ranks in lockstep at each
 MoE op (the op's backward lowered over every EP group at once), and the experts' gradients are reduced over
-their expert-data-parallel groups (sharding.py; sharding ``none`` only).
+their expert-data-parallel groups (sharding.py; sharding ``none`` only). With context parallelism the same holds at
+attention (kernbench.workloads.context), in the same chunk when the plan has both.
 
 Recompute (``ParallelPlan.recompute``, Megatron-LM's): ``full`` lowers each layer's forward again right
 before its backward, from the layer's input (an MoE layer's too: its dispatch and combine all-to-alls over the EP
