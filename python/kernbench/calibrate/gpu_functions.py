@@ -183,8 +183,8 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
              config="machines/h100-8x-nvswitch.yaml",
              doc="one optimizer step: grad_accum micro-batches per dp rank (the pipeline's m with pp > 1; interleave "
                  "v > 1: Megatron's interleaved 1F1B over pp x v model chunks; ep: expert parallelism carved out "
-                 "of dp; clip_grad: Megatron's --clip-grad, 0 for none: with clipping the optimizer waits for "
-                 "the all-reduced gradient norm; cp: context parallelism, the sequence split over cp GPUs, "
+                 "of the dp x cp data ranks; clip_grad: Megatron's --clip-grad, 0 for none: with clipping the "
+                 "optimizer waits for the all-reduced gradient norm; cp: context parallelism, the sequence split over cp GPUs, "
                  "cp_comm_type p2p (ring) or a2a), on the first dp x cp x tp x pp GPUs of the machine in Megatron's "
                  "rank order (tp-cp-ep-dp-pp), the optimizer and the exposed communication included; memory: the "
                  "peak GiB per GPU (a plan that does not fit its GPUs' memory is refused); vp: Megatron's name of "

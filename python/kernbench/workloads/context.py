@@ -40,18 +40,22 @@ backward (one kernel), an all-to-all of dQ, dK, dV. Both head counts per tp rank
 
 Scope: the GPU target (the SIP machine's GQA cases have no causal block split); prefill-shaped attention only
 (q_len = kv_len: a training step, an inference prefill; a decode step or a prompt over a cached prefix with cp > 1
-is refused); no MoE layers, convolutions or activation x activation matmuls (an unfused attention) with cp > 1.
+is refused); no convolutions or activation x activation matmuls (an unfused attention) with cp > 1. MoE layers run
+with cp > 1: their EP groups are formed over the dp x cp data ranks (kernbench.workloads.plan), each cp rank
+dispatching its share of the tokens (moe_lower), and ``forward_chunk`` lowers a chunk op-major at both attention
+and MoE ops.
 ``Lowered.cp`` records each exchange and kernel (``record``), which the tests and the docs read.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
 from kernbench.workloads.lowerer import SHARD, Lowerer, dep_fn
 
-__all__ = ["check_cp", "ring_steps", "forward_chunk", "forward_pass", "attention", "CP_REQUEST", "CP_RECOMPUTE"]
+__all__ = ["check_cp", "ring_steps", "spans", "forward_chunk", "forward_pass", "attention", "CP_REQUEST",
+           "CP_RECOMPUTE"]
 
 #: What a data rank's backward generator yields at an attention op with cp > 1: ``(CP_REQUEST, op, deps)``, or
 #: ``(CP_RECOMPUTE, op, deps)`` for full recompute's forward of it (moe_train.drive lowers it over the cp groups).
@@ -76,8 +80,7 @@ def check_cp(graph, plan, system) -> None:
                             f"{getattr(system, 'target', '?')!r})")
     for i, op in enumerate(graph.ops):
         a = op.attrs
-        bad = {"moe": "MoE layers (expert parallelism with context parallelism) are not lowered",
-               "conv": "a convolution's tokens are not split"}.get(op.kind)
+        bad = {"conv": "a convolution's tokens are not split"}.get(op.kind)
         if op.kind == "matmul" and not a.get("weight"):
             bad = "an activation x activation matmul (an unfused attention) cannot be split by tokens"
         if bad:
@@ -280,29 +283,44 @@ def attention(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list
     return out
 
 
-def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int], memos: dict[int, dict],
+def spans(L: Lowerer, i: int) -> bool:
+    """Whether op ``i`` spans data ranks (lowered over them at once, not one data rank at a time): an MoE op (its EP
+    group) and, with cp > 1, an attention op (its cp group)."""
+    kind = L.g.ops[i].kind
+    return kind == "moe" or (kind == "attention" and L.cp > 1)
+
+
+def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int], memos: Mapping[int, dict],
                   run: Callable[[int, Sequence[int]], None]) -> None:
-    """The forward of the graph-ordered ``ops`` of microbatch ``mb`` on every lowered data rank: ``run(rep, ops)``
-    lowers a run of ops without attention on data rank ``rep``; each attention op is lowered over the cp groups
-    once every data rank has lowered the ops before it (``memos[rep]``: its memo of this microbatch)."""
+    """The forward of the graph-ordered ``ops`` of microbatch ``mb`` on every lowered data rank, op-major at the
+    ops that span data ranks (``spans``): ``run(rep, ops)`` lowers a run of other ops on data rank ``rep``; once
+    every data rank has lowered the ops before it, an attention op (cp > 1) is lowered over the cp groups and an
+    MoE op over the EP groups (kernbench.workloads.moe_lower) -- both in one chunk when the plan has cp and ep.
+    ``memos[rep]``: data rank rep's memo of this microbatch."""
+    from kernbench.workloads.moe_lower import lower_moe
+
     seg: list[int] = []
     for i in list(ops) + [None]:
-        if i is not None and L.g.ops[i].kind != "attention":
+        if i is not None and not spans(L, i):
             seg.append(i)
             continue
         if seg:
             for rep in L.replicas:
                 run(rep, seg)
         seg = []
-        if i is not None:
-            s = stages[i]
-            deps = {}
-            for rep in L.replicas:
-                dep_of = dep_fn(L, rep, mb, stages, memos[rep], s)
-                deps[rep] = [sum((dep_of(d)[t] for d in L.g.ops[i].deps), []) for t in range(L.plan.tp)]
-            got = attention(L, i, mb, s, deps, "forward")
-            for rep, hs in got.items():
-                memos[rep]["done"][i], memos[rep]["state"][i] = hs, SHARD
+        if i is None:
+            continue
+        if L.g.ops[i].kind == "moe":
+            lower_moe(L, i, mb, stages[i], memos)
+            continue
+        s = stages[i]
+        deps = {}
+        for rep in L.replicas:
+            dep_of = dep_fn(L, rep, mb, stages, memos[rep], s)
+            deps[rep] = [sum((dep_of(d)[t] for d in L.g.ops[i].deps), []) for t in range(L.plan.tp)]
+        got = attention(L, i, mb, s, deps, "forward")
+        for rep, hs in got.items():
+            memos[rep]["done"][i], memos[rep]["state"][i] = hs, SHARD
 
 
 def forward_pass(L: Lowerer, replica: int, mb: int, stages: Sequence[int]) -> None:

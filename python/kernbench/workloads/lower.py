@@ -88,7 +88,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     if phase not in ("inference", "train"):
         raise WorkloadError(f"lower: phase {phase!r}: expected 'inference' or 'train'")
     replicas = replicas_mode(replicas, mirror_replicas, "lower")
-    dp = (plan.ep if moe_ops(graph) else 1) * plan.cp if phase == "train" and replicas == "one" else plan.dp_cp
+    dp = plan.period if phase == "train" and replicas == "one" else plan.dp_cp
     work = len(graph.ops) * plan.microbatches * dp * (3 if phase == "train" else 1)
     if work > MAX_LOWERED_OPS:
         raise WorkloadError(f"lower: {graph.name}: {len(graph.ops)} ops x microbatches {plan.microbatches} x dp "

@@ -1,10 +1,11 @@
-"""A training step of MoE layers (kernbench.workloads.training drives it): the ``moe`` op's forward and backward
-over the expert-parallel groups, and the lockstep of the dp replicas at it.
+"""A training step of MoE layers (kernbench.workloads.training drives it): the ``moe`` op's backward over the
+expert-parallel groups, and the lockstep of the data ranks at the ops that span them.
 
-Forward. An MoE op spans the ``ep`` replicas of an EP group, so a model chunk's forward of microbatch j that holds
-MoE ops runs op-major across the dp replicas (``forward_chunk``): the chunk's ops up to an MoE op on every replica,
-the MoE op over every EP group (moe_lower.lower_moe: dispatch, expert GEMMs, combine), then on. A chunk without
-MoE ops runs replica by replica, as a dense model does.
+Forward. An MoE op spans the ``ep`` data ranks of an EP group (and with cp > 1 an attention op the cp ranks of a
+replica), so a model chunk's forward of microbatch j that holds such ops runs op-major across the data ranks
+(kernbench.workloads.context.forward_chunk): the chunk's ops up to a spanning op on every data rank, the MoE op over
+every EP group (moe_lower.lower_moe: dispatch, expert GEMMs, combine) or the attention over every cp group, then
+on. A chunk without them runs replica by replica, as a dense model does.
 
 Backward of the MoE op (``backward_moe``), per EP group and tensor-parallel rank t, the forward reversed, with the
 token figures of the forward (moe_lower.routes):
@@ -30,51 +31,34 @@ same matrices as the forward's: ``dispatch_tokens[i][j]`` / ``dispatch_bytes[i][
 (forward i -> j, backward j -> i: ``dispatch_ops[j][i]``), ``combine_tokens[j][i]`` (forward j -> i, backward
 i -> j: ``combine_ops[i][j]``).
 
-Lockstep. The backward of a model chunk runs as one generator per replica (training.lower_training) advanced
-unit by unit in turn; at an MoE op each replica's generator yields ``("moe", op, deps)`` (its incoming
+Lockstep. The backward of a model chunk runs as one generator per data rank (training.lower_training) advanced
+unit by unit in turn; at an MoE op each data rank's generator yields ``("moe", op, deps)`` (its incoming
 gradients per tp rank) instead of lowering it, and ``drive`` lowers the op's backward for every EP group once
-every replica has reached it, sending each replica its input gradients and expert weight gradients back. Full
+every data rank has reached it, sending each its input gradients and expert weight gradients back; with cp > 1
+the generators yield at attention too (context.CP_REQUEST), and drive has it lowered over the cp groups. Full
 recompute runs the same way: a replica's recompute of a layer yields ``(MOE_RECOMPUTE, op, view)`` at the MoE op,
 and ``drive`` has the op's forward lowered again (moe_lower.lower_moe, pass ``recompute``) into every replica's
 view once all are there.
 
 Gradients: the MoE op is its own gradient unit (named by the op: ``model.layers.3.mlp.experts``); a rank holds
-E / ep experts' parameters, reduced over the expert-data-parallel group (kernbench.workloads.sharding,
-``DataParallel.expert_group``) and updated there by Adam.
+E / ep experts' parameters, reduced over the expert-data-parallel group of dp x cp / ep data ranks
+(kernbench.workloads.sharding, ``DataParallel.expert_group``) and updated there by Adam.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping
 
 from kernbench.workloads.graph import WorkloadError
-from kernbench.workloads.lowerer import SEQ, Lowerer, forward_pass
-from kernbench.workloads.moe_lower import exchange, expert_op, lower_moe, record, routes
+from kernbench.workloads.lowerer import SEQ, Lowerer
+from kernbench.workloads.moe_lower import exchange, expert_op, record, routes, sources
 
-__all__ = ["forward_chunk", "backward_moe", "drive", "MOE_REQUEST", "MOE_RECOMPUTE"]
+__all__ = ["backward_moe", "drive", "MOE_REQUEST", "MOE_RECOMPUTE"]
 
 #: What a replica's backward generator yields at an MoE op: ``(MOE_REQUEST, op, deps)``.
 MOE_REQUEST = "moe"
 #: What it yields at an MoE op its full recompute runs again: ``(MOE_RECOMPUTE, op, view of its memo)``.
 MOE_RECOMPUTE = "moe recompute"
-
-
-def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int], memos: list[dict],
-                  run: Callable[[int, Sequence[int]], None]) -> None:
-    """The forward of the graph-ordered ``ops`` (one model chunk) of microbatch ``mb`` on every replica:
-    ``run(rep, ops)`` lowers a run of non-MoE ops on replica ``rep``; each MoE op is lowered over its EP groups
-    once every replica has lowered the ops before it (``memos[rep]``: replica rep's memo of this microbatch)."""
-    seg: list[int] = []
-    for i in list(ops) + [None]:
-        if i is not None and L.g.ops[i].kind != "moe":
-            seg.append(i)
-            continue
-        if seg:
-            for rep in L.replicas:
-                run(rep, seg)
-        seg = []
-        if i is not None:
-            lower_moe(L, i, mb, stages[i], memos)
 
 
 def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, dict], dict]) -> None:
@@ -107,35 +91,37 @@ def drive(L: Lowerer, gens: list[Iterator], lower_request: Callable[[str, int, d
         sends = lower_request(tag, op, {r: v[2] for r, v in reqs.items()})
 
 
-def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]], memos: list[dict]) -> dict:
+def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list]],
+                 memos: Mapping[int, dict]) -> dict:
     """The backward of MoE op ``i`` of microbatch ``mb`` on every EP group of ``stage`` (module doc). ``deps[rep]``:
-    replica rep's incoming gradients per tp rank; ``memos[rep]`` its forward memo of this microbatch. Returns per
-    replica (the op's input gradients, its expert weight gradients), each per tp rank."""
+    data rank rep's incoming gradients per tp rank; ``memos[rep]`` its forward memo of this microbatch. Returns per
+    data rank (the op's input gradients, its expert weight gradients), each per tp rank."""
     op, plan = L.g.ops[i], L.plan
     R = routes(L, i)
     K, H, F, T, per, eb = (R[k] for k in ("K", "H", "F", "T", "per", "e_bytes"))
     ep, tp = plan.ep, plan.tp
     named: dict = {}
-    gathered = tp > 1 and L.state_in(i, memos[0]["state"]) != SEQ  # the forward's tp all-gather
+    gathered = tp > 1 and L.state_in(i, memos[L.replicas[0]]["state"]) != SEQ  # the forward's tp all-gather
     out: dict[int, list] = {}
     wgrad: dict[int, list] = {}
-    for grp in range(len(L.replicas) // ep):  # every EP group, or group 0 alone (represent_replicas)
+    for grp in range(len(L.replicas) // ep):  # every EP group, or those of the period (represent_replicas)
         reps = [grp * ep + j for j in range(ep)]
         for t in range(tp):
             pes = L.out.placement.ep_group(grp, stage, t)
-            tok, sent, rows = R["tok"][t], R["sent"][t], R["rows"][t]
+            src = sources(L, R, reps, t)
             first = len(L.prog)
-            cb = [L.vector(pes[s], tok * H, H, eb, K + 1, 1, K, f"{op.name}.combine backward", deps[reps[s]][t])
-                  for s in range(ep)]
+            cb = [L.vector(pes[s], src[s]["tok"] * H, H, eb, K + 1, 1, K, f"{op.name}.combine backward",
+                           deps[reps[s]][t]) for s in range(ep)]
             L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.combine")
             first = len(L.prog)
-            comb_ops, arrive = exchange(L, pes, lambda s, j: rows[j] * H * eb, cb, f"{op.name} combine backward")
+            comb_ops, arrive = exchange(L, pes, lambda s, j: src[s]["rows"][j] * H * eb, cb,
+                                        f"{op.name} combine backward")
             L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} combine backward")
             done, ran = [], {}
             for j in range(ep):
                 h = cb[j] + arrive[j]
                 for e in range(j * per, (j + 1) * per):
-                    r = ep * sent[e]
+                    r = sum(x["sent"][e] for x in src)
                     ran[e] = r
                     if r:
                         first = len(L.prog)
@@ -148,18 +134,18 @@ def backward_moe(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[l
                         L.span(i, "moe", first, stage, "backward", mb, f"{op.name}.{e}")
                 done.append(h)
             first = len(L.prog)
-            disp_ops, back = exchange(L, pes, lambda j, s: rows[j] * H * eb, done, f"{op.name} dispatch backward")
+            disp_ops, back = exchange(L, pes, lambda j, s: src[s]["rows"][j] * H * eb, done,
+                                      f"{op.name} dispatch backward")
             L.span(i, "alltoall", first, stage, "backward", mb, f"{op.name} dispatch backward")
             for s in range(ep):
                 out.setdefault(reps[s], [None] * tp)[t] = done[s] + back[s]
                 wgrad.setdefault(reps[s], [None] * tp)[t] = done[s]
-            record(L, op, "backward", mb, grp, stage, t, pes, sent, rows, H * eb, disp_ops, comb_ops, ran,
-                   (sum(R["slices"][t]) - sum(sent)) * ep, tok * ep, K)
-    if gathered:  # the input gradient's token slices gathered over each replica's tp group
+            record(L, op, "backward", mb, grp, stage, t, pes, src, H * eb, disp_ops, comb_ops, ran, K)
+    if gathered:  # the input gradient's token slices gathered over each data rank's tp group
         for r in L.replicas:
             group = L.out.placement.group(r, stage)
             first = len(L.prog)
-            ag = L.collective("all_gather", group, T * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
+            ag = L.collective("all_gather", group, L.tok(T) * H * eb, sum(out[r], []), op.name + " dgrad all-gather")
             L.span(i, "all_gather", first, stage, "backward", mb, op.name + " dgrad all-gather")
             out[r] = [ag] * tp
     return {r: (out[r], wgrad[r]) for r in out}

@@ -24,12 +24,17 @@ lowering numbers them ``r = replica x cp + c`` (the *data ranks*, ``ParallelPlan
 ``Placement.groups[r][stage]`` is data rank r's tensor-parallel group; with cp = 1 the data ranks are the
 replicas. ``Placement.cp_group(replica, stage, t)`` is the context-parallel group of tensor-parallel rank t.
 
-Expert parallelism (``ep``, for a graph with MoE layers: kernbench.workloads.moe) is carved out of data
-parallelism: ``ep`` divides ``dp`` and the GPUs stay ``dp x pp x tp``. An EP group is ``ep`` consecutive
-data-parallel replicas of the same stage and tensor-parallel rank (in rank order ``tp`` apart: Megatron's
-tp-ep-dp-pp): replicas ``g*ep .. g*ep + ep - 1`` of stage
-s, rank t (``Placement.ep_group(g, s, t)``); EP rank j is replica ``g*ep + j`` and holds experts
-``j*E/ep .. (j+1)*E/ep - 1``. The replicas of a group run different tokens through the same experts, so
+Expert parallelism (``ep``, for a graph with MoE layers: kernbench.workloads.moe) is carved out of the data
+ranks: ``ep`` divides ``dp x cp`` (Megatron-Core's rule: its expert-data-parallel size ``world / (tp x ep x pp)``
+must be whole) and the GPUs stay ``dp x cp x pp x tp``. An EP group is ``ep`` consecutive data ranks of the same
+stage and tensor-parallel rank (in rank order ``tp`` apart): data ranks ``g*ep .. g*ep + ep - 1`` of stage s, rank
+t (``Placement.ep_group(g, s, t)``); EP rank j is data rank ``g*ep + j`` and holds experts
+``j*E/ep .. (j+1)*E/ep - 1``. These are the groups of Megatron-Core's expert rank generator
+(``parallel_state.initialize_model_parallel``: ``RankGenerator(tp=expert tp, ep=ep, dp=world / (expert tp x ep x
+pp), cp=1, order="tp-cp-ep-dp-pp")``, its ``get_ranks("ep")``) with the expert tensor-parallel size at its default,
+the tp size: the expert grid lays ep innermost after tp over the same ranks the dense grid lays cp then dp over, so
+with cp > 1 an EP group takes the cp ranks of a replica first (cp 2, ep 2: the two cp ranks of one replica; cp 2,
+ep 4: the cp ranks of two replicas). The data ranks of a group run different tokens through the same experts, so
 their attention and dense weights are still plain data-parallel copies.
 
 Tensor parallelism follows Megatron-LM. Every activation is either
@@ -64,6 +69,7 @@ it at a dot.
 
 from __future__ import annotations
 
+import math
 from dataclasses import InitVar, dataclass, field
 from typing import Mapping, Sequence
 
@@ -121,7 +127,8 @@ class Placement:
         return tuple(rep[stage][t] for rep in self.groups)
 
     def ep_group(self, g: int, stage: int = 0, t: int = 0) -> tuple[str, ...]:
-        """EP group ``g`` of ``stage`` at tensor-parallel rank ``t``: the PEs of replicas g*ep .. g*ep + ep - 1."""
+        """EP group ``g`` of ``stage`` at tensor-parallel rank ``t``: the PEs of data ranks g*ep .. g*ep + ep - 1
+        (with cp = 1 the replicas; the module doc)."""
         ep = self.plan.ep
         return tuple(self.groups[g * ep + j][stage][t] for j in range(ep))
 
@@ -142,7 +149,8 @@ class ParallelPlan:
     pipeline's ``interleave``: 1 is plain 1F1B; v > 1 is Megatron-LM's interleaved 1F1B (virtual pipeline), the
     layers cut into pp x v model chunks, rank s holding chunks s, s + pp, ... (kernbench.workloads.training).
     Megatron needs pp > 1 and microbatches a multiple of pp to interleave, and so does the plan. ``ep``: expert
-    parallelism for MoE layers, carved out of dp (it must divide dp; the module doc gives the rank order).
+    parallelism for MoE layers, carved out of the dp x cp data ranks (it must divide dp x cp; the module doc gives
+    the rank order).
     ``fidelity``: how a GPU machine's collectives are simulated (kernbench.ccl.collective, docs/ccl.md
     "Fidelity"): ``auto`` (every step unless one collective alone is too large to; in a training step NCCL's ring
     on a flow fabric runs as the pipeline: Lowerer.fidelity), ``steps``, or ``pipeline`` (one coflow per channel,
@@ -191,9 +199,15 @@ class ParallelPlan:
                 each = {"microbatches": "microbatch", "interleave": "model chunk"}.get(name, "rank")
                 raise WorkloadError(f"plan: {name} = {v}: over the limit of {limit} (each {each} is lowered and "
                                     "simulated op by op)")
-        if self.dp % self.ep:
+        if self.cp == 1 and self.dp % self.ep:
             raise WorkloadError(f"plan: ep = {self.ep} (expert parallelism, carved out of data parallelism) must "
                                 f"divide dp = {self.dp}")
+        if self.dp_cp % self.ep:
+            # Megatron-Core's initialize_model_parallel: world_size must divide by expert tp x ep x pp (its
+            # expert-data-parallel size world / (tp x ep x pp), expert tp at its default, the tp size): ep | dp x cp
+            raise WorkloadError(f"plan: ep = {self.ep} (expert parallelism, carved out of the dp x cp data ranks) must "
+                                f"divide dp x cp = {self.dp} x {self.cp} = {self.dp_cp} (Megatron-Core's "
+                                f"expert-data-parallel size, world / (tp x ep x pp), must be whole)")
         if self.interleave > 1 and self.pp == 1:
             raise WorkloadError(f"plan: interleave = {self.interleave} interleaves the model chunks of a pipeline: "
                                 "it needs pp > 1 (pp = 1)")
@@ -241,6 +255,12 @@ class ParallelPlan:
         """The data ranks of a stage's tensor-parallel rank: dp x cp ranks holding the same weights (Megatron's
         data-parallel group with context parallelism), over which the gradients are reduced."""
         return self.dp * self.cp
+
+    @property
+    def period(self) -> int:
+        """Data ranks r and r + period run the same compute (attention's ring work depends on the cp rank, an
+        expert's tokens on the cp ranks of its EP group): lcm(cp, ep), a divisor of dp x cp."""
+        return self.cp * self.ep // math.gcd(self.cp, self.ep)
 
     def rule_for(self, name: str) -> str | None:
         """The override for op ``name`` (the longest matching prefix), or None."""

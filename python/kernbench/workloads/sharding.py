@@ -43,8 +43,8 @@ parameter of the one root unit, as before.
 
 MoE layers (sharding ``none`` only; the training lowering refuses the others): an MoE op's routed experts are a
 unit of their own. A rank holds E / ep of them, whole, so their gradients are all-reduced not over the dp group but
-over the expert-data-parallel group of its EP rank j (``expert_group``: rank j of each of the dp / ep EP groups,
-at every tensor-parallel rank), once after the last microbatch, on that group's own stream; Adam then updates the
+over the expert-data-parallel group of its EP rank j (``expert_group``: rank j of each of the dp x cp / ep EP
+groups, at every tensor-parallel rank), once after the last microbatch, on that group's own stream; Adam then updates the
 rank's experts. Their bytes count as ``expert_all_reduce``.
 
 On a GPU a rank's data-parallel collectives run one after another, in the order they are issued: PyTorch's
@@ -173,10 +173,11 @@ class DataParallel:
 
     def expert_group(self, s: int, j: int) -> list[str]:
         """The expert-data-parallel group of EP rank ``j`` on stage ``s``: every PE holding EP rank j's experts --
-        rank j of each of the dp / ep EP groups, at every tensor-parallel rank (each tp rank runs whole experts
-        on its token slice: moe_lower), dp / ep x tp PEs."""
+        rank j of each of the dp x cp / ep EP groups (Megatron-Core's expert-data-parallel group spans the data
+        ranks, cp included), at every tensor-parallel rank (each tp rank runs whole experts on its token slice:
+        moe_lower), dp x cp / ep x tp PEs."""
         pl, ep = self.L.out.placement, self.plan.ep
-        return [pl.group(g * ep + j, s)[t] for g in range(self.plan.dp // ep) for t in range(self.plan.tp)]
+        return [pl.group(g * ep + j, s)[t] for g in range(self.plan.dp_cp // ep) for t in range(self.plan.tp)]
 
     def stream(self, s: int, t) -> _Stream:
         if (s, t) not in self.streams:
@@ -302,7 +303,7 @@ class DataParallel:
         src = {r: q for q in reps for r in self.L.stand_ins(q)}  # replica -> the lowered one standing for it
         # per PE of expert_group's order: its own gradients
         own = [list(self.wgrads.get((src[g * plan.ep + j], key, t, mb), []))
-               for g in range(plan.dp // plan.ep) for t in range(plan.tp)]
+               for g in range(plan.dp_cp // plan.ep) for t in range(plan.tp)]
         pes = self.expert_group(s, j)
         if len(pes) < 2:
             self.wgrads[("experts", key, j, mb)] = own[0]

@@ -25,9 +25,10 @@ gathers before the layer's forward and backward and a reduce-scatter after it; e
 of the earlier layers, and the layer's optimizer step follows its reduction, on the rank's shard.
 
 MoE layers (``moe`` ops, expert parallelism ``ParallelPlan.ep``): kernbench.workloads.moe_train -- a chunk
-holding MoE ops runs its forward op-major over the replicas, its backward with the replicas in lockstep at each
+holding MoE ops runs its forward op-major over the data ranks, its backward with the data ranks in lockstep at each
 MoE op (the op's backward lowered over every EP group at once), and the experts' gradients are reduced over
-their expert-data-parallel groups (sharding.py; sharding ``none`` only).
+their expert-data-parallel groups (sharding.py; sharding ``none`` only). With context parallelism the same holds at
+attention (kernbench.workloads.context), in the same chunk when the plan has both.
 
 Recompute (``ParallelPlan.recompute``, Megatron-LM's): ``full`` lowers each layer's forward again right
 before its backward, from the layer's input (an MoE layer's too: its dispatch and combine all-to-alls over the EP
@@ -68,7 +69,7 @@ from kernbench.workloads.graph import WorkloadError
 from kernbench.workloads.lowerer import SEQ, SHARD, VECTOR_PASSES, Lowerer, forward_pass, stage_ranges
 from kernbench.workloads import context
 from kernbench.workloads.moe_lower import lower_moe
-from kernbench.workloads.moe_train import MOE_RECOMPUTE, MOE_REQUEST, backward_moe, drive, forward_chunk
+from kernbench.workloads.moe_train import MOE_RECOMPUTE, MOE_REQUEST, backward_moe, drive
 from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
@@ -364,9 +365,11 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                             "expert-data-parallel group is not modelled)")
     order = interleaved_1f1b(pp, plan.interleave, M)
     replicas = replicas_mode(replicas, False, "training")
-    # the data ranks (dp x cp: kernbench.workloads.plan); with cp > 1 replica 0's cp ranks are lowered first, and a
-    # data rank r mirrors (or is represented by) r % cp (MoE layers: EP rank j of every EP group mirrors replica j)
-    period = plan.ep * plan.cp
+    # the data ranks (dp x cp: kernbench.workloads.plan): data rank r mirrors (or is represented by) r % period,
+    # period = lcm(cp, ep) (ParallelPlan.period): the same cp rank (its attention's ring work), the same EP rank of
+    # an EP group whose data ranks sit at the same cp ranks (its experts' tokens); with cp = 1 EP rank j of every
+    # EP group mirrors data rank j, with ep = 1 cp rank c of every replica mirrors data rank c
+    period = plan.period
     if replicas == "mirror" and plan.dp > 1:
         L.mirror_replicas(period)
     elif replicas == "one" and plan.dp > 1:
@@ -477,15 +480,19 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                 dp.gradients_done(rep, s, j, unit, grads[unit])
                 yield  # the unit's backward is lowered: the other replicas lower theirs before the next unit
 
-    def moe_request(kind, i, j, got):
-        """What drive asks of MoE op ``i`` in microbatch ``j``'s backward: its backward (``got``: each replica's
-        incoming gradients), or its forward again (``got``: each replica's view of the recomputed handles)."""
-        memo = [memos[(r, j)] for r in range(plan.dp)]
+    def request(kind, i, j, got):
+        """What drive asks of a spanning op ``i`` in microbatch ``j``'s backward: an MoE op's backward (``got``:
+        each data rank's incoming gradients) or its forward again (``got``: each data rank's view of the recomputed
+        handles); with cp > 1 an attention op's backward or forward again over the cp groups (context.attention)."""
+        if kind in (context.CP_REQUEST, context.CP_RECOMPUTE):
+            return context.attention(L, i, j, stages[i], got,
+                                     "backward" if kind == context.CP_REQUEST else "recompute")
+        memo = {r: memos[(r, j)] for r in L.replicas}
         if kind == MOE_REQUEST:
             return backward_moe(L, i, j, stages[i], got, memo)
         L.recomputing = True
         try:
-            lower_moe(L, i, j, stages[i], [got.get(r, m) for r, m in enumerate(memo)])
+            lower_moe(L, i, j, stages[i], {r: got.get(r, m) for r, m in memo.items()})
         finally:
             L.recomputing = False
         return {}
@@ -510,22 +517,15 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                     (c + 1, "B", j) if what == "B" and c < C - 1 else None
                 if need is not None and need not in appended:
                     break
-                if what == "F" and moe_in[c]:  # op-major over the replicas (moe_train.forward_chunk)
-                    forward_chunk(L, chunk_ops[c], j, stages, [memos[(r, j)] for r in range(plan.dp)],
-                                  lambda rep, ops, c=c, j=j: forward(rep, c, j, ops))
-                elif what == "F" and L.cp > 1:  # op-major over the data ranks at attention (context.forward_chunk)
+                if what == "F" and (moe_in[c] or L.cp > 1):  # op-major at the spanning ops (context.forward_chunk)
                     context.forward_chunk(L, chunk_ops[c], j, stages, {r: memos[(r, j)] for r in L.replicas},
                                           lambda rep, ops, c=c, j=j: forward(rep, c, j, ops))
                 elif what == "F":
                     for rep in L.replicas:
                         forward(rep, c, j)
-                elif moe_in[c]:  # the replicas in lockstep, the MoE ops' backward (and recompute) over the EP groups
+                elif moe_in[c] or L.cp > 1:  # the data ranks in lockstep at the spanning ops (moe_train.drive)
                     drive(L, [backward(rep, c, j) for rep in L.replicas],
-                          lambda kind, i, got, j=j: moe_request(kind, i, j, got))
-                elif L.cp > 1:  # the data ranks in lockstep, attention over the cp groups
-                    drive(L, [backward(rep, c, j) for rep in L.replicas],
-                          lambda tag, i, deps, j=j: context.attention(
-                              L, i, j, stages[i], deps, "backward" if tag == context.CP_REQUEST else "recompute"))
+                          lambda kind, i, got, j=j: request(kind, i, j, got))
                 else:
                     units = [backward(rep, c, j) for rep in L.replicas]
                     while units:  # one unit of each replica in turn, replica 0 first (mirror_replicas needs it)
