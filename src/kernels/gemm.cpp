@@ -132,7 +132,8 @@ struct Context {
 Time compute_time(const Context& c, double flops) {
   // What the executor's GEMM engine charges (unchecked: a candidate tiling
   // may be absurdly slow; the search discards it).
-  return static_cast<Time>(runtime::cycles_to_ps(c.pe, runtime::gemm_cycles(flops, c.macs)));
+  // (held at 2^62 ps: a tiling that slow is refused by plan_gemm, never cast out of range)
+  return static_cast<Time>(std::min(runtime::cycles_to_ps(c.pe, runtime::gemm_cycles(flops, c.macs)), 0x1p62));
 }
 
 Bytes scratch_need(const Context& c, std::int64_t tm, std::int64_t tn, std::int64_t tk, std::int64_t n_share) {
@@ -200,14 +201,16 @@ void evaluate(const Context& c, const PathModel& path, std::int64_t tm, std::int
   s.latency_ps = ceil_div(load_latency + s.compute_ps, static_cast<Time>(c.spec.buffers));
   s.step_ps = std::max({s.dma_ps, s.compute_ps, s.latency_ps});
   const Time step = s.step_ps;
-  s.ideal_ps = static_cast<Time>(steps) * step;
+  constexpr __int128 kLongest = std::numeric_limits<Time>::max();  // in 128 bits: a slow clock's steps x step
+  s.ideal_ps = static_cast<Time>(std::min(static_cast<__int128>(steps) * step, kLongest));
   s.pinned_ps = c.spec.pinned ? read_occ(s.pinned) : 0;
   // The whole run: dispatches (alloc, [pinned], composite, free), the
   // pinned load, the first tile's loads, the steady state, the last
   // compute and the last store.
   const Time dispatches = (c.spec.pinned ? 4 : 3) * runtime::dispatch_time(c.pe);
-  s.estimate_ps =
-      dispatches + s.pinned_ps + load_latency + (static_cast<Time>(steps) - 1) * step + s.compute_ps + write_occ;
+  s.estimate_ps = static_cast<Time>(std::min(static_cast<__int128>(dispatches) + s.pinned_ps + load_latency +
+                                                   static_cast<__int128>(steps - 1) * step + s.compute_ps + write_occ,
+                                               kLongest));
 }
 
 // Tile sizes worth trying for a dimension d: for each power of two p, the
@@ -397,6 +400,11 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
   }
   Time best_estimate = feasible.front().estimate;
   for (const Choice& f : feasible) best_estimate = std::min(best_estimate, f.estimate);
+  // Past 2^62 ps (53 days) the near-best bound would leave the clock's range (pe.clock = 1 Hz did): refused.
+  if (best_estimate > (Time{1} << 62) || best_estimate < 0)
+    throw ConfigError(what + ": its best tiling takes " + std::to_string(best_estimate / sim::kSecond) +
+                      " s per PE, past the simulated clock's range (2^63 ps, about 106 days); check pe.clock and "
+                      "the engines' rates");
   const auto near = static_cast<Time>(std::ceil(static_cast<double>(best_estimate) * (1.0 + kNearBest)));
   const Choice* pick = nullptr;
   for (const Choice& f : feasible) {
@@ -405,6 +413,7 @@ GemmPlan plan_gemm(const topology::System& system, const GemmSpec& given) {
         std::make_tuple(f.steps, f.traffic, f.estimate) < std::make_tuple(pick->steps, pick->traffic, pick->estimate))
       pick = &f;
   }
+  if (!pick) throw ConfigError(what + ": no tiling has an estimate within the clock's range; check pe.clock");
   const Choice best = *pick;
 
   // ---- the shares, as chosen ----

@@ -177,3 +177,20 @@ def test_gemm_program_runs_as_planned(system):
     p0, p1 = res.window("pinned")
     c0, _ = res.window("compute")
     assert 0 <= p0 < p1 < c0
+
+
+def test_a_slow_clock_plans_without_overflow():
+    """At pe.clock = 1 Hz a 512 x 4096 x 4096 GEMM's candidate tilings take up to 2^63 ps and more: their
+    estimates are held in range (they once wrapped, left no near-best tiling and crashed the process), and the
+    GEMM plans and runs, its compute-bound time scaling with the clock against the default machine's."""
+    from kernbench.program import Program
+
+    def run(clock):
+        s = kernbench.System.load(set={"pe.clock": clock} if clock else {})
+        p = Program(s, "slow")
+        p.gemm(s.pes()[:8], 512, 4096, 4096)
+        return p.run().makespan_ps
+
+    slow, fast = run("1 Hz"), run(None)
+    assert slow > 1e6 * fast  # a million times slower at least (the default clock is in the hundreds of MHz)
+    assert slow < 2 ** 63
