@@ -332,10 +332,10 @@ class Lowerer:
         for j in range(parts):
             b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
             self.count(what)
-            fid = {"fidelity": self.plan.fidelity} if self.target.name == "gpu" else {}
+            fid = self.plan.fidelity if self.target.name == "gpu" else "auto"
             algorithm = "pairwise" if what == "alltoall" else self.plan.algorithm
-            h = [self.prog.collective(what, list(group), b, algorithm=algorithm, buffer="hbm",
-                                      deps=h, name=name, rank_deps=rank_deps if j == 0 else None, **fid)]
+            h = [self.prog._collective_from_model(what, group, b, algorithm=algorithm, buffer="hbm", fidelity=fid,
+                                                  deps=h, name=name, rank_deps=rank_deps if j == 0 else None)]
         return h
 
     # ---- fusion of sibling linears (q/k/v, gate/up) -------------------------------------------
@@ -555,9 +555,8 @@ def dep_fn(L: Lowerer, rep: int, mb: int, stages: Sequence[int], memo: dict, s: 
             nbytes = L.tok(sum(t.nbytes for t in g.ops[d].outputs))
             if state.get(d) in (SHARD, SEQ):
                 nbytes = -(-nbytes // len(group))
-            hs = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, int(nbytes)), deps=done[d][t],
-                              name=g.ops[d].name + " p2p", tag="p2p")] for t, (sp, dst) in
-                  enumerate(zip(src, group))]
+            hs = [[L.prog._dma_from_model(dst, L.hbm(sp), L.hbm(dst), max(1, int(nbytes)), done[d][t],
+                                          g.ops[d].name + " p2p", "p2p")] for t, (sp, dst) in enumerate(zip(src, group))]
             L.count("p2p", len(group))
             L.span(d, "p2p", first, s, "forward", mb, g.ops[d].name + " p2p")
             xfer[key] = hs

@@ -164,40 +164,60 @@ class GpuTarget:
             raise WorkloadError(f"launch {launch!r}: expected one of {', '.join(LAUNCHES)}")
         self.launch = launch
         self._spec: dict[str, dict] = {}
-        self._plans: dict[tuple, dict] = {}  # kernel plans by (pe, shape): a model's layers repeat the same ones
+        self._gpu: dict[str, tuple] = {}  # pe -> (its launch ps, its SMs, the key of its spec)
+        # kernel plans and their costs by (spec key, shape): a model's layers repeat the same ones, on GPUs alike
+        self._plans: dict[tuple, tuple[dict, tuple[int, int, int]]] = {}
 
     def spec(self, L, pe) -> dict:
         if pe not in self._spec:
             self._spec[pe] = _core.gpu_spec(L.system._core, pe)
         return self._spec[pe]
 
-    def _kernel(self, L, pe, plan: dict[str, Any], flops: float, precision: str, name: str, deps, tag: str):
-        sp = self.spec(L, pe)
-        launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
+    def _gpu_of(self, L, pe) -> tuple:
+        """``pe``'s launch cost (ps), SMs and spec key. The kernel models read a GPU's spec only (its name only
+        in their errors), so GPUs whose gpu_spec agrees past the names share their plans: the key is the spec
+        without ``name`` and ``memory`` (the memory's bandwidth stays in it)."""
+        got = self._gpu.get(pe)
+        if got is None:
+            sp = self.spec(L, pe)
+            launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
+            key = tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                               for k, v in sp.items() if k not in ("name", "memory")))
+            got = self._gpu[pe] = (int(launch), int(sp["sms"]), key)
+        return got
+
+    def _plan(self, L, pe, shape: tuple, make) -> tuple[dict, tuple[int, int, int]]:
+        """The kernel plan ``make()`` gives for ``shape`` (its kernel model's kind and arguments) on ``pe``, made once
+        per spec and shape, and its cost: duration (ps), bytes, and its CTAs when compute-bound (else 0)."""
+        key = (self._gpu_of(L, pe)[2],) + shape
+        got = self._plans.get(key)
+        if got is None:
+            plan = make()
+            # a compute-bound kernel runs more waves while collectives hold some of the SMs (Program.kernel)
+            compute = plan.get("bound") == "compute" or plan.get("compute_ps", -1) >= plan.get("memory_ps", 0) > 0
+            ctas = int(plan.get("ctas", 0)) if compute else 0
+            got = self._plans[key] = (plan, (int(plan["duration_ps"]), int(plan.get("bytes", 0)), ctas))
+        return got
+
+    def _kernel(self, L, pe, cost: tuple[int, int, int], flops: float, precision: str, name: str, deps, tag: str):
+        """Append one kernel of ``cost`` (``_plan``) on ``pe`` with its launch."""
+        launch, sms, _ = self._gpu_of(L, pe)
+        duration, nbytes, ctas = cost
         L.count("kernel")
-        # a compute-bound kernel runs more waves while collectives hold some of the SMs (Program.kernel)
-        compute = plan.get("bound") == "compute" or plan.get("compute_ps", -1) >= plan.get("memory_ps", 0) > 0
-        ctas = int(plan.get("ctas", 0)) if compute else 0
-        sms = int(sp["sms"]) if ctas else 0
-        k = L.prog._kernel_from_model(pe, int(plan["duration_ps"]), int(launch), float(flops), precision,
-                                      int(plan.get("bytes", 0)), deps, name, tag, ctas, sms)
+        k = L.prog._kernel_from_model(pe, duration, launch, float(flops), precision, nbytes, deps, name, tag, ctas,
+                                      sms if ctas else 0)
         if launch > 0:
             L.out.launches[k - 1] = pe  # Program.kernel adds the launch op just before its kernel
         return k
 
-    def _stream(self, L, pe, nbytes: int) -> dict:
-        key = (pe, nbytes)
-        if key not in self._plans:
-            self._plans[key] = _core.gpu_stream(L.system._core, pe, nbytes)
-        return self._plans[key]
+    def _stream(self, L, pe, nbytes: int) -> tuple[int, int, int]:
+        return self._plan(L, pe, ("stream", nbytes), lambda: _core.gpu_stream(L.system._core, pe, nbytes))[1]
 
     def gemm(self, L, pe, m, n, k, op, deps):
         prec = L.prec(op)
-        key = (pe, m, n, k, prec)
-        if key not in self._plans:
-            self._plans[key] = _core.gpu_gemm(L.system._core, pe, m, n, k, prec)
-        plan = self._plans[key]
-        return self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "gemm")
+        plan, cost = self._plan(L, pe, ("gemm", m, n, k, prec),
+                                lambda: _core.gpu_gemm(L.system._core, pe, m, n, k, prec))
+        return self._kernel(L, pe, cost, plan["flops"], prec, op.name, deps, "gemm")
 
     def vector(self, L, pe, elements, row, esize, loads, passes, stores, name, deps):
         # One fused kernel: each operand read once, each result written once (passes stay in registers).
@@ -230,8 +250,12 @@ class GpuTarget:
         ``deps`` (the PE's chain is the caller's). Returns (the kernel op, its FLOPs)."""
         e = DTYPE_BYTES.get(op.dtype, 2)
         prec = L.prec(op)
-        plan = gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, op.attrs, e, causal, prec)
-        h = self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "attention")
+        a = op.attrs
+        shape = ("attention", batch, heads, kv_heads, q_len, kv_len, a["head_dim"], a.get("v_head_dim"),
+                 bool(a.get("kv_shared")), e, causal, prec)
+        plan, cost = self._plan(L, pe, shape, lambda: gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len,
+                                                                          kv_len, a, e, causal, prec))
+        h = self._kernel(L, pe, cost, plan["flops"], prec, op.name, deps, "attention")
         L.count("attention")
         return h, float(plan["flops"])
 

@@ -456,8 +456,8 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                         if memo["state"].get(i) in (SHARD, SEQ):
                             nbytes = -(-nbytes // tp)
                         first = len(L.prog)
-                        bx[key] = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, nbytes),
-                                               deps=bd[c][t], name=g.ops[i].name + " grad p2p", tag="p2p")]
+                        bx[key] = [[L.prog._dma_from_model(dst, L.hbm(sp), L.hbm(dst), max(1, int(nbytes)),
+                                                           bd[c][t], g.ops[i].name + " grad p2p", "p2p")]
                                    for t, (sp, dst) in enumerate(zip(src, group))]
                         L.count("p2p", tp)
                         L.span(i, "p2p", first, s, "backward", j, g.ops[i].name + " grad p2p")
