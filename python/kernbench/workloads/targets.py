@@ -164,8 +164,9 @@ class GpuTarget:
             raise WorkloadError(f"launch {launch!r}: expected one of {', '.join(LAUNCHES)}")
         self.launch = launch
         self._spec: dict[str, dict] = {}
-        self._gpu: dict[str, tuple] = {}  # pe -> (its launch ps, its SMs, the key of its spec)
-        # kernel plans and their costs by (spec key, shape): a model's layers repeat the same ones, on GPUs alike
+        self._gpu: dict[str, tuple[int, int, int]] = {}  # pe -> (its launch ps, its SMs, the number of its spec)
+        self._specs: dict[tuple, int] = {}  # a spec (gpu_spec past the names) -> its number
+        # kernel plans and their costs by (spec number, kernel, shape): a model's layers repeat the same ones
         self._plans: dict[tuple, tuple[dict, tuple[int, int, int]]] = {}
 
     def spec(self, L, pe) -> dict:
@@ -173,9 +174,9 @@ class GpuTarget:
             self._spec[pe] = _core.gpu_spec(L.system._core, pe)
         return self._spec[pe]
 
-    def _gpu_of(self, L, pe) -> tuple:
-        """``pe``'s launch cost (ps), SMs and spec key. The kernel models read a GPU's spec only (its name only
-        in their errors), so GPUs whose gpu_spec agrees past the names share their plans: the key is the spec
+    def _gpu_of(self, L, pe) -> tuple[int, int, int]:
+        """``pe``'s launch cost (ps), SMs and spec number. The kernel models read a GPU's spec only (its name only
+        in their errors), so GPUs whose gpu_spec agrees past the names share their plans: one number per spec
         without ``name`` and ``memory`` (the memory's bandwidth stays in it)."""
         got = self._gpu.get(pe)
         if got is None:
@@ -183,20 +184,19 @@ class GpuTarget:
             launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
             key = tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
                                for k, v in sp.items() if k not in ("name", "memory")))
-            got = self._gpu[pe] = (int(launch), int(sp["sms"]), key)
+            got = self._gpu[pe] = (int(launch), int(sp["sms"]), self._specs.setdefault(key, len(self._specs)))
         return got
 
-    def _plan(self, L, pe, shape: tuple, make) -> tuple[dict, tuple[int, int, int]]:
-        """The kernel plan ``make()`` gives for ``shape`` (its kernel model's kind and arguments) on ``pe``, made once
-        per spec and shape, and its cost: duration (ps), bytes, and its CTAs when compute-bound (else 0)."""
-        key = (self._gpu_of(L, pe)[2],) + shape
-        got = self._plans.get(key)
-        if got is None:
-            plan = make()
-            # a compute-bound kernel runs more waves while collectives hold some of the SMs (Program.kernel)
-            compute = plan.get("bound") == "compute" or plan.get("compute_ps", -1) >= plan.get("memory_ps", 0) > 0
-            ctas = int(plan.get("ctas", 0)) if compute else 0
-            got = self._plans[key] = (plan, (int(plan["duration_ps"]), int(plan.get("bytes", 0)), ctas))
+    def _plan_key(self, L, pe, *shape) -> tuple:
+        """The key of a kernel plan: ``pe``'s spec number, then the kernel and its shape."""
+        return (self._gpu_of(L, pe)[2],) + shape
+
+    def _add_plan(self, key: tuple, plan: dict) -> tuple[dict, tuple[int, int, int]]:
+        """Keep ``plan`` under ``key`` with its cost: duration (ps), bytes, and its CTAs when compute-bound (else 0)."""
+        # a compute-bound kernel runs more waves while collectives hold some of the SMs (Program.kernel)
+        compute = plan.get("bound") == "compute" or plan.get("compute_ps", -1) >= plan.get("memory_ps", 0) > 0
+        ctas = int(plan.get("ctas", 0)) if compute else 0
+        got = self._plans[key] = (plan, (int(plan["duration_ps"]), int(plan.get("bytes", 0)), ctas))
         return got
 
     def _kernel(self, L, pe, cost: tuple[int, int, int], flops: float, precision: str, name: str, deps, tag: str):
@@ -211,12 +211,13 @@ class GpuTarget:
         return k
 
     def _stream(self, L, pe, nbytes: int) -> tuple[int, int, int]:
-        return self._plan(L, pe, ("stream", nbytes), lambda: _core.gpu_stream(L.system._core, pe, nbytes))[1]
+        key = self._plan_key(L, pe, "stream", nbytes)
+        return (self._plans.get(key) or self._add_plan(key, _core.gpu_stream(L.system._core, pe, nbytes)))[1]
 
     def gemm(self, L, pe, m, n, k, op, deps):
         prec = L.prec(op)
-        plan, cost = self._plan(L, pe, ("gemm", m, n, k, prec),
-                                lambda: _core.gpu_gemm(L.system._core, pe, m, n, k, prec))
+        key = self._plan_key(L, pe, "gemm", m, n, k, prec)
+        plan, cost = self._plans.get(key) or self._add_plan(key, _core.gpu_gemm(L.system._core, pe, m, n, k, prec))
         return self._kernel(L, pe, cost, plan["flops"], prec, op.name, deps, "gemm")
 
     def vector(self, L, pe, elements, row, esize, loads, passes, stores, name, deps):
@@ -251,10 +252,10 @@ class GpuTarget:
         e = DTYPE_BYTES.get(op.dtype, 2)
         prec = L.prec(op)
         a = op.attrs
-        shape = ("attention", batch, heads, kv_heads, q_len, kv_len, a["head_dim"], a.get("v_head_dim"),
-                 bool(a.get("kv_shared")), e, causal, prec)
-        plan, cost = self._plan(L, pe, shape, lambda: gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len,
-                                                                          kv_len, a, e, causal, prec))
+        key = self._plan_key(L, pe, "attention", batch, heads, kv_heads, q_len, kv_len, a["head_dim"],
+                             a.get("v_head_dim"), bool(a.get("kv_shared")), e, causal, prec)
+        plan, cost = self._plans.get(key) or self._add_plan(
+            key, gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, a, e, causal, prec))
         h = self._kernel(L, pe, cost, plan["flops"], prec, op.name, deps, "attention")
         L.count("attention")
         return h, float(plan["flops"])

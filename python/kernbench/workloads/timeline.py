@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["OpTimes", "op_times", "union_length", "intervals", "merged", "extent", "partition"]
+__all__ = ["OpTimes", "op_times", "SpanColumns", "span_columns", "union_length", "intervals", "merged", "extent",
+           "partition", "partition_codes"]
 
 
 class OpTimes:
@@ -52,6 +53,42 @@ def op_times(lo, res) -> OpTimes:
     return cache[key]
 
 
+class SpanColumns:
+    """The spans' fields a step's figures select on, as arrays over ``lo.spans``: ``stage``, ``op`` (the graph op,
+    -1 for none), and ``pass_`` and ``kind`` as codes into the names ``passes`` and ``kinds`` (in order of first
+    appearance). A selection over 10**5 spans is then a few numpy operations, not a Python call per span."""
+
+    def __init__(self, spans):
+        n = len(spans)
+        self.stage = np.fromiter((s.stage for s in spans), dtype=np.int64, count=n)
+        self.op = np.fromiter((s.op for s in spans), dtype=np.int64, count=n)
+        self.passes, self.pass_code = _codes([s.pass_ for s in spans])
+        self.kinds, self.kind_code = _codes([s.kind for s in spans])
+
+    def pass_in(self, names) -> np.ndarray:
+        """Whether each span's pass is one of ``names``."""
+        return np.isin(self.pass_code, [i for i, p in enumerate(self.passes) if p in names])
+
+    def kind_in(self, names) -> np.ndarray:
+        """Whether each span's kind is one of ``names``."""
+        return np.isin(self.kind_code, [i for i, k in enumerate(self.kinds) if k in names])
+
+
+def _codes(values: list[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct values in order of first appearance, and each value's index among them."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values))
+    return list(index), codes
+
+
+def span_columns(lo) -> SpanColumns:
+    """``lo``'s SpanColumns, cached on it (per count of spans: a lowering may append more)."""
+    cache = lo.__dict__.setdefault("_span_columns", {})
+    if len(lo.spans) not in cache:
+        cache[len(lo.spans)] = SpanColumns(lo.spans)
+    return cache[len(lo.spans)]
+
+
 def _runs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The intervals [a, b) merged where they touch or overlap: the runs' starts and ends, in time order."""
     if len(a) == 0:
@@ -73,11 +110,15 @@ def union_length(a: np.ndarray, b: np.ndarray) -> int:
     return int((hi - lo).sum())
 
 
-def _mask(lo, select: Callable) -> np.ndarray:
+def _mask(lo, select: Callable | np.ndarray) -> np.ndarray:
+    """Which spans ``select`` picks: a predicate of a Span, or already a bool array over ``lo.spans``
+    (SpanColumns)."""
+    if isinstance(select, np.ndarray):
+        return select
     return np.fromiter((bool(select(s)) for s in lo.spans), dtype=bool, count=len(lo.spans))
 
 
-def intervals(lo, res, select: Callable) -> int:
+def intervals(lo, res, select: Callable | np.ndarray) -> int:
     """Active time (ps) of the union of the selected spans' op intervals, host launches left out."""
     t = op_times(lo, res)
     ops = t.ops_of(_mask(lo, select))
@@ -86,7 +127,7 @@ def intervals(lo, res, select: Callable) -> int:
     return union_length(a[keep], b[keep])
 
 
-def merged(lo, res, select: Callable, launches: bool = False) -> list[tuple[int, int]]:
+def merged(lo, res, select: Callable | np.ndarray, launches: bool = False) -> list[tuple[int, int]]:
     """The selected spans' op intervals [start, end) that ran, merged where they touch or overlap, in time order;
     a GPU kernel's host launch only with ``launches``."""
     t = op_times(lo, res)
@@ -99,7 +140,7 @@ def merged(lo, res, select: Callable, launches: bool = False) -> list[tuple[int,
     return list(zip(lo.tolist(), hi.tolist()))
 
 
-def extent(lo, res, select: Callable) -> int:
+def extent(lo, res, select: Callable | np.ndarray) -> int:
     """From the first start to the last end (ps) of the selected spans' ops that ran (0 when none did)."""
     t = op_times(lo, res)
     ops = t.ops_of(_mask(lo, select))
@@ -111,7 +152,6 @@ def extent(lo, res, select: Callable) -> int:
 
 def partition(lo, res, label: Callable, t0: int, t1: int, comm: Callable) -> dict[str, float]:
     """[t0, t1) cut into parts that add up to t1 - t0 (Lowered.partition's doc)."""
-    t = op_times(lo, res)
     names: list[str] = ["exposed_communication", "launch"]
     index = {n: i for i, n in enumerate(names)}
     key = np.full(len(lo.spans), -1, dtype=np.int64)
@@ -124,6 +164,34 @@ def partition(lo, res, label: Callable, t0: int, t1: int, comm: Callable) -> dic
             index[k] = len(names)
             names.append(k)
         key[j] = index[k]
+    return _cut(op_times(lo, res), key, names, t0, t1)
+
+
+def partition_codes(lo, res, codes: np.ndarray, labels: list[str], comm: np.ndarray, t0: int,
+                    t1: int) -> dict[str, float]:
+    """``partition`` with the spans' labels given as arrays: span j's label is ``labels[codes[j]]`` (none where
+    ``codes[j]`` < 0), ``comm`` says which spans are communication. The same parts, to the last bit, as
+    ``partition`` with the predicates these arrays tabulate."""
+    key = np.where(comm, 0, codes + 2)  # labels after exposed_communication (0) and launch (1), as partition's
+    key = np.where(codes >= 0, key, -1)
+    names: list[str] = ["exposed_communication", "launch"]
+    index = {n: i for i, n in enumerate(names)}
+    used, first = np.unique(key[key >= 2], return_index=True)
+    renumber = np.full(len(labels) + 2, -1, dtype=np.int64)
+    renumber[:2] = (0, 1)
+    for k in used[np.argsort(first)]:  # numbered in order of first appearance, as partition numbers them
+        name = labels[k - 2]
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+        renumber[k] = index[name]
+    key = np.where(key >= 0, renumber[np.maximum(key, 0)], -1)
+    return _cut(op_times(lo, res), key, names, t0, t1)
+
+
+def _cut(t: OpTimes, key: np.ndarray, names: list[str], t0: int, t1: int) -> dict[str, float]:
+    """[t0, t1) cut among the ops of the spans with ``key`` >= 0, span j's ops labelled ``names[key[j]]`` (0:
+    exposed_communication, 1: launch, then the compute labels)."""
     chosen = key >= 0
     ops = t.ops_of(chosen)
     lab = np.repeat(key[chosen], t.span_len[chosen])
