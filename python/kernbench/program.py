@@ -22,6 +22,7 @@ stands for the ops that finish it, and adds no op of its own.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any, Iterable, Sequence, Union
 
@@ -44,15 +45,25 @@ def default_buffer(system) -> str:
 
 class Op(int):
     """An op's id, as prog.dma / compute / ... return it: an int that knows its Program (``program``), so a
-    later op of another Program cannot list it in ``deps``."""
+    later op of another Program cannot list it in ``deps``. Each Program's ids are of its own subclass
+    (``_op_type``), which holds the Program: an id is then a bare int, made without a Python call or a dict of its
+    own (a lowering makes 10**5 to 10**6 of them)."""
+
+    __slots__ = ()
 
     def __new__(cls, value: int, program: "Program"):
-        out = super().__new__(cls, value)
-        out.program = program
-        return out
+        return program._op_type(value)
 
     def __reduce__(self):
         return int, (int(self),)  # pickled (a sweep worker's result row) and copied as the plain id
+
+
+def _op_type(program: "Program") -> type:
+    """The Op subclass of ``program``'s ids: made by int's own constructor, knowing the Program by a weak reference
+    (a Program and its ids' class would otherwise be a cycle, freed only by the garbage collector)."""
+    ref = weakref.ref(program)
+    return type("Op", (Op,), {"__slots__": (), "__new__": int.__new__, "program": property(lambda op: ref()),
+                              "__module__": __name__})
 
 
 class Handle:
@@ -89,7 +100,8 @@ class Program:
         self.system = system
         self._core = _core.Program(check("Program", "name", name, Text()))
         self._node_ids: dict[str, int] = {}
-        self._subs: dict[tuple, Any] = {}  # collective sub-programs by their arguments (collective())
+        self._subs: dict[tuple, tuple] = {}  # collective sub-programs and their sinks by their arguments
+        self._op_type = _op_type(self)
         self._tags: dict[str, int] = {}  # tag label -> id (the core interns each label by a scan of its list)
 
     # ---- helpers ---------------------------------------------------------------
@@ -126,7 +138,7 @@ class Program:
         # not exist yet").
         out = []
         for d in deps:
-            if type(d) is Op and d.program is self:  # this Program's own op (the common case, checked first)
+            if type(d) is self._op_type:  # this Program's own op (the common case, checked first)
                 out.append(int(d))
                 continue
             self._mine(d, "dependency")
@@ -139,7 +151,7 @@ class Program:
         return out
 
     def _op(self, value: int) -> Op:
-        return Op(value, self)
+        return self._op_type(value)
 
     @staticmethod
     def _model_deps(deps) -> list:
@@ -216,13 +228,17 @@ class Program:
                                        self._model_deps(deps), name, self._tag(tag)))
 
     # ---- whole kernels and collectives ----------------------------------------------
-    def _append(self, sub, deps, name: str, per_agent: dict[int, list] | None = None, deps_of=None) -> "Handle":
+    def _append(self, sub, deps, name: str, per_agent: dict[int, list] | None = None, deps_of=None,
+                sinks: Sequence[int] | None = None) -> "Handle":
         """Append a sub-program after `deps` (and its ops on an agent of ``per_agent`` after that agent's list);
         its handle stands for its sinks (no extra op, no extra time). ``deps_of``: how dependency lists become
-        the core's (``_deps``, checked, unless given)."""
+        the core's (``_deps``, checked, unless given); ``sinks``: the sub-program's own (``sub.sinks()``)."""
         deps_of = deps_of or self._deps
         first = self._core.append(sub, deps_of(deps), {a: deps_of(d) for a, d in (per_agent or {}).items()})
-        return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)), self)
+        # The appended ops' sinks are the sub-program's, shifted: appending adds no op, and every dependency it adds
+        # is on an op before ``first`` (Program::append); the core's sinks(first) would scan the whole program.
+        own = sub.sinks() if sinks is None else sinks
+        return Handle(name or sub.name, first, len(self._core), tuple(first + s for s in own), self)
 
     def _ids(self, pes, where: str = "Program", what: str = "pes") -> list[int]:
         """Node ids of a list of PEs (a lone one counts as one; None: none). ``[]`` is an error: say None."""
@@ -276,13 +292,14 @@ class Program:
         built once per ``args``; ``deps_of`` turns dependency lists into the core's."""
         ids = args[3]
         per_agent = None if rank_deps is None else {a: d for a, d in zip(ids, rank_deps)}
-        sub = self._subs.get(args)
-        if sub is None:  # a collective's program is a function of its arguments and the machine: built once
+        got = self._subs.get(args)
+        if got is None:  # a collective's program is a function of its arguments and the machine: built once
             sub = _core.collective_program(self.system._core, args[0], args[1], args[2],
                                            None if ids is None else list(ids), *args[4:])
+            got = sub, sub.sinks()
             if len(sub) <= 1 << 14 and len(self._subs) < 1 << 12:  # small ones (a big one is rarely repeated)
-                self._subs[args] = sub
-        return self._append(sub, deps, name, per_agent, deps_of)
+                self._subs[args] = got
+        return self._append(got[0], deps, name, per_agent, deps_of, got[1])
 
     @checked("Program.all_reduce")
     def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:

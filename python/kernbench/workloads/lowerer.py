@@ -175,6 +175,7 @@ class Lowerer:
         self.where = {n: (int(p), int(g), int(i)) for n, p, g, i in
                       zip(lay["ranks"], lay["package"], lay["group"], lay["pe"])}
         self.mem: dict[str, str] = {}
+        self._parts: dict[str, str] = {}  # span name -> its part_of
         self.chain: dict[str, list] = {}
         self.key = -1
         self.out = Lowered(graph, program, plan, plan.place(system))
@@ -217,8 +218,10 @@ class Lowerer:
         if self.recomputing:
             pass_ = "recompute"
         nm = name or (op.name if op else kind)
-        if len(self.prog) > first:
-            self.out.spans.append(Span(i, nm, kind, part_of(nm), first, len(self.prog), stage, pass_, mb))
+        end = len(self.prog)
+        if end > first:
+            part = self._parts.get(nm) or self._parts.setdefault(nm, part_of(nm))  # a name recurs per microbatch
+            self.out.spans.append(Span(i, nm, kind, part, first, end, stage, pass_, mb))
 
     def tok(self, x) -> int:
         """A token-proportional size (rows, elements, bytes) on one cp rank: 1/cp of it (context.check_cp makes the
