@@ -218,8 +218,9 @@ class Program:
         """``kernel()`` for a lowering whose figures come from a kernel model (whole, in range: the checks of
         ``kernel()`` cannot fail on them), without the per-argument checks: a model's lowering appends 10**5
         of them. ``agent`` is a node name, ``deps`` op ids or handles of this Program."""
-        return self._op(self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, nbytes,
-                                          self._model_deps(deps), name, self._tag(tag), ctas, sms))
+        return self._op_type(self._core.kernel(self._node_ids.get(agent) or self._id(agent), duration_ps, launch_ps,
+                                               flops, precision, nbytes, self._model_deps(deps), name,
+                                               self._tags.get(tag) or self._tag(tag), ctas, sms))
 
     def _dma_from_model(self, agent: str, src: str, dst: str, nbytes: int, deps, name: str, tag: str) -> Op:
         """``dma()`` for a lowering's own transfer (node names, a whole byte count >= 1, deps of this Program),

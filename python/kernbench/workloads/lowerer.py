@@ -176,6 +176,7 @@ class Lowerer:
                       zip(lay["ranks"], lay["package"], lay["group"], lay["pe"])}
         self.mem: dict[str, str] = {}
         self._parts: dict[str, str] = {}  # span name -> its part_of
+        self._precs = {id(op): self._prec_of(op) for op in graph.ops}  # prec() per kernel: the graph op's, once
         self.chain: dict[str, list] = {}
         self.key = -1
         self.out = Lowered(graph, program, plan, plan.place(system))
@@ -207,6 +208,10 @@ class Lowerer:
         return self.mem[pe]
 
     def prec(self, op: Op) -> str:
+        got = self._precs.get(id(op))  # the graph's ops' (alive with it: their ids are theirs)
+        return got if got is not None else self._prec_of(op)
+
+    def _prec_of(self, op: Op) -> str:
         return self.precision or ("fp32" if op.dtype in ("fp32", "tf32", "fp64") else
                                   op.dtype if op.dtype in ("fp16", "bf16", "fp8", "int8") else "fp16")
 
@@ -231,11 +236,12 @@ class Lowerer:
     def count(self, what: str, n: int = 1):
         self.out.counts[what] = self.out.counts.get(what, 0) + n * self.weight
 
-    def step(self, pe: str, fn: Callable[[list], Any], deps: list) -> list:
-        """A compute step on ``pe``: after its previous step and ``deps``; becomes the PE's chain."""
+    def step(self, pe: str, fn: Callable[..., Any], deps: list, *args) -> list:
+        """A compute step on ``pe``, ``fn(*args, d)``: after its previous step and ``deps`` (``d``); becomes the PE's
+        chain."""
         if self.mirror:
-            return self._mirrored(pe, lambda: [fn(self.chain.get(pe, []) + deps)])
-        h = fn(self.chain.get(pe, []) + deps)
+            return self._mirrored(pe, lambda: [fn(*args, self.chain.get(pe, []) + deps)])
+        h = fn(*args, self.chain.get(pe, []) + deps)
         self.chain[pe] = [h]
         return [h]
 
@@ -304,7 +310,7 @@ class Lowerer:
         self.out.gemm_flops += f
         self.out.gemm_flops_by_pass[pass_] = self.out.gemm_flops_by_pass.get(pass_, 0.0) + f
         self.count("gemm")
-        return self.step(pe, lambda d: self.target.gemm(self, pe, int(m), int(n), int(k), op, d), deps)
+        return self.step(pe, self.target.gemm, deps, self, pe, int(m), int(n), int(k), op)
 
     def vector(self, pe, elements, row, esize, loads, passes, stores, name, deps):
         """A memory-bound op of ``elements`` (rows of ``row``): ``loads`` streams in, ``passes`` over the
@@ -312,14 +318,13 @@ class Lowerer:
         if elements < 1:
             return deps
         self.count("vector")
-        return self.step(pe, lambda d: self.target.vector(self, pe, elements, row, esize, loads, passes, stores,
-                                                          name, d), deps)
+        return self.step(pe, self.target.vector, deps, self, pe, elements, row, esize, loads, passes, stores, name)
 
     def copy(self, pe, nbytes, name, deps):
         """A layout copy or an im2col of ``nbytes``, HBM to HBM (targets.py)."""
         if nbytes < 1:
             return deps
-        return self.step(pe, lambda d: self.target.copy(self, pe, int(nbytes), name, d), deps)
+        return self.step(pe, self.target.copy, deps, self, pe, int(nbytes), name)
 
     def collective(self, what, group, nbytes, deps, name, rank_deps=None):
         """``what`` over ``group`` after ``deps`` (every rank) and ``rank_deps`` (per rank of ``group``: what that
@@ -376,7 +381,8 @@ class Lowerer:
         output state)."""
         op, tp, a = self.g.ops[i], len(group), self.g.ops[i].attrs
         self.check_attrs(i)
-        deps = [sum((dep_of(d)[t] for d in op.deps), []) for t in range(tp)]
+        ins = [dep_of(d) for d in op.deps]
+        deps = [[h for x in ins for h in x[t]] for t in range(tp)]
         if extra:
             deps = [d + list(x) for d, x in zip(deps, extra)]
         sin = self.state_in(i, state)

@@ -187,10 +187,6 @@ class GpuTarget:
             got = self._gpu[pe] = (int(launch), int(sp["sms"]), self._specs.setdefault(key, len(self._specs)))
         return got
 
-    def _plan_key(self, L, pe, *shape) -> tuple:
-        """The key of a kernel plan: ``pe``'s spec number, then the kernel and its shape."""
-        return (self._gpu_of(L, pe)[2],) + shape
-
     def _add_plan(self, key: tuple, plan: dict) -> tuple[dict, tuple[int, int, int]]:
         """Keep ``plan`` under ``key`` with its cost: duration (ps), bytes, and its CTAs when compute-bound (else 0)."""
         # a compute-bound kernel runs more waves while collectives hold some of the SMs (Program.kernel)
@@ -199,9 +195,10 @@ class GpuTarget:
         got = self._plans[key] = (plan, (int(plan["duration_ps"]), int(plan.get("bytes", 0)), ctas))
         return got
 
-    def _kernel(self, L, pe, cost: tuple[int, int, int], flops: float, precision: str, name: str, deps, tag: str):
-        """Append one kernel of ``cost`` (``_plan``) on ``pe`` with its launch."""
-        launch, sms, _ = self._gpu_of(L, pe)
+    def _kernel(self, L, pe, gpu: tuple[int, int, int], cost: tuple[int, int, int], flops: float, precision: str,
+                name: str, deps, tag: str):
+        """Append one kernel of ``cost`` (``_add_plan``) on ``pe`` (``gpu``: its ``_gpu_of``) with its launch."""
+        launch, sms, _ = gpu
         duration, nbytes, ctas = cost
         L.count("kernel")
         k = L.prog._kernel_from_model(pe, duration, launch, float(flops), precision, nbytes, deps, name, tag, ctas,
@@ -210,23 +207,26 @@ class GpuTarget:
             L.out.launches[k - 1] = pe  # Program.kernel adds the launch op just before its kernel
         return k
 
-    def _stream(self, L, pe, nbytes: int) -> tuple[int, int, int]:
-        key = self._plan_key(L, pe, "stream", nbytes)
-        return (self._plans.get(key) or self._add_plan(key, _core.gpu_stream(L.system._core, pe, nbytes)))[1]
+    def _stream(self, L, pe, nbytes: int, name: str, deps, tag: str):
+        """One memory-bound kernel moving ``nbytes``."""
+        gpu = self._gpu.get(pe) or self._gpu_of(L, pe)
+        key = (gpu[2], "stream", nbytes)
+        plan, cost = self._plans.get(key) or self._add_plan(key, _core.gpu_stream(L.system._core, pe, nbytes))
+        return self._kernel(L, pe, gpu, cost, 0.0, "bf16", name, deps, tag)
 
     def gemm(self, L, pe, m, n, k, op, deps):
         prec = L.prec(op)
-        key = self._plan_key(L, pe, "gemm", m, n, k, prec)
+        gpu = self._gpu.get(pe) or self._gpu_of(L, pe)
+        key = (gpu[2], "gemm", m, n, k, prec)
         plan, cost = self._plans.get(key) or self._add_plan(key, _core.gpu_gemm(L.system._core, pe, m, n, k, prec))
-        return self._kernel(L, pe, cost, plan["flops"], prec, op.name, deps, "gemm")
+        return self._kernel(L, pe, gpu, cost, plan["flops"], prec, op.name, deps, "gemm")
 
     def vector(self, L, pe, elements, row, esize, loads, passes, stores, name, deps):
         # One fused kernel: each operand read once, each result written once (passes stay in registers).
-        nbytes = int(elements) * int(esize) * (int(loads) + int(stores))
-        return self._kernel(L, pe, self._stream(L, pe, nbytes), 0.0, "bf16", name, deps, "stream")
+        return self._stream(L, pe, int(elements) * int(esize) * (int(loads) + int(stores)), name, deps, "stream")
 
     def copy(self, L, pe, nbytes, name, deps):
-        return self._kernel(L, pe, self._stream(L, pe, 2 * int(nbytes)), 0.0, "bf16", name, deps, "copy")  # r + w
+        return self._stream(L, pe, 2 * int(nbytes), name, deps, "copy")  # read and write
 
     def attention(self, L, i, group, deps, pass_):
         """One fused attention kernel per rank over the whole batch: the rank's query heads (heads / tp) and
@@ -252,11 +252,12 @@ class GpuTarget:
         e = DTYPE_BYTES.get(op.dtype, 2)
         prec = L.prec(op)
         a = op.attrs
-        key = self._plan_key(L, pe, "attention", batch, heads, kv_heads, q_len, kv_len, a["head_dim"],
-                             a.get("v_head_dim"), bool(a.get("kv_shared")), e, causal, prec)
+        gpu = self._gpu.get(pe) or self._gpu_of(L, pe)
+        key = (gpu[2], "attention", batch, heads, kv_heads, q_len, kv_len, a["head_dim"], a.get("v_head_dim"),
+               bool(a.get("kv_shared")), e, causal, prec)
         plan, cost = self._plans.get(key) or self._add_plan(
             key, gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, a, e, causal, prec))
-        h = self._kernel(L, pe, cost, plan["flops"], prec, op.name, deps, "attention")
+        h = self._kernel(L, pe, gpu, cost, plan["flops"], prec, op.name, deps, "attention")
         L.count("attention")
         return h, float(plan["flops"])
 

@@ -9,7 +9,8 @@ the same per-interval shares (``numpy.cumsum`` adds in order, as the loop did).
 
 from __future__ import annotations
 
-from typing import Callable
+from operator import attrgetter
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -26,8 +27,7 @@ class OpTimes:
         self.start = np.asarray(t["start_ps"], dtype=np.int64)
         self.end = np.asarray(t["end_ps"], dtype=np.int64)
         n = len(self.start)
-        first = np.fromiter((s.first for s in lo.spans), dtype=np.int64, count=len(lo.spans))
-        end = np.fromiter((s.end for s in lo.spans), dtype=np.int64, count=len(lo.spans))
+        first, end = _ints(lo.spans, "first"), _ints(lo.spans, "end")
         lens = np.maximum(end - first, 0)
         self.span_first, self.span_len = first, lens
         self.launch = np.zeros(n, dtype=bool)
@@ -59,11 +59,9 @@ class SpanColumns:
     appearance). A selection over 10**5 spans is then a few numpy operations, not a Python call per span."""
 
     def __init__(self, spans):
-        n = len(spans)
-        self.stage = np.fromiter((s.stage for s in spans), dtype=np.int64, count=n)
-        self.op = np.fromiter((s.op for s in spans), dtype=np.int64, count=n)
-        self.passes, self.pass_code = _codes([s.pass_ for s in spans])
-        self.kinds, self.kind_code = _codes([s.kind for s in spans])
+        self.stage, self.op = _ints(spans, "stage"), _ints(spans, "op")
+        self.passes, self.pass_code = _codes(map(attrgetter("pass_"), spans), len(spans))
+        self.kinds, self.kind_code = _codes(map(attrgetter("kind"), spans), len(spans))
 
     def pass_in(self, names) -> np.ndarray:
         """Whether each span's pass is one of ``names``."""
@@ -74,10 +72,15 @@ class SpanColumns:
         return np.isin(self.kind_code, [i for i, k in enumerate(self.kinds) if k in names])
 
 
-def _codes(values: list[str]) -> tuple[list[str], np.ndarray]:
-    """The distinct values in order of first appearance, and each value's index among them."""
+def _ints(spans, field: str) -> np.ndarray:
+    """An integer field of every span."""
+    return np.fromiter(map(attrgetter(field), spans), dtype=np.int64, count=len(spans))
+
+
+def _codes(values: Iterable[str], n: int) -> tuple[list[str], np.ndarray]:
+    """The ``n`` values' distinct ones in order of first appearance, and each value's index among them."""
     index: dict[str, int] = {}
-    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values))
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=n)
     return list(index), codes
 
 
@@ -93,7 +96,9 @@ def _runs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The intervals [a, b) merged where they touch or overlap: the runs' starts and ends, in time order."""
     if len(a) == 0:
         return a, b
-    order = np.lexsort((b, a))
+    # By start, then end. Where no interval ends before it starts, the runs do not depend on how intervals of one
+    # start are ordered (the first of them decides whether a run begins there), so one sort by start does.
+    order = np.argsort(a, kind="stable") if (b >= a).all() else np.lexsort((b, a))
     a, b = a[order], b[order]
     reach = np.maximum.accumulate(b)
     new = np.empty(len(a), dtype=bool)
@@ -148,6 +153,16 @@ def extent(lo, res, select: Callable | np.ndarray) -> int:
     if not ran.any():
         return 0
     return int(t.end[ops][ran].max() - t.start[ops][ran].min())
+
+
+def _event_order(time: np.ndarray, sign: np.ndarray, labs: np.ndarray, labels: int) -> np.ndarray:
+    """The stable order of the events by (time, sign, label): ``np.lexsort((labs, sign, time))``, as one sort of a
+    packed key where the times leave room for sign and label in an int64 (below 2**(62 - label bits) ps: hours)."""
+    bits = max(1, int(labels - 1).bit_length())
+    if len(time) == 0 or time.min() < 0 or int(time.max()) >= 1 << (62 - bits):
+        return np.lexsort((labs, sign, time))
+    key = (time << (bits + 1)) | ((sign > 0).astype(np.int64) << bits) | labs
+    return np.argsort(key, kind="stable")
 
 
 def partition(lo, res, label: Callable, t0: int, t1: int, comm: Callable) -> dict[str, float]:
@@ -209,7 +224,7 @@ def _cut(t: OpTimes, key: np.ndarray, names: list[str], t0: int, t1: int) -> dic
     time = np.concatenate((a, b))
     sign = np.concatenate((np.ones(len(a), dtype=np.int64), -np.ones(len(b), dtype=np.int64)))
     labs = np.concatenate((lab, lab))
-    order = np.lexsort((labs, sign, time))
+    order = _event_order(time, sign, labs, L)
     time, sign, labs = time[order], sign[order], labs[order]
     delta = np.zeros((len(time), L), dtype=np.int32)
     delta[np.arange(len(time)), labs] = sign

@@ -381,6 +381,9 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, chunk) -> its ops there, in graph order
     for i, u in enumerate(layer):
         unit_ops.setdefault((u, chunks[i]), []).append(i)
+    unit_last: list[dict[str, int]] = [{} for _ in range(C)]  # per chunk, where each unit's backward ends
+    for (u, ch), ops in unit_ops.items():
+        unit_last[ch][u] = ops[0]
     block_ops: dict[tuple[str, int], list[int]] = {}  # (block instance, chunk) -> its ops there: full recompute
     for i, u in enumerate(block):
         block_ops.setdefault((u, chunks[i]), []).append(i)
@@ -423,7 +426,7 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         tp = len(group)
         need: dict[str, list[list]] = {}
         grads: dict[str, list[list]] = {}
-        last_of = {u: ops[0] for (u, ch), ops in unit_ops.items() if ch == chunk}  # where a unit's backward ends
+        last_of = unit_last[chunk]
         redone: set[str] = set()
         for i in reversed(chunk_ops[chunk]):
             unit = layer[i]
