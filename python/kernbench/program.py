@@ -228,6 +228,11 @@ class Program:
         return self._op(self._core.dma(self._id(agent), self._id(src), self._id(dst), nbytes,
                                        self._model_deps(deps), name, self._tag(tag)))
 
+    def _barrier_from_model(self, agent: str, deps, name: str) -> Op:
+        """``barrier()`` for a lowering's own join (a node name, deps of this Program), without the per-argument
+        checks, as ``_kernel_from_model``."""
+        return self._op_type(self._core.barrier(self._id(agent), self._model_deps(deps), name))
+
     # ---- whole kernels and collectives ----------------------------------------------
     def _append(self, sub, deps, name: str, per_agent: dict[int, list] | None = None, deps_of=None,
                 sinks: Sequence[int] | None = None) -> "Handle":

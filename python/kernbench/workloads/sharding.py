@@ -200,8 +200,8 @@ class DataParallel:
         pes = pes or self.group(s, t)
         # the stream's order (the collective issued before this one: _Stream) gates every rank; each rank's own
         # gate then takes what that rank alone waits for (FSDP's rate limit: _gate), as do ``rank_deps``
-        issue = L.prog.barrier(pes[0], [], name=name + " issue")
-        gates = [L.prog.barrier(pe, [issue], name=name + " ready") for pe in pes]
+        issue = L.prog._barrier_from_model(pes[0], [], name + " issue")
+        gates = [L.prog._barrier_from_model(pe, [issue], name + " ready") for pe in pes]
         own = rank_deps or [[] for _ in pes]
         first = len(L.prog)
         weight, L.weight = L.weight, 1  # one collective of the whole dp group, whichever replicas are lowered

@@ -313,8 +313,10 @@ def target_for(system, launch: str | None = None):
     if is_k200(system):
         return _k200_target()()
     name = system.target
-    if name == "gpu":
-        return GpuTarget(launch or "host")
+    if name == "gpu":  # one per machine and launch mode: its kernel plans are the machine's, kept across lowerings
+        targets = system.__dict__.setdefault("_gpu_targets", {})
+        launch = launch or "host"
+        return targets.get(launch) or targets.setdefault(launch, GpuTarget(launch))
     if name not in TARGETS:
         raise WorkloadError(f"pe.target {name!r}: no lowering (known: {', '.join(TARGETS)})")
     return TARGETS[name]()
