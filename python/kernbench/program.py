@@ -22,6 +22,7 @@ stands for the ops that finish it, and adds no op of its own.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any, Iterable, Sequence, Union
 
@@ -44,15 +45,25 @@ def default_buffer(system) -> str:
 
 class Op(int):
     """An op's id, as prog.dma / compute / ... return it: an int that knows its Program (``program``), so a
-    later op of another Program cannot list it in ``deps``."""
+    later op of another Program cannot list it in ``deps``. Each Program's ids are of its own subclass
+    (``_op_type``), which holds the Program: an id is then a bare int, made without a Python call or a dict of its
+    own (a lowering makes 10**5 to 10**6 of them)."""
+
+    __slots__ = ()
 
     def __new__(cls, value: int, program: "Program"):
-        out = super().__new__(cls, value)
-        out.program = program
-        return out
+        return program._op_type(value)
 
     def __reduce__(self):
         return int, (int(self),)  # pickled (a sweep worker's result row) and copied as the plain id
+
+
+def _op_type(program: "Program") -> type:
+    """The Op subclass of ``program``'s ids: made by int's own constructor, knowing the Program by a weak reference
+    (a Program and its ids' class would otherwise be a cycle, freed only by the garbage collector)."""
+    ref = weakref.ref(program)
+    return type("Op", (Op,), {"__slots__": (), "__new__": int.__new__, "program": property(lambda op: ref()),
+                              "__module__": __name__})
 
 
 class Handle:
@@ -89,7 +100,9 @@ class Program:
         self.system = system
         self._core = _core.Program(check("Program", "name", name, Text()))
         self._node_ids: dict[str, int] = {}
-        self._subs: dict[tuple, Any] = {}  # collective sub-programs by their arguments (collective())
+        self._subs: dict[tuple, tuple] = {}  # collective sub-programs and their sinks by their arguments
+        self._op_type = _op_type(self)
+        self._tags: dict[str, int] = {}  # tag label -> id (the core interns each label by a scan of its list)
 
     # ---- helpers ---------------------------------------------------------------
     def _id(self, node: Node, where: str = "Program", what: str = "node") -> int:
@@ -112,7 +125,12 @@ class Program:
     def _tag(self, tag: str | int | None) -> int:
         if tag is None:
             return 0
-        return self._core.tag(tag) if isinstance(tag, str) else int(tag)
+        if not isinstance(tag, str):
+            return int(tag)
+        got = self._tags.get(tag)
+        if got is None:
+            got = self._tags[tag] = self._core.tag(tag)
+        return got
 
     def _deps(self, deps) -> list[int]:
         # Negative or non-integer handles get a clear error here; ids past the
@@ -120,7 +138,7 @@ class Program:
         # not exist yet").
         out = []
         for d in deps:
-            if type(d) is Op and d.program is self:  # this Program's own op (the common case, checked first)
+            if type(d) is self._op_type:  # this Program's own op (the common case, checked first)
                 out.append(int(d))
                 continue
             self._mine(d, "dependency")
@@ -133,7 +151,19 @@ class Program:
         return out
 
     def _op(self, value: int) -> Op:
-        return Op(value, self)
+        return self._op_type(value)
+
+    @staticmethod
+    def _model_deps(deps) -> list:
+        """A lowering's own dependencies as the core takes them: op ids as they are (an ``Op`` is an int),
+        handles by their sinks; no ownership or range check (the lowering made them all in this Program)."""
+        out = []
+        for d in deps:
+            if type(d) is Handle:
+                out.extend(d.sinks)
+            else:
+                out.append(d)
+        return out
 
     def _moves(self, moves: Iterable[Sequence], where: str, what: str) -> list[tuple[int, int, int]]:
         if isinstance(moves, (str, bytes, dict)) or not hasattr(moves, "__iter__"):
@@ -188,15 +218,33 @@ class Program:
         """``kernel()`` for a lowering whose figures come from a kernel model (whole, in range: the checks of
         ``kernel()`` cannot fail on them), without the per-argument checks: a model's lowering appends 10**5
         of them. ``agent`` is a node name, ``deps`` op ids or handles of this Program."""
-        return self._op(self._core.kernel(self._id(agent), duration_ps, launch_ps, flops, precision, nbytes,
-                                          self._deps(deps), name, self._tag(tag), ctas, sms))
+        return self._op_type(self._core.kernel(self._node_ids.get(agent) or self._id(agent), duration_ps, launch_ps,
+                                               flops, precision, nbytes, self._model_deps(deps), name,
+                                               self._tags.get(tag) or self._tag(tag), ctas, sms))
+
+    def _dma_from_model(self, agent: str, src: str, dst: str, nbytes: int, deps, name: str, tag: str) -> Op:
+        """``dma()`` for a lowering's own transfer (node names, a whole byte count >= 1, deps of this Program),
+        without the per-argument checks, as ``_kernel_from_model``."""
+        return self._op(self._core.dma(self._id(agent), self._id(src), self._id(dst), nbytes,
+                                       self._model_deps(deps), name, self._tag(tag)))
+
+    def _barrier_from_model(self, agent: str, deps, name: str) -> Op:
+        """``barrier()`` for a lowering's own join (a node name, deps of this Program), without the per-argument
+        checks, as ``_kernel_from_model``."""
+        return self._op_type(self._core.barrier(self._id(agent), self._model_deps(deps), name))
 
     # ---- whole kernels and collectives ----------------------------------------------
-    def _append(self, sub, deps, name: str, per_agent: dict[int, list] | None = None) -> "Handle":
+    def _append(self, sub, deps, name: str, per_agent: dict[int, list] | None = None, deps_of=None,
+                sinks: Sequence[int] | None = None) -> "Handle":
         """Append a sub-program after `deps` (and its ops on an agent of ``per_agent`` after that agent's list);
-        its handle stands for its sinks (no extra op, no extra time)."""
-        first = self._core.append(sub, self._deps(deps), {a: self._deps(d) for a, d in (per_agent or {}).items()})
-        return Handle(name or sub.name, first, len(self._core), tuple(self._core.sinks(first)), self)
+        its handle stands for its sinks (no extra op, no extra time). ``deps_of``: how dependency lists become
+        the core's (``_deps``, checked, unless given); ``sinks``: the sub-program's own (``sub.sinks()``)."""
+        deps_of = deps_of or self._deps
+        first = self._core.append(sub, deps_of(deps), {a: deps_of(d) for a, d in (per_agent or {}).items()})
+        # The appended ops' sinks are the sub-program's, shifted: appending adds no op, and every dependency it adds
+        # is on an op before ``first`` (Program::append); the core's sinks(first) would scan the whole program.
+        own = sub.sinks() if sinks is None else sinks
+        return Handle(name or sub.name, first, len(self._core), tuple(first + s for s in own), self)
 
     def _ids(self, pes, where: str = "Program", what: str = "pes") -> list[int]:
         """Node ids of a list of PEs (a lone one counts as one; None: none). ``[]`` is an error: say None."""
@@ -229,20 +277,35 @@ class Program:
         a rank's NCCL kernel starts once its own inputs are ready and waits in the kernel for its peers, as a
         rank's kernel on its NCCL stream does. Returns one handle."""
         ids = self._ids(pes, f"Program.{what}") if pes is not None else None  # None: every PE; [] is an error
-        per_agent = None
-        if rank_deps is not None:
-            if ids is None or len(rank_deps) != len(ids):
-                raise _core.UsageError(f"{self.name}: Program.{what}: rank_deps has {len(rank_deps)} lists for "
-                                 f"{'every PE' if ids is None else f'{len(ids)} PEs'} (give one per PE of pes)")
-            per_agent = {a: d for a, d in zip(ids, rank_deps)}
+        if rank_deps is not None and (ids is None or len(rank_deps) != len(ids)):
+            raise _core.UsageError(f"{self.name}: Program.{what}: rank_deps has {len(rank_deps)} lists for "
+                                   f"{'every PE' if ids is None else f'{len(ids)} PEs'} (give one per PE of pes)")
         args = (what, algorithm, bytes, None if ids is None else tuple(ids), buffer or default_buffer(self.system),
                 grid_w, grid_h, inter, pieces, root, protocol, channels, fidelity)
-        sub = self._subs.get(args)
-        if sub is None:  # a collective's program is a function of its arguments and the machine: built once
-            sub = _core.collective_program(self.system._core, args[0], args[1], args[2], ids, *args[4:])
+        return self._append_collective(args, deps, name, rank_deps, self._deps)
+
+    def _collective_from_model(self, what: str, pes: Sequence[str], nbytes: int, *, algorithm: str, buffer: str,
+                               fidelity: str, deps, name: str, rank_deps=None) -> Handle:
+        """``collective()`` for a lowering's own collective (PE names, a whole byte count, deps of this Program,
+        one ``rank_deps`` list per PE), without the per-argument checks, as ``_kernel_from_model``; the other
+        arguments at collective()'s defaults."""
+        ids = tuple(self._id(p) for p in pes)
+        args = (what, algorithm, nbytes, ids, buffer, 0, 0, "", 4, 0, "auto", 0, fidelity)
+        return self._append_collective(args, deps, name, rank_deps, self._model_deps)
+
+    def _append_collective(self, args: tuple, deps, name: str, rank_deps, deps_of) -> Handle:
+        """Append the collective of ``args`` (collective()'s, in its order, the PEs as ids), its sub-program
+        built once per ``args``; ``deps_of`` turns dependency lists into the core's."""
+        ids = args[3]
+        per_agent = None if rank_deps is None else {a: d for a, d in zip(ids, rank_deps)}
+        got = self._subs.get(args)
+        if got is None:  # a collective's program is a function of its arguments and the machine: built once
+            sub = _core.collective_program(self.system._core, args[0], args[1], args[2],
+                                           None if ids is None else list(ids), *args[4:])
+            got = sub, sub.sinks()
             if len(sub) <= 1 << 14 and len(self._subs) < 1 << 12:  # small ones (a big one is rarely repeated)
-                self._subs[args] = sub
-        return self._append(sub, deps, name, per_agent)
+                self._subs[args] = got
+        return self._append(got[0], deps, name, per_agent, deps_of, got[1])
 
     @checked("Program.all_reduce")
     def all_reduce(self, pes, bytes: int, algorithm: str = "ring", **kw) -> Handle:

@@ -38,11 +38,13 @@ def nvlink(system) -> int:
     return sum(int(b) for c, b in zip(ch["class"], ch["bytes"]) if c == "nvlink")
 
 
-def alone(what: str, tp: int) -> int:
-    """NVLink bytes of one ``what`` of the whole activation over the first tp GPUs, appended as the lowering does."""
+def alone(what: str, tp: int, fidelity: str = "pipeline") -> int:
+    """NVLink bytes of one ``what`` of the whole activation over the first tp GPUs, appended as a training step's
+    lowering does (NCCL's ring on the flow fabric as the channel pipeline: Lowerer.fidelity; an inference pass's
+    at ``auto``)."""
     s = box()
     p = Program(s)
-    p.collective(what, s.pes()[:tp], B, algorithm="ring", buffer="hbm")
+    p.collective(what, s.pes()[:tp], B, algorithm="ring", buffer="hbm", fidelity=fidelity)
     p.run()
     return nvlink(s)
 
@@ -144,4 +146,4 @@ def test_an_inference_forward_with_sp_moves_what_tensor_parallelism_moves(reuse)
     assert n_seq == {("forward", "reduce_scatter"): ar, ("forward", "all_gather"): ar}
     if not reuse:  # the embedding + 2 per layer; with reuse one layer is simulated
         assert ar == 1 + 2 * 2
-        assert plain == ar * alone("all_reduce", 4)
+        assert plain == ar * alone("all_reduce", 4, "auto")

@@ -183,7 +183,7 @@ class Op:
     @property
     def dtype(self) -> str:
         """The op's compute type: that of its first output (else first input)."""
-        for t in self.outputs + self.inputs:
+        for t in self.outputs or self.inputs:
             return t.dtype
         return "fp32"
 

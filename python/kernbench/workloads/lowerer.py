@@ -177,6 +177,8 @@ class Lowerer:
         self.where = {n: (int(p), int(g), int(i)) for n, p, g, i in
                       zip(lay["ranks"], lay["package"], lay["group"], lay["pe"])}
         self.mem: dict[str, str] = {}
+        self._parts: dict[str, str] = {}  # span name -> its part_of
+        self._precs = {id(op): self._prec_of(op) for op in graph.ops}  # prec() per kernel: the graph op's, once
         self.chain: dict[str, list] = {}
         self.key = -1
         self.out = Lowered(graph, program, plan, plan.place(system))
@@ -208,6 +210,10 @@ class Lowerer:
         return self.mem[pe]
 
     def prec(self, op: Op) -> str:
+        got = self._precs.get(id(op))  # the graph's ops' (alive with it: their ids are theirs)
+        return got if got is not None else self._prec_of(op)
+
+    def _prec_of(self, op: Op) -> str:
         return self.precision or ("fp32" if op.dtype in ("fp32", "tf32", "fp64") else
                                   op.dtype if op.dtype in ("fp16", "bf16", "fp8", "int8") else "fp16")
 
@@ -219,8 +225,10 @@ class Lowerer:
         if self.recomputing:
             pass_ = "recompute"
         nm = name or (op.name if op else kind)
-        if len(self.prog) > first:
-            self.out.spans.append(Span(i, nm, kind, part_of(nm), first, len(self.prog), stage, pass_, mb))
+        end = len(self.prog)
+        if end > first:
+            part = self._parts.get(nm) or self._parts.setdefault(nm, part_of(nm))  # a name recurs per microbatch
+            self.out.spans.append(Span(i, nm, kind, part, first, end, stage, pass_, mb))
 
     def tok(self, x) -> int:
         """A token-proportional size (rows, elements, bytes) on one cp rank: 1/cp of it (context.check_cp makes the
@@ -230,11 +238,12 @@ class Lowerer:
     def count(self, what: str, n: int = 1):
         self.out.counts[what] = self.out.counts.get(what, 0) + n * self.weight
 
-    def step(self, pe: str, fn: Callable[[list], Any], deps: list) -> list:
-        """A compute step on ``pe``: after its previous step and ``deps``; becomes the PE's chain."""
+    def step(self, pe: str, fn: Callable[..., Any], deps: list, *args) -> list:
+        """A compute step on ``pe``, ``fn(*args, d)``: after its previous step and ``deps`` (``d``); becomes the PE's
+        chain."""
         if self.mirror:
-            return self._mirrored(pe, lambda: [fn(self.chain.get(pe, []) + deps)])
-        h = fn(self.chain.get(pe, []) + deps)
+            return self._mirrored(pe, lambda: [fn(*args, self.chain.get(pe, []) + deps)])
+        h = fn(*args, self.chain.get(pe, []) + deps)
         self.chain[pe] = [h]
         return [h]
 
@@ -303,7 +312,7 @@ class Lowerer:
         self.out.gemm_flops += f
         self.out.gemm_flops_by_pass[pass_] = self.out.gemm_flops_by_pass.get(pass_, 0.0) + f
         self.count("gemm")
-        return self.step(pe, lambda d: self.target.gemm(self, pe, int(m), int(n), int(k), op, d), deps)
+        return self.step(pe, self.target.gemm, deps, self, pe, int(m), int(n), int(k), op)
 
     def vector(self, pe, elements, row, esize, loads, passes, stores, name, deps):
         """A memory-bound op of ``elements`` (rows of ``row``): ``loads`` streams in, ``passes`` over the
@@ -311,14 +320,13 @@ class Lowerer:
         if elements < 1:
             return deps
         self.count("vector")
-        return self.step(pe, lambda d: self.target.vector(self, pe, elements, row, esize, loads, passes, stores,
-                                                          name, d), deps)
+        return self.step(pe, self.target.vector, deps, self, pe, elements, row, esize, loads, passes, stores, name)
 
     def copy(self, pe, nbytes, name, deps):
         """A layout copy or an im2col of ``nbytes``, HBM to HBM (targets.py)."""
         if nbytes < 1:
             return deps
-        return self.step(pe, lambda d: self.target.copy(self, pe, int(nbytes), name, d), deps)
+        return self.step(pe, self.target.copy, deps, self, pe, int(nbytes), name)
 
     def collective(self, what, group, nbytes, deps, name, rank_deps=None):
         """``what`` over ``group`` after ``deps`` (every rank) and ``rank_deps`` (per rank of ``group``: what that
@@ -335,9 +343,9 @@ class Lowerer:
             b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
             self.count(what)
             algorithm = "pairwise" if what == "alltoall" else self.plan.algorithm
-            fid = {"fidelity": self.fidelity(what, algorithm)} if self.target.name == "gpu" else {}
-            h = [self.prog.collective(what, list(group), b, algorithm=algorithm, buffer="hbm",
-                                      deps=h, name=name, rank_deps=rank_deps if j == 0 else None, **fid)]
+            fid = self.fidelity(what, algorithm) if self.target.name == "gpu" else "auto"
+            h = [self.prog._collective_from_model(what, group, b, algorithm=algorithm, buffer="hbm", fidelity=fid,
+                                                  deps=h, name=name, rank_deps=rank_deps if j == 0 else None)]
         return h
 
     def fidelity(self, what: str, algorithm: str) -> str:
@@ -387,7 +395,8 @@ class Lowerer:
         output state)."""
         op, tp, a = self.g.ops[i], len(group), self.g.ops[i].attrs
         self.check_attrs(i)
-        deps = [sum((dep_of(d)[t] for d in op.deps), []) for t in range(tp)]
+        ins = [dep_of(d) for d in op.deps]
+        deps = [[h for x in ins for h in x[t]] for t in range(tp)]
         if extra:
             deps = [d + list(x) for d, x in zip(deps, extra)]
         sin = self.state_in(i, state)
@@ -575,9 +584,8 @@ def dep_fn(L: Lowerer, rep: int, mb: int, stages: Sequence[int], memo: dict, s: 
             nbytes = L.tok(sum(t.nbytes for t in g.ops[d].outputs))
             if state.get(d) in (SHARD, SEQ):
                 nbytes = -(-nbytes // len(group))
-            hs = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, int(nbytes)), deps=done[d][t],
-                              name=g.ops[d].name + " p2p", tag="p2p")] for t, (sp, dst) in
-                  enumerate(zip(src, group))]
+            hs = [[L.prog._dma_from_model(dst, L.hbm(sp), L.hbm(dst), max(1, int(nbytes)), done[d][t],
+                                          g.ops[d].name + " p2p", "p2p")] for t, (sp, dst) in enumerate(zip(src, group))]
             L.count("p2p", len(group))
             L.span(d, "p2p", first, s, "forward", mb, g.ops[d].name + " p2p")
             xfer[key] = hs

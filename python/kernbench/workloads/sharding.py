@@ -67,7 +67,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["DataParallel", "ROOT", "DP_KINDS", "is_dp_collective"]
+import numpy as np
+
+__all__ = ["DataParallel", "ROOT", "DP_KINDS", "is_dp_collective", "dp_collectives"]
 
 #: The unit of the ops outside the repeated blocks.
 ROOT = "outside"
@@ -80,6 +82,11 @@ def is_dp_collective(span) -> bool:
     """Whether a lowered span is one of the data-parallel collectives: those are the only collective spans not
     lowered from a graph op (``op == -1``); a tensor-parallel collective carries its op's index."""
     return span.op < 0 and span.kind in DP_KINDS
+
+
+def dp_collectives(columns) -> np.ndarray:
+    """``is_dp_collective`` of every span at once, from the spans' columns (timeline.SpanColumns)."""
+    return (columns.op < 0) & columns.kind_in(DP_KINDS)
 
 
 def _ops(handles) -> list[int]:
@@ -194,8 +201,8 @@ class DataParallel:
         pes = pes or self.group(s, t)
         # the stream's order (the collective issued before this one: _Stream) gates every rank; each rank's own
         # gate then takes what that rank alone waits for (FSDP's rate limit: _gate), as do ``rank_deps``
-        issue = L.prog.barrier(pes[0], [], name=name + " issue")
-        gates = [L.prog.barrier(pe, [issue], name=name + " ready") for pe in pes]
+        issue = L.prog._barrier_from_model(pes[0], [], name + " issue")
+        gates = [L.prog._barrier_from_model(pe, [issue], name + " ready") for pe in pes]
         own = rank_deps or [[] for _ in pes]
         first = len(L.prog)
         weight, L.weight = L.weight, 1  # one collective of the whole dp group, whichever replicas are lowered

@@ -55,12 +55,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from kernbench.workloads import context, memory as _memory, timeline
 from kernbench.workloads.graph import Block, WorkloadError, WorkloadGraph
 from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.lowerer import COMM_KINDS, stage_layers
 from kernbench.workloads.plan import ParallelPlan
-from kernbench.workloads.sharding import is_dp_collective
+from kernbench.workloads.sharding import dp_collectives
 from kernbench.workloads.training import model_chunks, replicas_mode
 
 __all__ = ["TrainingEstimate", "training_step", "with_layers", "COMPUTE"]
@@ -197,22 +199,25 @@ def _measure(graph, system, plan, precision, optimizer, replicas) -> tuple[dict[
     lo = lower(graph, system, plan, phase="train", precision=precision, optimizer=optimizer, replicas=replicas)
     res = lo.run()
     q: dict[str, float] = {"step": float(res.makespan_ps), "ops": float(len(lo.program))}
-    q["forward"] = lo.intervals(res, lambda s: s.pass_ == "forward")
-    q["backward"] = lo.intervals(res, lambda s: s.pass_ in ("backward", "recompute") and not is_dp_collective(s))
-    q["optimizer"] = lo.intervals(res, lambda s: s.pass_ == "optimizer")
-    flight = _in_flight(lo, res)  # the data-parallel collectives, each from its first transfer to its last
-    q["grad_all_reduce"] = float(_length(_merge([iv for x, iv in flight if x.kind == "grad_all_reduce"])))
-    q["span"] = float(timeline.extent(lo, res, lambda s: s.pass_ in COMPUTE and not is_dp_collective(s)))
+    c = timeline.span_columns(lo)  # the selections below as arrays over the spans (the predicates they tabulate:
+    dp = dp_collectives(c)         # is_dp_collective, a span's pass in COMPUTE, its kind in COMM_KINDS)
+    compute, comm = c.pass_in(COMPUTE), c.kind_in(COMM_KINDS)
+    q["forward"] = lo.intervals(res, c.pass_in(("forward",)))
+    q["backward"] = lo.intervals(res, c.pass_in(("backward", "recompute")) & ~dp)
+    q["optimizer"] = lo.intervals(res, c.pass_in(("optimizer",)))
+    which, first, last = _in_flight(lo, res, dp)  # the data-parallel collectives, each from its first transfer
+    gar = c.kind_code[which] == (c.kinds.index("grad_all_reduce") if "grad_all_reduce" in c.kinds else -1)
+    q["grad_all_reduce"] = float(timeline.union_length(first[gar], last[gar]))  # ... to its last
+    q["span"] = float(timeline.extent(lo, res, compute & ~dp))
     t0 = int(res._core.start_ps)
     for stage in range(plan.pp):
-        dp_iv = _merge([iv for x, iv in flight if x.stage == stage])
-        hide = _op_intervals(lo, res, lambda x, stage=stage: x.stage == stage and x.pass_ in COMPUTE
-                             and x.kind not in COMM_KINDS, launches=True)
+        on = c.stage == stage
+        dp_iv = _merge(list(zip(first[on[which]].tolist(), last[on[which]].tolist())))
+        hide = _op_intervals(lo, res, on & compute & ~comm, launches=True)
         q[f"dp.{stage}"], q[f"dpx.{stage}"] = float(_length(dp_iv)), float(_uncovered(dp_iv, hide))
-        q[f"busy.{stage}"] = lo.intervals(res, lambda x, stage=stage: x.stage == stage and x.pass_ in COMPUTE
-                                          and not is_dp_collective(x))
-        cut = lo.partition(res, lambda x, stage=stage: x.pass_ if x.stage == stage else None, t0,
-                           t0 + int(res.makespan_ps))
+        q[f"busy.{stage}"] = lo.intervals(res, on & compute & ~dp)
+        cut = timeline.partition_codes(lo, res, np.where(on, c.pass_code, -1), c.passes, comm, t0,
+                                       t0 + int(res.makespan_ps))
         for k, v in cut.items():
             k = "bubble" if k == "idle" and plan.pp > 1 else k
             q[f"part.{k}"] = q.get(f"part.{k}", 0.0) + v / plan.pp
@@ -241,21 +246,31 @@ def _op_intervals(lo: Lowered, res, select, launches: bool = False) -> list[tupl
     return timeline.merged(lo, res, select, launches)
 
 
-def _in_flight(lo: Lowered, res) -> list[tuple[Any, tuple[int, int]]]:
-    """Each data-parallel collective's span and the time it is in flight: from the start of its first transfer or
-    kernel to the end of its last (gaps inside, where a step waits, included). A GPU collective's host launch
-    (``launch`` ops: the NCCL call, issued in program order, possibly long before its data is ready) is not."""
-    t = res._core.ops()
-    st, en = t["start_ps"], t["end_ps"]
-    cols = getattr(lo.program._core, "op_columns", None)
-    kinds = cols()["kind"] if cols else None
-    out = []
-    for x in lo.spans:
-        if not is_dp_collective(x):
-            continue
-        ops = [o for o in range(x.first, x.end) if st[o] >= 0 and (kinds is None or kinds[o] != "launch")]
-        if ops:
-            out.append((x, (min(int(st[o]) for o in ops), max(int(en[o]) for o in ops))))
+def _in_flight(lo: Lowered, res, dp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each data-parallel collective's time in flight: from the start of its first transfer or kernel to the end of
+    its last (gaps inside, where a step waits, included). A GPU collective's host launch (``launch`` ops: the NCCL
+    call, issued in program order, possibly long before its data is ready) is not. ``dp``: which spans are the
+    collectives (a bool array over ``lo.spans``). Returns the indices of those that ran, their starts and ends."""
+    t = timeline.op_times(lo, res)
+    spans = np.flatnonzero(dp)
+    ops = t.ops_of(dp)
+    owner = np.repeat(spans, t.span_len[dp])
+    keep = (t.start[ops] >= 0) & ~_launch_ops(res, len(t.start))[ops]
+    ops, owner = ops[keep], owner[keep]
+    if len(ops) == 0:
+        return owner, ops, ops
+    heads = np.flatnonzero(np.append(True, owner[1:] != owner[:-1]))  # each span's ops are consecutive
+    return owner[heads], np.minimum.reduceat(t.start[ops], heads), np.maximum.reduceat(t.end[ops], heads)
+
+
+def _launch_ops(res, n: int) -> np.ndarray:
+    """Whether each of the run's ``n`` ops that ran is a host launch (a kernel's, or an NCCL call's): read off the
+    op log's kinds."""
+    out = np.zeros(n, dtype=bool)
+    kinds = list(res._core.kind_names)
+    if "launch" in kinds:
+        log = res._core.log()
+        out[np.asarray(log["op"])[np.asarray(log["kind"]) == kinds.index("launch")]] = True
     return out
 
 

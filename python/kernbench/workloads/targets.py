@@ -172,48 +172,69 @@ class GpuTarget:
             raise WorkloadError(f"launch {launch!r}: expected one of {', '.join(LAUNCHES)}")
         self.launch = launch
         self._spec: dict[str, dict] = {}
-        self._plans: dict[tuple, dict] = {}  # kernel plans by (pe, shape): a model's layers repeat the same ones
+        self._gpu: dict[str, tuple[int, int, int]] = {}  # pe -> (its launch ps, its SMs, the number of its spec)
+        self._specs: dict[tuple, int] = {}  # a spec (gpu_spec past the names) -> its number
+        # kernel plans and their costs by (spec number, kernel, shape): a model's layers repeat the same ones
+        self._plans: dict[tuple, tuple[dict, tuple[int, int, int]]] = {}
 
     def spec(self, L, pe) -> dict:
         if pe not in self._spec:
             self._spec[pe] = _core.gpu_spec(L.system._core, pe)
         return self._spec[pe]
 
-    def _kernel(self, L, pe, plan: dict[str, Any], flops: float, precision: str, name: str, deps, tag: str):
-        sp = self.spec(L, pe)
-        launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
-        L.count("kernel")
+    def _gpu_of(self, L, pe) -> tuple[int, int, int]:
+        """``pe``'s launch cost (ps), SMs and spec number. The kernel models read a GPU's spec only (its name only
+        in their errors), so GPUs whose gpu_spec agrees past the names share their plans: one number per spec
+        without ``name`` and ``memory`` (the memory's bandwidth stays in it)."""
+        got = self._gpu.get(pe)
+        if got is None:
+            sp = self.spec(L, pe)
+            launch = sp["launch_host_ps"] if self.launch == "host" else sp["launch_graph_ps"]
+            key = tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                               for k, v in sp.items() if k not in ("name", "memory")))
+            got = self._gpu[pe] = (int(launch), int(sp["sms"]), self._specs.setdefault(key, len(self._specs)))
+        return got
+
+    def _add_plan(self, key: tuple, plan: dict) -> tuple[dict, tuple[int, int, int]]:
+        """Keep ``plan`` under ``key`` with its cost: duration (ps), bytes, and its CTAs when compute-bound (else 0)."""
         # a compute-bound kernel runs more waves while collectives hold some of the SMs (Program.kernel)
         compute = plan.get("bound") == "compute" or plan.get("compute_ps", -1) >= plan.get("memory_ps", 0) > 0
         ctas = int(plan.get("ctas", 0)) if compute else 0
-        sms = int(sp["sms"]) if ctas else 0
-        k = L.prog._kernel_from_model(pe, int(plan["duration_ps"]), int(launch), float(flops), precision,
-                                      int(plan.get("bytes", 0)), deps, name, tag, ctas, sms)
+        got = self._plans[key] = (plan, (int(plan["duration_ps"]), int(plan.get("bytes", 0)), ctas))
+        return got
+
+    def _kernel(self, L, pe, gpu: tuple[int, int, int], cost: tuple[int, int, int], flops: float, precision: str,
+                name: str, deps, tag: str):
+        """Append one kernel of ``cost`` (``_add_plan``) on ``pe`` (``gpu``: its ``_gpu_of``) with its launch."""
+        launch, sms, _ = gpu
+        duration, nbytes, ctas = cost
+        L.count("kernel")
+        k = L.prog._kernel_from_model(pe, duration, launch, float(flops), precision, nbytes, deps, name, tag, ctas,
+                                      sms if ctas else 0)
         if launch > 0:
             L.out.launches[k - 1] = pe  # Program.kernel adds the launch op just before its kernel
         return k
 
-    def _stream(self, L, pe, nbytes: int) -> dict:
-        key = (pe, nbytes)
-        if key not in self._plans:
-            self._plans[key] = _core.gpu_stream(L.system._core, pe, nbytes)
-        return self._plans[key]
+    def _stream(self, L, pe, nbytes: int, name: str, deps, tag: str):
+        """One memory-bound kernel moving ``nbytes``."""
+        gpu = self._gpu.get(pe) or self._gpu_of(L, pe)
+        key = (gpu[2], "stream", nbytes)
+        plan, cost = self._plans.get(key) or self._add_plan(key, _core.gpu_stream(L.system._core, pe, nbytes))
+        return self._kernel(L, pe, gpu, cost, 0.0, "bf16", name, deps, tag)
 
     def gemm(self, L, pe, m, n, k, op, deps):
         prec = L.prec(op)
-        key = (pe, m, n, k, prec)
-        if key not in self._plans:
-            self._plans[key] = _core.gpu_gemm(L.system._core, pe, m, n, k, prec)
-        plan = self._plans[key]
-        return self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "gemm")
+        gpu = self._gpu.get(pe) or self._gpu_of(L, pe)
+        key = (gpu[2], "gemm", m, n, k, prec)
+        plan, cost = self._plans.get(key) or self._add_plan(key, _core.gpu_gemm(L.system._core, pe, m, n, k, prec))
+        return self._kernel(L, pe, gpu, cost, plan["flops"], prec, op.name, deps, "gemm")
 
     def vector(self, L, pe, elements, row, esize, loads, passes, stores, name, deps):
         # One fused kernel: each operand read once, each result written once (passes stay in registers).
-        nbytes = int(elements) * int(esize) * (int(loads) + int(stores))
-        return self._kernel(L, pe, self._stream(L, pe, nbytes), 0.0, "bf16", name, deps, "stream")
+        return self._stream(L, pe, int(elements) * int(esize) * (int(loads) + int(stores)), name, deps, "stream")
 
     def copy(self, L, pe, nbytes, name, deps):
-        return self._kernel(L, pe, self._stream(L, pe, 2 * int(nbytes)), 0.0, "bf16", name, deps, "copy")  # r + w
+        return self._stream(L, pe, 2 * int(nbytes), name, deps, "copy")  # read and write
 
     def attention(self, L, i, group, deps, pass_):
         """One fused attention kernel per rank over the whole batch: the rank's query heads (heads / tp) and
@@ -239,9 +260,14 @@ class GpuTarget:
         the scores recomputed: kernbench.workloads.gpu_kernels). Returns (the kernel op, its FLOPs)."""
         e = DTYPE_BYTES.get(op.dtype, 2)
         prec = L.prec(op)
-        plan = gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, op.attrs, e, causal, prec,
-                                  "backward" if pass_ == "backward" else "forward")
-        h = self._kernel(L, pe, plan, plan["flops"], prec, op.name, deps, "attention")
+        a = op.attrs
+        which = "backward" if pass_ == "backward" else "forward"
+        gpu = self._gpu.get(pe) or self._gpu_of(L, pe)
+        key = (gpu[2], "attention", which, batch, heads, kv_heads, q_len, kv_len, a["head_dim"], a.get("v_head_dim"),
+               bool(a.get("kv_shared")), e, causal, prec)
+        plan, cost = self._plans.get(key) or self._add_plan(
+            key, gpu_attention_plan(L.system, pe, batch, heads, kv_heads, q_len, kv_len, a, e, causal, prec, which))
+        h = self._kernel(L, pe, gpu, cost, plan["flops"], prec, op.name, deps, "attention")
         L.count("attention")
         return h, float(plan["flops"])
 
@@ -302,8 +328,10 @@ def target_for(system, launch: str | None = None):
     if is_k200(system):
         return _k200_target()()
     name = system.target
-    if name == "gpu":
-        return GpuTarget(launch or "host")
+    if name == "gpu":  # one per machine and launch mode: its kernel plans are the machine's, kept across lowerings
+        targets = system.__dict__.setdefault("_gpu_targets", {})
+        launch = launch or "host"
+        return targets.get(launch) or targets.setdefault(launch, GpuTarget(launch))
     if name not in TARGETS:
         raise WorkloadError(f"pe.target {name!r}: no lowering (known: {', '.join(TARGETS)})")
     return TARGETS[name]()

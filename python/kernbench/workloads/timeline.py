@@ -9,11 +9,13 @@ the same per-interval shares (``numpy.cumsum`` adds in order, as the loop did).
 
 from __future__ import annotations
 
-from typing import Callable
+from operator import attrgetter
+from typing import Callable, Iterable
 
 import numpy as np
 
-__all__ = ["OpTimes", "op_times", "union_length", "intervals", "merged", "extent", "partition"]
+__all__ = ["OpTimes", "op_times", "SpanColumns", "span_columns", "union_length", "intervals", "merged", "extent",
+           "partition", "partition_codes"]
 
 
 class OpTimes:
@@ -25,8 +27,7 @@ class OpTimes:
         self.start = np.asarray(t["start_ps"], dtype=np.int64)
         self.end = np.asarray(t["end_ps"], dtype=np.int64)
         n = len(self.start)
-        first = np.fromiter((s.first for s in lo.spans), dtype=np.int64, count=len(lo.spans))
-        end = np.fromiter((s.end for s in lo.spans), dtype=np.int64, count=len(lo.spans))
+        first, end = _ints(lo.spans, "first"), _ints(lo.spans, "end")
         lens = np.maximum(end - first, 0)
         self.span_first, self.span_len = first, lens
         self.launch = np.zeros(n, dtype=bool)
@@ -52,11 +53,52 @@ def op_times(lo, res) -> OpTimes:
     return cache[key]
 
 
+class SpanColumns:
+    """The spans' fields a step's figures select on, as arrays over ``lo.spans``: ``stage``, ``op`` (the graph op,
+    -1 for none), and ``pass_`` and ``kind`` as codes into the names ``passes`` and ``kinds`` (in order of first
+    appearance). A selection over 10**5 spans is then a few numpy operations, not a Python call per span."""
+
+    def __init__(self, spans):
+        self.stage, self.op = _ints(spans, "stage"), _ints(spans, "op")
+        self.passes, self.pass_code = _codes(map(attrgetter("pass_"), spans), len(spans))
+        self.kinds, self.kind_code = _codes(map(attrgetter("kind"), spans), len(spans))
+
+    def pass_in(self, names) -> np.ndarray:
+        """Whether each span's pass is one of ``names``."""
+        return np.isin(self.pass_code, [i for i, p in enumerate(self.passes) if p in names])
+
+    def kind_in(self, names) -> np.ndarray:
+        """Whether each span's kind is one of ``names``."""
+        return np.isin(self.kind_code, [i for i, k in enumerate(self.kinds) if k in names])
+
+
+def _ints(spans, field: str) -> np.ndarray:
+    """An integer field of every span."""
+    return np.fromiter(map(attrgetter(field), spans), dtype=np.int64, count=len(spans))
+
+
+def _codes(values: Iterable[str], n: int) -> tuple[list[str], np.ndarray]:
+    """The ``n`` values' distinct ones in order of first appearance, and each value's index among them."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=n)
+    return list(index), codes
+
+
+def span_columns(lo) -> SpanColumns:
+    """``lo``'s SpanColumns, cached on it (per count of spans: a lowering may append more)."""
+    cache = lo.__dict__.setdefault("_span_columns", {})
+    if len(lo.spans) not in cache:
+        cache[len(lo.spans)] = SpanColumns(lo.spans)
+    return cache[len(lo.spans)]
+
+
 def _runs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The intervals [a, b) merged where they touch or overlap: the runs' starts and ends, in time order."""
     if len(a) == 0:
         return a, b
-    order = np.lexsort((b, a))
+    # By start, then end. Where no interval ends before it starts, the runs do not depend on how intervals of one
+    # start are ordered (the first of them decides whether a run begins there), so one sort by start does.
+    order = np.argsort(a, kind="stable") if (b >= a).all() else np.lexsort((b, a))
     a, b = a[order], b[order]
     reach = np.maximum.accumulate(b)
     new = np.empty(len(a), dtype=bool)
@@ -73,11 +115,15 @@ def union_length(a: np.ndarray, b: np.ndarray) -> int:
     return int((hi - lo).sum())
 
 
-def _mask(lo, select: Callable) -> np.ndarray:
+def _mask(lo, select: Callable | np.ndarray) -> np.ndarray:
+    """Which spans ``select`` picks: a predicate of a Span, or already a bool array over ``lo.spans``
+    (SpanColumns)."""
+    if isinstance(select, np.ndarray):
+        return select
     return np.fromiter((bool(select(s)) for s in lo.spans), dtype=bool, count=len(lo.spans))
 
 
-def intervals(lo, res, select: Callable) -> int:
+def intervals(lo, res, select: Callable | np.ndarray) -> int:
     """Active time (ps) of the union of the selected spans' op intervals, host launches left out."""
     t = op_times(lo, res)
     ops = t.ops_of(_mask(lo, select))
@@ -86,7 +132,7 @@ def intervals(lo, res, select: Callable) -> int:
     return union_length(a[keep], b[keep])
 
 
-def merged(lo, res, select: Callable, launches: bool = False) -> list[tuple[int, int]]:
+def merged(lo, res, select: Callable | np.ndarray, launches: bool = False) -> list[tuple[int, int]]:
     """The selected spans' op intervals [start, end) that ran, merged where they touch or overlap, in time order;
     a GPU kernel's host launch only with ``launches``."""
     t = op_times(lo, res)
@@ -99,7 +145,7 @@ def merged(lo, res, select: Callable, launches: bool = False) -> list[tuple[int,
     return list(zip(lo.tolist(), hi.tolist()))
 
 
-def extent(lo, res, select: Callable) -> int:
+def extent(lo, res, select: Callable | np.ndarray) -> int:
     """From the first start to the last end (ps) of the selected spans' ops that ran (0 when none did)."""
     t = op_times(lo, res)
     ops = t.ops_of(_mask(lo, select))
@@ -109,9 +155,18 @@ def extent(lo, res, select: Callable) -> int:
     return int(t.end[ops][ran].max() - t.start[ops][ran].min())
 
 
+def _event_order(time: np.ndarray, sign: np.ndarray, labs: np.ndarray, labels: int) -> np.ndarray:
+    """The stable order of the events by (time, sign, label): ``np.lexsort((labs, sign, time))``, as one sort of a
+    packed key where the times leave room for sign and label in an int64 (below 2**(62 - label bits) ps: hours)."""
+    bits = max(1, int(labels - 1).bit_length())
+    if len(time) == 0 or time.min() < 0 or int(time.max()) >= 1 << (62 - bits):
+        return np.lexsort((labs, sign, time))
+    key = (time << (bits + 1)) | ((sign > 0).astype(np.int64) << bits) | labs
+    return np.argsort(key, kind="stable")
+
+
 def partition(lo, res, label: Callable, t0: int, t1: int, comm: Callable) -> dict[str, float]:
     """[t0, t1) cut into parts that add up to t1 - t0 (Lowered.partition's doc)."""
-    t = op_times(lo, res)
     names: list[str] = ["exposed_communication", "launch"]
     index = {n: i for i, n in enumerate(names)}
     key = np.full(len(lo.spans), -1, dtype=np.int64)
@@ -124,6 +179,34 @@ def partition(lo, res, label: Callable, t0: int, t1: int, comm: Callable) -> dic
             index[k] = len(names)
             names.append(k)
         key[j] = index[k]
+    return _cut(op_times(lo, res), key, names, t0, t1)
+
+
+def partition_codes(lo, res, codes: np.ndarray, labels: list[str], comm: np.ndarray, t0: int,
+                    t1: int) -> dict[str, float]:
+    """``partition`` with the spans' labels given as arrays: span j's label is ``labels[codes[j]]`` (none where
+    ``codes[j]`` < 0), ``comm`` says which spans are communication. The same parts, to the last bit, as
+    ``partition`` with the predicates these arrays tabulate."""
+    key = np.where(comm, 0, codes + 2)  # labels after exposed_communication (0) and launch (1), as partition's
+    key = np.where(codes >= 0, key, -1)
+    names: list[str] = ["exposed_communication", "launch"]
+    index = {n: i for i, n in enumerate(names)}
+    used, first = np.unique(key[key >= 2], return_index=True)
+    renumber = np.full(len(labels) + 2, -1, dtype=np.int64)
+    renumber[:2] = (0, 1)
+    for k in used[np.argsort(first)]:  # numbered in order of first appearance, as partition numbers them
+        name = labels[k - 2]
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+        renumber[k] = index[name]
+    key = np.where(key >= 0, renumber[np.maximum(key, 0)], -1)
+    return _cut(op_times(lo, res), key, names, t0, t1)
+
+
+def _cut(t: OpTimes, key: np.ndarray, names: list[str], t0: int, t1: int) -> dict[str, float]:
+    """[t0, t1) cut among the ops of the spans with ``key`` >= 0, span j's ops labelled ``names[key[j]]`` (0:
+    exposed_communication, 1: launch, then the compute labels)."""
     chosen = key >= 0
     ops = t.ops_of(chosen)
     lab = np.repeat(key[chosen], t.span_len[chosen])
@@ -141,7 +224,7 @@ def partition(lo, res, label: Callable, t0: int, t1: int, comm: Callable) -> dic
     time = np.concatenate((a, b))
     sign = np.concatenate((np.ones(len(a), dtype=np.int64), -np.ones(len(b), dtype=np.int64)))
     labs = np.concatenate((lab, lab))
-    order = np.lexsort((labs, sign, time))
+    order = _event_order(time, sign, labs, L)
     time, sign, labs = time[order], sign[order], labs[order]
     delta = np.zeros((len(time), L), dtype=np.int32)
     delta[np.arange(len(time)), labs] = sign

@@ -384,6 +384,9 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
     unit_ops: dict[tuple[str, int], list[int]] = {}  # (unit, chunk) -> its ops there, in graph order
     for i, u in enumerate(layer):
         unit_ops.setdefault((u, chunks[i]), []).append(i)
+    unit_last: list[dict[str, int]] = [{} for _ in range(C)]  # per chunk, where each unit's backward ends
+    for (u, ch), ops in unit_ops.items():
+        unit_last[ch][u] = ops[0]
     block_ops: dict[tuple[str, int], list[int]] = {}  # (block instance, chunk) -> its ops there: full recompute
     for i, u in enumerate(block):
         block_ops.setdefault((u, chunks[i]), []).append(i)
@@ -426,7 +429,7 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         tp = len(group)
         need: dict[str, list[list]] = {}
         grads: dict[str, list[list]] = {}
-        last_of = {u: ops[0] for (u, ch), ops in unit_ops.items() if ch == chunk}  # where a unit's backward ends
+        last_of = unit_last[chunk]
         redone: set[str] = set()
         for i in reversed(chunk_ops[chunk]):
             unit = layer[i]
@@ -459,8 +462,8 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                         if memo["state"].get(i) in (SHARD, SEQ):
                             nbytes = -(-nbytes // tp)
                         first = len(L.prog)
-                        bx[key] = [[L.prog.dma(dst, src=L.hbm(sp), dst=L.hbm(dst), bytes=max(1, nbytes),
-                                               deps=bd[c][t], name=g.ops[i].name + " grad p2p", tag="p2p")]
+                        bx[key] = [[L.prog._dma_from_model(dst, L.hbm(sp), L.hbm(dst), max(1, int(nbytes)),
+                                                           bd[c][t], g.ops[i].name + " grad p2p", "p2p")]
                                    for t, (sp, dst) in enumerate(zip(src, group))]
                         L.count("p2p", tp)
                         L.span(i, "p2p", first, s, "backward", j, g.ops[i].name + " grad p2p")
