@@ -200,12 +200,28 @@ def test_model_training_runs_mixtral_with_expert_parallelism():
 
 
 def test_moe_training_refusals(box):
-    """A sharding other than none and ep not dividing dp are refused with MoE layers, naming the value (full
-    recompute is lowered: test_moe_recompute.py)."""
+    """A sharding other than none and zero1 and ep not dividing dp are refused with MoE layers, naming the value
+    (full recompute is lowered: test_moe_recompute.py)."""
     g = small(1, 16)
-    with pytest.raises(WorkloadError, match="sharding 'zero1' with MoE layers"):
-        lower(g, box, ParallelPlan(dp=4, ep=2, sharding="zero1"), phase="train")
+    with pytest.raises(WorkloadError, match="sharding 'zero2' with MoE layers"):
+        lower(g, box, ParallelPlan(dp=4, ep=2, sharding="zero2"), phase="train")
     with pytest.raises(WorkloadError, match="sharding 'fsdp' with MoE layers"):
         lower(g, box, ParallelPlan(dp=2, ep=2, sharding="fsdp"), phase="train")
     with pytest.raises(WorkloadError, match="ep = 4 .* must divide dp = 6"):
         ParallelPlan(dp=6, ep=4)
+
+
+def test_the_distributed_optimizer_shards_the_experts_over_their_group():
+    """zero1 with MoE layers (Megatron's distributed optimizer): every expert-data-parallel group reduce-scatters
+    its experts' gradients and all-gathers the updated weights -- each carrying the bytes sharding none all-reduces
+    -- the dense parts likewise over dp; Adam runs on the shards, so the optimizer and the step are shorter, and the
+    per-GPU memory is lower."""
+    g = get_model("mixtral-8x7b").graph(1, 128, layers=2)
+    got = {sh: estimate.training_step(g, kernbench.System.load(H100), ParallelPlan(dp=4, ep=2, sharding=sh),
+                                      replicas="all", check_memory=False) for sh in ("none", "zero1")}
+    none, z1 = got["none"].dp_bytes, got["zero1"].dp_bytes
+    assert z1["expert_reduce_scatter"] == z1["expert_all_gather"] == none["expert_all_reduce"] > 0
+    assert z1["reduce_scatter"] == z1["all_gather"] == none["all_reduce"] > 0
+    assert got["zero1"].parts["optimizer"] < got["none"].parts["optimizer"]
+    assert got["zero1"].step_ms < got["none"].step_ms
+    assert got["zero1"].memory["peak_gib"] < got["none"].memory["peak_gib"]

@@ -41,11 +41,13 @@ parameter of the one root unit, as before.
     prefetch ``BACKWARD_PRE``: the gather of the layer before is issued as a layer's backward begins, ahead
     of its reduce-scatter).
 
-MoE layers (sharding ``none`` only; the training lowering refuses the others): an MoE op's routed experts are a
-unit of their own. A rank holds E / ep of them, whole, so their gradients are all-reduced not over the dp group but
+MoE layers (sharding ``none`` or ``zero1``; the training lowering refuses the others): an MoE op's routed experts are
+a unit of their own. A rank holds E / ep of them, whole, so their gradients are reduced not over the dp group but
 over the expert-data-parallel group of its EP rank j (``expert_group``: rank j of each of the dp x cp / ep EP
-groups, at every tensor-parallel rank), once after the last microbatch, on that group's own stream; Adam then updates the
-rank's experts. Their bytes count as ``expert_all_reduce``.
+groups, at every tensor-parallel rank), once after the last microbatch, on that group's own stream; Adam then
+updates the rank's experts. ``none`` all-reduces them (bytes as ``expert_all_reduce``); ``zero1``, Megatron's
+distributed optimizer, reduce-scatters them over that group, steps Adam on the rank's shard and all-gathers the
+updated experts (``expert_reduce_scatter``, ``expert_all_gather``).
 
 On a GPU a rank's data-parallel collectives run one after another, in the order they are issued: PyTorch's
 ProcessGroupNCCL runs every collective of a process group on one NCCL stream per device, whichever stream
@@ -293,10 +295,11 @@ class DataParallel:
             self.wgrads[("rs", key, t, mb)] = self._reduce(what, key, t, mb)
 
     def _expert_done(self, rep: int, key: tuple[str, int], mb: int) -> None:
-        """Routed experts' gradients (sharding none): after the last microbatch, EP rank j's accumulated expert
-        gradients are all-reduced over its expert-data-parallel group (``expert_group``) once the last replica
-        of it has reported, on that group's own stream (its own NCCL communicator, as Megatron-Core's
-        expert-data-parallel group); a group of one PE reduces nothing."""
+        """Routed experts' gradients: after the last microbatch, EP rank j's accumulated expert gradients are
+        all-reduced (sharding none) or reduce-scattered (zero1: Megatron's distributed optimizer shards the expert
+        parameters' optimizer state over the expert-data-parallel group) over its expert-data-parallel group
+        (``expert_group``) once the last replica of it has reported, on that group's own stream (its own NCCL
+        communicator, as Megatron-Core's expert-data-parallel group); a group of one PE reduces nothing."""
         plan = self.plan
         if mb != plan.microbatches - 1:
             return
@@ -316,10 +319,11 @@ class DataParallel:
             self.wgrads[("experts", key, j, mb)] = own[0]
             return
         nbytes = 2 * self.elems(key)
-        name = f"{unit} grad all-reduce (EP rank {j})"
+        what = "reduce_scatter" if self.sharded else "all_reduce"
+        name = f"{unit} grad {what.replace('_', '-')} (EP rank {j})"
         self.wgrads[("experts", key, j, mb)] = self._collective(
-            "all_reduce", s, ("experts", j), self.stream(s, ("experts", j)).reserve(), nbytes, [], name,
-            "backward", mb, pes=pes, counted="expert_all_reduce", rank_deps=own)[1]
+            what, s, ("experts", j), self.stream(s, ("experts", j)).reserve(), nbytes, [], name,
+            "backward", mb, pes=pes, counted="expert_" + what, rank_deps=own)[1]
         self.L.out.expert_dp.append({"unit": unit, "stage": s, "ep_rank": j, "pes": list(pes), "bytes": nbytes,
                                      "elements": self.elems(key)})
 
@@ -349,11 +353,13 @@ class DataParallel:
         steps: dict[str, list[tuple]] = {}  # pe -> (unit key, tp rank, elements, its gradients reduced)
         for key in order:
             unit, s = key
-            if key in self.expert:  # each PE updates the experts it holds, once their gradients are reduced
+            if key in self.expert:  # each PE updates the experts it holds (zero1: its shard), once reduced
                 for j in range(plan.ep):
                     ready = self.wgrads.get(("experts", key, j, last), [])
-                    for pe in self.expert_group(s, j):
-                        steps.setdefault(pe, []).append((key, None, self.elems(key), ready))
+                    pes = self.expert_group(s, j)
+                    shard = -(-self.elems(key) // len(pes)) if self.sharded else self.elems(key)
+                    for pe in pes:
+                        steps.setdefault(pe, []).append((key, ("experts", j), shard, ready))
                 continue
             for t in range(plan.tp):
                 elems = self.elems(key)
@@ -373,12 +379,26 @@ class DataParallel:
         if self.active and self.mode in ("zero1", "zero2"):  # the updated weights gathered, on the same stream
             for key in order:
                 if key in self.expert:
+                    self._gather_experts(key, done, last)
                     continue
                 unit, s = key
                 for t in range(plan.tp):  # each rank's part once its own Adam is done
                     self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(key), [],
                                      f"{unit} weights all-gather", "optimizer", last,
                                      rank_deps=[list(done[(key, t)][pe]) for pe in self.group(s, t)])
+
+    def _gather_experts(self, key: tuple[str, int], done: dict[tuple, dict[str, list]], last: int) -> None:
+        """zero1: EP rank j's updated expert weights all-gathered over its expert-data-parallel group, each PE's
+        shard once its own Adam is done, on the group's stream."""
+        unit, s = key
+        for j in range(self.plan.ep):
+            pes = self.expert_group(s, j)
+            if len(pes) < 2:
+                continue
+            self._collective("all_gather", s, ("experts", j), self.stream(s, ("experts", j)).reserve(),
+                             2 * self.elems(key), [], f"{unit} experts all-gather (EP rank {j})", "optimizer", last,
+                             pes=pes, counted="expert_all_gather",
+                             rank_deps=[list(done[(key, ("experts", j))][pe]) for pe in pes])
 
     def _clip(self, steps: dict[str, list[tuple]], reduced: dict[str, list], norm) -> dict[str, list]:
         """Gradient clipping: each rank's norm kernels over the gradients it steps (once they are all reduced:

@@ -359,10 +359,10 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         raise WorkloadError(f"{g.name}: recompute='full' recomputes each layer's forward, and the graph names no "
                             "layers (no repeated block, no meta['layer_prefix']); use 'selective' or 'none'")
     moe = any(op.kind == "moe" for op in g.ops)
-    if moe and plan.sharding != "none":
-        raise WorkloadError(f"{g.name}: sharding {plan.sharding!r} with MoE layers: only sharding 'none' is "
-                            "lowered for a model with experts (the expert parameters' ZeRO/FSDP sharding over the "
-                            "expert-data-parallel group is not modelled)")
+    if moe and plan.sharding not in ("none", "zero1"):
+        raise WorkloadError(f"{g.name}: sharding {plan.sharding!r} with MoE layers: only 'none' and 'zero1' (Megatron's "
+                            "distributed optimizer) are lowered for a model with experts (ZeRO-2's and FSDP's sharding "
+                            "of the expert gradients and weights over the expert-data-parallel group is not modelled)")
     order = interleaved_1f1b(pp, plan.interleave, M)
     replicas = replicas_mode(replicas, False, "training")
     # the data ranks (dp x cp: kernbench.workloads.plan): data rank r mirrors (or is represented by) r % period,
