@@ -180,7 +180,8 @@ def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None
                "gpus": plan.size, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "interleave": v, "microbatches": M,
                "global_batch": plan_of["global_batch"], "seq": plan_of["seq"], "micro_batch": mb,
                "sharding": plan.sharding, "recompute": plan.recompute, "sp": plan.sp, "replicas": p["replicas"],
-               "tp_ranks": tr.reuse["tp_ranks"], "fidelity": p["fidelity"], "step_ms": tr.step_ms, "tokens_per_gpu": tr.tokens_per_gpu_s,
+               "tp_ranks": tr.reuse["tp_ranks"], "fidelity": p["fidelity"], "step_ms": tr.step_ms,
+               "tokens_per_gpu": tr.tokens_per_gpu_s,
                "mfu": tr.mfu(peak), "memory_gib": tr.memory.get("peak_gib"),
                "memory_parts_gib": tr.memory.get("parts_gib", {}), "bubble": tr.bubble, "bubble_ratio": tr.bubble_ratio,
                "bubble_ratio_analytic": tr.bubble_ratio_analytic, "dp_exposed_ms": tr.dp_exposed_ms,
@@ -193,7 +194,8 @@ def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None
                 f"{parts}; {tr.tokens_per_gpu_s:.0f} tokens/s per GPU, MFU {row['mfu']:.3f}; {_memory(tr)}; bubble "
                 f"{tr.bubble_ratio:.3f} of ideal (Megatron's (pp-1)/(v m) = {tr.bubble_ratio_analytic:.3f}); "
                 f"DP exposed {tr.dp_exposed_ms:.1f} ms")
-        ctx.log(f"  simulated: replicas {p['replicas']}, tp ranks {tr.reuse['tp_ranks']}, fidelity {p['fidelity']}, {tr.reuse['mode']} "
+        ctx.log(f"  simulated: replicas {p['replicas']}, tp ranks {tr.reuse['tp_ranks']}, fidelity {p['fidelity']}, "
+                f"{tr.reuse['mode']} "
                 f"({row['extended'] or 'nothing'} extended) from {tr.reuse['ops']} program ops; "
                 f"{wall:.1f} s wall (target < {TARGET_WALL_S:.0f} s), {row['events']} events, peak "
                 f"{row['peak_mb']:.0f} MiB (target < {TARGET_PEAK_MB} MiB)")

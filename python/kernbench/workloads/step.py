@@ -44,6 +44,12 @@ collectives (their GPUs are in every dp group), and its counts and FLOPs stand f
 (Lowerer.represent_replicas). It leaves out the other replicas' own traffic on shared links; on four DGX boxes at
 dp 4 x tp 8 it is within 0.5 % of every replica lowered (tests/python/test_training_scale.py).
 
+One tensor-parallel rank for all (``tp_ranks="one"``, the default on a GPU machine where it was measured exact):
+only rank 0 of each tensor-parallel group is lowered; the other ranks join its group's tensor-parallel collectives
+with rank 0's handles, and its counts, FLOPs and bytes stand for all of them (kernbench.workloads.tp_ranks). Equal
+to every rank lowered on the H100 box and the two-tier DGX cluster (tests/python/test_tp_ranks.py); ``all`` by
+default with MoE layers and on three switch tiers of several pods (training.tp_ranks_mode).
+
 Exposed data-parallel time. ``dp_ms`` and ``dp_exposed_ms`` (TrainingEstimate) are read from the trace per
 stage: the data-parallel collectives in flight, and the part of that no forward/backward/recompute work of the
 stage overlaps (the optimizer hides nothing; the field's comment says why).

@@ -95,12 +95,18 @@ def replicas_mode(replicas: str | None, mirror_replicas: bool, where: str) -> st
 
 
 def tp_ranks_mode(tp_ranks: str | None, graph, system, where: str) -> str:
-    """The TP_RANKS mode a call asks for; None: ``one`` on a GPU machine for a model without MoE layers (its
-    tensor-parallel ranks route different token slices), else ``all``. WorkloadError naming ``where`` for an unknown
-    mode, and for ``one`` where the ranks are not copies of rank 0 (MoE layers; the SIP machine: Lowerer)."""
+    """The TP_RANKS mode a call asks for. None: ``one`` where it was measured equal to every rank lowered -- a GPU
+    machine (one box, or a cluster of one pod: two switch tiers, or three with one pod) and a model without MoE
+    layers -- else ``all``: MoE layers (a group's ranks route different token slices), the SIP machine, and three
+    tiers of several pods, where every rail's transfers between pods cross the same spine-core links (there one
+    rank lowered was 1.7-2.4 % fast: docs/model-estimates.md). WorkloadError naming ``where`` for an unknown mode,
+    and for ``one`` with MoE layers (the SIP machine: Lowerer.represent_tp_ranks)."""
     moe = any(op.kind == "moe" for op in graph.ops)
     if tp_ranks is None:
-        return "all"  # TEMP: default decided by measurement
+        if getattr(system, "target", None) != "gpu" or moe:
+            return "all"
+        cluster = system.cluster()
+        return "all" if cluster and int(cluster.get("pods", 1)) > 1 else "one"
     if tp_ranks not in TP_RANKS:
         raise WorkloadError(f"{where}: tp_ranks {tp_ranks!r}: expected one of {', '.join(TP_RANKS)}")
     if tp_ranks == "one" and moe:
