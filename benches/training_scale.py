@@ -23,6 +23,9 @@ Three things keep a thousand-GPU step in reach, each said in the row:
 * ``replicas`` (default ``one``): replica 0 (with MoE layers, the ep replicas of EP group 0) is lowered and the
   other replicas only join its data-parallel all-reduces (their GPUs' share of every ring or tree), ``all`` lowers
   every replica;
+* ``tp_ranks`` (default ``auto``: ``one`` for a model without MoE layers): rank 0 of each tensor-parallel group is
+  lowered and the other ranks only join its group's tensor-parallel collectives (docs/model-estimates.md, "One
+  tensor-parallel rank for all"), ``all`` lowers every rank;
 * ``fidelity`` (default ``pipeline``): one coflow per NCCL channel for the collectives across boxes
   (docs/ccl.md "Fidelity");
 * the microbatches and layers extended from a window of fewer where the schedule is periodic (exact to the
@@ -86,6 +89,8 @@ TARGET_PEAK_MB = 8 * 1024
             "recompute": Param("preset", choices=["preset", "none", "selective", "full"]),
             "sp": Param("preset", choices=["preset", "on", "off"]),
             "replicas": Param("one", choices=["one", "mirror", "all"]),
+            "tp_ranks": Param("auto", choices=["auto", "one", "all"],
+                              help="auto: one (tp rank 0 for its group) for a model without MoE layers, else all"),
             "fidelity": Param("pipeline", choices=["auto", "steps", "pipeline"]),
             "check_memory": Param(True)},
     config="machines/dgx-h100-cluster.yaml",
@@ -165,7 +170,8 @@ def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None
         e0 = system._core.events_processed
         t0 = time.perf_counter()
         tr = estimate.training_step(graph, system, plan, replicas=p["replicas"],
-                                    check_memory=bool(p["check_memory"]))
+                                    check_memory=bool(p["check_memory"]),
+                                    tp_ranks=None if p["tp_ranks"] == "auto" else p["tp_ranks"])
         wall = time.perf_counter() - t0
         gpu = plan.place(system).group(0, 0)[0]
         peak = _core.gpu_spec(system._core, gpu)["peak_flops"]["bf16"]
@@ -174,7 +180,8 @@ def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None
                "gpus": plan.size, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "interleave": v, "microbatches": M,
                "global_batch": plan_of["global_batch"], "seq": plan_of["seq"], "micro_batch": mb,
                "sharding": plan.sharding, "recompute": plan.recompute, "sp": plan.sp, "replicas": p["replicas"],
-               "fidelity": p["fidelity"], "step_ms": tr.step_ms, "tokens_per_gpu": tr.tokens_per_gpu_s,
+               "tp_ranks": tr.reuse["tp_ranks"], "fidelity": p["fidelity"], "step_ms": tr.step_ms,
+               "tokens_per_gpu": tr.tokens_per_gpu_s,
                "mfu": tr.mfu(peak), "memory_gib": tr.memory.get("peak_gib"),
                "memory_parts_gib": tr.memory.get("parts_gib", {}), "bubble": tr.bubble, "bubble_ratio": tr.bubble_ratio,
                "bubble_ratio_analytic": tr.bubble_ratio_analytic, "dp_exposed_ms": tr.dp_exposed_ms,
@@ -187,7 +194,8 @@ def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None
                 f"{parts}; {tr.tokens_per_gpu_s:.0f} tokens/s per GPU, MFU {row['mfu']:.3f}; {_memory(tr)}; bubble "
                 f"{tr.bubble_ratio:.3f} of ideal (Megatron's (pp-1)/(v m) = {tr.bubble_ratio_analytic:.3f}); "
                 f"DP exposed {tr.dp_exposed_ms:.1f} ms")
-        ctx.log(f"  simulated: replicas {p['replicas']}, fidelity {p['fidelity']}, {tr.reuse['mode']} "
+        ctx.log(f"  simulated: replicas {p['replicas']}, tp ranks {tr.reuse['tp_ranks']}, fidelity {p['fidelity']}, "
+                f"{tr.reuse['mode']} "
                 f"({row['extended'] or 'nothing'} extended) from {tr.reuse['ops']} program ops; "
                 f"{wall:.1f} s wall (target < {TARGET_WALL_S:.0f} s), {row['events']} events, peak "
                 f"{row['peak_mb']:.0f} MiB (target < {TARGET_PEAK_MB} MiB)")

@@ -170,9 +170,9 @@ def test_one_or_mirrored_replicas_equal_every_replica_at_cp_2(h100):
     fewer program ops, with the same kernel counts."""
     g = handbuilt.llama_graph(2, 1024, dims={**SMALL, "layers": 4})
     plan = ParallelPlan(cp=2, dp=2, tp=2)
-    full = estimate.training_step(g, System.load(H100), plan, reuse=False, replicas="all")
+    full = estimate.training_step(g, System.load(H100), plan, reuse=False, replicas="all", tp_ranks="all")
     for mode in ("one", "mirror"):
-        got = estimate.training_step(g, System.load(H100), plan, reuse=False, replicas=mode)
+        got = estimate.training_step(g, System.load(H100), plan, reuse=False, replicas=mode, tp_ranks="all")
         assert got.step_ms == pytest.approx(full.step_ms, rel=1e-6) and got.counts == full.counts
         assert got.reuse["ops"][0] < full.reuse["ops"][0]
 

@@ -13,7 +13,7 @@
                                                        -> latency [ms], ttft [ms], tpot [ms],
                                                           throughput [tokens/s], throughput_per_gpu [tokens/s]
   model.training   model dp tp pp seq micro_batch grad_accum precision sharding recompute sp interleave ep
-                   clip_grad cp cp_comm_type check_memory vp fidelity replicas
+                   clip_grad cp cp_comm_type check_memory vp fidelity replicas tp_ranks
                                                        -> tokens_per_gpu [tokens/s], step [ms], mfu,
                                                           memory [GiB] (peak per GPU; a plan that does not
                                                           fit is refused: kernbench.workloads.memory)
@@ -188,13 +188,14 @@ def model_inference(ctx, model: str, tp: int = 1, pp: int = 1, batch: int = 1, p
                  "cp_comm_type p2p (ring) or a2a), on the first dp x cp x tp x pp GPUs of the machine in Megatron's "
                  "rank order (tp-cp-ep-dp-pp), the optimizer and the exposed communication included; memory: the "
                  "peak GiB per GPU (a plan that does not fit its GPUs' memory is refused); vp: Megatron's name of "
-                 "interleave; fidelity (auto, steps, pipeline) and replicas (auto: one on a GPU machine; one, "
-                 "mirror, all) as estimate.training_step takes them")
+                 "interleave; fidelity (auto, steps, pipeline), replicas (auto: one on a GPU machine; one, "
+                 "mirror, all) and tp_ranks (auto: one tensor-parallel rank lowered for its group where that is "
+                 "exact; one, all) as estimate.training_step takes them")
 def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: int = 2048, micro_batch: int = 1,
                    grad_accum: int = 1, precision: str = "bf16", sharding: str = "none", recompute: str = "none",
                    sp: bool = False, interleave: int = 1, ep: int = 1, clip_grad: float = 1.0, cp: int = 1,
                    cp_comm_type: str = "p2p", check_memory: bool = True, vp: int = 0, fidelity: str = "auto",
-                   replicas: str = "auto"):
+                   replicas: str = "auto", tp_ranks: str = "auto"):
     from kernbench import _core
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
@@ -202,6 +203,8 @@ def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: 
     system = ctx.load()
     if replicas not in ("auto", "one", "mirror", "all"):
         raise UsageError(f"replicas {replicas!r}: expected auto, one, mirror or all")
+    if tp_ranks not in ("auto", "one", "all"):
+        raise UsageError(f"tp_ranks {tp_ranks!r}: expected auto, one or all")
     plan = ParallelPlan(dp=dp, tp=tp, pp=pp, sp=bool(sp), microbatches=grad_accum, sharding=sharding,
                         recompute=recompute, interleave=interleave, ep=ep, clip_grad=clip_grad, cp=cp,
                         cp_comm_type=cp_comm_type, fidelity=fidelity, vp=vp or None)
@@ -211,6 +214,7 @@ def model_training(ctx, model: str, dp: int = 1, tp: int = 1, pp: int = 1, seq: 
         raise UsageError(f"precision {precision!r}: the GPU has no peak for it")
     # check_memory=False: the step of a plan that does not fit its GPUs is still simulated (memory reported)
     tr = estimate.training_step(spec.graph(micro_batch, seq, dtype=precision), system, plan, precision=precision,
-                                check_memory=bool(check_memory), replicas=None if replicas == "auto" else replicas)
+                                check_memory=bool(check_memory), replicas=None if replicas == "auto" else replicas,
+                                tp_ranks=None if tp_ranks == "auto" else tp_ranks)
     return {"tokens_per_gpu": tr.tokens_per_gpu_s, "step": tr.step_ms, "mfu": tr.mfu(peak),
             "memory": tr.memory["peak_gib"]}

@@ -234,7 +234,7 @@ def _a2a(L: Lowerer, sh: _Shape, pes: Sequence[str], deps: list[list], pass_: st
     w = {**where, "pass": pass_}
     first = len(L.prog)
     x = L.collective("alltoall", list(pes), first_in, [], f"{sh.op.name} cp all-to-all in",
-                     rank_deps=[list(d) for d in deps])
+                     rank_deps=[list(d) for d in deps], per_rank=True)
     _span(L, "alltoall", first, w, "all-to-all in")
     record(L, kind="alltoall", bytes=first_in, pes=list(pes), **w)
     done = []
@@ -242,7 +242,8 @@ def _a2a(L: Lowerer, sh: _Shape, pes: Sequence[str], deps: list[list], pass_: st
         h = _kernel(L, pe, sh, sh.H // cp, sh.KV // cp, sh.S, sh.S, sh.causal, x, {**w, "cp_rank": r, "step": 0})
         done.append(h)
     first = len(L.prog)
-    y = L.collective("alltoall", list(pes), first_out, [], f"{sh.op.name} cp all-to-all out", rank_deps=done)
+    y = L.collective("alltoall", list(pes), first_out, [], f"{sh.op.name} cp all-to-all out", rank_deps=done,
+                     per_rank=True)
     _span(L, "alltoall", first, w, "all-to-all out")
     record(L, kind="alltoall", bytes=first_out, pes=list(pes), **w)
     return [y] * cp
@@ -263,7 +264,7 @@ def attention(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list
             raise WorkloadError(f"{L.g.name}: op {i}: the cp ranks of replica {d} reached attention out of step")
         for r in reps:
             out[r] = [None] * tp
-        for t in range(tp):
+        for t in L.lowered_ranks(tp):  # rank 0's ring stands for the others' (Lowerer.represent_tp_ranks)
             pes = L.out.placement.cp_group(d, stage, t)
             where = {"i": i, "mb": mb, "stage": stage, "replica": d, "t": t}
             into = [deps[r][t] for r in reps]
@@ -280,6 +281,8 @@ def attention(L: Lowerer, i: int, mb: int, stage: int, deps: dict[int, list[list
                 L.recomputing = False
             for c, r in enumerate(reps):
                 out[r][t] = list(got[c])
+        for r in reps if L.tp_one else ():
+            out[r][1:] = [list(out[r][0]) for _ in range(1, tp)]
     return out
 
 

@@ -60,7 +60,7 @@ from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, 
 from kernbench.workloads import context
 from kernbench.workloads.moe_lower import check_ep, moe_forward_pass, moe_ops
 from kernbench.workloads.plan import ParallelPlan
-from kernbench.workloads.training import lower_training, model_chunks, replicas_mode
+from kernbench.workloads.training import lower_training, model_chunks, replicas_mode, tp_ranks_mode
 
 __all__ = ["lower", "Lowered", "VECTOR_PASSES", "part_of", "stage_ranges", "MAX_LOWERED_OPS"]
 
@@ -91,7 +91,8 @@ def _collector_paused(fn):
 def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, phase: str = "inference",
           program: Program | None = None, precision: str | None = None, fuse: bool = True,
           attention_tiles: tuple[int, int] = (256, 256), optimizer: str = "adam",
-          launch: str | None = None, mirror_replicas: bool = False, replicas: str | None = None) -> Lowered:
+          launch: str | None = None, mirror_replicas: bool = False, replicas: str | None = None,
+          tp_ranks: str = "all") -> Lowered:
     """Place ``graph`` on ``system`` by ``plan`` and append it to ``program`` (a new one when None).
 
     ``phase``: ``inference`` (forward only: every microbatch through the pipeline stages) or ``train``
@@ -103,12 +104,17 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     kernbench.workloads.training.REPLICAS): ``all`` (default) lowers every data-parallel replica, ``mirror``
     lets replicas past the first reuse its compute ops and append only their collectives and transfers
     (``mirror_replicas=True`` says the same), ``one`` lowers replica 0 alone, the others joining only its
-    data-parallel collectives.
+    data-parallel collectives. ``tp_ranks`` (train; training.TP_RANKS): ``all`` (default) lowers every rank of
+    each tensor-parallel group, ``one`` rank 0 alone, the others only in its group's collectives (a GPU machine,
+    no MoE layers: Lowerer.represent_tp_ranks).
     """
     plan = plan or ParallelPlan()
     if phase not in ("inference", "train"):
         raise WorkloadError(f"lower: phase {phase!r}: expected 'inference' or 'train'")
     replicas = replicas_mode(replicas, mirror_replicas, "lower")
+    if tp_ranks != "all" and phase != "train":
+        raise WorkloadError(f"lower: tp_ranks {tp_ranks!r} applies to a training step (phase 'train'), not {phase!r}")
+    tp_ranks_mode(tp_ranks, graph, system, "lower")  # an unknown mode, or 'one' with MoE layers: refused first
     dp = plan.period if phase == "train" and replicas == "one" else plan.dp_cp
     work = len(graph.ops) * plan.microbatches * dp * (3 if phase == "train" else 1)
     if work > MAX_LOWERED_OPS:
@@ -123,7 +129,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
                  launch=launch)
     if phase == "train":
         L.train = True  # collectives at fidelity auto: the channel pipeline where it runs (Lowerer.fidelity)
-        lower_training(L, model_chunks(graph, plan), optimizer=optimizer, replicas=replicas)
+        lower_training(L, model_chunks(graph, plan), optimizer=optimizer, replicas=replicas, tp_ranks=tp_ranks)
         return L.out
     if plan.interleave > 1:
         raise WorkloadError(f"lower: {graph.name}: interleave = {plan.interleave} is a training step's pipeline "

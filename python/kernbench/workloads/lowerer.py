@@ -16,6 +16,7 @@ from kernbench.workloads.graph import DTYPE_BYTES, Op, WorkloadError, WorkloadGr
 from kernbench.workloads.plan import ParallelPlan, Placement
 from kernbench.workloads import timeline
 from kernbench.workloads.targets import target_for
+from kernbench.workloads.tp_ranks import TpRanks
 
 __all__ = ["Lowerer", "Lowered", "Span", "forward_pass", "dep_fn", "VECTOR_PASSES", "COLLECTIVE_SHARE", "REP",
            "SHARD", "SEQ",
@@ -118,6 +119,7 @@ class Lowered:
     moe: list[dict] = field(default_factory=list)  # MoE ops' routing, transfers and expert tokens (moe_lower)
     expert_dp: list[dict] = field(default_factory=list)  # training: expert gradients' reductions (sharding.py)
     cp: list[dict] = field(default_factory=list)  # context parallelism's exchanges and kernels (context.record)
+    stand_ins: frozenset = frozenset()  # PEs whose ops the step's readings leave out (Lowerer.represent_tp_ranks)
 
     def run(self):
         return self.program.run()
@@ -160,7 +162,7 @@ COMM_KINDS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast
                         "grad_all_reduce"})
 
 
-class Lowerer:
+class Lowerer(TpRanks):
     """Appends ops of one graph to one Program; one instance per lower() call."""
 
     def __init__(self, graph: WorkloadGraph, system, plan: ParallelPlan, program: Program, *, precision: str | None,
@@ -195,6 +197,8 @@ class Lowerer:
         self.replicas = range(plan.dp_cp)  # the data ranks lowered (represent_replicas(): replica 0's)
         self.cp = plan.cp         # context parallelism: each op of a data rank does 1/cp of the tokens (tok())
         self.weight = 1           # replicas each appended op stands for in the counts and FLOPs
+        self.tp_one = False       # represent_tp_ranks(): rank 0 stands for its tp group (tp_ranks.py)
+        self.rank_weight = 1      # tensor-parallel ranks each per-rank op stands for in the counts and FLOPs
 
     # ---- helpers -------------------------------------------------------------------------
     def err(self, i: int, msg: str) -> WorkloadError:
@@ -235,8 +239,10 @@ class Lowerer:
         sequence divide); ``x`` itself at cp = 1."""
         return int(x) if self.cp == 1 else -(-int(x) // self.cp)
 
-    def count(self, what: str, n: int = 1):
-        self.out.counts[what] = self.out.counts.get(what, 0) + n * self.weight
+    def count(self, what: str, n: int = 1, per_rank: bool = True):
+        """``n`` more of ``what``, for every replica (``weight``) and, ``per_rank``, every tp rank it stands for."""
+        w = self.weight * (self.rank_weight if per_rank else 1)
+        self.out.counts[what] = self.out.counts.get(what, 0) + n * w
 
     def step(self, pe: str, fn: Callable[..., Any], deps: list, *args) -> list:
         """A compute step on ``pe``, ``fn(*args, d)``: after its previous step and ``deps`` (``d``); becomes the PE's
@@ -297,8 +303,8 @@ class Lowerer:
                                     f"(mirrored replicas need replica {src} lowered first)")
             self._at[(r, s, t)] = k + 1
             hs, delta = rec[k]
-            for name, n in delta.items():
-                self.count(name, n)
+            for name, n in delta.items():  # counted as recorded (for every tp rank it stands for)
+                self.count(name, n, per_rank=False)
         self.chain[pe] = list(hs)
         return list(hs)
 
@@ -308,7 +314,7 @@ class Lowerer:
         f = 2.0 * m * n * k
         if self.recomputing:
             pass_ = "recompute"
-        f *= self.weight
+        f *= self.weight * self.rank_weight
         self.out.gemm_flops += f
         self.out.gemm_flops_by_pass[pass_] = self.out.gemm_flops_by_pass.get(pass_, 0.0) + f
         self.count("gemm")
@@ -328,9 +334,10 @@ class Lowerer:
             return deps
         return self.step(pe, self.target.copy, deps, self, pe, int(nbytes), name)
 
-    def collective(self, what, group, nbytes, deps, name, rank_deps=None):
+    def collective(self, what, group, nbytes, deps, name, rank_deps=None, per_rank=False):
         """``what`` over ``group`` after ``deps`` (every rank) and ``rank_deps`` (per rank of ``group``: what that
-        rank alone waits for; see Program.collective). Returns its handles."""
+        rank alone waits for; see Program.collective). ``per_rank``: one collective of each tensor-parallel rank
+        (a data-parallel or cp group), counted for every rank it stands for. Returns its handles."""
         if len(group) < 2 or nbytes < 1:
             return deps + [h for d in rank_deps or () for h in d]
         # SIP: a ring stages each rank's share (bytes / ranks) through scratch in one move: a large buffer (a
@@ -341,7 +348,7 @@ class Lowerer:
         h = deps
         for j in range(parts):
             b = int(nbytes) // parts + (1 if j < int(nbytes) % parts else 0)
-            self.count(what)
+            self.count(what, per_rank=per_rank)
             algorithm = "pairwise" if what == "alltoall" else self.plan.algorithm
             fid = self.fidelity(what, algorithm) if self.target.name == "gpu" else "auto"
             h = [self.prog._collective_from_model(what, group, b, algorithm=algorithm, buffer="hbm", fidelity=fid,
@@ -421,14 +428,14 @@ class Lowerer:
             out_state = SHARD
         elif kind == "embedding":
             tokens, dim = self.tok(a["tokens"]), int(a["dim"])
-            part = [self.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name, deps[t]) for t, pe in enumerate(group)]
+            part = self.each_rank(group, lambda t, pe: self.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name, deps[t]))
             if tp > 1:  # vocab-parallel: the ranks' partial lookups summed (sp: each rank keeps its tokens' rows)
                 what = "reduce_scatter" if self.plan.sp else "all_reduce"
                 self.span(i, kind, first, stage, "forward", mb)
                 first_c = len(self.prog)
                 # a collective's buffer is the whole tensor (ccl.hpp CollectiveSpec::bytes_per_pe): a
                 # reduce-scatter leaves each rank 1/tp of it, as an all-gather starts from 1/tp of it
-                r = self.collective(what, group, tokens * dim * e, [h for p in part for h in p], op.name + " " + what)
+                r = self.collective(what, group, tokens * dim * e, self.joined(part), op.name + " " + what)
                 self.span(i, what, first_c, stage, "forward", mb, op.name + " " + what)
                 return [r] * tp, (SEQ if self.plan.sp else REP)
             res, out_state = part, REP
@@ -440,12 +447,12 @@ class Lowerer:
             if sin == SHARD and kind in ("norm", "softmax", "reduce") and row % split == 0 and el >= row:
                 pass  # a per-head norm/softmax over sharded heads: whole rows per rank
             loads = max(1, int(a.get("operands", 1)))
-            res = [self.vector(pe, el, row, e, loads, VECTOR_PASSES[kind], 1, op.name, deps[t])
-                   for t, pe in enumerate(group)]
+            res = self.each_rank(group, lambda t, pe: self.vector(pe, el, row, e, loads, VECTOR_PASSES[kind], 1,
+                                                                  op.name, deps[t]))
         elif kind == "copy":
             nbytes = self.tok(a["bytes"])
             split = tp if sin in (SHARD, SEQ) else 1
-            res = [self.copy(pe, -(-nbytes // split), op.name, deps[t]) for t, pe in enumerate(group)]
+            res = self.each_rank(group, lambda t, pe: self.copy(pe, -(-nbytes // split), op.name, deps[t]))
         self.span(i, kind, first, stage, "forward", mb)
         return res, out_state
 
@@ -477,18 +484,19 @@ class Lowerer:
         gather = rule == "column" or (rule == "replicated" and a.get("tp_rule") == "replicated")
         if gather and sin == SEQ:  # sp: gather the token shards before a column-parallel (or an MLA latent) linear
             # the whole b x m x k input (each rank contributes its m / tp tokens): Korthikanti et al. 2022's g
-            allg = self.collective("all_gather", group, b * m * k * e, sum(deps, []), op.name + " all-gather")
+            allg = self.collective("all_gather", group, b * m * k * e, self.joined(deps), op.name + " all-gather")
             self.span(i, "all_gather", first, stage, "forward", mb, op.name + " all-gather")
             first = len(self.prog)
             pre = [allg] * tp
         if rule == "column":
             # n not a multiple of tp (GPT-2's 50257-word LM head): padded to one, as Megatron pads the vocab
-            res = [self.gemm(pe, b * m, -(-n // tp), k, op, pre[t], "forward") for t, pe in enumerate(group)]
+            res = self.each_rank(group, lambda t, pe: self.gemm(pe, b * m, -(-n // tp), k, op, pre[t], "forward"))
             out = res, SHARD
         elif rule == "row":
             if k % tp:
                 raise self.err(i, f"row-parallel: tp = {tp} does not divide k = {k}")
-            part = [h for t, pe in enumerate(group) for h in self.gemm(pe, b * m, n, k // tp, op, deps[t], "forward")]
+            part = self.joined(self.each_rank(group, lambda t, pe: self.gemm(pe, b * m, n, k // tp, op, deps[t],
+                                                                             "forward")))
             what = "reduce_scatter" if self.plan.sp else "all_reduce"
             self.span(i, "matmul", first, stage, "forward", mb)
             self.rule[i] = (rule, 1)
@@ -501,9 +509,9 @@ class Lowerer:
         elif rule == "batch":  # activation x activation, heads in the batch: each rank its heads
             if b % tp:
                 raise self.err(i, f"tp = {tp} does not divide the batch {b} (heads) of this matmul")
-            out = [self.gemm(pe, b // tp * m, n, k, op, deps[t], "forward") for t, pe in enumerate(group)], SHARD
+            out = self.each_rank(group, lambda t, pe: self.gemm(pe, b // tp * m, n, k, op, deps[t], "forward")), SHARD
         else:  # replicated: every rank runs the whole op
-            out = [self.gemm(pe, b * m, n, k, op, pre[t], "forward") for t, pe in enumerate(group)], \
+            out = self.each_rank(group, lambda t, pe: self.gemm(pe, b * m, n, k, op, pre[t], "forward")), \
                 (REP if sin == SEQ else sin)
         self.span(i, "matmul", first, stage, "forward", mb)
         for j in members[1:]:
@@ -528,24 +536,23 @@ class Lowerer:
         stride = a.get("stride", 1)
         strided = any(int(s) != 1 for s in (stride if isinstance(stride, (list, tuple)) else [stride]))
         e = self.esize(op)
-        out = []
-        for t, pe in enumerate(group):  # a conv runs whole on every rank (no tensor-parallel conv rule)
+        def run(t, pe):  # a conv runs whole on every rank (no tensor-parallel conv rule)
             d = deps[t]
             if kern != [1, 1] or strided:  # im2col: the lowered A written once
                 d = self.copy(pe, m * groups * k * e, op.name + " im2col", d)
-            out.append(self.gemm(pe, m * groups, n, k, op, d, "forward"))
-        return out, REP
+            return self.gemm(pe, m * groups, n, k, op, d, "forward")
+        return self.each_rank(group, run), REP
 
     def attention(self, i, group, deps, pass_):
         """The attention op ``i`` on ``group`` (its checks and placement are the target's)."""
         if self.mirror and self._rank[group[0]][0] >= self._period:  # a mirrored replica: replica 0's kernels, per rank
-            return [self._mirrored(pe, lambda: []) for pe in group]
+            return self.each_rank(group, lambda t, pe: self._mirrored(pe, lambda: []))
         before = dict(self.out.counts)
         res = self.target.attention(self, i, group, deps, pass_)
         if self.mirror:  # the group's kernel counts recorded with its first rank
             delta = {k: v - before.get(k, 0) for k, v in self.out.counts.items() if v != before.get(k, 0)}
-            for t, (pe, hs) in enumerate(zip(group, res)):
-                self._mirrored(pe, lambda hs=hs: list(hs), delta if t == 0 else {})
+            for t in self.lowered_ranks(len(group)):
+                self._mirrored(group[t], lambda hs=res[t]: list(hs), delta if t == 0 else {})
         return res
 
 
@@ -584,9 +591,9 @@ def dep_fn(L: Lowerer, rep: int, mb: int, stages: Sequence[int], memo: dict, s: 
             nbytes = L.tok(sum(t.nbytes for t in g.ops[d].outputs))
             if state.get(d) in (SHARD, SEQ):
                 nbytes = -(-nbytes // len(group))
-            hs = [[L.prog._dma_from_model(dst, L.hbm(sp), L.hbm(dst), max(1, int(nbytes)), done[d][t],
-                                          g.ops[d].name + " p2p", "p2p")] for t, (sp, dst) in enumerate(zip(src, group))]
-            L.count("p2p", len(group))
+            hs = L.each_rank(group, lambda t, dst: [L.prog._dma_from_model(
+                dst, L.hbm(src[t]), L.hbm(dst), max(1, int(nbytes)), done[d][t], g.ops[d].name + " p2p", "p2p")])
+            L.count("p2p", len(L.lowered_ranks(len(group))))
             L.span(d, "p2p", first, s, "forward", mb, g.ops[d].name + " p2p")
             xfer[key] = hs
         return xfer[key]

@@ -207,13 +207,18 @@ class DataParallel:
         gates = [L.prog._barrier_from_model(pe, [issue], name + " ready") for pe in pes]
         own = rank_deps or [[] for _ in pes]
         first = len(L.prog)
-        weight, L.weight = L.weight, 1  # one collective of the whole dp group, whichever replicas are lowered
+        # one collective of the whole dp group, whichever replicas are lowered; a dp group's (stream (s, t) with an
+        # integer t) stands for every tensor-parallel rank's (Lowerer.represent_tp_ranks), an EP group's spans them
+        per_rank = isinstance(t, int)
+        weight, L.weight = L.weight, 1
         try:
-            h = L.collective(what, pes, nbytes, list(deps), name, rank_deps=[[g] + list(d) for g, d in zip(gates, own)])
+            h = L.collective(what, pes, nbytes, list(deps), name, rank_deps=[[g] + list(d) for g, d in zip(gates, own)],
+                             per_rank=per_rank)
         finally:
             L.weight = weight
         L.span(-1, "grad_all_reduce" if what == "all_reduce" else what, first, s, pass_, mb, name)
-        self.bytes[counted or what] = self.bytes.get(counted or what, 0) + int(nbytes)
+        n = int(nbytes) * (L.rank_weight if per_rank else 1)
+        self.bytes[counted or what] = self.bytes.get(counted or what, 0) + n
         self.stream(s, t).fill(place, [issue], h)
         return gates, h
 
@@ -225,7 +230,7 @@ class DataParallel:
         if self.mode != "fsdp" or not self.active or (unit, s) not in self.units:
             return [[] for _ in range(tp)]
         out = []
-        for t in range(tp):
+        for t in self.L.lowered_ranks(tp):  # rank 0 stands for the others (Lowerer.represent_tp_ranks)
             key = (s, t, mb, pass_, unit)
             if key not in self.gathers:
                 self._gather(key)
@@ -235,7 +240,7 @@ class DataParallel:
                 self.started[(key, rep)] = list(self.L.chain.get(pe, []))
                 self._gate_next(key, rep)
             out.append(list(self.gathers[key][1]))
-        return out
+        return out + [list(out[0]) for _ in range(tp - len(out))]
 
     def _gather(self, key: tuple) -> None:
         s, t, mb, pass_, unit = key
@@ -283,7 +288,7 @@ class DataParallel:
             return self._expert_done(rep, key, mb)
         if not self.active:
             return
-        for t in range(self.plan.tp):
+        for t in self.L.lowered_ranks(self.plan.tp):
             if rep == 0 and (per_mb or last):
                 self.reduce_at[(key, t, mb)] = self.stream(s, t).reserve()
         if rep == 0 and last:
@@ -291,7 +296,7 @@ class DataParallel:
         if not (per_mb or last) or any((r, key, 0, mb) not in self.wgrads for r in self.L.replicas):
             return
         what = "all_reduce" if self.mode == "none" else "reduce_scatter"
-        for t in range(self.plan.tp):
+        for t in self.L.lowered_ranks(self.plan.tp):
             self.wgrads[("rs", key, t, mb)] = self._reduce(what, key, t, mb)
 
     def _expert_done(self, rep: int, key: tuple[str, int], mb: int) -> None:
@@ -361,7 +366,7 @@ class DataParallel:
                     for pe in pes:
                         steps.setdefault(pe, []).append((key, ("experts", j), shard, ready))
                 continue
-            for t in range(plan.tp):
+            for t in self.L.lowered_ranks(plan.tp):
                 elems = self.elems(key)
                 if not self.active:
                     ready = self.wgrads.get((0, key, t, last), [])
@@ -382,7 +387,7 @@ class DataParallel:
                     self._gather_experts(key, done, last)
                     continue
                 unit, s = key
-                for t in range(plan.tp):  # each rank's part once its own Adam is done
+                for t in self.L.lowered_ranks(plan.tp):  # each rank's part once its own Adam is done
                     self._collective("all_gather", s, t, self.stream(s, t).reserve(), 2 * self.elems(key), [],
                                      f"{unit} weights all-gather", "optimizer", last,
                                      rank_deps=[list(done[(key, t)][pe]) for pe in self.group(s, t)])
@@ -412,16 +417,19 @@ class DataParallel:
         for pe, items in steps.items():  # one kernel per unit (every unit alike: layer reuse stays exact)
             normed[pe] = [h for key, _, elems, _ in items
                           for h in norm(pe, elems, f"{key[0]} grad norm", reduced[pe], key[1])]
+        # a tensor-parallel rank not lowered joins with its rank 0's norms (Lowerer.represent_tp_ranks)
+        lead = {pe: grp[0] for rep in pl.groups for grp in rep for pe in grp if pe not in steps} if L.tp_one else {}
         if self.sharded:
-            groups = [[pe for pe in pl.pes if pe in steps]]
+            groups = [[pe for pe in pl.pes if lead.get(pe, pe) in steps]]
         else:
             groups = [[pl.group(r, s)[t] for s in range(plan.pp) for t in range(plan.tp)] for r in range(plan.dp_cp)]
         stage = {pe: items[0][0][1] for pe, items in steps.items()}
         gate = {}
         for g in groups:
             first = len(L.prog)
-            h = L.collective("all_reduce", g, 4, [], "grad norm all-reduce", rank_deps=[normed[pe] for pe in g])
-            for s in sorted({stage[pe] for pe in g}):  # one span per stage it spans (the step's per-stage parts)
+            h = L.collective("all_reduce", g, 4, [], "grad norm all-reduce",
+                             rank_deps=[normed[lead.get(pe, pe)] for pe in g])
+            for s in sorted({stage[lead.get(pe, pe)] for pe in g}):  # one span per stage it spans (the parts)
                 L.span(-1, "all_reduce", first, s, "optimizer", plan.microbatches - 1, "grad norm all-reduce")
             for pe in g:
                 gate[pe] = list(h)

@@ -44,6 +44,12 @@ collectives (their GPUs are in every dp group), and its counts and FLOPs stand f
 (Lowerer.represent_replicas). It leaves out the other replicas' own traffic on shared links; on four DGX boxes at
 dp 4 x tp 8 it is within 0.5 % of every replica lowered (tests/python/test_training_scale.py).
 
+One tensor-parallel rank for all (``tp_ranks="one"``, the default on a GPU machine where it was measured exact):
+only rank 0 of each tensor-parallel group is lowered; the other ranks join its group's tensor-parallel collectives
+with rank 0's handles, and its counts, FLOPs and bytes stand for all of them (kernbench.workloads.tp_ranks). Equal
+to every rank lowered on the H100 box and the two-tier DGX cluster (tests/python/test_tp_ranks.py); ``all`` by
+default with MoE layers and on three switch tiers of several pods (training.tp_ranks_mode).
+
 Exposed data-parallel time. ``dp_ms`` and ``dp_exposed_ms`` (TrainingEstimate) are read from the trace per
 stage: the data-parallel collectives in flight, and the part of that no forward/backward/recompute work of the
 stage overlaps (the optimizer hides nothing; the field's comment says why).
@@ -63,7 +69,7 @@ from kernbench.workloads.lower import Lowered, lower
 from kernbench.workloads.lowerer import COMM_KINDS, stage_layers
 from kernbench.workloads.plan import ParallelPlan
 from kernbench.workloads.sharding import dp_collectives
-from kernbench.workloads.training import model_chunks, replicas_mode
+from kernbench.workloads.training import model_chunks, replicas_mode, tp_ranks_mode
 
 __all__ = ["TrainingEstimate", "training_step", "with_layers", "COMPUTE"]
 
@@ -194,9 +200,10 @@ def with_layers(graph: WorkloadGraph, per_stage: list[int]) -> WorkloadGraph:
                          blocks=blocks, meta={**graph.meta, "stage_layers": list(per_stage)})
 
 
-def _measure(graph, system, plan, precision, optimizer, replicas) -> tuple[dict[str, float], Lowered]:
+def _measure(graph, system, plan, precision, optimizer, replicas, tp_ranks) -> tuple[dict[str, float], Lowered]:
     """One simulated step: every additive figure of it (ps, FLOPs, counts, bytes), by name."""
-    lo = lower(graph, system, plan, phase="train", precision=precision, optimizer=optimizer, replicas=replicas)
+    lo = lower(graph, system, plan, phase="train", precision=precision, optimizer=optimizer, replicas=replicas,
+               tp_ranks=tp_ranks)
     res = lo.run()
     q: dict[str, float] = {"step": float(res.makespan_ps), "ops": float(len(lo.program))}
     c = timeline.span_columns(lo)  # the selections below as arrays over the spans (the predicates they tabulate:
@@ -324,7 +331,8 @@ def _extend(measure, first: int, unit: int, target: int, *, budget: int | None, 
 
 def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, precision: str | None = None,
                   optimizer: str = "adam", reuse: bool = True, mirror_replicas: bool = False,
-                  replicas: str | None = None, check_memory: bool = True) -> TrainingEstimate:
+                  replicas: str | None = None, check_memory: bool = True,
+                  tp_ranks: str | None = None) -> TrainingEstimate:
     """One training step of ``graph`` (one microbatch's forward) at ``plan``: forward, backward (with the plan's
     recompute), the data-parallel exchange of the plan's sharding overlapping the backward, Adam, 1F1B over pp
     stages (interleaved over pp x v model chunks when plan.interleave = v > 1; kernbench.workloads.training,
@@ -333,8 +341,10 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     first reuse its compute and append only their collectives and transfers) or ``one`` (replica 0 alone, the
     others only in its data-parallel collectives); both approximations: the module doc. The default (None) is
     ``one`` on a GPU machine -- where it was measured within 0.5 % of every replica lowered, and a 1.7B step's
-    904 s became 1 s -- and ``all`` elsewhere (a SIP machine's replicas share its mesh). Runs on ``system``
-    (advances its clock).
+    904 s became 1 s -- and ``all`` elsewhere (a SIP machine's replicas share its mesh). ``tp_ranks``: ``all``, or
+    ``one`` (rank 0 of each tensor-parallel group lowered, the others only in its group's collectives: the module
+    doc); the default (None) is ``one`` on a GPU machine for a model without MoE layers, ``all`` elsewhere. Runs on
+    ``system`` (advances its clock).
 
     Memory: before simulating, each stage's footprint per rank (kernbench.workloads.memory.training_footprint,
     from the model's dimensions the hand-built graph records) is checked against the rank's HBM less the
@@ -347,6 +357,7 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     if replicas is None and not mirror_replicas:
         replicas = "one" if getattr(system, "target", None) == "gpu" else "all"
     replicas = replicas_mode(replicas, mirror_replicas, "training_step")
+    tp_ranks = tp_ranks_mode(tp_ranks, graph, system, "training_step")
     w0 = time.perf_counter()
     plan.place(system)
     context.check_cp(graph, plan, system)  # before any simulation: a clear error for a sequence cp cannot cut
@@ -356,7 +367,7 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
     # layers per stage, or per model chunk when interleaved (the reuse keeps the chunks equal)
     full = stage_layers(b.count, plan.chunks) if b is not None and b.count >= plan.chunks else None
     info: dict[str, Any] = {"layers": b.count if b else 0, "mode": "full", "simulated": [], "ops": [],
-                            "microbatches": [], "replicas": replicas}
+                            "microbatches": [], "replicas": replicas, "tp_ranks": tp_ranks}
     # The microbatches' period: a group of pp (the interleaved schedule runs them in groups of pp; in 1F1B one
     # microbatch repeats the makespan, but the breakdown's launch, exposed communication and bubble trade places
     # from one microbatch to the next and repeat only over pp of them).
@@ -366,7 +377,7 @@ def training_step(graph: WorkloadGraph, system, plan: ParallelPlan | None = None
         """The step of graph g (counts: its layers per stage, for the record): its microbatches extended from a
         window of fewer when that costs less than simulating them all (the module doc), else simulated."""
         def sim(m):
-            got = _measure(g, system, replace(plan, microbatches=m), precision, optimizer, replicas)
+            got = _measure(g, system, replace(plan, microbatches=m), precision, optimizer, replicas, tp_ranks)
             info["simulated"].append(counts)
             info["ops"].append(int(got[0]["ops"]))
             info["microbatches"].append(m)

@@ -245,13 +245,13 @@ class GpuTarget:
         q, s = int(a["q_len"]), int(a["kv_len"])
         _check_heads(L, i, H, KV, tp)
         causal = bool(a.get("causal", q > 1))
-        res = []
-        for t, pe in enumerate(group):
+
+        def run(t, pe):
             h, _ = self.attention_kernel(L, pe, op, B, H // tp, max(1, KV // tp), q, s, causal,
                                          L.chain.get(pe, []) + deps[t], pass_)
             L.chain[pe] = [h]
-            res.append([h])
-        return res
+            return [h]
+        return L.each_rank(group, run)  # every rank, or rank 0 for its group (Lowerer.represent_tp_ranks)
 
     def attention_kernel(self, L, pe, op, batch, heads, kv_heads, q_len, kv_len, causal, deps, pass_="forward"):
         """One fused attention kernel of ``op``'s head dim and dtype on ``pe``: ``heads`` query and ``kv_heads`` KV

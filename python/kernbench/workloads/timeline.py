@@ -20,7 +20,8 @@ __all__ = ["OpTimes", "op_times", "SpanColumns", "span_columns", "union_length",
 
 class OpTimes:
     """A run's op start/end (ps) and, per op, the span that holds it (-1: none) and whether it is a GPU kernel's
-    host launch."""
+    host launch. Ops on the lowering's stand-in PEs (``Lowered.stand_ins``: tensor-parallel ranks not lowered,
+    present only in their group's collectives) read as not run (start -1): they stand for no time of the step."""
 
     def __init__(self, lo, res):
         t = res._core.ops()
@@ -30,6 +31,10 @@ class OpTimes:
         first, end = _ints(lo.spans, "first"), _ints(lo.spans, "end")
         lens = np.maximum(end - first, 0)
         self.span_first, self.span_len = first, lens
+        if lo.stand_ins:
+            ids = np.fromiter((lo.program._id(pe) for pe in lo.stand_ins), dtype=np.int64)
+            agent = np.asarray(lo.program._core.op_columns()["agent"], dtype=np.int64)
+            self.start = np.where(np.isin(agent[:n], ids), -1, self.start)
         self.launch = np.zeros(n, dtype=bool)
         if lo.launches:
             self.launch[np.fromiter(lo.launches, dtype=np.int64, count=len(lo.launches))] = True

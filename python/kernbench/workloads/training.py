@@ -73,10 +73,12 @@ from kernbench.workloads.moe_train import MOE_RECOMPUTE, MOE_REQUEST, backward_m
 from kernbench.workloads.sharding import ROOT, DataParallel
 
 __all__ = ["lower_training", "one_f_one_b", "interleaved_1f1b", "warmup_forwards", "model_chunks",
-           "ADAM_BYTES_PER_PARAM", "REPLICAS", "replicas_mode"]
+           "ADAM_BYTES_PER_PARAM", "REPLICAS", "replicas_mode", "TP_RANKS", "tp_ranks_mode"]
 
 #: How a step lowers its data-parallel replicas (lower_training).
 REPLICAS = ("all", "mirror", "one")
+#: How a step lowers the ranks of each tensor-parallel group (lower_training, Lowerer.represent_tp_ranks).
+TP_RANKS = ("all", "one")
 
 #: Adam with mixed precision (assumed): 16-bit weight + 16-bit grad + fp32 master, m, v.
 ADAM_BYTES_PER_PARAM = 2 + 2 + 4 + 4 + 4
@@ -91,6 +93,27 @@ def replicas_mode(replicas: str | None, mirror_replicas: bool, where: str) -> st
     if mode not in REPLICAS:
         raise WorkloadError(f"{where}: replicas {mode!r}: expected one of {', '.join(REPLICAS)}")
     return mode
+
+
+def tp_ranks_mode(tp_ranks: str | None, graph, system, where: str) -> str:
+    """The TP_RANKS mode a call asks for. None: ``one`` where it was measured equal to every rank lowered -- a GPU
+    machine (one box, or a cluster of one pod: two switch tiers, or three with one pod) and a model without MoE
+    layers -- else ``all``: MoE layers (a group's ranks route different token slices), the SIP machine, and three
+    tiers of several pods, where every rail's transfers between pods cross the same spine-core links (there one
+    rank lowered was 1.7-2.4 % fast: docs/model-estimates.md). WorkloadError naming ``where`` for an unknown mode,
+    and for ``one`` with MoE layers (the SIP machine: Lowerer.represent_tp_ranks)."""
+    moe = any(op.kind == "moe" for op in graph.ops)
+    if tp_ranks is None:
+        if getattr(system, "target", None) != "gpu" or moe:
+            return "all"
+        cluster = system.cluster()
+        return "all" if cluster and int(cluster.get("pods", 1)) > 1 else "one"
+    if tp_ranks not in TP_RANKS:
+        raise WorkloadError(f"{where}: tp_ranks {tp_ranks!r}: expected one of {', '.join(TP_RANKS)}")
+    if tp_ranks == "one" and moe:
+        raise WorkloadError(f"{where}: tp_ranks='one' with MoE layers: the tensor-parallel ranks route different "
+                            "token slices to the experts, so rank 0 does not stand for its group (use tp_ranks='all')")
+    return tp_ranks
 
 
 def one_f_one_b(pp: int, microbatches: int) -> list[list[tuple[str, int]]]:
@@ -253,23 +276,24 @@ def backward_op(L: Lowerer, i: int, group, deps: list[list], state: dict, stage:
     elif kind == "embedding":
         tokens, dim = L.tok(a["tokens"]), int(a["dim"])
         if tp > 1 and L.plan.sp:  # the forward reduce-scattered the lookups (g-bar): the gradient is all-gathered
-            ag = L.collective("all_gather", group, tokens * dim * e, sum(deps, []), op.name + " grad all-gather")
+            ag = L.collective("all_gather", group, tokens * dim * e, L.joined(deps), op.name + " grad all-gather")
             L.span(i, "all_gather", first, stage, "backward", mb, op.name + " grad all-gather")
             res = [d + ag for d in deps]
             first = len(L.prog)
-        res = [L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward", res[t])
-               for t, pe in enumerate(group)]
+        res = L.each_rank(group, lambda t, pe: L.vector(pe, tokens * dim, dim, e, 1, 1, 1, op.name + " backward",
+                                                        res[t]))
     elif kind in VECTOR_PASSES:
         el = L.tok(a["elements"])
         split = tp if sin in (SHARD, SEQ) else 1
         el = -(-el // split)
         row = op.outputs[0].shape[-1] if op.outputs and op.outputs[0].shape else el
         loads = max(1, int(a.get("operands", 1))) + 1
-        res = [L.vector(pe, el, row, e, loads, VECTOR_PASSES[kind], loads - 1, op.name + " backward", deps[t])
-               for t, pe in enumerate(group)]
+        res = L.each_rank(group, lambda t, pe: L.vector(pe, el, row, e, loads, VECTOR_PASSES[kind], loads - 1,
+                                                        op.name + " backward", deps[t]))
     elif kind == "copy":
         split = tp if sin in (SHARD, SEQ) else 1
-        res = [L.copy(pe, -(-L.tok(a["bytes"]) // split), op.name + " backward", deps[t]) for t, pe in enumerate(group)]
+        res = L.each_rank(group, lambda t, pe: L.copy(pe, -(-L.tok(a["bytes"]) // split), op.name + " backward",
+                                                      deps[t]))
     L.span(i, kind, first, stage, "backward", mb)
     return res
 
@@ -290,26 +314,26 @@ def _linear_backward(L: Lowerer, i: int, group, deps: list[list], rule: str, M: 
     first = len(L.prog)
     gemm_deps, regather = deps, [[] for _ in group]
     if rule == "row" and tp > 1 and L.plan.sp:
-        ag = L.collective("all_gather", group, M * n * e, sum(deps, []), op.name + " grad all-gather")
+        ag = L.collective("all_gather", group, M * n * e, L.joined(deps), op.name + " grad all-gather")
         L.span(i, "all_gather", first, stage, "backward", mb, op.name + " grad all-gather")
         gemm_deps = [d + ag for d in deps]
         first = len(L.prog)
     gathered = rule == "column" and tp > 1 and sin == SEQ
     if gathered:
-        ag = L.collective("all_gather", group, M * k * e, sum(deps, []), op.name + " input all-gather")
+        ag = L.collective("all_gather", group, M * k * e, L.joined(deps), op.name + " input all-gather")
         L.span(i, "all_gather", first, stage, "backward", mb, op.name + " input all-gather")
         regather = [ag] * tp
         first = len(L.prog)
-    res = []
-    for t, pe in enumerate(group):
-        d = L.gemm(pe, M, k, n, op, gemm_deps[t], "backward")      # dgrad: dA = dC B^T
-        d = L.gemm(pe, k, n, M, op, d + regather[t], "backward")  # wgrad: dB = A^T dC (activation x activation too)
-        res.append(d)
+
+    def grads(t, pe):
+        d = L.gemm(pe, M, k, n, op, gemm_deps[t], "backward")  # dgrad: dA = dC B^T
+        return L.gemm(pe, k, n, M, op, d + regather[t], "backward")  # wgrad: dB = A^T dC (activation x activation)
+    res = L.each_rank(group, grads)
     L.span(i, op.kind, first, stage, "backward", mb)
     if rule == "column" and tp > 1:  # the input gradient of a column-parallel linear is a partial sum
         first = len(L.prog)
         what = "reduce_scatter" if gathered else "all_reduce"
-        r = L.collective(what, group, M * k * e, sum(res, []), op.name + " dgrad " + what)
+        r = L.collective(what, group, M * k * e, L.joined(res), op.name + " dgrad " + what)
         L.span(i, what, first, stage, "backward", mb, op.name + " dgrad " + what)
         res = [r] * tp
     return res
@@ -339,13 +363,16 @@ def _param_bytes_per_rank(L: Lowerer, ops: Sequence[int], tp: int) -> int:
     return sum(seen.values())
 
 
-def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam", replicas: str = "all") -> None:
+def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam", replicas: str = "all",
+                   tp_ranks: str = "all") -> None:
     """Append one training step to ``L``'s program. ``chunks``: per op its model chunk (``model_chunks``; with
     interleave 1 its pipeline stage). ``replicas`` (REPLICAS): ``all`` lowers every dp replica; ``mirror``:
     the replicas are identical, so replica r > 0 reuses replica 0's compute (Lowerer.mirror_replicas; with MoE
     layers replica r reuses replica r % ep's) and appends only its collectives and transfers; ``one``: only
     replica 0 is lowered (with MoE layers the ep replicas of EP group 0), the others join its data-parallel
-    collectives (Lowerer.represent_replicas)."""
+    collectives (Lowerer.represent_replicas). ``tp_ranks`` (TP_RANKS): ``all`` lowers every rank of each
+    tensor-parallel group, ``one`` rank 0 alone, the others only in its group's collectives
+    (Lowerer.represent_tp_ranks)."""
     if optimizer != "adam":
         raise WorkloadError(f"training: optimizer {optimizer!r}: only 'adam' is modelled")
     g, plan = L.g, L.plan
@@ -374,6 +401,8 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
         L.mirror_replicas(period)
     elif replicas == "one" and plan.dp > 1:
         L.represent_replicas(period)
+    if tp_ranks_mode(tp_ranks, g, L.system, "training") == "one":
+        L.represent_tp_ranks()
     ranks = plan.dp_cp
     memos = {(r, j): {"done": {}, "state": {}, "xfer": {}} for r in range(ranks) for j in range(M)}
     bdone = {(r, j): {} for r in range(ranks) for j in range(M)}
@@ -462,10 +491,10 @@ def lower_training(L: Lowerer, chunks: Sequence[int], *, optimizer: str = "adam"
                         if memo["state"].get(i) in (SHARD, SEQ):
                             nbytes = -(-nbytes // tp)
                         first = len(L.prog)
-                        bx[key] = [[L.prog._dma_from_model(dst, L.hbm(sp), L.hbm(dst), max(1, int(nbytes)),
-                                                           bd[c][t], g.ops[i].name + " grad p2p", "p2p")]
-                                   for t, (sp, dst) in enumerate(zip(src, group))]
-                        L.count("p2p", tp)
+                        bx[key] = L.each_rank(group, lambda t, dst: [L.prog._dma_from_model(
+                            dst, L.hbm(src[t]), L.hbm(dst), max(1, nbytes), bd[c][t], g.ops[i].name + " grad p2p",
+                            "p2p")])
+                        L.count("p2p", len(L.lowered_ranks(tp)))
                         L.span(i, "p2p", first, s, "backward", j, g.ops[i].name + " grad p2p")
                     for t in range(tp):
                         deps[t] += bx[key][t]
