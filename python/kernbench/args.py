@@ -21,10 +21,10 @@ import numbers
 import operator
 from typing import Any, Callable
 
-from kernbench._core import UsageError
+from kernbench._core import ConfigError, UsageError
 
 __all__ = ["Rule", "Whole", "Real", "Text", "Flag", "NodeRule", "Nodes", "Ints", "Optional", "Deps", "RULES",
-           "checked", "check"]
+           "checked", "check", "SEED_MAX", "check_seed"]
 
 INT64 = (-(2**63), 2**63 - 1)
 INT32 = (-(2**31), 2**31 - 1)
@@ -330,3 +330,16 @@ def machine_range(key: str, value: Any, lo: int, hi: int, machine: str, what: st
         if not lo <= item <= hi:
             raise ConfigError(f"--set bench.{key}={shown}: {item} is out of range for this machine "
                               f"(allowed: {lo} .. {hi}: {what} on {machine})")
+
+
+#: The engine takes a signed 64-bit seed, >= 0.
+SEED_MAX = 2**63 - 1
+
+
+def check_seed(seed: Any, what: str = "--seed") -> int:
+    """An integer from 0 to 2**63 - 1 (the engine's 64-bit seed), or ConfigError naming it."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"{what} {seed!r}: expected an integer from 0 to {SEED_MAX}")
+    if not 0 <= seed <= SEED_MAX:
+        raise ConfigError(f"{what} {seed}: out of range (allowed: 0 to {SEED_MAX})")
+    return seed

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kernbench._core import ConfigError, UsageError
-from kernbench.nccl_checks import NcclLogError, _BadValue, _group_name, check_busbw, check_rate, check_repeats
+from kernbench.nccl_checks import NcclLogError, BadValue, group_name, check_busbw, check_rate, check_repeats
 
 __all__ = ["BUSBW", "MODELLED", "NcclLogError", "NcclLog", "NcclRow", "busbw_factor", "parse_log", "model_rows",
            "compare", "format_table", "resolve_machine", "TYPE_BYTES", "MAX_SIZE", "algorithm_names",
@@ -132,14 +132,14 @@ class NcclLog:
 
 
 def _number(tok: str, what: str) -> float | None:
-    """A time or bandwidth field: None for N/A; ValueError (garbled) or _BadValue (nan, inf, negative)."""
+    """A time or bandwidth field: None for N/A; ValueError (garbled) or BadValue (nan, inf, negative)."""
     if tok.upper() in ("N/A", "NA", "-"):
         return None
     x = float(tok)
     if not math.isfinite(x):
-        raise _BadValue(f"the {what} is {tok!r}, not a finite number")
+        raise BadValue(f"the {what} is {tok!r}, not a finite number")
     if x < 0:
-        raise _BadValue(f"the {what} is {tok}, negative (nccl-tests never prints one)")
+        raise BadValue(f"the {what} is {tok}, negative (nccl-tests never prints one)")
     return x
 
 
@@ -149,9 +149,9 @@ def _whole(tok: str, what: str) -> int:
         raise ValueError(f"the {what} {tok[:20]!r} is not a whole number")
     n = int(tok)
     if n < 0:
-        raise _BadValue(f"the {what} is {tok}, negative")
+        raise BadValue(f"the {what} is {tok}, negative")
     if n > MAX_SIZE:
-        raise _BadValue(f"the {what} is {tok[:24]}{'...' if len(tok) > 24 else ''}, more than 2^63 - 1")
+        raise BadValue(f"the {what} is {tok[:24]}{'...' if len(tok) > 24 else ''}, more than 2^63 - 1")
     return n
 
 
@@ -221,7 +221,7 @@ def parse_log(path: str | Path) -> NcclLog:
             if len(toks) < need or (len(toks) - len(lead)) % 4:
                 raise ValueError(f"{len(toks)} fields, expected {len(lead)} + 4 per column group")
             row = _row(toks, lead, i)
-        except _BadValue as e:  # a number that means nothing: refused, even on the last line
+        except BadValue as e:  # a number that means nothing: refused, even on the last line
             raise NcclLogError(f"{path}:{i}: {e}: {s[:80]!r}") from None
         except ValueError as e:
             if last:  # a log cut mid-row: keep what came before
@@ -276,7 +276,7 @@ def _row(toks: list[str], lead: list[str], line: int) -> NcclRow:
     groups = []
     for g in range((len(toks) - len(lead)) // 4):
         t = toks[len(lead) + 4 * g: len(lead) + 4 * g + 4]
-        where = _group_name(g)
+        where = group_name(g)
         time_us, algbw, busbw = (_number(t[0], f"{where} time"), _number(t[1], f"{where} algbw"),
                                  _number(t[2], f"{where} busbw"))
         if time_us is None and algbw is None:

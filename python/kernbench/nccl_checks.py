@@ -11,12 +11,12 @@ class NcclLogError(ConfigError):
     """A file that is not (or no longer) nccl-tests output: the message names the file and the line."""
 
 
-class _BadValue(ValueError):
+class BadValue(ValueError):
     """A field that reads as a number but means nothing (non-finite, negative, impossible): refused at its line,
     never taken for a row cut short."""
 
 
-def _group_name(g: int) -> str:
+def group_name(g: int) -> str:
     return ("out-of-place", "in-place")[g] if g < 2 else f"column group {g + 1}"
 
 
@@ -27,18 +27,18 @@ _PRINTED = 0.0051
 
 def check_rate(size: int, time_us: float | None, algbw: float | None, where: str) -> None:
     """A measured row must be one a run can print: a positive size takes a time of at least the printed 0.01 us,
-    and algbw is size / time (GB/s, 1e9 B) up to the printing's rounding; else _BadValue (refused)."""
+    and algbw is size / time (GB/s, 1e9 B) up to the printing's rounding; else BadValue (refused)."""
     if size == 0 or time_us is None:
         return
     if time_us < _PRINTED:
-        raise _BadValue(f"the {where} time is {time_us:g} us for {size} bytes: nccl-tests times a positive size "
+        raise BadValue(f"the {where} time is {time_us:g} us for {size} bytes: nccl-tests times a positive size "
                         "with at least 0.01 us")
     if algbw is None:
         return
     slack = min(_PRINTED / time_us, 0.5)
     lo, hi = size / (time_us * (1 + slack)) / 1e3, size / (time_us * (1 - slack)) / 1e3
     if not lo * 0.999 - _PRINTED <= algbw <= hi * 1.001 + _PRINTED:
-        raise _BadValue(f"the {where} algbw {algbw:g} GB/s is not size / time = {size} B / {time_us:g} us = "
+        raise BadValue(f"the {where} algbw {algbw:g} GB/s is not size / time = {size} B / {time_us:g} us = "
                         f"{size / time_us / 1e3:.4g} GB/s")
 
 
@@ -52,7 +52,7 @@ def check_busbw(log, factor: float, hint: str = "") -> None:
                 continue
             want = a * factor
             if abs(b - want) > _PRINTED * (1 + factor) + 1e-3 * want:
-                raise NcclLogError(f"{log.path}:{r.line}: the {_group_name(g)} busbw {b:g} GB/s is not algbw x "
+                raise NcclLogError(f"{log.path}:{r.line}: the {group_name(g)} busbw {b:g} GB/s is not algbw x "
                                    f"{factor:.4g} = {want:.4g} GB/s (nccl-tests' busbw for this collective and "
                                    f"{log.ranks} ranks){hint}")
 

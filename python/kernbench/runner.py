@@ -25,7 +25,7 @@ from kernbench.progress import progress_bar
 from kernbench.registry import Bench, get_bench
 
 DEFAULT_SEED = 1
-SEED_MAX = 2**63 - 1  # the engine takes a signed 64-bit seed, >= 0
+from kernbench.args import SEED_MAX, check_seed  # noqa: E402,F401  (re-exported: the CLI's and sweeps' seed rule)
 
 
 class Terminated(KeyboardInterrupt):
@@ -36,15 +36,6 @@ class Terminated(KeyboardInterrupt):
 def interrupt_reason(e: BaseException) -> str:
     """The ``error`` of the failure an interrupt records: ``interrupted (KeyboardInterrupt)`` or ``(SIGTERM)``."""
     return "interrupted (SIGTERM)" if isinstance(e, Terminated) else "interrupted (KeyboardInterrupt)"
-
-
-def check_seed(seed: Any, what: str = "--seed") -> int:
-    """An integer from 0 to 2**63 - 1 (the engine's 64-bit seed), or ConfigError naming it."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"{what} {seed!r}: expected an integer from 0 to {SEED_MAX}")
-    if not 0 <= seed <= SEED_MAX:
-        raise ConfigError(f"{what} {seed}: out of range (allowed: 0 to {SEED_MAX})")
-    return seed
 
 
 @dataclass

@@ -33,9 +33,7 @@ from kernbench.workloads.targets import is_k200
 __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "kv_capacity", "IterationPricer", "run",
            "report", "ServingResult", "ServingError", "SHAREGPT", "SCHEDULERS"]
 
-SCHEDULERS = ("vllm", "sarathi", "orca", "static")
-
-from kernbench.serving_args import MAX_ITERATION_S, check_run_args, check_warmup  # noqa: E402
+from kernbench.serving_args import MAX_ITERATION_S, SCHEDULERS, check_run_args, check_warmup  # noqa: E402
 from kernbench.serving_load import SHAREGPT, Dist, ServingError, Trace, make_trace, parse_slo, read_trace  # noqa: E402
 
 # ---- the machine: KV capacity and iteration prices --------------------------------------------------------

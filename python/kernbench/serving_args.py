@@ -17,8 +17,9 @@ from typing import Any, Callable, Mapping
 
 from kernbench._core import ConfigError, UsageError
 from kernbench.args import INT32, Flag, Rule, Text, Whole
+from kernbench.workloads.graph import WorkloadError
 
-__all__ = ["MAX_REQUESTS", "MAX_TOKENS", "MAX_ARRIVAL_S", "MAX_ITERATION_S", "check_run_args", "check_warmup",
+__all__ = ["ServingError", "SCHEDULERS", "MAX_REQUESTS", "MAX_TOKENS", "MAX_ARRIVAL_S", "MAX_ITERATION_S", "check_run_args", "check_warmup",
            "api_name", "cli_name", "POLICIES"]
 
 #: Requests of one run: each request has ~15 per-request columns of 8 bytes in Python and the core (about 1 GiB
@@ -80,18 +81,14 @@ class _Length(Rule):
     """A length distribution's text (checked by Dist.parse), a Dist, or a whole number of tokens."""
 
     def __call__(self, value, where, name):
-        from kernbench.serving_load import Dist
-
-        if isinstance(value, (str, Dist)):
+        if isinstance(value, str) or callable(getattr(value, "sample", None)):  # a text, or a serving_load.Dist
             return value
         return Whole(1, MAX_TOKENS)(value, where, name)
 
 
 class _TraceArg(Rule):
     def __call__(self, value, where, name):
-        from kernbench.serving_load import Trace
-
-        if value is None or isinstance(value, (str, Path, Trace)):
+        if value is None or isinstance(value, (str, Path)) or callable(getattr(value, "check", None)):  # or a Trace
             return value
         raise self.fail(where, name, f"must be a CSV path or a Trace, got {type(value).__name__} {value!r}")
 
@@ -126,9 +123,15 @@ class _Dtype(Rule):
         raise self.fail(where, name, f"= {value!r} is not a precision ({', '.join(sorted(DTYPE_BYTES))})")
 
 
-def _rules() -> dict[str, Rule]:
-    from kernbench.serving import SCHEDULERS
+class ServingError(WorkloadError):
+    """Bad serving input (a trace row, a distribution, an SLO, a plan with no room for the KV cache)."""
 
+
+#: The serving scheduler policies (kernbench.serving re-exports them).
+SCHEDULERS = ("vllm", "sarathi", "orca", "static")
+
+
+def _rules() -> dict[str, Rule]:
     return {
         "model": Text(), "tp": Whole(1, INT32[1]), "pp": Whole(1, INT32[1]), "qps": _Positive(),
         "requests": Whole(1, MAX_REQUESTS), "prompt": _Length(), "output": _Length(),
@@ -145,8 +148,6 @@ def _rules() -> dict[str, Rule]:
 
 def check_warmup(value: Any, where: str, name: str, requests: int | None = None) -> None:
     """``warmup``: a fraction in [0, 1) of the requests, or (the API only) a whole count below the request count."""
-    from kernbench.serving_load import ServingError
-
     if isinstance(value, bool) or isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
         raise ServingError(f"{where}: {name} must be a fraction in [0, 1) or a count of requests, got {value!r}")
     if isinstance(value, numbers.Integral):
@@ -164,8 +165,7 @@ def check_run_args(values: Mapping[str, Any], where: str = "serving.run",
                    name: Callable[[str], str] = api_name) -> dict[str, Any]:
     """Each of ``values`` (serving.run's keyword arguments, by their API names) checked by its rule; returns them
     as the rules pass them on. ``name`` words an argument in the error (``cli_name`` for the CLI's flags)."""
-    from kernbench.runner import check_seed
-    from kernbench.serving_load import ServingError
+    from kernbench.args import check_seed
 
     rules = _rules()
     out = dict(values)

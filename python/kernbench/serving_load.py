@@ -9,9 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kernbench.serving_args import MAX_ARRIVAL_S, MAX_TOKENS
+from kernbench.serving_args import MAX_ARRIVAL_S, MAX_TOKENS, ServingError, check_run_args
 from kernbench.units import UNITS
-from kernbench.workloads.graph import WorkloadError
 
 __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "ServingError", "SHAREGPT"]
 
@@ -20,10 +19,6 @@ __all__ = ["Dist", "Trace", "make_trace", "read_trace", "parse_slo", "ServingErr
 #: mean input 161.31, mean output 337.99 tokens). The spread (lognormal sigma 1.0) is assumed: the paper
 #: gives histograms, not a fitted shape. Lengths are clipped to [1, 4096].
 SHAREGPT = {"prompt": "lognormal:mean=161.31,sigma=1.0,max=4096", "output": "lognormal:mean=337.99,sigma=1.0,max=4096"}
-
-
-class ServingError(WorkloadError):
-    """Bad serving input (a trace row, a distribution, an SLO, a plan with no room for the KV cache)."""
 
 
 def _unique_pairs(items, what: str, text: str) -> dict[str, str]:
@@ -220,8 +215,6 @@ def make_trace(requests: int, qps: float, *, arrival: str = "poisson", cv: float
     (Dist or its text). ``prefix_groups`` > 0: each prompt starts with one of that many shared prefixes of
     ``prefix_tokens`` tokens (a system prompt; a prompt is at least one token longer), drawn uniformly.
     Seeded (numpy PCG64): the same seed gives the same trace."""
-    from kernbench.serving_args import check_run_args
-
     check_run_args({"requests": requests, "qps": qps, "arrival": arrival, "cv": cv, "prompt": prompt,
                     "output": output, "seed": seed, "prefix_groups": prefix_groups, "prefix_tokens": prefix_tokens},
                    "make_trace")

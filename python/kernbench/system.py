@@ -61,7 +61,7 @@ _include_dirs = include_dirs  # the methods below take a keyword of the same nam
 
 def _seed(seed: Any) -> int:
     """A machine's seed: an integer 0 .. 2**63 - 1 (runner.check_seed's rule), else ConfigError naming it."""
-    from kernbench.runner import check_seed
+    from kernbench.args import check_seed
 
     return check_seed(seed, "seed")
 

@@ -49,6 +49,8 @@ TABLE2 = {
 
 @pytest.mark.parametrize("case", list(TABLE2))
 def test_gpt_layer_activations_are_korthikanti_table_2_exactly(case):
+    """Each row of Korthikanti et al.'s Table 2 (activation bytes per layer by parallelism and recompute) comes out of
+    layer_activation_bytes exactly, on GPT-3 175B's dimensions."""
     kw, want = TABLE2[case]
     assert want.denominator == 1
     assert _layer(**kw) == want
@@ -64,6 +66,7 @@ def test_flash_attention_keeps_no_score_matrix():
 
 
 def test_context_parallelism_splits_the_sequence():
+    """Context parallelism divides the sequence, so a layer's activations with TP, SP and cp 2 are half of TP + SP's."""
     assert _layer(tp=T, sp=True, cp=2) == 34 * SBH // (2 * T)
 
 
@@ -124,6 +127,7 @@ def test_state_bytes_follow_adam_mixed_precision_and_sharding():
 
 
 def test_moe_experts_are_counted_on_the_ranks_that_hold_them():
+    """A rank holds E / ep routed experts: the weights per rank fall with ep while the dense parts stay."""
     spec = get_model("mixtral-8x7b")
     one = memory.training_footprint(spec, ParallelPlan(pp=4, microbatches=4), micro_batch=1, seq=1024)
     ep8 = memory.training_footprint(spec, ParallelPlan(dp=8, ep=8, pp=4, microbatches=4), micro_batch=1, seq=1024)
@@ -134,6 +138,8 @@ def test_moe_experts_are_counted_on_the_ranks_that_hold_them():
 
 
 def test_mixtral_weights_are_its_46_7b_parameters_in_bf16():
+    """Mixtral-8x7B's inference weights count every expert: 46.7 B parameters in BF16 (87 GiB), not the 13.5 GiB of its
+    dense parts alone."""
     spec = get_model("mixtral-8x7b")
     w = memory.inference_footprint(spec, tp=1, pp=1, batch=1, prompt=1, tokens=1).weights
     assert w == pytest.approx(46.7e9 * 2, rel=0.01)
@@ -147,6 +153,7 @@ def test_mixtral_weights_are_its_46_7b_parameters_in_bf16():
                                      (dict(batch=0), "batch"), (dict(tokens=-1), "tokens"), (dict(tp=0), "tp"),
                                      (dict(batch=1.5), "batch")])
 def test_inference_footprint_refuses_bad_sizes_by_name(kw, name):
+    """A negative or zero size is refused naming the argument (it once gave negative bytes)."""
     args = {**dict(tp=1, pp=1, batch=1, prompt=16, tokens=16), **kw}
     with pytest.raises(WorkloadError, match=f"inference_footprint: {name} must be an integer"):
         memory.inference_footprint(get_model("llama3-8b"), **args)
@@ -164,6 +171,8 @@ def _one_gib_over(spec, plan, **kw) -> int:
 
 
 def test_a_plan_one_gib_over_the_budget_is_refused_with_that_shortfall():
+    """A plan whose peak stage needs exactly 1 GiB more than the budget is refused with '1.00 GiB short', naming the
+    stage and the rank's GPU; check_memory=False reports the same figure."""
     spec = get_model("llama3-8b")
     plan = ParallelPlan(tp=2, pp=2, microbatches=2)
     g = spec.graph(1, 256, layers=4)
@@ -203,6 +212,7 @@ def test_big_models_do_not_train_on_one_h100(model):
 
 
 def test_llama3_8b_fits_at_tp_8_with_zero1():
+    """LLaMA-3-8B at tp 8 with the distributed optimizer fits one H100's training budget."""
     fp = memory.training_footprint(get_model("llama3-8b"), ParallelPlan(tp=8, dp=1, sharding="zero1"),
                                    micro_batch=1, seq=8192)
     info = memory.check_training(fp, System.load(H100), ParallelPlan(tp=8, sharding="zero1"))
@@ -210,6 +220,7 @@ def test_llama3_8b_fits_at_tp_8_with_zero1():
 
 
 def test_model_training_reports_the_peak_memory_per_gpu():
+    """model.training reports the peak GiB per GPU of its plan beside the step."""
     fn = REGISTRY.get("model.training").fn
     r = fn(Context(config=H100, sets={}), model="gpt2", dp=2, seq=128, grad_accum=2, sharding="zero1")
     fp = memory.training_footprint(get_model("gpt2"), ParallelPlan(dp=2, microbatches=2, sharding="zero1"),
@@ -218,6 +229,7 @@ def test_model_training_reports_the_peak_memory_per_gpu():
 
 
 def test_an_imported_graph_without_dims_is_not_checked_and_says_why():
+    """A graph that records no model dimensions is stepped without the memory check, and the estimate says why."""
     from kernbench.workloads.graph import WorkloadGraph
 
     g = get_model("llama3-8b").graph(1, 64, layers=2)
@@ -228,6 +240,8 @@ def test_an_imported_graph_without_dims_is_not_checked_and_says_why():
 
 # ---- issue 54 item 1: Mixtral at tp 1 is refused wherever inference checks memory --------------------------------
 def test_kv_capacity_gives_mixtral_fewer_blocks_than_llama3_8b_or_refuses_it():
+    """serving.kv_capacity refuses Mixtral at tp 1 on one H100 (its weights leave no KV cache) and gives it fewer
+    blocks than LLaMA-3-8B at tp 8."""
     system = System.load(H100)
     with pytest.raises(ServingError, match="mixtral-8x7b at tp 1 pp 1 leaves no KV cache"):
         serving.kv_capacity(get_model("mixtral-8x7b"), system)
@@ -238,11 +252,13 @@ def test_kv_capacity_gives_mixtral_fewer_blocks_than_llama3_8b_or_refuses_it():
 
 
 def test_serving_mixtral_at_tp_1_is_refused():
+    """serving.run refuses Mixtral at tp 1 on one H100, naming the shortfall."""
     with pytest.raises(ServingError, match="mixtral-8x7b.*leaves no KV cache.*GiB short"):
         serving.run("mixtral-8x7b", config=H100, tp=1, requests=2, prompt=16, output=4)
 
 
 def test_model_inference_refuses_mixtral_at_tp_1():
+    """model.inference's fit check refuses Mixtral at tp 1: 86.99 GiB of weights on one 80 GB GPU."""
     fn = REGISTRY.get("model.inference").fn
     with pytest.raises(WorkloadError, match=r"does not fit in gpu0's memory: weights 86\.99 GiB.*GiB short"):
         fn(Context(config=H100, sets={}), model="mixtral-8x7b", tp=1, prompt=32, output=2)

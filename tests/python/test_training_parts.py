@@ -66,6 +66,8 @@ def test_short_sequences_run_below_the_long_ones_rate(h100):
 
 
 def test_decode_has_no_backward_and_an_unknown_implementation_is_named(h100):
+    """A decode-shaped attention (one query) has no backward kernel, and an unknown attention implementation is refused
+    naming the known ones."""
     gpu = h100.pes()[0]
     with pytest.raises(WorkloadError, match="decode kernel has no backward"):
         attention_plan(h100, gpu, 1, 8, 8, 1, 1024, 128, 2, True, "bf16", "fa2", "backward")

@@ -41,14 +41,14 @@ STREAM_ARRAYS = {"copy": 2, "mul": 2, "add": 3, "triad": 3, "dot": 2}
 STREAM_BYTES = {"fp64": 8, "fp32": 4}
 
 
-def _first_gpu(system) -> str:
+def first_gpu(system) -> str:
     pes = system.pes()
     if not pes:
         raise UsageError("the machine has no PE to run a GPU kernel on")
     return pes[0]
 
 
-def _back_to_back(system, gpu: str, plan: dict, flops: float, precision: str) -> float:
+def back_to_back(system, gpu: str, plan: dict, flops: float, precision: str) -> float:
     """Seconds per call of REPEATS identical kernels launched from the host, in steady state."""
     from kernbench import _core
     from kernbench.program import Program
@@ -70,9 +70,9 @@ def gpu_gemm(ctx, m: int, n: int, k: int, precision: str = "bf16"):
     from kernbench import _core
 
     system = ctx.load()
-    gpu = _first_gpu(system)
+    gpu = first_gpu(system)
     plan = _core.gpu_gemm(system._core, gpu, m, n, k, precision)
-    t = _back_to_back(system, gpu, plan, plan["flops"], precision)
+    t = back_to_back(system, gpu, plan, plan["flops"], precision)
     return {"tflops": plan["flops"] / t / 1e12, "time": t * 1e6}
 
 
@@ -88,10 +88,10 @@ def gpu_stream(ctx, kernel: str = "copy", elements: int = 1 << 25, precision: st
     if elements < 1:
         raise UsageError(f"elements must be >= 1, got {elements}")
     system = ctx.load()
-    gpu = _first_gpu(system)
+    gpu = first_gpu(system)
     nbytes = STREAM_ARRAYS[kernel] * elements * STREAM_BYTES[precision]
     plan = _core.gpu_stream(system._core, gpu, nbytes)
-    t = _back_to_back(system, gpu, plan, 0.0, "fp32")
+    t = back_to_back(system, gpu, plan, 0.0, "fp32")
     return {"bandwidth": nbytes / t / 1e12, "time": t * 1e6}
 
 
@@ -112,12 +112,12 @@ def gpu_attention(ctx, batch: int, heads: int, seq: int, head_dim: int = 128, ca
     if min(batch, heads, seq, head_dim) < 1:
         raise UsageError(f"batch, heads, seq and head_dim must be >= 1, got {batch}, {heads}, {seq}, {head_dim}")
     system = ctx.load()
-    gpu = _first_gpu(system)
+    gpu = first_gpu(system)
     t = 0.0
     for p in ATTENTION_PASSES[direction]:
         plan = attention_plan(system, gpu, batch, heads, heads, seq, seq, head_dim, 2, bool(causal), precision,
                               impl, p)
-        t += _back_to_back(system, gpu, plan, plan["flops"], precision)
+        t += back_to_back(system, gpu, plan, plan["flops"], precision)
     fwd = 4.0 * batch * seq * seq * heads * head_dim / (2 if causal else 1)
     counted = fwd * {"forward": 1.0, "backward": BACKWARD_FLOPS, "forward_backward": 1.0 + BACKWARD_FLOPS}[direction]
     return {"tflops": counted / t / 1e12, "time": t * 1e6}

@@ -16,7 +16,7 @@ BabelStream.
 from __future__ import annotations
 
 from kernbench._core import UsageError
-from kernbench.calibrate.gpu_functions import _back_to_back, _first_gpu
+from kernbench.calibrate.gpu_functions import back_to_back, first_gpu
 from kernbench.calibrate.registry import measurement
 
 #: Bytes per element by dtype name.
@@ -81,11 +81,11 @@ def gpu_kernel(ctx, kernel: str, impl: str = "fused", direction: str = "forward"
         raise UsageError(f"tokens and hidden must be >= 1, got {tokens} and {hidden}")
     unit = tokens * hidden * ELEM[dtype]
     system = ctx.load()
-    gpu = _first_gpu(system)
+    gpu = first_gpu(system)
     t, moved = 0.0, 0
     for reads, writes in kernel_list(kernel, impl, direction):
         nbytes = int(round((reads + writes) * unit))
-        t += _back_to_back(system, gpu, _core.gpu_stream(system._core, gpu, nbytes), 0.0, "fp32")
+        t += back_to_back(system, gpu, _core.gpu_stream(system._core, gpu, nbytes), 0.0, "fp32")
         moved += nbytes
     return {"time": t * 1e6, "bandwidth": moved / t / 1e12}
 
@@ -110,10 +110,10 @@ def gpu_optimizer(ctx, params: int, state: str = "adam_bf16"):
     if params < 1:
         raise UsageError(f"params must be >= 1, got {params}")
     system = ctx.load()
-    gpu = _first_gpu(system)
+    gpu = first_gpu(system)
     launches = -(-params // MTA_CHUNK)
     per = -(-params // launches)
-    t = launches * _back_to_back(system, gpu, _core.gpu_stream(system._core, gpu, per * OPTIMIZER_BYTES[state]), 0.0,
+    t = launches * back_to_back(system, gpu, _core.gpu_stream(system._core, gpu, per * OPTIMIZER_BYTES[state]), 0.0,
                                  "fp32")
     return {"time": t * 1e3, "bandwidth": params * OPTIMIZER_BYTES[state] / t / 1e12}
 
@@ -125,4 +125,4 @@ def gpu_clock(ctx):
     from kernbench import _core
 
     system = ctx.load()
-    return {"sustained": float(_core.gpu_spec(system._core, _first_gpu(system))["sustained_hz"]) / 1e6}
+    return {"sustained": float(_core.gpu_spec(system._core, first_gpu(system))["sustained_hz"]) / 1e6}

@@ -52,7 +52,8 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from kernbench.workloads.graph import DTYPE_BYTES, WorkloadError
-from kernbench.workloads.lowerer import SHARD, Lowerer, dep_fn
+from kernbench.workloads.lowerer import SHARD, Lowerer, dep_fn, forward_pass as plain_forward_pass
+from kernbench.workloads.moe_lower import lower_moe
 
 __all__ = ["check_cp", "ring_steps", "spans", "forward_chunk", "forward_pass", "attention", "CP_REQUEST",
            "CP_RECOMPUTE"]
@@ -300,8 +301,6 @@ def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int]
     every data rank has lowered the ops before it, an attention op (cp > 1) is lowered over the cp groups and an
     MoE op over the EP groups (kernbench.workloads.moe_lower) -- both in one chunk when the plan has cp and ep.
     ``memos[rep]``: data rank rep's memo of this microbatch."""
-    from kernbench.workloads.moe_lower import lower_moe
-
     seg: list[int] = []
     for i in list(ops) + [None]:
         if i is not None and not spans(L, i):
@@ -326,10 +325,17 @@ def forward_chunk(L: Lowerer, ops: Sequence[int], mb: int, stages: Sequence[int]
             memos[rep]["done"][i], memos[rep]["state"][i] = hs, SHARD
 
 
+def moe_forward_pass(L: Lowerer, mb: int, stages: Sequence[int]) -> None:
+    """The inference forward of microbatch ``mb`` on every data rank of a graph with MoE ops, each MoE op over its
+    EP groups (and with cp > 1 each attention op over its cp groups): forward_chunk over the whole graph."""
+    memos = {rep: {"done": {}, "state": {}, "xfer": {}} for rep in L.replicas}
+    forward_chunk(L, range(len(L.g.ops)), mb, stages, memos,
+                  lambda rep, ops: plain_forward_pass(L, rep, mb, stages, memo=memos[rep], ops=ops))
+
+
 def forward_pass(L: Lowerer, replica: int, mb: int, stages: Sequence[int]) -> None:
     """An inference forward of microbatch ``mb`` on dp replica ``replica``'s cp ranks, attention over them."""
-    from kernbench.workloads.lowerer import forward_pass as plain
-
+    plain = plain_forward_pass
     reps = [replica * L.plan.cp + c for c in range(L.plan.cp)]
     memos = {r: {"done": {}, "state": {}, "xfer": {}} for r in reps}
     saved, L.replicas = L.replicas, reps

@@ -58,7 +58,7 @@ from kernbench.workloads.graph import WorkloadError, WorkloadGraph
 from kernbench.workloads.lowerer import (VECTOR_PASSES, Lowered, Lowerer, Span, forward_pass,  # noqa: F401
                                          part_of, stage_ranges)
 from kernbench.workloads import context
-from kernbench.workloads.moe_lower import check_ep, moe_forward_pass, moe_ops
+from kernbench.workloads.moe_lower import check_ep, moe_ops
 from kernbench.workloads.plan import ParallelPlan
 from kernbench.workloads.training import lower_training, model_chunks, replicas_mode, tp_ranks_mode
 
@@ -137,7 +137,7 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     stages = stage_ranges(graph, plan.pp)
     if moe_ops(graph):  # an MoE op spans the replicas of an EP group: op-major within each microbatch
         for mb in range(plan.microbatches):
-            moe_forward_pass(L, mb, stages)
+            context.moe_forward_pass(L, mb, stages)
         return L.out
     for rep in range(plan.dp):
         for mb in range(plan.microbatches):

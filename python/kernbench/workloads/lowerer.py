@@ -415,7 +415,7 @@ class Lowerer(TpRanks):
         if kind == "view":
             return deps, sin
         if kind == "moe":  # spans the replicas of an EP group: kernbench.workloads.moe_lower, not one group
-            raise self.err(i, "an MoE op is lowered over its EP group by moe_lower.moe_forward_pass")
+            raise self.err(i, "an MoE op is lowered over its EP group by context.moe_forward_pass")
         if kind == "matmul":
             return self.matmul(i, group, deps, sin, stage, mb, first)
         elif kind == "conv":

@@ -2,7 +2,7 @@
 
 The ``moe`` op of one microbatch runs on every EP group at once (``ParallelPlan.ep`` consecutive data ranks of a
 stage, plan.py: the dp x cp ranks, Megatron-Core's EP groups), so an inference pass with MoE layers lowers op-major
-within a microbatch (``moe_forward_pass``, context.forward_chunk): the ops up to an MoE op on every data rank, then
+within a microbatch (context.moe_forward_pass, context.forward_chunk): the ops up to an MoE op on every data rank, then
 the MoE op over each EP group (``lower_moe``), then on (with cp > 1 each attention op over its cp groups too).
 
 For tensor-parallel rank t of EP group g (PEs ``Placement.ep_group(g, stage, t)``; EP rank j holds experts
@@ -39,10 +39,10 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from kernbench.workloads.graph import WorkloadError
-from kernbench.workloads.lowerer import REP, SEQ, Lowerer, forward_pass
+from kernbench.workloads.lowerer import REP, SEQ, Lowerer
 from kernbench.workloads.moe import capacity, split_counts
 
-__all__ = ["moe_ops", "moe_forward_pass", "lower_moe", "check_ep", "record", "routes", "sources", "expert_op",
+__all__ = ["moe_ops", "lower_moe", "check_ep", "record", "routes", "sources", "expert_op",
            "exchange"]
 
 
@@ -62,16 +62,6 @@ def check_ep(graph, plan) -> None:
         if E % plan.ep:
             raise WorkloadError(f"{graph.name}: op {graph.ops[i].name!r}: {E} experts are not divisible by "
                                 f"ep = {plan.ep} (each EP rank holds E / ep experts)")
-
-
-def moe_forward_pass(L: Lowerer, mb: int, stages: Sequence[int]) -> None:
-    """The forward ops of microbatch ``mb`` on every data rank, each MoE op over its EP groups (and with cp > 1 each
-    attention op over its cp groups: context.forward_chunk)."""
-    from kernbench.workloads.context import forward_chunk
-
-    memos = {rep: {"done": {}, "state": {}, "xfer": {}} for rep in L.replicas}
-    forward_chunk(L, range(len(L.g.ops)), mb, stages, memos,
-                  lambda rep, ops: forward_pass(L, rep, mb, stages, memo=memos[rep], ops=ops))
 
 
 def exchange(L: Lowerer, pes, nbytes, deps: list[list], label: str) -> tuple[list[list[int]], list[list]]:
