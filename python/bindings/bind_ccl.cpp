@@ -104,10 +104,10 @@ void bind_ccl(py::module_& m) {
       "rank j at [i * ranks + j], the delivered bytes checked instead).");
   m.def(
       "collective_program",
-      [](topology::System& system, const std::string& collective, const std::string& algorithm,
-         const py::object& bytes, const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer,
-         const py::object& grid_w, const py::object& grid_h, const std::string& inter, const py::object& pieces,
-         const py::object& root, const std::string& protocol, const py::object& channels, const std::string& fidelity) {
+      [](topology::System& system, const std::string& collective, const std::string& algorithm, const py::object& bytes,
+         const std::optional<std::vector<NodeRef>>& pes, const std::string& buffer, const py::object& grid_w,
+         const py::object& grid_h, const std::string& inter, const py::object& pieces, const py::object& root,
+         const std::string& protocol, const py::object& channels, const std::string& fidelity) {
         CollectiveSpec spec = make_spec(system, collective, algorithm, bytes, pes, buffer, grid_w, grid_h, inter,
                                         pieces, root, "off", protocol, channels, py::int_(1), py::int_(0));
         spec.fidelity = fidelity;

@@ -209,8 +209,8 @@ void evaluate(const Context& c, const PathModel& path, std::int64_t tm, std::int
   // compute and the last store.
   const Time dispatches = (c.spec.pinned ? 4 : 3) * runtime::dispatch_time(c.pe);
   s.estimate_ps = static_cast<Time>(std::min(static_cast<__int128>(dispatches) + s.pinned_ps + load_latency +
-                                                   static_cast<__int128>(steps - 1) * step + s.compute_ps + write_occ,
-                                               kLongest));
+                                                 static_cast<__int128>(steps - 1) * step + s.compute_ps + write_occ,
+                                             kLongest));
 }
 
 // Tile sizes worth trying for a dimension d: for each power of two p, the
