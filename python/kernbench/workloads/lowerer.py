@@ -356,11 +356,9 @@ class Lowerer(TpRanks):
         return h
 
     def fidelity(self, what: str, algorithm: str) -> str:
-        """The fidelity a GPU collective runs at: the plan's; in a training step ``auto`` is the channel pipeline
-        (one coflow per NCCL channel, docs/ccl.md "Fidelity") for NCCL's ring on a flow fabric, where the step model
-        would cut each layer's tensor-parallel all-reduce into ten thousand sends (a GPT-3 175B step at TP 4 overran
-        the 2^24 ops of a Program) and the two agree within a few per cent inside a box; elsewhere (alltoall, other
-        algorithms, the packet fabric, inference) ``auto`` is kernbench.ccl's own choice."""
+        """The plan's fidelity; in a training step ``auto`` is the channel pipeline (docs/ccl.md "Fidelity") for
+        NCCL's ring on a flow fabric: at every step a GPT-3 175B TP 4 step overran the 2^24 ops of a Program, and the
+        two agree within a few per cent in a box. Elsewhere ``auto`` is kernbench.ccl's own choice."""
         f = self.plan.fidelity
         if f == "auto" and self.train and what != "alltoall" and algorithm == "ring" and \
                 self.system._core.fabric_model == "flow":

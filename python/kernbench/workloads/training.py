@@ -97,7 +97,7 @@ def replicas_mode(replicas: str | None, mirror_replicas: bool, where: str) -> st
 
 def tp_ranks_mode(tp_ranks: str | None, graph, system, where: str) -> str:
     """The TP_RANKS mode a call asks for. None: ``one`` where it was measured equal to every rank lowered -- a GPU
-    machine (one box, or a cluster of one pod: two switch tiers, or three with one pod) and a model without MoE
+    machine (one box, or a cluster of one scalable unit: its leaves one group in one pod) and a model without MoE
     layers -- else ``all``: MoE layers (a group's ranks route different token slices), the SIP machine, and three
     tiers of several pods, where every rail's transfers between pods cross the same spine-core links (there one
     rank lowered was 1.7-2.4 % fast: docs/model-estimates.md). WorkloadError naming ``where`` for an unknown mode,
@@ -107,7 +107,10 @@ def tp_ranks_mode(tp_ranks: str | None, graph, system, where: str) -> str:
         if getattr(system, "target", None) != "gpu" or moe:
             return "all"
         cluster = system.cluster()
-        return "all" if cluster and int(cluster.get("pods", 1)) > 1 else "one"
+        # one scalable unit (its leaves one group, one pod): the rails meet only in its own spines; across units
+        # every rail's transfers share the spines (Llama-3.1-70B on 2,048 H100s, 8 units: one rank 1.2 % fast)
+        groups = {leaf.get("group", 0) for leaf in cluster.get("leaves", [])} if cluster else set()
+        return "all" if cluster and (int(cluster.get("pods", 1)) > 1 or len(groups) > 1) else "one"
     if tp_ranks not in TP_RANKS:
         raise WorkloadError(f"{where}: tp_ranks {tp_ranks!r}: expected one of {', '.join(TP_RANKS)}")
     if tp_ranks == "one" and moe:
