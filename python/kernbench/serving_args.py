@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from kernbench._core import ConfigError, UsageError
-from kernbench.args import INT32, Flag, Rule, Text, Whole
+from kernbench.args import INT32, Flag, Optional, Rule, Text, Whole
 from kernbench.workloads.graph import WorkloadError
 
 __all__ = ["ServingError", "SCHEDULERS", "MAX_REQUESTS", "MAX_TOKENS", "MAX_ARRIVAL_S", "MAX_ITERATION_S", "check_run_args", "check_warmup",
@@ -67,14 +67,6 @@ class _Choice(Rule):
         if not isinstance(value, str) or value not in self.choices:
             raise self.fail(where, name, f"= {value!r} is not one of {', '.join(self.choices)}")
         return value
-
-
-class _Maybe(Rule):
-    def __init__(self, rule: Rule):
-        self.rule = rule
-
-    def __call__(self, value, where, name):
-        return None if value is None else self.rule(value, where, name)
 
 
 class _Length(Rule):
@@ -137,8 +129,8 @@ def _rules() -> dict[str, Rule]:
         "requests": Whole(1, MAX_REQUESTS), "prompt": _Length(), "output": _Length(),
         "arrival": _Choice(POLICIES["arrival"]), "cv": _Positive(), "trace": _TraceArg(),
         "scheduler": _Choice(SCHEDULERS), "max_num_seqs": Whole(1, INT32[1]),  # the core's int
-        "max_batched_tokens": _Maybe(Whole(1, MAX_TOKENS)), "block_size": Whole(1, 1 << 20),
-        "kv_blocks": _Maybe(Whole(1, INT32[1])), "preemption": _Choice(POLICIES["preemption"]), "slo": _Slo(),
+        "max_batched_tokens": Optional(Whole(1, MAX_TOKENS)), "block_size": Whole(1, 1 << 20),
+        "kv_blocks": Optional(Whole(1, INT32[1])), "preemption": _Choice(POLICIES["preemption"]), "slo": _Slo(),
         "check": Whole(0, 100_000), "dtype": _Dtype(), "replicas": Whole(1, INT32[1]),
         "routing": _Choice(POLICIES["routing"]), "disaggregate": _Pair(), "prefix_caching": Flag(),
         "prefix_groups": Whole(0, INT32[1]), "prefix_tokens": Whole(0, MAX_TOKENS),
