@@ -44,27 +44,29 @@ _FIT = {"by": "scripts/calibrate_training_parts.py", "data": "h100-training-part
 #: CTA's cost independent of the keys, in keys), ``softmax_flops`` per score element (both passes). FA3's and
 #: cuDNN's efficiencies exceed the sustained tensor rate once the softmax is charged: they overlap the softmax with
 #: the matmuls (FA3's ping-pong warpgroups), which this additive form folds into its two values.
+def _rows(impl: str) -> list[str]:
+    """The row ids of ``impl``'s five groups in h100-training-parts.measured.yaml (what its values were fitted on)."""
+    return [f"att-{impl}-{g}" for g in ("fwd", "fwd-causal", "fwd-hd64", "bwd", "bwd-hd64")]
+
+
 ATTENTION_KERNELS: dict[str, dict[str, Any]] = {
     "fa2": {
         "efficiency": {"forward": 1.0, "backward": 0.8915},
         "fixed_keys": {"forward": 131.5, "backward": 259.2},
         "softmax_flops": 59.15,
-        "fitted": {**_FIT, "rows": ["att-fa2-fwd", "att-fa2-fwd-causal", "att-fa2-fwd-hd64", "att-fa2-bwd",
-                                    "att-fa2-bwd-hd64"]},
+        "fitted": {**_FIT, "rows": _rows("fa2")},
     },
     "fa3": {
         "efficiency": {"forward": 1.9739, "backward": 1.8036},
         "fixed_keys": {"forward": 188.6, "backward": 403.8},
         "softmax_flops": 128.06,
-        "fitted": {**_FIT, "rows": ["att-fa3-fwd", "att-fa3-fwd-causal", "att-fa3-fwd-hd64", "att-fa3-bwd",
-                                    "att-fa3-bwd-hd64"]},
+        "fitted": {**_FIT, "rows": _rows("fa3")},
     },
     "cudnn": {
         "efficiency": {"forward": 1.9751, "backward": 1.9224},
         "fixed_keys": {"forward": 99.2, "backward": 352.6},
         "softmax_flops": 207.24,
-        "fitted": {**_FIT, "rows": ["att-cudnn-fwd", "att-cudnn-fwd-causal", "att-cudnn-fwd-hd64", "att-cudnn-bwd",
-                                    "att-cudnn-bwd-hd64"]},
+        "fitted": {**_FIT, "rows": _rows("cudnn")},
     },
 }
 
