@@ -128,7 +128,8 @@ def lower(graph: WorkloadGraph, system, plan: ParallelPlan | None = None, *, pha
     L = Lowerer(graph, system, plan, prog, precision=precision, fuse=fuse, attention_tiles=attention_tiles,
                  launch=launch)
     if phase == "train":
-        L.train = True  # collectives at fidelity auto: the channel pipeline where it runs (Lowerer.fidelity)
+        # collectives at fidelity auto: NCCL's ring as the channel pipeline on a flow fabric (Lowerer.fidelity)
+        L.ring_pipeline = system._core.fabric_model == "flow"
         lower_training(L, model_chunks(graph, plan), optimizer=optimizer, replicas=replicas, tp_ranks=tp_ranks)
         return L.out
     if plan.interleave > 1:

@@ -174,7 +174,7 @@ class Lowerer(TpRanks):
             raise WorkloadError(f"{graph.name}: the K200 host runs a workload as one stream of its own steps (the "
                                 "k200 target): kernbench.k200.run_ops(system, graph.ops), not lower()")
         self.precision, self.fuse, self.tiles = precision, fuse, attention_tiles
-        self.train = False  # lowering a training step (lower(phase="train")): see fidelity()
+        self.ring_pipeline = False  # a training step on a flow fabric (set by lower(phase="train")): fidelity()
         lay = system.layout()
         self.where = {n: (int(p), int(g), int(i)) for n, p, g, i in
                       zip(lay["ranks"], lay["package"], lay["group"], lay["pe"])}
@@ -360,8 +360,7 @@ class Lowerer(TpRanks):
         NCCL's ring on a flow fabric: at every step a GPT-3 175B TP 4 step overran the 2^24 ops of a Program, and the
         two agree within a few per cent in a box. Elsewhere ``auto`` is kernbench.ccl's own choice."""
         f = self.plan.fidelity
-        if f == "auto" and self.train and what != "alltoall" and algorithm == "ring" and \
-                self.system._core.fabric_model == "flow":
+        if f == "auto" and self.ring_pipeline and what != "alltoall" and algorithm == "ring":
             return "pipeline"
         return f
 
