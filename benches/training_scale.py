@@ -145,7 +145,6 @@ def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None
     ``recipe``) on ``config`` (with ``machine_set`` under the user's overrides): a result row, or a failure with
     the reason."""
     from kernbench import _core
-    from kernbench.system import System
     from kernbench.workloads import ParallelPlan, estimate, get_model
 
     p = ctx.params
@@ -163,10 +162,8 @@ def _run(ctx, model: str, plan_of: dict, config: str, machine_set: dict) -> None
         plan = ParallelPlan(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, interleave=v, microbatches=M,
                             sharding=plan_of["sharding"], recompute=plan_of["recompute"], sp=bool(plan_of["sp"]),
                             fidelity=p["fidelity"])
-        base = {**machine_set, **dict(ctx.config_overrides)}
-        probe = System.load(config, set=base, seed=ctx.seed).cluster()
-        nodes = -(-plan.size // probe["gpus_per_node"])
-        system = System.load(config, set={**base, "cluster.nodes": nodes}, seed=ctx.seed)
+        system = recipes.cluster_for(config, plan.size, {**machine_set, **dict(ctx.config_overrides)}, ctx.seed)
+        nodes = system.cluster()["nodes"]
         e0 = system._core.events_processed
         t0 = time.perf_counter()
         tr = estimate.training_step(graph, system, plan, replicas=p["replicas"],

@@ -22,7 +22,7 @@ from typing import Any
 
 from kernbench.workloads.graph import WorkloadError
 
-__all__ = ["Recipe", "RECIPES", "get", "names"]
+__all__ = ["Recipe", "RECIPES", "get", "names", "cluster_for"]
 
 H100_CLUSTER = "machines/dgx-h100-cluster.yaml"
 A100_CLUSTER = "machines/dgx-a100-cluster.yaml"
@@ -85,12 +85,17 @@ class Recipe:
 
     def system(self, config: str | None = None, overrides: dict | None = None, seed: int = 1):
         """The recipe's machine (``config``: another cluster preset) with the boxes its GPUs need."""
-        from kernbench.system import System
+        return cluster_for(config or self.machine, self.gpus, {**self.machine_set, **dict(overrides or {})}, seed)
 
-        path = config or self.machine
-        base = {**self.machine_set, **dict(overrides or {})}
-        per_box = System.load(path, set=base, seed=seed).cluster()["gpus_per_node"]
-        return System.load(path, set={**base, "cluster.nodes": -(-self.gpus // per_box)}, seed=seed)
+
+def cluster_for(config: str, gpus: int, overrides: dict | None = None, seed: int = 1):
+    """The cluster preset ``config`` (with ``overrides``) loaded with the boxes ``gpus`` GPUs need (its
+    ``cluster.nodes``: the GPUs over its boxes' GPUs, rounded up)."""
+    from kernbench.system import System
+
+    base = dict(overrides or {})
+    per_box = System.load(config, set=base, seed=seed).cluster()["gpus_per_node"]
+    return System.load(config, set={**base, "cluster.nodes": -(-gpus // per_box)}, seed=seed)
 
 
 def _nemo_gpt3(gpus: int) -> Recipe:
